@@ -1,0 +1,81 @@
+// Names that other components, users and existing OpenEBS tooling recognise. One place for all of them.
+
+export const GROUP = "openebs.io";
+export const VERSION = "v1alpha1";
+export const API_VERSION = `${GROUP}/${VERSION}`;
+
+export const KIND = {
+  cspc: "CStorPoolCluster",
+  cspi: "CStorPoolInstance",
+  blockDevice: "BlockDevice",
+  blockDeviceClaim: "BlockDeviceClaim",
+  deployment: "Deployment",
+  node: "Node",
+} as const;
+
+/** Metacontroller v2 object-map keys: "<Kind>.<group>/<version>", core group "<Kind>.<version>". */
+export const TYPE_KEY = {
+  cspi: `${KIND.cspi}.${API_VERSION}`,
+  blockDevice: `${KIND.blockDevice}.${API_VERSION}`,
+  blockDeviceClaim: `${KIND.blockDeviceClaim}.${API_VERSION}`,
+  deployment: "Deployment.apps/v1",
+  node: "Node.v1",
+} as const;
+
+export const LABEL = {
+  cspc: "openebs.io/cstor-pool-cluster",
+  cspi: "openebs.io/cstor-pool-instance",
+  hostname: "kubernetes.io/hostname",
+  app: "app.kubernetes.io/name",
+  component: "app.kubernetes.io/component",
+  managedBy: "app.kubernetes.io/managed-by",
+} as const;
+
+export const ANNOTATION = {
+  /** On a replacement device's claim: the device it replaces. The node daemon removes it after resilver. */
+  bdPredecessor: "openebs.io/bd-predecessor",
+  /** On a CSPI: the pool spec is gone from the CSPC; the node daemon may destroy the pool. */
+  poolRemoval: "openebs.io/pool-removal",
+  /** On a CSPC: hold all day-2 changes. */
+  reconcilePaused: "openebs.io/reconcile-paused",
+  /** On a CSPI: import even though the node that held the pool has not exported it (that node is dead). */
+  forceImport: "openebs.io/force-import",
+  /** On a CSPI: let zpool create/add use -f (the user has checked the devices by hand). */
+  forceCreate: "openebs.io/force-create",
+  /** Metacontroller's own bookkeeping: never part of desired state. */
+  metacontrollerLastApplied: "metacontroller.k8s.io/last-applied-configuration",
+  metacontrollerDecorator: "metacontroller.k8s.io/decorator-controller",
+} as const;
+
+export const POOL_REMOVAL_REQUESTED = "requested";
+
+export const FINALIZER = {
+  /** The node daemon's: the pool is still imported (or not yet destroyed) on the node. */
+  poolProtection: "openebs.io/pool-protection",
+} as const;
+
+/** Metacontroller adds this label to every child when generateSelector is on. */
+export const METACONTROLLER_CONTROLLER_UID_LABEL = "controller-uid";
+
+export const RAID_TYPES = ["stripe", "mirror", "raidz", "raidz2"] as const;
+export type RaidType = (typeof RAID_TYPES)[number];
+
+export const COMPRESSION_VALUES = ["off", "on", "lz4", "lzjb", "gzip", "zle"] as const;
+export type Compression = (typeof COMPRESSION_VALUES)[number];
+
+export const DEFAULTS = {
+  compression: "off" as Compression,
+  roThresholdLimit: 85,
+  /** How long a node daemon heartbeat stays fresh before the hook marks the CSPI phase Unknown. */
+  staleStatusSeconds: 300,
+  /** Resync so that time-based decisions (stale heartbeats) are re-evaluated without an event. */
+  resyncSeconds: 60,
+};
+
+/** Upper bounds that keep CEL rule cost bounded and objects well under etcd's size limit. */
+export const LIMITS = {
+  pools: 1000,
+  raidGroupsPerPool: 32,
+  blockDevicesPerGroup: 64,
+  cspcNameLength: 56,
+};

@@ -1,0 +1,339 @@
+// The one definition of the API. TypeScript types (api/types.ts), the validators (lib/validate.ts) and the
+// CRD YAML under metacontroller/crds (scripts/generate-crds.ts) are all derived from these schemas.
+//
+// Schemas are closed (additionalProperties: false) so our own validation catches typos; the CRD generator
+// drops that keyword because structural CRD schemas forbid it (the API server prunes unknown fields instead).
+import { Type, type TSchema, type TUnsafe } from "@sinclair/typebox";
+import { COMPRESSION_VALUES, LIMITS, RAID_TYPES } from "./constants.js";
+
+const closed = { additionalProperties: false } as const;
+
+/** A Kubernetes int-or-string (quantities in resources). */
+const IntOrString: TUnsafe<string | number> = Type.Unsafe<string | number>({
+  "x-kubernetes-int-or-string": true,
+  anyOf: [{ type: "integer" }, { type: "string" }],
+});
+
+const StringMap = (description: string) =>
+  Type.Record(Type.String(), Type.String(), { description });
+
+export const ResourceRequirementsSchema = Type.Object(
+  {
+    limits: Type.Optional(Type.Record(Type.String(), IntOrString)),
+    requests: Type.Optional(Type.Record(Type.String(), IntOrString)),
+  },
+  { ...closed, description: "Compute resources, as in a Pod container's resources." },
+);
+
+export const TolerationSchema = Type.Object(
+  {
+    key: Type.Optional(Type.String()),
+    operator: Type.Optional(Type.Union([Type.Literal("Exists"), Type.Literal("Equal")])),
+    value: Type.Optional(Type.String()),
+    effect: Type.Optional(
+      Type.Union([Type.Literal("NoSchedule"), Type.Literal("PreferNoSchedule"), Type.Literal("NoExecute")]),
+    ),
+    tolerationSeconds: Type.Optional(Type.Integer()),
+  },
+  closed,
+);
+
+const RaidTypeSchema = Type.Union(
+  RAID_TYPES.map((t) => Type.Literal(t)),
+  { description: "stripe, mirror, raidz or raidz2." },
+);
+
+export const PoolConfigSchema = Type.Object(
+  {
+    cacheFile: Type.Optional(
+      Type.String({ description: "Path of the zpool cachefile on the node, for faster imports. Empty: none." }),
+    ),
+    defaultRaidGroupType: Type.Optional(RaidTypeSchema),
+    overProvisioning: Type.Optional(Type.Boolean({ description: "Allow volumes to reserve more than the pool holds." })),
+    compression: Type.Optional(
+      Type.Union(
+        COMPRESSION_VALUES.map((c) => Type.Literal(c)),
+        { description: "ZFS compression of the pool's datasets. Default off." },
+      ),
+    ),
+    resources: Type.Optional(ResourceRequirementsSchema),
+    auxResources: Type.Optional(ResourceRequirementsSchema),
+    tolerations: Type.Optional(Type.Array(TolerationSchema, { maxItems: 64 })),
+    priorityClassName: Type.Optional(Type.String({ maxLength: 253 })),
+    roThresholdLimit: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: 100,
+        description: "Used capacity (percent) at which the pool turns read-only. 100 never. Default 85.",
+      }),
+    ),
+  },
+  closed,
+);
+
+export const BlockDeviceRefSchema = Type.Object(
+  {
+    blockDeviceName: Type.String({ minLength: 1, maxLength: 253, description: "Name of an NDM BlockDevice." }),
+    capacity: Type.Optional(Type.Integer({ minimum: 0, description: "Bytes. Filled in from the BlockDevice." })),
+    devLink: Type.Optional(Type.String({ maxLength: 4096, description: "Device path. Filled in from the BlockDevice." })),
+  },
+  closed,
+);
+
+const DEVICE_COUNT_RULE =
+  "!has(self.type) || (self.type == 'stripe' ? size(self.blockDevices) >= 1 : " +
+  "self.type == 'mirror' ? size(self.blockDevices) >= 2 : " +
+  "self.type == 'raidz' ? size(self.blockDevices) in [3, 5, 9, 17, 33] : " +
+  "size(self.blockDevices) in [4, 6, 10, 18, 34])";
+
+export const RaidGroupSchema = Type.Object(
+  {
+    type: Type.Optional(RaidTypeSchema),
+    isWriteCache: Type.Optional(Type.Boolean({ description: "A ZFS log (write cache) group." })),
+    isSpare: Type.Optional(Type.Boolean({ description: "Hot spares." })),
+    isReadCache: Type.Optional(Type.Boolean({ description: "A ZFS cache (L2ARC, read cache) group." })),
+    blockDevices: Type.Array(BlockDeviceRefSchema, {
+      minItems: 1,
+      maxItems: LIMITS.blockDevicesPerGroup,
+      "x-kubernetes-list-type": "map",
+      "x-kubernetes-list-map-keys": ["blockDeviceName"],
+    }),
+  },
+  {
+    ...closed,
+    "x-kubernetes-validations": [
+      {
+        rule: DEVICE_COUNT_RULE,
+        messageExpression:
+          "'a ' + self.type + ' raid group cannot have ' + string(size(self.blockDevices)) + " +
+          "' block devices: stripe needs at least 1, mirror at least 2, raidz 3, 5, 9, 17 or 33, raidz2 4, 6, 10, 18 or 34'",
+      },
+      {
+        rule:
+          "[has(self.isWriteCache) && self.isWriteCache, has(self.isSpare) && self.isSpare, " +
+          "has(self.isReadCache) && self.isReadCache].filter(f, f).size() <= 1",
+        message: "a raid group can be at most one of isWriteCache, isSpare and isReadCache",
+      },
+    ],
+  },
+);
+
+const POOL_TYPE_RULE =
+  "self.raidGroups.all(g, has(g.type) || (has(self.poolConfig) && has(self.poolConfig.defaultRaidGroupType)))";
+
+export const PoolSpecSchema = Type.Object(
+  {
+    nodeSelector: Type.Record(Type.String(), Type.String(), {
+      minProperties: 1,
+      description: "Labels that select exactly one node, e.g. kubernetes.io/hostname.",
+    }),
+    raidGroups: Type.Array(RaidGroupSchema, { minItems: 1, maxItems: LIMITS.raidGroupsPerPool }),
+    poolConfig: Type.Optional(PoolConfigSchema),
+  },
+  {
+    ...closed,
+    "x-kubernetes-validations": [
+      {
+        rule: POOL_TYPE_RULE,
+        message: "every raid group needs a type: set raidGroups[].type or poolConfig.defaultRaidGroupType",
+      },
+      {
+        rule: "self.raidGroups.exists(g, !(has(g.isWriteCache) && g.isWriteCache) && !(has(g.isSpare) && g.isSpare) && !(has(g.isReadCache) && g.isReadCache))",
+        message: "a pool needs at least one data raid group (not write cache, spare or read cache)",
+      },
+    ],
+  },
+);
+
+export const ConditionSchema = Type.Object(
+  {
+    type: Type.String({ minLength: 1, maxLength: 316 }),
+    status: Type.Union([Type.Literal("True"), Type.Literal("False"), Type.Literal("Unknown")]),
+    reason: Type.String({ minLength: 1, maxLength: 1024 }),
+    message: Type.String({ maxLength: 32768 }),
+    lastTransitionTime: Type.String({ format: "date-time" }),
+    observedGeneration: Type.Optional(Type.Integer({ minimum: 0 })),
+  },
+  closed,
+);
+
+const Conditions = Type.Array(ConditionSchema, {
+  maxItems: 32,
+  "x-kubernetes-list-type": "map",
+  "x-kubernetes-list-map-keys": ["type"],
+});
+
+export const CSPCSpecSchema = Type.Object(
+  {
+    pools: Type.Array(PoolSpecSchema, { minItems: 1, maxItems: LIMITS.pools }),
+  },
+  closed,
+);
+
+export const CSPCStatusSchema = Type.Object(
+  {
+    desiredInstances: Type.Optional(Type.Integer({ minimum: 0 })),
+    provisionedInstances: Type.Optional(Type.Integer({ minimum: 0 })),
+    healthyInstances: Type.Optional(Type.Integer({ minimum: 0 })),
+    conditions: Type.Optional(Conditions),
+    observedGeneration: Type.Optional(Type.Integer({ minimum: 0 })),
+  },
+  closed,
+);
+
+export const CSPI_PHASES = [
+  "Pending",
+  "ONLINE",
+  "DEGRADED",
+  "FAULTED",
+  "OFFLINE",
+  "UNAVAIL",
+  "REMOVED",
+  "Exported",
+  "Unknown",
+  "Error",
+] as const;
+
+export const CSPIRaidGroupSchema = Type.Object(
+  {
+    type: RaidTypeSchema,
+    isWriteCache: Type.Optional(Type.Boolean()),
+    isSpare: Type.Optional(Type.Boolean()),
+    isReadCache: Type.Optional(Type.Boolean()),
+    blockDevices: Type.Array(BlockDeviceRefSchema, {
+      minItems: 1,
+      maxItems: LIMITS.blockDevicesPerGroup,
+      "x-kubernetes-list-type": "map",
+      "x-kubernetes-list-map-keys": ["blockDeviceName"],
+    }),
+  },
+  closed,
+);
+
+export const CSPISpecSchema = Type.Object(
+  {
+    hostName: Type.String({ minLength: 1, description: "The node's kubernetes.io/hostname label." }),
+    nodeSelector: StringMap("Copied from the CSPC pool spec."),
+    poolConfig: PoolConfigSchema,
+    raidGroups: Type.Array(CSPIRaidGroupSchema, { minItems: 1, maxItems: LIMITS.raidGroupsPerPool }),
+  },
+  closed,
+);
+
+export const CapacitySchema = Type.Object(
+  {
+    total: Type.String(),
+    free: Type.String(),
+    used: Type.String(),
+  },
+  { ...closed, description: "Kubernetes quantities (binary SI), as ZFS reports them." },
+);
+
+export const CSPIStatusSchema = Type.Object(
+  {
+    phase: Type.Optional(Type.Union(CSPI_PHASES.map((p) => Type.Literal(p)))),
+    capacity: Type.Optional(CapacitySchema),
+    healthyVolumes: Type.Optional(Type.Integer({ minimum: 0 })),
+    provisionedVolumes: Type.Optional(Type.Integer({ minimum: 0 })),
+    readOnly: Type.Optional(Type.Boolean()),
+    conditions: Type.Optional(Conditions),
+    lastUpdateTime: Type.Optional(Type.String({ format: "date-time", description: "Node daemon heartbeat." })),
+    poolName: Type.Optional(Type.String({ description: "The zpool's name on the node." })),
+    importedOn: Type.Optional(
+      Type.String({
+        description: "Node that has the pool imported; empty once exported. The migration handshake.",
+      }),
+    ),
+  },
+  closed,
+);
+
+/** Only the parts of ObjectMeta this project reads or writes; the rest passes through untouched. */
+export const ObjectMetaSchema = Type.Object(
+  {
+    name: Type.Optional(Type.String()),
+    namespace: Type.Optional(Type.String()),
+    uid: Type.Optional(Type.String()),
+    generation: Type.Optional(Type.Integer()),
+    resourceVersion: Type.Optional(Type.String()),
+    creationTimestamp: Type.Optional(Type.String()),
+    deletionTimestamp: Type.Optional(Type.String()),
+    labels: Type.Optional(StringMap("labels")),
+    annotations: Type.Optional(StringMap("annotations")),
+    finalizers: Type.Optional(Type.Array(Type.String())),
+    ownerReferences: Type.Optional(Type.Array(Type.Record(Type.String(), Type.Unknown()))),
+  },
+  { additionalProperties: true },
+);
+
+const resource = <S extends TSchema, T extends TSchema>(kind: string, spec: S, status: T) =>
+  Type.Object(
+    {
+      apiVersion: Type.String(),
+      kind: Type.Literal(kind),
+      metadata: ObjectMetaSchema,
+      spec,
+      status: Type.Optional(status),
+    },
+    { additionalProperties: true },
+  );
+
+export const CSPCSchema = resource("CStorPoolCluster", CSPCSpecSchema, CSPCStatusSchema);
+export const CSPISchema = resource("CStorPoolInstance", CSPISpecSchema, CSPIStatusSchema);
+
+// NDM's objects are inputs. Only the fields this project reads are described; the rest is preserved.
+export const BlockDeviceSpecSchema = Type.Object(
+  {
+    path: Type.Optional(Type.String()),
+    devlinks: Type.Optional(
+      Type.Array(Type.Object({ kind: Type.Optional(Type.String()), links: Type.Optional(Type.Array(Type.String())) })),
+    ),
+    capacity: Type.Optional(Type.Object({ storage: Type.Optional(Type.Integer({ minimum: 0 })) })),
+    filesystem: Type.Optional(
+      Type.Object({ fsType: Type.Optional(Type.String()), mountPoint: Type.Optional(Type.String()) }),
+    ),
+    nodeAttributes: Type.Optional(Type.Object({ nodeName: Type.Optional(Type.String()) })),
+    claimRef: Type.Optional(
+      Type.Object({
+        kind: Type.Optional(Type.String()),
+        name: Type.Optional(Type.String()),
+        namespace: Type.Optional(Type.String()),
+        uid: Type.Optional(Type.String()),
+      }),
+    ),
+  },
+  { "x-kubernetes-preserve-unknown-fields": true },
+);
+
+export const BlockDeviceStatusSchema = Type.Object(
+  {
+    claimState: Type.Optional(Type.String()),
+    state: Type.Optional(Type.String()),
+  },
+  { "x-kubernetes-preserve-unknown-fields": true },
+);
+
+export const BlockDeviceClaimSpecSchema = Type.Object(
+  {
+    blockDeviceName: Type.Optional(Type.String()),
+    blockDeviceNodeAttributes: Type.Optional(
+      Type.Object({ nodeName: Type.Optional(Type.String()), hostName: Type.Optional(Type.String()) }),
+    ),
+    resources: Type.Optional(
+      Type.Object({ requests: Type.Optional(Type.Record(Type.String(), IntOrString)) }),
+    ),
+  },
+  { "x-kubernetes-preserve-unknown-fields": true },
+);
+
+export const BlockDeviceClaimStatusSchema = Type.Object(
+  { phase: Type.Optional(Type.String()) },
+  { "x-kubernetes-preserve-unknown-fields": true },
+);
+
+export const BlockDeviceSchema = resource("BlockDevice", BlockDeviceSpecSchema, BlockDeviceStatusSchema);
+export const BlockDeviceClaimSchema = resource(
+  "BlockDeviceClaim",
+  BlockDeviceClaimSpecSchema,
+  BlockDeviceClaimStatusSchema,
+);

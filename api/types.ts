@@ -1,0 +1,102 @@
+// TypeScript types derived from the schemas (api/schema.ts), plus the Metacontroller v2 hook wire types.
+import type { Static } from "@sinclair/typebox";
+import type {
+  BlockDeviceClaimSchema,
+  BlockDeviceRefSchema,
+  BlockDeviceSchema,
+  ConditionSchema,
+  CSPCSchema,
+  CSPCSpecSchema,
+  CSPCStatusSchema,
+  CSPIRaidGroupSchema,
+  CSPISchema,
+  CSPISpecSchema,
+  CSPIStatusSchema,
+  ObjectMetaSchema,
+  PoolConfigSchema,
+  PoolSpecSchema,
+  RaidGroupSchema,
+} from "./schema.js";
+
+export type ObjectMeta = Static<typeof ObjectMetaSchema>;
+export type Condition = Static<typeof ConditionSchema>;
+export type PoolConfig = Static<typeof PoolConfigSchema>;
+export type BlockDeviceRef = Static<typeof BlockDeviceRefSchema>;
+export type RaidGroup = Static<typeof RaidGroupSchema>;
+export type PoolSpec = Static<typeof PoolSpecSchema>;
+export type CSPCSpec = Static<typeof CSPCSpecSchema>;
+export type CSPCStatus = Static<typeof CSPCStatusSchema>;
+export type CSPC = Static<typeof CSPCSchema>;
+export type CSPIRaidGroup = Static<typeof CSPIRaidGroupSchema>;
+export type CSPISpec = Static<typeof CSPISpecSchema>;
+export type CSPIStatus = Static<typeof CSPIStatusSchema>;
+export type CSPI = Static<typeof CSPISchema>;
+export type BlockDevice = Static<typeof BlockDeviceSchema>;
+export type BlockDeviceClaim = Static<typeof BlockDeviceClaimSchema>;
+
+/** Any Kubernetes object as it travels in JSON. */
+export interface KubeObject {
+  apiVersion: string;
+  kind: string;
+  metadata: ObjectMeta;
+  [field: string]: unknown;
+}
+
+/** Metacontroller v2: type key ("Kind.group/version") → object key ("namespace/name") → object. */
+export type ObjectMap = Record<string, Record<string, KubeObject>>;
+
+export interface CompositeSyncRequest {
+  controller: KubeObject;
+  parent: KubeObject;
+  children: ObjectMap;
+  related: ObjectMap;
+  finalizing: boolean;
+}
+
+export interface CompositeSyncResponse {
+  status: Record<string, unknown>;
+  children: KubeObject[];
+  resyncAfterSeconds?: number;
+  finalized?: boolean;
+}
+
+export interface DecoratorSyncRequest {
+  controller: KubeObject;
+  object: KubeObject;
+  attachments: ObjectMap;
+  related: ObjectMap;
+  finalizing: boolean;
+}
+
+export interface DecoratorSyncResponse {
+  labels?: Record<string, string | null>;
+  annotations?: Record<string, string | null>;
+  status?: Record<string, unknown> | null;
+  attachments: KubeObject[];
+  resyncAfterSeconds?: number;
+  finalized?: boolean;
+}
+
+export interface CustomizeRequest {
+  controller: KubeObject;
+  parent: KubeObject;
+}
+
+export interface LabelSelector {
+  matchLabels?: Record<string, string>;
+}
+
+export interface RelatedResourceRule {
+  apiVersion: string;
+  resource: string;
+  namespace?: string;
+  labelSelector?: LabelSelector;
+  names?: string[];
+}
+
+export interface CustomizeResponse {
+  relatedResources: RelatedResourceRule[];
+}
+
+/** The hooks' only source of time: injected so that the same request always gives the same answer. */
+export type Clock = () => Date;

@@ -1,0 +1,17 @@
+// POST /hooks/cspc-customize: the related objects cspc-sync needs. Metacontroller caches this answer per
+// CSPC generation, so it depends on the CSPC's namespace only.
+import { API_VERSION, KIND } from "../../api/constants.js";
+import type { CustomizeResponse } from "../../api/types.js";
+import { parseCustomizeRequest } from "../../lib/request.js";
+
+export function customizeCspc(body: unknown): CustomizeResponse {
+  const { parent } = parseCustomizeRequest(body, KIND.cspc);
+  const namespace = parent.metadata.namespace ?? "default";
+  return {
+    relatedResources: [
+      { apiVersion: API_VERSION, resource: "blockdevices", namespace, labelSelector: {} },
+      { apiVersion: API_VERSION, resource: "blockdeviceclaims", namespace, labelSelector: {} },
+      { apiVersion: "v1", resource: "nodes", labelSelector: {} },
+    ],
+  };
+}

@@ -1,0 +1,124 @@
+// The one express adapter. Hooks are pure functions (body, context) → response; this file only moves
+// JSON in and out, maps errors to status codes and owns /healthz, /readyz and /metrics.
+import { randomUUID } from "node:crypto";
+import express, { type NextFunction, type Request, type Response } from "express";
+import { Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import type { Clock } from "../../api/types.js";
+import { canonicalize } from "../../lib/canonical.js";
+import { BadRequestError } from "../../lib/errors.js";
+import type { Logger } from "../../lib/log.js";
+
+export interface HookContext {
+  clock: Clock;
+  log: Logger;
+}
+
+export interface HookRoute {
+  /** URL path, e.g. /hooks/cspc-sync. Always POST. */
+  path: string;
+  /** Short label for metrics and logs. */
+  name: string;
+  handle(body: unknown, context: HookContext): unknown | Promise<unknown>;
+}
+
+export interface AppOptions {
+  routes: readonly HookRoute[];
+  clock: Clock;
+  log: Logger;
+  /** Largest accepted request body. A 1,000-pool CSPC with its children is a few MB. */
+  bodyLimit?: string;
+  registry?: Registry;
+  /** False while draining on SIGTERM: /readyz answers 503 so no new traffic arrives. */
+  isReady?: () => boolean;
+}
+
+export const DEFAULT_BODY_LIMIT = "32mb";
+
+export function makeApp(options: AppOptions): express.Express {
+  const registry = options.registry ?? new Registry();
+  if (!options.registry) collectDefaultMetrics({ register: registry });
+  const duration = new Histogram({
+    name: "cstor_hook_duration_seconds",
+    help: "Time to answer a hook request, by hook and HTTP status.",
+    labelNames: ["hook", "code"],
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    registers: [registry],
+  });
+  const isReady = options.isReady ?? (() => true);
+
+  const app = express();
+  app.disable("x-powered-by");
+  app.set("etag", false);
+
+  app.get("/healthz", (_req, res) => {
+    res.json({ status: "ok" });
+  });
+  app.get("/readyz", (_req, res) => {
+    if (isReady()) res.json({ status: "ready" });
+    else res.status(503).json({ status: "draining" });
+  });
+  app.get("/metrics", async (_req, res) => {
+    res.setHeader("Content-Type", registry.contentType);
+    res.send(await registry.metrics());
+  });
+
+  const json = express.json({ limit: options.bodyLimit ?? DEFAULT_BODY_LIMIT, strict: true, type: () => true });
+
+  for (const route of options.routes) {
+    app.post(route.path, json, async (req: Request, res: Response) => {
+      const started = process.hrtime.bigint();
+      const requestId = req.get("x-request-id") ?? randomUUID();
+      const log = options.log.child({ requestId, hook: route.name, ...parentRef(req.body) });
+      let code = 200;
+      try {
+        const result = await route.handle(req.body, { clock: options.clock, log });
+        res.status(200).json(canonicalize(result));
+      } catch (err) {
+        code = err instanceof BadRequestError ? 400 : 500;
+        const message = err instanceof Error ? err.message : String(err);
+        if (code === 500) log.error("hook failed", { error: message, stack: (err as Error)?.stack });
+        else log.warn("bad hook request", { error: message });
+        res.status(code).json({ error: code === 400 ? message : `internal error in ${route.name}: ${message}` });
+      } finally {
+        const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+        duration.observe({ hook: route.name, code: String(code) }, seconds);
+        log.debug("hook answered", { code, seconds });
+      }
+    });
+    app.all(route.path, (req, res) => {
+      res.setHeader("Allow", "POST");
+      res.status(405).json({ error: `${req.method} is not allowed on ${route.path}; Metacontroller sends POST` });
+    });
+  }
+
+  app.use((req, res) => {
+    res.status(404).json({ error: `no route for ${req.method} ${req.path}` });
+  });
+
+  // Body-parser failures carry a status and a type; nothing else reaches here because routes catch their own.
+  app.use((err: Error & { status?: number; type?: string; limit?: number }, _req: Request, res: Response, _next: NextFunction) => {
+    if (err.type === "entity.too.large") {
+      res.status(413).json({
+        error: `request body is larger than the ${options.bodyLimit ?? DEFAULT_BODY_LIMIT} limit; raise BODY_LIMIT on the hook server`,
+      });
+      return;
+    }
+    if (err.type === "entity.parse.failed") {
+      res.status(400).json({ error: `request body is not valid JSON: ${err.message}` });
+      return;
+    }
+    const status = err.status && err.status >= 400 && err.status < 500 ? err.status : 500;
+    res.status(status).json({ error: status === 500 ? "internal error" : err.message });
+  });
+
+  return app;
+}
+
+/** namespace/name of the object a hook request is about, for log lines. */
+function parentRef(body: unknown): Record<string, string> {
+  if (!body || typeof body !== "object") return {};
+  const b = body as { parent?: { metadata?: { namespace?: string; name?: string } }; object?: typeof b.parent };
+  const meta = b.parent?.metadata ?? b.object?.metadata;
+  if (!meta) return {};
+  return { object: `${meta.namespace ?? ""}/${meta.name ?? ""}` };
+}

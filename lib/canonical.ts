@@ -1,0 +1,39 @@
+// Deterministic output: sorted keys, no null/undefined inside objects. Used by every hook response and by
+// the golden-file comparison, so "equal" always means "equal after canonicalisation".
+import { stringify as yamlStringify } from "yaml";
+
+export type Json = string | number | boolean | null | Json[] | { [key: string]: Json };
+
+/** Recursively sorts object keys and removes null and undefined object fields. Throws on non-plain values. */
+export function canonicalize(value: unknown): Json {
+  if (value === null || value === undefined) return null;
+  if (typeof value === "string" || typeof value === "boolean") return value;
+  if (typeof value === "number") {
+    if (!Number.isFinite(value)) throw new TypeError(`cannot render non-finite number ${value}`);
+    return value;
+  }
+  if (Array.isArray(value)) return value.map((item) => canonicalize(item));
+  if (typeof value === "object") {
+    const proto = Object.getPrototypeOf(value);
+    if (proto !== Object.prototype && proto !== null) {
+      throw new TypeError(`cannot render non-plain object of type ${proto?.constructor?.name ?? "unknown"}`);
+    }
+    const out: { [key: string]: Json } = {};
+    for (const key of Object.keys(value).sort()) {
+      const field = (value as Record<string, unknown>)[key];
+      if (field === null || field === undefined) continue;
+      out[key] = canonicalize(field);
+    }
+    return out;
+  }
+  throw new TypeError(`cannot render value of type ${typeof value}`);
+}
+
+export function canonicalJson(value: unknown): string {
+  return JSON.stringify(canonicalize(value));
+}
+
+/** YAML that kubectl reads back identically: YAML 1.1 quoting (yes/no/on/off stay strings), no folding. */
+export function canonicalYaml(value: unknown): string {
+  return yamlStringify(canonicalize(value), { version: "1.1", lineWidth: 0, aliasDuplicateObjects: false });
+}

@@ -1,0 +1,40 @@
+// Names of everything the hooks create. Deterministic functions of their inputs, DNS-1123 safe.
+import { LIMITS } from "../api/constants.js";
+import { shortHash } from "./hash.js";
+
+const MAX_LABEL_VALUE = 63;
+const MAX_NAME = 253;
+
+/**
+ * Name of a new CSPI: "<cspc>-<hash of namespace, cspc and the pool's devices>". The hash input is the
+ * sorted device list at first sight; afterwards the name is carried by the CSPI and its claims, never
+ * recomputed, so expansion or replacement never renames a pool.
+ */
+export function cspiName(namespace: string, cspc: string, deviceNames: readonly string[], hashLength = 6): string {
+  const prefix = cspc.slice(0, LIMITS.cspcNameLength).replace(/-+$/, "");
+  return `${prefix}-${shortHash([namespace, cspc, ...[...deviceNames].sort()], hashLength)}`;
+}
+
+/** Claims are named from the device: one claim per device per namespace. */
+export function claimName(blockDeviceName: string): string {
+  const name = `bdc-${blockDeviceName}`;
+  if (name.length <= MAX_NAME) return name;
+  return `${name.slice(0, MAX_NAME - 11)}-${shortHash([blockDeviceName], 10)}`;
+}
+
+/** The pool Deployment carries the CSPI's name, so `kubectl get deploy <cspi>` finds it. */
+export function poolDeploymentName(cspi: string): string {
+  return cspi;
+}
+
+/**
+ * The zpool's name on the node. Derived from the CSPI name (stable across recreation and migration);
+ * the "cstor-" prefix keeps it clear of ZFS's reserved names (mirror, raidz, spare, log, c0...).
+ */
+export function zpoolName(cspi: string): string {
+  return `cstor-${cspi}`;
+}
+
+export function isValidLabelValue(value: string): boolean {
+  return value.length <= MAX_LABEL_VALUE && /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/.test(value);
+}

@@ -1,0 +1,146 @@
+// Rules that need the cluster's objects: which node a pool lands on and whether its devices are usable.
+// Shared by cspc-sync and the admission webhook.
+import type { PoolSpec } from "../../api/types.js";
+import { claimName } from "../names.js";
+import { deviceHost, nodeHostname, type Inventory } from "../inventory.js";
+import { poolLabel, type Violation } from "./pool-spec.js";
+
+export interface Placement {
+  /** The selected node's kubernetes.io/hostname label. */
+  host?: string;
+  violation?: Violation;
+}
+
+export function resolveNode(pool: PoolSpec, index: number, inventory: Inventory): Placement {
+  const selector = pool.nodeSelector ?? {};
+  const keys = Object.keys(selector);
+  const matches = inventory.nodes.filter((node) => keys.every((k) => node.metadata.labels?.[k] === selector[k]));
+  if (matches.length === 1) return { host: nodeHostname(matches[0]!) };
+  const where = poolLabel(pool, index);
+  if (matches.length === 0) {
+    return {
+      violation: {
+        pool: index,
+        reason: "NodeNotFound",
+        message: `${where} selects no node${labelKeyHint(keys, inventory)}: fix the nodeSelector so it matches exactly one node's labels (kubectl get nodes --show-labels)`,
+      },
+    };
+  }
+  const names = matches.map(nodeHostname).sort();
+  return {
+    violation: {
+      pool: index,
+      reason: "AmbiguousNodeSelector",
+      message: `${where} selects ${matches.length} nodes (${names.join(", ")}); a pool lives on one node: narrow the nodeSelector, e.g. kubernetes.io/hostname: ${names[0]}`,
+    },
+  };
+}
+
+/** Label keys are case-sensitive; the seed examples' kubernetes.io/hostName is a classic miss. */
+function labelKeyHint(keys: string[], inventory: Inventory): string {
+  const known = new Set<string>();
+  for (const node of inventory.nodes) for (const k of Object.keys(node.metadata.labels ?? {})) known.add(k);
+  for (const key of keys) {
+    if (known.has(key)) continue;
+    const near = [...known].find((k) => k.toLowerCase() === key.toLowerCase());
+    if (near) return ` (no node has label ${key}; did you mean ${near}?)`;
+  }
+  return "";
+}
+
+/** Two pools of one CSPC on one node would fight over the node's daemon and devices. */
+export function checkOneNodePerPool(hosts: readonly (string | undefined)[], pools: readonly PoolSpec[]): Violation[] {
+  const byHost = new Map<string, number[]>();
+  hosts.forEach((host, i) => {
+    if (!host) return;
+    byHost.set(host, [...(byHost.get(host) ?? []), i]);
+  });
+  const out: Violation[] = [];
+  for (const [host, indexes] of byHost) {
+    if (indexes.length < 2) continue;
+    for (const i of indexes) {
+      out.push({
+        pool: i,
+        reason: "DuplicateNode",
+        message: `${poolLabel(pools[i], i)} and ${indexes
+          .filter((j) => j !== i)
+          .map((j) => `spec.pools[${j}]`)
+          .join(", ")} select the same node ${host}: one CSPC has at most one pool per node, put their raid groups in one pool spec`,
+      });
+    }
+  }
+  return out;
+}
+
+export interface DeviceCheckOptions {
+  /** Devices the pool already uses (in its observed CSPI): they carry our own ZFS label, which is expected. */
+  inUse?: ReadonlySet<string>;
+  /** Skip the node check, e.g. for a pool whose migration waits for its devices to move. */
+  skipNodeCheck?: boolean;
+}
+
+/** Why each listed device cannot be used by this pool on this host. */
+export function checkDevices(
+  pool: PoolSpec,
+  index: number,
+  host: string,
+  inventory: Inventory,
+  devices: readonly string[],
+  options: DeviceCheckOptions = {},
+): Violation[] {
+  const out: Violation[] = [];
+  const where = poolLabel(pool, index);
+  const ns = inventory.namespace;
+  for (const name of devices) {
+    const add = (reason: string, message: string): void => {
+      out.push({ pool: index, reason, message: `${where}: ${message}` });
+    };
+    const bd = inventory.blockDevices.get(name);
+    if (!bd) {
+      add("BlockDeviceNotFound", `block device ${name} does not exist in namespace ${ns}: check the name (kubectl get bd -n ${ns})`);
+      continue;
+    }
+    const bdHost = deviceHost(bd);
+    if (!options.skipNodeCheck && bdHost !== host) {
+      add(
+        "BlockDeviceOnOtherNode",
+        `block device ${name} is attached to node ${bdHost ?? "(unknown)"}, not to ${host} where the nodeSelector puts the pool: list it under the pool of its node, or fix the nodeSelector`,
+      );
+    }
+    const state = bd.status?.state;
+    if (state !== undefined && state !== "Active") {
+      add("BlockDeviceNotActive", `block device ${name} is ${state}, not Active: reconnect the disk or pick another device`);
+    }
+    const fsType = bd.spec?.filesystem?.fsType;
+    const ours = options.inUse?.has(name) || inventory.ownClaims.has(name);
+    if (fsType && fsType !== "zfs_member") {
+      add(
+        "BlockDeviceHasFilesystem",
+        `block device ${name} carries a ${fsType} filesystem: if its data is not needed wipe it (wipefs -a ${bd.spec?.path ?? "<device>"}) and wait for NDM to rescan, or pick another device`,
+      );
+    } else if (fsType === "zfs_member" && !ours) {
+      add(
+        "BlockDeviceHasZfsLabel",
+        `block device ${name} carries a ZFS label, so another pool's data may be on it: import that pool elsewhere, or if it is no longer needed clear it (zpool labelclear -f ${bd.spec?.path ?? "<device>"})`,
+      );
+    }
+    const foreign = foreignClaim(name, inventory);
+    if (foreign) add("BlockDeviceClaimedElsewhere", `block device ${name} is claimed by ${foreign}: release that claim or pick another device`);
+  }
+  return out;
+}
+
+/** A claim on the device that is not this CSPC's own, described for a message; undefined if none. */
+export function foreignClaim(device: string, inventory: Inventory): string | undefined {
+  const own = claimName(device);
+  for (const claim of inventory.claimsByDevice.get(device) ?? []) {
+    if (claim.metadata.name === own && inventory.ownClaims.get(device)?.metadata.name === own) continue;
+    return `BlockDeviceClaim ${claim.metadata.namespace ?? inventory.namespace}/${claim.metadata.name}`;
+  }
+  const bd = inventory.blockDevices.get(device);
+  const ref = bd?.spec?.claimRef;
+  if (bd?.status?.claimState === "Claimed" && ref?.name && ref.name !== own) {
+    return `BlockDeviceClaim ${ref.namespace ?? inventory.namespace}/${ref.name}`;
+  }
+  return undefined;
+}

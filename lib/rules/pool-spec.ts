@@ -1,0 +1,208 @@
+// Rules that need no other object: they judge a CSPC spec alone. The same functions decide in cspc-sync,
+// in the admission webhook and in `cstor-pool validate`; the CRD carries the CEL twins of most of them.
+import { COMPRESSION_VALUES, LIMITS, RAID_TYPES, type RaidType } from "../../api/constants.js";
+import type { CSPCSpec, PoolSpec, RaidGroup } from "../../api/types.js";
+
+export interface Violation {
+  /** Index in spec.pools, or -1 when the violation is about the CSPC as a whole. */
+  pool: number;
+  /** One CamelCase word, used as a condition reason and by tests. */
+  reason: string;
+  /** Names the pool, group and device, says what is wrong and how to fix it. */
+  message: string;
+}
+
+export type GroupRole = "data" | "writeCache" | "spare" | "readCache";
+
+export function groupRole(group: Pick<RaidGroup, "isWriteCache" | "isSpare" | "isReadCache">): GroupRole {
+  if (group.isWriteCache) return "writeCache";
+  if (group.isSpare) return "spare";
+  if (group.isReadCache) return "readCache";
+  return "data";
+}
+
+/**
+ * The type a group is built with. Spares and read caches are plain device lists in ZFS, so they resolve
+ * to stripe whatever the default says; other groups take their own type or the pool's default.
+ */
+export function resolvedType(group: RaidGroup, pool: PoolSpec): RaidType | undefined {
+  const role = groupRole(group);
+  if (role === "spare" || role === "readCache") return "stripe";
+  return group.type ?? pool.poolConfig?.defaultRaidGroupType;
+}
+
+export function poolLabel(pool: PoolSpec | undefined, index: number): string {
+  const selector = pool?.nodeSelector
+    ? Object.keys(pool.nodeSelector)
+        .sort()
+        .map((k) => `${k}=${pool.nodeSelector[k]}`)
+        .join(",")
+    : "";
+  return selector ? `spec.pools[${index}] (nodeSelector ${selector})` : `spec.pools[${index}]`;
+}
+
+export function groupLabel(pool: PoolSpec, poolIndex: number, groupIndex: number): string {
+  return `${poolLabel(pool, poolIndex)} raidGroups[${groupIndex}]`;
+}
+
+/** Valid device counts, as ZFS lays out parity: raidz 2^n+1, raidz2 2^n+2. */
+export function deviceCountProblem(type: RaidType, count: number): string | undefined {
+  switch (type) {
+    case "stripe":
+      return count >= 1 ? undefined : "a stripe raid group needs at least 1 block device";
+    case "mirror":
+      return count >= 2 ? undefined : `a mirror raid group needs at least 2 block devices, it has ${count}`;
+    case "raidz":
+      return isPowerOfTwoPlus(count, 1)
+        ? undefined
+        : `a raidz raid group needs 3, 5, 9, 17 or 33 block devices (2^n+1), it has ${count}`;
+    case "raidz2":
+      return isPowerOfTwoPlus(count, 2)
+        ? undefined
+        : `a raidz2 raid group needs 4, 6, 10, 18 or 34 block devices (2^n+2), it has ${count}`;
+  }
+}
+
+function isPowerOfTwoPlus(count: number, parity: number): boolean {
+  const data = count - parity;
+  return data >= 2 && (data & (data - 1)) === 0;
+}
+
+/** Every rule about one pool spec that needs no other object. */
+export function checkPoolSpec(pool: PoolSpec, index: number): Violation[] {
+  const out: Violation[] = [];
+  const where = poolLabel(pool, index);
+  const add = (reason: string, message: string): void => {
+    out.push({ pool: index, reason, message });
+  };
+
+  if (!pool.nodeSelector || Object.keys(pool.nodeSelector).length === 0) {
+    add("MissingNodeSelector", `${where} has no nodeSelector: set one that selects exactly one node, e.g. kubernetes.io/hostname: <node>`);
+  }
+  const groups = pool.raidGroups ?? [];
+  if (groups.length === 0) {
+    add("NoRaidGroups", `${where} has no raid groups: add at least one data raid group with block devices`);
+  }
+  if (groups.length > LIMITS.raidGroupsPerPool) {
+    add("TooManyRaidGroups", `${where} has ${groups.length} raid groups; at most ${LIMITS.raidGroupsPerPool} are supported`);
+  }
+  const compression = pool.poolConfig?.compression;
+  if (compression !== undefined && !(COMPRESSION_VALUES as readonly string[]).includes(compression)) {
+    const hint = (compression as string) === "lz" ? " (did you mean lz4?)" : "";
+    add(
+      "UnsupportedCompression",
+      `${where} poolConfig.compression "${compression}" is not supported${hint}: use one of ${COMPRESSION_VALUES.join(", ")}`,
+    );
+  }
+  const defaultType = pool.poolConfig?.defaultRaidGroupType;
+  if (defaultType !== undefined && !(RAID_TYPES as readonly string[]).includes(defaultType)) {
+    add("UnsupportedRaidType", `${where} poolConfig.defaultRaidGroupType "${defaultType}" is not supported: use stripe, mirror, raidz or raidz2`);
+  }
+
+  let dataGroups = 0;
+  groups.forEach((group, g) => {
+    const gw = groupLabel(pool, index, g);
+    const role = groupRole(group);
+    const flags = [group.isWriteCache, group.isSpare, group.isReadCache].filter(Boolean).length;
+    if (flags > 1) add("ConflictingGroupRoles", `${gw} is marked as more than one of isWriteCache, isSpare and isReadCache: keep one`);
+    if (role === "data") dataGroups++;
+    const devices = group.blockDevices ?? [];
+    if (devices.length === 0) {
+      add("EmptyRaidGroup", `${gw} has no block devices: list the devices of the group`);
+      return;
+    }
+    if (devices.length > LIMITS.blockDevicesPerGroup) {
+      add("TooManyBlockDevices", `${gw} has ${devices.length} block devices; at most ${LIMITS.blockDevicesPerGroup} are supported`);
+    }
+    devices.forEach((d, k) => {
+      if (!d.blockDeviceName) add("EmptyBlockDeviceName", `${gw} blockDevices[${k}] has no blockDeviceName`);
+    });
+    if (group.type !== undefined && !(RAID_TYPES as readonly string[]).includes(group.type)) {
+      add("UnsupportedRaidType", `${gw} type "${group.type}" is not supported: use stripe, mirror, raidz or raidz2`);
+      return;
+    }
+    const type = resolvedType(group, pool);
+    if (type === undefined) {
+      add("MissingRaidType", `${gw} has no type and the pool has no poolConfig.defaultRaidGroupType: set one of them`);
+      return;
+    }
+    if (role === "writeCache" && (type === "raidz" || type === "raidz2")) {
+      add("UnsupportedWriteCacheType", `${gw} is a write cache of type ${type}; ZFS log devices can only be stripe or mirror`);
+      return;
+    }
+    const problem = deviceCountProblem(type, devices.length);
+    if (problem) add("InvalidDeviceCount", `${gw}: ${problem}`);
+  });
+  if (groups.length > 0 && dataGroups === 0) {
+    add("NoDataRaidGroup", `${where} has only write cache, spare or read cache groups: add a data raid group`);
+  }
+  out.push(...checkRedundancyMix(pool, index));
+  return out;
+}
+
+/**
+ * ZFS refuses (without -f) a pool whose data vdevs differ in redundancy: mirror next to stripe, or a 2-way
+ * next to a 3-way mirror. We never pass -f on our own, so such a spec could never be built: refuse it here.
+ */
+function checkRedundancyMix(pool: PoolSpec, index: number): Violation[] {
+  const shapes = new Set<string>();
+  for (const group of pool.raidGroups ?? []) {
+    if (groupRole(group) !== "data") continue;
+    const type = resolvedType(group, pool);
+    if (!type) continue;
+    shapes.add(type === "stripe" ? "stripe" : `${(group.blockDevices ?? []).length}-device ${type}`);
+  }
+  if (shapes.size <= 1) return [];
+  return [
+    {
+      pool: index,
+      reason: "MixedRedundancy",
+      message:
+        `${poolLabel(pool, index)} mixes data raid groups of different redundancy (${[...shapes].sort().join(", ")}); ` +
+        "ZFS would lose the stronger redundancy's guarantees and refuses it without force: give every data raid group the same type and device count",
+    },
+  ];
+}
+
+/** Devices listed more than once anywhere in the CSPC: the set of pool indexes each duplicate touches. */
+export function checkDuplicateDevices(spec: CSPCSpec): Violation[] {
+  const seen = new Map<string, number[]>();
+  (spec.pools ?? []).forEach((pool, p) => {
+    for (const group of pool.raidGroups ?? []) {
+      for (const d of group.blockDevices ?? []) {
+        if (!d.blockDeviceName) continue;
+        const list = seen.get(d.blockDeviceName) ?? [];
+        list.push(p);
+        seen.set(d.blockDeviceName, list);
+      }
+    }
+  });
+  const out: Violation[] = [];
+  for (const [device, pools] of [...seen.entries()].sort(([a], [b]) => a.localeCompare(b))) {
+    if (pools.length < 2) continue;
+    const places = [...new Set(pools)].map((p) => `spec.pools[${p}]`).join(" and ");
+    for (const p of new Set(pools)) {
+      out.push({
+        pool: p,
+        reason: "DuplicateBlockDevice",
+        message: `block device ${device} is listed ${pools.length} times (${places}): a device can belong to one raid group only, remove the extra entries`,
+      });
+    }
+  }
+  return out;
+}
+
+/** All spec-only rules of a CSPC, in pool order. */
+export function checkCspcSpec(spec: CSPCSpec): Violation[] {
+  const out: Violation[] = [];
+  const pools = spec.pools ?? [];
+  if (pools.length === 0) {
+    out.push({ pool: -1, reason: "NoPools", message: "spec.pools is empty: add at least one pool with a nodeSelector and raid groups" });
+  }
+  if (pools.length > LIMITS.pools) {
+    out.push({ pool: -1, reason: "TooManyPools", message: `spec.pools has ${pools.length} pools; at most ${LIMITS.pools} are supported per CSPC` });
+  }
+  pools.forEach((pool, i) => out.push(...checkPoolSpec(pool, i)));
+  out.push(...checkDuplicateDevices(spec));
+  return out.sort((a, b) => a.pool - b.pool);
+}
