@@ -1,0 +1,219 @@
+// CustomResourceDefinitions, generated from the schemas in api/schema.ts (the one definition of the API).
+// `npm run generate` writes them to metacontroller/crds/; a test fails when the committed files are stale.
+import type { TSchema } from "@sinclair/typebox";
+import { GROUP, KIND, LIMITS, VERSION } from "./constants.js";
+import {
+  BlockDeviceClaimSpecSchema,
+  BlockDeviceClaimStatusSchema,
+  BlockDeviceSpecSchema,
+  BlockDeviceStatusSchema,
+  CSPCSpecSchema,
+  CSPCStatusSchema,
+  CSPISpecSchema,
+  CSPIStatusSchema,
+} from "./schema.js";
+
+type OpenApi = Record<string, unknown>;
+
+/**
+ * Turns a TypeBox schema into a structural OpenAPI v3 schema: closed objects become open (the API server
+ * prunes unknown fields; structural schemas forbid additionalProperties: false), records become
+ * additionalProperties maps, literal unions become enums.
+ */
+export function toStructural(schema: TSchema | OpenApi): OpenApi {
+  const s = schema as OpenApi;
+  const out: OpenApi = {};
+  const anyOf = s.anyOf as OpenApi[] | undefined;
+  if (anyOf && anyOf.every((a) => "const" in a)) {
+    out.type = typeof anyOf[0]!.const === "number" ? "integer" : "string";
+    out.enum = anyOf.map((a) => a.const);
+    if (s.description) out.description = s.description;
+    return out;
+  }
+  if ("const" in s) {
+    out.type = typeof s.const === "number" ? "integer" : "string";
+    out.enum = [s.const];
+    return out;
+  }
+  for (const [key, value] of Object.entries(s)) {
+    switch (key) {
+      case "properties":
+        out.properties = Object.fromEntries(
+          Object.entries(value as Record<string, OpenApi>).map(([k, v]) => [k, toStructural(v)]),
+        );
+        break;
+      case "patternProperties":
+        out.additionalProperties = toStructural(Object.values(value as Record<string, OpenApi>)[0]!);
+        break;
+      case "items":
+        out.items = toStructural(value as OpenApi);
+        break;
+      case "anyOf":
+        out.anyOf = (value as OpenApi[]).map((v) => toStructural(v));
+        break;
+      case "additionalProperties":
+        if (typeof value === "object") out.additionalProperties = toStructural(value as OpenApi);
+        break;
+      case "$id":
+        break;
+      default:
+        out[key] = value;
+    }
+  }
+  if (Object.keys(out).length === 0 || (out.type === undefined && !out.anyOf && !out["x-kubernetes-int-or-string"])) {
+    return { ...out, "x-kubernetes-preserve-unknown-fields": true };
+  }
+  return out;
+}
+
+interface PrinterColumn {
+  name: string;
+  type: "string" | "integer" | "date" | "boolean";
+  jsonPath: string;
+  priority?: number;
+  description?: string;
+}
+
+interface CrdInput {
+  kind: string;
+  plural: string;
+  shortNames: string[];
+  spec: TSchema;
+  status: TSchema;
+  statusSubresource: boolean;
+  columns: PrinterColumn[];
+  rootValidations?: { rule: string; message: string }[];
+}
+
+const age: PrinterColumn = { name: "Age", type: "date", jsonPath: ".metadata.creationTimestamp" };
+
+function crd(input: CrdInput): OpenApi {
+  const root: OpenApi = {
+    type: "object",
+    required: ["spec"],
+    properties: {
+      apiVersion: { type: "string" },
+      kind: { type: "string" },
+      metadata: { type: "object" },
+      spec: toStructural(input.spec),
+      status: toStructural(input.status),
+    },
+  };
+  if (input.rootValidations) root["x-kubernetes-validations"] = input.rootValidations;
+  const version: OpenApi = {
+    name: VERSION,
+    served: true,
+    storage: true,
+    schema: { openAPIV3Schema: root },
+    additionalPrinterColumns: input.columns,
+  };
+  if (input.statusSubresource) version.subresources = { status: {} };
+  return {
+    apiVersion: "apiextensions.k8s.io/v1",
+    kind: "CustomResourceDefinition",
+    metadata: { name: `${input.plural}.${GROUP}` },
+    spec: {
+      group: GROUP,
+      names: {
+        kind: input.kind,
+        listKind: `${input.kind}List`,
+        plural: input.plural,
+        singular: input.kind.toLowerCase(),
+        shortNames: input.shortNames,
+      },
+      scope: "Namespaced",
+      versions: [version],
+    },
+  };
+}
+
+export function cspcCrd(): OpenApi {
+  return crd({
+    kind: KIND.cspc,
+    plural: "cstorpoolclusters",
+    shortNames: ["cspc"],
+    spec: CSPCSpecSchema,
+    status: CSPCStatusSchema,
+    statusSubresource: true,
+    columns: [
+      { name: "HealthyInstances", type: "integer", jsonPath: ".status.healthyInstances" },
+      { name: "ProvisionedInstances", type: "integer", jsonPath: ".status.provisionedInstances" },
+      { name: "DesiredInstances", type: "integer", jsonPath: ".status.desiredInstances" },
+      age,
+    ],
+    rootValidations: [
+      {
+        rule: `size(self.metadata.name) <= ${LIMITS.cspcNameLength}`,
+        message: `a CStorPoolCluster name can be at most ${LIMITS.cspcNameLength} characters: its pools are named <cspc>-<hash> and used as label values`,
+      },
+    ],
+  });
+}
+
+export function cspiCrd(): OpenApi {
+  return crd({
+    kind: KIND.cspi,
+    plural: "cstorpoolinstances",
+    shortNames: ["cspi"],
+    spec: CSPISpecSchema,
+    status: CSPIStatusSchema,
+    statusSubresource: true,
+    columns: [
+      { name: "HostName", type: "string", jsonPath: ".spec.hostName" },
+      { name: "Allocated", type: "string", jsonPath: ".status.capacity.used" },
+      { name: "Free", type: "string", jsonPath: ".status.capacity.free" },
+      { name: "Capacity", type: "string", jsonPath: ".status.capacity.total" },
+      { name: "HealthyVolumes", type: "integer", jsonPath: ".status.healthyVolumes" },
+      { name: "ProvisionedVolumes", type: "integer", jsonPath: ".status.provisionedVolumes" },
+      { name: "Status", type: "string", jsonPath: ".status.phase" },
+      age,
+      { name: "ReadOnly", type: "boolean", jsonPath: ".status.readOnly", priority: 1 },
+      { name: "Type", type: "string", jsonPath: ".spec.raidGroups[0].type", priority: 1 },
+    ],
+  });
+}
+
+/** NDM's BlockDevice, for clusters and tests without NDM. Only the fields we read are described. */
+export function blockDeviceCrd(): OpenApi {
+  return crd({
+    kind: KIND.blockDevice,
+    plural: "blockdevices",
+    shortNames: ["bd"],
+    spec: BlockDeviceSpecSchema,
+    status: BlockDeviceStatusSchema,
+    statusSubresource: false,
+    columns: [
+      { name: "NodeName", type: "string", jsonPath: ".spec.nodeAttributes.nodeName" },
+      { name: "Size", type: "string", jsonPath: ".spec.capacity.storage" },
+      { name: "ClaimState", type: "string", jsonPath: ".status.claimState" },
+      { name: "Status", type: "string", jsonPath: ".status.state" },
+      age,
+    ],
+  });
+}
+
+export function blockDeviceClaimCrd(): OpenApi {
+  return crd({
+    kind: KIND.blockDeviceClaim,
+    plural: "blockdeviceclaims",
+    shortNames: ["bdc"],
+    spec: BlockDeviceClaimSpecSchema,
+    status: BlockDeviceClaimStatusSchema,
+    statusSubresource: false,
+    columns: [
+      { name: "BlockDeviceName", type: "string", jsonPath: ".spec.blockDeviceName" },
+      { name: "Phase", type: "string", jsonPath: ".status.phase" },
+      age,
+    ],
+  });
+}
+
+/** File name under metacontroller/crds → CRD. */
+export function allCrds(): Record<string, OpenApi> {
+  return {
+    "cstorpoolclusters.yaml": cspcCrd(),
+    "cstorpoolinstances.yaml": cspiCrd(),
+    "ndm/blockdevices.yaml": blockDeviceCrd(),
+    "ndm/blockdeviceclaims.yaml": blockDeviceClaimCrd(),
+  };
+}

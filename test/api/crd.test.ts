@@ -1,0 +1,44 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { expect } from "chai";
+import { parse } from "yaml";
+import { CRD_DIR, renderCrds } from "../../scripts/generate-crds.js";
+
+describe("generated CRDs", () => {
+  const rendered = renderCrds();
+
+  for (const [file, text] of Object.entries(rendered)) {
+    it(`metacontroller/crds/${file} is up to date with api/schema.ts (run npm run generate)`, () => {
+      expect(readFileSync(join(CRD_DIR, file), "utf8")).to.equal(text);
+    });
+  }
+
+  it("are structural: no closed objects, no const, every object typed", () => {
+    const walk = (node: unknown, path: string): void => {
+      if (!node || typeof node !== "object") return;
+      const n = node as Record<string, unknown>;
+      expect(n.additionalProperties, `${path}.additionalProperties`).to.not.equal(false);
+      expect(n, path).to.not.have.property("const");
+      for (const [key, value] of Object.entries(n)) walk(value, `${path}.${key}`);
+    };
+    for (const [file, text] of Object.entries(rendered)) walk(parse(text), file);
+  });
+
+  it("give CSPC and CSPI the status subresource Metacontroller needs to write status", () => {
+    for (const file of ["cstorpoolclusters.yaml", "cstorpoolinstances.yaml"]) {
+      const crd = parse(rendered[file]!);
+      expect(crd.spec.versions[0].subresources, file).to.deep.equal({ status: {} });
+    }
+  });
+
+  it("show the printer columns users expect", () => {
+    const names = (file: string): string[] =>
+      parse(rendered[file]!).spec.versions[0].additionalPrinterColumns
+        .filter((c: { priority?: number }) => !c.priority)
+        .map((c: { name: string }) => c.name.toUpperCase());
+    expect(names("cstorpoolclusters.yaml")).to.deep.equal(["HEALTHYINSTANCES", "PROVISIONEDINSTANCES", "DESIREDINSTANCES", "AGE"]);
+    expect(names("cstorpoolinstances.yaml")).to.deep.equal([
+      "HOSTNAME", "ALLOCATED", "FREE", "CAPACITY", "HEALTHYVOLUMES", "PROVISIONEDVOLUMES", "STATUS", "AGE",
+    ]);
+  });
+});
