@@ -37,10 +37,11 @@ const MAX_MESSAGE = 4000;
 
 /** Joins messages, cut to a readable length with a count of what was left out. */
 export function joinMessages(messages: readonly string[]): string {
+  const unique = [...new Set(messages)];
   let out = "";
-  for (let i = 0; i < messages.length; i++) {
-    const next = out ? `${out}; ${messages[i]}` : messages[i]!;
-    if (next.length > MAX_MESSAGE) return `${out}; and ${messages.length - i} more`;
+  for (let i = 0; i < unique.length; i++) {
+    const next = out ? `${out}; ${unique[i]}` : unique[i]!;
+    if (next.length > MAX_MESSAGE) return `${out}; and ${unique.length - i} more`;
     out = next;
   }
   return out;
@@ -137,7 +138,7 @@ export function computeStatus(cspc: CSPC, observed: readonly CSPI[], findings: S
       type: CSPC_CONDITION.ready,
       status: "False",
       reason: first ? first.reason : "PoolsNotHealthy",
-      message: `${healthy} of ${desired} pools healthy, ${provisioned} provisioned${first ? `; ${first.type}: ${first.message}` : ""}`,
+      message: `${healthy} of ${desired} pools healthy, ${provisioned} provisioned${first ? `; see condition ${problems.map((p) => p.type).join(", ")}` : ""}`,
     });
   }
 

@@ -36,7 +36,7 @@ export function planChildren(cspc: CSPC, inventory: Inventory): ChildrenPlan {
   const byPool = groupByPool(checkCspcSpec(cspc.spec));
   const placements = pools.map((pool, i) => resolveNode(pool, i, inventory));
   const hosts = placements.map((p) => p.host);
-  for (const v of checkOneNodePerPool(hosts, pools)) byPool.get(v.pool)?.push(v) ?? byPool.set(v.pool, [v]);
+  for (const v of checkOneNodePerPool(hosts)) byPool.get(v.pool)?.push(v) ?? byPool.set(v.pool, [v]);
   const matched = matchPools(pools, hosts, inventory);
 
   const cspis = new Map<string, KubeObject>();

@@ -49,7 +49,7 @@ function labelKeyHint(keys: string[], inventory: Inventory): string {
 }
 
 /** Two pools of one CSPC on one node would fight over the node's daemon and devices. */
-export function checkOneNodePerPool(hosts: readonly (string | undefined)[], pools: readonly PoolSpec[]): Violation[] {
+export function checkOneNodePerPool(hosts: readonly (string | undefined)[]): Violation[] {
   const byHost = new Map<string, number[]>();
   hosts.forEach((host, i) => {
     if (!host) return;
@@ -58,16 +58,8 @@ export function checkOneNodePerPool(hosts: readonly (string | undefined)[], pool
   const out: Violation[] = [];
   for (const [host, indexes] of byHost) {
     if (indexes.length < 2) continue;
-    for (const i of indexes) {
-      out.push({
-        pool: i,
-        reason: "DuplicateNode",
-        message: `${poolLabel(pools[i], i)} and ${indexes
-          .filter((j) => j !== i)
-          .map((j) => `spec.pools[${j}]`)
-          .join(", ")} select the same node ${host}: one CSPC has at most one pool per node, put their raid groups in one pool spec`,
-      });
-    }
+    const message = `${indexes.map((j) => `spec.pools[${j}]`).join(" and ")} select the same node ${host}: one CSPC has at most one pool per node, put their raid groups in one pool spec`;
+    for (const i of indexes) out.push({ pool: i, reason: "DuplicateNode", message });
   }
   return out;
 }
@@ -116,7 +108,7 @@ export function checkDevices(
     if (fsType && fsType !== "zfs_member") {
       add(
         "BlockDeviceHasFilesystem",
-        `block device ${name} carries a ${fsType} filesystem: if its data is not needed wipe it (wipefs -a ${bd.spec?.path ?? "<device>"}) and wait for NDM to rescan, or pick another device`,
+        `block device ${name} carries a filesystem (${fsType}): if its data is not needed wipe it (wipefs -a ${bd.spec?.path ?? "<device>"}) and wait for NDM to rescan, or pick another device`,
       );
     } else if (fsType === "zfs_member" && !ours) {
       add(

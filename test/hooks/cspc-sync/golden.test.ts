@@ -1,0 +1,25 @@
+import { expect } from "chai";
+import { syncCspc } from "../../../hooks/cspc-sync/sync.js";
+import { ownedView } from "../../../hooks/cspc-sync/build.js";
+import type { KubeObject } from "../../../api/types.js";
+import { canonicalize } from "../../../lib/canonical.js";
+import { expectGolden, goldenCases } from "../../support/golden.js";
+
+describe("cspc-sync golden cases", () => {
+  for (const c of goldenCases("cspc-sync")) {
+    it(`${c.name}: ${c.description}`, () => {
+      const response = syncCspc(c.read("request.yaml"), () => c.now);
+      expectGolden(c, "response.yaml", response);
+    });
+  }
+
+  it("fixed-point: the answer equals the observed children and the observed status", () => {
+    const c = goldenCases("cspc-sync").find((x) => x.name === "fixed-point")!;
+    const request = c.read("request.yaml") as { parent: KubeObject; children: Record<string, Record<string, KubeObject>> };
+    const response = syncCspc(request, () => c.now);
+    const observed = Object.values(request.children).flatMap((m) => Object.values(m)).map(ownedView);
+    expect(canonicalize(response.children.map(ownedView))).to.have.deep.members(canonicalize(observed) as object[]);
+    expect(response.children).to.have.length(observed.length);
+    expect(canonicalize(response.status)).to.deep.equal(canonicalize(request.parent.status));
+  });
+});
