@@ -1,5 +1,5 @@
 // Desired objects, built from a pool spec and the observed cluster. Pure and deterministic.
-import { API_VERSION, DEFAULTS, KIND, LABEL } from "../../api/constants.js";
+import { ANNOTATION, API_VERSION, DEFAULTS, KIND, LABEL } from "../../api/constants.js";
 import type { BlockDeviceClaim, CSPI, CSPIRaidGroup, CSPISpec, KubeObject, PoolConfig, PoolSpec } from "../../api/types.js";
 import { deviceCapacity, deviceHost, deviceLink, type Inventory } from "../../lib/inventory.js";
 import { claimName } from "../../lib/names.js";
@@ -68,7 +68,7 @@ export interface ClaimOptions {
 
 export function claimObject(device: string, inventory: Inventory, options: ClaimOptions): BlockDeviceClaim {
   const bd = inventory.blockDevices.get(device);
-  const annotations = options.predecessor ? { "openebs.io/bd-predecessor": options.predecessor } : undefined;
+  const annotations = options.predecessor ? { [ANNOTATION.bdPredecessor]: options.predecessor } : undefined;
   const capacity = bd && deviceCapacity(bd);
   const host = bd && deviceHost(bd);
   const claim: BlockDeviceClaim = {
@@ -96,12 +96,23 @@ export function devicesOf(groups: readonly { blockDevices?: readonly { blockDevi
   return out;
 }
 
-/** The part of an observed child that the hook owns: what it would have returned for it. */
+const HOOK_LABELS: readonly string[] = [LABEL.cspc, LABEL.cspi, LABEL.hostname];
+const HOOK_ANNOTATIONS: readonly string[] = [ANNOTATION.poolRemoval, ANNOTATION.bdPredecessor];
+
+function pick(map: Record<string, string> | undefined, keys: readonly string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const key of keys) if (map?.[key] !== undefined) out[key] = map[key]!;
+  return out;
+}
+
+/**
+ * The part of an observed child that the hook owns: what it would have returned for it. Labels and
+ * annotations set by others (users, Metacontroller) are left out, so re-emitting a child never makes
+ * them ours, and Metacontroller's 3-way merge never deletes them.
+ */
 export function ownedView(obj: KubeObject): KubeObject {
-  const labels = { ...obj.metadata.labels };
-  delete labels["controller-uid"];
-  const annotations = { ...obj.metadata.annotations };
-  for (const key of Object.keys(annotations)) if (key.startsWith("metacontroller.k8s.io/")) delete annotations[key];
+  const labels = pick(obj.metadata.labels, HOOK_LABELS);
+  const annotations = pick(obj.metadata.annotations, HOOK_ANNOTATIONS);
   const metadata: KubeObject["metadata"] = { name: obj.metadata.name, namespace: obj.metadata.namespace };
   if (Object.keys(labels).length > 0) metadata.labels = labels;
   if (Object.keys(annotations).length > 0) metadata.annotations = annotations;

@@ -1,13 +1,15 @@
 // POST /hooks/cspc-sync: a CSPC and what Metacontroller observed → desired CSPIs and BlockDeviceClaims, and
 // the CSPC status. A pure function of the request and the clock.
-import { ANNOTATION, KIND, POOL_REMOVAL_REQUESTED } from "../../api/constants.js";
-import type { BlockDeviceClaim, Clock, CompositeSyncResponse, CSPC, CSPI, KubeObject } from "../../api/types.js";
+import { ANNOTATION, KIND, LABEL, POOL_REMOVAL_REQUESTED } from "../../api/constants.js";
+import type { BlockDeviceClaim, Clock, CompositeSyncResponse, CSPC, CSPI, KubeObject, PoolSpec } from "../../api/types.js";
 import { BadRequestError } from "../../lib/errors.js";
 import { buildInventory, isClaimBound, isTerminating, type Inventory } from "../../lib/inventory.js";
 import { parseCompositeRequest } from "../../lib/request.js";
 import { checkDevices, checkOneNodePerPool, resolveNode } from "../../lib/rules/placement.js";
+import { diffPool } from "../../lib/rules/day2.js";
 import { checkCspcSpec, type Violation } from "../../lib/rules/pool-spec.js";
 import { buildCspiSpec, claimObject, cspiObject, devicesOf, ownedView } from "./build.js";
+import { gateDisruptions, planExistingPool, type ExistingPoolPlan } from "./day2.js";
 import { matchPools } from "./match.js";
 import { computeStatus, emptyFindings, type SyncFindings } from "./status.js";
 
@@ -33,21 +35,25 @@ export interface ChildrenPlan {
 export function planChildren(cspc: CSPC, inventory: Inventory): ChildrenPlan {
   const pools = cspc.spec.pools;
   const findings = emptyFindings();
+  findings.paused = cspc.metadata.annotations?.[ANNOTATION.reconcilePaused] === "true";
   const byPool = groupByPool(checkCspcSpec(cspc.spec));
   const placements = pools.map((pool, i) => resolveNode(pool, i, inventory));
   const hosts = placements.map((p) => p.host);
-  for (const v of checkOneNodePerPool(hosts)) byPool.get(v.pool)?.push(v) ?? byPool.set(v.pool, [v]);
+  for (const v of checkOneNodePerPool(hosts)) byPool.set(v.pool, [...(byPool.get(v.pool) ?? []), v]);
   const matched = matchPools(pools, hosts, inventory);
 
   const cspis = new Map<string, KubeObject>();
   const claims = new Map<string, BlockDeviceClaim>();
-  const claim = (device: string, cspi: string): void => {
-    if (!claims.has(device)) claims.set(device, claimObject(device, inventory, { cspi }));
+  const claim = (device: string, cspi: string, predecessor?: string): void => {
+    if (claims.has(device)) return;
+    // A replacement's mark stays until the node daemon removes it after the resilver.
+    const marked = predecessor ?? inventory.ownClaims.get(device)?.metadata.annotations?.[ANNOTATION.bdPredecessor];
+    claims.set(device, claimObject(device, inventory, { cspi, ...(marked ? { predecessor: marked } : {}) }));
   };
   const keep = (observed: CSPI): void => {
-    cspis.set(observed.metadata.name!, ownedView(observed));
-    for (const device of devicesOf(observed.spec?.raidGroups)) claim(device, observed.metadata.name!);
+    cspis.set(observed.metadata.name!, ownedView(observed as unknown as KubeObject));
   };
+  const plans: ExistingPoolPlan[] = [];
 
   pools.forEach((pool, i) => {
     const match = matched.pools[i]!;
@@ -55,34 +61,56 @@ export function planChildren(cspc: CSPC, inventory: Inventory): ChildrenPlan {
     const placement = placements[i]!;
     if (placement.violation) violations.push(placement.violation);
     const host = placement.host;
-    if (violations.length === 0 && host) {
-      const inUse = new Set(devicesOf(match.observed?.spec?.raidGroups));
-      violations.push(...checkDevices(pool, i, host, inventory, devicesOf(pool.raidGroups), { inUse }));
-    }
+    const observed = match.observed;
     if (violations.length > 0 || !host) {
       findings.blocked.push(...violations);
-      if (match.observed) keep(match.observed);
+      if (observed) keep(observed);
+      return;
+    }
+    if (observed) {
+      if (findings.paused) return keep(observed);
+      const plan = planExisting(pool, i, host, observed, match.name, inventory, findings);
+      if (plan) plans.push(plan);
+      else keep(observed);
+      return;
+    }
+    const deviceViolations = checkDevices(pool, i, host, inventory, devicesOf(pool.raidGroups));
+    if (deviceViolations.length > 0 || findings.paused) {
+      findings.blocked.push(...deviceViolations);
       return;
     }
     const spec = buildCspiSpec(pool, host, inventory);
     const devices = devicesOf(spec.raidGroups);
     for (const device of devices) claim(device, match.name);
     const pending = devices.filter((d) => !isClaimBound(inventory.ownClaims.get(d)));
-    if (pending.length > 0) {
-      findings.pendingClaims.set(match.name, pending);
-      if (match.observed) keep(match.observed);
-      return;
-    }
-    cspis.set(match.name, cspiObject(match.name, inventory, spec));
-    if (match.observed) for (const device of devicesOf(match.observed.spec?.raidGroups)) claim(device, match.name);
+    if (pending.length > 0) findings.pendingClaims.set(match.name, pending);
+    else cspis.set(match.name, cspiObject(match.name, inventory, spec));
   });
 
-  findings.blocked.push(...(byPool.get(-1) ?? []));
-  for (const orphan of matched.orphans) planOrphan(orphan, cspis, findings, keep);
+  const gate = gateDisruptions(plans, inventory);
+  for (const plan of plans) {
+    const spec = plan.disruptive && gate.go.has(plan.name) ? plan.disruptive.spec : plan.calm;
+    cspis.set(plan.name, cspiObject(plan.name, inventory, spec));
+    for (const [device, predecessor] of plan.claims) claim(device, plan.name, predecessor);
+    if (plan.pendingClaims.length > 0) findings.pendingClaims.set(plan.name, plan.pendingClaims);
+  }
+  findings.progressing = { active: gate.active, waiting: gate.waiting };
 
-  // Claims of CSPIs on their way out stay until the CSPI is gone: the node daemon may still need the devices.
+  findings.blocked.push(...(byPool.get(-1) ?? []));
+  for (const orphan of matched.orphans) {
+    if (findings.paused) keep(orphan);
+    else planOrphan(orphan, cspis, findings, keep);
+  }
+
+  // Every device an observed CSPI lists keeps its claim while the CSPI exists (the node daemon may still
+  // use it), and so does a device being replaced until its successor's resilver is done.
   for (const cspi of inventory.cspis.values()) {
     for (const device of devicesOf(cspi.spec?.raidGroups)) claim(device, cspi.metadata.name!);
+  }
+  for (const [device, own] of inventory.ownClaims) {
+    const predecessor = own.metadata.annotations?.[ANNOTATION.bdPredecessor];
+    const cspi = own.metadata.labels?.[LABEL.cspi];
+    if (predecessor && cspi && claims.has(device)) claim(predecessor, cspi);
   }
 
   const children = [
@@ -90,6 +118,27 @@ export function planChildren(cspc: CSPC, inventory: Inventory): ChildrenPlan {
     ...[...claims.values()].sort(byName),
   ];
   return { children, findings };
+}
+
+/** Day-2 for a live pool: refused changes are reported and freeze the CSPI; allowed ones are planned. */
+function planExisting(
+  pool: PoolSpec,
+  index: number,
+  host: string,
+  observed: CSPI,
+  name: string,
+  inventory: Inventory,
+  findings: SyncFindings,
+): ExistingPoolPlan | undefined {
+  const diff = diffPool({ pool, poolIndex: index, observed, inventory });
+  const incoming = [...diff.expansions.flatMap((e) => e.devices), ...diff.replacements.map((r) => r.new)];
+  const unusable = checkDevices(pool, index, host, inventory, incoming);
+  const refused = [...diff.violations, ...unusable];
+  if (refused.length > 0) {
+    findings.rejected.push(...refused);
+    return undefined;
+  }
+  return planExistingPool({ name, pool, observed, host, diff, inventory });
 }
 
 /**
