@@ -4,3 +4,29 @@
 set -euo pipefail
 export CSTOR_CACHE="${CSTOR_CACHE:-/var/cache/cstor-pool-operator}"
 mkdir -p "$CSTOR_CACHE"
+
+# zfs-fuse for the node daemon's tests (pools on sparse files and loop devices; see docs/node-daemon.md).
+ensure_zfs_fuse() {
+  if ! command -v zpool >/dev/null 2>&1 || ! command -v zfs-fuse >/dev/null 2>&1; then
+    echo "test-env: installing zfs-fuse" >&2
+    if [ ! -d /var/lib/apt/lists ] || [ -z "$(ls -A /var/lib/apt/lists 2>/dev/null | grep -v -e lock -e partial)" ]; then
+      DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
+    fi
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq zfs-fuse >&2 \
+      || { DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq zfs-fuse >&2; }
+  fi
+  # The daemon answers `zpool list` once it is up; the pidfile alone may be stale after a crash.
+  if ! zpool list >/dev/null 2>&1; then
+    echo "test-env: starting zfs-fuse" >&2
+    [ -e /dev/fuse ] || modprobe fuse 2>/dev/null || true
+    zfs-fuse --pidfile /run/zfs-fuse.pid
+    for _ in $(seq 1 50); do zpool list >/dev/null 2>&1 && break; sleep 0.2; done
+    zpool list >/dev/null 2>&1 || { echo "test-env: zfs-fuse did not start (is /dev/fuse available?)" >&2; exit 1; }
+  fi
+  # Loop devices back the read-cache (L2ARC) tests: ZFS refuses plain files as cache devices.
+  [ -e /dev/loop-control ] || modprobe loop 2>/dev/null || true
+}
+ensure_zfs_fuse
+
+# etcd, kubectl and kube-apiserver for test/integration (kube-apiserver is built once from Go modules).
+bash "$(dirname "$0")/kube-env.sh"
