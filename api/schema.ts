@@ -4,6 +4,7 @@
 // Schemas are closed (additionalProperties: false) so our own validation catches typos; the CRD generator
 // drops that keyword because structural CRD schemas forbid it (the API server prunes unknown fields instead).
 import { Type, type TSchema, type TUnsafe } from "@sinclair/typebox";
+import { POOL_RULES, RAID_GROUP_RULES } from "./cel.js";
 import { COMPRESSION_VALUES, LIMITS, RAID_TYPES } from "./constants.js";
 
 const closed = { additionalProperties: false } as const;
@@ -80,12 +81,6 @@ export const BlockDeviceRefSchema = Type.Object(
   closed,
 );
 
-const DEVICE_COUNT_RULE =
-  "!has(self.type) || (self.type == 'stripe' ? size(self.blockDevices) >= 1 : " +
-  "self.type == 'mirror' ? size(self.blockDevices) >= 2 : " +
-  "self.type == 'raidz' ? size(self.blockDevices) in [3, 5, 9, 17, 33] : " +
-  "size(self.blockDevices) in [4, 6, 10, 18, 34])";
-
 export const RaidGroupSchema = Type.Object(
   {
     type: Type.Optional(RaidTypeSchema),
@@ -102,12 +97,7 @@ export const RaidGroupSchema = Type.Object(
   {
     ...closed,
     "x-kubernetes-validations": [
-      {
-        rule: DEVICE_COUNT_RULE,
-        messageExpression:
-          "'a ' + self.type + ' raid group cannot have ' + string(size(self.blockDevices)) + " +
-          "' block devices: stripe needs at least 1, mirror at least 2, raidz 3, 5, 9, 17 or 33, raidz2 4, 6, 10, 18 or 34'",
-      },
+      ...RAID_GROUP_RULES,
       {
         rule:
           "[has(self.isWriteCache) && self.isWriteCache, has(self.isSpare) && self.isSpare, " +
@@ -117,9 +107,6 @@ export const RaidGroupSchema = Type.Object(
     ],
   },
 );
-
-const POOL_TYPE_RULE =
-  "self.raidGroups.all(g, has(g.type) || (has(self.poolConfig) && has(self.poolConfig.defaultRaidGroupType)))";
 
 export const PoolSpecSchema = Type.Object(
   {
@@ -132,16 +119,7 @@ export const PoolSpecSchema = Type.Object(
   },
   {
     ...closed,
-    "x-kubernetes-validations": [
-      {
-        rule: POOL_TYPE_RULE,
-        message: "every raid group needs a type: set raidGroups[].type or poolConfig.defaultRaidGroupType",
-      },
-      {
-        rule: "self.raidGroups.exists(g, !(has(g.isWriteCache) && g.isWriteCache) && !(has(g.isSpare) && g.isSpare) && !(has(g.isReadCache) && g.isReadCache))",
-        message: "a pool needs at least one data raid group (not write cache, spare or read cache)",
-      },
-    ],
+    "x-kubernetes-validations": POOL_RULES,
   },
 );
 

@@ -1,0 +1,127 @@
+// CEL twins of the spec-only rules in lib/rules/pool-spec.ts, for the CRD's x-kubernetes-validations. A cluster
+// without the admission webhook still refuses these specs, with the same words as the TypeScript rules
+// (test/hooks/admission/cel.test.ts runs both on the same cases against a real kube-apiserver).
+//
+// Cost is the constraint: the API server multiplies a rule's estimated cost by how often it can run (pools ×
+// raid groups for a group rule) and refuses a CRD over 10^8 in total. So: no string(int) in messages (its size
+// is unbounded to the estimator; counts are looked up in a literal list instead), no O(n²) comprehensions, and
+// the duplicate-device rule across groups and pools is left to the webhook and cspc-sync (docs/validation.md).
+import { LIMITS } from "./constants.js";
+
+const isSet = (group: string, flag: string): string => `(has(${group}.${flag}) && ${group}.${flag})`;
+export const celIsWriteCache = (group: string): string => isSet(group, "isWriteCache");
+const isStripeRole = (group: string): string => `(${isSet(group, "isSpare")} || ${isSet(group, "isReadCache")})`;
+export const celIsData = (group: string): string =>
+  `!${isSet(group, "isWriteCache")} && !${isSet(group, "isSpare")} && !${isSet(group, "isReadCache")}`;
+
+const HAS_DEFAULT = "(has(self.poolConfig) && has(self.poolConfig.defaultRaidGroupType))";
+const DEFAULT = "self.poolConfig.defaultRaidGroupType";
+
+/** Inside a pool rule: the type a group is built with (as resolvedType), '' when it has none. */
+const resolvedType = (group: string): string =>
+  `(${isStripeRole(group)} ? 'stripe' : has(${group}.type) ? ${group}.type : ${HAS_DEFAULT} ? ${DEFAULT} : '')`;
+
+/** raidz: 2^n+1 devices, raidz2: 2^n+2, n >= 1, up to the per-group limit. */
+export function validCounts(parity: number): number[] {
+  const out: number[] = [];
+  for (let data = 2; data + parity <= LIMITS.blockDevicesPerGroup; data *= 2) out.push(data + parity);
+  return out;
+}
+
+const list = (values: readonly (string | number)[]): string =>
+  `[${values.map((v) => (typeof v === "number" ? String(v) : `'${v}'`)).join(", ")}]`;
+
+/** A count as text without string(int): index into the literal list '0'..'<limit>'. */
+const countText = (count: string): string =>
+  `${list(Array.from({ length: LIMITS.blockDevicesPerGroup + 1 }, (_, i) => String(i)))}[${count}]`;
+
+const countOk = (type: string, count: string): string =>
+  `(${type} == 'stripe' ? ${count} >= 1 : ${type} == 'mirror' ? ${count} >= 2 : ` +
+  `${type} == 'raidz' ? ${count} in ${list(validCounts(1))} : ${count} in ${list(validCounts(2))})`;
+
+const spell = (counts: readonly number[]): string => `${counts.slice(0, -1).join(", ")} or ${counts.at(-1)}`;
+
+/** deviceCountProblem() of lib/rules/pool-spec.ts, word for word. */
+const countProblem = (type: string, count: string): string =>
+  `(${type} == 'stripe' ? 'a stripe raid group needs at least 1 block device' : ` +
+  `${type} == 'mirror' ? 'a mirror raid group needs at least 2 block devices, it has ' + ${countText(count)} : ` +
+  `${type} == 'raidz' ? 'a raidz raid group needs ${spell(validCounts(1))} block devices (2^n+1), it has ' + ${countText(count)} : ` +
+  `'a raidz2 raid group needs ${spell(validCounts(2))} block devices (2^n+2), it has ' + ${countText(count)})`;
+
+const LOG_TYPES = list(["stripe", "mirror"]);
+
+export interface CelRule {
+  rule: string;
+  message?: string;
+  messageExpression?: string;
+}
+
+/** Rules on one raid group whose type is written on it. Spares and read caches are always built as stripes. */
+export const RAID_GROUP_RULES: CelRule[] = [
+  {
+    rule:
+      `!has(self.type) || ${isStripeRole("self")} || (${celIsWriteCache("self")} && !(self.type in ${LOG_TYPES})) || ` +
+      countOk("self.type", "size(self.blockDevices)"),
+    messageExpression: countProblem("self.type", "size(self.blockDevices)"),
+  },
+  {
+    rule: `!${celIsWriteCache("self")} || !has(self.type) || self.type in ${LOG_TYPES}`,
+    messageExpression: `'this raid group is a write cache of type ' + self.type + '; ZFS log devices can only be stripe or mirror'`,
+  },
+];
+
+/** A data or write cache group that takes its type from poolConfig.defaultRaidGroupType. */
+const takesDefault = (group: string): string => `!has(${group}.type) && !${isStripeRole(group)} && ${HAS_DEFAULT}`;
+const badDefaultCount = (group: string): string =>
+  `${takesDefault(group)} && !(${celIsWriteCache(group)} && !(${DEFAULT} in ${LOG_TYPES})) && ` +
+  `!${countOk(DEFAULT, `size(${group}.blockDevices)`)}`;
+
+/**
+ * Shape of a data group as a number: 0 for stripe (any width), else 1000·type + device count. Equal codes = same
+ * redundancy. Other groups (and untyped ones, which another rule reports) map to a sentinel that cannot win:
+ * the pool is uniform when the smallest code is at least the largest, two linear passes.
+ */
+const shapeCode = (group: string, otherwise: number): string => {
+  const type = resolvedType(group);
+  return (
+    `(!(${celIsData(group)}) || ${type} == '' ? ${otherwise} : ${type} == 'stripe' ? 0 : ` +
+    `(${type} == 'mirror' ? 1000 : ${type} == 'raidz' ? 2000 : 3000) + size(${group}.blockDevices))`
+  );
+};
+const NO_SHAPE = { min: 1_000_000, max: -1 };
+const SMALLEST_SHAPE = `self.raidGroups.map(g, ${shapeCode("g", NO_SHAPE.min)}).min()`;
+const LARGEST_SHAPE = `self.raidGroups.map(g, ${shapeCode("g", NO_SHAPE.max)}).max()`;
+/** "stripe" or "<n>-device <type>", as checkRedundancyMix names shapes. */
+const shapeText = (code: string): string =>
+  `(${code} == 0 ? 'stripe' : ${countText(`${code} % 1000`)} + '-device ' + ` +
+  `(${code} / 1000 == 1 ? 'mirror' : ${code} / 1000 == 2 ? 'raidz' : 'raidz2'))`;
+const MIN_SHAPE = shapeText(SMALLEST_SHAPE);
+const MAX_SHAPE = shapeText(LARGEST_SHAPE);
+
+export const POOL_RULES: CelRule[] = [
+  {
+    rule: `self.raidGroups.all(g, has(g.type) || ${isStripeRole("g")} || ${HAS_DEFAULT})`,
+    message: "every raid group needs a type: set raidGroups[].type or poolConfig.defaultRaidGroupType",
+  },
+  {
+    rule: `self.raidGroups.exists(g, ${celIsData("g")})`,
+    message: "a pool needs at least one data raid group (not write cache, spare or read cache)",
+  },
+  {
+    rule: `!self.raidGroups.exists(g, ${badDefaultCount("g")})`,
+    messageExpression:
+      `'a raid group without a type is a ' + ${DEFAULT} + ' (poolConfig.defaultRaidGroupType): ' + ` +
+      countProblem(DEFAULT, `size(self.raidGroups.filter(g, ${badDefaultCount("g")})[0].blockDevices)`),
+  },
+  {
+    rule: `!self.raidGroups.exists(g, ${celIsWriteCache("g")} && ${takesDefault("g")} && !(${DEFAULT} in ${LOG_TYPES}))`,
+    messageExpression: `'a write cache raid group without a type is a ' + ${DEFAULT} + ' (poolConfig.defaultRaidGroupType); ZFS log devices can only be stripe or mirror'`,
+  },
+  {
+    rule: `${SMALLEST_SHAPE} >= ${LARGEST_SHAPE}`,
+    messageExpression:
+      `'this pool mixes data raid groups of different redundancy (' + ` +
+      `(${MIN_SHAPE} < ${MAX_SHAPE} ? ${MIN_SHAPE} + ', ' + ${MAX_SHAPE} : ${MAX_SHAPE} + ', ' + ${MIN_SHAPE}) + ` +
+      `'); ZFS would lose the stronger redundancy\\'s guarantees and refuses it without force: give every data raid group the same type and device count'`,
+  },
+];
