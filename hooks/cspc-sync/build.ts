@@ -1,5 +1,5 @@
 // Desired objects, built from a pool spec and the observed cluster. Pure and deterministic.
-import { ANNOTATION, API_VERSION, DEFAULTS, KIND, LABEL } from "../../api/constants.js";
+import { ANNOTATION, API_VERSION, DEFAULTS, KIND, LABEL, POOL_REMOVAL_REQUESTED } from "../../api/constants.js";
 import type { BlockDeviceClaim, CSPI, CSPIRaidGroup, CSPISpec, KubeObject, PoolConfig, PoolSpec } from "../../api/types.js";
 import { deviceCapacity, deviceHost, deviceLink, type Inventory } from "../../lib/inventory.js";
 import { claimName } from "../../lib/names.js";
@@ -117,4 +117,16 @@ export function ownedView(obj: KubeObject): KubeObject {
   if (Object.keys(labels).length > 0) metadata.labels = labels;
   if (Object.keys(annotations).length > 0) metadata.annotations = annotations;
   return { apiVersion: obj.apiVersion, kind: obj.kind, metadata, spec: obj.spec };
+}
+
+/** The node daemon may destroy a pool only once its CSPI carries this mark; removal is mark first, omit later. */
+export function isMarkedForRemoval(cspi: CSPI): boolean {
+  return cspi.metadata.annotations?.[ANNOTATION.poolRemoval] === POOL_REMOVAL_REQUESTED;
+}
+
+/** The observed CSPI as the hook returns it, marked for removal. */
+export function markedForRemoval(cspi: CSPI): KubeObject {
+  const marked = ownedView(cspi as unknown as KubeObject);
+  marked.metadata.annotations = { ...marked.metadata.annotations, [ANNOTATION.poolRemoval]: POOL_REMOVAL_REQUESTED };
+  return marked;
 }
