@@ -3,6 +3,7 @@
 import type { Server } from "node:http";
 import { createLogger, type LogLevel } from "../lib/log.js";
 import { makeApp } from "./http/app.js";
+import { loadHookConfig } from "./config.js";
 import { hookRoutes } from "./routes.js";
 
 const port = Number(process.env.PORT ?? 8080);
@@ -10,7 +11,7 @@ const log = createLogger({ level: (process.env.LOG_LEVEL as LogLevel | undefined
 let draining = false;
 
 const app = makeApp({
-  routes: hookRoutes(),
+  routes: hookRoutes(loadHookConfig(process.env)),
   clock: () => new Date(),
   log,
   bodyLimit: process.env.BODY_LIMIT ?? undefined,
