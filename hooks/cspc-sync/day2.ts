@@ -155,7 +155,7 @@ export interface GateDecision {
  */
 export function gateDisruptions(plans: readonly ExistingPoolPlan[], inventory: Inventory): GateDecision {
   const all = [...inventory.cspis.values()];
-  const active = all.filter((c) => !isTerminating(c as never) && isMidChange(c, inventory)).map((c) => c.metadata.name!).sort();
+  const active = all.filter((c) => !isTerminating(c as never) && isMidChange(c, inventory)).map((c) => `pool ${c.metadata.name}`).sort();
   const wanting = plans.filter((p) => p.disruptive && p.pendingClaims.length === 0);
   const wantingNames = new Set(wanting.map((p) => p.name));
   const go = new Set<string>();
@@ -170,7 +170,7 @@ export function gateDisruptions(plans: readonly ExistingPoolPlan[], inventory: I
     }
     const why =
       active.length > 0 || go.size > 0
-        ? `after ${[...active, ...go].join(", ")}`
+        ? `after ${[...active, ...[...go].map((n) => `pool ${n}`)].join(", ")}`
         : `until ${blockers.map((c) => `${c.metadata.name} (${c.status?.phase ?? "no status"})`).join(", ")} is ONLINE`;
     waiting.push(`${p.disruptive!.describe} ${why}`);
   }

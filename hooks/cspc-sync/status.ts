@@ -99,7 +99,7 @@ export function computeStatus(cspc: CSPC, observed: readonly CSPI[], findings: S
     active.length + waiting.length > 0,
     "PoolUpdateInProgress",
     [
-      active.length ? `updating pool ${active.join(", ")}` : "",
+      active.length ? `updating: ${active.join(", ")}` : "",
       waiting.length ? `waiting (one disruptive change at a time, while all other pools are ONLINE): ${waiting.join(", ")}` : "",
     ]
       .filter(Boolean)

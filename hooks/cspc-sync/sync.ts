@@ -64,8 +64,10 @@ export function planChildren(cspc: CSPC, inventory: Inventory): ChildrenPlan {
     const observed = match.observed;
     if (violations.length > 0 || !host) {
       findings.blocked.push(...violations);
-      if (observed) keep(observed);
-      return;
+      if (!observed) return;
+      // Say also what the edit would do to the live pool, so one round of fixes is enough.
+      findings.rejected.push(...diffPool({ pool, poolIndex: i, observed, inventory }).violations);
+      return keep(observed);
     }
     if (observed) {
       if (findings.paused) return keep(observed);
@@ -108,6 +110,8 @@ export function planChildren(cspc: CSPC, inventory: Inventory): ChildrenPlan {
     for (const device of devicesOf(cspi.spec?.raidGroups)) claim(device, cspi.metadata.name!);
   }
   for (const [device, own] of inventory.ownClaims) {
+    // Paused: nothing changes, so no claim goes away either.
+    if (findings.paused) claim(device, own.metadata.labels?.[LABEL.cspi] ?? "");
     const predecessor = own.metadata.annotations?.[ANNOTATION.bdPredecessor];
     const cspi = own.metadata.labels?.[LABEL.cspi];
     if (predecessor && cspi && claims.has(device)) claim(predecessor, cspi);

@@ -80,13 +80,24 @@ export function diffPool(input: DiffInput): PoolDiff {
       matchedObserved.set(o, specIndex);
     }
   });
+  const unpairedSpec = pairs.map((p, s) => (p.length === 0 ? s : -1)).filter((s) => s >= 0);
   observedGroups.forEach((g, o) => {
-    if (!matchedObserved.has(o)) {
+    if (matchedObserved.has(o)) return;
+    const lookalike = unpairedSpec.find((s) => {
+      const spec = pool.raidGroups[s]!;
+      return groupRole(spec) === observedRole(g) && resolvedType(spec, pool) === g.type && names(spec).length === names(g).length;
+    });
+    if (lookalike !== undefined) {
       reject(
-        "RaidGroupRemoved",
-        `raid group ${describeGroup(g)} was removed; ZFS cannot take a raid group out of a pool without destroying it and its data: put the group back (to retire the whole pool, remove the pool spec)`,
+        "MultipleReplacements",
+        `raid group ${describeGroup(g)} is gone and raidGroups[${lookalike}] (${names(pool.raidGroups[lookalike]!).join(", ")}) shares none of its devices; replacing every device of a group at once would destroy its data: replace one device, wait for its resilver, then the next`,
       );
+      return;
     }
+    reject(
+      "RaidGroupRemoved",
+      `raid group ${describeGroup(g)} was removed; ZFS cannot take a raid group out of a pool without destroying it and its data: put the group back (to retire the whole pool, remove the pool spec)`,
+    );
   });
   if (diff.violations.length > 0) return diff;
 
