@@ -1,0 +1,244 @@
+// The host's ZFS, reached through the command layer. Every zpool/zfs invocation of the daemon is here, so
+// docs/node-daemon.md can list them, and a containerised daemon reaches the host's binaries through a
+// prefix such as `nsenter -t 1 -m --` or `chroot /host`.
+import { mkdir, open, readFile, realpath, stat } from "node:fs/promises";
+import { CommandError, type Runner, type RunOptions } from "./command.js";
+import type { DeviceInfo, ImportSource } from "./observation.js";
+import { parseGetTable, parseImportList, parseSize, parseValueLines, parseZpoolStatus, type PoolStatus } from "./parse.js";
+import { parentDir, type VdevSpec } from "./planner.js";
+
+export interface ZfsCommands {
+  /** argv prefix for zpool, e.g. ["zpool"] or ["nsenter", "-t", "1", "-m", "--", "zpool"]. */
+  zpool: string[];
+  zfs: string[];
+}
+
+/** From the environment: ZPOOL_BIN, ZFS_BIN, and ZFS_COMMAND_PREFIX as a JSON array (no shell word splitting). */
+export function commandsFromEnv(env: NodeJS.ProcessEnv = process.env, prefixArgs?: string[]): ZfsCommands {
+  let prefix: string[] = prefixArgs ?? [];
+  if (!prefixArgs && env.ZFS_COMMAND_PREFIX) {
+    const parsed: unknown = JSON.parse(env.ZFS_COMMAND_PREFIX);
+    if (!Array.isArray(parsed) || !parsed.every((p) => typeof p === "string")) {
+      throw new Error(`ZFS_COMMAND_PREFIX must be a JSON array of strings, e.g. ["nsenter","-t","1","-m","--"]; got ${env.ZFS_COMMAND_PREFIX}`);
+    }
+    prefix = parsed;
+  }
+  return { zpool: [...prefix, env.ZPOOL_BIN || "zpool"], zfs: [...prefix, env.ZFS_BIN || "zfs"] };
+}
+
+/** Timeouts: reads are quick; imports scan devices; a replace may wait for its resilver on some ZFS versions. */
+const READ: RunOptions = { timeoutMs: 60_000 };
+const CHANGE: RunOptions = { timeoutMs: 5 * 60_000 };
+const LONG: RunOptions = { timeoutMs: 30 * 60_000 };
+const BUSY_RETRIES = 3;
+const BUSY_DELAY_MS = 1_000;
+const LABEL_BYTES = 512 * 1024;
+const LABEL_ALIGN = 256 * 1024;
+
+export class ZfsHost {
+  private labelclearMissing = false;
+
+  constructor(
+    private readonly runner: Runner,
+    readonly commands: ZfsCommands,
+  ) {}
+
+  private zpool(args: string[], options: RunOptions = READ) {
+    return this.runner.run([...this.commands.zpool, ...args], options);
+  }
+
+  private zfs(args: string[], options: RunOptions = READ) {
+    return this.runner.run([...this.commands.zfs, ...args], options);
+  }
+
+  /** Every imported pool with its layout. */
+  async pools(): Promise<PoolStatus[]> {
+    return parseZpoolStatus((await this.zpool(["status"])).stdout);
+  }
+
+  /** Raw size of the data vdevs. zfs-fuse has no `zpool list -p`, so the human size is parsed. */
+  async poolSize(pool: string): Promise<number | undefined> {
+    return parseSize((await this.zpool(["list", "-H", "-o", "size", pool])).stdout.trim());
+  }
+
+  async space(pool: string): Promise<{ used: number; available: number }> {
+    const [used, available] = parseValueLines((await this.zfs(["get", "-H", "-p", "-o", "value", "used,available", pool])).stdout, 2);
+    const numbers = [Number(used), Number(available)];
+    if (!numbers.every(Number.isFinite)) throw new Error(`zfs get used,available ${pool} printed non-numbers: ${used}, ${available}`);
+    return { used: numbers[0]!, available: numbers[1]! };
+  }
+
+  /** Datasets and volumes below the root dataset. */
+  async volumes(pool: string): Promise<string[]> {
+    const out = (await this.zfs(["list", "-H", "-o", "name", "-r", "-t", "filesystem,volume", pool])).stdout;
+    return out
+      .split("\n")
+      .map((line) => line.trim())
+      .filter((name) => name.startsWith(`${pool}/`))
+      .sort();
+  }
+
+  async datasetProperties(dataset: string, properties: string[]): Promise<Record<string, string>> {
+    const values = parseValueLines((await this.zfs(["get", "-H", "-o", "value", properties.join(","), dataset])).stdout, properties.length);
+    return Object.fromEntries(properties.map((p, i) => [p, values[i]!]));
+  }
+
+  /** `zpool get` without -H (zfs-fuse has none): the table's VALUE column. */
+  async poolProperty(pool: string, property: string): Promise<string | undefined> {
+    return parseGetTable((await this.zpool(["get", property, pool])).stdout)[property];
+  }
+
+  /** Pools `zpool import` would bring in. No pool to import is an empty list, not an error. */
+  async importable(source: ImportSource): Promise<PoolStatus[]> {
+    const args = ["import", ...importSourceArgs(source)];
+    try {
+      return parseImportList((await this.zpool(args, CHANGE)).stdout);
+    } catch (error) {
+      if (error instanceof CommandError && error.kind === "exit" && /^(|.*no pools available.*)$/s.test(error.stdout.trim() + error.stderr.trim())) {
+        return [];
+      }
+      throw error;
+    }
+  }
+
+  async create(pool: string, vdevs: VdevSpec[], options: { compression: string; cachefile?: string; force: boolean }): Promise<void> {
+    if (options.cachefile) await mkdir(parentDir(options.cachefile), { recursive: true });
+    await this.zpool(
+      [
+        "create",
+        ...(options.force ? ["-f"] : []),
+        ...(options.cachefile ? ["-o", `cachefile=${options.cachefile}`] : []),
+        // The root dataset holds no data of its own: volumes are its children.
+        "-O",
+        "canmount=off",
+        "-O",
+        `compression=${options.compression}`,
+        pool,
+        ...vdevs.flatMap(vdevArgs),
+      ],
+      CHANGE,
+    );
+  }
+
+  async add(pool: string, vdevs: VdevSpec[], force: boolean): Promise<void> {
+    await this.zpool(["add", ...(force ? ["-f"] : []), pool, ...vdevs.flatMap(vdevArgs)], CHANGE);
+  }
+
+  async replace(pool: string, old: string, device: string): Promise<void> {
+    await this.zpool(["replace", pool, old, device], LONG);
+  }
+
+  async remove(pool: string, device: string): Promise<void> {
+    await this.zpool(["remove", pool, device], CHANGE);
+  }
+
+  async grow(pool: string, devices: string[]): Promise<void> {
+    await this.zpool(["online", "-e", pool, ...devices], CHANGE);
+  }
+
+  async import(options: { id?: string; pool: string; from: ImportSource; cachefile?: string; force: boolean }): Promise<void> {
+    if (options.cachefile) await mkdir(parentDir(options.cachefile), { recursive: true });
+    await this.zpool(
+      [
+        "import",
+        ...(options.force ? ["-f"] : []),
+        ...(options.cachefile ? ["-o", `cachefile=${options.cachefile}`] : []),
+        ...importSourceArgs(options.from),
+        options.id ?? options.pool,
+      ],
+      LONG,
+    );
+  }
+
+  async export(pool: string): Promise<void> {
+    await retryWhileBusy(() => this.zpool(["export", pool], CHANGE));
+  }
+
+  async destroy(pool: string): Promise<void> {
+    await retryWhileBusy(() => this.zpool(["destroy", pool], CHANGE));
+  }
+
+  async setPoolProperty(pool: string, property: string, value: string): Promise<void> {
+    if (property === "cachefile" && value !== "none") await mkdir(parentDir(value), { recursive: true });
+    await this.zpool(["set", `${property}=${value}`, pool], CHANGE);
+  }
+
+  async setDatasetProperty(dataset: string, property: string, value: string): Promise<void> {
+    await this.zfs(["set", `${property}=${value}`, dataset], CHANGE);
+  }
+
+  /**
+   * Clears a ZFS label so the device is free for another pool. OpenZFS has `zpool labelclear`; zfs-fuse
+   * does not, so there the two labels at each end of the device are zeroed directly.
+   */
+  async clearLabel(device: string): Promise<void> {
+    if (!this.labelclearMissing) {
+      try {
+        await this.zpool(["labelclear", "-f", device], CHANGE);
+        return;
+      } catch (error) {
+        if (!(error instanceof CommandError && /unrecognized command/.test(error.stderr))) throw error;
+        this.labelclearMissing = true;
+      }
+    }
+    await zeroLabels(device);
+  }
+}
+
+function importSourceArgs(source: ImportSource): string[] {
+  if (source.cachefile) return ["-c", source.cachefile];
+  return (source.dirs ?? []).flatMap((dir) => ["-d", dir]);
+}
+
+export function vdevArgs(vdev: VdevSpec): string[] {
+  const role = { data: [], writeCache: ["log"], readCache: ["cache"], spare: ["spare"] }[vdev.role];
+  return [...role, ...(vdev.type === "stripe" ? [] : [vdev.type]), ...vdev.devices];
+}
+
+async function retryWhileBusy<T>(run: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await run();
+    } catch (error) {
+      // zfs-fuse reports a pool busy for a moment after mounts settle; a real busy pool stays busy.
+      if (attempt >= BUSY_RETRIES || !(error instanceof CommandError && /busy/.test(error.stderr))) throw error;
+      await new Promise((resolve) => setTimeout(resolve, BUSY_DELAY_MS));
+    }
+  }
+}
+
+async function zeroLabels(device: string): Promise<void> {
+  const info = await inspectDevice(device);
+  if (!info.exists || info.size === undefined) throw new Error(`cannot clear the ZFS label of ${device}: it does not exist`);
+  const zeros = Buffer.alloc(LABEL_BYTES);
+  const handle = await open(device, "r+");
+  try {
+    await handle.write(zeros, 0, Math.min(LABEL_BYTES, info.size), 0);
+    const tail = Math.max(0, Math.floor(info.size / LABEL_ALIGN) * LABEL_ALIGN - LABEL_BYTES);
+    await handle.write(zeros, 0, Math.min(LABEL_BYTES, info.size - tail), tail);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+/** Existence, size and resolved path of a device path, as this process sees the host's /dev. */
+export async function inspectDevice(path: string): Promise<DeviceInfo> {
+  let stats;
+  try {
+    stats = await stat(path);
+  } catch {
+    return { exists: false };
+  }
+  const info: DeviceInfo = { exists: true };
+  const resolved = await realpath(path).catch(() => path);
+  if (resolved !== path) info.realPath = resolved;
+  if (stats.isFile()) info.size = stats.size;
+  else if (stats.isBlockDevice()) {
+    const major = Math.floor(stats.rdev / 256) & 0xfff;
+    const minor = (stats.rdev & 0xff) | ((Math.floor(stats.rdev / 4096) & 0xfff00) >>> 0);
+    const sectors = await readFile(`/sys/dev/block/${major}:${minor}/size`, "utf8").catch(() => "");
+    if (/^\d+\s*$/.test(sectors)) info.size = Number(sectors.trim()) * 512;
+  }
+  return info;
+}

@@ -1,0 +1,95 @@
+// Local mode: `cstor-pool node-daemon --cspi-file cspi.yaml --once [--dry-run]`. Plans (and applies)
+// one CSPI against this machine's zpool without a cluster, then prints the plan and the resulting status.
+import { readFile } from "node:fs/promises";
+import { parse } from "yaml";
+import type { CSPI } from "../api/types.js";
+import { canonicalYaml } from "../lib/canonical.js";
+import { createLogger } from "../lib/log.js";
+import { createRunner } from "./command.js";
+import { describeAction } from "./executor.js";
+import { commandsFromEnv, inspectDevice, ZfsHost } from "./host.js";
+import { reconcilePass } from "./reconcile.js";
+
+export interface LocalIo {
+  stdout: (text: string) => void;
+  stderr: (text: string) => void;
+  env?: NodeJS.ProcessEnv;
+}
+
+const USAGE = `usage: cstor-pool node-daemon --cspi-file <cspi.yaml> --once [--dry-run] [--node-name <name>]
+
+Plans the CSPI against this machine's zpool/zfs and, without --dry-run, applies the plan; prints the plan
+and the resulting CSPI status. The node name defaults to the CSPI's spec.hostName (this machine acts as
+the CSPI's node). ZPOOL_BIN, ZFS_BIN and ZFS_COMMAND_PREFIX (a JSON array) select the ZFS commands.`;
+
+interface LocalOptions {
+  cspiFile: string;
+  dryRun: boolean;
+  nodeName?: string;
+}
+
+function parseArgs(argv: readonly string[]): LocalOptions | string {
+  let cspiFile: string | undefined;
+  let once = false;
+  let dryRun = false;
+  let nodeName: string | undefined;
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (arg === "--once") once = true;
+    else if (arg === "--dry-run") dryRun = true;
+    else if (arg === "--cspi-file" || arg === "--node-name") {
+      const value = argv[++i];
+      if (!value) return `${arg} needs a value`;
+      if (arg === "--cspi-file") cspiFile = value;
+      else nodeName = value;
+    } else if (arg === "--help" || arg === "-h") return "";
+    else return `unknown argument ${arg}`;
+  }
+  if (!cspiFile) return "--cspi-file is required";
+  if (!once) return "--once is required: local mode reconciles once and exits (the watching daemon runs in the cluster)";
+  return { cspiFile, dryRun, ...(nodeName ? { nodeName } : {}) };
+}
+
+export async function runNodeDaemonCommand(
+  argv: string[],
+  io: LocalIo = { stdout: (t) => process.stdout.write(t), stderr: (t) => process.stderr.write(t) },
+): Promise<number> {
+  const options = parseArgs(argv);
+  if (typeof options === "string") {
+    io.stderr(`${options ? `cstor-pool node-daemon: ${options}\n` : ""}${USAGE}\n`);
+    return options ? 2 : 0;
+  }
+  let cspi: CSPI;
+  try {
+    cspi = parse(await readFile(options.cspiFile, "utf8")) as CSPI;
+  } catch (error) {
+    io.stderr(`cstor-pool node-daemon: cannot read ${options.cspiFile}: ${(error as Error).message}\n`);
+    return 2;
+  }
+  if (!cspi || typeof cspi !== "object" || cspi.kind !== "CStorPoolInstance" || !cspi.spec) {
+    io.stderr(`cstor-pool node-daemon: ${options.cspiFile} is not a CStorPoolInstance (kind: CStorPoolInstance with a spec)\n`);
+    return 2;
+  }
+  const nodeName = options.nodeName ?? cspi.spec.hostName;
+  const host = new ZfsHost(createRunner(), commandsFromEnv(io.env ?? process.env));
+  const result = await reconcilePass(cspi, {
+    host,
+    inspect: inspectDevice,
+    nodeName,
+    hostName: nodeName,
+    clock: () => new Date(),
+    logger: createLogger({ level: "silent" }),
+    dryRun: options.dryRun,
+  });
+  const planned = options.dryRun ? result.firstPlan : result.plan;
+  const report = {
+    plan: result.firstPlan.actions.map((a) => ({ action: a.kind, description: describeAction(a), detail: a })),
+    ...(options.dryRun ? {} : { applied: result.outcomes.map((o) => ({ action: o.action.kind, ...(o.error ? { error: o.error } : { result: "done" }) })) }),
+    holds: planned.holds,
+    ...(result.observationError ? { observationError: result.observationError } : {}),
+    ...(result.status && !options.dryRun ? { status: result.status } : {}),
+  };
+  io.stdout(canonicalYaml(report));
+  const failed = result.outcomes.some((o) => o.error) || result.observationError !== undefined || planned.holds.some((h) => h.reason === "InvalidSpec");
+  return failed ? 1 : 0;
+}

@@ -1,0 +1,68 @@
+// Gathers an Observation for one CSPI from the host: pools, our pool's details, importable pools (only
+// when ours is not imported), and every listed device's existence and size.
+import type { CSPI } from "../api/types.js";
+import { zpoolName } from "../lib/names.js";
+import type { ZfsHost } from "./host.js";
+import type { DeviceInfo, ImportCandidate, Observation, PoolObservation } from "./observation.js";
+import { parentDir } from "./planner.js";
+import { cspiProblems } from "./validate.js";
+
+export type DeviceInspector = (path: string) => Promise<DeviceInfo>;
+
+export interface ObserveOptions {
+  /** Look for importable pools even though ours is imported elsewhere or not wanted: false skips the scan. */
+  scanImportable: boolean;
+}
+
+export async function observe(host: ZfsHost, inspect: DeviceInspector, cspi: CSPI, options: ObserveOptions): Promise<Observation> {
+  const pool = zpoolName(cspi.metadata.name ?? "");
+  // Nothing from an invalid spec reaches a command: the planner reports the problems instead.
+  const valid = cspiProblems(cspi).length === 0;
+  const devLinks = valid ? cspi.spec.raidGroups.flatMap((g) => g.blockDevices.map((d) => d.devLink ?? "")) : [];
+  const devices: Record<string, DeviceInfo> = {};
+  for (const devLink of devLinks) devices[devLink] = await inspect(devLink);
+
+  const imported = await host.pools();
+  const ours = imported.find((p) => p.name === pool);
+  const observation: Observation = { imported, importable: [], devices };
+  if (ours) {
+    observation.pool = await observePool(host, pool, ours);
+    return observation;
+  }
+  if (valid && options.scanImportable) observation.importable = await findImportable(host, cspi, devices);
+  return observation;
+}
+
+async function observePool(host: ZfsHost, pool: string, status: PoolObservation["status"]): Promise<PoolObservation> {
+  const [size, space, volumes, properties, cachefile] = [
+    await host.poolSize(pool),
+    await host.space(pool),
+    await host.volumes(pool),
+    await host.datasetProperties(pool, ["compression", "readonly"]),
+    await host.poolProperty(pool, "cachefile"),
+  ];
+  const observed: PoolObservation = { status, space, volumes };
+  if (size !== undefined) observed.size = size;
+  if (properties.compression) observed.compression = properties.compression;
+  if (properties.readonly) observed.readonly = properties.readonly === "on";
+  // "-" (zfs-fuse) and "none" both mean no cachefile; OpenZFS prints "-" for the default one.
+  if (cachefile !== undefined) observed.cachefile = cachefile === "-" || cachefile === "none" ? "" : cachefile;
+  return observed;
+}
+
+/** Cachefile first (fast, and the pool's own record), then a scan of the directories holding the devices. */
+async function findImportable(host: ZfsHost, cspi: CSPI, devices: Record<string, DeviceInfo>): Promise<ImportCandidate[]> {
+  const candidates: ImportCandidate[] = [];
+  const cachefile = cspi.spec.poolConfig?.cacheFile;
+  const pool = zpoolName(cspi.metadata.name ?? "");
+  if (cachefile) {
+    const listed = await host.importable({ cachefile }).catch(() => []);
+    candidates.push(...listed.map((p) => ({ pool: p, source: { cachefile } })));
+    if (listed.some((p) => p.name === pool)) return candidates;
+  }
+  const dirs = [...new Set(Object.entries(devices).filter(([, info]) => info.exists).map(([devLink]) => parentDir(devLink)))].sort();
+  if (dirs.length === 0) return candidates;
+  const scanned = await host.importable({ dirs });
+  candidates.push(...scanned.map((p) => ({ pool: p, source: { dirs } })));
+  return candidates;
+}

@@ -1,0 +1,129 @@
+// One reconcile pass for one CSPI: observe → plan → run the first action → observe again..., then report.
+// Shared by the daemon and local mode. One action at a time, each decided on a fresh observation.
+import type { CSPI, CSPIStatus } from "../api/types.js";
+import { findCondition } from "../lib/conditions.js";
+import type { Logger } from "../lib/log.js";
+import { describeAction, execute, type ApiActions } from "./executor.js";
+import type { ZfsHost } from "./host.js";
+import type { Observation } from "./observation.js";
+import { observe, type DeviceInspector } from "./observe.js";
+import { plan, type Action, type Plan } from "./planner.js";
+import { CONDITION, report, type Outcome } from "./reporter.js";
+
+export interface PassDeps {
+  host: ZfsHost;
+  inspect: DeviceInspector;
+  /** Absent in local mode. */
+  api?: ApiActions;
+  /** Annotations of the CSPI's claims by block device name, read only while a replacement is under way. */
+  readClaims?: (cspi: CSPI) => Promise<Record<string, Record<string, string>>>;
+  nodeName: string;
+  hostName: string;
+  clock: () => Date;
+  logger: Logger;
+  /** Plan only. */
+  dryRun?: boolean;
+  /** Checked before each action: a stopping daemon starts nothing new. */
+  stopping?: () => boolean;
+  /** Actions that recently did nothing; skipped so a no-op is not repeated every pass. */
+  suppressed?: (action: Action) => boolean;
+  onAction?: (outcome: Outcome & { durationMs: number }) => void;
+}
+
+export interface PassResult {
+  /** The CSPI afterwards; undefined when it was deleted (its last finalizer removed). */
+  cspi?: CSPI;
+  /** The plan as first made, before any action: what a dry run prints. */
+  firstPlan: Plan;
+  /** The plan on the last observation: what is left. */
+  plan: Plan;
+  observation?: Observation;
+  observationError?: string;
+  outcomes: Outcome[];
+  /** Actions that succeeded yet were planned again at once: they changed nothing. */
+  ineffective: Action[];
+  status?: CSPIStatus;
+}
+
+const MAX_STEPS = 12;
+
+export async function reconcilePass(cspi: CSPI, deps: PassDeps): Promise<PassResult> {
+  let current: CSPI | undefined = cspi;
+  const outcomes: Outcome[] = [];
+  const ineffective: Action[] = [];
+  let firstPlan: Plan | undefined;
+  let lastPlan: Plan = { actions: [], holds: [], statusOwner: false };
+  let observation: Observation | undefined;
+  let observationError: string | undefined;
+  const target = cspi.spec?.hostName === deps.hostName;
+
+  for (let step = 0; step < MAX_STEPS && current; step++) {
+    try {
+      observation = await observe(deps.host, deps.inspect, current, { scanImportable: target });
+      if (deps.readClaims && wantsClaims(current, observation, outcomes)) observation.claims = await deps.readClaims(current);
+      observationError = undefined;
+    } catch (error) {
+      observation = undefined;
+      observationError = (error as Error).message;
+      deps.logger.warn("observation failed", { cspi: current.metadata.name, error: observationError });
+      break;
+    }
+    lastPlan = plan({
+      cspi: current,
+      nodeName: deps.nodeName,
+      hostName: deps.hostName,
+      now: deps.clock(),
+      observation,
+      manageFinalizer: deps.api !== undefined,
+    });
+    firstPlan ??= lastPlan;
+    if (deps.dryRun || deps.stopping?.()) break;
+    const next = lastPlan.actions.find((a) => !deps.suppressed?.(a));
+    if (!next) break;
+    if (outcomes.some((o) => o.action.key === next.key && !o.error)) {
+      ineffective.push(next);
+      break;
+    }
+    const started = performance.now();
+    try {
+      current = await execute(next, current, deps.host, deps.api);
+      outcomes.push({ action: next });
+      deps.logger.info(describeAction(next), { cspi: cspi.metadata.name, action: next.kind });
+      deps.onAction?.({ action: next, durationMs: performance.now() - started });
+    } catch (error) {
+      const message = (error as Error).message;
+      outcomes.push({ action: next, error: message });
+      deps.logger.warn("action failed", { cspi: cspi.metadata.name, action: next.kind, error: message });
+      deps.onAction?.({ action: next, error: message, durationMs: performance.now() - started });
+      break;
+    }
+  }
+
+  const result: PassResult = { firstPlan: firstPlan ?? lastPlan, plan: lastPlan, outcomes, ineffective };
+  if (current) result.cspi = current;
+  if (observation) result.observation = observation;
+  if (observationError !== undefined) result.observationError = observationError;
+  const owner = observationError !== undefined ? target || cspi.status?.importedOn === deps.nodeName : lastPlan.statusOwner;
+  if (current && (owner || outcomes.length > 0)) {
+    result.status = report({
+      cspi: current,
+      nodeName: deps.nodeName,
+      now: deps.clock(),
+      ...(observation ? { observation } : {}),
+      ...(observationError !== undefined ? { observationError } : {}),
+      plan: lastPlan,
+      outcomes,
+    });
+  }
+  return result;
+}
+
+/** Claims matter while a replacement is under way: to clear the predecessor mark once it has resilvered. */
+function wantsClaims(cspi: CSPI, observation: Observation, outcomes: readonly Outcome[]): boolean {
+  if (findCondition(cspi.status?.conditions, CONDITION.diskReplacement)?.status === "True") return true;
+  if (outcomes.some((o) => o.action.kind === "replace" && !o.error)) return true;
+  const pool = observation.pool?.status;
+  if (!pool) return false;
+  const hasReplacing = (vdevs: typeof pool.layout.data): boolean => vdevs.some((v) => v.kind === "replacing" || hasReplacing(v.children));
+  return hasReplacing(pool.layout.data) || hasReplacing(pool.layout.logs) || (pool.scan.activity === "resilver" && pool.scan.inProgress);
+}
