@@ -12,7 +12,7 @@ import { BadRequestError } from "../../lib/errors.js";
 import { isValidLabelValue, poolDeploymentName, zpoolName } from "../../lib/names.js";
 import { objectsOf } from "../../lib/request.js";
 import type { PoolPodConfig } from "../config.js";
-import { canonicalQuantity } from "./quantity.js";
+import { parseQuantity, type Quantity } from "./quantity.js";
 
 export const POOL_APP = "cstor-pool";
 export const POOL_CONTAINER = "cstor-pool";
@@ -166,22 +166,35 @@ function cspcOf(cspi: CSPI): string | undefined {
 
 type Resources = NonNullable<PoolConfig["resources"]>;
 
-/** Container resources with canonical quantities; a value the API server would reject is a 400 here. */
+/**
+ * Container resources with canonical quantities. What the API server would reject (not a quantity, a
+ * request above its limit) is a 400 naming the field, instead of a Deployment that never gets created.
+ */
 function resources(requirements: Resources | undefined, field: string): Record<string, Record<string, string>> {
-  const out: Record<string, Record<string, string>> = {};
+  const parsed: Partial<Record<"limits" | "requests", Map<string, Quantity>>> = {};
   for (const kind of ["limits", "requests"] as const) {
-    const entries = Object.entries(requirements?.[kind] ?? {});
-    if (entries.length === 0) continue;
-    out[kind] = {};
-    for (const [resource, value] of entries.sort(([a], [b]) => a.localeCompare(b))) {
-      const canonical = canonicalQuantity(value);
-      if (canonical === undefined) {
+    for (const [resource, value] of Object.entries(requirements?.[kind] ?? {})) {
+      const quantity = parseQuantity(value);
+      if (!quantity) {
         throw new BadRequestError(
           `${field}.${kind}.${resource} ${JSON.stringify(value)} is not a non-negative Kubernetes quantity (e.g. 500m, 2Gi, 1): fix it in the CStorPoolCluster's poolConfig`,
         );
       }
-      out[kind]![resource] = canonical;
+      (parsed[kind] ??= new Map()).set(resource, quantity);
     }
+  }
+  for (const [resource, request] of parsed.requests ?? []) {
+    const limit = parsed.limits?.get(resource);
+    if (limit && request.nano > limit.nano) {
+      throw new BadRequestError(
+        `${field}.requests.${resource} ${request.canonical} is above its limit ${limit.canonical}: a container cannot request more than its limit; fix the CStorPoolCluster's poolConfig`,
+      );
+    }
+  }
+  const out: Record<string, Record<string, string>> = {};
+  for (const kind of ["limits", "requests"] as const) {
+    const entries = [...(parsed[kind] ?? [])].sort(([a], [b]) => a.localeCompare(b));
+    if (entries.length > 0) out[kind] = Object.fromEntries(entries.map(([resource, q]) => [resource, q.canonical]));
   }
   return out;
 }

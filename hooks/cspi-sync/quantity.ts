@@ -1,8 +1,9 @@
-// Kubernetes resource quantities in the API server's canonical form. The API server stores "1000m" as "1",
-// "2048Mi" as "2Gi" and 0.5 as "500m"; a Deployment that asks for the other spelling never equals what
-// Metacontroller observes, so every sync would update it again. Same rules as apimachinery's
-// resource.Quantity: values are rounded up to nano units; binary suffixes stay binary when the value is a
-// whole number of at least 1024, everything else is written in decimal SI with the largest exact suffix.
+// Container resource quantities as the API server stores them. It stores "1000m" as "1", "2048Mi" as "2Gi",
+// 0.5 as "500m" and rounds resource lists up to milli units ("100n" as "1m"); a Deployment that asks for
+// another spelling never equals what Metacontroller observes, so every sync would update it again. Same
+// rules as apimachinery's resource.Quantity (canonical form) after SetDefaults_ResourceList (milli round-up):
+// binary suffixes stay binary when the value is a whole number of at least 1024, everything else is written
+// in decimal SI with the largest exact suffix. The output is a fixed point: the server stores it unchanged.
 
 const QUANTITY = /^([+-]?)([0-9]+\.?[0-9]*|\.[0-9]+)(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?[0-9]+)?$/;
 
@@ -12,13 +13,21 @@ const DECIMAL_SUFFIX = new Map(Object.entries(DECIMAL_EXPONENT).map(([suffix, ex
 const BINARY_SUFFIX = ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"];
 
 const NANO = 10n ** 9n;
+const MILLI_IN_NANO = 10n ** 6n;
 /** Kubernetes reads resource values as int64 base units; beyond that no real resource lives. */
 const MAX_NANO = (2n ** 63n - 1n) * NANO;
 
 type Format = "DecimalSI" | "BinarySI" | "DecimalExponent";
 
-/** The canonical spelling of a quantity, or undefined when the value is not a valid non-negative quantity. */
-export function canonicalQuantity(value: string | number): string | undefined {
+export interface Quantity {
+  /** The value in nano units, rounded up to whole milli units as the API server rounds resource lists. */
+  nano: bigint;
+  /** The API server's spelling of the value. */
+  canonical: string;
+}
+
+/** A non-negative quantity in canonical form, or undefined when the API server would not accept it. */
+export function parseQuantity(value: string | number): Quantity | undefined {
   const text = typeof value === "number" ? (Number.isFinite(value) ? String(value) : "") : value.trim();
   const match = QUANTITY.exec(text);
   if (!match) return undefined;
@@ -40,23 +49,29 @@ export function canonicalQuantity(value: string | number): string | undefined {
     tenPower += DECIMAL_EXPONENT[suffix]!;
   }
 
-  const nano = toNano(digits * 1024n ** BigInt(binaryPower), tenPower);
-  if (nano === 0n) return "0";
+  const exact = toNano(digits * 1024n ** BigInt(binaryPower), tenPower);
+  const nano = ((exact + MILLI_IN_NANO - 1n) / MILLI_IN_NANO) * MILLI_IN_NANO;
+  if (nano === 0n) return { nano, canonical: "0" };
   if (sign === "-" || nano > MAX_NANO) return undefined;
-
-  if (format === "BinarySI" && nano >= 1024n * NANO && nano % NANO === 0n) {
-    let amount = nano / NANO;
-    let power = 0;
-    while (amount % 1024n === 0n && power < BINARY_SUFFIX.length - 1) {
-      amount /= 1024n;
-      power++;
-    }
-    return `${amount}${BINARY_SUFFIX[power]}`;
-  }
-  return decimal(nano, format === "DecimalExponent");
+  return { nano, canonical: format === "BinarySI" && isWholeAtLeast1024(nano) ? binary(nano) : decimal(nano, format === "DecimalExponent") };
 }
 
-/** digits × 10^tenPower in nano units, rounded up as apimachinery rounds sub-nano precision. */
+function isWholeAtLeast1024(nano: bigint): boolean {
+  return nano >= 1024n * NANO && nano % NANO === 0n;
+}
+
+/** Whole units with the largest binary suffix that divides them: 2Gi, 1536Mi, 1025Ki. */
+function binary(nano: bigint): string {
+  let amount = nano / NANO;
+  let power = 0;
+  while (amount % 1024n === 0n && power < BINARY_SUFFIX.length - 1) {
+    amount /= 1024n;
+    power++;
+  }
+  return `${amount}${BINARY_SUFFIX[power]}`;
+}
+
+/** digits × 10^tenPower in nano units, rounded up (the milli round-up follows). */
 function toNano(digits: bigint, tenPower: number): bigint {
   const shift = tenPower + 9;
   if (shift >= 0) return digits * 10n ** BigInt(shift);

@@ -114,7 +114,7 @@ function heartbeatOf(cspi: CSPI, now: Date, settings: HealthSettings): Heartbeat
   }
   return {
     stale: false,
-    condition: { type, status: "True", reason: "HeartbeatFresh", message: `the node daemon on ${node} reports within ${bound}s` },
+    condition: { type, status: "True", reason: "HeartbeatFresh", message: `the node daemon reported within the last ${bound}s` },
     resyncAfterSeconds: Math.max(1, Math.min(settings.resyncSeconds, Math.floor(bound - ageSeconds) + 1)),
   };
 }

@@ -68,19 +68,21 @@ function planTeardown(inventory: Inventory, claims: readonly BlockDeviceClaim[])
   // Claims outlive every CSPI: a pool being destroyed still sits on its devices, and NDM must not hand them
   // to anyone else before that. A claim deleted by hand comes back for the same reason.
   if (cspis.length > 0) {
+    const kept: KubeObject[] = [];
     const observed = new Set<string>();
     for (const claim of claims) {
       if (isTerminating(claim as unknown as KubeObject)) continue;
-      teardown.children.push(ownedView(claim as unknown as KubeObject));
+      kept.push(ownedView(claim as unknown as KubeObject));
       if (claim.spec?.blockDeviceName) observed.add(claim.spec.blockDeviceName);
     }
     for (const cspi of cspis) {
       for (const device of devicesOf(cspi.spec?.raidGroups)) {
         if (observed.has(device)) continue;
         observed.add(device);
-        teardown.children.push(claimObject(device, inventory, { cspi: cspi.metadata.name! }));
+        kept.push(claimObject(device, inventory, { cspi: cspi.metadata.name! }));
       }
     }
+    teardown.children.push(...kept.sort((a, b) => (a.metadata.name ?? "").localeCompare(b.metadata.name ?? "")));
   }
   return teardown;
 }
@@ -103,7 +105,7 @@ function teardownStatus(cspc: CSPC, inventory: Inventory, teardown: Teardown, cl
     type: CSPC_CONDITION.ready,
     status: "False",
     reason: blocked.length > 0 ? "PoolHoldsVolumes" : deleting.reason,
-    message: `${where} is being deleted: ${deleting.message}`,
+    message: blocked.length > 0 ? removal.message : `${where} is being deleted: ${deleting.message}`,
   };
   const generation = cspc.metadata.generation;
   const previous = cspc.status?.conditions;
@@ -125,7 +127,8 @@ function deletingCondition(teardown: Teardown, claims: readonly BlockDeviceClaim
   }
   const waiting = teardown.terminating.map((c) => {
     const finalizers = (c.metadata.finalizers ?? []).slice().sort();
-    return finalizers.length > 0 ? `${c.metadata.name} (finalizers ${finalizers.join(", ")})` : c.metadata.name!;
+    const on = `${c.metadata.name} on ${c.spec?.hostName ?? "unknown node"}`;
+    return finalizers.length > 0 ? `${on} (finalizers ${finalizers.join(", ")})` : on;
   });
   const steps = [
     teardown.markedNow.length ? `marking pools for removal (openebs.io/pool-removal=requested): ${nameList(teardown.markedNow)}` : "",
