@@ -9,6 +9,8 @@ export interface Inventory {
   cspcName: string;
   blockDevices: Map<string, BlockDevice>;
   nodes: KubeObject[];
+  /** Nodes by label key, then label value, in the order of `nodes`: a nodeSelector is a lookup, not a scan. */
+  nodesByLabel: Map<string, Map<unknown, KubeObject[]>>;
   /** Every claim seen (related and children), by device name. */
   claimsByDevice: Map<string, BlockDeviceClaim[]>;
   /** This CSPC's own claims (its children), by device name. */
@@ -53,11 +55,23 @@ export function buildInventory(cspc: KubeObject, children: ObjectMap, related: O
       for (const d of group.blockDevices ?? []) cspiByDevice.set(d.blockDeviceName, cspi);
     }
   }
+  const nodes = objectsOf(related, TYPE_KEY.node);
+  const nodesByLabel = new Map<string, Map<unknown, KubeObject[]>>();
+  for (const node of nodes) {
+    for (const [key, value] of Object.entries(node.metadata.labels ?? {})) {
+      let byValue = nodesByLabel.get(key);
+      if (!byValue) nodesByLabel.set(key, (byValue = new Map()));
+      let list = byValue.get(value);
+      if (!list) byValue.set(value, (list = []));
+      list.push(node);
+    }
+  }
   return {
     namespace,
     cspcName: cspc.metadata.name ?? "",
     blockDevices,
-    nodes: objectsOf(related, TYPE_KEY.node),
+    nodes,
+    nodesByLabel,
     claimsByDevice,
     ownClaims,
     cspis,

@@ -14,7 +14,9 @@ export interface Placement {
 export function resolveNode(pool: PoolSpec, index: number, inventory: Inventory): Placement {
   const selector = pool.nodeSelector ?? {};
   const keys = Object.keys(selector);
-  const matches = inventory.nodes.filter((node) => keys.every((k) => node.metadata.labels?.[k] === selector[k]));
+  // Only nodes carrying the first selector label can match, so each pool looks at its own node(s), not all.
+  const candidates = keys.length === 0 ? inventory.nodes : (inventory.nodesByLabel.get(keys[0]!)?.get(selector[keys[0]!]) ?? []);
+  const matches = candidates.filter((node) => keys.every((k) => node.metadata.labels?.[k] === selector[k]));
   if (matches.length === 1) return { host: nodeHostname(matches[0]!) };
   const where = poolLabel(pool, index);
   if (matches.length === 0) {
