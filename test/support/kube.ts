@@ -75,11 +75,41 @@ export interface KubeCluster {
 }
 
 let started: Promise<KubeCluster> | undefined;
+let installed: Promise<KubeCluster> | undefined;
+
+/** The namespace metacontroller/default installs into; the node daemon's rights and the CSPCs live there. */
+export const INSTALL_NAMESPACE = "openebs";
 
 /** The shared cluster, started on first call. */
 export function kubeCluster(): Promise<KubeCluster> {
   started ??= startCluster();
   return started;
+}
+
+/**
+ * The shared cluster with this project installed as a user installs it (`kubectl apply -k metacontroller/default`),
+ * plus what a real cluster would already have: Metacontroller's CRDs and NDM's (test/fixtures, metacontroller/crds/ndm).
+ * The admission overlays are not applied here: a webhook nobody serves would slow every CSPC write.
+ */
+export function projectInstalled(): Promise<KubeCluster> {
+  installed ??= (async () => {
+    const cluster = await kubeCluster();
+    await cluster.kubectl(["apply", "--server-side", "-f", fixturePath("metacontroller/metacontroller-crds.yaml")]);
+    await cluster.kubectl(["apply", "--server-side", "-k", repoPath("metacontroller/crds/ndm")]);
+    await cluster.kubectl(["apply", "--server-side", "-k", repoPath("metacontroller/crds")]);
+    await cluster.kubectl(["wait", "--for=condition=Established", "--timeout=60s", "crd", "--all"]);
+    await cluster.kubectl(["apply", "--server-side", "-k", repoPath("metacontroller/default")]);
+    return cluster;
+  })();
+  return installed;
+}
+
+export function repoPath(path: string): string {
+  return join(REPO_ROOT, path);
+}
+
+export function fixturePath(path: string): string {
+  return join(REPO_ROOT, "test/fixtures", path);
 }
 
 interface KubeBinaries {

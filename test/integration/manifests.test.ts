@@ -1,0 +1,206 @@
+// The shipped manifests against a real kube-apiserver: they apply server-side (strict field validation), the
+// CRDs become Established, every reference between objects resolves, and the workloads are shaped as promised.
+import { expect } from "chai";
+import { parseAllDocuments } from "yaml";
+import { hookRoutes } from "../../hooks/routes.js";
+import {
+  fixturePath,
+  INSTALL_NAMESPACE,
+  projectInstalled,
+  repoPath,
+  type KubeCluster,
+} from "../support/kube.js";
+
+interface Manifest {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string; annotations?: Record<string, string> };
+  [field: string]: any;
+}
+
+const CLUSTER_SCOPED = new Set([
+  "Namespace",
+  "CustomResourceDefinition",
+  "ClusterRole",
+  "ClusterRoleBinding",
+  "ValidatingWebhookConfiguration",
+  "ValidatingAdmissionPolicy",
+  "ValidatingAdmissionPolicyBinding",
+  "CompositeController",
+  "DecoratorController",
+]);
+
+async function render(cluster: KubeCluster, overlay: string): Promise<Manifest[]> {
+  const { stdout } = await cluster.kubectl(["kustomize", repoPath(overlay)]);
+  return parseAllDocuments(stdout).map((doc) => doc.toJS() as Manifest);
+}
+
+function find(objects: Manifest[], kind: string, name: string): Manifest {
+  const found = objects.find((o) => o.kind === kind && o.metadata.name === name);
+  if (!found) throw new Error(`no ${kind} ${name} among ${objects.map((o) => `${o.kind}/${o.metadata.name}`).join(", ")}`);
+  return found;
+}
+
+async function getJson(cluster: KubeCluster, ...args: string[]): Promise<any> {
+  return JSON.parse((await cluster.kubectl(["get", ...args, "-o", "json"])).stdout);
+}
+
+describe("integration: manifests on a real kube-apiserver", function () {
+  this.timeout(20 * 60_000);
+  let cluster: KubeCluster;
+
+  before(async () => {
+    cluster = await projectInstalled();
+  });
+
+  it("installs with `kubectl apply --server-side -k metacontroller/default`, and again without changes", async () => {
+    const again = await cluster.kubectl(["apply", "--server-side", "-k", repoPath("metacontroller/default")]);
+    expect(again.stdout).to.match(/daemonset\.apps\/cstor-pool-node serverside-applied/);
+    const diff = await cluster.kubectl(["diff", "--server-side", "-k", repoPath("metacontroller/default")], { allowFailure: true });
+    expect(diff.exitCode, diff.stdout + diff.stderr).to.equal(0);
+  });
+
+  it("makes every CRD Established: CSPC and CSPI (ours), BlockDevice and BlockDeviceClaim (NDM's shape)", async () => {
+    for (const crd of ["cstorpoolclusters", "cstorpoolinstances", "blockdevices", "blockdeviceclaims"]) {
+      const object = await getJson(cluster, "crd", `${crd}.openebs.io`);
+      const established = object.status.conditions.find((c: { type: string }) => c.type === "Established");
+      expect(established?.status, crd).to.equal("True");
+    }
+    const { stdout } = await cluster.kubectl(["api-resources", "--api-group=openebs.io", "-o", "name"]);
+    expect(stdout.split("\n")).to.include.members([
+      "cstorpoolclusters.openebs.io",
+      "cstorpoolinstances.openebs.io",
+      "blockdevices.openebs.io",
+      "blockdeviceclaims.openebs.io",
+    ]);
+    const shortNames = await cluster.kubectl(["get", "cspc,cspi", "-n", INSTALL_NAMESPACE]);
+    expect(shortNames.exitCode).to.equal(0);
+  });
+
+  for (const overlay of ["metacontroller/cert-manager", "metacontroller/manual-tls"]) {
+    it(`${overlay} is accepted by the apiserver in full (server-side dry run)`, async () => {
+      await cluster.kubectl(["apply", "--server-side", "-f", fixturePath("metacontroller/cert-manager-crds.yaml")]);
+      await cluster.kubectl(["wait", "--for=condition=Established", "--timeout=60s", "crd/certificates.cert-manager.io", "crd/issuers.cert-manager.io"]);
+      // Dry run: a registered webhook nobody serves here would slow every later CSPC write.
+      const result = await cluster.kubectl(["apply", "--server-side", "--dry-run=server", "-k", repoPath(overlay)]);
+      expect(result.stdout).to.match(/validatingwebhookconfiguration\.admissionregistration\.k8s\.io\/cstor-pool-cspc-validation serverside-applied \(server dry run\)/);
+      expect(result.stdout).to.match(/rolebinding\.rbac\.authorization\.k8s\.io\/cstor-pool-hooks serverside-applied/);
+    });
+  }
+
+  it("ships samples (the seed examples, corrected) that the API accepts as they are", async () => {
+    const result = await cluster.kubectl(["apply", "--server-side", "--dry-run=server", "-f", repoPath("metacontroller/samples/")]);
+    expect(result.stdout.trim().split("\n")).to.have.length(3);
+    expect(result.stdout).to.match(/cstorpoolcluster\.openebs\.io\/cstor-pool-mirror serverside-applied/);
+  });
+
+  it("puts every namespaced object in one namespace and no namespace on cluster-scoped ones", async () => {
+    for (const overlay of ["metacontroller/default", "metacontroller/cert-manager", "metacontroller/manual-tls"]) {
+      for (const object of await render(cluster, overlay)) {
+        const where = `${overlay}: ${object.kind}/${object.metadata.name}`;
+        if (CLUSTER_SCOPED.has(object.kind)) expect(object.metadata.namespace, where).to.equal(undefined);
+        else expect(object.metadata.namespace, where).to.equal(INSTALL_NAMESPACE);
+      }
+    }
+  });
+
+  it("points Metacontroller's hooks at paths the hook server serves, through its Service and container port", async () => {
+    const objects = await render(cluster, "metacontroller/default");
+    const served = new Set(hookRoutes().map((route) => route.path));
+    const service = find(objects, "Service", "cstor-pool-hooks");
+    const container = find(objects, "Deployment", "cstor-pool-hooks").spec.template.spec.containers[0];
+    const controllers = [find(objects, "CompositeController", "cstor-pool-cluster"), find(objects, "DecoratorController", "cstor-pool-instance")];
+    const named: string[] = [];
+    for (const controller of controllers) {
+      for (const [hook, spec] of Object.entries<any>(controller.spec.hooks)) {
+        const where = `${controller.kind} ${hook}`;
+        expect(spec.version, where).to.equal("v2");
+        const webhook = spec.webhook;
+        expect(webhook.service.name, where).to.equal(service.metadata.name);
+        expect(webhook.service.namespace, where).to.equal(service.metadata.namespace);
+        const port = service.spec.ports.find((p: { port: number }) => p.port === webhook.service.port);
+        expect(port, `${where}: Service port ${webhook.service.port}`).to.not.equal(undefined);
+        const target = container.ports.find((p: { name: string }) => p.name === port.targetPort);
+        const env = Object.fromEntries(container.env.map((e: { name: string; value?: string }) => [e.name, e.value]));
+        expect(String(target.containerPort), where).to.equal(env.PORT);
+        expect(served.has(webhook.path), `${where}: ${webhook.path} is not a hook route`).to.equal(true);
+        named.push(webhook.path);
+      }
+    }
+    expect(named.sort()).to.deep.equal([
+      "/hooks/cspc-customize",
+      "/hooks/cspc-finalize",
+      "/hooks/cspc-sync",
+      "/hooks/cspi-finalize",
+      "/hooks/cspi-sync",
+    ]);
+  });
+
+  it("registers the admission webhook for CSPC create, update and delete only, on a served HTTPS path", async () => {
+    const objects = await render(cluster, "metacontroller/cert-manager");
+    const config = find(objects, "ValidatingWebhookConfiguration", "cstor-pool-cspc-validation");
+    expect(config.webhooks).to.have.length(1);
+    const [webhook] = config.webhooks;
+    expect(webhook.rules).to.deep.equal([
+      {
+        apiGroups: ["openebs.io"],
+        apiVersions: ["v1alpha1"],
+        operations: ["CREATE", "UPDATE", "DELETE"],
+        resources: ["cstorpoolclusters"],
+        scope: "Namespaced",
+      },
+    ]);
+    expect(webhook.sideEffects).to.equal("None");
+    expect(webhook.failurePolicy).to.be.oneOf(["Ignore", "Fail"]);
+    expect(webhook.timeoutSeconds).to.be.at.most(10);
+    expect(hookRoutes().map((r) => r.path)).to.include(webhook.clientConfig.service.path);
+
+    const service = find(objects, "Service", webhook.clientConfig.service.name);
+    const port = service.spec.ports.find((p: { port: number }) => p.port === webhook.clientConfig.service.port);
+    const container = find(objects, "Deployment", "cstor-pool-hooks").spec.template.spec.containers[0];
+    const env = Object.fromEntries(container.env.map((e: { name: string; value?: string }) => [e.name, e.value]));
+    const target = container.ports.find((p: { name: string }) => p.name === port.targetPort);
+    expect(String(target.containerPort)).to.equal(env.TLS_PORT);
+
+    const certificate = find(objects, "Certificate", "cstor-pool-hooks-tls");
+    expect(certificate.spec.dnsNames).to.include(`${service.metadata.name}.${service.metadata.namespace}.svc`);
+    expect(config.metadata.annotations?.["cert-manager.io/inject-ca-from"]).to.equal(
+      `${certificate.metadata.namespace}/${certificate.metadata.name}`,
+    );
+    const volume = find(objects, "Deployment", "cstor-pool-hooks").spec.template.spec.volumes.find(
+      (v: { name: string }) => v.name === "tls",
+    );
+    expect(volume.secret.secretName).to.equal(certificate.spec.secretName);
+  });
+
+  it("runs the hook server as 2 hardened replicas without a ServiceAccount token (default install)", async () => {
+    const deployment = await getJson(cluster, "deployment", "cstor-pool-hooks", "-n", INSTALL_NAMESPACE);
+    const pod = deployment.spec.template.spec;
+    expect(deployment.spec.replicas).to.equal(2);
+    expect(pod.automountServiceAccountToken).to.equal(false);
+    expect(pod.securityContext.runAsNonRoot).to.equal(true);
+    expect(pod.securityContext.seccompProfile.type).to.equal("RuntimeDefault");
+    const [container] = pod.containers;
+    expect(container.securityContext).to.deep.include({ allowPrivilegeEscalation: false, readOnlyRootFilesystem: true });
+    expect(container.securityContext.capabilities.drop).to.deep.equal(["ALL"]);
+    expect(container.readinessProbe.httpGet.path).to.equal("/readyz");
+    expect(container.livenessProbe.httpGet.path).to.equal("/healthz");
+    const sa = await getJson(cluster, "serviceaccount", "cstor-pool-hooks", "-n", INSTALL_NAMESPACE);
+    expect(sa.automountServiceAccountToken).to.equal(false);
+  });
+
+  it("runs the node daemon privileged with only the host paths it needs, and its node and namespace from the downward API", async () => {
+    const daemonSet = await getJson(cluster, "daemonset", "cstor-pool-node", "-n", INSTALL_NAMESPACE);
+    const pod = daemonSet.spec.template.spec;
+    expect(pod.serviceAccountName).to.equal("cstor-pool-node");
+    expect(pod.hostPID, "nsenter into the host's mount namespace").to.equal(true);
+    expect(pod.hostNetwork ?? false).to.equal(false);
+    const hostPaths = pod.volumes.filter((v: any) => v.hostPath).map((v: any) => v.hostPath.path).sort();
+    expect(hostPaths).to.deep.equal(["/dev", "/run/udev", "/var/openebs"]);
+    const [container] = pod.containers;
+    expect(container.securityContext.privileged).to.equal(true);
+    const env = Object.fromEntries(container.env.map((e: any) => [e.name, e]));
+    expect(env.NODE_NAME.valueFrom.fieldRef.fieldPath).to.equal("spec.nodeName");
+    expect(env.NAMESPACE.valueFrom.fieldRef.fieldPath).to.equal("metadata.namespace");
+  });
+});
