@@ -1,5 +1,6 @@
 // Every endpoint of the hook server, in one list. Each entry is a pure function behind a path.
 import type { HookRoute } from "./http/app.js";
+import { admitCspc, defaultAdmissionOptions, type AdmissionOptions } from "./admission/cspc.js";
 import { DEFAULT_HOOK_CONFIG, type HookConfig } from "./config.js";
 import { customizeCspc } from "./cspc-sync/customize.js";
 import { syncCspc } from "./cspc-sync/sync.js";
@@ -7,12 +8,16 @@ import { syncCspi } from "./cspi-sync/sync.js";
 import { finalizeCspc } from "./finalize/cspc.js";
 import { finalizeCspi } from "./finalize/cspi.js";
 
-export function hookRoutes(config: HookConfig = DEFAULT_HOOK_CONFIG): HookRoute[] {
+export function hookRoutes(
+  config: HookConfig = DEFAULT_HOOK_CONFIG,
+  admission: AdmissionOptions = defaultAdmissionOptions(),
+): HookRoute[] {
   return [
     { path: "/hooks/cspc-customize", name: "cspc-customize", handle: (body) => customizeCspc(body) },
     { path: "/hooks/cspc-sync", name: "cspc-sync", handle: (body, ctx) => syncCspc(body, ctx.clock) },
     { path: "/hooks/cspc-finalize", name: "cspc-finalize", handle: (body, ctx) => finalizeCspc(body, ctx.clock, config) },
     { path: "/hooks/cspi-sync", name: "cspi-sync", handle: (body, ctx) => syncCspi(body, ctx.clock, config) },
     { path: "/hooks/cspi-finalize", name: "cspi-finalize", handle: (body, ctx) => finalizeCspi(body, ctx.clock, config) },
+    { path: "/admission/cspc", name: "admission-cspc", handle: (body, ctx) => admitCspc(body, admission, ctx.log) },
   ];
 }
