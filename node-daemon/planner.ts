@@ -77,7 +77,8 @@ const UNIMPORTABLE_STATES = new Set(["FAULTED", "UNAVAIL"]);
 const GROW_MIN_BYTES = 64 * 2 ** 20;
 const GROW_MIN_FRACTION = 0.1;
 
-export function plan(input: PlanInput): Plan {
+export function plan(given: PlanInput): Plan {
+  const input = withoutPoolHeldElsewhere(given);
   const { cspi, observation } = input;
   const problems = cspiProblems(cspi);
   const pool = zpoolName(cspi.metadata.name ?? "");
@@ -100,6 +101,17 @@ export function plan(input: PlanInput): Plan {
   if (observation.pool) planDayTwo(input, pool, observation.pool, actions, holds);
   else planBringUp(input, pool, handshake, actions, holds);
   return { actions, holds, statusOwner };
+}
+
+/**
+ * A pool visible here while status.importedOn names another node is that node's (a shared host, or a stale
+ * cache): this daemon leaves it alone rather than fight over it.
+ */
+function withoutPoolHeldElsewhere(input: PlanInput): PlanInput {
+  const importedOn = input.cspi.status?.importedOn ?? "";
+  if (!input.observation.pool || importedOn === "" || importedOn === input.nodeName) return input;
+  const { pool: _elsewhere, ...observation } = input.observation;
+  return { ...input, observation };
 }
 
 interface Handshake {

@@ -1,0 +1,268 @@
+// The node daemon's reconcile pass against real zfs-fuse pools on sparse files: what a user of the pool
+// would see (zpool layout, data checksums, CSPI status) after each scenario.
+import { unlinkSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { expect } from "chai";
+import { ANNOTATION, FINALIZER, POOL_REMOVAL_REQUESTED } from "../../api/constants.js";
+import type { CSPI } from "../../api/types.js";
+import { findCondition } from "../../lib/conditions.js";
+import { createLogger } from "../../lib/log.js";
+import { zpoolName } from "../../lib/names.js";
+import { createRunner } from "../../node-daemon/command.js";
+import type { ApiActions } from "../../node-daemon/executor.js";
+import { inspectDevice, ZfsHost } from "../../node-daemon/host.js";
+import { parseZpoolStatus } from "../../node-daemon/parse.js";
+import { reconcilePass, type PassResult } from "../../node-daemon/reconcile.js";
+import { checksum, cspiFor, requireZfs, writeData, zfs, zpool, ZfsSandbox } from "../support/zfs.js";
+
+/** One node's daemon without an API server: the CSPI's status is carried from pass to pass as the API would. */
+class Node {
+  constructor(
+    readonly name: string,
+    private readonly api?: ApiActions,
+    private readonly claims?: Record<string, Record<string, string>>,
+  ) {}
+
+  async reconcile(cspi: CSPI): Promise<PassResult & { cspi: CSPI }> {
+    const result = await reconcilePass(cspi, {
+      host: new ZfsHost(createRunner(), { zpool: ["zpool"], zfs: ["zfs"] }),
+      inspect: inspectDevice,
+      nodeName: this.name,
+      hostName: this.name,
+      clock: () => new Date(),
+      logger: createLogger({ level: "silent" }),
+      ...(this.api ? { api: this.api } : {}),
+      ...(this.claims ? { readClaims: async () => this.claims! } : {}),
+    });
+    const after = result.cspi ?? cspi;
+    return { ...result, cspi: result.status ? { ...after, status: result.status } : after };
+  }
+}
+
+function layoutOf(pool: string) {
+  const [status] = parseZpoolStatus(zpool("status", pool));
+  return status!;
+}
+
+function poolExists(pool: string): boolean {
+  return parseZpoolStatus(zpool("status")).some((p) => p.name === pool);
+}
+
+describe("node-daemon on real zfs-fuse pools", function () {
+  this.timeout(60_000);
+  let sandbox: ZfsSandbox;
+  const nodeA = new Node("node-a");
+
+  before(() => requireZfs());
+  beforeEach(() => {
+    sandbox = new ZfsSandbox();
+  });
+  afterEach(() => sandbox.cleanup());
+
+  it("creates a pool with mirror data, mirror log, read cache (loop device) and spare groups, with compression from poolConfig", async () => {
+    const name = sandbox.name("all");
+    const cspi = cspiFor(
+      name,
+      "node-a",
+      [
+        { type: "mirror", devices: [sandbox.file("d1"), sandbox.file("d2")] },
+        { type: "mirror", role: "writeCache", devices: [sandbox.file("l1"), sandbox.file("l2")] },
+        { role: "readCache", devices: [sandbox.loop("c1")] },
+        { role: "spare", devices: [sandbox.file("s1")] },
+      ],
+      { compression: "gzip", cacheFile: join(sandbox.dir, "cache", "pool.cache") },
+    );
+    const { status } = await nodeA.reconcile(cspi);
+    const layout = layoutOf(zpoolName(name)).layout;
+    expect(layout.data.map((v) => [v.kind, v.children.length])).to.deep.equal([["mirror", 2]]);
+    expect(layout.logs.map((v) => [v.kind, v.children.length])).to.deep.equal([["mirror", 2]]);
+    expect(layout.cache.map((v) => v.name)).to.have.length(1);
+    expect(layout.spares.map((v) => v.device)).to.deep.equal([join(sandbox.dir, "s1")]);
+    expect(zfs("get", "-H", "-o", "value", "compression,canmount", zpoolName(name)).split("\n").slice(0, 2)).to.deep.equal(["gzip", "off"]);
+    expect(status).to.include({ phase: "ONLINE", poolName: zpoolName(name), importedOn: "node-a", readOnly: false, provisionedVolumes: 0 });
+    expect(status!.capacity!.total).to.match(/^\d+(\.\d+)?Mi$/);
+  });
+
+  for (const [type, count] of [["stripe", 2], ["raidz", 3], ["raidz2", 4]] as const) {
+    it(`creates a ${type} pool of ${count} devices`, async () => {
+      const name = sandbox.name(type);
+      const devices = Array.from({ length: count }, (_, i) => sandbox.file(`d${i}`));
+      const { status } = await nodeA.reconcile(cspiFor(name, "node-a", [{ type, devices }]));
+      const data = layoutOf(zpoolName(name)).layout.data;
+      if (type === "stripe") expect(data.map((v) => v.device)).to.deep.equal(devices);
+      else expect(data.map((v) => [v.kind, v.children.map((c) => c.device)])).to.deep.equal([[type === "raidz" ? "raidz1" : "raidz2", devices]]);
+      expect(status?.phase).to.equal("ONLINE");
+    });
+  }
+
+  it("imports the pool after a restart instead of creating it, data intact", async () => {
+    const name = sandbox.name("restart");
+    const created = await nodeA.reconcile(cspiFor(name, "node-a", [{ type: "mirror", devices: [sandbox.file("d1"), sandbox.file("d2")] }]));
+    const data = writeData(sandbox, `${zpoolName(name)}/vol1`);
+    zpool("export", zpoolName(name)); // what a node reboot or zfs-fuse restart leaves behind
+
+    const after = await nodeA.reconcile(created.cspi);
+    expect(after.outcomes.map((o) => [o.action.kind, o.error])).to.deep.equal([["import", undefined]]);
+    expect(checksum(data.file)).to.equal(data.sha);
+    expect(after.status).to.include({ phase: "ONLINE", provisionedVolumes: 1, healthyVolumes: 1, importedOn: "node-a" });
+  });
+
+  it("refuses to create over a device that carries another pool's label", async () => {
+    const shared = sandbox.file("d1");
+    const foreign = `foreign-${sandbox.id}`;
+    zpool("create", foreign, shared);
+    zpool("export", foreign);
+    const name = sandbox.name("label");
+    const result = await nodeA.reconcile(cspiFor(name, "node-a", [{ type: "stripe", devices: [shared] }]));
+    expect(result.outcomes).to.deep.equal([]);
+    expect(result.plan.holds.map((h) => h.reason)).to.deep.equal(["DeviceInUse"]);
+    expect(result.plan.holds[0]!.message).to.contain(foreign).and.contain(ANNOTATION.forceCreate);
+    expect(poolExists(zpoolName(name))).to.equal(false);
+    zpool("import", "-d", sandbox.dir, foreign); // so the sandbox cleans it up
+  });
+
+  it("expands the pool by a raid group and reports PoolExpansion", async () => {
+    const name = sandbox.name("expand");
+    const first = { type: "mirror" as const, devices: [sandbox.file("d1"), sandbox.file("d2")] };
+    const created = await nodeA.reconcile(cspiFor(name, "node-a", [first]));
+    const grown = cspiFor(name, "node-a", [first, { type: "mirror", devices: [sandbox.file("d3"), sandbox.file("d4")] }]);
+    const after = await nodeA.reconcile({ ...grown, status: created.status! });
+    expect(layoutOf(zpoolName(name)).layout.data.map((v) => v.children.length)).to.deep.equal([2, 2]);
+    const condition = findCondition(after.status?.conditions, "PoolExpansion");
+    expect(condition).to.include({ status: "False", reason: "PoolExpansionSuccessful" });
+    expect(condition!.message).to.contain("bd-d3").and.contain("bd-d4");
+    expect(parseFloat(after.status!.capacity!.total)).to.be.greaterThan(parseFloat(created.status!.capacity!.total));
+  });
+
+  it("replaces a mirror member through resilver and removes the predecessor mark from the new claim", async () => {
+    const name = sandbox.name("replace");
+    const [d1, d2, d3] = [sandbox.file("d1"), sandbox.file("d2"), sandbox.file("d3")];
+    const claims: Record<string, Record<string, string>> = { "bd-d3": { [ANNOTATION.bdPredecessor]: "bd-d2" } };
+    const cleared: string[] = [];
+    const api: ApiActions = {
+      addFinalizer: async (c) => ({ ...c, metadata: { ...c.metadata, finalizers: [FINALIZER.poolProtection] } }),
+      removeFinalizer: async (c) => c,
+      clearPredecessor: async (_namespace, claim) => {
+        cleared.push(claim);
+        delete claims["bd-d3"]![ANNOTATION.bdPredecessor];
+      },
+    };
+    const node = new Node("node-a", api, claims);
+    const created = await node.reconcile(cspiFor(name, "node-a", [{ type: "mirror", devices: [d1, d2] }]));
+    const data = writeData(sandbox, `${zpoolName(name)}/vol1`, 16);
+
+    const replaced = await node.reconcile({ ...cspiFor(name, "node-a", [{ type: "mirror", devices: [d1, d3] }]), metadata: created.cspi.metadata, status: created.status! });
+    expect(replaced.outcomes.map((o) => o.action.kind)).to.include("replace");
+    // The resilver may still run after the first pass; passes continue until the claim is updated.
+    let current = replaced;
+    for (let i = 0; i < 20 && cleared.length === 0; i++) {
+      await new Promise((r) => setTimeout(r, 250));
+      current = await node.reconcile(current.cspi);
+    }
+    expect(cleared).to.deep.equal(["bdc-bd-d3"]);
+    expect(layoutOf(zpoolName(name)).layout.data[0]!.children.map((c) => c.device)).to.deep.equal([d1, d3]);
+    expect(findCondition(current.status?.conditions, "DiskReplacement")).to.include({ status: "False", reason: "BlockDeviceReplacementSucceess" });
+    expect(checksum(data.file)).to.equal(data.sha);
+  });
+
+  it("migrates the pool between two daemons with different NODE_NAME: export, handshake, import", async () => {
+    const name = sandbox.name("move");
+    const nodeB = new Node("node-b");
+    const groups = [{ type: "mirror" as const, devices: [sandbox.file("d1"), sandbox.file("d2")] }];
+    const onA = await nodeA.reconcile(cspiFor(name, "node-a", groups));
+    const data = writeData(sandbox, `${zpoolName(name)}/vol1`);
+    const moved: CSPI = { ...cspiFor(name, "node-b", groups), status: onA.status! };
+
+    const waiting = await nodeB.reconcile(moved);
+    expect(waiting.outcomes).to.deep.equal([]);
+    expect(waiting.plan.holds.map((h) => h.reason)).to.deep.equal(["WaitingForExport"]);
+    expect(waiting.status, "node-b does not write status while node-a holds the pool").to.equal(undefined);
+
+    const exported = await nodeA.reconcile(moved);
+    expect(exported.outcomes.map((o) => o.action.kind)).to.deep.equal(["export"]);
+    expect(exported.status).to.include({ importedOn: "", phase: "Exported" });
+    expect(poolExists(zpoolName(name))).to.equal(false);
+
+    const imported = await nodeB.reconcile(exported.cspi);
+    expect(imported.outcomes.map((o) => o.action.kind)).to.deep.equal(["import"]);
+    expect(imported.status).to.include({ importedOn: "node-b", phase: "ONLINE", provisionedVolumes: 1 });
+    expect(checksum(data.file)).to.equal(data.sha);
+  });
+
+  it("destroys the pool and clears its labels when the CSPI is deleted with the removal mark", async () => {
+    const name = sandbox.name("destroy");
+    const devices = [sandbox.file("d1"), sandbox.file("d2")];
+    const created = await nodeA.reconcile(cspiFor(name, "node-a", [{ type: "mirror", devices }]));
+    const deleting: CSPI = {
+      ...created.cspi,
+      metadata: { ...created.cspi.metadata, deletionTimestamp: new Date().toISOString(), annotations: { [ANNOTATION.poolRemoval]: POOL_REMOVAL_REQUESTED } },
+    };
+    const result = await nodeA.reconcile(deleting);
+    expect(result.outcomes.map((o) => [o.action.kind, o.error])).to.deep.equal([["destroy", undefined]]);
+    expect(poolExists(zpoolName(name))).to.equal(false);
+    // Labels cleared: the devices are free for a new pool without -f.
+    const reuse = `reuse-${sandbox.id}`;
+    zpool("create", reuse, ...devices);
+    expect(poolExists(reuse)).to.equal(true);
+  });
+
+  it("refuses to destroy a pool that holds a volume, and keeps it", async () => {
+    const name = sandbox.name("keep");
+    const created = await nodeA.reconcile(cspiFor(name, "node-a", [{ type: "stripe", devices: [sandbox.file("d1")] }]));
+    const data = writeData(sandbox, `${zpoolName(name)}/pvc-1`);
+    const deleting: CSPI = {
+      ...created.cspi,
+      metadata: { ...created.cspi.metadata, deletionTimestamp: new Date().toISOString(), annotations: { [ANNOTATION.poolRemoval]: POOL_REMOVAL_REQUESTED } },
+    };
+    const result = await nodeA.reconcile(deleting);
+    expect(result.outcomes).to.deep.equal([]);
+    expect(result.plan.holds.map((h) => h.reason)).to.deep.equal(["DestroyRefused"]);
+    expect(result.plan.holds[0]!.message).to.contain(`${zpoolName(name)}/pvc-1`);
+    expect(poolExists(zpoolName(name))).to.equal(true);
+    expect(checksum(data.file)).to.equal(data.sha);
+  });
+
+  it("exports (keeps the data) when the CSPI is deleted without the removal mark", async () => {
+    const name = sandbox.name("unmark");
+    const created = await nodeA.reconcile(cspiFor(name, "node-a", [{ type: "stripe", devices: [sandbox.file("d1")] }]));
+    writeData(sandbox, `${zpoolName(name)}/vol1`);
+    const deleting: CSPI = { ...created.cspi, metadata: { ...created.cspi.metadata, deletionTimestamp: new Date().toISOString() } };
+    const result = await nodeA.reconcile(deleting);
+    expect(result.outcomes.map((o) => o.action.kind)).to.deep.equal(["export"]);
+    expect(poolExists(zpoolName(name))).to.equal(false);
+    expect(zpool("import", "-d", sandbox.dir)).to.contain(zpoolName(name));
+    zpool("import", "-d", sandbox.dir, zpoolName(name)); // so the sandbox cleans it up
+  });
+
+  it("reports DiskUnavailable when a device file disappears, naming the block device", async () => {
+    const name = sandbox.name("gone");
+    const [d1, d2] = [sandbox.file("d1"), sandbox.file("d2")];
+    const created = await nodeA.reconcile(cspiFor(name, "node-a", [{ type: "mirror", devices: [d1, d2] }]));
+    expect(findCondition(created.status?.conditions, "DiskUnavailable")).to.equal(undefined);
+    unlinkSync(d2);
+    const after = await nodeA.reconcile(created.cspi);
+    const condition = findCondition(after.status?.conditions, "DiskUnavailable");
+    expect(condition).to.include({ status: "True", reason: "DiskFailed" });
+    expect(condition!.message).to.contain("bd-d2").and.contain(d2);
+    // Same observation, same status: the condition's transition time does not move.
+    const again = await nodeA.reconcile(after.cspi);
+    expect(findCondition(again.status?.conditions, "DiskUnavailable")).to.deep.equal(condition);
+  });
+
+  it("turns the pool read-only at roThresholdLimit and back when the limit is raised", async () => {
+    const name = sandbox.name("full");
+    const cspi = cspiFor(name, "node-a", [{ type: "stripe", devices: [sandbox.file("d1", 128)] }], { roThresholdLimit: 20 });
+    const created = await nodeA.reconcile(cspi);
+    expect(created.status?.readOnly).to.equal(false);
+    const data = writeData(sandbox, `${zpoolName(name)}/vol1`, 40);
+    zpool("list"); // let zfs-fuse account the writes
+    const full = await nodeA.reconcile(created.cspi);
+    expect(full.status).to.include({ readOnly: true, healthyVolumes: 0 });
+    expect(zfs("get", "-H", "-o", "value", "readonly", zpoolName(name)).trim()).to.equal("on");
+    expect(() => writeFileSync(join(data.file, "..", "more.bin"), "x")).to.throw(/read-only/i);
+
+    const raised = await nodeA.reconcile({ ...full.cspi, spec: { ...full.cspi.spec, poolConfig: { ...full.cspi.spec.poolConfig, roThresholdLimit: 90 } } });
+    expect(raised.status).to.include({ readOnly: false, healthyVolumes: 1 });
+    expect(checksum(data.file)).to.equal(data.sha);
+  });
+});
