@@ -1,0 +1,197 @@
+// The CRDs as users meet them through kubectl: the CEL rules refuse invalid CSPCs with their messages (no
+// webhook needed), and `kubectl get cspc` / `kubectl get cspi` print the promised columns.
+import { expect } from "chai";
+import { API_VERSION, KIND } from "../../api/constants.js";
+import type { CSPCSpec, PoolSpec } from "../../api/types.js";
+import { checkCspcSpec } from "../../lib/rules/pool-spec.js";
+import { INSTALL_NAMESPACE, projectInstalled, type KubeCluster } from "../support/kube.js";
+
+const devices = (prefix: string, count: number) =>
+  Array.from({ length: count }, (_, i) => ({ blockDeviceName: `${prefix}-bd-${i + 1}` }));
+
+function pool(raidGroups: PoolSpec["raidGroups"], poolConfig?: PoolSpec["poolConfig"]): PoolSpec {
+  return { nodeSelector: { "kubernetes.io/hostname": "node-1" }, raidGroups, ...(poolConfig ? { poolConfig } : {}) };
+}
+
+function cspc(name: string, spec: CSPCSpec): object {
+  return { apiVersion: API_VERSION, kind: KIND.cspc, metadata: { name, namespace: INSTALL_NAMESPACE }, spec };
+}
+
+interface InvalidCase {
+  name: string;
+  spec: CSPCSpec;
+  /** What the apiserver says: the field path and the rule's message (or the list-map key it found twice). */
+  says: string[];
+  /** The same mistake as the TypeScript rules (webhook, cspc-sync, CLI) name it. */
+  reason: string;
+}
+
+const INVALID: InvalidCase[] = [
+  {
+    name: "mirror with 1 device",
+    spec: { pools: [pool([{ type: "mirror", blockDevices: devices("m", 1) }])] },
+    says: ["spec.pools[0].raidGroups[0]: ", "a mirror raid group needs at least 2 block devices, it has 1"],
+    reason: "InvalidDeviceCount",
+  },
+  {
+    name: "raidz with 4 devices",
+    spec: { pools: [pool([{ type: "raidz", blockDevices: devices("z", 4) }])] },
+    says: ["spec.pools[0].raidGroups[0]: ", "a raidz raid group needs 3, 5, 9, 17 or 33 block devices (2^n+1), it has 4"],
+    reason: "InvalidDeviceCount",
+  },
+  {
+    name: "raidz2 with 5 devices",
+    spec: { pools: [pool([{ type: "raidz2", blockDevices: devices("z2", 5) }])] },
+    says: ["spec.pools[0].raidGroups[0]: ", "a raidz2 raid group needs 4, 6, 10, 18 or 34 block devices (2^n+2), it has 5"],
+    reason: "InvalidDeviceCount",
+  },
+  {
+    name: "the same device twice in a group",
+    spec: { pools: [pool([{ type: "mirror", blockDevices: [{ blockDeviceName: "d-1" }, { blockDeviceName: "d-1" }] }])] },
+    // blockDevices is a list-map keyed by blockDeviceName: server-side apply refuses the second entry.
+    says: [".spec.pools[0].raidGroups[0].blockDevices: duplicate entries for key [blockDeviceName=\"d-1\"]"],
+    reason: "DuplicateBlockDevice",
+  },
+  {
+    name: "a group without a type and no default",
+    spec: { pools: [pool([{ blockDevices: devices("t", 2) }])] },
+    says: ["spec.pools[0]: ", "a raid group has no type and the pool has no poolConfig.defaultRaidGroupType: set one of them"],
+    reason: "MissingRaidType",
+  },
+];
+
+async function getJson(cluster: KubeCluster, ...args: string[]): Promise<any> {
+  return JSON.parse((await cluster.kubectl(["get", ...args, "-o", "json"])).stdout);
+}
+
+/** `kubectl get` as a table: the header's column names and each row's cells by column. */
+async function table(cluster: KubeCluster, ...args: string[]): Promise<{ columns: string[]; rows: Record<string, string>[] }> {
+  const { stdout } = await cluster.kubectl(["get", ...args]);
+  const [header, ...lines] = stdout.trimEnd().split("\n");
+  const columns = header!.trim().split(/\s+/);
+  const starts = columns.map((c) => header!.indexOf(c));
+  const rows = lines.map((line) =>
+    Object.fromEntries(columns.map((c, i) => [c, line.slice(starts[i], starts[i + 1]).trim()])),
+  );
+  return { columns, rows };
+}
+
+describe("integration: CRDs through kubectl on a real kube-apiserver", function () {
+  this.timeout(20 * 60_000);
+  let cluster: KubeCluster;
+
+  before(async () => {
+    cluster = await projectInstalled();
+  });
+
+  describe("CEL and schema rules refuse an invalid CSPC at apply time, without the webhook", () => {
+    for (const c of INVALID) {
+      it(`refuses ${c.name}`, async () => {
+        expect(checkCspcSpec(c.spec).map((v) => v.reason), "the TypeScript rules agree").to.include(c.reason);
+        const name = `invalid-${c.name.replace(/[^a-z0-9]+/g, "-")}`;
+        const result = await cluster.kubectl(["apply", "--server-side", "-f", "-"], {
+          input: JSON.stringify(cspc(name, c.spec)),
+          allowFailure: true,
+        });
+        expect(result.exitCode).to.equal(1);
+        expect(result.stderr).to.contain(name);
+        for (const words of c.says) expect(result.stderr).to.contain(words);
+        const after = await cluster.kubectl(["get", "cspc", name, "-n", INSTALL_NAMESPACE], { allowFailure: true });
+        expect(after.stderr, "nothing was created").to.contain("NotFound");
+      });
+    }
+
+    it("accepts the valid neighbours of those cases (mirror 2, raidz 3, raidz2 4, default type)", async () => {
+      const spec: CSPCSpec = {
+        pools: [
+          pool([{ type: "mirror", blockDevices: devices("ok-m", 2) }]),
+          { ...pool([{ type: "raidz", blockDevices: devices("ok-z", 3) }]), nodeSelector: { "kubernetes.io/hostname": "node-2" } },
+          { ...pool([{ type: "raidz2", blockDevices: devices("ok-z2", 4) }]), nodeSelector: { "kubernetes.io/hostname": "node-3" } },
+          { ...pool([{ blockDevices: devices("ok-d", 2) }], { defaultRaidGroupType: "mirror" }), nodeSelector: { "kubernetes.io/hostname": "node-4" } },
+        ],
+      };
+      expect(checkCspcSpec(spec)).to.deep.equal([]);
+      await cluster.kubectl(["apply", "--server-side", "--dry-run=server", "-f", "-"], { input: JSON.stringify(cspc("valid-neighbours", spec)) });
+    });
+  });
+
+  it("`kubectl get cspc` prints HEALTHYINSTANCES PROVISIONEDINSTANCES DESIREDINSTANCES AGE from the status", async () => {
+    const name = "printer-columns";
+    await cluster.kubectl(["apply", "--server-side", "-f", "-"], {
+      input: JSON.stringify(cspc(name, { pools: [pool([{ type: "stripe", blockDevices: devices("pc", 1) }])] })),
+    });
+    const status = { desiredInstances: 3, provisionedInstances: 2, healthyInstances: 1, observedGeneration: 1 };
+    const patched = await cluster.request(
+      cluster.admin,
+      "PATCH",
+      `/apis/${API_VERSION}/namespaces/${INSTALL_NAMESPACE}/cstorpoolclusters/${name}/status`,
+      { status },
+      "application/merge-patch+json",
+    );
+    expect(patched.status, JSON.stringify(patched.body)).to.equal(200);
+
+    const { columns, rows } = await table(cluster, "cspc", name, "-n", INSTALL_NAMESPACE);
+    expect(columns).to.deep.equal(["NAME", "HEALTHYINSTANCES", "PROVISIONEDINSTANCES", "DESIREDINSTANCES", "AGE"]);
+    expect(rows).to.have.length(1);
+    expect(rows[0]).to.deep.include({ NAME: name, HEALTHYINSTANCES: "1", PROVISIONEDINSTANCES: "2", DESIREDINSTANCES: "3" });
+    expect(rows[0]!.AGE).to.match(/^\d+s$/);
+  });
+
+  it("`kubectl get cspi` prints HOSTNAME ALLOCATED FREE CAPACITY HEALTHYVOLUMES PROVISIONEDVOLUMES STATUS AGE", async () => {
+    const name = "printer-columns-cspi";
+    const cspi = {
+      apiVersion: API_VERSION,
+      kind: KIND.cspi,
+      metadata: { name, namespace: INSTALL_NAMESPACE, labels: { "openebs.io/cstor-pool-cluster": "printer-columns" } },
+      spec: {
+        hostName: "node-1",
+        nodeSelector: { "kubernetes.io/hostname": "node-1" },
+        poolConfig: { compression: "off", roThresholdLimit: 85 },
+        raidGroups: [{ type: "mirror", blockDevices: [{ blockDeviceName: "pcs-bd-1", devLink: "/dev/sdb", capacity: 10737418240 }, { blockDeviceName: "pcs-bd-2", devLink: "/dev/sdc", capacity: 10737418240 }] }],
+      },
+    };
+    await cluster.kubectl(["apply", "--server-side", "-f", "-"], { input: JSON.stringify(cspi) });
+    const status = {
+      phase: "ONLINE",
+      capacity: { total: "9920Mi", free: "9600Mi", used: "320Mi" },
+      healthyVolumes: 2,
+      provisionedVolumes: 3,
+      readOnly: false,
+    };
+    const patched = await cluster.request(
+      cluster.admin,
+      "PATCH",
+      `/apis/${API_VERSION}/namespaces/${INSTALL_NAMESPACE}/cstorpoolinstances/${name}/status`,
+      { status },
+      "application/merge-patch+json",
+    );
+    expect(patched.status, JSON.stringify(patched.body)).to.equal(200);
+    const stored = await getJson(cluster, "cspi", name, "-n", INSTALL_NAMESPACE);
+    expect(stored.status).to.deep.include(status);
+
+    const { columns, rows } = await table(cluster, "cspi", name, "-n", INSTALL_NAMESPACE);
+    expect(columns).to.deep.equal([
+      "NAME",
+      "HOSTNAME",
+      "ALLOCATED",
+      "FREE",
+      "CAPACITY",
+      "HEALTHYVOLUMES",
+      "PROVISIONEDVOLUMES",
+      "STATUS",
+      "AGE",
+    ]);
+    expect(rows[0]).to.deep.include({
+      NAME: name,
+      HOSTNAME: "node-1",
+      ALLOCATED: "320Mi",
+      FREE: "9600Mi",
+      CAPACITY: "9920Mi",
+      HEALTHYVOLUMES: "2",
+      PROVISIONEDVOLUMES: "3",
+      STATUS: "ONLINE",
+    });
+    const wide = await table(cluster, "cspi", name, "-n", INSTALL_NAMESPACE, "-o", "wide");
+    expect(wide.rows[0]).to.deep.include({ READONLY: "false", TYPE: "mirror" });
+  });
+});
