@@ -56,13 +56,17 @@ export interface CelRule {
   messageExpression?: string;
 }
 
-/** Rules on one raid group whose type is written on it. Spares and read caches are always built as stripes. */
+/** Rules on one raid group: its role flags and the type written on it. Spares and read caches are always stripes. */
 export const RAID_GROUP_RULES: CelRule[] = [
   {
     rule:
       `!has(self.type) || ${isStripeRole("self")} || (${celIsWriteCache("self")} && !(self.type in ${LOG_TYPES})) || ` +
       countOk("self.type", "size(self.blockDevices)"),
     messageExpression: countProblem("self.type", "size(self.blockDevices)"),
+  },
+  {
+    rule: `[${celIsWriteCache("self")}, ${isSet("self", "isSpare")}, ${isSet("self", "isReadCache")}].filter(f, f).size() <= 1`,
+    message: "this raid group is marked as more than one of isWriteCache, isSpare and isReadCache: keep one",
   },
   {
     rule: `!${celIsWriteCache("self")} || !has(self.type) || self.type in ${LOG_TYPES}`,
@@ -101,11 +105,11 @@ const MAX_SHAPE = shapeText(LARGEST_SHAPE);
 export const POOL_RULES: CelRule[] = [
   {
     rule: `self.raidGroups.all(g, has(g.type) || ${isStripeRole("g")} || ${HAS_DEFAULT})`,
-    message: "every raid group needs a type: set raidGroups[].type or poolConfig.defaultRaidGroupType",
+    message: "a raid group has no type and the pool has no poolConfig.defaultRaidGroupType: set one of them",
   },
   {
     rule: `self.raidGroups.exists(g, ${celIsData("g")})`,
-    message: "a pool needs at least one data raid group (not write cache, spare or read cache)",
+    message: "this pool has only write cache, spare or read cache groups: add a data raid group",
   },
   {
     rule: `!self.raidGroups.exists(g, ${badDefaultCount("g")})`,
@@ -115,7 +119,9 @@ export const POOL_RULES: CelRule[] = [
   },
   {
     rule: `!self.raidGroups.exists(g, ${celIsWriteCache("g")} && ${takesDefault("g")} && !(${DEFAULT} in ${LOG_TYPES}))`,
-    messageExpression: `'a write cache raid group without a type is a ' + ${DEFAULT} + ' (poolConfig.defaultRaidGroupType); ZFS log devices can only be stripe or mirror'`,
+    messageExpression:
+      `'a write cache raid group without a type takes poolConfig.defaultRaidGroupType, so it is a write cache of type ' + ` +
+      `${DEFAULT} + '; ZFS log devices can only be stripe or mirror'`,
   },
   {
     rule: `${SMALLEST_SHAPE} >= ${LARGEST_SHAPE}`,

@@ -96,15 +96,7 @@ export const RaidGroupSchema = Type.Object(
   },
   {
     ...closed,
-    "x-kubernetes-validations": [
-      ...RAID_GROUP_RULES,
-      {
-        rule:
-          "[has(self.isWriteCache) && self.isWriteCache, has(self.isSpare) && self.isSpare, " +
-          "has(self.isReadCache) && self.isReadCache].filter(f, f).size() <= 1",
-        message: "a raid group can be at most one of isWriteCache, isSpare and isReadCache",
-      },
-    ],
+    "x-kubernetes-validations": RAID_GROUP_RULES,
   },
 );
 
