@@ -56,6 +56,11 @@ export class ZfsHost {
     return parseZpoolStatus((await this.zpool(["status"])).stdout);
   }
 
+  /** Names of the imported pools: which CSPIs this node holds, cheaply. */
+  async poolNames(): Promise<string[]> {
+    return (await this.zpool(["list", "-H", "-o", "name"])).stdout.split("\n").map((l) => l.trim()).filter((l) => l && l !== "no pools available");
+  }
+
   /** Raw size of the data vdevs. zfs-fuse has no `zpool list -p`, so the human size is parsed. */
   async poolSize(pool: string): Promise<number | undefined> {
     return parseSize((await this.zpool(["list", "-H", "-o", "size", pool])).stdout.trim());

@@ -1,0 +1,168 @@
+// The daemon's Kubernetes side behind a small interface: the real one uses @kubernetes/client-node 1.4,
+// tests use an in-memory one with the same semantics (test/node-daemon/fake-kube.ts).
+import {
+  CoreV1Api,
+  CustomObjectsApi,
+  KubeConfig,
+  PatchStrategy,
+  Watch,
+  setHeaderOptions,
+} from "@kubernetes/client-node";
+import { API_VERSION, GROUP, KIND, LABEL, VERSION } from "../api/constants.js";
+import type { CSPI, CSPIStatus } from "../api/types.js";
+
+export type WatchEventType = "ADDED" | "MODIFIED" | "DELETED";
+
+export interface WatchHandle {
+  stop(): void;
+  /** Settles when the watch ends (server timeout, error, or stop()). */
+  done: Promise<void>;
+}
+
+/** A status patch: our fields, with null for fields to remove (JSON merge patch). */
+export type StatusPatch = { [K in keyof CSPIStatus]?: CSPIStatus[K] | null };
+
+export interface CoreEvent {
+  type: "Normal" | "Warning";
+  reason: string;
+  message: string;
+}
+
+export interface KubeApi {
+  listCspis(namespace: string): Promise<{ items: CSPI[]; resourceVersion: string }>;
+  watchCspis(namespace: string, resourceVersion: string, onEvent: (type: WatchEventType, cspi: CSPI) => void): Promise<WatchHandle>;
+  /** Merge patch through the status subresource. */
+  patchCspiStatus(namespace: string, name: string, status: StatusPatch): Promise<CSPI>;
+  /** JSON patch that appends only our finalizer, guarded by resourceVersion when the list is absent. */
+  addFinalizer(cspi: CSPI, finalizer: string): Promise<CSPI>;
+  /** JSON patch that removes only our finalizer, guarded by a test of that exact entry. */
+  removeFinalizer(cspi: CSPI, finalizer: string): Promise<CSPI | undefined>;
+  createEvent(cspi: CSPI, event: CoreEvent, component: string, host: string, now: Date): Promise<void>;
+  /** Annotations of the block device claims labelled with this CSPI, by block device name. */
+  listClaimAnnotations(namespace: string, cspi: string): Promise<Record<string, Record<string, string>>>;
+  /** Merge patch that removes one annotation and touches nothing else. */
+  removeClaimAnnotation(namespace: string, claim: string, annotation: string): Promise<void>;
+}
+
+export const CSPI_PLURAL = "cstorpoolinstances";
+const BDC_PLURAL = "blockdeviceclaims";
+
+/** client-node 1.4 sends PATCH bodies as JSON patch unless told otherwise. */
+const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
+const jsonPatch = setHeaderOptions("Content-Type", PatchStrategy.JsonPatch);
+
+export function createKubeApi(config: KubeConfig = defaultConfig()): KubeApi {
+  const custom = config.makeApiClient(CustomObjectsApi);
+  const core = config.makeApiClient(CoreV1Api);
+  const watch = new Watch(config);
+  return {
+    async listCspis(namespace) {
+      const list = (await custom.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: CSPI_PLURAL })) as {
+        items: CSPI[];
+        metadata: { resourceVersion: string };
+      };
+      return { items: list.items, resourceVersion: list.metadata.resourceVersion };
+    },
+    async watchCspis(namespace, resourceVersion, onEvent) {
+      let settle!: () => void;
+      const done = new Promise<void>((resolve) => (settle = resolve));
+      const controller = await watch.watch(
+        `/apis/${GROUP}/${VERSION}/namespaces/${namespace}/${CSPI_PLURAL}`,
+        { resourceVersion, allowWatchBookmarks: true },
+        (type, object) => {
+          if (type === "ADDED" || type === "MODIFIED" || type === "DELETED") onEvent(type, object as CSPI);
+        },
+        () => settle(),
+      );
+      return { stop: () => controller.abort(), done };
+    },
+    async patchCspiStatus(namespace, name, status) {
+      return (await custom.patchNamespacedCustomObjectStatus(
+        { group: GROUP, version: VERSION, namespace, plural: CSPI_PLURAL, name, body: { status } },
+        mergePatch,
+      )) as CSPI;
+    },
+    async addFinalizer(cspi, finalizer) {
+      const existing = cspi.metadata.finalizers;
+      const body = existing
+        ? [{ op: "add", path: "/metadata/finalizers/-", value: finalizer }]
+        : [
+            { op: "test", path: "/metadata/resourceVersion", value: cspi.metadata.resourceVersion },
+            { op: "add", path: "/metadata/finalizers", value: [finalizer] },
+          ];
+      return (await custom.patchNamespacedCustomObject(
+        { group: GROUP, version: VERSION, namespace: cspi.metadata.namespace ?? "", plural: CSPI_PLURAL, name: cspi.metadata.name ?? "", body },
+        jsonPatch,
+      )) as CSPI;
+    },
+    async removeFinalizer(cspi, finalizer) {
+      const index = (cspi.metadata.finalizers ?? []).indexOf(finalizer);
+      if (index < 0) return cspi;
+      const body = [
+        { op: "test", path: `/metadata/finalizers/${index}`, value: finalizer },
+        { op: "remove", path: `/metadata/finalizers/${index}` },
+      ];
+      try {
+        return (await custom.patchNamespacedCustomObject(
+          { group: GROUP, version: VERSION, namespace: cspi.metadata.namespace ?? "", plural: CSPI_PLURAL, name: cspi.metadata.name ?? "", body },
+          jsonPatch,
+        )) as CSPI;
+      } catch (error) {
+        if ((error as { code?: number }).code === 404) return undefined;
+        throw error;
+      }
+    },
+    async createEvent(cspi, event, component, host, now) {
+      const time = now.toISOString();
+      await core.createNamespacedEvent({
+        namespace: cspi.metadata.namespace ?? "",
+        body: {
+          metadata: { generateName: `${cspi.metadata.name}.`, namespace: cspi.metadata.namespace ?? "" },
+          involvedObject: {
+            apiVersion: API_VERSION,
+            kind: KIND.cspi,
+            name: cspi.metadata.name ?? "",
+            namespace: cspi.metadata.namespace ?? "",
+            ...(cspi.metadata.uid ? { uid: cspi.metadata.uid } : {}),
+            ...(cspi.metadata.resourceVersion ? { resourceVersion: cspi.metadata.resourceVersion } : {}),
+          },
+          type: event.type,
+          reason: event.reason,
+          message: event.message.slice(0, 1024),
+          source: { component, host },
+          reportingComponent: component,
+          reportingInstance: host,
+          firstTimestamp: new Date(time),
+          lastTimestamp: new Date(time),
+          count: 1,
+        },
+      });
+    },
+    async listClaimAnnotations(namespace, cspi) {
+      const list = (await custom.listNamespacedCustomObject({
+        group: GROUP,
+        version: VERSION,
+        namespace,
+        plural: BDC_PLURAL,
+        labelSelector: `${LABEL.cspi}=${cspi}`,
+      })) as { items: { metadata: { annotations?: Record<string, string> }; spec?: { blockDeviceName?: string } }[] };
+      const out: Record<string, Record<string, string>> = {};
+      for (const claim of list.items) {
+        if (claim.spec?.blockDeviceName) out[claim.spec.blockDeviceName] = claim.metadata.annotations ?? {};
+      }
+      return out;
+    },
+    async removeClaimAnnotation(namespace, claim, annotation) {
+      await custom.patchNamespacedCustomObject(
+        { group: GROUP, version: VERSION, namespace, plural: BDC_PLURAL, name: claim, body: { metadata: { annotations: { [annotation]: null } } } },
+        mergePatch,
+      );
+    },
+  };
+}
+
+function defaultConfig(): KubeConfig {
+  const config = new KubeConfig();
+  config.loadFromDefault();
+  return config;
+}

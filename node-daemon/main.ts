@@ -1,0 +1,107 @@
+// The DaemonSet process: NODE_NAME and NAMESPACE from the environment (downward API), /metrics and /healthz
+// on METRICS_PORT, a host lock so that one daemon per node acts, and SIGTERM that lets a running zpool
+// command finish before exiting.
+import { createServer, type Server } from "node:http";
+import { createLogger } from "../lib/log.js";
+import { createRunner } from "./command.js";
+import { NodeDaemon } from "./daemon.js";
+import { commandsFromEnv, inspectDevice, ZfsHost } from "./host.js";
+import { createKubeApi } from "./kube.js";
+import { tryLock } from "./lock.js";
+import { createMetrics, type DaemonMetrics } from "./metrics.js";
+
+const LOCK_RETRY_MS = 5_000;
+
+function required(name: string): string {
+  const value = process.env[name];
+  if (!value) throw new Error(`${name} is not set: the DaemonSet sets it (NODE_NAME from spec.nodeName, NAMESPACE from metadata.namespace)`);
+  return value;
+}
+
+/** /metrics, and /healthz that fails when the resync loop has not completed for three intervals. */
+export function metricsServer(metrics: DaemonMetrics, healthy: () => boolean): Server {
+  return createServer((request, response) => {
+    if (request.url === "/metrics") {
+      void metrics.registry.metrics().then((body) => {
+        response.writeHead(200, { "Content-Type": metrics.registry.contentType });
+        response.end(body);
+      });
+    } else if (request.url === "/healthz") {
+      const ok = healthy();
+      response.writeHead(ok ? 200 : 503, { "Content-Type": "text/plain" });
+      response.end(ok ? "ok\n" : "resync loop stalled\n");
+    } else {
+      response.writeHead(404).end();
+    }
+  });
+}
+
+export async function main(): Promise<void> {
+  const logger = createLogger({ base: { component: "node-daemon" } });
+  const nodeName = required("NODE_NAME");
+  const namespace = required("NAMESPACE");
+  const intervalMs = Number(process.env.STATUS_INTERVAL_SECONDS ?? 30) * 1000;
+  const metrics = createMetrics();
+  const runner = createRunner(metrics.onCommand);
+  const host = new ZfsHost(runner, commandsFromEnv());
+  const startedAt = Date.now();
+  let daemon: NodeDaemon | undefined;
+  const healthy = () => {
+    const last = daemon?.lastResyncAt?.getTime() ?? startedAt;
+    return Date.now() - last < intervalMs * 3 + 60_000;
+  };
+  const server = metricsServer(metrics, healthy).listen(Number(process.env.METRICS_PORT ?? 9500));
+
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info("stopping: letting the running command finish", { signal });
+    await daemon?.stop();
+    await runner.idle();
+    server.close();
+    await lock?.release();
+    process.exit(0);
+  };
+  process.on("SIGTERM", () => void stop("SIGTERM"));
+  process.on("SIGINT", () => void stop("SIGINT"));
+
+  const lockDir = process.env.LOCK_DIR ?? "/var/openebs/node-daemon";
+  let lock = (await tryLock({ dir: lockDir })).lock;
+  while (!lock && !stopping) {
+    logger.warn("another node daemon holds the host lock; waiting", { lockDir });
+    await new Promise((resolve) => setTimeout(resolve, LOCK_RETRY_MS));
+    lock = (await tryLock({ dir: lockDir })).lock;
+  }
+  if (stopping) return;
+  const held = setInterval(() => {
+    void lock!.held().then((ok) => {
+      if (!ok) {
+        logger.error("host lock taken over by another daemon; exiting so only one acts");
+        process.exit(1);
+      }
+    });
+  }, 10_000);
+  held.unref();
+
+  daemon = new NodeDaemon({
+    kube: createKubeApi(),
+    host,
+    inspect: inspectDevice,
+    nodeName,
+    hostName: process.env.HOST_NAME || nodeName,
+    namespace,
+    logger,
+    metrics,
+    statusIntervalMs: intervalMs,
+  });
+  await daemon.start();
+  logger.info("node daemon started", { nodeName, namespace, commands: host.commands });
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  main().catch((error: Error) => {
+    process.stderr.write(`node daemon failed: ${error.message}\n`);
+    process.exit(1);
+  });
+}

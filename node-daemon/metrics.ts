@@ -1,0 +1,72 @@
+// Prometheus metrics on the daemon's own registry (no global default registry, so tests and several
+// daemons in one process never collide).
+import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import type { CSPI, CSPIStatus } from "../api/types.js";
+import { zpoolName } from "../lib/names.js";
+import type { CommandListener } from "./command.js";
+import type { Observation } from "./observation.js";
+import { allLeaves } from "./parse.js";
+
+/** Pool health as a number: 0 is healthy, higher is worse; -1 when the pool is not imported here. */
+export const HEALTH_VALUE: Record<string, number> = { ONLINE: 0, DEGRADED: 1, FAULTED: 2, OFFLINE: 3, UNAVAIL: 4, REMOVED: 5 };
+
+export interface DaemonMetrics {
+  registry: Registry;
+  onCommand: CommandListener;
+  action(kind: string, result: "done" | "failed"): void;
+  observe(cspi: CSPI, observation: Observation, status: CSPIStatus | undefined): void;
+}
+
+export function createMetrics(): DaemonMetrics {
+  const registry = new Registry();
+  const health = new Gauge({ name: "cstor_pool_health", help: "Pool health: 0 ONLINE, 1 DEGRADED, 2 FAULTED, 3 OFFLINE, 4 UNAVAIL, 5 REMOVED, 6 other, -1 not imported here", labelNames: ["pool", "cspi"], registers: [registry] });
+  const capacity = new Gauge({ name: "cstor_pool_capacity_bytes", help: "Pool capacity of the root dataset in bytes", labelNames: ["pool", "kind"], registers: [registry] });
+  const readOnly = new Gauge({ name: "cstor_pool_readonly", help: "1 when the pool is read-only (roThresholdLimit reached)", labelNames: ["pool"], registers: [registry] });
+  const vdevErrors = new Gauge({ name: "cstor_pool_vdev_errors", help: "Read, write and checksum errors ZFS counts per device", labelNames: ["pool", "vdev", "type"], registers: [registry] });
+  const duration = new Histogram({
+    name: "cstor_pool_command_duration_seconds",
+    help: "Duration of zpool/zfs commands",
+    labelNames: ["command"],
+    buckets: [0.01, 0.05, 0.1, 0.5, 1, 5, 30, 120, 600],
+    registers: [registry],
+  });
+  const failures = new Counter({ name: "cstor_pool_command_failures_total", help: "zpool/zfs commands that failed", labelNames: ["command", "kind"], registers: [registry] });
+  const actions = new Counter({ name: "cstor_pool_actions_total", help: "Planned actions executed", labelNames: ["action", "result"], registers: [registry] });
+
+  return {
+    registry,
+    onCommand: ({ argv, durationMs, error }) => {
+      const command = commandLabel(argv);
+      duration.observe({ command }, durationMs / 1000);
+      if (error) failures.inc({ command, kind: error.kind });
+    },
+    action: (kind, result) => actions.inc({ action: kind, result }),
+    observe: (cspi, observation, status) => {
+      const pool = zpoolName(cspi.metadata.name ?? "");
+      const imported = observation.pool;
+      health.set({ pool, cspi: cspi.metadata.name ?? "" }, imported ? (HEALTH_VALUE[imported.status.state] ?? 6) : -1);
+      if (!imported) return;
+      if (imported.space) {
+        capacity.set({ pool, kind: "used" }, imported.space.used);
+        capacity.set({ pool, kind: "free" }, imported.space.available);
+        capacity.set({ pool, kind: "total" }, imported.space.used + imported.space.available);
+      }
+      readOnly.set({ pool }, status?.readOnly ? 1 : 0);
+      for (const leaf of allLeaves(imported.status.layout)) {
+        if (!leaf.errors) continue;
+        const vdev = leaf.device ?? leaf.name;
+        vdevErrors.set({ pool, vdev, type: "read" }, leaf.errors.read);
+        vdevErrors.set({ pool, vdev, type: "write" }, leaf.errors.write);
+        vdevErrors.set({ pool, vdev, type: "checksum" }, leaf.errors.checksum);
+      }
+    },
+  };
+}
+
+/** "zpool create", "zfs get": the binary's base name and the subcommand, never device paths. */
+function commandLabel(argv: readonly string[]): string {
+  const index = argv.findIndex((arg) => /(^|\/)(zpool|zfs)$/.test(arg));
+  if (index < 0) return argv[0] ?? "";
+  const binary = argv[index]!.split("/").pop()!;
+  return `${binary} ${argv[index + 1] ?? ""}`.trim();
+}
