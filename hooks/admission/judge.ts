@@ -150,8 +150,10 @@ function judgeSpec(input: AdmissionInput, facts: Partial<ClusterFacts>): Judgeme
 }
 
 function judgeDelete(input: AdmissionInput, cspis: readonly CSPI[]): Judgement {
-  const live = cspis.filter((c) => !isTerminating(c as unknown as KubeObject)).sort((a, b) => (a.metadata.name ?? "").localeCompare(b.metadata.name ?? ""));
-  const holding = live.filter((c) => (c.status?.provisionedVolumes ?? 0) > 0);
+  const sorted = [...cspis].sort((a, b) => (a.metadata.name ?? "").localeCompare(b.metadata.name ?? ""));
+  // A pool already on its way out still holds its volumes until it is gone: it counts too.
+  const holding = sorted.filter((c) => (c.status?.provisionedVolumes ?? 0) > 0);
+  const live = sorted.filter((c) => !isTerminating(c as unknown as KubeObject));
   if (holding.length > 0) {
     const message =
       `${subject(input)} cannot be deleted while its pools hold volumes: ${holding.map(holdsVolumes).join("; ")}. ` +
