@@ -1,0 +1,271 @@
+// Least privilege, proven against the real apiserver with the shipped RBAC and policy: each identity,
+// authenticated by a ServiceAccount token, can do its whole job and is refused everything else.
+import { CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions, Watch } from "@kubernetes/client-node";
+import { expect } from "chai";
+import { ANNOTATION, API_VERSION, FINALIZER, GROUP, KIND, LABEL, VERSION } from "../../api/constants.js";
+import { INSTALL_NAMESPACE, projectInstalled, repoPath, type Identity, type KubeCluster } from "../support/kube.js";
+
+const NS = INSTALL_NAMESPACE;
+const OTHER_NS = "rbac-elsewhere";
+const CSPI = "rbac-pool-a1b2";
+const CLAIM = "bdc-rbac-new";
+const DEVICE = "rbac-bd-new";
+const crd = (plural: string, namespace = NS, name = "") =>
+  `/apis/${API_VERSION}/namespaces/${namespace}/${plural}${name ? `/${name}` : ""}`;
+
+function cspi(namespace: string): object {
+  return {
+    apiVersion: API_VERSION,
+    kind: KIND.cspi,
+    metadata: { name: CSPI, namespace, labels: { [LABEL.cspc]: "rbac", [LABEL.hostname]: "node-1" } },
+    spec: {
+      hostName: "node-1",
+      nodeSelector: { [LABEL.hostname]: "node-1" },
+      poolConfig: { compression: "off", roThresholdLimit: 85 },
+      raidGroups: [{ type: "stripe", blockDevices: [{ blockDeviceName: "rbac-bd-1", devLink: "/dev/sdb", capacity: 1073741824 }] }],
+    },
+  };
+}
+
+const objects = [
+  { apiVersion: "v1", kind: "Namespace", metadata: { name: OTHER_NS } },
+  cspi(NS),
+  cspi(OTHER_NS),
+  {
+    apiVersion: API_VERSION,
+    kind: KIND.blockDevice,
+    metadata: { name: DEVICE, namespace: NS, labels: { [LABEL.hostname]: "node-1" } },
+    spec: { path: "/dev/sdc", capacity: { storage: 1073741824 }, nodeAttributes: { nodeName: "node-1" } },
+    status: { state: "Active", claimState: "Claimed" },
+  },
+  {
+    apiVersion: API_VERSION,
+    kind: KIND.blockDeviceClaim,
+    metadata: {
+      name: CLAIM,
+      namespace: NS,
+      labels: { [LABEL.cspc]: "rbac" },
+      annotations: { [ANNOTATION.bdPredecessor]: "rbac-bd-old", "example.com/note": "kept" },
+    },
+    spec: { blockDeviceName: DEVICE },
+  },
+  { apiVersion: "v1", kind: "Secret", metadata: { name: "rbac-secret", namespace: NS }, stringData: { password: "x" } },
+  { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "rbac-config", namespace: NS }, data: { a: "b" } },
+  {
+    apiVersion: API_VERSION,
+    kind: KIND.cspc,
+    metadata: { name: "rbac", namespace: NS },
+    spec: { pools: [{ nodeSelector: { [LABEL.hostname]: "node-1" }, raidGroups: [{ type: "stripe", blockDevices: [{ blockDeviceName: "rbac-bd-1" }] }] }] },
+  },
+];
+
+describe("integration: RBAC and policy for each identity, on a real kube-apiserver", function () {
+  this.timeout(20 * 60_000);
+  let cluster: KubeCluster;
+
+  before(async () => {
+    cluster = await projectInstalled();
+    await cluster.kubectl(["apply", "--server-side", "-f", "-"], { input: objects.map((o) => JSON.stringify(o)).join("\n") });
+  });
+
+  describe("the node daemon (ServiceAccount cstor-pool-node)", () => {
+    let node: Identity;
+    const call = (method: string, path: string, body?: unknown, type = "application/merge-patch+json") =>
+      cluster.request(node, method, path, body, type);
+
+    before(async () => {
+      node = await cluster.serviceAccount(NS, "cstor-pool-node");
+    });
+
+    it("lists, gets and watches the CSPIs of its namespace (client-node, as the daemon does)", async () => {
+      const api = cluster.kubeConfig(node).makeApiClient(CustomObjectsApi);
+      const list = (await api.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: NS, plural: "cstorpoolinstances" })) as {
+        items: { metadata: { name: string } }[];
+      };
+      expect(list.items.map((i) => i.metadata.name)).to.include(CSPI);
+      const one = (await api.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: NS, plural: "cstorpoolinstances", name: CSPI })) as {
+        spec: { hostName: string };
+      };
+      expect(one.spec.hostName).to.equal("node-1");
+
+      let settled = false;
+      let first!: (event: string) => void;
+      const seen = new Promise<string>((resolve) => (first = resolve));
+      const watching = await new Watch(cluster.kubeConfig(node)).watch(
+        `/apis/${API_VERSION}/namespaces/${NS}/cstorpoolinstances`,
+        { labelSelector: `${LABEL.hostname}=node-1` },
+        (type, object) => {
+          if (!settled) first(`${type} ${object.metadata?.name ?? JSON.stringify(object)}`);
+          settled = true;
+        },
+        () => undefined,
+      );
+      const event = await seen;
+      watching.abort();
+      expect(event).to.equal(`ADDED ${CSPI}`);
+    });
+
+    it("writes CSPI status through the status subresource, by merge patch and by update", async () => {
+      const api = cluster.kubeConfig(node).makeApiClient(CustomObjectsApi);
+      const status = { phase: "ONLINE", capacity: { total: "1Gi", free: "1000Mi", used: "24Mi" }, readOnly: false, healthyVolumes: 0, provisionedVolumes: 0, lastUpdateTime: "2026-11-21T10:00:00Z" };
+      const patched = (await api.patchNamespacedCustomObjectStatus(
+        { group: GROUP, version: VERSION, namespace: NS, plural: "cstorpoolinstances", name: CSPI, body: { status } },
+        setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
+      )) as { status: typeof status; metadata: { resourceVersion: string } };
+      expect(patched.status.phase).to.equal("ONLINE");
+
+      const current = (await call("GET", crd("cstorpoolinstances", NS, CSPI))).body;
+      const updated = await call("PUT", crd("cstorpoolinstances", NS, `${CSPI}/status`), { ...current, status: { ...status, phase: "DEGRADED" } }, "application/json");
+      expect(updated.status, JSON.stringify(updated.body)).to.equal(200);
+      expect(updated.body.status.phase).to.equal("DEGRADED");
+    });
+
+    it("adds and removes its finalizer on a CSPI", async () => {
+      const added = await call("PATCH", crd("cstorpoolinstances", NS, CSPI), { metadata: { finalizers: [FINALIZER.poolProtection] } });
+      expect(added.status, JSON.stringify(added.body)).to.equal(200);
+      expect(added.body.metadata.finalizers).to.deep.equal([FINALIZER.poolProtection]);
+      const removed = await call("PATCH", crd("cstorpoolinstances", NS, CSPI), [{ op: "remove", path: "/metadata/finalizers/0" }], "application/json-patch+json");
+      expect(removed.status, JSON.stringify(removed.body)).to.equal(200);
+      expect(removed.body.metadata.finalizers ?? []).to.deep.equal([]);
+    });
+
+    it("reads BlockDevices and claims, and removes the predecessor annotation of a claim (and nothing else)", async () => {
+      expect((await call("GET", crd("blockdevices", NS, DEVICE))).status).to.equal(200);
+      expect((await call("GET", crd("blockdeviceclaims", NS, CLAIM))).status).to.equal(200);
+      const cleared = await call("PATCH", crd("blockdeviceclaims", NS, CLAIM), { metadata: { annotations: { [ANNOTATION.bdPredecessor]: null } } });
+      expect(cleared.status, JSON.stringify(cleared.body)).to.equal(200);
+      expect(cleared.body.metadata.annotations).to.deep.equal({ "example.com/note": "kept" });
+    });
+
+    it("records Events about its CSPIs (core and events.k8s.io)", async () => {
+      const core = cluster.kubeConfig(node).makeApiClient(CoreV1Api);
+      const event = await core.createNamespacedEvent({
+        namespace: NS,
+        body: {
+          metadata: { name: `${CSPI}.pool-created`, namespace: NS },
+          involvedObject: { apiVersion: API_VERSION, kind: KIND.cspi, name: CSPI, namespace: NS },
+          reason: "PoolCreated",
+          message: "zpool created",
+          type: "Normal",
+          source: { component: "cstor-pool-node", host: "node-1" },
+          count: 1,
+        },
+      });
+      expect(event.metadata?.name).to.equal(`${CSPI}.pool-created`);
+      const again = await call("PATCH", `/api/v1/namespaces/${NS}/events/${CSPI}.pool-created`, { count: 2 });
+      expect(again.status).to.equal(200);
+      const modern = await call(
+        "POST",
+        `/apis/events.k8s.io/v1/namespaces/${NS}/events`,
+        {
+          apiVersion: "events.k8s.io/v1",
+          kind: "Event",
+          metadata: { name: `${CSPI}.pool-imported`, namespace: NS },
+          eventTime: "2026-11-21T10:00:00.000000Z",
+          reportingController: "openebs.io/cstor-pool-node",
+          reportingInstance: "cstor-pool-node-node-1",
+          action: "Import",
+          reason: "PoolImported",
+          type: "Normal",
+          regarding: { apiVersion: API_VERSION, kind: KIND.cspi, name: CSPI, namespace: NS },
+        },
+        "application/json",
+      );
+      expect(modern.status, JSON.stringify(modern.body)).to.equal(201);
+    });
+
+    const refused: [string, string, string, unknown?, string?][] = [
+      ["read Secrets", "GET", `/api/v1/namespaces/${NS}/secrets/rbac-secret`],
+      ["list Secrets", "GET", `/api/v1/namespaces/${NS}/secrets`],
+      ["read ConfigMaps", "GET", `/api/v1/namespaces/${NS}/configmaps/rbac-config`],
+      ["list CSPIs of another namespace", "GET", crd("cstorpoolinstances", OTHER_NS)],
+      ["patch a CSPI of another namespace", "PATCH", crd("cstorpoolinstances", OTHER_NS, CSPI), { metadata: { finalizers: [FINALIZER.poolProtection] } }],
+      ["list CSPIs of all namespaces", "GET", `/apis/${API_VERSION}/cstorpoolinstances`],
+      ["delete a CSPC", "DELETE", crd("cstorpoolclusters", NS, "rbac")],
+      ["patch a CSPC", "PATCH", crd("cstorpoolclusters", NS, "rbac"), { metadata: { labels: { x: "y" } } }],
+      ["write CSPC status", "PATCH", crd("cstorpoolclusters", NS, "rbac/status"), { status: { desiredInstances: 0 } }],
+      ["delete a CSPI", "DELETE", crd("cstorpoolinstances", NS, CSPI)],
+      ["create a CSPI", "POST", crd("cstorpoolinstances", NS), cspi(NS), "application/json"],
+      ["delete a claim", "DELETE", crd("blockdeviceclaims", NS, CLAIM)],
+      ["patch a BlockDevice", "PATCH", crd("blockdevices", NS, DEVICE), { metadata: { labels: { x: "y" } } }],
+      ["list Nodes", "GET", "/api/v1/nodes"],
+      ["create Pods", "POST", `/api/v1/namespaces/${NS}/pods`, { apiVersion: "v1", kind: "Pod", metadata: { name: "p" }, spec: { containers: [{ name: "c", image: "x" }] } }, "application/json"],
+      ["change the DaemonSet", "PATCH", `/apis/apps/v1/namespaces/${NS}/daemonsets/cstor-pool-node`, { spec: { template: { spec: { hostNetwork: true } } } }],
+    ];
+    for (const [what, method, path, body, type] of refused) {
+      it(`is refused: ${what}`, async () => {
+        const response = await call(method, path, body, type);
+        expect(response.status, JSON.stringify(response.body)).to.equal(403);
+        expect(response.body.reason).to.equal("Forbidden");
+      });
+    }
+
+    const limited: [string, string, unknown][] = [
+      ["change a CSPI's spec", crd("cstorpoolinstances", NS, CSPI), { spec: { hostName: "node-2" } }],
+      ["change a CSPI's labels", crd("cstorpoolinstances", NS, CSPI), { metadata: { labels: { [LABEL.hostname]: "node-2" } } }],
+      ["change a claim's device", crd("blockdeviceclaims", NS, CLAIM), { spec: { blockDeviceName: "someone-elses" } }],
+      ["add an annotation to a claim", crd("blockdeviceclaims", NS, CLAIM), { metadata: { annotations: { [ANNOTATION.bdPredecessor]: "x" } } }],
+      ["remove another annotation from a claim", crd("blockdeviceclaims", NS, CLAIM), { metadata: { annotations: { "example.com/note": null } } }],
+    ];
+    for (const [what, path, body] of limited) {
+      it(`is refused by the node policy, with a message saying what it may change: ${what}`, async () => {
+        const before = (await cluster.request(cluster.admin, "GET", path)).body;
+        const response = await call("PATCH", path, body);
+        expect(response.status, JSON.stringify(response.body)).to.equal(403);
+        expect(response.body.message).to.match(/ValidatingAdmissionPolicy 'cstor-pool-node-limits'.*the node daemon \(system:serviceaccount:openebs:cstor-pool-node\) may (change only|only remove)/);
+        const after = (await cluster.request(cluster.admin, "GET", path)).body;
+        expect(after.metadata.resourceVersion, "nothing changed").to.equal(before.metadata.resourceVersion);
+      });
+    }
+
+    it("leaves everyone else's writes alone: the admin still edits a CSPI spec", async () => {
+      const response = await cluster.request(cluster.admin, "PATCH", crd("cstorpoolinstances", NS, CSPI), { metadata: { labels: { extra: "yes" } } }, "application/merge-patch+json");
+      expect(response.status, JSON.stringify(response.body)).to.equal(200);
+    });
+  });
+
+  describe("the hook server (ServiceAccount cstor-pool-hooks)", () => {
+    let hooks: Identity;
+    const readable = [crd("blockdevices"), crd("blockdeviceclaims"), crd("cstorpoolinstances"), "/api/v1/nodes"];
+
+    before(async () => {
+      hooks = await cluster.serviceAccount(NS, "cstor-pool-hooks");
+    });
+
+    it("has no rights at all in the default install (Metacontroller sends hooks everything they need)", async () => {
+      for (const path of readable) {
+        const response = await cluster.request(hooks, "GET", path);
+        expect(response.status, path).to.equal(403);
+      }
+    });
+
+    describe("with the admission component's RBAC", () => {
+      before(async () => {
+        await cluster.kubectl(["apply", "--server-side", "-f", repoPath("metacontroller/components/admission/hook-server-rbac.yaml")]);
+      });
+
+      it("gets and lists what the admission lookups need: BlockDevices, claims, CSPIs, Nodes", async () => {
+        for (const path of [...readable, crd("blockdevices", NS, DEVICE), crd("cstorpoolinstances", NS, CSPI), crd("blockdeviceclaims", NS, CLAIM)]) {
+          const response = await cluster.request(hooks, "GET", path);
+          expect(response.status, `${path}: ${JSON.stringify(response.body)}`).to.equal(200);
+        }
+      });
+
+      const refused: [string, string, string, unknown?][] = [
+        ["read Secrets", "GET", `/api/v1/namespaces/${NS}/secrets`],
+        ["watch CSPIs", "GET", `${crd("cstorpoolinstances")}?watch=1&timeoutSeconds=1`],
+        ["read CSPIs of another namespace", "GET", crd("cstorpoolinstances", OTHER_NS)],
+        ["patch a CSPI", "PATCH", crd("cstorpoolinstances", NS, CSPI), { metadata: { labels: { x: "y" } } }],
+        ["patch a claim", "PATCH", crd("blockdeviceclaims", NS, CLAIM), { metadata: { labels: { x: "y" } } }],
+        ["delete a CSPC", "DELETE", crd("cstorpoolclusters", NS, "rbac")],
+        ["patch a Node", "PATCH", "/api/v1/nodes/node-1", { metadata: { labels: { x: "y" } } }],
+      ];
+      for (const [what, method, path, body] of refused) {
+        it(`is refused: ${what}`, async () => {
+          const response = await cluster.request(hooks, method, path, body, "application/merge-patch+json");
+          expect(response.status, JSON.stringify(response.body)).to.equal(403);
+        });
+      }
+    });
+  });
+});
