@@ -61,7 +61,7 @@ describe("pool Deployments on a real kube-apiserver", function () {
     // What Metacontroller's in-place update sends: the stored object with the hook's fields applied.
     const updated = { ...stored, metadata: { ...stored.metadata, labels: after.metadata.labels }, spec: after.spec };
     const replaced = JSON.parse((await kube.kubectl(["replace", "-f", "-", "-o", "json"], { input: JSON.stringify(updated) })).stdout);
-    expect(replaced.metadata.generation).to.equal(stored.metadata.generation + 1);
+    expect(replaced.metadata.generation).to.equal((stored.metadata.generation ?? 0) + 1);
     expect(replaced.spec.template.spec.nodeSelector).to.deep.equal({ "kubernetes.io/hostname": "gke-cstor-it-default-pool-3" });
     expectContained({ spec: after.spec }, replaced);
   });

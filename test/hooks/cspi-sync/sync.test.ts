@@ -220,8 +220,12 @@ describe("cspi-sync", () => {
       expect(() => sync(request)).to.throw(BadRequestError, pattern);
     };
 
-    it("a CSPI without a hostName", () => {
-      refuse((c) => delete (c.spec as Partial<CSPI["spec"]>).hostName, /CStorPoolInstance openebs\/cstor-pool-stripe-57f22c spec\.hostName null .*recreate the CSPI/);
+    it("a CSPI without a hostName, or one that is no node's hostname label", () => {
+      refuse((c) => delete (c.spec as Partial<CSPI["spec"]>).hostName, /spec\.hostName/);
+      refuse(
+        (c) => (c.spec.hostName = "node 1"),
+        /CStorPoolInstance openebs\/cstor-pool-stripe-57f22c spec\.hostName "node 1" is not a node hostname label value: .*recreate the CSPI/,
+      );
     });
 
     it("a resource value that is not a quantity", () => {

@@ -103,12 +103,14 @@ describe("cspc-finalize", () => {
     expect(condition(unblocked, "PoolRemovalBlocked")).to.include({ status: "False" });
   });
 
-  it("still finalizes a CSPC whose spec is broken", () => {
+  it("still finalizes a CSPC whose pool specs could never be provisioned", () => {
     const request = requestOf("step-4-release-claims");
-    delete (request.parent as Partial<CSPC>).spec;
+    request.parent.spec.pools = [
+      { nodeSelector: { "kubernetes.io/hostname": "no-such-node" }, raidGroups: [{ type: "mirror", blockDevices: [{ blockDeviceName: "x" }, { blockDeviceName: "x" }] }] },
+    ];
     const response = finalize(request);
     expect(response.children).to.deep.equal([]);
-    expect(response.status).to.include({ desiredInstances: 0, provisionedInstances: 0 });
+    expect(response.status).to.include({ desiredInstances: 1, provisionedInstances: 0 });
   });
 
   it("keeps condition messages short for a CSPC of many pools", () => {
