@@ -146,12 +146,19 @@ export class NodeDaemon {
       return;
     }
     const latest = result.cspi;
-    if (latest) this.cspis.set(cspi.metadata.name ?? "", latest);
-    else this.cspis.delete(cspi.metadata.name ?? "");
+    this.replaceCached(cspi, latest);
     for (const action of result.ineffective) this.suppressedUntil.set(action.key, this.clock().getTime() + INEFFECTIVE_BACKOFF_MS);
-    if (latest) await this.emitEvents(latest, result);
+    await this.emitEvents(latest ?? cspi, result);
     if (latest && result.status) await this.writeStatus(latest, result.status);
     if (result.observation && latest) metrics?.observe(latest, result.observation, result.status);
+  }
+
+  /** Our own writes update the cache unless the watch already brought something newer. */
+  private replaceCached(before: CSPI, after: CSPI | undefined): void {
+    const name = before.metadata.name ?? "";
+    if (this.cspis.get(name)?.metadata.resourceVersion !== before.metadata.resourceVersion) return;
+    if (after) this.cspis.set(name, after);
+    else this.cspis.delete(name);
   }
 
   private async writeStatus(cspi: CSPI, status: CSPIStatus): Promise<void> {
@@ -164,7 +171,7 @@ export class NodeDaemon {
     for (const field of OWNED_OPTIONAL_FIELDS) if (previous[field] !== undefined && status[field] === undefined) patch[field] = null;
     try {
       const updated = await this.options.kube.patchCspiStatus(cspi.metadata.namespace ?? "", cspi.metadata.name ?? "", patch);
-      this.cspis.set(cspi.metadata.name ?? "", updated);
+      this.replaceCached(cspi, updated);
     } catch (error) {
       this.options.logger.warn("status update failed", { cspi: cspi.metadata.name, error: (error as Error).message });
     }

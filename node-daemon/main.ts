@@ -7,7 +7,7 @@ import { createRunner } from "./command.js";
 import { NodeDaemon } from "./daemon.js";
 import { commandsFromEnv, inspectDevice, ZfsHost } from "./host.js";
 import { createKubeApi } from "./kube.js";
-import { tryLock } from "./lock.js";
+import { tryLock, type HostLock } from "./lock.js";
 import { createMetrics, type DaemonMetrics } from "./metrics.js";
 
 const LOCK_RETRY_MS = 5_000;
@@ -53,6 +53,7 @@ export async function main(): Promise<void> {
   const server = metricsServer(metrics, healthy).listen(Number(process.env.METRICS_PORT ?? 9500));
 
   let stopping = false;
+  let lock: HostLock | undefined;
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
@@ -67,7 +68,7 @@ export async function main(): Promise<void> {
   process.on("SIGINT", () => void stop("SIGINT"));
 
   const lockDir = process.env.LOCK_DIR ?? "/var/openebs/node-daemon";
-  let lock = (await tryLock({ dir: lockDir })).lock;
+  lock = (await tryLock({ dir: lockDir })).lock;
   while (!lock && !stopping) {
     logger.warn("another node daemon holds the host lock; waiting", { lockDir });
     await new Promise((resolve) => setTimeout(resolve, LOCK_RETRY_MS));
@@ -75,7 +76,7 @@ export async function main(): Promise<void> {
   }
   if (stopping) return;
   const held = setInterval(() => {
-    void lock!.held().then((ok) => {
+    void lock?.held().then((ok) => {
       if (!ok) {
         logger.error("host lock taken over by another daemon; exiting so only one acts");
         process.exit(1);

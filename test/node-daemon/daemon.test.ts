@@ -1,0 +1,164 @@
+// The daemon loop against an in-memory API (same interface as the real client) and real zfs-fuse pools:
+// what a cluster user sees on the CSPI (finalizer, status, Events, claims) as objects change.
+import { expect } from "chai";
+import { ANNOTATION, FINALIZER, POOL_REMOVAL_REQUESTED } from "../../api/constants.js";
+import type { CSPI } from "../../api/types.js";
+import { findCondition } from "../../lib/conditions.js";
+import { createLogger } from "../../lib/log.js";
+import { claimName, zpoolName } from "../../lib/names.js";
+import { createRunner } from "../../node-daemon/command.js";
+import { NodeDaemon } from "../../node-daemon/daemon.js";
+import { inspectDevice, ZfsHost } from "../../node-daemon/host.js";
+import { createMetrics } from "../../node-daemon/metrics.js";
+import { parseZpoolStatus } from "../../node-daemon/parse.js";
+import { cspiFor, requireZfs, writeData, checksum, zpool, ZfsSandbox } from "../support/zfs.js";
+import { FakeKube } from "./fake-kube.js";
+
+function daemonFor(kube: FakeKube, nodeName: string, metrics = createMetrics()): NodeDaemon {
+  return new NodeDaemon({
+    kube,
+    host: new ZfsHost(createRunner(metrics.onCommand), { zpool: ["zpool"], zfs: ["zfs"] }),
+    inspect: inspectDevice,
+    nodeName,
+    namespace: "openebs",
+    logger: createLogger({ level: "silent" }),
+    metrics,
+    statusIntervalMs: 3_600_000, // resyncs are driven by the test
+  });
+}
+
+function poolExists(pool: string): boolean {
+  return parseZpoolStatus(zpool("status")).some((p) => p.name === pool);
+}
+
+async function settle(daemon: NodeDaemon): Promise<void> {
+  // Watch events enqueue passes; a resync waits for them and runs one more round.
+  await daemon.resync();
+  await daemon.resync();
+}
+
+describe("node-daemon loop (in-memory API, real zfs-fuse)", function () {
+  this.timeout(60_000);
+  let sandbox: ZfsSandbox;
+  let kube: FakeKube;
+  const daemons: NodeDaemon[] = [];
+
+  before(() => requireZfs());
+  beforeEach(() => {
+    sandbox = new ZfsSandbox();
+    kube = new FakeKube();
+  });
+  afterEach(async () => {
+    await Promise.all(daemons.splice(0).map((d) => d.stop()));
+    sandbox.cleanup();
+  });
+
+  async function started(nodeName: string, metrics = createMetrics()): Promise<NodeDaemon> {
+    const daemon = daemonFor(kube, nodeName, metrics);
+    daemons.push(daemon);
+    await daemon.start();
+    return daemon;
+  }
+
+  it("adds its finalizer, creates the pool, writes status once and records Events", async () => {
+    const name = sandbox.name("life");
+    kube.apply(cspiFor(name, "node-a", [{ type: "mirror", devices: [sandbox.file("d1"), sandbox.file("d2")] }]));
+    const metrics = createMetrics();
+    const daemon = await started("node-a", metrics);
+    await settle(daemon);
+
+    const cspi = kube.get(name)!;
+    expect(cspi.metadata.finalizers).to.deep.equal([FINALIZER.poolProtection]);
+    expect(cspi.status).to.include({ phase: "ONLINE", importedOn: "node-a", poolName: zpoolName(name) });
+    expect(kube.events.map((e) => [e.type, e.reason])).to.deep.equal([
+      ["Normal", "FinalizerAdded"],
+      ["Normal", "PoolCreated"],
+    ]);
+    // No churn: further passes on the same observation write nothing until the heartbeat is due.
+    const patches = kube.statusPatches.length;
+    await settle(daemon);
+    expect(kube.statusPatches.length).to.equal(patches);
+
+    const exposition = await metrics.registry.metrics();
+    expect(exposition).to.match(new RegExp(`cstor_pool_health\\{pool="${zpoolName(name)}",cspi="${name}"\\} 0`));
+    expect(exposition).to.match(/cstor_pool_command_duration_seconds_count\{command="zpool create"\} 1/);
+  });
+
+  it("leaves CSPIs of other nodes alone: no finalizer, no status, no pool", async () => {
+    const name = sandbox.name("other");
+    kube.apply(cspiFor(name, "node-b", [{ type: "stripe", devices: [sandbox.file("d1")] }]));
+    const daemon = await started("node-a");
+    await settle(daemon);
+    expect(kube.get(name)!.metadata.finalizers).to.equal(undefined);
+    expect(kube.get(name)!.status).to.equal(undefined);
+    expect(poolExists(zpoolName(name))).to.equal(false);
+  });
+
+  it("destroys the pool on a removal-marked delete, then removes only its finalizer so the CSPI goes", async () => {
+    const name = sandbox.name("gone");
+    kube.apply(cspiFor(name, "node-a", [{ type: "stripe", devices: [sandbox.file("d1")] }]));
+    const daemon = await started("node-a");
+    await settle(daemon);
+    const cspi = kube.get(name)!;
+    kube.apply({ ...cspi, metadata: { ...cspi.metadata, annotations: { [ANNOTATION.poolRemoval]: POOL_REMOVAL_REQUESTED } } });
+    kube.delete(name);
+    await settle(daemon);
+    expect(poolExists(zpoolName(name))).to.equal(false);
+    expect(kube.get(name)).to.equal(undefined);
+    expect(kube.events.map((e) => e.reason)).to.include.members(["PoolDestroyed", "FinalizerRemoved"]);
+  });
+
+  it("keeps the finalizer and says why while a removal-marked pool holds a volume", async () => {
+    const name = sandbox.name("busy");
+    kube.apply(cspiFor(name, "node-a", [{ type: "stripe", devices: [sandbox.file("d1")] }]));
+    const daemon = await started("node-a");
+    await settle(daemon);
+    writeData(sandbox, `${zpoolName(name)}/pvc-1`, 1);
+    const cspi = kube.get(name)!;
+    kube.apply({ ...cspi, metadata: { ...cspi.metadata, annotations: { [ANNOTATION.poolRemoval]: POOL_REMOVAL_REQUESTED } } });
+    kube.delete(name);
+    await settle(daemon);
+    expect(kube.get(name)!.metadata.finalizers).to.deep.equal([FINALIZER.poolProtection]);
+    const refused = kube.events.filter((e) => e.reason === "DestroyRefused");
+    expect(refused, "one Warning, not one per pass").to.have.length(1);
+    expect(refused[0]!.message).to.contain(`${zpoolName(name)}/pvc-1`);
+    expect(poolExists(zpoolName(name))).to.equal(true);
+  });
+
+  it("completes a replacement: resilver, then removes only the predecessor annotation from the new claim", async () => {
+    const name = sandbox.name("swap");
+    const [d1, d2, d3] = [sandbox.file("d1"), sandbox.file("d2"), sandbox.file("d3")];
+    kube.apply(cspiFor(name, "node-a", [{ type: "mirror", devices: [d1, d2] }]));
+    const daemon = await started("node-a");
+    await settle(daemon);
+    kube.claims.set(claimName("bd-d3"), { blockDeviceName: "bd-d3", cspi: name, annotations: { [ANNOTATION.bdPredecessor]: "bd-d2", "keep.example/x": "y" } });
+    const cspi = kube.get(name)!;
+    kube.apply({ ...cspi, spec: cspiFor(name, "node-a", [{ type: "mirror", devices: [d1, d3] }]).spec });
+    for (let i = 0; i < 10 && kube.claims.get(claimName("bd-d3"))!.annotations[ANNOTATION.bdPredecessor]; i++) await settle(daemon);
+    expect(kube.claims.get(claimName("bd-d3"))!.annotations).to.deep.equal({ "keep.example/x": "y" });
+    expect(findCondition(kube.get(name)!.status?.conditions, "DiskReplacement")).to.include({ status: "False", reason: "BlockDeviceReplacementSucceess" });
+    expect(kube.events.map((e) => e.reason)).to.include.members(["BlockDeviceReplacement", "ReplacementCompleted"]);
+  });
+
+  it("migrates between two daemons with different NODE_NAME through the importedOn handshake", async () => {
+    const name = sandbox.name("move");
+    const groups = [{ type: "mirror" as const, devices: [sandbox.file("d1"), sandbox.file("d2")] }];
+    kube.apply(cspiFor(name, "node-a", groups));
+    const a = await started("node-a");
+    await settle(a);
+    const data = writeData(sandbox, `${zpoolName(name)}/vol1`, 2);
+    const b = await started("node-b");
+    const cspi = kube.get(name)!;
+    kube.apply({ ...cspi, spec: { ...cspi.spec, hostName: "node-b", nodeSelector: { "kubernetes.io/hostname": "node-b" } } });
+    for (let i = 0; i < 5 && kube.get(name)!.status?.importedOn !== "node-b"; i++) {
+      await settle(a);
+      await settle(b);
+    }
+    expect(kube.get(name)!.status).to.include({ importedOn: "node-b", phase: "ONLINE" });
+    expect(kube.events.filter((e) => e.reason === "PoolExported").map((e) => e.host)).to.deep.equal(["node-a"]);
+    expect(kube.events.filter((e) => e.reason === "PoolImported").map((e) => e.host)).to.deep.equal(["node-b"]);
+    expect(checksum(data.file)).to.equal(data.sha);
+  });
+});
+
+export type { CSPI };
