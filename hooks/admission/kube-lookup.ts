@@ -6,8 +6,9 @@ import {
   CoreV1Api,
   CustomObjectsApi,
   KubeConfig,
+  Observable,
   type ConfigurationOptions,
-  type Middleware,
+  type ObservableMiddleware,
 } from "@kubernetes/client-node";
 import { GROUP, LABEL, VERSION } from "../../api/constants.js";
 import type { BlockDevice, BlockDeviceClaim, CSPI, KubeObject } from "../../api/types.js";
@@ -85,20 +86,16 @@ export class KubeClusterLookup implements ClusterLookup {
   }
 }
 
-/**
- * Per-call options that put the signal on the HTTP request. The object-parameter API declares Observable
- * middleware but hands the options to the promise API, which wraps each entry as promise middleware (1.4.0,
- * gen/types/PromiseAPI.js wrapOptions): so promise middleware is what runs, and the cast bridges the typing.
- */
+/** Per-call options that put the review's signal on the HTTP request (the object-parameter API runs Observable middleware). */
 function withSignal(signal: AbortSignal): ConfigurationOptions {
-  const middleware: Middleware = {
-    pre: async (context) => {
+  const middleware: ObservableMiddleware = {
+    pre: (context) => {
       context.setSignal(signal);
-      return context;
+      return new Observable(Promise.resolve(context));
     },
-    post: async (context) => context,
+    post: (context) => new Observable(Promise.resolve(context)),
   };
-  return { middleware: [middleware], middlewareMergeStrategy: "append" } as unknown as ConfigurationOptions;
+  return { middleware: [middleware], middlewareMergeStrategy: "append" };
 }
 
 /** An API failure as a LookupError: what we tried, the API server's words, and the one thing to check. */
