@@ -49,6 +49,16 @@ export const ANNOTATION = {
 
 export const POOL_REMOVAL_REQUESTED = "requested";
 
+/** CSPI condition types. PodAvailable and NodeDaemonHeartbeat belong to cspi-sync, the rest to the node daemon. */
+export const CSPI_CONDITION = {
+  podAvailable: "PodAvailable",
+  heartbeat: "NodeDaemonHeartbeat",
+  poolExpansion: "PoolExpansion",
+  diskReplacement: "DiskReplacement",
+  diskUnavailable: "DiskUnavailable",
+  poolLost: "PoolLost",
+} as const;
+
 export const FINALIZER = {
   /** The node daemon's: the pool is still imported (or not yet destroyed) on the node. */
   poolProtection: "openebs.io/pool-protection",

@@ -11,7 +11,7 @@ const MAX_NAME = 253;
  * recomputed, so expansion or replacement never renames a pool.
  */
 export function cspiName(namespace: string, cspc: string, deviceNames: readonly string[], hashLength = 6): string {
-  const prefix = cspc.slice(0, LIMITS.cspcNameLength).replace(/-+$/, "");
+  const prefix = cspc.slice(0, Math.min(LIMITS.cspcNameLength, MAX_LABEL_VALUE - 1 - hashLength)).replace(/-+$/, "");
   return `${prefix}-${shortHash([namespace, cspc, ...[...deviceNames].sort()], hashLength)}`;
 }
 

@@ -6,23 +6,86 @@ import type {
   KubeObject,
   ObjectMap,
 } from "../api/types.js";
+import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
+import { KIND } from "../api/constants.js";
+import { BlockDeviceClaimSchema, BlockDeviceSchema, CSPCSchema, CSPISchema, ObjectMetaSchema } from "../api/schema.js";
 import { BadRequestError } from "./errors.js";
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
-function requireObject(value: unknown, field: string, kind: string): KubeObject {
+// Objects in a real request were stored by the API server, so they have the types of their schema. The hooks
+// rely on those types; an object without them (a hand-made or corrupted request) is a 400 naming the field,
+// never a TypeError deep inside a hook. Only types and required fields are checked here: enums and bounds are
+// the rules' business, which judge them with messages about pools and devices.
+const VALUE_CONSTRAINTS = new Set(["minItems", "maxItems", "minLength", "maxLength", "minimum", "maximum", "minProperties", "format", "x-kubernetes-validations"]);
+
+/** The schema with its value constraints removed: literal unions become their type, closed objects open. */
+function typesOnly(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(typesOnly);
+  if (!isRecord(schema)) return schema;
+  const literals = Array.isArray(schema.anyOf) ? (schema.anyOf as unknown[]) : undefined;
+  if (literals?.every((s) => isRecord(s) && "const" in s)) return { type: typeof (literals[0] as { const: unknown }).const };
+  if ("const" in schema) return { type: typeof schema.const };
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(schema)) {
+    if (VALUE_CONSTRAINTS.has(key) || (key === "additionalProperties" && value === false)) continue;
+    out[key] = key === "properties" && isRecord(value) ? Object.fromEntries(Object.entries(value).map(([k, v]) => [k, typesOnly(v)])) : typesOnly(value);
+  }
+  return out;
+}
+
+const ajv = new Ajv({ strict: false, validateFormats: false });
+const shapeOf = (schema: unknown): ValidateFunction => {
+  const shape = typesOnly(schema) as { required?: string[] };
+  // The hooks know an object's kind from where it is listed; they do not need it spelled out in the object.
+  if (shape.required) shape.required = shape.required.filter((field) => field !== "apiVersion" && field !== "kind");
+  return ajv.compile(shape);
+};
+const SHAPES: Record<string, ValidateFunction> = {
+  [KIND.cspc]: shapeOf(CSPCSchema),
+  [KIND.cspi]: shapeOf(CSPISchema),
+  [KIND.blockDevice]: shapeOf(BlockDeviceSchema),
+  [KIND.blockDeviceClaim]: shapeOf(BlockDeviceClaimSchema),
+};
+const anyObject = shapeOf({ type: "object", required: ["metadata"], properties: { metadata: ObjectMetaSchema } });
+
+/** "/spec/pools/0/raidGroups" → "spec.pools[0].raidGroups" */
+function fieldOf(error: ErrorObject): string {
+  const path = error.instancePath
+    .split("/")
+    .slice(1)
+    .map((part) => part.replace(/~1/g, "/").replace(/~0/g, "~"))
+    .reduce((out, part) => (/^\d+$/.test(part) ? `${out}[${part}]` : out ? `${out}.${part}` : part), "");
+  const missing = error.keyword === "required" ? String((error.params as { missingProperty: unknown }).missingProperty) : "";
+  return [path, missing].filter(Boolean).join(".") || "the object";
+}
+
+function requireShape(obj: Record<string, unknown>, kind: string, where: string, validate = SHAPES[kind] ?? anyObject): void {
+  if (validate(obj)) return;
+  const error = validate.errors![0]!;
+  const problem = error.keyword === "required" ? "is missing" : `must be ${error.keyword === "type" ? `of type ${String((error.params as { type: unknown }).type)}` : "valid"}`;
+  throw new BadRequestError(`request ${where} (${kind}): ${fieldOf(error)} ${problem}; the API server never stores such an object`);
+}
+
+function requireObject(value: unknown, field: string, kind: string, validate?: ValidateFunction): KubeObject {
   if (!isRecord(value)) throw new BadRequestError(`request has no ${field}: Metacontroller always sends it`);
   if (value.kind !== kind) {
     throw new BadRequestError(
-      `request ${field} is a ${JSON.stringify(value.kind ?? null)}, this hook serves ${kind}: check the controller's resource`,
+      `request ${field} is a ${quote(value.kind)}, this hook serves ${kind}: check the controller's resource`,
     );
   }
   if (!isRecord(value.metadata) || typeof value.metadata.name !== "string" || value.metadata.name === "") {
     throw new BadRequestError(`request ${field} has no metadata.name`);
   }
+  requireShape(value, kind, field, validate);
   return value as unknown as KubeObject;
+}
+
+/** The kind of a Metacontroller type key: "CStorPoolInstance.openebs.io/v1alpha1" → "CStorPoolInstance". */
+function kindOfTypeKey(typeKey: string): string {
+  return typeKey.split(".")[0]!;
 }
 
 function objectMap(value: unknown, field: string): ObjectMap {
@@ -31,13 +94,28 @@ function objectMap(value: unknown, field: string): ObjectMap {
   for (const [typeKey, objects] of Object.entries(value)) {
     if (objects === null) continue;
     if (!isRecord(objects)) throw new BadRequestError(`request ${field}["${typeKey}"] must be an object keyed by namespace/name`);
+    const kind = kindOfTypeKey(typeKey);
+    const names = new Map<string, string>();
     for (const [key, obj] of Object.entries(objects)) {
-      if (!isRecord(obj) || !isRecord(obj.metadata)) {
-        throw new BadRequestError(`request ${field}["${typeKey}"]["${key}"] is not a Kubernetes object`);
-      }
+      const where = `${field}["${typeKey}"]["${key}"]`;
+      if (!isRecord(obj) || !isRecord(obj.metadata)) throw new BadRequestError(`request ${where} is not a Kubernetes object`);
+      if (typeof obj.metadata.name !== "string" || obj.metadata.name === "") throw new BadRequestError(`request ${where} has no metadata.name`);
+      if (obj.kind !== undefined && obj.kind !== kind) throw new BadRequestError(`request ${where} is a ${quote(obj.kind)} listed under ${typeKey}`);
+      requireShape(obj, kind, where);
+      // Two entries for one object would let one silently shadow the other.
+      const id = `${String(obj.metadata.namespace ?? "")}/${String(obj.metadata.name ?? "")}`;
+      const other = names.get(id);
+      if (other !== undefined) throw new BadRequestError(`request ${field}["${typeKey}"] lists ${id} twice, under "${other}" and "${key}"`);
+      names.set(id, key);
     }
   }
   return value as ObjectMap;
+}
+
+/** A value for an error message: quoted, and cut short, since the value may be anything the client sent. */
+function quote(value: unknown): string {
+  const text = JSON.stringify(value ?? null) ?? "null";
+  return text.length > 80 ? `${text.slice(0, 80)}…` : text;
 }
 
 function requireBody(body: unknown): Record<string, unknown> {
@@ -71,7 +149,8 @@ export function parseCustomizeRequest(body: unknown, parentKind: string): Custom
   const b = requireBody(body);
   return {
     controller: (isRecord(b.controller) ? b.controller : {}) as KubeObject,
-    parent: requireObject(b.parent, "parent", parentKind),
+    // Customize reads the parent's namespace only, so only its metadata has to be well formed.
+    parent: requireObject(b.parent, "parent", parentKind, anyObject),
   };
 }
 

@@ -1,7 +1,7 @@
 // Carrying allowed day-2 changes into a live CSPI, in order and one disruptive change at a time.
 // Within a pool: migration, then expansion, then replacement. Across the CSPC: a migration or replacement
 // starts only when no other pool is mid-change and every other pool is ONLINE (seed 003's health gate).
-import { ANNOTATION } from "../../api/constants.js";
+import { ANNOTATION, CSPI_CONDITION } from "../../api/constants.js";
 import type { CSPI, CSPIRaidGroup, CSPISpec, PoolSpec } from "../../api/types.js";
 import { findCondition } from "../../lib/conditions.js";
 import { deviceHost, isClaimBound, isTerminating, type Inventory } from "../../lib/inventory.js";
@@ -132,7 +132,7 @@ function isCreated(cspi: CSPI): boolean {
 export function isMidChange(cspi: CSPI, inventory: Inventory): boolean {
   const importedOn = cspi.status?.importedOn;
   if (importedOn !== undefined && importedOn !== cspi.spec?.hostName) return true;
-  if (findCondition(cspi.status?.conditions, "DiskReplacement")?.status === "True") return true;
+  if (findCondition(cspi.status?.conditions, CSPI_CONDITION.diskReplacement)?.status === "True") return true;
   for (const g of cspi.spec?.raidGroups ?? []) {
     for (const d of g.blockDevices) {
       if (inventory.ownClaims.get(d.blockDeviceName)?.metadata.annotations?.[ANNOTATION.bdPredecessor]) return true;

@@ -1,5 +1,6 @@
 // CSPC status: counts and conditions, a pure function of the request and the clock. Every condition type is
 // always present, so `kubectl get cspc -o yaml` shows the whole picture and nothing appears or vanishes.
+import { CSPI_CONDITION } from "../../api/constants.js";
 import type { Condition, CSPC, CSPCStatus, CSPI } from "../../api/types.js";
 import { findCondition, nextCondition, type ConditionInput } from "../../lib/conditions.js";
 import type { Violation } from "../../lib/rules/pool-spec.js";
@@ -48,7 +49,7 @@ export function joinMessages(messages: readonly string[]): string {
 }
 
 export function isCspiHealthy(cspi: CSPI): boolean {
-  return cspi.status?.phase === "ONLINE" && findCondition(cspi.status?.conditions, "PodAvailable")?.status === "True";
+  return cspi.status?.phase === "ONLINE" && findCondition(cspi.status?.conditions, CSPI_CONDITION.podAvailable)?.status === "True";
 }
 
 export function computeStatus(cspc: CSPC, observed: readonly CSPI[], findings: SyncFindings, now: Date): CSPCStatus {

@@ -1,6 +1,6 @@
 // POST /hooks/cspc-sync: a CSPC and what Metacontroller observed → desired CSPIs and BlockDeviceClaims, and
 // the CSPC status. A pure function of the request and the clock.
-import { ANNOTATION, KIND, LABEL, POOL_REMOVAL_REQUESTED } from "../../api/constants.js";
+import { ANNOTATION, KIND, LABEL } from "../../api/constants.js";
 import type { BlockDeviceClaim, Clock, CompositeSyncResponse, CSPC, CSPI, KubeObject, PoolSpec } from "../../api/types.js";
 import { BadRequestError } from "../../lib/errors.js";
 import { buildInventory, isClaimBound, isTerminating, type Inventory } from "../../lib/inventory.js";
@@ -8,7 +8,7 @@ import { parseCompositeRequest } from "../../lib/request.js";
 import { checkDevices, checkOneNodePerPool, resolveNode } from "../../lib/rules/placement.js";
 import { diffPool } from "../../lib/rules/day2.js";
 import { checkCspcSpec, type Violation } from "../../lib/rules/pool-spec.js";
-import { buildCspiSpec, claimObject, cspiObject, devicesOf, ownedView } from "./build.js";
+import { buildCspiSpec, claimObject, cspiObject, devicesOf, isMarkedForRemoval, markedForRemoval, ownedView } from "./build.js";
 import { gateDisruptions, planExistingPool, type ExistingPoolPlan } from "./day2.js";
 import { matchPools } from "./match.js";
 import { computeStatus, emptyFindings, type SyncFindings } from "./status.js";
@@ -157,10 +157,8 @@ function planOrphan(orphan: CSPI, cspis: Map<string, KubeObject>, findings: Sync
     keep(orphan);
     return;
   }
-  if (orphan.metadata.annotations?.[ANNOTATION.poolRemoval] === POOL_REMOVAL_REQUESTED) return;
-  const marked = ownedView(orphan as unknown as KubeObject);
-  marked.metadata.annotations = { ...marked.metadata.annotations, [ANNOTATION.poolRemoval]: POOL_REMOVAL_REQUESTED };
-  cspis.set(name, marked);
+  if (isMarkedForRemoval(orphan)) return;
+  cspis.set(name, markedForRemoval(orphan));
 }
 
 function groupByPool(violations: readonly Violation[]): Map<number, Violation[]> {

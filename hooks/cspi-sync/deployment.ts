@@ -12,7 +12,7 @@ import { BadRequestError } from "../../lib/errors.js";
 import { isValidLabelValue, poolDeploymentName, zpoolName } from "../../lib/names.js";
 import { objectsOf } from "../../lib/request.js";
 import type { PoolPodConfig } from "../config.js";
-import { parseQuantity, type Quantity } from "./quantity.js";
+import { parseQuantity, type Quantity } from "../../lib/quantity.js";
 
 export const POOL_APP = "cstor-pool";
 export const POOL_CONTAINER = "cstor-pool";

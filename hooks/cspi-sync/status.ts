@@ -3,15 +3,13 @@
 // else is the node daemon's and is returned exactly as observed, in the observed order, so the hook and the
 // node daemon never undo each other's writes. Messages carry no clock-derived values: the same observation
 // gives the same status, and a stale CSPI is written once, not on every resync.
+import { CSPI_CONDITION } from "../../api/constants.js";
 import type { Condition, CSPI, CSPIStatus, KubeObject } from "../../api/types.js";
 import { formatTime, nextCondition, type ConditionInput } from "../../lib/conditions.js";
 import { poolDeploymentName } from "../../lib/names.js";
 import { isTerminating } from "../../lib/inventory.js";
 
-export const CSPI_CONDITION = {
-  podAvailable: "PodAvailable",
-  heartbeat: "NodeDaemonHeartbeat",
-} as const;
+export { CSPI_CONDITION };
 
 export interface HealthSettings {
   staleStatusSeconds: number;

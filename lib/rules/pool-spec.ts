@@ -2,6 +2,7 @@
 // in the admission webhook and in `cstor-pool validate`; the CRD carries the CEL twins of most of them.
 import { COMPRESSION_VALUES, LIMITS, RAID_TYPES, type RaidType } from "../../api/constants.js";
 import type { CSPCSpec, PoolSpec, RaidGroup } from "../../api/types.js";
+import { parseQuantity, type Quantity } from "../quantity.js";
 
 export interface Violation {
   /** Index in spec.pools, or -1 when the violation is about the CSPC as a whole. */
@@ -99,6 +100,8 @@ export function checkPoolSpec(pool: PoolSpec, index: number): Violation[] {
     add("UnsupportedRaidType", `${where} poolConfig.defaultRaidGroupType "${defaultType}" is not supported: use stripe, mirror, raidz or raidz2`);
   }
 
+  out.push(...checkResources(pool, index));
+
   let dataGroups = 0;
   groups.forEach((group, g) => {
     const gw = groupLabel(pool, index, g);
@@ -137,6 +140,41 @@ export function checkPoolSpec(pool: PoolSpec, index: number): Violation[] {
     add("NoDataRaidGroup", `${where} has only write cache, spare or read cache groups: add a data raid group`);
   }
   out.push(...checkRedundancyMix(pool, index));
+  return out;
+}
+
+/** Quantities the API server would refuse in the pool Deployment are refused here, where the user looks. */
+function checkResources(pool: PoolSpec, index: number): Violation[] {
+  const out: Violation[] = [];
+  for (const field of ["resources", "auxResources"] as const) {
+    const requirements = pool.poolConfig?.[field];
+    if (!requirements) continue;
+    const parsed: Record<string, Map<string, Quantity>> = {};
+    for (const kind of ["limits", "requests"] as const) {
+      for (const [resource, value] of Object.entries(requirements[kind] ?? {})) {
+        const quantity = parseQuantity(value);
+        if (!quantity) {
+          out.push({
+            pool: index,
+            reason: "InvalidQuantity",
+            message: `${poolLabel(pool, index)} poolConfig.${field}.${kind}.${resource} ${JSON.stringify(value)} is not a Kubernetes quantity: use e.g. 500m, 2Gi or 1`,
+          });
+          continue;
+        }
+        (parsed[kind] ??= new Map()).set(resource, quantity);
+      }
+    }
+    for (const [resource, request] of parsed.requests ?? []) {
+      const limit = parsed.limits?.get(resource);
+      if (limit && request.nano > limit.nano) {
+        out.push({
+          pool: index,
+          reason: "RequestAboveLimit",
+          message: `${poolLabel(pool, index)} poolConfig.${field}.requests.${resource} ${request.canonical} is above its limit ${limit.canonical}: lower the request or raise the limit`,
+        });
+      }
+    }
+  }
   return out;
 }
 

@@ -1,5 +1,5 @@
 import { expect } from "chai";
-import { parseQuantity } from "../../../hooks/cspi-sync/quantity.js";
+import { parseQuantity } from "../../lib/quantity.js";
 
 // What kube-apiserver v1.34.4 stores for each spelling in a container's resources (checked by creating
 // objects on a real API server; test/hooks/cspi-sync/apiserver.test.ts repeats the check for the Deployment).
