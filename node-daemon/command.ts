@@ -1,6 +1,6 @@
-// The only way the node daemon runs a program: execFile with an argument array (never a shell), a timeout
+// The only way the node daemon runs a program: spawn with an argument array (never a shell), a timeout
 // that sends SIGTERM and then SIGKILL, bounded output, and typed errors carrying what a user needs to act.
-import { execFile, type ChildProcess, type ExecFileOptionsWithStringEncoding } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
 
 export interface CommandResult {
   argv: string[];
@@ -107,51 +107,53 @@ function runOnce(argv: readonly string[], options: Required<RunOptions>): Promis
   if (!file) return Promise.reject(new CommandError(argv, "spawn", null, null, "", "empty command", 0));
   const started = performance.now();
   return new Promise((resolve, reject) => {
-    let timedOut = false;
+    let failure: CommandFailure | undefined;
     let killTimer: NodeJS.Timeout | undefined;
-    // detached: its own process group, so a SIGTERM/SIGINT sent to the daemon's group (a terminal, a
-    // container runtime) does not interrupt a zpool command half way; we stop it ourselves on timeout.
-    // execFile passes `detached` on to spawn; its option type just does not list it.
-    const execOptions = {
-      maxBuffer: options.maxBuffer,
-      encoding: "utf8",
-      detached: true,
-      env: { ...process.env, LC_ALL: "C" },
-    } as ExecFileOptionsWithStringEncoding;
-    const child: ChildProcess = execFile(file, args, execOptions, (error, stdout, stderr) => {
-        clearTimeout(termTimer);
-        clearTimeout(killTimer);
-        const durationMs = performance.now() - started;
-        const out = String(stdout ?? "");
-        const err = String(stderr ?? "");
-        if (!error) {
-          resolve({ argv: [...argv], stdout: out, stderr: err, durationMs });
-          return;
-        }
-        const code = (error as NodeJS.ErrnoException).code;
-        const kind: CommandFailure = timedOut
-          ? "timeout"
-          : code === "ERR_CHILD_PROCESS_STDIO_MAXBUFFER"
-            ? "output-too-large"
-            : typeof code === "string"
-              ? "spawn"
-              : "exit";
-        const exitCode = typeof code === "number" ? code : (child.exitCode ?? null);
-        const signal = (error as { signal?: string | null }).signal ?? null;
-        reject(new CommandError(argv, kind, exitCode, signal, out, kind === "spawn" ? `${err}${error.message}` : err, durationMs));
-    });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    let outBytes = 0;
+    let errBytes = 0;
+    // spawn, not execFile: execFile does not pass `detached` on. Its own process group means a SIGTERM or
+    // SIGINT sent to the daemon's group (a terminal, a container runtime) does not interrupt a zpool
+    // command half way, and a timeout stops the whole group (nsenter/chroot and the zpool under it).
+    const child: ChildProcess = spawn(file, args, { detached: true, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, LC_ALL: "C" } });
     const signalGroup = (signal: NodeJS.Signals): void => {
-      if (child.pid === undefined || child.exitCode !== null) return;
+      if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
       try {
         process.kill(-child.pid, signal);
       } catch {
         child.kill(signal);
       }
     };
-    const termTimer = setTimeout(() => {
-      timedOut = true;
+    const stop = (kind: CommandFailure): void => {
+      if (failure) return;
+      failure = kind;
       signalGroup("SIGTERM");
       killTimer = setTimeout(() => signalGroup("SIGKILL"), options.killGraceMs);
-    }, options.timeoutMs);
+    };
+    const collect = (chunks: Buffer[], add: (n: number) => number) => (chunk: Buffer) => {
+      if (add(chunk.length) > options.maxBuffer) return stop("output-too-large");
+      chunks.push(chunk);
+    };
+    child.stdout!.on("data", collect(out, (n) => (outBytes += n)));
+    child.stderr!.on("data", collect(err, (n) => (errBytes += n)));
+    const termTimer = setTimeout(() => stop("timeout"), options.timeoutMs);
+    let spawnError: Error | undefined;
+    child.on("error", (error) => {
+      spawnError = error;
+    });
+    child.on("close", (code, signal) => {
+      clearTimeout(termTimer);
+      clearTimeout(killTimer);
+      const durationMs = performance.now() - started;
+      const stdout = Buffer.concat(out).toString("utf8");
+      const stderr = Buffer.concat(err).toString("utf8");
+      if (!failure && !spawnError && code === 0) {
+        resolve({ argv: [...argv], stdout, stderr, durationMs });
+        return;
+      }
+      const kind: CommandFailure = failure ?? (spawnError ? "spawn" : "exit");
+      reject(new CommandError(argv, kind, code, signal, stdout, spawnError ? `${stderr}${spawnError.message}` : stderr, durationMs));
+    });
   });
 }
