@@ -219,6 +219,7 @@ export function quantity(bytes: number): string {
   }
   if (unit === 0) return String(Math.round(value));
   const digits = value >= 100 ? 0 : value >= 10 ? 1 : 2;
-  const text = value.toFixed(digits).replace(/\.?0+$/, "");
+  const fixed = value.toFixed(digits);
+  const text = fixed.includes(".") ? fixed.replace(/\.?0+$/, "") : fixed;
   return `${text}${QUANTITY_UNITS[unit]}`;
 }

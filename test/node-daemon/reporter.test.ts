@@ -1,0 +1,52 @@
+// The reporter: the status each planner fixture's observation yields (status.yaml beside plan.yaml), and
+// the seed-002 conditions through executed actions. Status is a pure function: same input, same status.
+import { expect } from "chai";
+import { findCondition } from "../../lib/conditions.js";
+import { plan } from "../../node-daemon/planner.js";
+import { quantity, report, type ReportInput } from "../../node-daemon/reporter.js";
+import { expectGolden, goldenCases } from "../support/golden.js";
+import { planInputOf } from "./planner.test.js";
+
+function reportFor(caseName: string, extra: Partial<ReportInput> = {}): ReturnType<typeof report> {
+  const goldenCase = goldenCases("node-daemon/planner").find((c) => c.name === caseName)!;
+  const input = planInputOf(goldenCase);
+  return report({ cspi: input.cspi, nodeName: input.nodeName, now: input.now, observation: input.observation, plan: plan(input), outcomes: [], ...extra });
+}
+
+describe("node-daemon reporter", () => {
+  for (const goldenCase of goldenCases("node-daemon/planner")) {
+    it(`status for ${goldenCase.name}`, () => {
+      const input = planInputOf(goldenCase);
+      const reportInput = { cspi: input.cspi, nodeName: input.nodeName, now: input.now, observation: input.observation, plan: plan(input), outcomes: [] };
+      const status = report(reportInput);
+      expectGolden(goldenCase, "status.yaml", status);
+      expect(report(reportInput)).to.deep.equal(status);
+    });
+  }
+
+  it("keeps condition transition times when nothing changed (no churn)", () => {
+    const first = reportFor("replacement-resilvering-openzfs");
+    const goldenCase = goldenCases("node-daemon/planner").find((c) => c.name === "replacement-resilvering-openzfs")!;
+    const input = planInputOf(goldenCase);
+    const later = new Date(input.now.getTime() + 30_000);
+    const second = report({ cspi: { ...input.cspi, status: first }, nodeName: input.nodeName, now: later, observation: input.observation, plan: plan(input), outcomes: [] });
+    expect({ ...second, lastUpdateTime: undefined }).to.deep.equal({ ...first, lastUpdateTime: undefined });
+    expect(second.lastUpdateTime).to.equal("2026-03-01T12:00:30Z");
+  });
+
+  it("reports a completed expansion with seed 002's reason and the devices added", () => {
+    const goldenCase = goldenCases("node-daemon/planner").find((c) => c.name === "expand-raid-group")!;
+    const input = planInputOf(goldenCase);
+    const [add] = plan(input).actions;
+    const status = report({ cspi: input.cspi, nodeName: "node-a", now: input.now, observation: input.observation, plan: { actions: [], holds: [], statusOwner: true }, outcomes: [{ action: add! }] });
+    expect(findCondition(status.conditions, "PoolExpansion")).to.deep.include({ status: "False", reason: "PoolExpansionSuccessful" });
+    const failed = report({ cspi: input.cspi, nodeName: "node-a", now: input.now, observation: input.observation, plan: plan(input), outcomes: [{ action: add!, error: "mismatched replication level" }] });
+    const condition = findCondition(failed.conditions, "PoolExpansion")!;
+    expect(condition).to.deep.include({ status: "True", reason: "PoolExpansionInProgress" });
+    expect(condition.message).to.contain("bd-disk2").and.contain("mismatched replication level");
+  });
+
+  it("formats capacity as Kubernetes quantities", () => {
+    expect([quantity(0), quantity(1023), quantity(95059968), quantity(128 * 2 ** 20), quantity(1.5 * 2 ** 40), quantity(100 * 2 ** 20)]).to.deep.equal(["0", "1023", "90.7Mi", "128Mi", "1.5Ti", "100Mi"]);
+  });
+});
