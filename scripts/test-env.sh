@@ -9,16 +9,15 @@ mkdir -p "$CSTOR_CACHE"
 ensure_zfs_fuse() {
   if ! command -v zpool >/dev/null 2>&1 || ! command -v zfs-fuse >/dev/null 2>&1; then
     echo "test-env: installing zfs-fuse" >&2
-    if [ ! -d /var/lib/apt/lists ] || [ -z "$(ls -A /var/lib/apt/lists 2>/dev/null | grep -v -e lock -e partial)" ]; then
-      DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
-    fi
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq zfs-fuse >&2 \
+    # A fresh machine has empty package lists: update only when the install cannot find the package.
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq zfs-fuse >&2 2>/dev/null \
       || { DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq zfs-fuse >&2; }
   fi
   # The daemon answers `zpool list` once it is up; the pidfile alone may be stale after a crash.
   if ! zpool list >/dev/null 2>&1; then
     echo "test-env: starting zfs-fuse" >&2
     [ -e /dev/fuse ] || modprobe fuse 2>/dev/null || true
+    if [ -f /run/zfs-fuse.pid ] && ! kill -0 "$(cat /run/zfs-fuse.pid)" 2>/dev/null; then rm -f /run/zfs-fuse.pid; fi
     zfs-fuse --pidfile /run/zfs-fuse.pid
     for _ in $(seq 1 50); do zpool list >/dev/null 2>&1 && break; sleep 0.2; done
     zpool list >/dev/null 2>&1 || { echo "test-env: zfs-fuse did not start (is /dev/fuse available?)" >&2; exit 1; }
