@@ -24,12 +24,15 @@ function poolIndex(instancePath: string): number {
 
 function describe(error: ErrorObject, siblings: readonly ErrorObject[]): string | undefined {
   const params = error.params as Record<string, unknown>;
+  // A branch of an enum-like anyOf failing: reported once, by the anyOf that lists the allowed values.
+  if (error.schemaPath.includes("/anyOf/")) return undefined;
   switch (error.keyword) {
-    case "const":
-      return undefined; // reported once, by the anyOf that holds the allowed values
     case "anyOf": {
       const allowed = siblings.filter((e) => e.keyword === "const").map((e) => String((e.params as { allowedValue: unknown }).allowedValue));
-      return allowed.length > 0 ? `is ${JSON.stringify(error.data)}, it must be one of ${allowed.join(", ")}` : "has a value of the wrong kind";
+      if (allowed.length === 0) return "has a value of the wrong kind";
+      // YAML 1.1 (kubectl's) reads a bare off/on as a boolean: the seed examples' `compression: off` lands here.
+      const quote = typeof error.data === "boolean" ? ` (YAML reads a bare ${error.data ? "on" : "off"} as ${error.data}: quote it, "${error.data ? "on" : "off"}")` : "";
+      return `is ${JSON.stringify(error.data)}, it must be one of ${allowed.join(", ")}${quote}`;
     }
     case "additionalProperties": {
       const field = String(params.additionalProperty);
