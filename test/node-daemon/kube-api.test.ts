@@ -1,0 +1,91 @@
+// The daemon's Kubernetes calls against a real kube-apiserver (test/support/kube.ts): merge-patched status
+// through the subresource, finalizer patches that touch only ours, Events, claim annotations, the watch.
+import { expect } from "chai";
+import { ANNOTATION, API_VERSION, FINALIZER, KIND, LABEL } from "../../api/constants.js";
+import type { CSPI } from "../../api/types.js";
+import { createKubeApi, type KubeApi } from "../../node-daemon/kube.js";
+import { kubeCluster, repoPath, type KubeCluster } from "../support/kube.js";
+import { cspiFor } from "../support/zfs.js";
+
+const NAMESPACE = "node-daemon-api";
+
+describe("node-daemon Kubernetes calls (real kube-apiserver)", function () {
+  this.timeout(180_000);
+  let cluster: KubeCluster;
+  let api: KubeApi;
+
+  before(async () => {
+    cluster = await kubeCluster();
+    await cluster.kubectl(["apply", "--server-side", "-k", repoPath("metacontroller/crds/ndm")]);
+    await cluster.kubectl(["apply", "--server-side", "-k", repoPath("metacontroller/crds")]);
+    await cluster.kubectl(["wait", "--for=condition=Established", "--timeout=60s", "crd/cstorpoolinstances.openebs.io", "crd/blockdeviceclaims.openebs.io"]);
+    await cluster.kubectl(["create", "namespace", NAMESPACE], { allowFailure: true });
+    api = createKubeApi(cluster.kubeConfig());
+  });
+
+  async function created(name: string, finalizers?: string[]): Promise<CSPI> {
+    const cspi = cspiFor(name, "node-a", [{ type: "stripe", devices: ["/dev/sdb"] }]);
+    cspi.metadata = { name, namespace: NAMESPACE, ...(finalizers ? { finalizers } : {}) };
+    await cluster.kubectl(["create", "-f", "-"], { input: JSON.stringify(cspi) });
+    return (await api.listCspis(NAMESPACE)).items.find((c) => c.metadata.name === name)!;
+  }
+
+  it("patches status through the subresource as a merge patch, null removing a field", async () => {
+    const cspi = await created("status-1");
+    await api.patchCspiStatus(NAMESPACE, "status-1", { phase: "ONLINE", importedOn: "node-a", capacity: { total: "1Gi", free: "1Gi", used: "0" }, lastUpdateTime: "2026-03-01T12:00:00Z" });
+    const after = await api.patchCspiStatus(NAMESPACE, "status-1", { capacity: null, importedOn: "" });
+    expect(after.status).to.deep.equal({ phase: "ONLINE", importedOn: "", lastUpdateTime: "2026-03-01T12:00:00Z" });
+    expect(after.spec).to.deep.equal(cspi.spec);
+  });
+
+  it("adds and removes only its own finalizer, keeping another controller's", async () => {
+    const cspi = await created("fin-1", ["example.com/other"]);
+    const added = await api.addFinalizer(cspi, FINALIZER.poolProtection);
+    expect(added.metadata.finalizers).to.deep.equal(["example.com/other", FINALIZER.poolProtection]);
+    const removed = await api.removeFinalizer(added, FINALIZER.poolProtection);
+    expect(removed!.metadata.finalizers).to.deep.equal(["example.com/other"]);
+  });
+
+  it("adds its finalizer when there is none, and a deleted CSPI goes once it is removed", async () => {
+    const cspi = await created("fin-2");
+    const added = await api.addFinalizer(cspi, FINALIZER.poolProtection);
+    expect(added.metadata.finalizers).to.deep.equal([FINALIZER.poolProtection]);
+    await cluster.kubectl(["delete", "cspi", "fin-2", "-n", NAMESPACE, "--wait=false"]);
+    const deleting = (await api.listCspis(NAMESPACE)).items.find((c) => c.metadata.name === "fin-2")!;
+    expect(deleting.metadata.deletionTimestamp).to.be.a("string");
+    expect(await api.removeFinalizer(deleting, FINALIZER.poolProtection)).to.satisfy((c: CSPI | undefined) => !c || !c.metadata.finalizers?.length);
+    expect((await api.listCspis(NAMESPACE)).items.map((c) => c.metadata.name)).to.not.include("fin-2");
+  });
+
+  it("watches CSPI changes from a resourceVersion", async () => {
+    await created("watch-1");
+    const { resourceVersion } = await api.listCspis(NAMESPACE);
+    const seen: string[] = [];
+    const handle = await api.watchCspis(NAMESPACE, resourceVersion, (type, c) => seen.push(`${type} ${c.metadata.name} ${c.status?.phase ?? ""}`));
+    await api.patchCspiStatus(NAMESPACE, "watch-1", { phase: "DEGRADED" });
+    for (let i = 0; i < 50 && seen.length === 0; i++) await new Promise((r) => setTimeout(r, 100));
+    handle.stop();
+    expect(seen).to.deep.equal(["MODIFIED watch-1 DEGRADED"]);
+  });
+
+  it("records an Event on the CSPI", async () => {
+    const cspi = await created("event-1");
+    await api.createEvent(cspi, { type: "Warning", reason: "DeviceMissing", message: "block device bd-x (/dev/x) does not exist on this node" }, "cstor-pool-node-daemon", "node-a", new Date());
+    const events = await cluster.kubectl(["get", "events", "-n", NAMESPACE, "--field-selector", "involvedObject.name=event-1", "-o", "json"]);
+    const items = JSON.parse(events.stdout).items as { reason: string; type: string; involvedObject: { kind: string }; source: { host: string } }[];
+    expect(items.map((e) => [e.type, e.reason, e.involvedObject.kind, e.source.host])).to.deep.equal([["Warning", "DeviceMissing", KIND.cspi, "node-a"]]);
+  });
+
+  it("reads claim annotations by CSPI label and removes only the predecessor annotation", async () => {
+    const claim = {
+      apiVersion: API_VERSION,
+      kind: KIND.blockDeviceClaim,
+      metadata: { name: "bdc-bd-new", namespace: NAMESPACE, labels: { [LABEL.cspi]: "pool-x" }, annotations: { [ANNOTATION.bdPredecessor]: "bd-old", "example.com/keep": "yes" } },
+      spec: { blockDeviceName: "bd-new" },
+    };
+    await cluster.kubectl(["create", "-f", "-"], { input: JSON.stringify(claim) });
+    expect(await api.listClaimAnnotations(NAMESPACE, "pool-x")).to.deep.equal({ "bd-new": claim.metadata.annotations });
+    await api.removeClaimAnnotation(NAMESPACE, "bdc-bd-new", ANNOTATION.bdPredecessor);
+    expect(await api.listClaimAnnotations(NAMESPACE, "pool-x")).to.deep.equal({ "bd-new": { "example.com/keep": "yes" } });
+  });
+});
