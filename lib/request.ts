@@ -37,19 +37,15 @@ function typesOnly(schema: unknown): unknown {
 }
 
 const ajv = new Ajv({ strict: false, validateFormats: false });
-const shapeOf = (schema: unknown): ValidateFunction => {
-  const shape = typesOnly(schema) as { required?: string[] };
-  // The hooks know an object's kind from where it is listed; they do not need it spelled out in the object.
-  if (shape.required) shape.required = shape.required.filter((field) => field !== "apiVersion" && field !== "kind");
-  return ajv.compile(shape);
-};
+const shapeOf = (schema: unknown): ValidateFunction => ajv.compile(typesOnly(schema) as object);
 const SHAPES: Record<string, ValidateFunction> = {
   [KIND.cspc]: shapeOf(CSPCSchema),
   [KIND.cspi]: shapeOf(CSPISchema),
   [KIND.blockDevice]: shapeOf(BlockDeviceSchema),
   [KIND.blockDeviceClaim]: shapeOf(BlockDeviceClaimSchema),
 };
-const anyObject = shapeOf({ type: "object", required: ["metadata"], properties: { metadata: ObjectMetaSchema } });
+const anyObject = shapeOf({ type: "object", required: ["apiVersion", "kind", "metadata"], properties: { apiVersion: { type: "string" }, metadata: ObjectMetaSchema } });
+const metadataOnly = shapeOf({ type: "object", properties: { metadata: ObjectMetaSchema } });
 
 /** "/spec/pools/0/raidGroups" → "spec.pools[0].raidGroups" */
 function fieldOf(error: ErrorObject): string {
@@ -64,8 +60,11 @@ function fieldOf(error: ErrorObject): string {
 
 function requireShape(obj: Record<string, unknown>, kind: string, where: string, validate = SHAPES[kind] ?? anyObject): void {
   if (validate(obj)) return;
-  const error = validate.errors![0]!;
-  const problem = error.keyword === "required" ? "is missing" : `must be ${error.keyword === "type" ? `of type ${String((error.params as { type: unknown }).type)}` : "valid"}`;
+  const errors = validate.errors!;
+  // Validation stops at the first failure; an int-or-string reports each type it tried, then the anyOf.
+  const error = errors[errors.length - 1]!;
+  const types = errors.filter((e) => e.keyword === "type" && e.instancePath === error.instancePath).map((e) => String((e.params as { type: unknown }).type));
+  const problem = error.keyword === "required" ? "is missing" : types.length > 0 ? `must be of type ${types.join(" or ")}` : "is not valid";
   throw new BadRequestError(`request ${where} (${kind}): ${fieldOf(error)} ${problem}; the API server never stores such an object`);
 }
 
@@ -100,7 +99,8 @@ function objectMap(value: unknown, field: string): ObjectMap {
       const where = `${field}["${typeKey}"]["${key}"]`;
       if (!isRecord(obj) || !isRecord(obj.metadata)) throw new BadRequestError(`request ${where} is not a Kubernetes object`);
       if (typeof obj.metadata.name !== "string" || obj.metadata.name === "") throw new BadRequestError(`request ${where} has no metadata.name`);
-      if (obj.kind !== undefined && obj.kind !== kind) throw new BadRequestError(`request ${where} is a ${quote(obj.kind)} listed under ${typeKey}`);
+      // Children are returned as observed where nothing changes, so a child without its kind would come back without one.
+      if (obj.kind !== kind) throw new BadRequestError(`request ${where} is a ${quote(obj.kind)} listed under ${typeKey}`);
       requireShape(obj, kind, where);
       // Two entries for one object would let one silently shadow the other.
       const id = `${String(obj.metadata.namespace ?? "")}/${String(obj.metadata.name ?? "")}`;
@@ -150,7 +150,7 @@ export function parseCustomizeRequest(body: unknown, parentKind: string): Custom
   return {
     controller: (isRecord(b.controller) ? b.controller : {}) as KubeObject,
     // Customize reads the parent's namespace only, so only its metadata has to be well formed.
-    parent: requireObject(b.parent, "parent", parentKind, anyObject),
+    parent: requireObject(b.parent, "parent", parentKind, metadataOnly),
   };
 }
 
