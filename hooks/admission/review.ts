@@ -70,6 +70,10 @@ export function parseAdmissionReview(body: unknown): AdmissionRequest {
     if (obj !== undefined && obj !== null && (!isRecord(obj) || !isRecord(obj.metadata))) {
       throw new BadRequestError(`AdmissionReview request.${field} is not a Kubernetes object`);
     }
+    for (const key of ["name", "namespace"] as const) {
+      const value = (obj as { metadata?: Record<string, unknown> } | null | undefined)?.metadata?.[key];
+      if (value !== undefined && typeof value !== "string") throw new BadRequestError(`AdmissionReview request.${field}.metadata.${key} must be a string`);
+    }
   }
   return request as unknown as AdmissionRequest;
 }
