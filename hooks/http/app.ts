@@ -77,8 +77,8 @@ export function makeApp(options: AppOptions): express.Express {
         code = err instanceof BadRequestError ? 400 : 500;
         const message = err instanceof Error ? err.message : String(err);
         if (code === 500) log.error("hook failed", { error: message, stack: (err as Error)?.stack });
-        else log.warn("bad hook request", { error: message });
-        res.status(code).json({ error: code === 400 ? message : `internal error in ${route.name}: ${message}` });
+        else log.warn("bad hook request", { error: brief(message) });
+        res.status(code).json({ error: brief(code === 400 ? message : `internal error in ${route.name}: ${message}`) });
       } finally {
         const seconds = Number(process.hrtime.bigint() - started) / 1e9;
         duration.observe({ hook: route.name, code: String(code) }, seconds);
@@ -104,7 +104,7 @@ export function makeApp(options: AppOptions): express.Express {
       return;
     }
     if (err.type === "entity.parse.failed") {
-      res.status(400).json({ error: `request body is not valid JSON: ${err.message}` });
+      res.status(400).json({ error: brief(`request body is not valid JSON: ${err.message}`) });
       return;
     }
     const status = err.status && err.status >= 400 && err.status < 500 ? err.status : 500;
@@ -114,11 +114,25 @@ export function makeApp(options: AppOptions): express.Express {
   return app;
 }
 
+const MAX_ERROR_MESSAGE = 2048;
+
+/**
+ * An error message quotes what the client sent, which may be megabytes; the start (what is wrong) and the end
+ * (how to fix it) are kept, the middle is left out.
+ */
+export function brief(message: string): string {
+  if (message.length <= MAX_ERROR_MESSAGE) return message;
+  const keep = MAX_ERROR_MESSAGE / 2;
+  return `${message.slice(0, keep)} … (${message.length - 2 * keep} characters left out) … ${message.slice(-keep)}`;
+}
+
 /** namespace/name of the object a hook request is about, for log lines. */
 function parentRef(body: unknown): Record<string, string> {
   if (!body || typeof body !== "object") return {};
   const b = body as { parent?: { metadata?: { namespace?: string; name?: string } }; object?: typeof b.parent };
   const meta = b.parent?.metadata ?? b.object?.metadata;
   if (!meta) return {};
-  return { object: `${meta.namespace ?? ""}/${meta.name ?? ""}` };
+  // Only what could be a Kubernetes name (253 characters at most) goes into a log line.
+  const part = (value: unknown): string => (typeof value === "string" ? value.slice(0, 253) : "");
+  return { object: `${part(meta.namespace)}/${part(meta.name)}` };
 }
