@@ -113,6 +113,9 @@ describe("admission webhook behind a real kube-apiserver", function () {
     await cluster.kubectl(["delete", "cspc,cspi", "-n", NS, "-l", "admission-e2e=true", "--ignore-not-found"]);
     await cluster.kubectl(["delete", "bd", "-n", NS, "adm-e2e-a1", "adm-e2e-a2", "adm-e2e-b1", "adm-e2e-ext4", "--ignore-not-found"]);
     await cluster.kubectl(["delete", "node", NODE_A, NODE_B, "--ignore-not-found"]);
+    await cluster.kubectl(["delete", "serviceaccount", "admission-e2e-nobody", "-n", NS, "--ignore-not-found"]);
+    // The shared cluster is the default install, where the hook server has no rights (test/integration/rbac).
+    await cluster.kubectl(["delete", "--ignore-not-found", "-f", repoPath("metacontroller/components/admission/hook-server-rbac.yaml")]);
   });
 
   it("refuses a CSPC whose device carries a filesystem; kubectl shows the device and the fix", async () => {
