@@ -1,6 +1,7 @@
 // POST /admission/cspc: the validating webhook for CStorPoolClusters. Parse the AdmissionReview, look up only
 // what the verdict needs (nothing for a metadata-only update), judge, answer with the request's uid.
 import type { Logger } from "../../lib/log.js";
+import { ConfigError } from "../config.js";
 import { admissionInput, capWarnings, factsNeeded, isCspcReview, judgeCspc, lookupFailed } from "./judge.js";
 import { KubeClusterLookup } from "./kube-lookup.js";
 import { DEFAULT_LOOKUP_TIMEOUT_MS, gatherFacts, type ClusterLookup } from "./lookup.js";
@@ -50,7 +51,7 @@ export const LOOKUP_TIMEOUT_ENV = "ADMISSION_LOOKUP_TIMEOUT_MS";
 export function defaultAdmissionOptions(env: Readonly<Record<string, string | undefined>> = process.env): AdmissionOptions {
   const raw = env[LOOKUP_TIMEOUT_ENV]?.trim();
   if (raw && !/^[1-9][0-9]*$/.test(raw)) {
-    throw new Error(`${LOOKUP_TIMEOUT_ENV}=${JSON.stringify(raw)} is not a whole number of milliseconds: set e.g. ${LOOKUP_TIMEOUT_ENV}=${DEFAULT_LOOKUP_TIMEOUT_MS}`);
+    throw new ConfigError(`${LOOKUP_TIMEOUT_ENV}=${JSON.stringify(raw)} is not a whole number of milliseconds: set e.g. ${LOOKUP_TIMEOUT_ENV}=${DEFAULT_LOOKUP_TIMEOUT_MS}`);
   }
   let lookup: ClusterLookup | undefined;
   return {
