@@ -19,7 +19,7 @@ export interface ValidateIO {
   readFile(path: string): string;
 }
 
-const processIO: ValidateIO = {
+export const processIO: ValidateIO = {
   stdout: (text) => process.stdout.write(text),
   stderr: (text) => process.stderr.write(text),
   readFile: (path) => readFileSync(path === "-" ? 0 : path, "utf8"),
@@ -36,7 +36,7 @@ Checks CStorPoolClusters as the admission webhook would, without a cluster.
 Exit code: 0 accepted, 1 refused, 2 usage error.
 `;
 
-class UsageError extends Error {}
+export class UsageError extends Error {}
 
 interface Options {
   file: string;
@@ -73,7 +73,7 @@ function parseArgs(argv: readonly string[]): Options | "help" {
 }
 
 /** Every object of a file: multi-document YAML or JSON, `kind: List` flattened. YAML 1.1, as kubectl reads it. */
-function readObjects(io: ValidateIO, path: string): KubeObject[] {
+export function readObjects(io: ValidateIO, path: string): KubeObject[] {
   let text: string;
   try {
     text = io.readFile(path);
