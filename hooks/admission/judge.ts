@@ -74,7 +74,8 @@ export function factsNeeded(input: AdmissionInput): FactName[] {
     case "CREATE":
     case "UPDATE":
       if (specUnchanged(input) || checkCspcShape(withNamespace(input)).length > 0) return [];
-      return input.operation === "CREATE" ? ["blockDevices", "claims", "nodes"] : ["blockDevices", "claims", "nodes", "cspis"];
+      // CSPIs for a CREATE too: a CSPC re-created under its old name finds its old pools, as cspc-sync will.
+      return ["blockDevices", "claims", "nodes", "cspis"];
     default:
       return [];
   }
