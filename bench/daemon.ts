@@ -1,0 +1,99 @@
+// The node daemon against zfs-fuse: the measuring runs in its own process (processes/node-daemon.ts); this
+// part starts it, waits for its results and turns them into tables.
+import type { DaemonResults, Window } from "./processes/node-daemon.js";
+import { compileProcesses, runToEnd } from "./process.js";
+import { num, type Table } from "./table.js";
+
+export const DAEMON_POOLS = [1, 10, 50];
+/** The daemon's own share of a convergence, as a fraction of the zpool/zfs commands' time. */
+export const OVERHEAD_TARGET = 0.1;
+/** "Near zero": under 1 % of one core, averaged over a status interval. */
+export const IDLE_CPU_TARGET = 0.01;
+
+export interface DaemonOptions {
+  reps: number;
+  pools: number[];
+  idleMs: number;
+  progress: (line: string) => void;
+}
+
+export async function runDaemon(options: DaemonOptions): Promise<DaemonResults> {
+  await compileProcesses();
+  return runToEnd<DaemonResults>(
+    "node-daemon.js",
+    { BENCH_DAEMON_REPS: String(options.reps), BENCH_DAEMON_POOLS: options.pools.join(","), BENCH_DAEMON_IDLE_MS: String(options.idleMs) },
+    options.progress,
+    10 * 60_000,
+  );
+}
+
+/** The daemon's own time in a window of sequential commands, as a fraction of the commands' time. */
+export function overhead(w: Window): number {
+  return (w.wallMs - w.commandMs) / w.commandMs;
+}
+
+/** The run whose wall time is the median one, so its columns belong together. */
+function medianRun(runs: readonly Window[]): Window {
+  const sorted = [...runs].sort((a, b) => a.wallMs - b.wallMs);
+  return sorted[Math.floor((sorted.length - 1) / 2)]!;
+}
+
+function byCommand(w: Window): string {
+  return Object.entries(w.byCommand)
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([command, count]) => `${command} ×${count}`)
+    .join(", ");
+}
+
+export function daemonTables(results: DaemonResults): Table[] {
+  const converge = (label: string, runs: Window[]): (string | number)[] => {
+    const w = medianRun(runs);
+    return [
+      label,
+      num(w.wallMs),
+      num(w.commandMs),
+      num(w.wallMs - w.commandMs),
+      `${num(overhead(w) * 100)} %`,
+      `${num(Math.min(...runs.map(overhead)) * 100)}–${num(Math.max(...runs.map(overhead)) * 100)} %`,
+      num(w.ownCpuMs),
+      byCommand(w),
+    ];
+  };
+  const idle = results.idle;
+  const idleCpu = idle.window.ownCpuMs / idle.window.wallMs;
+  return [
+    {
+      title: `Node daemon: converging a change on zfs-fuse (median of ${results.create.length} runs)`,
+      headers: ["change", "wall ms", "zpool/zfs commands ms", "daemon's own ms", "overhead", "overhead range", "daemon CPU ms", "commands run"],
+      rows: [
+        converge("create: CSPI of 2 mirror groups (4 sparse files) applied → status ONLINE", results.create),
+        converge("expansion: a third mirror group added → status shows the new capacity", results.expand),
+      ],
+      notes: [
+        "Wall time runs from the CSPI's change in the (in-memory) API to the daemon's status patch that shows the result; the commands run one after another, so wall − commands = the daemon's own time (watch dispatch, device inspection, planning, reporting).",
+      ],
+    },
+    {
+      title: `Node daemon: one status refresh (daemon.resync(), run every 30 s), median of ${results.refresh[0]?.runs.length ?? 0}`,
+      headers: ["pools", "wall ms", "wall ms/pool", "commands", "zpool/zfs commands ms", "daemon CPU ms", "daemon CPU ms/pool", "commands' CPU ms"],
+      rows: results.refresh.map((r) => {
+        const w = medianRun(r.runs);
+        return [r.pools, num(w.wallMs), num(w.wallMs / r.pools), w.commands, num(w.commandMs), num(w.ownCpuMs), num(w.ownCpuMs / r.pools), num(w.commandCpuMs)];
+      }),
+      notes: ["Passes for different pools run concurrently, so commands ms (summed) can exceed wall ms. Commands' CPU is that of the zpool/zfs processes themselves (zfs-fuse's own work is in its daemon, not counted)."],
+    },
+    {
+      title: `Node daemon idle with ${idle.pools} pools, ${num(idle.window.wallMs / 1000)} s window (one status interval)`,
+      headers: ["daemon CPU ms", "daemon CPU (% of one core)", "commands run", "commands' CPU ms", "RSS MB", "peak RSS MB", "RSS at start MB"],
+      rows: [[num(idle.window.ownCpuMs), `${num(idleCpu * 100)} %`, idle.window.commands, num(idle.window.commandCpuMs), num(idle.rssMiB), num(idle.peakRssMiB), num(results.startRssMiB)]],
+    },
+  ];
+}
+
+export function daemonOverheads(results: DaemonResults): { create: number; expand: number; idleCpu: number } {
+  return {
+    create: overhead(medianRun(results.create)),
+    expand: overhead(medianRun(results.expand)),
+    idleCpu: results.idle.window.ownCpuMs / results.idle.window.wallMs,
+  };
+}
