@@ -87,7 +87,11 @@ function kindOfTypeKey(typeKey: string): string {
   return typeKey.split(".")[0]!;
 }
 
-function objectMap(value: unknown, field: string): ObjectMap {
+/**
+ * An object map of the request. `ownNamespace`: the map holds a namespaced parent's own children, which are in
+ * its namespace (owner references never cross namespaces), so the hooks may know them by name alone.
+ */
+function objectMap(value: unknown, field: string, ownNamespace?: string): ObjectMap {
   if (value === undefined || value === null) return {};
   if (!isRecord(value)) throw new BadRequestError(`request ${field} must be an object of type keys`);
   for (const [typeKey, objects] of Object.entries(value)) {
@@ -102,6 +106,10 @@ function objectMap(value: unknown, field: string): ObjectMap {
       // Children are returned as observed where nothing changes, so a child without its kind would come back without one.
       if (obj.kind !== kind) throw new BadRequestError(`request ${where} is a ${quote(obj.kind)} listed under ${typeKey}`);
       requireShape(obj, kind, where);
+      const namespace = obj.metadata.namespace;
+      if (ownNamespace !== undefined && namespace !== undefined && namespace !== ownNamespace) {
+        throw new BadRequestError(`request ${where} is in namespace ${quote(namespace)}, not its owner's ${ownNamespace}: Metacontroller sends only an object's own children`);
+      }
       // Two entries for one object would let one silently shadow the other.
       const id = `${String(obj.metadata.namespace ?? "")}/${String(obj.metadata.name ?? "")}`;
       const other = names.get(id);
@@ -118,6 +126,11 @@ function quote(value: unknown): string {
   return text.length > 80 ? `${text.slice(0, 80)}…` : text;
 }
 
+function namespaceOf(owner: unknown): string | undefined {
+  const namespace = (owner as KubeObject).metadata.namespace;
+  return typeof namespace === "string" ? namespace : undefined;
+}
+
 function requireBody(body: unknown): Record<string, unknown> {
   if (!isRecord(body)) throw new BadRequestError("request body must be a JSON object");
   return body;
@@ -128,7 +141,7 @@ export function parseCompositeRequest(body: unknown, parentKind: string): Compos
   return {
     controller: (isRecord(b.controller) ? b.controller : {}) as KubeObject,
     parent: requireObject(b.parent, "parent", parentKind),
-    children: objectMap(b.children, "children"),
+    children: objectMap(b.children, "children", namespaceOf(b.parent)),
     related: objectMap(b.related, "related"),
     finalizing: b.finalizing === true,
   };
@@ -139,7 +152,7 @@ export function parseDecoratorRequest(body: unknown, objectKind: string): Decora
   return {
     controller: (isRecord(b.controller) ? b.controller : {}) as KubeObject,
     object: requireObject(b.object, "object", objectKind),
-    attachments: objectMap(b.attachments, "attachments"),
+    attachments: objectMap(b.attachments, "attachments", namespaceOf(b.object)),
     related: objectMap(b.related, "related"),
     finalizing: b.finalizing === true,
   };
