@@ -1,0 +1,41 @@
+// Figures of a reliability run (fuzz cases, faults injected, bad inputs tried, data lost), kept as the tests
+// run. With RELIABILITY_REPORT=<file> they are written there as JSON after every update, which is where the
+// figures in docs/reliability.md come from; without it nothing is written, so `npm test` leaves no files.
+import { writeFileSync } from "node:fs";
+
+interface Figures {
+  fuzz: Record<string, { cases: number; byStatus: Record<string, number> }>;
+  faults: Record<string, { injected: number; survived: number }>;
+  badInputs: Record<string, number>;
+  dataLost: number;
+}
+
+const figures: Figures = { fuzz: {}, faults: {}, badInputs: {}, dataLost: 0 };
+
+function save(): void {
+  const file = process.env.RELIABILITY_REPORT;
+  if (file) writeFileSync(file, JSON.stringify(figures, null, 2) + "\n");
+}
+
+export const tally = {
+  fuzz(endpoint: string, cases: number, codes: ReadonlyMap<number, number>): void {
+    const entry = (figures.fuzz[endpoint] ??= { cases: 0, byStatus: {} });
+    entry.cases += cases;
+    for (const [code, n] of codes) entry.byStatus[code] = (entry.byStatus[code] ?? 0) + n;
+    save();
+  },
+  fault(name: string, survived: boolean): void {
+    const entry = (figures.faults[name] ??= { injected: 0, survived: 0 });
+    entry.injected += 1;
+    if (survived) entry.survived += 1;
+    save();
+  },
+  badInputs(area: string, count: number): void {
+    figures.badInputs[area] = (figures.badInputs[area] ?? 0) + count;
+    save();
+  },
+  dataLost(files: number): void {
+    figures.dataLost += files;
+    save();
+  },
+};
