@@ -75,7 +75,7 @@ const events: fc.Arbitrary<Event> = fc.oneof(
     describe: paused ? "reconciliation paused" : "reconciliation resumed",
     happen: (w: World) => ({
       ...w,
-      parent: { ...w.parent, metadata: { ...w.parent.metadata, annotations: paused ? { [ANNOTATION.reconcilePaused]: "true" } : {} } },
+      parent: { ...w.parent, metadata: { ...w.parent.metadata, annotations: paused ? { [ANNOTATION.reconcilePaused]: "true" } : ({} as Record<string, string>) } },
     }),
   })),
   fc.tuple(i, i, fc.integer({ min: 3, max: 5 })).map(([g, slot, spare]) => ({
