@@ -19,7 +19,10 @@ export function canonicalize(value: unknown): Json {
       throw new TypeError(`cannot render non-plain object of type ${proto?.constructor?.name ?? "unknown"}`);
     }
     const out: { [key: string]: Json } = {};
-    for (const key of Object.keys(value).sort()) {
+    const keys = Object.keys(value);
+    // Most objects arrive sorted already (API server order, or canonical from an earlier step): skip the sort.
+    if (!isSorted(keys)) keys.sort();
+    for (const key of keys) {
       const field = (value as Record<string, unknown>)[key];
       if (field === null || field === undefined) continue;
       out[key] = canonicalize(field);
@@ -27,6 +30,11 @@ export function canonicalize(value: unknown): Json {
     return out;
   }
   throw new TypeError(`cannot render value of type ${typeof value}`);
+}
+
+function isSorted(keys: readonly string[]): boolean {
+  for (let i = 1; i < keys.length; i++) if (keys[i - 1]! > keys[i]!) return false;
+  return true;
 }
 
 export function canonicalJson(value: unknown): string {

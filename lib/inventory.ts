@@ -1,6 +1,6 @@
 // What the cluster looks like to a hook: the objects of a request indexed once, so every rule and every
 // pool lookup is a map access (no quadratic scans over pools × devices × children).
-import { LABEL, TYPE_KEY } from "../api/constants.js";
+import { ANNOTATION, LABEL, TYPE_KEY } from "../api/constants.js";
 import type { BlockDevice, BlockDeviceClaim, CSPI, KubeObject, ObjectMap } from "../api/types.js";
 import { objectsOf } from "./request.js";
 
@@ -15,6 +15,8 @@ export interface Inventory {
   claimsByDevice: Map<string, BlockDeviceClaim[]>;
   /** This CSPC's own claims (its children), by device name. */
   ownClaims: Map<string, BlockDeviceClaim>;
+  /** This CSPC's own claims by the device they replace (their predecessor annotation), first one in ownClaims. */
+  ownClaimByPredecessor: Map<string, BlockDeviceClaim>;
   /** This CSPC's CSPIs (its children), by name. */
   cspis: Map<string, CSPI>;
   /** Which observed CSPI lists a device. */
@@ -33,6 +35,11 @@ export function buildInventory(cspc: KubeObject, children: ObjectMap, related: O
     const device = claim.spec?.blockDeviceName;
     if (device) ownClaims.set(device, claim);
     ownClaimNames.add(claim.metadata.name ?? "");
+  }
+  const ownClaimByPredecessor = new Map<string, BlockDeviceClaim>();
+  for (const claim of ownClaims.values()) {
+    const predecessor = claim.metadata.annotations?.[ANNOTATION.bdPredecessor];
+    if (predecessor !== undefined && !ownClaimByPredecessor.has(predecessor)) ownClaimByPredecessor.set(predecessor, claim);
   }
   const claimsByDevice = new Map<string, BlockDeviceClaim[]>();
   const addClaim = (claim: BlockDeviceClaim): void => {
@@ -74,6 +81,7 @@ export function buildInventory(cspc: KubeObject, children: ObjectMap, related: O
     nodesByLabel,
     claimsByDevice,
     ownClaims,
+    ownClaimByPredecessor,
     cspis,
     cspiByDevice,
   };

@@ -160,18 +160,17 @@ export function gateDisruptions(plans: readonly ExistingPoolPlan[], inventory: I
   const wantingNames = new Set(wanting.map((p) => p.name));
   const go = new Set<string>();
   const waiting: string[] = [];
+  // The same for every wanting pool (a wanting pool is never a blocker), so computed once, not once per pool.
+  const blockers = all.filter((c) => !wantingNames.has(c.metadata.name!) && c.status?.phase !== "ONLINE");
+  const until = `until ${blockers.map((c) => `${c.metadata.name} (${c.status?.phase ?? "no status"})`).join(", ")} is ONLINE`;
+  // Fixed once the first wanting pool is decided: only that one can start.
+  let after: string | undefined;
   for (const p of wanting) {
-    const blockers = all.filter(
-      (c) => c.metadata.name !== p.name && !wantingNames.has(c.metadata.name!) && c.status?.phase !== "ONLINE",
-    );
     if (active.length === 0 && go.size === 0 && blockers.length === 0) {
       go.add(p.name);
       continue;
     }
-    const why =
-      active.length > 0 || go.size > 0
-        ? `after ${[...active, ...[...go].map((n) => `pool ${n}`)].join(", ")}`
-        : `until ${blockers.map((c) => `${c.metadata.name} (${c.status?.phase ?? "no status"})`).join(", ")} is ONLINE`;
+    const why = active.length > 0 || go.size > 0 ? (after ??= `after ${[...active, ...[...go].map((n) => `pool ${n}`)].join(", ")}`) : until;
     waiting.push(`${p.disruptive!.describe} ${why}`);
   }
   for (const p of plans) if (p.waiting) waiting.push(p.waiting);

@@ -39,7 +39,7 @@ export function planChildren(cspc: CSPC, inventory: Inventory): ChildrenPlan {
   const byPool = groupByPool(checkCspcSpec(cspc.spec));
   const placements = pools.map((pool, i) => resolveNode(pool, i, inventory));
   const hosts = placements.map((p) => p.host);
-  for (const v of checkOneNodePerPool(hosts)) byPool.set(v.pool, [...(byPool.get(v.pool) ?? []), v]);
+  for (const v of checkOneNodePerPool(hosts)) addTo(byPool, v);
   const matched = matchPools(pools, hosts, inventory);
 
   const cspis = new Map<string, KubeObject>();
@@ -163,8 +163,14 @@ function planOrphan(orphan: CSPI, cspis: Map<string, KubeObject>, findings: Sync
 
 function groupByPool(violations: readonly Violation[]): Map<number, Violation[]> {
   const out = new Map<number, Violation[]>();
-  for (const v of violations) out.set(v.pool, [...(out.get(v.pool) ?? []), v]);
+  for (const v of violations) addTo(out, v);
   return out;
+}
+
+function addTo(byPool: Map<number, Violation[]>, v: Violation): void {
+  const list = byPool.get(v.pool);
+  if (list) list.push(v);
+  else byPool.set(v.pool, [v]);
 }
 
 function byName(a: KubeObject, b: KubeObject): number {

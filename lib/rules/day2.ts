@@ -54,10 +54,9 @@ function pairGroups(specGroups: readonly RaidGroup[], observedGroups: readonly C
 export function diffPool(input: DiffInput): PoolDiff {
   const { pool, poolIndex, observed, inventory } = input;
   const cspiName = observed.metadata.name ?? "";
-  const where = `${poolLabel(pool, poolIndex)} (pool ${cspiName})`;
   const diff: PoolDiff = { replacements: [], expansions: [], violations: [] };
   const reject = (reason: string, message: string): void => {
-    diff.violations.push({ pool: poolIndex, reason, message: `${where}: ${message}` });
+    diff.violations.push({ pool: poolIndex, reason, message: `${poolLabel(pool, poolIndex)} (pool ${cspiName}): ${message}` });
   };
   const observedGroups = observed.spec?.raidGroups ?? [];
   const pairs = pairGroups(pool.raidGroups, observedGroups);
@@ -206,9 +205,7 @@ export function diffPool(input: DiffInput): PoolDiff {
         refused = true;
         continue;
       }
-      const predecessorOf = [...inventory.ownClaims.values()].find(
-        (c) => c.metadata.annotations?.[ANNOTATION.bdPredecessor] === device,
-      );
+      const predecessorOf = inventory.ownClaimByPredecessor.get(device);
       if (predecessorOf) {
         reject(
           "BlockDeviceBeingReplaced",

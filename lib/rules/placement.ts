@@ -40,11 +40,10 @@ export function resolveNode(pool: PoolSpec, index: number, inventory: Inventory)
 
 /** Label keys are case-sensitive; the seed examples' kubernetes.io/hostName is a classic miss. */
 function labelKeyHint(keys: string[], inventory: Inventory): string {
-  const known = new Set<string>();
-  for (const node of inventory.nodes) for (const k of Object.keys(node.metadata.labels ?? {})) known.add(k);
+  const known = inventory.nodesByLabel;
   for (const key of keys) {
     if (known.has(key)) continue;
-    const near = [...known].find((k) => k.toLowerCase() === key.toLowerCase());
+    const near = [...known.keys()].find((k) => k.toLowerCase() === key.toLowerCase());
     if (near) return ` (no node has label ${key}; did you mean ${near}?)`;
   }
   return "";
@@ -83,11 +82,10 @@ export function checkDevices(
   options: DeviceCheckOptions = {},
 ): Violation[] {
   const out: Violation[] = [];
-  const where = poolLabel(pool, index);
   const ns = inventory.namespace;
   for (const name of devices) {
     const add = (reason: string, message: string): void => {
-      out.push({ pool: index, reason, message: `${where}: ${message}` });
+      out.push({ pool: index, reason, message: `${poolLabel(pool, index)}: ${message}` });
     };
     const bd = inventory.blockDevices.get(name);
     if (!bd) {

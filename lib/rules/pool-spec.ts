@@ -72,72 +72,73 @@ function isPowerOfTwoPlus(count: number, parity: number): boolean {
 /** Every rule about one pool spec that needs no other object. */
 export function checkPoolSpec(pool: PoolSpec, index: number): Violation[] {
   const out: Violation[] = [];
-  const where = poolLabel(pool, index);
+  // Labels are for messages only: a valid pool, the usual case, never builds them.
+  const where = (): string => poolLabel(pool, index);
   const add = (reason: string, message: string): void => {
     out.push({ pool: index, reason, message });
   };
 
   if (!pool.nodeSelector || Object.keys(pool.nodeSelector).length === 0) {
-    add("MissingNodeSelector", `${where} has no nodeSelector: set one that selects exactly one node, e.g. kubernetes.io/hostname: <node>`);
+    add("MissingNodeSelector", `${where()} has no nodeSelector: set one that selects exactly one node, e.g. kubernetes.io/hostname: <node>`);
   }
   const groups = pool.raidGroups ?? [];
   if (groups.length === 0) {
-    add("NoRaidGroups", `${where} has no raid groups: add at least one data raid group with block devices`);
+    add("NoRaidGroups", `${where()} has no raid groups: add at least one data raid group with block devices`);
   }
   if (groups.length > LIMITS.raidGroupsPerPool) {
-    add("TooManyRaidGroups", `${where} has ${groups.length} raid groups; at most ${LIMITS.raidGroupsPerPool} are supported`);
+    add("TooManyRaidGroups", `${where()} has ${groups.length} raid groups; at most ${LIMITS.raidGroupsPerPool} are supported`);
   }
   const compression = pool.poolConfig?.compression;
   if (compression !== undefined && !(COMPRESSION_VALUES as readonly string[]).includes(compression)) {
     const hint = (compression as string) === "lz" ? " (did you mean lz4?)" : "";
     add(
       "UnsupportedCompression",
-      `${where} poolConfig.compression "${compression}" is not supported${hint}: use one of ${COMPRESSION_VALUES.join(", ")}`,
+      `${where()} poolConfig.compression "${compression}" is not supported${hint}: use one of ${COMPRESSION_VALUES.join(", ")}`,
     );
   }
   const defaultType = pool.poolConfig?.defaultRaidGroupType;
   if (defaultType !== undefined && !(RAID_TYPES as readonly string[]).includes(defaultType)) {
-    add("UnsupportedRaidType", `${where} poolConfig.defaultRaidGroupType "${defaultType}" is not supported: use stripe, mirror, raidz or raidz2`);
+    add("UnsupportedRaidType", `${where()} poolConfig.defaultRaidGroupType "${defaultType}" is not supported: use stripe, mirror, raidz or raidz2`);
   }
 
   out.push(...checkResources(pool, index));
 
   let dataGroups = 0;
   groups.forEach((group, g) => {
-    const gw = groupLabel(pool, index, g);
+    const gw = (): string => groupLabel(pool, index, g);
     const role = groupRole(group);
     const flags = [group.isWriteCache, group.isSpare, group.isReadCache].filter(Boolean).length;
-    if (flags > 1) add("ConflictingGroupRoles", `${gw} is marked as more than one of isWriteCache, isSpare and isReadCache: keep one`);
+    if (flags > 1) add("ConflictingGroupRoles", `${gw()} is marked as more than one of isWriteCache, isSpare and isReadCache: keep one`);
     if (role === "data") dataGroups++;
     const devices = group.blockDevices ?? [];
     if (devices.length === 0) {
-      add("EmptyRaidGroup", `${gw} has no block devices: list the devices of the group`);
+      add("EmptyRaidGroup", `${gw()} has no block devices: list the devices of the group`);
       return;
     }
     if (devices.length > LIMITS.blockDevicesPerGroup) {
-      add("TooManyBlockDevices", `${gw} has ${devices.length} block devices; at most ${LIMITS.blockDevicesPerGroup} are supported`);
+      add("TooManyBlockDevices", `${gw()} has ${devices.length} block devices; at most ${LIMITS.blockDevicesPerGroup} are supported`);
     }
     devices.forEach((d, k) => {
-      if (!d.blockDeviceName) add("EmptyBlockDeviceName", `${gw} blockDevices[${k}] has no blockDeviceName`);
+      if (!d.blockDeviceName) add("EmptyBlockDeviceName", `${gw()} blockDevices[${k}] has no blockDeviceName`);
     });
     if (group.type !== undefined && !(RAID_TYPES as readonly string[]).includes(group.type)) {
-      add("UnsupportedRaidType", `${gw} type "${group.type}" is not supported: use stripe, mirror, raidz or raidz2`);
+      add("UnsupportedRaidType", `${gw()} type "${group.type}" is not supported: use stripe, mirror, raidz or raidz2`);
       return;
     }
     const type = resolvedType(group, pool);
     if (type === undefined) {
-      add("MissingRaidType", `${gw} has no type and the pool has no poolConfig.defaultRaidGroupType: set one of them`);
+      add("MissingRaidType", `${gw()} has no type and the pool has no poolConfig.defaultRaidGroupType: set one of them`);
       return;
     }
     if (role === "writeCache" && (type === "raidz" || type === "raidz2")) {
-      add("UnsupportedWriteCacheType", `${gw} is a write cache of type ${type}; ZFS log devices can only be stripe or mirror`);
+      add("UnsupportedWriteCacheType", `${gw()} is a write cache of type ${type}; ZFS log devices can only be stripe or mirror`);
       return;
     }
     const problem = deviceCountProblem(type, devices.length);
-    if (problem) add("InvalidDeviceCount", `${gw}: ${problem}`);
+    if (problem) add("InvalidDeviceCount", `${gw()}: ${problem}`);
   });
   if (groups.length > 0 && dataGroups === 0) {
-    add("NoDataRaidGroup", `${where} has only write cache, spare or read cache groups: add a data raid group`);
+    add("NoDataRaidGroup", `${where()} has only write cache, spare or read cache groups: add a data raid group`);
   }
   out.push(...checkRedundancyMix(pool, index));
   return out;
