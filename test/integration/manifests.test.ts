@@ -3,6 +3,7 @@
 import { expect } from "chai";
 import { parseAllDocuments } from "yaml";
 import { hookRoutes } from "../../hooks/routes.js";
+import { commandsFromEnv } from "../../node-daemon/host.js";
 import {
   fixturePath,
   INSTALL_NAMESPACE,
@@ -202,5 +203,10 @@ describe("integration: manifests on a real kube-apiserver", function () {
     const env = Object.fromEntries(container.env.map((e: any) => [e.name, e]));
     expect(env.NODE_NAME.valueFrom.fieldRef.fieldPath).to.equal("spec.nodeName");
     expect(env.NAMESPACE.valueFrom.fieldRef.fieldPath).to.equal("metadata.namespace");
+    const commands = commandsFromEnv(Object.fromEntries(container.env.filter((e: any) => e.value).map((e: any) => [e.name, e.value])));
+    expect(commands.zpool, "the host's zpool, in the host's mount namespace").to.deep.equal(["nsenter", "-t", "1", "-m", "--", "zpool"]);
+    const lockDir = container.env.find((e: any) => e.name === "LOCK_DIR").value;
+    const openebs = container.volumeMounts.find((m: any) => m.mountPath === "/var/openebs");
+    expect(lockDir.startsWith(`${openebs.mountPath}/`), "the host lock lives on the host").to.equal(true);
   });
 });

@@ -1,9 +1,9 @@
 // Least privilege, proven against the real apiserver with the shipped RBAC and policy: each identity,
 // authenticated by a ServiceAccount token, can do its whole job and is refused everything else.
-import { CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions, Watch } from "@kubernetes/client-node";
 import { expect } from "chai";
-import { ANNOTATION, API_VERSION, FINALIZER, GROUP, KIND, LABEL, VERSION } from "../../api/constants.js";
-import { INSTALL_NAMESPACE, projectInstalled, repoPath, type Identity, type KubeCluster } from "../support/kube.js";
+import { ANNOTATION, API_VERSION, FINALIZER, KIND, LABEL } from "../../api/constants.js";
+import { createKubeApi } from "../../node-daemon/kube.js";
+import { INSTALL_NAMESPACE, projectInstalled, repoPath, waitUntil, type Identity, type KubeCluster } from "../support/kube.js";
 
 const NS = INSTALL_NAMESPACE;
 const OTHER_NS = "rbac-elsewhere";
@@ -44,7 +44,7 @@ const objects = [
     metadata: {
       name: CLAIM,
       namespace: NS,
-      labels: { [LABEL.cspc]: "rbac" },
+      labels: { [LABEL.cspc]: "rbac", [LABEL.cspi]: CSPI },
       annotations: { [ANNOTATION.bdPredecessor]: "rbac-bd-old", "example.com/note": "kept" },
     },
     spec: { blockDeviceName: DEVICE },
@@ -75,103 +75,49 @@ describe("integration: RBAC and policy for each identity, on a real kube-apiserv
 
     before(async () => {
       node = await cluster.serviceAccount(NS, "cstor-pool-node");
-    });
-
-    it("lists, gets and watches the CSPIs of its namespace (client-node, as the daemon does)", async () => {
-      const api = cluster.kubeConfig(node).makeApiClient(CustomObjectsApi);
-      const list = (await api.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: NS, plural: "cstorpoolinstances" })) as {
-        items: { metadata: { name: string } }[];
-      };
-      expect(list.items.map((i) => i.metadata.name)).to.include(CSPI);
-      const one = (await api.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: NS, plural: "cstorpoolinstances", name: CSPI })) as {
-        spec: { hostName: string };
-      };
-      expect(one.spec.hostName).to.equal("node-1");
-
-      let settled = false;
-      let first!: (event: string) => void;
-      const seen = new Promise<string>((resolve) => (first = resolve));
-      const watching = await new Watch(cluster.kubeConfig(node)).watch(
-        `/apis/${API_VERSION}/namespaces/${NS}/cstorpoolinstances`,
-        { labelSelector: `${LABEL.hostname}=node-1` },
-        (type, object) => {
-          if (!settled) first(`${type} ${object.metadata?.name ?? JSON.stringify(object)}`);
-          settled = true;
-        },
-        () => undefined,
+      // The apiserver starts enforcing a new ValidatingAdmissionPolicy a moment after it is created.
+      await waitUntil(
+        async () => (await call("PATCH", `${crd("blockdeviceclaims", NS, CLAIM)}?dryRun=All`, { spec: { blockDeviceName: "probe" } })).status === 403,
+        30_000,
+        () => "the node policy is never enforced",
       );
-      const event = await seen;
-      watching.abort();
-      expect(event).to.equal(`ADDED ${CSPI}`);
     });
 
-    it("writes CSPI status through the status subresource, by merge patch and by update", async () => {
-      const api = cluster.kubeConfig(node).makeApiClient(CustomObjectsApi);
-      const status = { phase: "ONLINE", capacity: { total: "1Gi", free: "1000Mi", used: "24Mi" }, readOnly: false, healthyVolumes: 0, provisionedVolumes: 0, lastUpdateTime: "2026-11-21T10:00:00Z" };
-      const patched = (await api.patchNamespacedCustomObjectStatus(
-        { group: GROUP, version: VERSION, namespace: NS, plural: "cstorpoolinstances", name: CSPI, body: { status } },
-        setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
-      )) as { status: typeof status; metadata: { resourceVersion: string } };
-      expect(patched.status.phase).to.equal("ONLINE");
+    it("does its whole job through the daemon's own Kubernetes client (node-daemon/kube.ts)", async () => {
+      const api = createKubeApi(cluster.kubeConfig(node));
+      const { items, resourceVersion } = await api.listCspis(NS);
+      const cspi = items.find((i) => i.metadata.name === CSPI)!;
+      expect(cspi.spec.hostName).to.equal("node-1");
 
-      const current = (await call("GET", crd("cstorpoolinstances", NS, CSPI))).body;
-      const updated = await call("PUT", crd("cstorpoolinstances", NS, `${CSPI}/status`), { ...current, status: { ...status, phase: "DEGRADED" } }, "application/json");
-      expect(updated.status, JSON.stringify(updated.body)).to.equal(200);
-      expect(updated.body.status.phase).to.equal("DEGRADED");
-    });
+      const events: string[] = [];
+      const watching = await api.watchCspis(NS, resourceVersion, (type, object) => events.push(`${type} ${object.metadata.name}`));
+      await cluster.request(cluster.admin, "PATCH", crd("cstorpoolinstances", NS, CSPI), { metadata: { labels: { watched: "yes" } } }, "application/merge-patch+json");
+      await waitUntil(async () => events.length > 0, 10_000, () => "no watch event");
+      watching.stop();
+      expect(events[0]).to.equal(`MODIFIED ${CSPI}`);
 
-    it("adds and removes its finalizer on a CSPI", async () => {
-      const added = await call("PATCH", crd("cstorpoolinstances", NS, CSPI), { metadata: { finalizers: [FINALIZER.poolProtection] } });
-      expect(added.status, JSON.stringify(added.body)).to.equal(200);
-      expect(added.body.metadata.finalizers).to.deep.equal([FINALIZER.poolProtection]);
-      const removed = await call("PATCH", crd("cstorpoolinstances", NS, CSPI), [{ op: "remove", path: "/metadata/finalizers/0" }], "application/json-patch+json");
-      expect(removed.status, JSON.stringify(removed.body)).to.equal(200);
-      expect(removed.body.metadata.finalizers ?? []).to.deep.equal([]);
-    });
+      const status = { phase: "ONLINE" as const, capacity: { total: "1Gi", free: "1000Mi", used: "24Mi" }, readOnly: false, lastUpdateTime: "2026-11-21T10:00:00Z" };
+      const written = await api.patchCspiStatus(NS, CSPI, status);
+      expect(written.status).to.deep.include(status);
 
-    it("reads BlockDevices and claims, and removes the predecessor annotation of a claim (and nothing else)", async () => {
-      expect((await call("GET", crd("blockdevices", NS, DEVICE))).status).to.equal(200);
-      expect((await call("GET", crd("blockdeviceclaims", NS, CLAIM))).status).to.equal(200);
-      const cleared = await call("PATCH", crd("blockdeviceclaims", NS, CLAIM), { metadata: { annotations: { [ANNOTATION.bdPredecessor]: null } } });
-      expect(cleared.status, JSON.stringify(cleared.body)).to.equal(200);
-      expect(cleared.body.metadata.annotations).to.deep.equal({ "example.com/note": "kept" });
-    });
+      const protectedCspi = await api.addFinalizer(written, FINALIZER.poolProtection);
+      expect(protectedCspi.metadata.finalizers).to.deep.equal([FINALIZER.poolProtection]);
+      const released = await api.removeFinalizer(protectedCspi, FINALIZER.poolProtection);
+      expect(released?.metadata.finalizers ?? []).to.deep.equal([]);
 
-    it("records Events about its CSPIs (core and events.k8s.io)", async () => {
-      const core = cluster.kubeConfig(node).makeApiClient(CoreV1Api);
-      const event = await core.createNamespacedEvent({
-        namespace: NS,
-        body: {
-          metadata: { name: `${CSPI}.pool-created`, namespace: NS },
-          involvedObject: { apiVersion: API_VERSION, kind: KIND.cspi, name: CSPI, namespace: NS },
-          reason: "PoolCreated",
-          message: "zpool created",
-          type: "Normal",
-          source: { component: "cstor-pool-node", host: "node-1" },
-          count: 1,
-        },
+      await api.createEvent(released!, { type: "Normal", reason: "PoolImported", message: "imported" }, "cstor-pool-node", "node-1", new Date());
+      const recorded = await cluster.request(cluster.admin, "GET", `/api/v1/namespaces/${NS}/events?fieldSelector=involvedObject.name=${CSPI}`);
+      expect(recorded.body.items.map((e: { reason: string }) => e.reason)).to.include("PoolImported");
+
+      expect(await api.listClaimAnnotations(NS, CSPI)).to.deep.equal({
+        [DEVICE]: { [ANNOTATION.bdPredecessor]: "rbac-bd-old", "example.com/note": "kept" },
       });
-      expect(event.metadata?.name).to.equal(`${CSPI}.pool-created`);
-      const again = await call("PATCH", `/api/v1/namespaces/${NS}/events/${CSPI}.pool-created`, { count: 2 });
-      expect(again.status).to.equal(200);
-      const modern = await call(
-        "POST",
-        `/apis/events.k8s.io/v1/namespaces/${NS}/events`,
-        {
-          apiVersion: "events.k8s.io/v1",
-          kind: "Event",
-          metadata: { name: `${CSPI}.pool-imported`, namespace: NS },
-          eventTime: "2026-11-21T10:00:00.000000Z",
-          reportingController: "openebs.io/cstor-pool-node",
-          reportingInstance: "cstor-pool-node-node-1",
-          action: "Import",
-          reason: "PoolImported",
-          type: "Normal",
-          regarding: { apiVersion: API_VERSION, kind: KIND.cspi, name: CSPI, namespace: NS },
-        },
-        "application/json",
-      );
-      expect(modern.status, JSON.stringify(modern.body)).to.equal(201);
+      await api.removeClaimAnnotation(NS, CLAIM, ANNOTATION.bdPredecessor);
+      expect(await api.listClaimAnnotations(NS, CSPI)).to.deep.equal({ [DEVICE]: { "example.com/note": "kept" } });
+    });
+
+    it("reads BlockDevices", async () => {
+      expect((await call("GET", crd("blockdevices", NS, DEVICE))).status).to.equal(200);
     });
 
     const refused: [string, string, string, unknown?, string?][] = [
@@ -190,6 +136,8 @@ describe("integration: RBAC and policy for each identity, on a real kube-apiserv
       ["patch a BlockDevice", "PATCH", crd("blockdevices", NS, DEVICE), { metadata: { labels: { x: "y" } } }],
       ["list Nodes", "GET", "/api/v1/nodes"],
       ["create Pods", "POST", `/api/v1/namespaces/${NS}/pods`, { apiVersion: "v1", kind: "Pod", metadata: { name: "p" }, spec: { containers: [{ name: "c", image: "x" }] } }, "application/json"],
+      ["replace CSPI status wholesale", "PUT", crd("cstorpoolinstances", NS, `${CSPI}/status`), cspi(NS), "application/json"],
+      ["create events.k8s.io Events", "POST", `/apis/events.k8s.io/v1/namespaces/${NS}/events`, { apiVersion: "events.k8s.io/v1", kind: "Event", metadata: { name: "e" } }, "application/json"],
       ["change the DaemonSet", "PATCH", `/apis/apps/v1/namespaces/${NS}/daemonsets/cstor-pool-node`, { spec: { template: { spec: { hostNetwork: true } } } }],
     ];
     for (const [what, method, path, body, type] of refused) {
