@@ -264,7 +264,7 @@ function logTail(path: string, lines = 15): string {
   }
 }
 
-async function freePorts(count: number): Promise<number[]> {
+export async function freePorts(count: number): Promise<number[]> {
   const servers = await Promise.all(
     Array.from({ length: count }, () => {
       const server = createServer();

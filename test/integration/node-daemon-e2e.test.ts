@@ -1,0 +1,357 @@
+// The node daemon end to end: real daemon processes (node-daemon/main.ts) authenticated as the shipped
+// ServiceAccount under the shipped RBAC and admission policy, against the real kube-apiserver, making real
+// zfs-fuse pools on sparse files. Each daemon plays one node; two of them on this host share zfs-fuse and the
+// sandbox's files, so a pool can move between them by export and import.
+import { spawnSync } from "node:child_process";
+import { Watch } from "@kubernetes/client-node";
+import { expect } from "chai";
+import { ANNOTATION, API_VERSION, FINALIZER, KIND, LABEL, POOL_REMOVAL_REQUESTED } from "../../api/constants.js";
+import type { Condition, CSPI } from "../../api/types.js";
+import { resolvePoolConfig } from "../../hooks/cspc-sync/build.js";
+import { claimName, zpoolName } from "../../lib/names.js";
+import { commandsFromEnv } from "../../node-daemon/host.js";
+import { leaves, parseZpoolStatus } from "../../node-daemon/parse.js";
+import { INSTALL_NAMESPACE, projectInstalled, waitUntil, type Identity, type KubeCluster } from "../support/kube.js";
+import { DaemonProcess, resolvedContainerEnv } from "../support/node-daemon-process.js";
+import { blockDeviceName, checksum, destroyPool, MiB, requireZfs, writeData, zpool, ZfsSandbox } from "../support/zfs.js";
+
+const NS = INSTALL_NAMESPACE;
+const OTHER_NS = "node-daemon-e2e-elsewhere";
+const CSPC = "e2e-cspc";
+const DEVICE_MIB = 128;
+const WAIT_MS = 60_000;
+const cspiPath = (name = "") => `/apis/${API_VERSION}/namespaces/${NS}/cstorpoolinstances${name ? `/${name}` : ""}`;
+const claimPath = (name = "") => `/apis/${API_VERSION}/namespaces/${NS}/blockdeviceclaims${name ? `/${name}` : ""}`;
+
+interface GroupInput {
+  type: "stripe" | "mirror";
+  devices: string[];
+}
+
+function raidGroup(group: GroupInput) {
+  return {
+    type: group.type,
+    blockDevices: group.devices.map((devLink) => ({ blockDeviceName: blockDeviceName(devLink), capacity: DEVICE_MIB * MiB, devLink })),
+  };
+}
+
+/** A CSPI as cspc-sync builds it (hooks/cspc-sync/build.ts): labels, resolved poolConfig, devices filled in. */
+function cspiObject(name: string, host: string, groups: GroupInput[]): CSPI {
+  return {
+    apiVersion: API_VERSION,
+    kind: KIND.cspi,
+    metadata: { name, namespace: NS, labels: { [LABEL.cspc]: CSPC, [LABEL.hostname]: host } },
+    spec: { hostName: host, nodeSelector: { [LABEL.hostname]: host }, poolConfig: resolvePoolConfig(undefined), raidGroups: groups.map(raidGroup) },
+  };
+}
+
+/** A bound claim as cspc-sync builds it and NDM binds it. */
+function claimObject(devLink: string, cspi: string, annotations?: Record<string, string>) {
+  const device = blockDeviceName(devLink);
+  return {
+    apiVersion: API_VERSION,
+    kind: KIND.blockDeviceClaim,
+    metadata: { name: claimName(device), namespace: NS, labels: { [LABEL.cspc]: CSPC, [LABEL.cspi]: cspi }, ...(annotations ? { annotations } : {}) },
+    spec: { blockDeviceName: device },
+    status: { phase: "Bound" },
+  };
+}
+
+function condition(cspi: CSPI | undefined, type: string): Condition | undefined {
+  return cspi?.status?.conditions?.find((c) => c.type === type);
+}
+
+/** The pool's vdevs as zpool status shows them: data groups' devices, in order. */
+function dataGroups(pool: string): string[][] {
+  const [status] = parseZpoolStatus(zpool("status", pool));
+  return status!.layout.data.map((vdev) => leaves([vdev]).map((leaf) => leaf.device ?? leaf.name));
+}
+
+function imported(pool: string): boolean {
+  return zpool("list", "-H", "-o", "name").split("\n").includes(pool);
+}
+
+/** What `zpool import` finds in a directory (with -D: destroyed pools too), stdout and stderr together. */
+function importable(dir: string, destroyedToo = false): string {
+  const result = spawnSync("zpool", ["import", ...(destroyedToo ? ["-D"] : []), "-d", dir], { encoding: "utf8" });
+  return `${result.stdout}${result.stderr}`;
+}
+
+describe("integration: the node daemon end to end (real processes, real apiserver, real zfs-fuse pools)", function () {
+  this.timeout(5 * 60_000);
+  let cluster: KubeCluster;
+  let identity: Identity;
+  let sandbox: ZfsSandbox;
+  let shippedEnv: (nodeName: string) => Record<string, string>;
+  let nodeA: DaemonProcess;
+  let nodeB: DaemonProcess | undefined;
+  const stopped: DaemonProcess[] = [];
+  const nodeNameA = () => `e2e-a-${sandbox.id}`;
+  const nodeNameB = () => `e2e-b-${sandbox.id}`;
+
+  const getCspi = async (name: string): Promise<CSPI | undefined> => {
+    const response = await cluster.request(cluster.admin, "GET", cspiPath(name));
+    if (response.status === 404) return undefined;
+    if (response.status !== 200) throw new Error(`GET CSPI ${name}: ${response.status} ${JSON.stringify(response.body)}`);
+    return response.body;
+  };
+  const tails = () => [nodeA, nodeB].map((d) => d?.tail() ?? "").join("");
+  /** Polls the CSPI until `done` holds; the failure shows the last CSPI seen and the daemons' last lines. */
+  const waitForCspi = async (name: string, what: string, done: (cspi: CSPI | undefined) => boolean): Promise<CSPI | undefined> => {
+    let last: CSPI | undefined;
+    await waitUntil(
+      async () => done((last = await getCspi(name))),
+      WAIT_MS,
+      () => `CSPI ${name}: ${what} did not happen; last seen: ${JSON.stringify({ metadata: last?.metadata, status: last?.status })}${tails()}`,
+    );
+    return last;
+  };
+  const events = async (name: string): Promise<{ type: string; reason: string; message: string; source: { component: string; host: string } }[]> => {
+    const selector = encodeURIComponent(`involvedObject.name=${name},involvedObject.kind=${KIND.cspi}`);
+    const response = await cluster.request(cluster.admin, "GET", `/api/v1/namespaces/${NS}/events?fieldSelector=${selector}`);
+    return response.body.items;
+  };
+  const waitForEvent = async (name: string, reason: string, host: string) => {
+    await waitUntil(
+      async () => (await events(name)).some((e) => e.reason === reason && e.source.host === host),
+      WAIT_MS,
+      () => `no ${reason} Event from ${host} on ${name}${tails()}`,
+    );
+  };
+  const apply = async (...objects: object[]) => {
+    await cluster.kubectl(["apply", "--server-side", "-f", "-"], { input: objects.map((o) => JSON.stringify(o)).join("\n") });
+  };
+  const patchCspi = async (name: string, patch: unknown[]) => {
+    const response = await cluster.request(cluster.admin, "PATCH", cspiPath(name), patch, "application/json-patch+json");
+    expect(response.status, JSON.stringify(response.body)).to.equal(200);
+  };
+  const startDaemon = (nodeName: string, overrides: Record<string, string> = {}) =>
+    DaemonProcess.start({
+      env: shippedEnv(nodeName),
+      kubeconfig: identity.kubeconfig,
+      overrides: {
+        // The DaemonSet enters PID 1's mount namespace to run the host's zpool; that is refused here, and the
+        // test's zpool already is the host's.
+        ZFS_COMMAND_PREFIX: "[]",
+        // The default 30 s resync and heartbeat, shortened so a pass that waits for time (a resilver to end)
+        // comes within the bounded waits.
+        STATUS_INTERVAL_SECONDS: "3",
+        ...overrides,
+      },
+    });
+
+  before(async function () {
+    requireZfs();
+    cluster = await projectInstalled();
+    sandbox = new ZfsSandbox();
+    identity = await cluster.serviceAccount(NS, "cstor-pool-node");
+    const daemonSet = JSON.parse((await cluster.kubectl(["get", "daemonset", "cstor-pool-node", "-n", NS, "-o", "json"])).stdout);
+    shippedEnv = (nodeName) => resolvedContainerEnv(daemonSet, nodeName);
+    nodeA = await startDaemon(nodeNameA());
+  });
+
+  after(async () => {
+    for (const daemon of [nodeA, nodeB]) if (daemon && !stopped.includes(daemon)) await daemon.stop();
+    sandbox?.cleanup();
+  });
+
+  describe("the shipped DaemonSet", () => {
+    it("its environment runs zpool and zfs through nsenter in the host's mount namespace, as its comment says", () => {
+      const env = shippedEnv("any-node");
+      expect(env).to.include({ NODE_NAME: "any-node", NAMESPACE: NS });
+      expect(commandsFromEnv(env)).to.deep.equal({
+        zpool: ["nsenter", "-t", "1", "-m", "--", "zpool"],
+        zfs: ["nsenter", "-t", "1", "-m", "--", "zfs"],
+      });
+    });
+  });
+
+  describe("one pool through its life on node A, then node B", () => {
+    let name: string;
+    let pool: string;
+    let devices: Record<string, string>;
+    let data: { file: string; sha: string };
+
+    before(() => {
+      name = `e2e-life-${sandbox.id}`;
+      pool = zpoolName(name);
+      devices = Object.fromEntries(["m1", "m2", "m3", "m4", "m5"].map((d) => [d, sandbox.file(`e2e-${d}`, DEVICE_MIB)]));
+    });
+
+    it("a new CSPI: the daemon adds its finalizer, creates the pool and reports it ONLINE with capacity, with Events", async () => {
+      await apply(
+        cspiObject(name, nodeNameA(), [{ type: "mirror", devices: [devices.m1!, devices.m2!] }]),
+        claimObject(devices.m1!, name),
+        claimObject(devices.m2!, name),
+      );
+      const online = await waitForCspi(name, "phase ONLINE", (c) => c?.status?.phase === "ONLINE");
+      expect(online!.metadata.finalizers).to.deep.equal([FINALIZER.poolProtection]);
+      expect(online!.status).to.include({ importedOn: nodeNameA(), poolName: pool, readOnly: false, provisionedVolumes: 0 });
+      const { total, free, used } = online!.status!.capacity!;
+      expect(total, "a 128 MiB mirror holds less than 128 MiB").to.match(/^\d+(\.\d+)?Mi$/);
+      expect(parseFloat(total)).to.be.within(64, 128);
+      expect([free, used].every((q) => /^\d+(\.\d+)?(Ki|Mi)?$/.test(q))).to.equal(true);
+      expect(Date.parse(online!.status!.lastUpdateTime!)).to.be.a("number").and.not.NaN;
+      expect(dataGroups(pool)).to.deep.equal([[devices.m1, devices.m2]]);
+
+      await waitForEvent(name, "PoolCreated", nodeNameA());
+      const recorded = await events(name);
+      expect(recorded.map((e) => e.reason)).to.include.members(["FinalizerAdded", "PoolCreated"]);
+      for (const event of recorded) expect(event.source).to.deep.equal({ component: "cstor-pool-node-daemon", host: nodeNameA() });
+
+      const metrics = await (await fetch(`http://127.0.0.1:${nodeA.metricsPort}/metrics`)).text();
+      expect(metrics).to.contain(`cstor_pool_health{pool="${pool}",cspi="${name}"} 0`);
+    });
+
+    it("keeps the heartbeat going without a change: lastUpdateTime moves, nothing else", async () => {
+      const before = await getCspi(name);
+      const after = await waitForCspi(name, "a newer lastUpdateTime", (c) => c?.status?.lastUpdateTime !== before!.status!.lastUpdateTime);
+      expect({ ...after!.status, lastUpdateTime: undefined }).to.deep.equal({ ...before!.status, lastUpdateTime: undefined });
+    });
+
+    it("expansion: a raid group added to the spec is added to the pool; PoolExpansion says so", async () => {
+      const before = await getCspi(name);
+      await patchCspi(name, [{ op: "add", path: "/spec/raidGroups/-", value: raidGroup({ type: "mirror", devices: [devices.m3!, devices.m4!] }) }]);
+      await apply(claimObject(devices.m3!, name), claimObject(devices.m4!, name));
+      const expanded = await waitForCspi(name, "PoolExpansion successful", (c) => condition(c, "PoolExpansion")?.reason === "PoolExpansionSuccessful");
+      expect(dataGroups(pool)).to.deep.equal([
+        [devices.m1, devices.m2],
+        [devices.m3, devices.m4],
+      ]);
+      expect(condition(expanded, "PoolExpansion")).to.include({ status: "False" });
+      expect(expanded!.status!.phase).to.equal("ONLINE");
+      const grown = await waitForCspi(name, "the capacity to grow", (c) => parseFloat(c!.status!.capacity!.total) > parseFloat(before!.status!.capacity!.total));
+      expect(grown!.status!.capacity!.total).to.match(/Mi$/);
+      await waitForEvent(name, "PoolExpanded", nodeNameA());
+    });
+
+    it("replacement: a mirror member swapped in the spec is replaced through resilver; then only the predecessor mark leaves the new claim", async () => {
+      data = writeData(sandbox, `${pool}/vol1`);
+      const newClaim = claimObject(devices.m5!, name, { [ANNOTATION.bdPredecessor]: blockDeviceName(devices.m2!), "example.com/ticket": "OPS-1" });
+      await apply(newClaim);
+      await patchCspi(name, [
+        { op: "test", path: "/spec/raidGroups/0/blockDevices/1/devLink", value: devices.m2 },
+        { op: "replace", path: "/spec/raidGroups/0/blockDevices/1", value: raidGroup({ type: "mirror", devices: [devices.m5!] }).blockDevices[0] },
+      ]);
+      const done = await waitForCspi(name, "DiskReplacement successful", (c) => condition(c, "DiskReplacement")?.reason === "BlockDeviceReplacementSucceess");
+      expect(condition(done, "DiskReplacement")!.status).to.equal("False");
+      expect(dataGroups(pool)).to.deep.equal([
+        [devices.m1, devices.m5],
+        [devices.m3, devices.m4],
+      ]);
+      const claim = (await cluster.request(cluster.admin, "GET", claimPath(newClaim.metadata.name))).body;
+      expect(claim.metadata.annotations).to.deep.equal({ "example.com/ticket": "OPS-1" });
+      expect(claim.metadata.labels).to.deep.equal(newClaim.metadata.labels);
+      expect(claim.spec).to.deep.equal(newClaim.spec);
+      expect(checksum(data.file)).to.equal(data.sha);
+      const reasons = (await events(name)).map((e) => e.reason);
+      expect(reasons).to.include.members(["BlockDeviceReplacement", "ReplacementCompleted"]);
+    });
+
+    it("migration: spec.hostName moved to node B; A exports, B imports only after the handshake in status.importedOn; data intact", async () => {
+      nodeB = await startDaemon(nodeNameB());
+      const start = await getCspi(name);
+      const seen: { importedOn?: string; phase?: string }[] = [];
+      const watching = await new Watch(cluster.kubeConfig()).watch(
+        cspiPath(),
+        { resourceVersion: start!.metadata.resourceVersion, fieldSelector: `metadata.name=${name}` },
+        (_type, object: CSPI) => {
+          const entry = { importedOn: object.status?.importedOn, phase: object.status?.phase };
+          const previous = seen.at(-1);
+          if (!previous || previous.importedOn !== entry.importedOn || previous.phase !== entry.phase) seen.push(entry);
+        },
+        () => undefined,
+      );
+      try {
+        await patchCspi(name, [
+          { op: "replace", path: "/spec/hostName", value: nodeNameB() },
+          { op: "replace", path: "/spec/nodeSelector", value: { [LABEL.hostname]: nodeNameB() } },
+          { op: "replace", path: `/metadata/labels/${LABEL.hostname.replace("/", "~1")}`, value: nodeNameB() },
+        ]);
+        await waitForCspi(name, `import on ${nodeNameB()}`, (c) => c?.status?.importedOn === nodeNameB() && c.status.phase === "ONLINE");
+        await waitUntil(async () => seen.at(-1)?.importedOn === nodeNameB(), WAIT_MS, () => `the watch saw ${JSON.stringify(seen)}`);
+      } finally {
+        watching.abort();
+      }
+      expect(seen).to.deep.equal([
+        { importedOn: nodeNameA(), phase: "ONLINE" },
+        { importedOn: "", phase: "Exported" },
+        { importedOn: nodeNameB(), phase: "ONLINE" },
+      ]);
+      expect(imported(pool)).to.equal(true);
+      expect(checksum(data.file)).to.equal(data.sha);
+      await waitForEvent(name, "PoolExported", nodeNameA());
+      await waitForEvent(name, "PoolImported", nodeNameB());
+      const moved = await getCspi(name);
+      expect(moved!.metadata.finalizers).to.deep.equal([FINALIZER.poolProtection]);
+      expect(moved!.status!.provisionedVolumes).to.equal(1);
+    });
+
+    it("deletion without the removal mark (kubectl delete cspi): the pool is exported with its data, the finalizer removed, the CSPI gone", async () => {
+      await cluster.kubectl(["delete", "cspi", name, "-n", NS, "--wait=false"]);
+      await waitForCspi(name, "the CSPI to go", (c) => c === undefined);
+      expect(imported(pool), "exported, not destroyed").to.equal(false);
+      await waitForEvent(name, "PoolExported", nodeNameB());
+      await waitForEvent(name, "FinalizerRemoved", nodeNameB());
+
+      expect(importable(sandbox.dir)).to.contain(pool);
+      zpool("import", "-d", sandbox.dir, pool);
+      try {
+        expect(checksum(data.file)).to.equal(data.sha);
+      } finally {
+        destroyPool(pool);
+      }
+    });
+  });
+
+  describe("a pool marked for removal", () => {
+    it("openebs.io/pool-removal=requested, then delete: the pool is destroyed, its labels cleared, the CSPI gone", async () => {
+      const name = `e2e-gone-${sandbox.id}`;
+      const pool = zpoolName(name);
+      const dir = new ZfsSandbox();
+      try {
+        const devices = [dir.file("e2e-g1", DEVICE_MIB), dir.file("e2e-g2", DEVICE_MIB)];
+        await apply(cspiObject(name, nodeNameA(), [{ type: "mirror", devices }]));
+        await waitForCspi(name, "phase ONLINE", (c) => c?.status?.phase === "ONLINE");
+        await cluster.kubectl(["annotate", "cspi", name, "-n", NS, `${ANNOTATION.poolRemoval}=${POOL_REMOVAL_REQUESTED}`]);
+        await cluster.kubectl(["delete", "cspi", name, "-n", NS, "--wait=false"]);
+        await waitForCspi(name, "the CSPI to go", (c) => c === undefined);
+        expect(imported(pool)).to.equal(false);
+        expect(importable(dir.dir, true), "no label left on the devices").to.not.contain(pool);
+        const reasons = (await events(name)).map((e) => e.reason);
+        expect(reasons).to.include.members(["PoolDestroyed", "FinalizerRemoved"]);
+      } finally {
+        dir.cleanup();
+      }
+    });
+  });
+
+  describe("its ServiceAccount under the shipped RBAC", () => {
+    it("did all of the above without one refused or failed API call, zpool failure or warning", () => {
+      for (const daemon of [nodeA, nodeB]) expect(daemon?.problems(), daemon?.nodeName).to.deep.equal([]);
+    });
+
+    it("cannot read the CSPIs of a namespace where it has no Role: a daemon pointed there exits with code 1, saying it is forbidden", async () => {
+      await cluster.kubectl(["create", "namespace", OTHER_NS], { allowFailure: true });
+      const misplaced = await DaemonProcess.spawn({
+        env: { ...shippedEnv(nodeNameA()), NAMESPACE: OTHER_NS },
+        kubeconfig: identity.kubeconfig,
+        overrides: { ZFS_COMMAND_PREFIX: "[]" },
+      });
+      const ended = await misplaced.exitWithin(WAIT_MS);
+      if (!ended) await misplaced.stop();
+      expect(ended, misplaced.tail()).to.deep.equal({ code: 1, signal: null });
+      expect(misplaced.otherOutput.join("\n")).to.match(/node daemon failed: .*(403|forbidden)/i);
+    });
+  });
+
+  describe("stopping", () => {
+    it("both daemons stop on SIGTERM with exit code 0", async () => {
+      for (const daemon of [nodeA, nodeB!]) {
+        const result = await daemon.stop();
+        stopped.push(daemon);
+        expect(result, daemon.tail()).to.deep.equal({ code: 0, signal: null });
+      }
+    });
+  });
+});
