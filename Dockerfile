@@ -1,0 +1,37 @@
+# syntax=docker/dockerfile:1
+# Two images from one build (no Docker on the development machine: this file is checked by review and CI):
+#   docker build --target hooks       -t <registry>/cstor-pool-hooks:0.1.0 .
+#   docker build --target node-daemon -t <registry>/cstor-pool-node-daemon:0.1.0 .
+# Node 24 LTS, Debian bookworm slim (glibc, util-linux's nsenter), production dependencies only.
+
+FROM node:24-bookworm-slim AS build
+WORKDIR /src
+COPY package.json package-lock.json ./
+RUN npm ci --ignore-scripts --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
+COPY api api
+COPY lib lib
+COPY hooks hooks
+COPY node-daemon node-daemon
+COPY cli cli
+RUN npm run build && npm prune --omit=dev
+
+FROM node:24-bookworm-slim AS runtime
+ENV NODE_ENV=production
+WORKDIR /app
+COPY --from=build /src/package.json ./
+COPY --from=build /src/node_modules node_modules
+COPY --from=build /src/dist dist
+
+# The hook server: stateless HTTP(S), as the image's unprivileged "node" user (uid 1000), nothing written to
+# disk, so the Deployment runs it with a read-only root filesystem.
+FROM runtime AS hooks
+USER 1000:1000
+EXPOSE 8080 8443
+ENTRYPOINT ["node", "dist/hooks/main.js"]
+
+# The node daemon: root, because it runs the HOST's zpool/zfs through `nsenter -t 1 -m --` (nsenter is in
+# util-linux, part of the base image). No ZFS userland in the image: it must match the host's kernel module.
+FROM runtime AS node-daemon
+EXPOSE 9500
+ENTRYPOINT ["node", "dist/node-daemon/main.js"]
