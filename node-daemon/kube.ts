@@ -35,7 +35,7 @@ export interface KubeApi {
   patchCspiStatus(namespace: string, name: string, status: StatusPatch): Promise<CSPI>;
   /** JSON patch that appends only our finalizer, guarded by resourceVersion when the list is absent. */
   addFinalizer(cspi: CSPI, finalizer: string): Promise<CSPI>;
-  /** JSON patch that removes only our finalizer, guarded by a test of that exact entry. */
+  /** JSON patch that removes only our finalizer, guarded by a test of that exact entry; undefined once the CSPI is gone. */
   removeFinalizer(cspi: CSPI, finalizer: string): Promise<CSPI | undefined>;
   createEvent(cspi: CSPI, event: CoreEvent, component: string, host: string, now: Date): Promise<void>;
   /** Annotations of the block device claims labelled with this CSPI, by block device name. */
@@ -103,10 +103,12 @@ export function createKubeApi(config: KubeConfig = defaultConfig()): KubeApi {
         { op: "remove", path: `/metadata/finalizers/${index}` },
       ];
       try {
-        return (await custom.patchNamespacedCustomObject(
+        const updated = (await custom.patchNamespacedCustomObject(
           { group: GROUP, version: VERSION, namespace: cspi.metadata.namespace ?? "", plural: CSPI_PLURAL, name: cspi.metadata.name ?? "", body },
           jsonPatch,
         )) as CSPI;
+        // The last finalizer of a deleted CSPI: the apiserver answers with the object as it removes it; it is gone.
+        return updated.metadata.deletionTimestamp && !updated.metadata.finalizers?.length ? undefined : updated;
       } catch (error) {
         if ((error as { code?: number }).code === 404) return undefined;
         throw error;
