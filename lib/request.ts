@@ -58,14 +58,14 @@ function fieldOf(error: ErrorObject): string {
   return [path, missing].filter(Boolean).join(".") || "the object";
 }
 
-function requireShape(obj: Record<string, unknown>, kind: string, where: string, validate = SHAPES[kind] ?? anyObject): void {
+function requireShape(obj: Record<string, unknown>, kind: string, where: () => string, validate = SHAPES[kind] ?? anyObject): void {
   if (validate(obj)) return;
   const errors = validate.errors!;
   // Validation stops at the first failure; an int-or-string reports each type it tried, then the anyOf.
   const error = errors[errors.length - 1]!;
   const types = errors.filter((e) => e.keyword === "type" && e.instancePath === error.instancePath).map((e) => String((e.params as { type: unknown }).type));
   const problem = error.keyword === "required" ? "is missing" : types.length > 0 ? `must be of type ${types.join(" or ")}` : "is not valid";
-  throw new BadRequestError(`request ${where} (${kind}): ${fieldOf(error)} ${problem}; the API server never stores such an object`);
+  throw new BadRequestError(`request ${where()} (${kind}): ${fieldOf(error)} ${problem}; the API server never stores such an object`);
 }
 
 function requireObject(value: unknown, field: string, kind: string, validate?: ValidateFunction): KubeObject {
@@ -78,7 +78,7 @@ function requireObject(value: unknown, field: string, kind: string, validate?: V
   if (!isRecord(value.metadata) || typeof value.metadata.name !== "string" || value.metadata.name === "") {
     throw new BadRequestError(`request ${field} has no metadata.name`);
   }
-  requireShape(value, kind, field, validate);
+  requireShape(value, kind, () => field, validate);
   return value as unknown as KubeObject;
 }
 
@@ -99,16 +99,18 @@ function objectMap(value: unknown, field: string, ownNamespace?: string): Object
     if (!isRecord(objects)) throw new BadRequestError(`request ${field}["${typeKey}"] must be an object keyed by namespace/name`);
     const kind = kindOfTypeKey(typeKey);
     const names = new Map<string, string>();
-    for (const [key, obj] of Object.entries(objects)) {
-      const where = `${field}["${typeKey}"]["${key}"]`;
-      if (!isRecord(obj) || !isRecord(obj.metadata)) throw new BadRequestError(`request ${where} is not a Kubernetes object`);
-      if (typeof obj.metadata.name !== "string" || obj.metadata.name === "") throw new BadRequestError(`request ${where} has no metadata.name`);
+    for (const key of Object.keys(objects)) {
+      const obj = objects[key];
+      // Built only for an error: a valid request (the usual case) never needs it.
+      const where = (): string => `${field}["${typeKey}"]["${key}"]`;
+      if (!isRecord(obj) || !isRecord(obj.metadata)) throw new BadRequestError(`request ${where()} is not a Kubernetes object`);
+      if (typeof obj.metadata.name !== "string" || obj.metadata.name === "") throw new BadRequestError(`request ${where()} has no metadata.name`);
       // Children are returned as observed where nothing changes, so a child without its kind would come back without one.
-      if (obj.kind !== kind) throw new BadRequestError(`request ${where} is a ${quote(obj.kind)} listed under ${typeKey}`);
+      if (obj.kind !== kind) throw new BadRequestError(`request ${where()} is a ${quote(obj.kind)} listed under ${typeKey}`);
       requireShape(obj, kind, where);
       const namespace = obj.metadata.namespace;
       if (ownNamespace !== undefined && namespace !== undefined && namespace !== ownNamespace) {
-        throw new BadRequestError(`request ${where} is in namespace ${quote(namespace)}, not its owner's ${ownNamespace}: Metacontroller sends only an object's own children`);
+        throw new BadRequestError(`request ${where()} is in namespace ${quote(namespace)}, not its owner's ${ownNamespace}: Metacontroller sends only an object's own children`);
       }
       // Two entries for one object would let one silently shadow the other.
       const id = `${String(obj.metadata.namespace ?? "")}/${String(obj.metadata.name ?? "")}`;
