@@ -23,7 +23,7 @@ describe("integration: the Metacontroller test driver keeps the v2 contract", fu
   let cluster: KubeCluster;
   let driver: MetacontrollerDriver;
   const requests: { path: string; body: any }[] = [];
-  let answer: (path: string, body: any) => Scripted = () => ({ body: { status: {}, children: [] } });
+  let answer: (path: string, body: any) => Scripted | Promise<Scripted> = () => ({ body: { status: {}, children: [] } });
 
   const cspcObject = (name: string) => ({
     apiVersion: API_VERSION,
@@ -54,9 +54,9 @@ describe("integration: the Metacontroller test driver keeps the v2 contract", fu
     cluster = await projectInstalled();
     const app = express();
     app.use(express.json({ limit: "8mb" }));
-    app.post("*path", (req, res) => {
+    app.post("*path", async (req, res) => {
       requests.push({ path: req.path, body: req.body });
-      const scripted = answer(req.path, req.body);
+      const scripted = await answer(req.path, req.body);
       res.status(scripted.status ?? 200).json(scripted.body);
     });
     const server = app.listen(0, "127.0.0.1");
@@ -199,6 +199,23 @@ describe("integration: the Metacontroller test driver keeps the v2 contract", fu
     }
     expect(await getConfigMap("refused-child"), "the child is still there").to.not.equal(undefined);
     expect((await getCspc("refused")).metadata.resourceVersion, "the parent is untouched").to.equal(before.metadata.resourceVersion);
+  });
+
+  it("treats a lost race (409 on an update) as a reason to sync again, not as done", async () => {
+    await newParent("race");
+    answer = () => ({ body: { status: {}, children: [configMap("race-child", { a: "1" })] } });
+    await driver.syncComposite(CONTROLLER, NS, "race");
+    answer = async () => {
+      // Someone else changes the child while the hook is thinking: the driver's update carries a stale version.
+      await cluster.request(cluster.admin, "PATCH", `/api/v1/namespaces/${NS}/configmaps/race-child`, { data: { other: "x" } }, "application/merge-patch+json");
+      return { body: { status: {}, children: [configMap("race-child", { a: "2" })] } };
+    };
+    const raced = await driver.syncComposite(CONTROLLER, NS, "race");
+    expect(raced.writes).to.include(`conflict: update ConfigMap ${NS}/race-child`);
+    answer = () => ({ body: { status: {}, children: [configMap("race-child", { a: "2" })] } });
+    const retried = await driver.syncComposite(CONTROLLER, NS, "race");
+    expect(retried.writes).to.include(`update ConfigMap ${NS}/race-child`);
+    expect((await getConfigMap("race-child")).data).to.deep.equal({ a: "2", other: "x" });
   });
 
   it("on deletion calls the finalize hook with finalizing true until it answers finalized, then removes its finalizer", async () => {

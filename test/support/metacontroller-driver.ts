@@ -46,10 +46,17 @@ export class HookCallError extends Error {
   }
 }
 
+class ConflictError extends Error {
+  override readonly name = "ConflictError";
+}
+
 export interface SyncOutcome {
   /** Which hook was called, or why none was. */
   hook: "sync" | "finalize" | "none";
-  /** Every write this sync made, e.g. "create CStorPoolInstance openebs/x"; empty when nothing changed. */
+  /**
+   * Every write this sync made, e.g. "create CStorPoolInstance openebs/x", and "conflict: …" for one that lost
+   * a race and must be retried; empty when nothing changed.
+   */
   writes: string[];
   response?: Obj;
 }
@@ -121,9 +128,17 @@ export class MetacontrollerDriver {
 
   // ---------------------------------------------------------------- CompositeController
 
-  /** One sync of one parent, as Metacontroller's parentController.syncParentObject does it. */
+  /**
+   * One sync of one parent, as Metacontroller's parentController.syncParentObject does it. A write that loses
+   * a race (409 Conflict) ends the sync early, as Metacontroller's requeue would; `writes` then names it, so
+   * converge() runs another round.
+   */
   async syncComposite(controllerName: string, namespace: string, name: string): Promise<SyncOutcome> {
     const writes: string[] = [];
+    return this.retryingOnConflict(writes, () => this.compositeSync(writes, controllerName, namespace, name));
+  }
+
+  private async compositeSync(writes: string[], controllerName: string, namespace: string, name: string): Promise<SyncOutcome> {
     const cc = await this.read(`${COMPOSITE_API}/${controllerName}`);
     const parentInfo = await this.resourceInfo(cc.spec.parentResource.apiVersion, cc.spec.parentResource.resource);
     let parent = await this.get(parentInfo, namespace, name);
@@ -246,6 +261,26 @@ export class MetacontrollerDriver {
   /** One sync of one target object, as Metacontroller's decoratorController.syncParentObject does it. */
   async syncDecorator(controllerName: string, apiVersion: string, resource: string, namespace: string, name: string): Promise<SyncOutcome> {
     const writes: string[] = [];
+    return this.retryingOnConflict(writes, () => this.decoratorSync(writes, controllerName, apiVersion, resource, namespace, name));
+  }
+
+  private async retryingOnConflict(writes: string[], sync: () => Promise<SyncOutcome>): Promise<SyncOutcome> {
+    try {
+      return await sync();
+    } catch (error) {
+      if (error instanceof ConflictError) return { hook: "none", writes };
+      throw error;
+    }
+  }
+
+  private async decoratorSync(
+    writes: string[],
+    controllerName: string,
+    apiVersion: string,
+    resource: string,
+    namespace: string,
+    name: string,
+  ): Promise<SyncOutcome> {
     const dc = await this.read(`${DECORATOR_API}/${controllerName}`);
     const info = await this.resourceInfo(apiVersion, resource);
     let target = await this.get(info, namespace, name);
@@ -478,6 +513,12 @@ export class MetacontrollerDriver {
     if (response.status >= 200 && response.status < 300) {
       writes.push(what);
       return response;
+    }
+    // A lost race on an existing object (not AlreadyExists on create): the cluster moved on, sync again.
+    if (response.status === 409 && method !== "POST") {
+      writes.push(`conflict: ${what}`);
+      if (tolerated.includes(409)) return response;
+      throw new ConflictError(what);
     }
     if (tolerated.includes(response.status)) return response;
     throw new Error(`${what}: ${method} ${path} answered ${response.status}: ${JSON.stringify(response.body)}`);
