@@ -12,6 +12,7 @@ import { claimName, zpoolName } from "../../lib/names.js";
 import { commandsFromEnv } from "../../node-daemon/host.js";
 import { leaves, parseZpoolStatus } from "../../node-daemon/parse.js";
 import { INSTALL_NAMESPACE, projectInstalled, waitUntil, type Identity, type KubeCluster } from "../support/kube.js";
+import { MetacontrollerDriver, serveHooks } from "../support/metacontroller-driver.js";
 import { DaemonProcess, resolvedContainerEnv } from "../support/node-daemon-process.js";
 import { blockDeviceName, checksum, destroyPool, MiB, requireZfs, writeData, zpool, ZfsSandbox } from "../support/zfs.js";
 
@@ -83,9 +84,12 @@ describe("integration: the node daemon end to end (real processes, real apiserve
   let identity: Identity;
   let sandbox: ZfsSandbox;
   let shippedEnv: (nodeName: string) => Record<string, string>;
-  let nodeA: DaemonProcess;
+  /** The running daemon of node A and of node B (restarted during migration, as DaemonSet pods are). */
+  let nodeA: DaemonProcess | undefined;
   let nodeB: DaemonProcess | undefined;
-  const stopped: DaemonProcess[] = [];
+  /** Every daemon process started, and how each stopped one ended. */
+  const daemons: DaemonProcess[] = [];
+  const endings = new Map<DaemonProcess, { code: number | null; signal: NodeJS.Signals | null }>();
   const nodeNameA = () => `e2e-a-${sandbox.id}`;
   const nodeNameB = () => `e2e-b-${sandbox.id}`;
 
@@ -95,7 +99,7 @@ describe("integration: the node daemon end to end (real processes, real apiserve
     if (response.status !== 200) throw new Error(`GET CSPI ${name}: ${response.status} ${JSON.stringify(response.body)}`);
     return response.body;
   };
-  const tails = () => [nodeA, nodeB].map((d) => d?.tail() ?? "").join("");
+  const tails = () => daemons.map((d) => d.tail()).join("");
   /** Polls the CSPI until `done` holds; the failure shows the last CSPI seen and the daemons' last lines. */
   const waitForCspi = async (name: string, what: string, done: (cspi: CSPI | undefined) => boolean): Promise<CSPI | undefined> => {
     let last: CSPI | undefined;
@@ -125,20 +129,27 @@ describe("integration: the node daemon end to end (real processes, real apiserve
     const response = await cluster.request(cluster.admin, "PATCH", cspiPath(name), patch, "application/json-patch+json");
     expect(response.status, JSON.stringify(response.body)).to.equal(200);
   };
-  const startDaemon = (nodeName: string, overrides: Record<string, string> = {}) =>
-    DaemonProcess.start({
+  const startDaemon = async (nodeName: string): Promise<DaemonProcess> => {
+    const daemon = await DaemonProcess.start({
       env: shippedEnv(nodeName),
       kubeconfig: identity.kubeconfig,
       overrides: {
         // The DaemonSet enters PID 1's mount namespace to run the host's zpool; that is refused here, and the
         // test's zpool already is the host's.
         ZFS_COMMAND_PREFIX: "[]",
-        // The default 30 s resync and heartbeat, shortened so a pass that waits for time (a resilver to end)
+        // The shipped 30 s resync and heartbeat, shortened so a pass that waits for time (a resilver to end)
         // comes within the bounded waits.
         STATUS_INTERVAL_SECONDS: "3",
-        ...overrides,
       },
     });
+    daemons.push(daemon);
+    return daemon;
+  };
+  /** SIGTERM, as the kubelet stops a pod; how it ended is checked once at the end. */
+  const stopDaemon = async (daemon: DaemonProcess | undefined): Promise<undefined> => {
+    if (daemon && !endings.has(daemon)) endings.set(daemon, await daemon.stop());
+    return undefined;
+  };
 
   before(async function () {
     requireZfs();
@@ -151,7 +162,7 @@ describe("integration: the node daemon end to end (real processes, real apiserve
   });
 
   after(async () => {
-    for (const daemon of [nodeA, nodeB]) if (daemon && !stopped.includes(daemon)) await daemon.stop();
+    for (const daemon of daemons) await stopDaemon(daemon);
     sandbox?.cleanup();
   });
 
@@ -199,7 +210,7 @@ describe("integration: the node daemon end to end (real processes, real apiserve
       expect(recorded.map((e) => e.reason)).to.include.members(["FinalizerAdded", "PoolCreated"]);
       for (const event of recorded) expect(event.source).to.deep.equal({ component: "cstor-pool-node-daemon", host: nodeNameA() });
 
-      const metrics = await (await fetch(`http://127.0.0.1:${nodeA.metricsPort}/metrics`)).text();
+      const metrics = await (await fetch(`http://127.0.0.1:${nodeA!.metricsPort}/metrics`)).text();
       expect(metrics).to.contain(`cstor_pool_health{pool="${pool}",cspi="${name}"} 0`);
     });
 
@@ -248,8 +259,11 @@ describe("integration: the node daemon end to end (real processes, real apiserve
       expect(reasons).to.include.members(["BlockDeviceReplacement", "ReplacementCompleted"]);
     });
 
-    it("migration: spec.hostName moved to node B; A exports, B imports only after the handshake in status.importedOn; data intact", async () => {
-      nodeB = await startDaemon(nodeNameB());
+    // Both daemons share this host's zfs-fuse, so each sees the other's imports as its own: a daemon for node A
+    // running while node B imports would take B's fresh import for a pool it still holds (its copy of the
+    // CSPI not yet showing importedOn B) and export it. Real nodes never share a pool namespace, so the test
+    // never lets that happen: A's daemon is down whenever B's may import, as during a rolling update.
+    it("migration: spec.hostName moved to node B; B waits while A holds the pool, A exports, then B imports (status.importedOn handshake); data intact", async () => {
       const start = await getCspi(name);
       const seen: { importedOn?: string; phase?: string }[] = [];
       const watching = await new Watch(cluster.kubeConfig()).watch(
@@ -263,11 +277,25 @@ describe("integration: the node daemon end to end (real processes, real apiserve
         () => undefined,
       );
       try {
+        // Node A's daemon is down (the pool stays imported and serving); node B's is up when the CSPI moves.
+        nodeA = await stopDaemon(nodeA);
+        nodeB = await startDaemon(nodeNameB());
         await patchCspi(name, [
           { op: "replace", path: "/spec/hostName", value: nodeNameB() },
           { op: "replace", path: "/spec/nodeSelector", value: { [LABEL.hostname]: nodeNameB() } },
           { op: "replace", path: `/metadata/labels/${LABEL.hostname.replace("/", "~1")}`, value: nodeNameB() },
         ]);
+        await waitForEvent(name, "WaitingForExport", nodeNameB());
+        expect(imported(pool), "B does not import while A's heartbeat is fresh").to.equal(true);
+        expect((await getCspi(name))!.status!.importedOn).to.equal(nodeNameA());
+
+        // A's daemon comes back and exports; B's is down meanwhile (see above), then comes back and imports.
+        nodeB = await stopDaemon(nodeB);
+        nodeA = await startDaemon(nodeNameA());
+        await waitForCspi(name, `export by ${nodeNameA()}`, (c) => c?.status?.importedOn === "" && c.status.phase === "Exported");
+        expect(imported(pool)).to.equal(false);
+        nodeA = await stopDaemon(nodeA);
+        nodeB = await startDaemon(nodeNameB());
         await waitForCspi(name, `import on ${nodeNameB()}`, (c) => c?.status?.importedOn === nodeNameB() && c.status.phase === "ONLINE");
         await waitUntil(async () => seen.at(-1)?.importedOn === nodeNameB(), WAIT_MS, () => `the watch saw ${JSON.stringify(seen)}`);
       } finally {
@@ -305,6 +333,11 @@ describe("integration: the node daemon end to end (real processes, real apiserve
   });
 
   describe("a pool marked for removal", () => {
+    before(async () => {
+      // Node B keeps running: the rest happens on node A, whose daemon is back.
+      nodeA = await startDaemon(nodeNameA());
+    });
+
     it("openebs.io/pool-removal=requested, then delete: the pool is destroyed, its labels cleared, the CSPI gone", async () => {
       const name = `e2e-gone-${sandbox.id}`;
       const pool = zpoolName(name);
@@ -318,17 +351,167 @@ describe("integration: the node daemon end to end (real processes, real apiserve
         await waitForCspi(name, "the CSPI to go", (c) => c === undefined);
         expect(imported(pool)).to.equal(false);
         expect(importable(dir.dir, true), "no label left on the devices").to.not.contain(pool);
-        const reasons = (await events(name)).map((e) => e.reason);
-        expect(reasons).to.include.members(["PoolDestroyed", "FinalizerRemoved"]);
+        const recorded = await events(name);
+        expect(recorded.map((e) => e.reason)).to.include.members(["PoolDestroyed", "FinalizerRemoved"]);
+        expect(new Set(recorded.map((e) => e.source.host)), "node B's daemon left node A's pool alone").to.deep.equal(new Set([nodeNameA()]));
       } finally {
         dir.cleanup();
       }
     });
   });
 
+  // The whole loop: Metacontroller played by the test driver (test/support/metacontroller-driver.ts) with the
+  // hook server over HTTP, NDM played by the test (it binds claims), the node daemon real. No kubelet and no
+  // Deployment controller run here, so the pool Deployment never gets a pod: PodAvailable stays False and
+  // cspc-sync does not count the pool healthy, even though the daemon reports it ONLINE. The test says so,
+  // then writes the Deployment status a kubelet would bring about, and the pool counts.
+  describe("the whole loop: CSPC → claims → CSPI → pool ONLINE → CSPC status, then CSPC deletion", () => {
+    const COMPOSITE = "cstor-pool-cluster";
+    const DECORATOR = "cstor-pool-instance";
+    let driver: MetacontrollerDriver;
+    let cspc: string;
+    let devices: string[];
+    const cspcPath = () => `/apis/${API_VERSION}/namespaces/${NS}/cstorpoolclusters/${cspc}`;
+    const get = async (path: string): Promise<any> => {
+      const response = await cluster.request(cluster.admin, "GET", path);
+      return response.status === 200 ? response.body : undefined;
+    };
+    const owned = async (path: string): Promise<any[]> =>
+      ((await get(`${path}?labelSelector=${encodeURIComponent(`${LABEL.cspc}=${cspc}`)}`))?.items ?? []) as any[];
+    const loopCspis = () => owned(cspiPath());
+    const loopClaims = () => owned(claimPath());
+    /** Metacontroller's syncs of this CSPC and its CSPIs, round after round until one writes nothing. */
+    const syncLoop = async (): Promise<void> => {
+      for (let round = 0; round < 8; round++) {
+        const writes = (await driver.syncComposite(COMPOSITE, NS, cspc)).writes;
+        for (const cspi of await loopCspis()) {
+          writes.push(...(await driver.syncDecorator(DECORATOR, API_VERSION, "cstorpoolinstances", NS, cspi.metadata.name)).writes);
+        }
+        if (writes.length === 0) return;
+      }
+      throw new Error(`CSPC ${cspc}: Metacontroller's syncs never settled`);
+    };
+
+    before(async () => {
+      driver = new MetacontrollerDriver({ cluster, hookServer: await serveHooks() });
+      cspc = `e2e-loop-${sandbox.id}`;
+      devices = ["e2e-l1", "e2e-l2"].map((file) => sandbox.file(file, DEVICE_MIB));
+      await apply(
+        { apiVersion: "v1", kind: "Node", metadata: { name: nodeNameA(), labels: { [LABEL.hostname]: nodeNameA(), "kubernetes.io/os": "linux" } } },
+        ...devices.map((path) => ({
+          apiVersion: API_VERSION,
+          kind: KIND.blockDevice,
+          metadata: { name: blockDeviceName(path), namespace: NS, labels: { [LABEL.hostname]: nodeNameA(), "ndm.io/blockdevice-type": "blockdevice" } },
+          spec: {
+            path,
+            capacity: { storage: DEVICE_MIB * MiB },
+            devlinks: [{ kind: "by-id", links: [path] }],
+            filesystem: {},
+            nodeAttributes: { nodeName: nodeNameA() },
+          },
+          status: { claimState: "Unclaimed", state: "Active" },
+        })),
+      );
+    });
+
+    it("a CSPC applied, its claims bound: the CSPI appears and the daemon brings its pool ONLINE", async () => {
+      await apply({
+        apiVersion: API_VERSION,
+        kind: KIND.cspc,
+        metadata: { name: cspc, namespace: NS },
+        spec: {
+          pools: [{ nodeSelector: { [LABEL.hostname]: nodeNameA() }, raidGroups: [{ type: "mirror", blockDevices: devices.map((d) => ({ blockDeviceName: blockDeviceName(d) })) }] }],
+        },
+      });
+      await syncLoop();
+      const claims = await loopClaims();
+      expect(claims.map((c) => c.spec.blockDeviceName).sort()).to.deep.equal(devices.map(blockDeviceName).sort());
+      for (const claim of claims) {
+        const bound = await cluster.request(cluster.admin, "PATCH", claimPath(claim.metadata.name), { status: { phase: "Bound" } }, "application/merge-patch+json");
+        expect(bound.status, JSON.stringify(bound.body)).to.equal(200);
+      }
+      await syncLoop();
+      const [cspi, ...others] = await loopCspis();
+      expect(others).to.deep.equal([]);
+      expect(cspi.spec.hostName).to.equal(nodeNameA());
+      expect(cspi.spec.raidGroups[0].blockDevices.map((d: { devLink: string }) => d.devLink)).to.deep.equal(devices);
+
+      const online = await waitForCspi(cspi.metadata.name, "phase ONLINE", (c) => c?.status?.phase === "ONLINE");
+      expect(online!.metadata.finalizers).to.include(FINALIZER.poolProtection);
+      expect(dataGroups(zpoolName(cspi.metadata.name))).to.deep.equal([devices]);
+    });
+
+    it("the CSPC counts the pool provisioned; healthy only once the pool pod is available (no kubelet here: the test writes that)", async () => {
+      await syncLoop();
+      const [cspi] = await loopCspis();
+      expect(cspi.status.phase, "the daemon's word").to.equal("ONLINE");
+      expect(condition(cspi, "PodAvailable")).to.include({ status: "False" });
+      expect((await get(cspcPath())).status).to.include({ desiredInstances: 1, provisionedInstances: 1, healthyInstances: 0 });
+
+      const [deployment] = (await get(`/apis/apps/v1/namespaces/${NS}/deployments?labelSelector=${encodeURIComponent(`${LABEL.cspi}=${cspi.metadata.name}`)}`)).items;
+      const now = new Date().toISOString();
+      const available = await cluster.request(
+        cluster.admin,
+        "PATCH",
+        `/apis/apps/v1/namespaces/${NS}/deployments/${deployment.metadata.name}/status`,
+        {
+          status: {
+            observedGeneration: deployment.metadata.generation,
+            replicas: 1,
+            readyReplicas: 1,
+            availableReplicas: 1,
+            updatedReplicas: 1,
+            conditions: [{ type: "Available", status: "True", reason: "MinimumReplicasAvailable", message: "played by the test", lastUpdateTime: now, lastTransitionTime: now }],
+          },
+        },
+        "application/merge-patch+json",
+      );
+      expect(available.status, JSON.stringify(available.body)).to.equal(200);
+      await waitUntil(
+        async () => {
+          await syncLoop();
+          return (await get(cspcPath())).status.healthyInstances === 1;
+        },
+        WAIT_MS,
+        () => `healthyInstances never reached 1${tails()}`,
+      );
+      const healthy = (await loopCspis())[0];
+      expect(healthy.status.phase).to.equal("ONLINE");
+      expect(condition(healthy, "PodAvailable")).to.include({ status: "True" });
+    });
+
+    it("CSPC deleted: the pool is marked, its CSPI deleted, the daemon destroys the pool; then claims and CSPC go", async () => {
+      const [cspi] = await loopCspis();
+      const pool = zpoolName(cspi.metadata.name);
+      await cluster.kubectl(["delete", "cspc", cspc, "-n", NS, "--wait=false"]);
+      await waitUntil(
+        async () => {
+          await syncLoop();
+          return (await get(cspcPath())) === undefined;
+        },
+        WAIT_MS,
+        () => `CSPC ${cspc} never went${tails()}`,
+      );
+      expect(await loopCspis()).to.deep.equal([]);
+      expect(await loopClaims()).to.deep.equal([]);
+      expect(imported(pool)).to.equal(false);
+      expect(importable(sandbox.dir, true), "no label left on the devices").to.not.contain(pool);
+      const reasons = (await events(cspi.metadata.name)).map((e) => e.reason);
+      expect(reasons).to.include.members(["PoolCreated", "PoolDestroyed", "FinalizerRemoved"]);
+    });
+  });
+
   describe("its ServiceAccount under the shipped RBAC", () => {
-    it("did all of the above without one refused or failed API call, zpool failure or warning", () => {
-      for (const daemon of [nodeA, nodeB]) expect(daemon?.problems(), daemon?.nodeName).to.deep.equal([]);
+    it("did all of the above without one refused or failed API call, zpool failure or warning", async () => {
+      expect(daemons.length).to.be.greaterThan(2);
+      for (const daemon of daemons) expect(daemon.problems(), daemon.nodeName).to.deep.equal([]);
+      const recorded = (await cluster.request(cluster.admin, "GET", `/api/v1/namespaces/${NS}/events`)).body.items as {
+        type: string;
+        reason: string;
+        source: { component?: string };
+      }[];
+      const warnings = recorded.filter((e) => e.source.component === "cstor-pool-node-daemon" && e.type === "Warning").map((e) => e.reason);
+      expect(new Set(warnings), "the only Warning: node B waiting for node A's export").to.deep.equal(new Set(["WaitingForExport"]));
     });
 
     it("cannot read the CSPIs of a namespace where it has no Role: a daemon pointed there exits with code 1, saying it is forbidden", async () => {
@@ -346,12 +529,10 @@ describe("integration: the node daemon end to end (real processes, real apiserve
   });
 
   describe("stopping", () => {
-    it("both daemons stop on SIGTERM with exit code 0", async () => {
-      for (const daemon of [nodeA, nodeB!]) {
-        const result = await daemon.stop();
-        stopped.push(daemon);
-        expect(result, daemon.tail()).to.deep.equal({ code: 0, signal: null });
-      }
+    it("every daemon process stopped on SIGTERM with exit code 0", async () => {
+      nodeA = await stopDaemon(nodeA);
+      nodeB = await stopDaemon(nodeB);
+      for (const daemon of daemons) expect(endings.get(daemon), daemon.tail()).to.deep.equal({ code: 0, signal: null });
     });
   });
 });
