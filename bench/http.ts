@@ -97,7 +97,9 @@ async function post(port: number, path: string, body: Buffer): Promise<{ status:
 
 function load(port: number, path: string, body: Buffer, connections: number, amount: number): Promise<{ latencies: number[]; seconds: number }> {
   const latencies: number[] = [];
-  const started = performance.now();
+  // From the first request sent to the last answer received: autocannon's own start and stop are left out.
+  let firstSent = Infinity;
+  let lastAnswered = 0;
   return new Promise((resolve, reject) => {
     const instance = autocannon(
       { url: `http://127.0.0.1:${port}${path}`, method: "POST", headers: { "content-type": "application/json" }, body, connections, amount, timeout: 30 },
@@ -105,11 +107,16 @@ function load(port: number, path: string, body: Buffer, connections: number, amo
         if (err) return reject(err);
         const failed = result.errors + result.timeouts + result.non2xx;
         if (failed > 0) return reject(new Error(`${path}: ${result.errors} errors, ${result.timeouts} timeouts, ${result.non2xx} non-2xx answers`));
-        resolve({ latencies, seconds: (performance.now() - started) / 1000 });
+        resolve({ latencies, seconds: (lastAnswered - firstSent) / 1000 });
       },
     );
     // autocannon's own histogram counts whole milliseconds; these are the exact times per response.
-    instance.on("response", (_client, _status, _bytes, millis) => latencies.push(millis));
+    instance.on("response", (_client, _status, _bytes, millis) => {
+      const now = performance.now();
+      latencies.push(millis);
+      firstSent = Math.min(firstSent, now - millis);
+      lastAnswered = now;
+    });
   });
 }
 
@@ -133,7 +140,7 @@ async function measureSide(server: ServerProcess, path: string, body: Buffer, ru
 }
 
 export async function runHttp(options: { sizes: number[]; runMillis: number; progress: (line: string) => void }): Promise<HttpResults> {
-  options.progress("compiling the hook and floor servers");
+  options.progress("compiling the measured processes");
   await compileProcesses();
   const scenarios = httpScenarios(options.sizes);
   const work = mkdtempSync(join(tmpdir(), "cstor-bench-"));
@@ -141,43 +148,48 @@ export async function runHttp(options: { sizes: number[]; runMillis: number; pro
   mkdirSync(floorDir);
   const factsFile = join(work, "admission-facts.json");
   writeFileSync(factsFile, JSON.stringify(fleetFacts(fleetCluster(ADMISSION_POOLS), "UPDATE")));
-  const servers: ServerProcess[] = [];
+  const hookEnv = { BENCH_NOW: BENCH_NOW.toISOString(), BENCH_ADMISSION_FACTS: factsFile };
+  const results: HttpResult[] = [];
+  let hookIdleRssMiB = 0;
   try {
-    const hook = await startServer("hooks.js", { BENCH_NOW: BENCH_NOW.toISOString(), BENCH_ADMISSION_FACTS: factsFile });
-    servers.push(hook);
-    const answers = new Map<string, number>();
-    for (const s of scenarios) {
-      const first = await post(hook.port, s.path, s.body);
-      if (first.status !== 200) throw new Error(`${s.label}: the hook server answered ${first.status}: ${first.bytes.toString().slice(0, 500)}`);
-      const review = s.path === "/admission/cspc" ? (JSON.parse(first.bytes.toString()) as { response?: { allowed?: boolean } }) : undefined;
-      if (review && review.response?.allowed !== true) throw new Error(`${s.label}: the webhook refused the review: ${first.bytes.toString().slice(0, 500)}`);
-      writeFileSync(join(floorDir, `${s.id}.json`), first.bytes);
-      answers.set(s.id, first.bytes.length);
-    }
-    const hookIdleRssMiB = rssBytes(hook.pid) / MiB;
-    const floor = await startServer("floor.js", { FLOOR_RESPONSES: floorDir });
-    servers.push(floor);
-
-    const results: HttpResult[] = [];
+    // Fresh servers for each scenario: a server's memory stays at its high-water mark, so one that had served
+    // 1,000-pool requests would show that peak for every smaller request after it.
     for (const s of scenarios) {
       options.progress(`http ${s.label}`);
-      const floorAnswer = await post(floor.port, `/floor/${s.id}`, s.body);
-      if (floorAnswer.bytes.length !== answers.get(s.id)) throw new Error(`${s.label}: the floor's answer is not the hook's size`);
-      // Alternate hook and floor per scenario, so drift in the machine's load touches both alike.
-      const hookSide = await measureSide(hook, s.path, s.body, options.runMillis);
-      const floorSide = await measureSide(floor, `/floor/${s.id}`, s.body, options.runMillis);
-      results.push({ id: s.id, label: s.label, requestBytes: s.body.length, responseBytes: answers.get(s.id)!, hook: hookSide, floor: floorSide });
+      await withServer("hooks.js", hookEnv, async (hook) => {
+        hookIdleRssMiB = Math.max(hookIdleRssMiB, rssBytes(hook.pid) / MiB);
+        const first = await post(hook.port, s.path, s.body);
+        if (first.status !== 200) throw new Error(`${s.label}: the hook server answered ${first.status}: ${first.bytes.toString().slice(0, 500)}`);
+        const review = s.path === "/admission/cspc" ? (JSON.parse(first.bytes.toString()) as { response?: { allowed?: boolean } }) : undefined;
+        if (review && review.response?.allowed !== true) throw new Error(`${s.label}: the webhook refused the review: ${first.bytes.toString().slice(0, 500)}`);
+        writeFileSync(join(floorDir, `${s.id}.json`), first.bytes);
+        const hookSide = await measureSide(hook, s.path, s.body, options.runMillis);
+        const floorSide = await withServer("floor.js", { FLOOR_RESPONSES: floorDir }, async (floor) => {
+          const floorAnswer = await post(floor.port, `/floor/${s.id}`, s.body);
+          if (floorAnswer.bytes.length !== first.bytes.length) throw new Error(`${s.label}: the floor's answer is not the hook's size`);
+          return measureSide(floor, `/floor/${s.id}`, s.body, options.runMillis);
+        });
+        results.push({ id: s.id, label: s.label, requestBytes: s.body.length, responseBytes: first.bytes.length, hook: hookSide, floor: floorSide });
+      });
     }
-    return {
-      runMillis: options.runMillis,
-      scenarios: results,
-      hookIdleRssMiB,
-      hookPeakRssMiB: Math.max(...results.map((r) => r.hook.peakRssMiB)),
-      floorPeakRssMiB: Math.max(...results.map((r) => r.floor.peakRssMiB)),
-    };
   } finally {
-    for (const server of servers.reverse()) await server.stop();
     rmSync(work, { recursive: true, force: true });
+  }
+  return {
+    runMillis: options.runMillis,
+    scenarios: results,
+    hookIdleRssMiB,
+    hookPeakRssMiB: Math.max(...results.map((r) => r.hook.peakRssMiB)),
+    floorPeakRssMiB: Math.max(...results.map((r) => r.floor.peakRssMiB)),
+  };
+}
+
+async function withServer<T>(entry: string, env: Record<string, string>, use: (server: ServerProcess) => Promise<T>): Promise<T> {
+  const server = await startServer(entry, env);
+  try {
+    return await use(server);
+  } finally {
+    await server.stop();
   }
 }
 
@@ -200,7 +212,9 @@ export function httpTables(results: HttpResults): Table[] {
         "floor p99 ms (1 conn)",
         `hook p99 ms (${w} conn)`,
         "hook CPU ms/req",
+        "floor CPU ms/req",
         "hook peak RSS MB",
+        "floor peak RSS MB",
       ],
       rows: results.scenarios.map((r) => [
         r.label,
@@ -215,11 +229,13 @@ export function httpTables(results: HttpResults): Table[] {
         num(r.floor.single.p99),
         num(r.hook.parallel.p99),
         num(r.hook.parallel.cpuPerRequest),
+        num(r.floor.parallel.cpuPerRequest),
         num(r.hook.peakRssMiB),
+        num(r.floor.peakRssMiB),
       ]),
       notes: [
         `Requests per run: about ${results.runMillis} ms worth after a 20-request warm-up, at least ${MIN_REQUESTS}. floor÷hook = floor req/s ÷ hook req/s (1 = the hook adds nothing to what express must do anyway).`,
-        `Hook server RSS: ${num(results.hookIdleRssMiB)} MB after start, peak ${num(results.hookPeakRssMiB)} MB under load (floor server peak ${num(results.floorPeakRssMiB)} MB). MB = MiB.`,
+        `Each scenario runs on freshly started servers. Hook server RSS after start (before any request): ${num(results.hookIdleRssMiB)} MB. Peak RSS = VmHWM of the server process over that scenario (warm-up, 1 and ${w} connections). CPU = the server process's user + system time per request, from /proc. MB = MiB.`,
       ],
     },
   ];

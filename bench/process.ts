@@ -39,7 +39,8 @@ interface Child {
 }
 
 function spawnNode(entry: string, env: Record<string, string>): Child {
-  const child = spawn(process.execPath, [join(PROCESSES, entry)], {
+  const profile = process.env.BENCH_PROFILE_DIR ? ["--cpu-prof", "--cpu-prof-dir", process.env.BENCH_PROFILE_DIR] : [];
+  const child = spawn(process.execPath, [...profile, join(PROCESSES, entry)], {
     env: { ...process.env, ...env },
     // The processes' own logs go nowhere: a pipe nobody drains would stall them.
     stdio: ["ignore", "ignore", "pipe", "ipc"],

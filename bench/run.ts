@@ -3,6 +3,7 @@
 //   npm run bench                      all parts (about 4 minutes on the 2-core reference machine)
 //   npm run bench -- --only=pure,http  some parts: pure, http, daemon
 //   npm run bench -- --quick           short runs, to check the benchmark itself works
+//   npm run bench -- --profile         also write a CPU profile of every measured process to bench/results/profiles
 import { mkdirSync, writeFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { DAEMON_POOLS, daemonOverheads, daemonTables, IDLE_CPU_TARGET, OVERHEAD_TARGET, runDaemon } from "./daemon.js";
@@ -15,10 +16,15 @@ import { num, renderTable, type Table } from "./table.js";
 const PARTS = ["pure", "http", "daemon"] as const;
 type Part = (typeof PARTS)[number];
 
-const { values } = parseArgs({ options: { only: { type: "string" }, quick: { type: "boolean", default: false } } });
+const { values } = parseArgs({ options: { only: { type: "string" }, quick: { type: "boolean", default: false }, profile: { type: "boolean", default: false } } });
 const only = (values.only?.split(",").map((p) => p.trim()) ?? [...PARTS]) as Part[];
 for (const part of only) if (!PARTS.includes(part)) throw new Error(`--only=${part}: the parts are ${PARTS.join(", ")}`);
 const quick = values.quick ?? false;
+if (values.profile) {
+  // Read by bench/process.ts when it starts a measured process; open the files in Chrome DevTools.
+  process.env.BENCH_PROFILE_DIR = new URL("results/profiles/", import.meta.url).pathname;
+  mkdirSync(process.env.BENCH_PROFILE_DIR, { recursive: true });
+}
 
 const progress = (line: string): void => {
   process.stderr.write(`… ${line}\n`);

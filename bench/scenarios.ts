@@ -2,7 +2,9 @@
 // deterministic generator), and the cspi-sync request of a steady-state golden case.
 import { readFileSync } from "node:fs";
 import { parse } from "yaml";
-import type { CompositeSyncRequest } from "../api/types.js";
+import { LABEL, TYPE_KEY } from "../api/constants.js";
+import type { CompositeSyncRequest, CSPC, KubeObject } from "../api/types.js";
+import { syncCspc } from "../hooks/cspc-sync/sync.js";
 import { fleetRequest } from "../test/support/fleet.js";
 
 const FIXTURES = new URL("../test/fixtures/", import.meta.url).pathname;
@@ -29,6 +31,56 @@ export type FleetState = "steady" | "first-sync";
  */
 export function cspcSyncRequest(pools: number, state: FleetState = "steady"): CompositeSyncRequest {
   return fleetRequest({ pools, withCspis: state === "steady" });
+}
+
+/**
+ * Edits of a whole steady fleet at once, the paths where matching pools, devices and children could go
+ * quadratic. "expansion": every pool gets a third mirror group of two new devices; "replacement": every pool
+ * swaps one device for a new one (the health gate lets one start, the rest wait). New devices are on the
+ * pool's node and their claims are Bound, so the sync acts on every pool. "selector-typo": the seed's
+ * kubernetes.io/hostName in every pool of a new fleet, so every pool selects no node.
+ */
+export type FleetEdit = "expansion" | "replacement" | "selector-typo";
+
+export function editedFleetRequest(pools: number, edit: FleetEdit): CompositeSyncRequest {
+  if (edit === "selector-typo") {
+    const request = fleetRequest({ pools });
+    for (const pool of (request.parent as unknown as CSPC).spec.pools) {
+      pool.nodeSelector = { "kubernetes.io/hostName": pool.nodeSelector[LABEL.hostname]! };
+    }
+    return request;
+  }
+  const request = fleetRequest({ pools, withCspis: true });
+  const blockDevices = request.related[TYPE_KEY.blockDevice]!;
+  const newDevice = (like: string, name: string): string => {
+    const original = Object.values(blockDevices).find((bd) => bd.metadata.name === like)!;
+    const copy = structuredClone(original) as KubeObject & { spec: { claimRef: { name: string } } };
+    copy.metadata.name = name;
+    copy.spec.claimRef.name = `bdc-${name}`;
+    blockDevices[`${copy.metadata.namespace}/${name}`] = copy;
+    return name;
+  };
+  for (const pool of (request.parent as unknown as CSPC).spec.pools) {
+    const [first, second] = pool.raidGroups;
+    const device = first!.blockDevices[0]!.blockDeviceName;
+    if (edit === "expansion") {
+      const added = [newDevice(device, `${device}-x1`), newDevice(device, `${device}-x2`)];
+      pool.raidGroups = [first!, second!, { type: "mirror", blockDevices: added.map((blockDeviceName) => ({ blockDeviceName })) }];
+    } else {
+      first!.blockDevices[0] = { blockDeviceName: newDevice(device, `${device}-r`) };
+    }
+  }
+  // The claims this edit asks for, Bound as NDM leaves them.
+  const claims = { ...request.children[TYPE_KEY.blockDeviceClaim] };
+  for (const child of syncCspc(request, benchClock).children) {
+    const key = `${child.metadata.namespace}/${child.metadata.name}`;
+    if (child.kind === "BlockDeviceClaim" && !claims[key]) claims[key] = { ...child, status: { phase: "Bound" } };
+  }
+  return {
+    ...request,
+    children: { ...request.children, [TYPE_KEY.blockDeviceClaim]: claims },
+    related: { ...request.related, [TYPE_KEY.blockDeviceClaim]: claims },
+  };
 }
 
 export function cspiSyncRequest(): unknown {

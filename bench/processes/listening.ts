@@ -12,4 +12,6 @@ export function reportListening(server: Server): void {
     process.exit(1);
   });
   process.on("disconnect", () => process.exit(0));
+  // A normal exit, so a --cpu-prof profile (npm run bench -- --profile) is written.
+  process.on("SIGTERM", () => process.exit(0));
 }
