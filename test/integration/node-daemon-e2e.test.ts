@@ -10,6 +10,7 @@ import type { Condition, CSPI } from "../../api/types.js";
 import { resolvePoolConfig } from "../../hooks/cspc-sync/build.js";
 import { claimName, zpoolName } from "../../lib/names.js";
 import { commandsFromEnv } from "../../node-daemon/host.js";
+import { createKubeApi, type KubeApi } from "../../node-daemon/kube.js";
 import { leaves, parseZpoolStatus } from "../../node-daemon/parse.js";
 import { INSTALL_NAMESPACE, projectInstalled, waitUntil, type Identity, type KubeCluster } from "../support/kube.js";
 import { MetacontrollerDriver, serveHooks } from "../support/metacontroller-driver.js";
@@ -498,6 +499,54 @@ describe("integration: the node daemon end to end (real processes, real apiserve
       expect(importable(sandbox.dir, true), "no label left on the devices").to.not.contain(pool);
       const reasons = (await events(cspi.metadata.name)).map((e) => e.reason);
       expect(reasons).to.include.members(["PoolCreated", "PoolDestroyed", "FinalizerRemoved"]);
+    });
+  });
+
+  // The daemon's finalizer patches (node-daemon/kube.ts) as its ServiceAccount, racing another controller as
+  // Metacontroller does in the whole loop above: a stale copy must not turn into a failure.
+  describe("its finalizer patches, racing another controller's finalizer", () => {
+    const OTHER = "metacontroller.io/decoratorcontroller-cstor-pool-instance";
+    let api: KubeApi;
+    const fresh = async (name: string) => {
+      await apply(cspiObject(name, "e2e-nowhere", [{ type: "stripe", devices: ["/dev/e2e-nowhere"] }]));
+      return (await getCspi(name))!;
+    };
+    const setFinalizers = async (name: string, finalizers: string[]) => {
+      const response = await cluster.request(cluster.admin, "PATCH", cspiPath(name), { metadata: { finalizers } }, "application/merge-patch+json");
+      expect(response.status, JSON.stringify(response.body)).to.equal(200);
+    };
+
+    before(() => {
+      api = createKubeApi(cluster.kubeConfig(identity));
+    });
+
+    it("adds its finalizer from a copy read before the other controller added its own: both kept", async () => {
+      const stale = await fresh(`e2e-race-add-${sandbox.id}`);
+      await setFinalizers(stale.metadata.name!, [OTHER]);
+      const added = await api.addFinalizer(stale, FINALIZER.poolProtection);
+      expect(added.metadata.finalizers).to.deep.equal([OTHER, FINALIZER.poolProtection]);
+      await setFinalizers(stale.metadata.name!, []);
+    });
+
+    it("removes its finalizer from a copy whose list has shifted since: only its own goes", async () => {
+      const name = `e2e-race-remove-${sandbox.id}`;
+      await fresh(name);
+      await setFinalizers(name, [OTHER, FINALIZER.poolProtection]);
+      const stale = (await getCspi(name))!;
+      await setFinalizers(name, [FINALIZER.poolProtection, "example.com/later"]);
+      const removed = await api.removeFinalizer(stale, FINALIZER.poolProtection);
+      expect(removed!.metadata.finalizers).to.deep.equal(["example.com/later"]);
+      await setFinalizers(name, []);
+    });
+
+    it("removing the last finalizer of a deleted CSPI answers undefined: it is gone", async () => {
+      const name = `e2e-race-gone-${sandbox.id}`;
+      await fresh(name);
+      await setFinalizers(name, [FINALIZER.poolProtection]);
+      await cluster.kubectl(["delete", "cspi", name, "-n", NS, "--wait=false"]);
+      const deleting = (await getCspi(name))!;
+      expect(await api.removeFinalizer(deleting, FINALIZER.poolProtection)).to.equal(undefined);
+      expect(await getCspi(name)).to.equal(undefined);
     });
   });
 
