@@ -33,9 +33,13 @@ export interface KubeApi {
   watchCspis(namespace: string, resourceVersion: string, onEvent: (type: WatchEventType, cspi: CSPI) => void): Promise<WatchHandle>;
   /** Merge patch through the status subresource. */
   patchCspiStatus(namespace: string, name: string, status: StatusPatch): Promise<CSPI>;
-  /** JSON patch that appends only our finalizer, guarded by resourceVersion when the list is absent. */
+  /**
+   * JSON patch that appends only our finalizer, guarded by resourceVersion when the list is absent. When the guard
+   * fails (another controller, e.g. Metacontroller, wrote its own finalizer meanwhile) it reads the CSPI and tries
+   * once more, so a routine race is not reported as a failure.
+   */
   addFinalizer(cspi: CSPI, finalizer: string): Promise<CSPI>;
-  /** JSON patch that removes only our finalizer, guarded by a test of that exact entry; undefined once the CSPI is gone. */
+  /** JSON patch that removes only our finalizer, guarded by a test of that exact entry (read and retried once, as above); undefined once the CSPI is gone. */
   removeFinalizer(cspi: CSPI, finalizer: string): Promise<CSPI | undefined>;
   createEvent(cspi: CSPI, event: CoreEvent, component: string, host: string, now: Date): Promise<void>;
   /** Annotations of the block device claims labelled with this CSPI, by block device name. */
@@ -51,10 +55,49 @@ const BDC_PLURAL = "blockdeviceclaims";
 const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
 const jsonPatch = setHeaderOptions("Content-Type", PatchStrategy.JsonPatch);
 
+/** A JSON patch whose "test" operation failed: the apiserver answers 422. */
+function isTestFailure(error: unknown): boolean {
+  return (error as { code?: number }).code === 422;
+}
+
 export function createKubeApi(config: KubeConfig = defaultConfig()): KubeApi {
   const custom = config.makeApiClient(CustomObjectsApi);
   const core = config.makeApiClient(CoreV1Api);
   const watch = new Watch(config);
+  const target = (cspi: CSPI) => ({ group: GROUP, version: VERSION, namespace: cspi.metadata.namespace ?? "", plural: CSPI_PLURAL, name: cspi.metadata.name ?? "" });
+  const readCspi = async (cspi: CSPI): Promise<CSPI | undefined> => {
+    try {
+      return (await custom.getNamespacedCustomObject(target(cspi))) as CSPI;
+    } catch (error) {
+      if ((error as { code?: number }).code === 404) return undefined;
+      throw error;
+    }
+  };
+  const appendFinalizer = async (cspi: CSPI, finalizer: string): Promise<CSPI> => {
+    const body = cspi.metadata.finalizers
+      ? [{ op: "add", path: "/metadata/finalizers/-", value: finalizer }]
+      : [
+          { op: "test", path: "/metadata/resourceVersion", value: cspi.metadata.resourceVersion },
+          { op: "add", path: "/metadata/finalizers", value: [finalizer] },
+        ];
+    return (await custom.patchNamespacedCustomObject({ ...target(cspi), body }, jsonPatch)) as CSPI;
+  };
+  const dropFinalizer = async (cspi: CSPI, finalizer: string): Promise<CSPI | undefined> => {
+    const index = (cspi.metadata.finalizers ?? []).indexOf(finalizer);
+    if (index < 0) return cspi;
+    const body = [
+      { op: "test", path: `/metadata/finalizers/${index}`, value: finalizer },
+      { op: "remove", path: `/metadata/finalizers/${index}` },
+    ];
+    try {
+      const updated = (await custom.patchNamespacedCustomObject({ ...target(cspi), body }, jsonPatch)) as CSPI;
+      // The last finalizer of a deleted CSPI: the apiserver answers with the object as it removes it; it is gone.
+      return updated.metadata.deletionTimestamp && !updated.metadata.finalizers?.length ? undefined : updated;
+    } catch (error) {
+      if ((error as { code?: number }).code === 404) return undefined;
+      throw error;
+    }
+  };
   return {
     async listCspis(namespace) {
       const list = (await custom.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: CSPI_PLURAL })) as {
@@ -83,35 +126,21 @@ export function createKubeApi(config: KubeConfig = defaultConfig()): KubeApi {
       )) as CSPI;
     },
     async addFinalizer(cspi, finalizer) {
-      const existing = cspi.metadata.finalizers;
-      const body = existing
-        ? [{ op: "add", path: "/metadata/finalizers/-", value: finalizer }]
-        : [
-            { op: "test", path: "/metadata/resourceVersion", value: cspi.metadata.resourceVersion },
-            { op: "add", path: "/metadata/finalizers", value: [finalizer] },
-          ];
-      return (await custom.patchNamespacedCustomObject(
-        { group: GROUP, version: VERSION, namespace: cspi.metadata.namespace ?? "", plural: CSPI_PLURAL, name: cspi.metadata.name ?? "", body },
-        jsonPatch,
-      )) as CSPI;
+      try {
+        return await appendFinalizer(cspi, finalizer);
+      } catch (error) {
+        const fresh = isTestFailure(error) ? await readCspi(cspi) : undefined;
+        if (!fresh) throw error;
+        return fresh.metadata.finalizers?.includes(finalizer) ? fresh : await appendFinalizer(fresh, finalizer);
+      }
     },
     async removeFinalizer(cspi, finalizer) {
-      const index = (cspi.metadata.finalizers ?? []).indexOf(finalizer);
-      if (index < 0) return cspi;
-      const body = [
-        { op: "test", path: `/metadata/finalizers/${index}`, value: finalizer },
-        { op: "remove", path: `/metadata/finalizers/${index}` },
-      ];
       try {
-        const updated = (await custom.patchNamespacedCustomObject(
-          { group: GROUP, version: VERSION, namespace: cspi.metadata.namespace ?? "", plural: CSPI_PLURAL, name: cspi.metadata.name ?? "", body },
-          jsonPatch,
-        )) as CSPI;
-        // The last finalizer of a deleted CSPI: the apiserver answers with the object as it removes it; it is gone.
-        return updated.metadata.deletionTimestamp && !updated.metadata.finalizers?.length ? undefined : updated;
+        return await dropFinalizer(cspi, finalizer);
       } catch (error) {
-        if ((error as { code?: number }).code === 404) return undefined;
-        throw error;
+        if (!isTestFailure(error)) throw error;
+        const fresh = await readCspi(cspi);
+        return fresh && (await dropFinalizer(fresh, finalizer));
       }
     },
     async createEvent(cspi, event, component, host, now) {
