@@ -8,6 +8,7 @@ import { expect } from "chai";
 import { ANNOTATION, API_VERSION, FINALIZER, KIND, LABEL, POOL_REMOVAL_REQUESTED } from "../../api/constants.js";
 import type { Condition, CSPI } from "../../api/types.js";
 import { resolvePoolConfig } from "../../hooks/cspc-sync/build.js";
+import { findCondition } from "../../lib/conditions.js";
 import { claimName, zpoolName } from "../../lib/names.js";
 import { commandsFromEnv } from "../../node-daemon/host.js";
 import { createKubeApi, type KubeApi } from "../../node-daemon/kube.js";
@@ -60,7 +61,7 @@ function claimObject(devLink: string, cspi: string, annotations?: Record<string,
 }
 
 function condition(cspi: CSPI | undefined, type: string): Condition | undefined {
-  return cspi?.status?.conditions?.find((c) => c.type === type);
+  return findCondition(cspi?.status?.conditions, type);
 }
 
 /** The pool's vdevs as zpool status shows them: data groups' devices, in order. */
@@ -213,6 +214,7 @@ describe("integration: the node daemon end to end (real processes, real apiserve
 
       const metrics = await (await fetch(`http://127.0.0.1:${nodeA!.metricsPort}/metrics`)).text();
       expect(metrics).to.contain(`cstor_pool_health{pool="${pool}",cspi="${name}"} 0`);
+      expect((await fetch(`http://127.0.0.1:${nodeA!.metricsPort}/healthz`)).status).to.equal(200);
     });
 
     it("keeps the heartbeat going without a change: lastUpdateTime moves, nothing else", async () => {
@@ -231,6 +233,7 @@ describe("integration: the node daemon end to end (real processes, real apiserve
         [devices.m3, devices.m4],
       ]);
       expect(condition(expanded, "PoolExpansion")).to.include({ status: "False" });
+      expect(condition(expanded, "PoolExpansion")!.message).to.contain(blockDeviceName(devices.m3!)).and.contain(blockDeviceName(devices.m4!));
       expect(expanded!.status!.phase).to.equal("ONLINE");
       const grown = await waitForCspi(name, "the capacity to grow", (c) => parseFloat(c!.status!.capacity!.total) > parseFloat(before!.status!.capacity!.total));
       expect(grown!.status!.capacity!.total).to.match(/Mi$/);
@@ -342,21 +345,22 @@ describe("integration: the node daemon end to end (real processes, real apiserve
     it("openebs.io/pool-removal=requested, then delete: the pool is destroyed, its labels cleared, the CSPI gone", async () => {
       const name = `e2e-gone-${sandbox.id}`;
       const pool = zpoolName(name);
-      const dir = new ZfsSandbox();
+      // Its own directory, so that what `zpool import` finds there is this pool's devices only.
+      const own = new ZfsSandbox();
       try {
-        const devices = [dir.file("e2e-g1", DEVICE_MIB), dir.file("e2e-g2", DEVICE_MIB)];
+        const devices = [own.file("e2e-g1", DEVICE_MIB), own.file("e2e-g2", DEVICE_MIB)];
         await apply(cspiObject(name, nodeNameA(), [{ type: "mirror", devices }]));
         await waitForCspi(name, "phase ONLINE", (c) => c?.status?.phase === "ONLINE");
         await cluster.kubectl(["annotate", "cspi", name, "-n", NS, `${ANNOTATION.poolRemoval}=${POOL_REMOVAL_REQUESTED}`]);
         await cluster.kubectl(["delete", "cspi", name, "-n", NS, "--wait=false"]);
         await waitForCspi(name, "the CSPI to go", (c) => c === undefined);
         expect(imported(pool)).to.equal(false);
-        expect(importable(dir.dir, true), "no label left on the devices").to.not.contain(pool);
+        expect(importable(own.dir, true), "no label left on the devices").to.not.contain(pool);
         const recorded = await events(name);
         expect(recorded.map((e) => e.reason)).to.include.members(["PoolDestroyed", "FinalizerRemoved"]);
         expect(new Set(recorded.map((e) => e.source.host)), "node B's daemon left node A's pool alone").to.deep.equal(new Set([nodeNameA()]));
       } finally {
-        dir.cleanup();
+        own.cleanup();
       }
     });
   });
