@@ -9,6 +9,10 @@ import { join } from "node:path";
 import { freePorts, REPO_ROOT, waitUntil } from "./kube.js";
 import { onStop } from "./processes.js";
 
+/** Daemons still running: killed if the test process exits without stopping them (e.g. mocha interrupted). */
+const running = new Set<ChildProcess>();
+process.once("exit", () => running.forEach((child) => child.kill("SIGKILL")));
+
 /** One JSON log line of the daemon (lib/log.ts). */
 export interface DaemonLogLine {
   level: string;
@@ -69,8 +73,10 @@ export class DaemonProcess {
       env,
       stdio: ["ignore", "pipe", "pipe"],
     });
+    running.add(this.child);
     this.exited = new Promise((resolve) =>
       this.child.once("exit", (code, signal) => {
+        running.delete(this.child);
         rmSync(this.lockDir, { recursive: true, force: true });
         resolve({ code, signal });
       }),
@@ -84,7 +90,7 @@ export class DaemonProcess {
     const daemon = await DaemonProcess.spawn(options);
     await waitUntil(
       async () => {
-        if (daemon.child.exitCode !== null) throw new Error(`node daemon ${daemon.nodeName} exited at start: ${daemon.tail()}`);
+        if (daemon.ended()) throw new Error(`node daemon ${daemon.nodeName} exited at start: ${daemon.tail()}`);
         return daemon.lines.some((l) => l.msg === "node daemon started");
       },
       60_000,
@@ -115,7 +121,7 @@ export class DaemonProcess {
 
   /** SIGTERM, as the kubelet stops a pod; resolves with how the process ended. */
   async stop(timeoutMs = 30_000): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
-    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill("SIGTERM");
+    if (!this.ended()) this.child.kill("SIGTERM");
     const timer = setTimeout(() => this.child.kill("SIGKILL"), timeoutMs);
     const result = await this.exited;
     clearTimeout(timer);
@@ -145,9 +151,13 @@ export class DaemonProcess {
   }
 
   private async kill(): Promise<void> {
-    if (this.child.exitCode !== null || this.child.signalCode !== null) return;
+    if (this.ended()) return;
     this.child.kill("SIGKILL");
     await this.exited;
+  }
+
+  private ended(): boolean {
+    return this.child.exitCode !== null || this.child.signalCode !== null;
   }
 
   private collect(stream: NodeJS.ReadableStream): void {
