@@ -153,7 +153,7 @@ describe("integration: the node daemon end to end (real processes, real apiserve
     return undefined;
   };
 
-  before(async function () {
+  before(async () => {
     requireZfs();
     cluster = await projectInstalled();
     sandbox = new ZfsSandbox();
