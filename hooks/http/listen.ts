@@ -12,12 +12,32 @@ export interface TlsFiles {
   keyFile: string;
 }
 
+export interface ServerTimeouts {
+  /**
+   * An idle keep-alive connection is kept this long. Metacontroller's Go client keeps idle connections 90 s;
+   * closing ours first races with its next request on that connection, which then fails.
+   */
+  keepAliveMs: number;
+  /** A client gets this long to send its request headers (408, then closed). Idle keep-alive connections are not affected. */
+  headersMs: number;
+  /**
+   * ... and this long for the whole request, body included; a hook request arrives in milliseconds. At least
+   * headersMs: Node silently swaps the two otherwise, which made a 30 s request limit a 100 s one.
+   */
+  requestMs: number;
+  /** How often Node checks connections against the two limits above. */
+  checkIntervalMs: number;
+}
+
+export const DEFAULT_TIMEOUTS: ServerTimeouts = { keepAliveMs: 95_000, headersMs: 20_000, requestMs: 30_000, checkIntervalMs: 5_000 };
+
 export interface ListenOptions {
   port: number;
   tls?: TlsFiles;
   log: Logger;
   /** How often to look for a renewed certificate. */
   certPollMs?: number;
+  timeouts?: ServerTimeouts;
 }
 
 export interface Listening {
@@ -26,10 +46,10 @@ export interface Listening {
   close(): Promise<void>;
 }
 
-function tune(server: Server): Server {
-  server.keepAliveTimeout = 95_000;
-  server.headersTimeout = 100_000;
-  server.requestTimeout = 30_000;
+function tune(server: Server, timeouts: ServerTimeouts): Server {
+  server.keepAliveTimeout = timeouts.keepAliveMs;
+  server.headersTimeout = timeouts.headersMs;
+  server.requestTimeout = timeouts.requestMs;
   return server;
 }
 
@@ -38,12 +58,15 @@ function readTls(tls: TlsFiles): { cert: Buffer; key: Buffer } {
 }
 
 export async function listen(app: RequestListener, options: ListenOptions): Promise<Listening> {
-  const servers: Server[] = [tune(createHttpServer(app))];
+  const timeouts = options.timeouts ?? DEFAULT_TIMEOUTS;
+  if (timeouts.headersMs > timeouts.requestMs) throw new Error(`headers timeout ${timeouts.headersMs} ms is above the request timeout ${timeouts.requestMs} ms`);
+  const checking = { connectionsCheckingInterval: timeouts.checkIntervalMs };
+  const servers: Server[] = [tune(createHttpServer(checking, app), timeouts)];
   let https: HttpsServer | undefined;
   if (options.tls) {
     const tls = options.tls;
-    https = createHttpsServer(readTls(tls), app);
-    servers.push(tune(https));
+    https = createHttpsServer({ ...checking, ...readTls(tls) }, app);
+    servers.push(tune(https, timeouts));
     const reload = (): void => {
       try {
         https!.setSecureContext(readTls(tls));
@@ -73,7 +96,13 @@ export async function listen(app: RequestListener, options: ListenOptions): Prom
         servers.map(
           (server) =>
             new Promise<void>((resolve) => {
-              server.close(() => resolve());
+              // A connection whose last answer went out with keep-alive (it began before the drain) turns idle
+              // later; Node closes idle connections only once, at close(), so they are swept until the end.
+              const sweep = setInterval(() => server.closeIdleConnections(), 250);
+              server.close(() => {
+                clearInterval(sweep);
+                resolve();
+              });
               server.closeIdleConnections();
             }),
         ),
