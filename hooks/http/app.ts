@@ -45,10 +45,26 @@ export function makeApp(options: AppOptions): express.Express {
     registers: [registry],
   });
   const isReady = options.isReady ?? (() => true);
+  const bodyLimit = options.bodyLimit ?? DEFAULT_BODY_LIMIT;
+  const bodyLimitBytes = parseByteSize(bodyLimit);
+
+  /** While draining, an answer is its connection's last: the client reconnects (to another replica) and the drain can end. */
+  const lastIfDraining = (res: Response): void => {
+    if (!isReady()) res.setHeader("Connection", "close");
+  };
 
   const app = express();
   app.disable("x-powered-by");
   app.set("etag", false);
+
+  app.use((req, res, next) => {
+    // Metacontroller's and the kubelet's own id if they send one, else ours; echoed so both sides can be matched.
+    const given = req.get("x-request-id");
+    res.locals.requestId = given && REQUEST_ID.test(given) ? given : randomUUID();
+    res.setHeader("X-Request-Id", res.locals.requestId as string);
+    lastIfDraining(res);
+    next();
+  });
 
   app.get("/healthz", (_req, res) => {
     res.json({ status: "ok" });
@@ -62,18 +78,21 @@ export function makeApp(options: AppOptions): express.Express {
     res.send(await registry.metrics());
   });
 
-  const json = express.json({ limit: options.bodyLimit ?? DEFAULT_BODY_LIMIT, strict: true, type: () => true });
+  const json = express.json({ limit: bodyLimitBytes, strict: true, type: () => true });
 
   for (const route of options.routes) {
     app.post(route.path, json, async (req: Request, res: Response) => {
       const started = process.hrtime.bigint();
-      const requestId = req.get("x-request-id") ?? randomUUID();
+      const requestId = res.locals.requestId as string;
       const log = options.log.child({ requestId, hook: route.name, ...parentRef(req.body) });
       let code = 200;
       try {
         const result = await route.handle(req.body, { clock: options.clock, log });
+        // A request under way when the drain began: answered in full, and its connection closed after.
+        lastIfDraining(res);
         res.status(200).json(canonicalize(result));
       } catch (err) {
+        lastIfDraining(res);
         code = err instanceof BadRequestError ? 400 : 500;
         const message = err instanceof Error ? err.message : String(err);
         if (code === 500) log.error("hook failed", { error: message, stack: (err as Error)?.stack });
@@ -96,10 +115,15 @@ export function makeApp(options: AppOptions): express.Express {
   });
 
   // Body-parser failures carry a status and a type; nothing else reaches here because routes catch their own.
-  app.use((err: Error & { status?: number; type?: string; limit?: number }, _req: Request, res: Response, _next: NextFunction) => {
+  app.use((err: Error & { status?: number; type?: string; limit?: number }, req: Request, res: Response, _next: NextFunction) => {
+    const status = err.status && err.status >= 400 && err.status < 500 ? err.status : 500;
+    const log = options.log.child({ requestId: res.locals.requestId, path: req.path.slice(0, 200) });
+    lastIfDraining(res);
+    if (status === 500) log.error("request failed", { error: brief(err.message), stack: err.stack });
+    else log.warn("bad request", { code: status, error: brief(err.message) });
     if (err.type === "entity.too.large") {
       res.status(413).json({
-        error: `request body is larger than the ${options.bodyLimit ?? DEFAULT_BODY_LIMIT} limit; raise BODY_LIMIT on the hook server`,
+        error: `request body is larger than the ${bodyLimit} limit; raise BODY_LIMIT on the hook server`,
       });
       return;
     }
@@ -107,14 +131,27 @@ export function makeApp(options: AppOptions): express.Express {
       res.status(400).json({ error: brief(`request body is not valid JSON: ${err.message}`) });
       return;
     }
-    const status = err.status && err.status >= 400 && err.status < 500 ? err.status : 500;
-    res.status(status).json({ error: status === 500 ? "internal error" : err.message });
+    // Anything else body-parser refuses: an unknown charset or Content-Encoding, a body that does not inflate.
+    res.status(status).json({ error: status === 500 ? "internal error" : brief(`request body could not be read: ${err.message}`) });
   });
 
   return app;
 }
 
 const MAX_ERROR_MESSAGE = 2048;
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+const BYTE_UNITS: Record<string, number> = { b: 1, kb: 1024, mb: 1024 ** 2, gb: 1024 ** 3 };
+
+/**
+ * "32mb" → bytes. Unlike body-parser, which reads a value it cannot parse as "no limit at all", a setting
+ * that is not a size stops the server from starting.
+ */
+export function parseByteSize(text: string): number {
+  const match = /^\s*(\d+(?:\.\d+)?)\s*(b|kb|mb|gb)?\s*$/i.exec(text);
+  const bytes = match ? Math.floor(Number(match[1]) * BYTE_UNITS[(match[2] ?? "b").toLowerCase()]!) : NaN;
+  if (!(bytes > 0)) throw new Error(`body limit ${JSON.stringify(text)} is not a size: use e.g. 32mb (units b, kb, mb, gb)`);
+  return bytes;
+}
 
 /**
  * An error message quotes what the client sent, which may be megabytes; the start (what is wrong) and the end
