@@ -23,7 +23,11 @@ async function main(): Promise<void> {
     if (draining) return;
     draining = true;
     log.info("draining", { signal });
-    setTimeout(() => process.exit(0), Number(process.env.DRAIN_SECONDS ?? 20) * 1000).unref();
+    const seconds = Number(process.env.DRAIN_SECONDS ?? 20);
+    setTimeout(() => {
+      log.warn("drain deadline reached with requests still open; exiting", { seconds });
+      process.exit(1);
+    }, seconds * 1000).unref();
     void listening.close().then(() => {
       log.info("stopped");
       process.exit(0);
@@ -32,6 +36,12 @@ async function main(): Promise<void> {
   process.on("SIGTERM", () => shutdown("SIGTERM"));
   process.on("SIGINT", () => shutdown("SIGINT"));
 }
+
+// A bug that escapes every handler ends the process (Kubernetes restarts it), as one JSON log line with its stack.
+process.on("uncaughtException", (err: Error) => {
+  log.error("hook server crashed", { error: err.message, stack: err.stack });
+  process.exit(1);
+});
 
 main().catch((err: unknown) => {
   log.error("hook server failed to start", { error: err instanceof Error ? err.message : String(err) });
