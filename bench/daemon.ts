@@ -1,6 +1,6 @@
 // The node daemon against zfs-fuse: the measuring runs in its own process (processes/node-daemon.ts); this
 // part starts it, waits for its results and turns them into tables.
-import type { DaemonResults, Window } from "./processes/node-daemon.js";
+import type { DaemonResults, IdleResult, Window } from "./processes/node-daemon.js";
 import { compileProcesses, runToEnd } from "./process.js";
 import { num, type Table } from "./table.js";
 
@@ -59,8 +59,6 @@ export function daemonTables(results: DaemonResults): Table[] {
       byCommand(w),
     ];
   };
-  const idle = results.idle;
-  const idleCpu = idle.window.ownCpuMs / idle.window.wallMs;
   return [
     {
       title: `Node daemon: converging a change on zfs-fuse (median of ${results.create.length} runs)`,
@@ -83,17 +81,30 @@ export function daemonTables(results: DaemonResults): Table[] {
       notes: ["Passes for different pools run concurrently, so commands ms (summed) can exceed wall ms. Commands' CPU is that of the zpool/zfs processes themselves (zfs-fuse's own work is in its daemon, not counted)."],
     },
     {
-      title: `Node daemon idle with ${idle.pools} pools, ${num(idle.window.wallMs / 1000)} s window (one status interval)`,
-      headers: ["daemon CPU ms", "daemon CPU (% of one core)", "commands run", "commands' CPU ms", "RSS MB", "peak RSS MB", "RSS at start MB"],
-      rows: [[num(idle.window.ownCpuMs), `${num(idleCpu * 100)} %`, idle.window.commands, num(idle.window.commandCpuMs), num(idle.rssMiB), num(idle.peakRssMiB), num(results.startRssMiB)]],
+      title: `Node daemon idle: one status interval (${num((results.idle[0]?.window.wallMs ?? 0) / 1000)} s, one heartbeat inside it)`,
+      headers: ["pools", "daemon CPU ms", "daemon CPU (% of one core)", "commands run", "commands' CPU ms", "RSS MB", "peak RSS MB"],
+      rows: results.idle.map((i) => [
+        i.pools,
+        num(i.window.ownCpuMs),
+        `${num(idleCpu(i) * 100)} %`,
+        i.window.commands,
+        num(i.window.commandCpuMs),
+        num(i.rssMiB),
+        num(i.peakRssMiB),
+      ]),
+      notes: [`Daemon RSS at start: ${num(results.startRssMiB)} MB. Peak RSS is the process's high-water mark since start (creating and refreshing pools included).`],
     },
   ];
 }
 
-export function daemonOverheads(results: DaemonResults): { create: number; expand: number; idleCpu: number } {
+function idleCpu(idle: IdleResult): number {
+  return idle.window.ownCpuMs / idle.window.wallMs;
+}
+
+export function daemonOverheads(results: DaemonResults): { create: number; expand: number; idle: { pools: number; cpu: number }[] } {
   return {
     create: overhead(medianRun(results.create)),
     expand: overhead(medianRun(results.expand)),
-    idleCpu: results.idle.window.ownCpuMs / results.idle.window.wallMs,
+    idle: results.idle.map((i) => ({ pools: i.pools, cpu: idleCpu(i) })),
   };
 }

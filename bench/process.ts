@@ -40,7 +40,9 @@ interface Child {
 
 function spawnNode(entry: string, env: Record<string, string>): Child {
   const profile = process.env.BENCH_PROFILE_DIR ? ["--cpu-prof", "--cpu-prof-dir", process.env.BENCH_PROFILE_DIR] : [];
-  const child = spawn(process.execPath, [...profile, join(PROCESSES, entry)], {
+  // Node/V8 flags for the measured processes, e.g. --max-semi-space-size=64 (npm run bench -- --node-flags=...).
+  const flags = process.env.BENCH_NODE_FLAGS?.split(" ").filter(Boolean) ?? [];
+  const child = spawn(process.execPath, [...flags, ...profile, join(PROCESSES, entry)], {
     env: { ...process.env, ...env },
     // The processes' own logs go nowhere: a pipe nobody drains would stall them.
     stdio: ["ignore", "ignore", "pipe", "ipc"],

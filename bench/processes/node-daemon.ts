@@ -5,7 +5,7 @@
 //   - converging a create and an expansion: wall time from the CSPI change to the status that shows it,
 //     against the sum of the zpool/zfs commands' own times in that window (the daemon's overhead);
 //   - a status refresh (daemon.resync(), the 30 s heartbeat) with 1, 10 and 50 pools;
-//   - a 30 s idle window with 50 pools (one heartbeat inside it): CPU and RSS.
+//   - a 30 s idle window (one heartbeat inside it) with 1 pool and with 50: CPU and RSS.
 import type { CSPI } from "../../api/types.js";
 import { createLogger } from "../../lib/log.js";
 import { createRunner } from "../../node-daemon/command.js";
@@ -26,6 +26,8 @@ const QUIET_MS = 1_500;
 const reps = Number(process.env.BENCH_DAEMON_REPS ?? 3);
 const refreshSizes = (process.env.BENCH_DAEMON_POOLS ?? "1,10,50").split(",").map(Number);
 const idleMs = Number(process.env.BENCH_DAEMON_IDLE_MS ?? STATUS_INTERVAL_MS);
+/** Pool counts after whose refresh an idle window is measured: a typical node, and the largest. */
+const idleSizes = [refreshSizes[0], refreshSizes[refreshSizes.length - 1]];
 
 interface CommandRecord {
   /** "zpool status", "zfs get", ... */
@@ -193,11 +195,12 @@ export interface IdleResult {
   peakRssMiB: number;
 }
 
-async function refreshAndIdle(progress: (line: string) => void): Promise<{ refresh: RefreshResult[]; idle: IdleResult }> {
+async function refreshAndIdle(progress: (line: string) => void): Promise<{ refresh: RefreshResult[]; idle: IdleResult[] }> {
   const sandbox = newSandbox();
   const kube = new WatchedKube();
   const daemon = startDaemon(kube);
   const refresh: RefreshResult[] = [];
+  const idle: IdleResult[] = [];
   let pools = 0;
   try {
     await daemon.start();
@@ -216,11 +219,12 @@ async function refreshAndIdle(progress: (line: string) => void): Promise<{ refre
         runs.push(await measure(() => daemon.resync()));
       }
       refresh.push({ pools, runs });
+      if (!idleSizes.includes(size)) continue;
+      progress(`daemon: idle for ${idleMs / 1000} s with ${pools} pools`);
+      await quiet();
+      const window = await measure(() => new Promise((resolve) => setTimeout(resolve, idleMs)));
+      idle.push({ pools, window, rssMiB: rssBytes("self") / MiB, peakRssMiB: peakRssBytes("self") / MiB });
     }
-    progress(`daemon: idle for ${idleMs / 1000} s with ${pools} pools`);
-    await quiet();
-    const window = await measure(() => new Promise((resolve) => setTimeout(resolve, idleMs)));
-    const idle = { pools, window, rssMiB: rssBytes("self") / MiB, peakRssMiB: peakRssBytes("self") / MiB };
     return { refresh, idle };
   } finally {
     await daemon.stop();
@@ -234,7 +238,7 @@ export interface DaemonResults {
   create: Window[];
   expand: Window[];
   refresh: RefreshResult[];
-  idle: IdleResult;
+  idle: IdleResult[];
 }
 
 async function main(): Promise<void> {
