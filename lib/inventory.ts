@@ -7,6 +7,7 @@ import { objectsOf } from "./request.js";
 export interface Inventory {
   namespace: string;
   cspcName: string;
+  cspcUid: string;
   blockDevices: Map<string, BlockDevice>;
   nodes: KubeObject[];
   /** Nodes by label key, then label value, in the order of `nodes`: a nodeSelector is a lookup, not a scan. */
@@ -76,6 +77,7 @@ export function buildInventory(cspc: KubeObject, children: ObjectMap, related: O
   return {
     namespace,
     cspcName: cspc.metadata.name ?? "",
+    cspcUid: cspc.metadata.uid ?? "",
     blockDevices,
     nodes,
     nodesByLabel,

@@ -1,5 +1,6 @@
 // Rules that need the cluster's objects: which node a pool lands on and whether its devices are usable.
 // Shared by cspc-sync and the admission webhook.
+import { LABEL } from "../../api/constants.js";
 import type { PoolSpec } from "../../api/types.js";
 import { claimName } from "../names.js";
 import { deviceHost, nodeHostname, type Inventory } from "../inventory.js";
@@ -116,10 +117,26 @@ export function checkDevices(
         `block device ${name} carries a ZFS label, so another pool's data may be on it: import that pool elsewhere, or if it is no longer needed clear it (zpool labelclear -f ${bd.spec?.path ?? "<device>"})`,
       );
     }
-    const foreign = foreignClaim(name, inventory);
+    const leftover = leftoverClaim(name, inventory);
+    const foreign = leftover ? undefined : foreignClaim(name, inventory);
+    if (leftover) {
+      add(
+        "BlockDeviceClaimFromEarlierInstall",
+        `block device ${name} is claimed by BlockDeviceClaim ${inventory.namespace}/${leftover}, left by an earlier CStorPoolCluster named ${inventory.cspcName} (its pool's data is kept on the disk): do not release that claim, NDM would wipe the disk; let this CStorPoolCluster adopt its claims: kubectl -n ${inventory.namespace} label bdc -l ${LABEL.cspc}=${inventory.cspcName} controller-uid=${inventory.cspcUid || "<uid of this CStorPoolCluster>"} --overwrite (docs/install.md, Reinstall)`,
+      );
+    }
     if (foreign) add("BlockDeviceClaimedElsewhere", `block device ${name} is claimed by ${foreign}: release that claim or pick another device`);
   }
   return out;
+}
+
+/**
+ * A claim on the device carrying this CSPC's name but not owned by it: left by an earlier CSPC of the same
+ * name (an uninstall that kept the data). Its name, or undefined.
+ */
+function leftoverClaim(device: string, inventory: Inventory): string | undefined {
+  if (inventory.ownClaims.has(device)) return undefined;
+  return (inventory.claimsByDevice.get(device) ?? []).find((c) => c.metadata.labels?.[LABEL.cspc] === inventory.cspcName)?.metadata.name;
 }
 
 /** A claim on the device that is not this CSPC's own, described for a message; undefined if none. */
