@@ -9,7 +9,8 @@ import { ConfigError, loadHookConfig, type HookConfig } from "../hooks/config.js
 import { syncCspc } from "../hooks/cspc-sync/sync.js";
 import { syncCspi } from "../hooks/cspi-sync/sync.js";
 import { canonicalJson, canonicalYaml } from "../lib/canonical.js";
-import { processIO, readObjects, UsageError, type ValidateIO } from "./validate.js";
+import { parseFileFlags, UsageError, type FlagTable } from "./args.js";
+import { processIO, readObjects, type ValidateIO } from "./validate.js";
 
 export const RENDER_USAGE = `Usage: cstor-pool render -f <cspc.yaml> [--block-devices <file>] [--nodes <file>] [-n <namespace>]
 
@@ -30,7 +31,7 @@ interface Options {
   namespace: string;
 }
 
-const FLAGS: Record<string, "file" | "blockDevices" | "nodes" | "namespace"> = {
+const FLAGS: FlagTable<keyof Options> = {
   "-f": "file",
   "--filename": "file",
   "--block-devices": "blockDevices",
@@ -40,24 +41,8 @@ const FLAGS: Record<string, "file" | "blockDevices" | "nodes" | "namespace"> = {
 };
 
 function parseArgs(argv: readonly string[]): Options | "help" {
-  const given: Partial<Options> = {};
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
-    if (arg === "-h" || arg === "--help") return "help";
-    const eq = arg.startsWith("--") ? arg.indexOf("=") : -1;
-    const flag = eq > 0 ? arg.slice(0, eq) : arg;
-    const key = FLAGS[flag];
-    if (!key) throw new UsageError(`unknown argument ${arg}`);
-    const value = eq > 0 ? arg.slice(eq + 1) : argv[++i];
-    if (!value) throw new UsageError(`${flag} needs a value`);
-    if (given[key] !== undefined) throw new UsageError(`${flag} given twice`);
-    given[key] = value;
-  }
-  if (!given.file) throw new UsageError("-f <file> is required");
-  if ([given.file, given.blockDevices, given.nodes].filter((f) => f === "-").length > 1) {
-    throw new UsageError('only one file can be "-" (standard input)');
-  }
-  return { namespace: "openebs", ...given } as Options;
+  const given = parseFileFlags(argv, FLAGS);
+  return given === "help" ? given : ({ namespace: "openebs", ...given } as Options);
 }
 
 /** Syncs until the hooks' answer stops changing: claims bound, removals marked and then carried out. */

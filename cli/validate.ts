@@ -2,6 +2,7 @@
 // admission webhook's verdict, offline, for users who review a change before applying it. The same judge
 // (hooks/admission/judge.ts) decides; what the files do not say is assumed, and the output says what was.
 // Exit code: 0 accepted (warnings printed), 1 refused, 2 usage or unreadable input.
+import { parseFileFlags, UsageError, type FlagTable } from "./args.js";
 import { readFileSync } from "node:fs";
 import { parseAllDocuments } from "yaml";
 import { KIND, LABEL } from "../api/constants.js";
@@ -36,7 +37,7 @@ Checks CStorPoolClusters as the admission webhook would, without a cluster.
 Exit code: 0 accepted, 1 refused, 2 usage error.
 `;
 
-export class UsageError extends Error {}
+export { UsageError };
 
 interface Options {
   file: string;
@@ -45,7 +46,7 @@ interface Options {
   nodes?: string;
 }
 
-const FLAGS: Record<string, keyof Options> = {
+const FLAGS: FlagTable<keyof Options> = {
   "-f": "file",
   "--filename": "file",
   "--old": "old",
@@ -54,22 +55,7 @@ const FLAGS: Record<string, keyof Options> = {
 };
 
 function parseArgs(argv: readonly string[]): Options | "help" {
-  const options: Partial<Options> = {};
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
-    if (arg === "-h" || arg === "--help") return "help";
-    const [flag, inline] = arg.startsWith("--") && arg.includes("=") ? [arg.slice(0, arg.indexOf("=")), arg.slice(arg.indexOf("=") + 1)] : [arg, undefined];
-    const key = FLAGS[flag];
-    if (!key) throw new UsageError(`unknown argument ${arg}`);
-    const value = inline ?? argv[++i];
-    if (value === undefined || value === "") throw new UsageError(`${flag} needs a file name`);
-    if (options[key] !== undefined) throw new UsageError(`${flag} given twice`);
-    options[key] = value;
-  }
-  if (!options.file) throw new UsageError("-f <file> is required");
-  const stdin = Object.entries(options).filter(([, v]) => v === "-");
-  if (stdin.length > 1) throw new UsageError(`only one file can be "-" (standard input), not ${stdin.map(([k]) => k).join(" and ")}`);
-  return options as Options;
+  return parseFileFlags(argv, FLAGS) as Options | "help";
 }
 
 /** Every object of a file: multi-document YAML or JSON, `kind: List` flattened. YAML 1.1, as kubectl reads it. */

@@ -80,7 +80,7 @@ describe("cstor-pool validate", () => {
     const cases: [string, string[], Record<string, string>, RegExp][] = [
       ["no -f", [], {}, /error: -f <file> is required/],
       ["an unknown flag", ["-f", "new.yaml", "--force"], { "new.yaml": "" }, /error: unknown argument --force/],
-      ["a flag without its file", ["-f"], {}, /error: -f needs a file name/],
+      ["a flag without its file", ["-f"], {}, /error: -f needs a value/],
       ["a missing file", ["-f", "gone.yaml"], {}, /error: cannot read gone\.yaml: ENOENT/],
       ["a file that is not YAML", ["-f", "new.yaml"], { "new.yaml": "pools: [a\n" }, /error: new\.yaml is not valid YAML/],
       ["an empty file", ["-f", "new.yaml"], { "new.yaml": "" }, /error: new\.yaml holds no object/],
