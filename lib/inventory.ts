@@ -31,11 +31,9 @@ export function buildInventory(cspc: KubeObject, children: ObjectMap, related: O
     if ((bd.metadata.namespace ?? namespace) === namespace && bd.metadata.name) blockDevices.set(bd.metadata.name, bd);
   }
   const ownClaims = new Map<string, BlockDeviceClaim>();
-  const ownClaimNames = new Set<string>();
   for (const claim of objectsOf<BlockDeviceClaim>(children, TYPE_KEY.blockDeviceClaim)) {
     const device = claim.spec?.blockDeviceName;
     if (device) ownClaims.set(device, claim);
-    ownClaimNames.add(claim.metadata.name ?? "");
   }
   const ownClaimByPredecessor = new Map<string, BlockDeviceClaim>();
   for (const claim of ownClaims.values()) {
