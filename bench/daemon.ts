@@ -81,7 +81,7 @@ export function daemonTables(results: DaemonResults): Table[] {
       notes: ["Passes for different pools run concurrently, so commands ms (summed) can exceed wall ms. Commands' CPU is that of the zpool/zfs processes themselves (zfs-fuse's own work is in its daemon, not counted)."],
     },
     {
-      title: `Node daemon idle: one status interval (${num((results.idle[0]?.window.wallMs ?? 0) / 1000)} s, one heartbeat inside it)`,
+      title: `Node daemon idle: ${num((results.idle[0]?.window.wallMs ?? 0) / 1000)} s windows (status heartbeat every 30 s)`,
       headers: ["pools", "daemon CPU ms", "daemon CPU (% of one core)", "commands run", "commands' CPU ms", "RSS MB", "peak RSS MB"],
       rows: results.idle.map((i) => [
         i.pools,

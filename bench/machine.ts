@@ -1,10 +1,12 @@
 // What the numbers were measured on: they mean little without the machine.
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { cpus, loadavg, release, totalmem } from "node:os";
 
 export interface Machine {
   cpu: string;
   cores: number;
+  /** Per-core L2 and shared L3 sizes, e.g. "L2 1024K, L3 32768K": the request's working set meets them. */
+  caches: string;
   memoryGiB: number;
   os: string;
   kernel: string;
@@ -20,6 +22,24 @@ function cpuModel(): string {
   return [model ?? cpus()[0]?.model ?? "unknown", mhz ? `${Math.round(Number(mhz))} MHz` : ""].filter(Boolean).join(", ");
 }
 
+function caches(): string {
+  const dir = "/sys/devices/system/cpu/cpu0/cache";
+  try {
+    return readdirSync(dir)
+      .filter((entry) => entry.startsWith("index"))
+      .map((entry) => ({
+        level: readFileSync(`${dir}/${entry}/level`, "utf8").trim(),
+        type: readFileSync(`${dir}/${entry}/type`, "utf8").trim(),
+        size: readFileSync(`${dir}/${entry}/size`, "utf8").trim(),
+      }))
+      .filter((c) => c.type === "Unified")
+      .map((c) => `L${c.level} ${c.size}`)
+      .join(", ");
+  } catch {
+    return "unknown";
+  }
+}
+
 function osName(): string {
   try {
     return /^PRETTY_NAME="?([^"\n]+)"?$/m.exec(readFileSync("/etc/os-release", "utf8"))?.[1] ?? "unknown";
@@ -32,6 +52,7 @@ export function describeMachine(): Machine {
   return {
     cpu: cpuModel(),
     cores: cpus().length,
+    caches: caches(),
     memoryGiB: Math.round(totalmem() / 2 ** 30),
     os: osName(),
     kernel: release(),
@@ -42,7 +63,7 @@ export function describeMachine(): Machine {
 
 export function machineLines(m: Machine): string[] {
   return [
-    `- CPU: ${m.cpu}; ${m.cores} cores`,
+    `- CPU: ${m.cpu}; ${m.cores} cores; caches ${m.caches}`,
     `- Memory: ${m.memoryGiB} GiB`,
     `- OS: ${m.os}, kernel ${m.kernel}`,
     `- Node.js: ${m.node}`,
