@@ -138,7 +138,8 @@ describe("hook endpoints under fuzzed requests (fast-check over HTTP)", function
         fc.asyncProperty(
           seed,
           fc.array(fc.oneof(structuralMutation, shapeKeepingMutation, shapeKeepingMutation), { minLength: 0, maxLength: 4 }),
-          fc.option(textMutation, { freq: 5 }),
+          // One case in six is also damaged as text; the others reach the hooks as valid JSON.
+          fc.oneof({ weight: 5, arbitrary: fc.constant(null) }, { weight: 1, arbitrary: textMutation }),
           async (original: Json, mutations: Mutation[], text: TextMutation | null) => {
             let doc = structuredClone(original);
             for (const m of mutations) doc = m.apply(doc);

@@ -46,7 +46,7 @@ class Data {
   }
   expectIntact(fault: string): void {
     const lost = this.files.filter((f) => checksum(f.file) !== f.sha).length;
-    tally.dataLost(lost);
+    tally.data(this.files.length, lost);
     expect(lost, `${fault}: files whose sha256 changed`).to.equal(0);
   }
 }

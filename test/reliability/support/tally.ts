@@ -7,10 +7,12 @@ interface Figures {
   fuzz: Record<string, { cases: number; byStatus: Record<string, number> }>;
   faults: Record<string, { injected: number; survived: number }>;
   badInputs: Record<string, number>;
+  /** Files written into pools before a fault whose sha256 was checked after it, and how many had changed. */
+  dataChecked: number;
   dataLost: number;
 }
 
-const figures: Figures = { fuzz: {}, faults: {}, badInputs: {}, dataLost: 0 };
+const figures: Figures = { fuzz: {}, faults: {}, badInputs: {}, dataChecked: 0, dataLost: 0 };
 
 function save(): void {
   const file = process.env.RELIABILITY_REPORT;
@@ -34,8 +36,9 @@ export const tally = {
     figures.badInputs[area] = (figures.badInputs[area] ?? 0) + count;
     save();
   },
-  dataLost(files: number): void {
-    figures.dataLost += files;
+  data(checked: number, lost: number): void {
+    figures.dataChecked += checked;
+    figures.dataLost += lost;
     save();
   },
 };
