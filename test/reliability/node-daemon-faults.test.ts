@@ -300,6 +300,9 @@ describe("node daemon process killed mid-action, and the API server gone and bac
     for (const pid of faulty?.hanging() ?? []) process.kill(pid, "SIGKILL");
     await cluster?.request(cluster.admin, "PATCH", cspiPath(name), { metadata: { finalizers: null } }, "application/merge-patch+json");
     await cluster?.request(cluster.admin, "DELETE", cspiPath(name));
+    for (const key of Object.keys(devices)) {
+      await cluster?.request(cluster.admin, "DELETE", `/apis/${API_VERSION}/namespaces/${NS}/blockdeviceclaims/${claimName(blockDeviceName(devices[key]!))}`);
+    }
     sandbox?.cleanup();
   });
 
