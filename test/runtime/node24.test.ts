@@ -16,6 +16,9 @@ const SUITES = [
   "test/hooks/contract.test.ts",
   "test/node-daemon/planner.test.ts",
   "test/cli/*.test.ts",
+  "test/reliability/malformed-requests.test.ts",
+  "test/reliability/invariants.test.ts",
+  "test/security/*.test.ts",
 ];
 
 describe("runtime: Node 24", function () {
