@@ -39,7 +39,7 @@ let pure: PureResults | undefined;
 let http: HttpResults | undefined;
 let daemon: DaemonResults | undefined;
 if (only.includes("pure")) {
-  pure = runPure({ sizes: quick ? [1, 10, 100] : PURE_SIZES, editSizes: quick ? [100, 200] : EDIT_SIZES, curveSizes: quick ? [100, 200] : CURVE_SIZES, budget: { millis: quick ? 100 : 1000, minCalls: quick ? 2 : 5 }, progress });
+  pure = runPure({ sizes: quick ? [1, 10, 100] : PURE_SIZES, editSizes: quick ? [100, 200] : EDIT_SIZES, curveSizes: quick ? [100, 200] : CURVE_SIZES, budget: { millis: quick ? 100 : 600, minCalls: quick ? 2 : 5 }, progress });
 }
 if (only.includes("http")) {
   http = await runHttp({ sizes: quick ? [1, 100] : HTTP_SIZES, runMillis: quick ? 300 : 2500, progress });
@@ -77,8 +77,13 @@ function targets(): Target[] {
       met: verdict(hook).startsWith("linear"),
     });
   }
-  if (http) {
-    out.push({ target: "hook server RSS under 150 MB under load", measured: `${num(http.hookPeakRssMiB)} MB peak`, met: http.hookPeakRssMiB < 150 });
+  if (s100) {
+    const largest = http!.scenarios.reduce((a, b) => (b.hook.peakRssMiB > a.hook.peakRssMiB ? b : a));
+    out.push({
+      target: "hook server RSS under 150 MB under load (cspc-sync, 100 pools)",
+      measured: `${num(s100.hook.peakRssMiB)} MB peak (${num(http!.hookIdleRssMiB)} MB before the first request; ${num(largest.hook.peakRssMiB)} MB at ${largest.label})`,
+      met: s100.hook.peakRssMiB < 150,
+    });
   }
   if (daemon) {
     const d = daemonOverheads(daemon);

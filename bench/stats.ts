@@ -29,7 +29,7 @@ export function summarize(samples: readonly number[]): Summary {
 }
 
 export interface TimingBudget {
-  /** Measure for at least this long (after warm-up)... */
+  /** Measure for at least this long (after a warm-up of a quarter of it, and at least 2 calls)... */
   millis: number;
   /** ...and at least this many calls. */
   minCalls: number;
@@ -41,7 +41,7 @@ export interface TimingBudget {
  */
 export function sampleSteps<T extends Record<string, number>>(step: () => T, budget: TimingBudget): T[] {
   const warmUntil = performance.now() + budget.millis / 4;
-  for (let i = 0; i < 3 || performance.now() < warmUntil; i++) step();
+  for (let i = 0; i < 2 || performance.now() < warmUntil; i++) step();
   const samples: T[] = [];
   const until = performance.now() + budget.millis;
   while (samples.length < budget.minCalls || performance.now() < until) samples.push(step());
