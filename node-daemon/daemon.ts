@@ -43,6 +43,12 @@ export class NodeDaemon {
   private readonly dirty = new Set<string>();
   private readonly suppressedUntil = new Map<string, number>();
   private readonly eventsSent = new Map<string, number>();
+  /**
+   * Per CSPI, the devices whose claims were last read settled (each claimed, none marked with a predecessor).
+   * Until then, and whenever the devices change, every pass reads the claims: a mark left by a replacement
+   * that finished while no daemon watched (one killed after `zpool replace`) is still found and cleared.
+   */
+  private readonly settledClaims = new Map<string, string>();
   private readonly clock: () => Date;
   private readonly hostName: string;
   private readonly intervalMs: number;
@@ -132,7 +138,13 @@ export class NodeDaemon {
         host: this.options.host,
         inspect: this.options.inspect,
         api,
-        readClaims: (c) => kube.listClaimAnnotations(c.metadata.namespace ?? "", c.metadata.name ?? ""),
+        readClaims: async (c) => {
+          const claims = await kube.listClaimAnnotations(c.metadata.namespace ?? "", c.metadata.name ?? "");
+          if (claimsSettled(c, claims)) this.settledClaims.set(c.metadata.name ?? "", deviceKey(c));
+          else this.settledClaims.delete(c.metadata.name ?? "");
+          return claims;
+        },
+        claimsDue: (c) => this.settledClaims.get(c.metadata.name ?? "") !== deviceKey(c),
         nodeName: this.options.nodeName,
         hostName: this.hostName,
         clock: this.clock,
@@ -210,7 +222,11 @@ export class NodeDaemon {
   private async relist(): Promise<string> {
     const { items, resourceVersion } = await this.options.kube.listCspis(this.options.namespace);
     const names = new Set(items.map((c) => c.metadata.name ?? ""));
-    for (const name of this.cspis.keys()) if (!names.has(name)) this.cspis.delete(name);
+    for (const name of this.cspis.keys()) {
+      if (names.has(name)) continue;
+      this.cspis.delete(name);
+      this.settledClaims.delete(name);
+    }
     for (const cspi of items) this.cspis.set(cspi.metadata.name ?? "", cspi);
     return resourceVersion;
   }
@@ -224,6 +240,7 @@ export class NodeDaemon {
           resourceVersion = cspi.metadata.resourceVersion ?? resourceVersion;
           if (type === "DELETED") {
             this.cspis.delete(name);
+            this.settledClaims.delete(name);
             return;
           }
           this.cspis.set(name, cspi);
@@ -239,6 +256,21 @@ export class NodeDaemon {
       resourceVersion = await this.relist().catch(() => resourceVersion);
     }
   }
+}
+
+function listedDevices(cspi: CSPI): string[] {
+  const groups = Array.isArray(cspi.spec?.raidGroups) ? cspi.spec.raidGroups : [];
+  return groups.flatMap((group) => (Array.isArray(group.blockDevices) ? group.blockDevices.map((d) => d.blockDeviceName) : []));
+}
+
+/** The CSPI's block devices, in a stable order: a replacement changes it. */
+function deviceKey(cspi: CSPI): string {
+  return listedDevices(cspi).sort().join("\u0000");
+}
+
+/** Every listed device has its claim and no claim still names a predecessor. */
+function claimsSettled(cspi: CSPI, claims: Record<string, Record<string, string>>): boolean {
+  return listedDevices(cspi).every((device) => claims[device] !== undefined && !claims[device][ANNOTATION.bdPredecessor]);
 }
 
 /** Read-only threshold changes get upstream's event reason, so existing alerts keep matching. */

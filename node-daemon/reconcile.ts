@@ -15,8 +15,13 @@ export interface PassDeps {
   inspect: DeviceInspector;
   /** Absent in local mode. */
   api?: ApiActions;
-  /** Annotations of the CSPI's claims by block device name, read only while a replacement is under way. */
+  /** Annotations of the CSPI's claims by block device name; read only while our pool is imported here. */
   readClaims?: (cspi: CSPI) => Promise<Record<string, Record<string, string>>>;
+  /**
+   * Must the claims be read although no replacement is visible? The daemon answers no once it has seen them
+   * settled for the CSPI's current devices. Absent: they are read on every observation.
+   */
+  claimsDue?: (cspi: CSPI) => boolean;
   nodeName: string;
   hostName: string;
   clock: () => Date;
@@ -60,7 +65,14 @@ export async function reconcilePass(cspi: CSPI, deps: PassDeps): Promise<PassRes
   for (let step = 0; step < MAX_STEPS && current; step++) {
     try {
       observation = await observe(deps.host, deps.inspect, current, { scanImportable: target });
-      if (deps.readClaims && wantsClaims(current, observation, outcomes)) observation.claims = await deps.readClaims(current);
+      if (deps.readClaims && observation.pool && ((deps.claimsDue?.(current) ?? true) || replacementVisible(current, observation, outcomes))) {
+        // Without them only the predecessor mark waits; the pool itself is still looked after (API server away).
+        const claims = await deps.readClaims(current).catch((error: Error) => {
+          deps.logger.warn("cannot read the claims", { cspi: current!.metadata.name, error: error.message });
+          return undefined;
+        });
+        if (claims) observation.claims = claims;
+      }
       observationError = undefined;
     } catch (error) {
       observation = undefined;
@@ -118,8 +130,11 @@ export async function reconcilePass(cspi: CSPI, deps: PassDeps): Promise<PassRes
   return result;
 }
 
-/** Claims matter while a replacement is under way: to clear the predecessor mark once it has resilvered. */
-function wantsClaims(cspi: CSPI, observation: Observation, outcomes: readonly Outcome[]): boolean {
+/**
+ * A replacement this pass did or can see: its claims are read whatever the daemon remembers, to clear the
+ * predecessor mark once the new device has resilvered.
+ */
+function replacementVisible(cspi: CSPI, observation: Observation, outcomes: readonly Outcome[]): boolean {
   if (findCondition(cspi.status?.conditions, CONDITION.diskReplacement)?.status === "True") return true;
   if (outcomes.some((o) => o.action.kind === "replace" && !o.error)) return true;
   const pool = observation.pool?.status;

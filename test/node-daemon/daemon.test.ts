@@ -140,6 +140,31 @@ describe("node-daemon loop (in-memory API, real zfs-fuse)", function () {
     expect(kube.events.map((e) => e.reason)).to.include.members(["BlockDeviceReplacement", "ReplacementCompleted"]);
   });
 
+  it("a daemon started after a replacement finished unseen (its predecessor killed) clears the predecessor mark, then stops listing the claims", async () => {
+    const name = sandbox.name("unseen");
+    const [d1, d2, d3] = [sandbox.file("d1"), sandbox.file("d2"), sandbox.file("d3")];
+    kube.apply(cspiFor(name, "node-a", [{ type: "mirror", devices: [d1, d2] }]));
+    for (const device of ["bd-d1", "bd-d2"]) kube.claims.set(claimName(device), { blockDeviceName: device, cspi: name, annotations: {} });
+    const first = await started("node-a");
+    await settle(first);
+    await first.stop();
+    // What the killed daemon left: the replace done and resilvered, the spec and the new claim updated, and
+    // no status saying a replacement was under way.
+    kube.claims.set(claimName("bd-d3"), { blockDeviceName: "bd-d3", cspi: name, annotations: { [ANNOTATION.bdPredecessor]: "bd-d2" } });
+    kube.apply({ ...kube.get(name)!, spec: cspiFor(name, "node-a", [{ type: "mirror", devices: [d1, d3] }]).spec });
+    zpool("replace", zpoolName(name), d2, d3);
+    for (let i = 0; i < 50 && /replacing|in progress/.test(zpool("status", zpoolName(name))); i++) await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(findCondition(kube.get(name)!.status?.conditions, "DiskReplacement")).to.equal(undefined);
+
+    const restarted = await started("node-a");
+    await settle(restarted);
+    expect(kube.claims.get(claimName("bd-d3"))!.annotations).to.deep.equal({});
+    expect(kube.events.map((e) => e.reason)).to.include("ReplacementCompleted");
+    const lists = kube.claimLists;
+    await settle(restarted);
+    expect(kube.claimLists, "claims listed again once seen settled").to.equal(lists);
+  });
+
   it("migrates between two daemons with different NODE_NAME through the importedOn handshake", async () => {
     const name = sandbox.name("move");
     const groups = [{ type: "mirror" as const, devices: [sandbox.file("d1"), sandbox.file("d2")] }];

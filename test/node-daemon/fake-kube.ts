@@ -19,6 +19,8 @@ export class FakeKube implements KubeApi {
   readonly events: RecordedEvent[] = [];
   readonly statusPatches: { name: string; patch: StatusPatch }[] = [];
   readonly claims = new Map<string, { blockDeviceName: string; cspi: string; annotations: Record<string, string> }>();
+  /** How often the daemon listed claims: it should not on every pass once they are settled. */
+  claimLists = 0;
 
   get(name: string): CSPI | undefined {
     const found = this.objects.get(name);
@@ -118,6 +120,7 @@ export class FakeKube implements KubeApi {
   }
 
   async listClaimAnnotations(_namespace: string, cspi: string) {
+    this.claimLists++;
     const out: Record<string, Record<string, string>> = {};
     for (const claim of this.claims.values()) if (claim.cspi === cspi) out[claim.blockDeviceName] = { ...claim.annotations };
     return out;
