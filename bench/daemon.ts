@@ -11,6 +11,7 @@ export const OVERHEAD_TARGET = 0.1;
 export const IDLE_CPU_TARGET = 0.01;
 
 export interface DaemonOptions {
+  convergeReps: number;
   reps: number;
   pools: number[];
   idleMs: number;
@@ -21,7 +22,7 @@ export async function runDaemon(options: DaemonOptions): Promise<DaemonResults> 
   await compileProcesses();
   return runToEnd<DaemonResults>(
     "node-daemon.js",
-    { BENCH_DAEMON_REPS: String(options.reps), BENCH_DAEMON_POOLS: options.pools.join(","), BENCH_DAEMON_IDLE_MS: String(options.idleMs) },
+    { BENCH_DAEMON_CONVERGE_REPS: String(options.convergeReps), BENCH_DAEMON_REPS: String(options.reps), BENCH_DAEMON_POOLS: options.pools.join(","), BENCH_DAEMON_IDLE_MS: String(options.idleMs) },
     options.progress,
     10 * 60_000,
   );

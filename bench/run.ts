@@ -45,7 +45,7 @@ if (only.includes("http")) {
   http = await runHttp({ sizes: quick ? [1, 100] : HTTP_SIZES, runMillis: quick ? 300 : 2500, progress });
 }
 if (only.includes("daemon")) {
-  daemon = await runDaemon({ reps: quick ? 1 : 3, pools: quick ? [1, 3] : DAEMON_POOLS, idleMs: quick ? 5000 : 30_000, progress });
+  daemon = await runDaemon({ convergeReps: quick ? 1 : 7, reps: quick ? 1 : 3, pools: quick ? [1, 3] : DAEMON_POOLS, idleMs: quick ? 5000 : 30_000, progress });
 }
 const seconds = (Date.now() - started) / 1000;
 

@@ -23,6 +23,8 @@ const CONVERGE_TIMEOUT_MS = 120_000;
 /** No command finished for this long: the daemon has nothing left to do (its passes are all commands). */
 const QUIET_MS = 1_500;
 
+/** Runs of each convergence (short, and disturbed by whatever else the machine does) and of each refresh. */
+const convergeReps = Number(process.env.BENCH_DAEMON_CONVERGE_REPS ?? 7);
 const reps = Number(process.env.BENCH_DAEMON_REPS ?? 3);
 const refreshSizes = (process.env.BENCH_DAEMON_POOLS ?? "1,10,50").split(",").map(Number);
 const idleMs = Number(process.env.BENCH_DAEMON_IDLE_MS ?? STATUS_INTERVAL_MS);
@@ -153,8 +155,8 @@ async function convergeCreateAndExpand(progress: (line: string) => void): Promis
   const expand: Window[] = [];
   try {
     await daemon.start();
-    for (let i = 0; i < reps; i++) {
-      progress(`daemon: create and expand, ${i + 1} of ${reps}`);
+    for (let i = 0; i < convergeReps; i++) {
+      progress(`daemon: create and expand, ${i + 1} of ${convergeReps}`);
       const name = sandbox.name(`converge-${i}`);
       const file = (d: string): string => sandbox.file(`${name}-${d}`);
       const groups = [
