@@ -1,6 +1,8 @@
 // Pure parsers for zpool/zfs output. They accept both current OpenZFS and zfs-fuse 0.7 (Debian), which
 // differ in details: zfs-fuse has no -p/-H for `zpool list`/`zpool get`, prints "scrub:" where OpenZFS
-// prints "scan:", and lists logs after spares in `zpool import`. Unknown lines are ignored, never guessed.
+// prints "scan:", and lists logs after spares in `zpool import`. Pool listings are read whole or not at all:
+// a line that fits nowhere, a pool cut short or garbage is a ZpoolOutputError, never a guess, so the daemon
+// does not act on a pool it half saw (read as missing, or as holding none of its devices).
 
 /** Where a vdev sits in the pool layout. */
 export type Section = "data" | "logs" | "cache" | "spares" | "special" | "dedup";
@@ -47,66 +49,152 @@ export interface PoolStatus {
   layout: Layout;
 }
 
-const SECTION_HEADINGS: Record<string, Section> = {
-  logs: "logs",
-  log: "logs",
-  cache: "cache",
-  spares: "spares",
-  special: "special",
-  dedup: "dedup",
-};
+/** Output of a zpool command that could not be read completely. */
+export class ZpoolOutputError extends Error {
+  constructor(
+    readonly command: string,
+    readonly reason: string,
+    readonly line?: { number: number; text: string },
+  ) {
+    super(`unreadable ${command} output: ${reason}${line ? ` (line ${line.number}: ${JSON.stringify(clip(line.text))})` : ""}`);
+    this.name = "ZpoolOutputError";
+  }
+}
 
+const SECTION_HEADINGS: ReadonlyMap<string, Section> = new Map([
+  ["logs", "logs"],
+  ["log", "logs"],
+  ["cache", "cache"],
+  ["spares", "spares"],
+  ["special", "special"],
+  ["dedup", "dedup"],
+]);
+
+/** Every state ZFS prints for a vdev (zpool_state_to_name), and a spare's AVAIL/INUSE. */
+const VDEV_STATES: ReadonlySet<string> = new Set(["ONLINE", "DEGRADED", "FAULTED", "OFFLINE", "UNAVAIL", "REMOVED", "SPLIT", "UNKNOWN", "AVAIL", "INUSE"]);
+/** Names of vdevs that group devices (not dRAID's distributed spares, draid2-0-0): one without devices was cut off. */
+const GROUP_VDEV = /^(mirror|raidz[1-3]?|replacing|spare|draid\d:\S+)-\d+$/;
+const POOL_LINE = /^\s*pool: (\S+)\s*$/;
+const FIELD = /^ *([a-z]+):(?: (.*))?$/;
 const COUNT = /^\d+(\.\d+)?[KMGTPE]?$/;
+
+/** How a pool-listing command prints its pools. */
+interface ListingFormat {
+  command: string;
+  /** The whole output when there is no pool. */
+  noPools: RegExp;
+  /** `zpool status` prints each pool whole: at least one data vdev, then an errors: line, so a cut shows. */
+  closedByErrors: boolean;
+  /** Sections whose devices are listed without a state (zfs-fuse import listings: cache and spares). */
+  stateless: ReadonlySet<Section>;
+}
+
+const STATUS_FORMAT: ListingFormat = { command: "zpool status", noPools: /^no pools available$/, closedByErrors: true, stateless: new Set() };
+// zfs-fuse prints nothing (exit 0) when every pool of a cachefile is already imported.
+const IMPORT_FORMAT: ListingFormat = {
+  command: "zpool import",
+  noPools: /^(no pools available( to import)?)?$/,
+  closedByErrors: false,
+  stateless: new Set(["cache", "spares"]),
+};
 
 export function emptyLayout(): Layout {
   return { data: [], logs: [], cache: [], spares: [], special: [], dedup: [] };
 }
 
-/** `zpool status [pool...]`: every pool printed. "no pools available" gives []. */
+/** `zpool status [pool...]`: every pool printed. "no pools available" gives []; anything not understood throws. */
 export function parseZpoolStatus(text: string): PoolStatus[] {
-  return splitPools(text).map(parsePoolBlock);
+  return parseListing(text, STATUS_FORMAT);
 }
 
 /** `zpool import [-d dir | -c cachefile]` (listing mode): the pools that could be imported. */
 export function parseImportList(text: string): PoolStatus[] {
-  return splitPools(text).map(parsePoolBlock);
+  return parseListing(text, IMPORT_FORMAT);
 }
 
-function splitPools(text: string): string[][] {
-  const blocks: string[][] = [];
-  for (const line of text.split("\n")) {
-    if (/^\s*pool: /.test(line)) blocks.push([]);
-    blocks.at(-1)?.push(line);
+/** The lines of an output, read front to back; errors name the line. */
+class LineReader {
+  private index = 0;
+  private readonly lines: string[];
+
+  constructor(
+    text: string,
+    readonly command: string,
+  ) {
+    this.lines = text.split("\n");
   }
-  return blocks;
+
+  done(): boolean {
+    return this.index >= this.lines.length;
+  }
+
+  peek(): string {
+    return this.lines[this.index] ?? "";
+  }
+
+  /** The next line and its number (from 1). */
+  next(): { number: number; text: string } {
+    const text = this.peek();
+    this.index++;
+    return { number: this.index, text };
+  }
+
+  skipBlank(): void {
+    while (!this.done() && this.peek().trim() === "") this.index++;
+  }
+
+  error(reason: string, line?: { number: number; text: string }): ZpoolOutputError {
+    return new ZpoolOutputError(this.command, reason, line);
+  }
 }
 
-function parsePoolBlock(lines: string[]): PoolStatus {
+function parseListing(text: string, format: ListingFormat): PoolStatus[] {
+  if (format.noPools.test(text.trim())) return [];
+  const reader = new LineReader(text, format.command);
+  const pools: PoolStatus[] = [];
+  for (reader.skipBlank(); !reader.done(); reader.skipBlank()) pools.push(parsePool(reader, format));
+  if (pools.length === 0) throw reader.error('nothing printed: neither a pool nor "no pools available"');
+  return pools;
+}
+
+/** One pool: its header fields up to config:, its vdev tree, then its errors: line or (import) notes. */
+function parsePool(reader: LineReader, format: ListingFormat): PoolStatus {
+  const first = reader.next();
+  const name = POOL_LINE.exec(first.text)?.[1];
+  if (!name) throw reader.error('expected a pool ("  pool: <name>") or "no pools available"', first);
   const fields: Record<string, string> = {};
-  let key: string | undefined;
-  let index = 0;
-  for (; index < lines.length; index++) {
-    const line = lines[index]!;
-    const field = /^\s*([a-z]+):\s?(.*)$/.exec(line);
-    if (field && !line.startsWith("\t")) {
-      key = field[1]!;
-      if (key === "config") {
-        index++;
-        break;
-      }
-      fields[key] = field[2]!.trim();
-    } else if (key && line.trim() !== "") {
-      // Continuation of a multi-line field (status:, action:, scan: progress lines).
-      fields[key] = `${fields[key]} ${line.trim()}`.trim();
+  let key = "pool";
+  for (;;) {
+    if (reader.done() || POOL_LINE.test(reader.peek())) throw reader.error(`pool ${name} ends before its vdev tree (no config: section)`, first);
+    const line = reader.next();
+    if (line.text.trim() === "") continue;
+    // Multi-line fields (status:, action:, scan: progress) go on in tab-indented lines.
+    if (line.text.startsWith("\t")) {
+      fields[key] = `${fields[key] ?? ""} ${line.text.trim()}`.trim();
+      continue;
+    }
+    const field = FIELD.exec(line.text);
+    if (!field) throw reader.error(`pool ${name}: neither a field nor the continuation of one`, line);
+    key = field[1]!;
+    if (key === "config") break;
+    fields[key] = (field[2] ?? "").trim();
+  }
+  if (!fields.state) throw reader.error(`pool ${name} has no state: line`, first);
+  const layout = parseTree(reader, format, name);
+  if (format.closedByErrors) {
+    reader.skipBlank();
+    if (reader.done()) throw reader.error(`pool ${name} ends before its errors: line`);
+    const line = reader.next();
+    if (!line.text.startsWith("errors: ")) throw reader.error(`pool ${name}: expected its errors: line after the vdev tree`, line);
+  } else {
+    // Import listings may explain the pool after its tree, in tab-indented lines.
+    for (reader.skipBlank(); !reader.done() && !POOL_LINE.test(reader.peek()); reader.skipBlank()) {
+      const line = reader.next();
+      if (!line.text.startsWith("\t")) throw reader.error(`pool ${name}: neither a note on the pool nor the next pool`, line);
     }
   }
   const scanText = fields.scan ?? fields.scrub ?? "";
-  const pool: PoolStatus = {
-    name: fields.pool ?? "",
-    state: fields.state ?? "",
-    scan: parseScan(scanText),
-    layout: parseConfig(lines.slice(index)),
-  };
+  const pool: PoolStatus = { name, state: fields.state, scan: parseScan(scanText), layout };
   if (fields.id) pool.id = fields.id;
   if (fields.status) pool.status = fields.status;
   if (fields.action) pool.action = fields.action;
@@ -123,43 +211,55 @@ export function parseScan(text: string): Scan {
 interface TreeLine {
   depth: number;
   tokens: string[];
+  line: { number: number; text: string };
 }
 
-function parseConfig(lines: string[]): Layout {
-  const layout = emptyLayout();
-  const treeLines: TreeLine[] = [];
-  for (const line of lines) {
-    if (!line.startsWith("\t")) {
-      if (treeLines.length > 0 && line.trim() !== "") break; // "errors: ..." ends the tree
-      continue;
-    }
-    const body = line.slice(1);
+/** The vdev tree: tab-indented lines, two spaces per level, the pool first, section headings at its depth. */
+function parseTree(reader: LineReader, format: ListingFormat, pool: string): Layout {
+  reader.skipBlank();
+  const lines: TreeLine[] = [];
+  while (!reader.done() && reader.peek().startsWith("\t") && reader.peek().trim() !== "") {
+    const line = reader.next();
+    const body = line.text.slice(1);
     const tokens = body.trim().split(/\s+/);
-    if (tokens[0] === "NAME" && tokens[1] === "STATE") continue;
-    if (tokens[0] === "") continue;
+    if (lines.length === 0 && tokens[0] === "NAME" && tokens[1] === "STATE") continue;
     const spaces = body.length - body.trimStart().length;
-    treeLines.push({ depth: Math.floor(spaces / 2), tokens });
+    if (spaces % 2 !== 0) throw reader.error(`pool ${pool}: a vdev indented by an odd number of spaces`, line);
+    lines.push({ depth: spaces / 2, tokens, line });
   }
-  if (treeLines.length === 0) return layout;
-  // The first line is the pool itself; sections (logs, cache, spares) are headings at the pool's depth.
+  const root = lines[0];
+  if (!root) throw reader.error(`pool ${pool} ends before its vdev tree (nothing under config:)`);
+  if (root.depth !== 0 || root.tokens[0] !== pool || !VDEV_STATES.has(root.tokens[1] ?? "")) {
+    throw reader.error(`the vdev tree of pool ${pool} starts with ${root.tokens[0]}, not with the pool and its state`, root.line);
+  }
+  const layout = emptyLayout();
   let section: Section = "data";
   const stack: Vdev[] = [];
-  for (let i = 1; i < treeLines.length; i++) {
-    const { depth, tokens } = treeLines[i]!;
+  let previousDepth = 0;
+  for (let i = 1; i < lines.length; i++) {
+    const { depth, tokens, line } = lines[i]!;
     if (depth === 0) {
-      const heading = SECTION_HEADINGS[tokens[0]!];
-      if (heading && tokens.length === 1) section = heading;
+      const heading = SECTION_HEADINGS.get(tokens[0]!);
+      if (!heading || tokens.length !== 1) throw reader.error(`pool ${pool}: neither a vdev nor a section heading (logs, cache, spares...)`, line);
+      section = heading;
       stack.length = 0;
+      previousDepth = 0;
       continue;
     }
-    const hasChildren = (treeLines[i + 1]?.depth ?? 0) > depth;
+    if (depth > previousDepth + 1) throw reader.error(`pool ${pool}: a vdev indented deeper than its parent`, line);
+    const stateless = tokens.length === 1 && format.stateless.has(section);
+    if (!stateless && !VDEV_STATES.has(tokens[1] ?? "")) throw reader.error(`pool ${pool}: a vdev line without a known state`, line);
+    const hasChildren = (lines[i + 1]?.depth ?? 0) > depth;
+    if (!hasChildren && GROUP_VDEV.test(tokens[0]!)) throw reader.error(`pool ${pool}: ${tokens[0]} has no devices under it`, line);
     const vdev = vdevFromTokens(tokens, hasChildren);
     stack.length = depth - 1;
     const parent = stack[depth - 2];
     if (parent) parent.children.push(vdev);
     else layout[section].push(vdev);
     stack[depth - 1] = vdev;
+    previousDepth = depth;
   }
+  if (format.closedByErrors && layout.data.length === 0) throw reader.error(`pool ${pool} lists no data vdev`, root.line);
   return layout;
 }
 
@@ -185,6 +285,10 @@ function vdevFromTokens(tokens: string[], interior: boolean): Vdev {
 function interiorKind(name: string): string {
   const base = name.replace(/-\d+$/, "");
   return base === "raidz" ? "raidz1" : base;
+}
+
+function clip(text: string): string {
+  return text.length > 80 ? `${text.slice(0, 80)}...` : text;
 }
 
 function parseCount(token: string): number {

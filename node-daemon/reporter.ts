@@ -86,9 +86,16 @@ function phaseOf(input: ReportInput): Phase {
 }
 
 /** A condition is reported once it has happened: absent conditions stay absent while nothing concerns them. */
-function settle(previous: Condition | undefined, active: ConditionInput | undefined, done: ConditionInput, happenedNow: boolean): ConditionInput | undefined {
+function settle(
+  input: ReportInput,
+  previous: Condition | undefined,
+  active: ConditionInput | undefined,
+  done: ConditionInput,
+  happenedNow: boolean,
+): ConditionInput | undefined {
   if (active) return active;
-  if (happenedNow || previous?.status === "True") return done;
+  // Something under way is over only when seen over: a failed observation (unreadable output) says nothing.
+  if (happenedNow || (previous?.status === "True" && input.observationError === undefined)) return done;
   return undefined;
 }
 
@@ -122,7 +129,7 @@ function expansionCondition(input: ReportInput): ConditionInput | undefined {
       ? `Pool expansion was successful by adding blockdevices/raid groups [${deviceNames(added)}]`
       : (previous?.status === "False" && previous.message) || "Pool expansion was successful by adding blockdevices/raid groups",
   };
-  return settle(previous, active, done, added.length > 0);
+  return settle(input, previous, active, done, added.length > 0);
 }
 
 function replacementCondition(input: ReportInput): ConditionInput | undefined {
@@ -154,7 +161,7 @@ function replacementCondition(input: ReportInput): ConditionInput | undefined {
     reason: "BlockDeviceReplacementSucceess",
     message: "Blockdevice replacement was successfully completed",
   };
-  return settle(previous, active, done, replacedNow);
+  return settle(input, previous, active, done, replacedNow);
 }
 
 function unavailableCondition(input: ReportInput): ConditionInput | undefined {
@@ -181,7 +188,7 @@ function unavailableCondition(input: ReportInput): ConditionInput | undefined {
     ? { type: CONDITION.diskUnavailable, status: "True", reason: "DiskFailed", message: `Following disks are unavailable or faulted: ${problems.join(", ")}` }
     : undefined;
   const done: ConditionInput = { type: CONDITION.diskUnavailable, status: "False", reason: "DisksAreAvailable", message: "All block devices are available" };
-  return settle(previous, active, done, false);
+  return settle(input, previous, active, done, false);
 }
 
 function lostCondition(input: ReportInput): ConditionInput | undefined {

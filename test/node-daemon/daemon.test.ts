@@ -12,12 +12,13 @@ import { inspectDevice, ZfsHost } from "../../node-daemon/host.js";
 import { createMetrics } from "../../node-daemon/metrics.js";
 import { parseZpoolStatus } from "../../node-daemon/parse.js";
 import { cspiFor, requireZfs, writeData, checksum, zpool, ZfsSandbox } from "../support/zfs.js";
+import { FaultyCommand } from "../reliability/support/faulty-zpool.js";
 import { FakeKube } from "./fake-kube.js";
 
-function daemonFor(kube: FakeKube, nodeName: string, metrics = createMetrics()): NodeDaemon {
+function daemonFor(kube: FakeKube, nodeName: string, metrics = createMetrics(), zpoolBin = "zpool"): NodeDaemon {
   return new NodeDaemon({
     kube,
-    host: new ZfsHost(createRunner(metrics.onCommand), { zpool: ["zpool"], zfs: ["zfs"] }),
+    host: new ZfsHost(createRunner(metrics.onCommand), { zpool: [zpoolBin], zfs: ["zfs"] }),
     inspect: inspectDevice,
     nodeName,
     namespace: "openebs",
@@ -53,8 +54,8 @@ describe("node-daemon loop (in-memory API, real zfs-fuse)", function () {
     sandbox.cleanup();
   });
 
-  async function started(nodeName: string, metrics = createMetrics()): Promise<NodeDaemon> {
-    const daemon = daemonFor(kube, nodeName, metrics);
+  async function started(nodeName: string, metrics = createMetrics(), zpoolBin?: string): Promise<NodeDaemon> {
+    const daemon = daemonFor(kube, nodeName, metrics, zpoolBin);
     daemons.push(daemon);
     await daemon.start();
     return daemon;
@@ -163,6 +164,30 @@ describe("node-daemon loop (in-memory API, real zfs-fuse)", function () {
     const lists = kube.claimLists;
     await settle(restarted);
     expect(kube.claimLists, "claims listed again once seen settled").to.equal(lists);
+  });
+
+  it("zpool status prints half its output: phase Error and a Warning Event saying it could not be read, nothing tried; then ONLINE", async () => {
+    const name = sandbox.name("cut");
+    const faulty = new FaultyCommand(sandbox.dir, "/usr/sbin/zpool");
+    kube.apply(cspiFor(name, "node-a", [{ type: "mirror", devices: [sandbox.file("d1"), sandbox.file("d2")] }]));
+    const daemon = await started("node-a", createMetrics(), faulty.path);
+    await settle(daemon);
+    expect(kube.get(name)!.status?.phase).to.equal("ONLINE");
+
+    const before = faulty.invocations().length;
+    faulty.set("status", "truncated");
+    await settle(daemon);
+    const cut = kube.get(name)!;
+    expect(cut.status?.phase).to.equal("Error");
+    expect(cut.status?.conditions ?? [], "no condition claims an expansion or a lost pool").to.deep.equal([]);
+    const warnings = kube.events.filter((e) => e.reason === "ObservationFailed");
+    expect(warnings, "one Warning, not one per pass").to.have.length(1);
+    expect(warnings[0]!.message).to.match(/^unreadable zpool status output: pool \S+ ends before its vdev tree \(no config: section\)/);
+    expect(faulty.invocations().slice(before).filter((argv) => !/^(status|list|get)\b/.test(argv)), "zpool commands other than reads").to.deep.equal([]);
+
+    faulty.clear();
+    await settle(daemon);
+    expect(kube.get(name)!.status?.phase).to.equal("ONLINE");
   });
 
   it("migrates between two daemons with different NODE_NAME through the importedOn handshake", async () => {

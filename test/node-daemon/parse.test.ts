@@ -1,11 +1,74 @@
 // Parsers on real output: zfs-fuse 0.7 (captured on this machine, in the planner fixtures) and OpenZFS 2.x
 // (its documented `zpool status` layout: scan: lines, replacing-N, spares INUSE, human error counts).
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { expect } from "chai";
-import { allLeaves, parseGetTable, parseImportList, parseSize, parseZpoolStatus } from "../../node-daemon/parse.js";
+import { allLeaves, parseGetTable, parseImportList, parseSize, parseZpoolStatus, ZpoolOutputError } from "../../node-daemon/parse.js";
 import { FIXTURES } from "../support/golden.js";
 
 const fixture = (path: string) => readFileSync(`${FIXTURES}node-daemon/planner/${path}`, "utf8");
+
+/** Every zpool output captured in the planner fixtures (zfs-fuse and OpenZFS), by file. */
+function capturedOutputs(prefix: string): [string, string][] {
+  return readdirSync(`${FIXTURES}node-daemon/planner`).flatMap((dir) =>
+    readdirSync(`${FIXTURES}node-daemon/planner/${dir}`)
+      .filter((file) => file.startsWith(prefix))
+      .map((file): [string, string] => [`${dir}/${file}`, fixture(`${dir}/${file}`)]),
+  );
+}
+
+/** The parse error, or a failure when the text was read without one. */
+function unreadable(parse: (text: string) => unknown, text: string): ZpoolOutputError {
+  try {
+    const read = parse(text);
+    expect.fail(`read without an error as ${JSON.stringify(read)}`);
+  } catch (error) {
+    expect(error).to.be.instanceOf(ZpoolOutputError);
+    return error as ZpoolOutputError;
+  }
+}
+
+/** zfs-fuse 0.7 on this machine: a healthy mirror pool with a log, a read cache (loop device) and a spare. */
+const ZFS_FUSE_STATUS = `  pool: tp
+ state: ONLINE
+ scrub: none requested
+config:
+
+	NAME           STATE     READ WRITE CKSUM
+	tp             ONLINE       0     0     0
+	  mirror-0     ONLINE       0     0     0
+	    /tmp/pt/a  ONLINE       0     0     0
+	    /tmp/pt/b  ONLINE       0     0     0
+	logs
+	  /tmp/pt/l1   ONLINE       0     0     0
+	cache
+	  loop0        ONLINE       0     0     0
+	spares
+	  /tmp/pt/c    AVAIL   
+
+errors: No known data errors
+`;
+
+/** The same pool exported, as zfs-fuse lists it for import: cache and spare devices without a state, logs last. */
+const ZFS_FUSE_IMPORT = `  pool: tp
+    id: 11177475498695466114
+ state: ONLINE
+action: The pool can be imported using its name or numeric identifier.
+config:
+
+	tp             ONLINE
+	  mirror-0     ONLINE
+	    /tmp/pt/a  ONLINE
+	    /tmp/pt/b  ONLINE
+	cache
+	  loop0
+	spares
+	  /tmp/pt/c
+	logs
+	  /tmp/pt/l1   ONLINE
+`;
+
+/** Lines 1..n of a text, as \`head -n\` cuts it. */
+const head = (text: string, lines: number) => `${text.split("\n").slice(0, lines).join("\n")}\n`;
 
 const OPENZFS_SPARE_IN_USE = `  pool: tank
  state: DEGRADED
@@ -88,6 +151,64 @@ describe("node-daemon zpool output parsers", () => {
     ]);
     expect(parseImportList("no pools available\n")).to.deep.equal([]);
     expect(parseZpoolStatus("no pools available\n")).to.deep.equal([]);
+  });
+
+  it("reads every zpool output captured in the fixtures, and zfs-fuse's stateless cache and spare devices in import listings", () => {
+    const statuses = capturedOutputs("zpool-status");
+    const listings = capturedOutputs("zpool-import");
+    expect(statuses.length + listings.length).to.be.greaterThan(40);
+    for (const [file, text] of statuses) expect(() => parseZpoolStatus(text), file).to.not.throw();
+    for (const [file, text] of listings) expect(() => parseImportList(text), file).to.not.throw();
+    const [status] = parseZpoolStatus(ZFS_FUSE_STATUS);
+    expect(allLeaves(status!.layout).map((l) => [l.device, l.state])).to.deep.equal([
+      ["/tmp/pt/a", "ONLINE"],
+      ["/tmp/pt/b", "ONLINE"],
+      ["/tmp/pt/l1", "ONLINE"],
+      ["loop0", "ONLINE"],
+      ["/tmp/pt/c", "AVAIL"],
+    ]);
+    const [listed] = parseImportList(ZFS_FUSE_IMPORT);
+    expect(listed!.layout.cache.map((v) => [v.device, v.state])).to.deep.equal([["loop0", ""]]);
+    expect(listed!.layout.spares.map((v) => [v.device, v.state])).to.deep.equal([["/tmp/pt/c", ""]]);
+    expect(listed!.layout.logs.map((v) => v.device)).to.deep.equal(["/tmp/pt/l1"]);
+    // zfs-fuse lists nothing, exit 0, when every pool of a cachefile is already imported.
+    expect(parseImportList("")).to.deep.equal([]);
+  });
+
+  it("refuses garbage instead of reading it as no pools", () => {
+    const garbage = "?? status \u00a4 0xDEADBEEF\n 3f 2a 9c 00 17 e4 b1 c2 5d 66 0a 8e 41 f3 29 7b\n";
+    expect(unreadable(parseZpoolStatus, garbage).message).to.equal('unreadable zpool status output: expected a pool ("  pool: <name>") or "no pools available" (line 1: "?? status \u00a4 0xDEADBEEF")');
+    expect(unreadable(parseImportList, garbage).message).to.match(/^unreadable zpool import output: expected a pool/);
+    expect(unreadable(parseZpoolStatus, "").message).to.equal('unreadable zpool status output: nothing printed: neither a pool nor "no pools available"');
+    // Garbage after a whole pool, or in its header, is not skipped either.
+    expect(unreadable(parseZpoolStatus, `${ZFS_FUSE_STATUS}\n 3f 2a 9c 00\n`).message).to.contain('(line 20: " 3f 2a 9c 00")');
+    expect(unreadable(parseZpoolStatus, ZFS_FUSE_STATUS.replace(" scrub:", " 3f 2a 9c 00\n scrub:")).message).to.equal(
+      'unreadable zpool status output: pool tp: neither a field nor the continuation of one (line 3: " 3f 2a 9c 00")',
+    );
+  });
+
+  it("refuses a pool cut short: no config section, a vdev tree cut inside a group, no errors line", () => {
+    // What the daemon's fault test injects: the first three lines (pool, state, scrub).
+    expect(unreadable(parseZpoolStatus, head(ZFS_FUSE_STATUS, 3)).message).to.equal(
+      'unreadable zpool status output: pool tp ends before its vdev tree (no config: section) (line 1: "  pool: tp")',
+    );
+    expect(unreadable(parseZpoolStatus, head(ZFS_FUSE_STATUS, 5)).message).to.contain("pool tp ends before its vdev tree (nothing under config:)");
+    expect(unreadable(parseZpoolStatus, head(ZFS_FUSE_STATUS, 8)).message).to.contain("pool tp: mirror-0 has no devices under it (line 8:");
+    expect(unreadable(parseZpoolStatus, head(ZFS_FUSE_STATUS, 9)).message).to.equal("unreadable zpool status output: pool tp ends before its errors: line");
+    expect(unreadable(parseZpoolStatus, head(ZFS_FUSE_STATUS, 17)).message).to.equal("unreadable zpool status output: pool tp ends before its errors: line");
+    // A line cut in the middle loses its state; a second pool cut short is refused like the first.
+    expect(unreadable(parseZpoolStatus, `${head(ZFS_FUSE_STATUS, 8)}\t    /tmp/pt/\n`).message).to.contain('pool tp: a vdev line without a known state (line 9: "\\t    /tmp/pt/")');
+    expect(unreadable(parseZpoolStatus, `${ZFS_FUSE_STATUS}${head(ZFS_FUSE_STATUS, 8)}`).message).to.contain("pool tp: mirror-0 has no devices under it (line 26:");
+    expect(unreadable(parseImportList, head(ZFS_FUSE_IMPORT, 8)).message).to.contain("pool tp: mirror-0 has no devices under it (line 8:");
+  });
+
+  it("refuses vdev trees it cannot place: another pool's root, an unknown heading, a jump in depth, an odd indent", () => {
+    const edit = (from: string, to: string) => ZFS_FUSE_STATUS.replace(from, to);
+    expect(unreadable(parseZpoolStatus, edit("\ttp             ONLINE", "\tother          ONLINE")).message).to.contain("the vdev tree of pool tp starts with other");
+    expect(unreadable(parseZpoolStatus, edit("\tlogs", "\tjournal")).message).to.contain("neither a vdev nor a section heading");
+    expect(unreadable(parseZpoolStatus, edit("\t  mirror-0 ", "\t      mirror-0 ")).message).to.contain("indented deeper than its parent");
+    expect(unreadable(parseZpoolStatus, edit("\t  mirror-0 ", "\t   mirror-0 ")).message).to.contain("indented by an odd number of spaces");
+    expect(unreadable(parseZpoolStatus, edit("AVAIL", "MAYBE")).message).to.contain("a vdev line without a known state");
   });
 
   it("parses ZFS human sizes and refuses garbage", () => {

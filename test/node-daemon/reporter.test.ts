@@ -46,6 +46,28 @@ describe("node-daemon reporter", () => {
     expect(condition.message).to.contain("bd-disk2").and.contain("mismatched replication level");
   });
 
+  it("an observation that failed (e.g. unreadable zpool status) settles nothing: a replacement or expansion in progress stays so, phase Error", () => {
+    for (const [caseName, type] of [
+      ["expand-raid-group", "PoolExpansion"],
+      ["replacement-resilvering-openzfs", "DiskReplacement"],
+    ] as const) {
+      const goldenCase = goldenCases("node-daemon/planner").find((c) => c.name === caseName)!;
+      const input = planInputOf(goldenCase);
+      const busy = report({ cspi: input.cspi, nodeName: input.nodeName, now: input.now, observation: input.observation, plan: plan(input), outcomes: [] });
+      expect(findCondition(busy.conditions, type), caseName).to.deep.include({ status: "True" });
+      const unread = report({
+        cspi: { ...input.cspi, status: busy },
+        nodeName: input.nodeName,
+        now: new Date(input.now.getTime() + 30_000),
+        observationError: 'unreadable zpool status output: pool cstor-pool-a1b2c3 ends before its vdev tree (no config: section) (line 1: "  pool: cstor-pool-a1b2c3")',
+        plan: { actions: [], holds: [], statusOwner: true },
+        outcomes: [],
+      });
+      expect(unread.phase).to.equal("Error");
+      expect(unread.conditions, caseName).to.deep.equal(busy.conditions);
+    }
+  });
+
   it("formats capacity as Kubernetes quantities", () => {
     expect([quantity(0), quantity(1023), quantity(95059968), quantity(128 * 2 ** 20), quantity(1.5 * 2 ** 40), quantity(100 * 2 ** 20)]).to.deep.equal(["0", "1023", "90.7Mi", "128Mi", "1.5Ti", "100Mi"]);
   });
