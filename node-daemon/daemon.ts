@@ -21,6 +21,8 @@ export interface DaemonOptions {
   nodeName: string;
   /** The node's kubernetes.io/hostname label, matched with spec.hostName; defaults to nodeName. */
   hostName?: string;
+  /** Directories devices must be under (DEVICE_ROOTS, default /dev/). */
+  deviceRoots: readonly string[];
   namespace: string;
   clock?: () => Date;
   logger: Logger;
@@ -147,6 +149,7 @@ export class NodeDaemon {
         claimsDue: (c) => this.settledClaims.get(c.metadata.name ?? "") !== deviceKey(c),
         nodeName: this.options.nodeName,
         hostName: this.hostName,
+        deviceRoots: this.options.deviceRoots,
         clock: this.clock,
         logger: logger.child({ cspi: cspi.metadata.name }),
         stopping: () => this.stopping,

@@ -9,6 +9,7 @@ import { createRunner } from "./command.js";
 import { describeAction } from "./executor.js";
 import { commandsFromEnv, inspectDevice, ZfsHost } from "./host.js";
 import { reconcilePass } from "./reconcile.js";
+import { deviceRootsFromEnv } from "./validate.js";
 
 export interface LocalIo {
   stdout: (text: string) => void;
@@ -20,7 +21,8 @@ const USAGE = `usage: cstor-pool node-daemon --cspi-file <cspi.yaml> --once [--d
 
 Plans the CSPI against this machine's zpool/zfs and, without --dry-run, applies the plan; prints the plan
 and the resulting CSPI status. The node name defaults to the CSPI's spec.hostName (this machine acts as
-the CSPI's node). ZPOOL_BIN, ZFS_BIN and ZFS_COMMAND_PREFIX (a JSON array) select the ZFS commands.`;
+the CSPI's node). ZPOOL_BIN, ZFS_BIN and ZFS_COMMAND_PREFIX (a JSON array) select the ZFS commands;
+DEVICE_ROOTS (a JSON array of directories, default ["/dev/"]) bounds the device paths it accepts.`;
 
 interface LocalOptions {
   cspiFile: string;
@@ -70,13 +72,22 @@ export async function runNodeDaemonCommand(
     io.stderr(`cstor-pool node-daemon: ${options.cspiFile} is not a CStorPoolInstance (kind: CStorPoolInstance with a spec)\n`);
     return 2;
   }
+  const env = io.env ?? process.env;
+  let deviceRoots: string[];
+  try {
+    deviceRoots = deviceRootsFromEnv(env.DEVICE_ROOTS);
+  } catch (error) {
+    io.stderr(`cstor-pool node-daemon: ${(error as Error).message}\n`);
+    return 2;
+  }
   const nodeName = options.nodeName ?? cspi.spec.hostName;
-  const host = new ZfsHost(createRunner(), commandsFromEnv(io.env ?? process.env));
+  const host = new ZfsHost(createRunner(), commandsFromEnv(env));
   const result = await reconcilePass(cspi, {
     host,
     inspect: inspectDevice,
     nodeName,
     hostName: nodeName,
+    deviceRoots,
     clock: () => new Date(),
     logger: createLogger({ level: "silent" }),
     dryRun: options.dryRun,

@@ -9,6 +9,7 @@ import { commandsFromEnv, inspectDevice, ZfsHost } from "./host.js";
 import { createKubeApi } from "./kube.js";
 import { tryLock, type HostLock } from "./lock.js";
 import { createMetrics, type DaemonMetrics } from "./metrics.js";
+import { deviceRootsFromEnv } from "./validate.js";
 
 const LOCK_RETRY_MS = 5_000;
 
@@ -40,6 +41,8 @@ export async function main(): Promise<void> {
   const logger = createLogger({ base: { component: "node-daemon" } });
   const nodeName = required("NODE_NAME");
   const namespace = required("NAMESPACE");
+  // Checked before anything starts: a wrong value must not mean "no limit" or "no device".
+  const deviceRoots = deviceRootsFromEnv(process.env.DEVICE_ROOTS);
   const intervalMs = Number(process.env.STATUS_INTERVAL_SECONDS ?? 30) * 1000;
   const metrics = createMetrics();
   const runner = createRunner(metrics.onCommand);
@@ -92,12 +95,13 @@ export async function main(): Promise<void> {
     nodeName,
     hostName: process.env.HOST_NAME || nodeName,
     namespace,
+    deviceRoots,
     logger,
     metrics,
     statusIntervalMs: intervalMs,
   });
   await daemon.start();
-  logger.info("node daemon started", { nodeName, namespace, commands: host.commands });
+  logger.info("node daemon started", { nodeName, namespace, commands: host.commands, deviceRoots });
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

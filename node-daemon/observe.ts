@@ -12,12 +12,14 @@ export type DeviceInspector = (path: string) => Promise<DeviceInfo>;
 export interface ObserveOptions {
   /** Look for importable pools even though ours is imported elsewhere or not wanted: false skips the scan. */
   scanImportable: boolean;
+  /** Devices outside them are not even inspected: the spec is invalid. */
+  deviceRoots: readonly string[];
 }
 
 export async function observe(host: ZfsHost, inspect: DeviceInspector, cspi: CSPI, options: ObserveOptions): Promise<Observation> {
   const pool = zpoolName(cspi.metadata.name ?? "");
   // Nothing from an invalid spec reaches a command: the planner reports the problems instead.
-  const valid = cspiProblems(cspi).length === 0;
+  const valid = cspiProblems(cspi, options.deviceRoots).length === 0;
   const devLinks = valid ? cspi.spec.raidGroups.flatMap((g) => g.blockDevices.map((d) => d.devLink ?? "")) : [];
   const devices: Record<string, DeviceInfo> = {};
   for (const devLink of devLinks) devices[devLink] = await inspect(devLink);

@@ -71,6 +71,8 @@ export interface PlanInput {
   observation: Observation;
   /** False in local mode: no API server, so no finalizer to manage. */
   manageFinalizer: boolean;
+  /** Directories devices must be under (DEVICE_ROOTS): anything else is refused as InvalidSpec. */
+  deviceRoots: readonly string[];
 }
 
 const UNIMPORTABLE_STATES = new Set(["FAULTED", "UNAVAIL"]);
@@ -80,7 +82,7 @@ const GROW_MIN_FRACTION = 0.1;
 export function plan(given: PlanInput): Plan {
   const input = withoutPoolHeldElsewhere(given);
   const { cspi, observation } = input;
-  const problems = cspiProblems(cspi);
+  const problems = cspiProblems(cspi, input.deviceRoots);
   const pool = zpoolName(cspi.metadata.name ?? "");
   const imported = observation.pool !== undefined;
   const importedOn = cspi.status?.importedOn ?? "";

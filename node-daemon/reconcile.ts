@@ -24,6 +24,8 @@ export interface PassDeps {
   claimsDue?: (cspi: CSPI) => boolean;
   nodeName: string;
   hostName: string;
+  /** Directories devices must be under (DEVICE_ROOTS). */
+  deviceRoots: readonly string[];
   clock: () => Date;
   logger: Logger;
   /** Plan only. */
@@ -64,7 +66,7 @@ export async function reconcilePass(cspi: CSPI, deps: PassDeps): Promise<PassRes
 
   for (let step = 0; step < MAX_STEPS && current; step++) {
     try {
-      observation = await observe(deps.host, deps.inspect, current, { scanImportable: target });
+      observation = await observe(deps.host, deps.inspect, current, { scanImportable: target, deviceRoots: deps.deviceRoots });
       if (deps.readClaims && observation.pool && ((deps.claimsDue?.(current) ?? true) || replacementVisible(current, observation, outcomes))) {
         // Without them only the predecessor mark waits; the pool itself is still looked after (API server away).
         const claims = await deps.readClaims(current).catch((error: Error) => {
@@ -87,6 +89,7 @@ export async function reconcilePass(cspi: CSPI, deps: PassDeps): Promise<PassRes
       now: deps.clock(),
       observation,
       manageFinalizer: deps.api !== undefined,
+      deviceRoots: deps.deviceRoots,
     });
     firstPlan ??= lastPlan;
     if (deps.dryRun || deps.stopping?.()) break;

@@ -1,5 +1,7 @@
 // What the node daemon checks before any command touches a device: every value that reaches a zpool
-// argument is validated here, so a devLink such as "/dev/sda; rm -rf /" or "../../etc" never gets that far.
+// argument is validated here, so a devLink such as "/dev/sda; rm -rf /" or "../../etc" never gets that far,
+// and a device must lie under the daemon's device roots: it runs privileged and zeroes the label areas of a
+// removed pool's devices, so /var/lib/etcd/member/snap/db must never count as one.
 import { COMPRESSION_VALUES, RAID_TYPES } from "../api/constants.js";
 import type { CSPI } from "../api/types.js";
 import { groupRole } from "../lib/rules/pool-spec.js";
@@ -9,6 +11,9 @@ const SAFE_PATH = /^\/[A-Za-z0-9._:+@,=-]+(\/[A-Za-z0-9._:+@,=-]+)*$/;
 const POOL_SAFE_NAME = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
 const MAX_NAME = 200;
 
+/** Where devices are unless the node daemon's DEVICE_ROOTS says otherwise. */
+export const DEFAULT_DEVICE_ROOTS: readonly string[] = ["/dev/"];
+
 export function pathProblem(path: string): string | undefined {
   if (!path.startsWith("/")) return "must be an absolute path";
   if (!SAFE_PATH.test(path)) return "may only contain letters, digits and . _ : + @ , = - between slashes";
@@ -16,8 +21,31 @@ export function pathProblem(path: string): string | undefined {
   return undefined;
 }
 
+/**
+ * DEVICE_ROOTS: a JSON array of absolute directories, for hosts whose devices are elsewhere than /dev/ (and
+ * tests on sparse files). Each comes back ending in "/", so /dev does not let /devil through. Unset: /dev/.
+ */
+export function deviceRootsFromEnv(value: string | undefined): string[] {
+  if (value === undefined) return [...DEFAULT_DEVICE_ROOTS];
+  const usage = `DEVICE_ROOTS must be a JSON array of absolute directories that hold the node's devices, e.g. ["/dev/"]; got ${value}`;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(value);
+  } catch {
+    throw new Error(usage);
+  }
+  if (!Array.isArray(parsed) || parsed.length === 0 || !parsed.every((root) => typeof root === "string")) throw new Error(usage);
+  return parsed.map((root: string) => {
+    const dir = root.length > 1 ? root.replace(/\/$/, "") : root;
+    if (dir === "/") throw new Error(`DEVICE_ROOTS entry "/" would let the daemon touch any path: list the directories that hold the node's devices, e.g. ["/dev/"]`);
+    const problem = pathProblem(dir);
+    if (problem) throw new Error(`DEVICE_ROOTS entry ${JSON.stringify(root)} ${problem}`);
+    return `${dir}/`;
+  });
+}
+
 /** Problems that stop the daemon from acting on this CSPI; each names the field and the fix. */
-export function cspiProblems(cspi: CSPI): string[] {
+export function cspiProblems(cspi: CSPI, deviceRoots: readonly string[]): string[] {
   const name = cspi.metadata?.name ?? "";
   const where = `CStorPoolInstance ${cspi.metadata?.namespace ?? ""}/${name}`;
   const out: string[] = [];
@@ -50,6 +78,13 @@ export function cspiProblems(cspi: CSPI): string[] {
         out.push(`${where}: ${deviceField}.devLink ${JSON.stringify(device.devLink)} ${problem}: fix the BlockDevice ${device.blockDeviceName}`);
         return;
       }
+      if (!underRoots(device.devLink, deviceRoots)) {
+        out.push(
+          `${where}: ${deviceField}.devLink ${device.devLink} (${device.blockDeviceName}) is outside the node daemon's device roots (${deviceRoots.join(", ")}), ` +
+            `the only places it touches: fix the BlockDevice ${device.blockDeviceName}, or add its directory to DEVICE_ROOTS of the node daemon`,
+        );
+        return;
+      }
       const other = seen.get(device.devLink);
       if (other) out.push(`${where}: ${deviceField}.devLink ${device.devLink} is also the devLink of ${other}: each device may appear once`);
       seen.set(device.devLink, `${deviceField} (${device.blockDeviceName})`);
@@ -71,4 +106,8 @@ export function cspiProblems(cspi: CSPI): string[] {
     out.push(`${where}: spec.poolConfig.roThresholdLimit ${limit} must be an integer percentage from 0 to 100`);
   }
   return out;
+}
+
+function underRoots(path: string, roots: readonly string[]): boolean {
+  return roots.some((root) => path.startsWith(root.endsWith("/") ? root : `${root}/`));
 }

@@ -13,7 +13,7 @@ import { NodeDaemon } from "../../node-daemon/daemon.js";
 import { inspectDevice, ZfsHost } from "../../node-daemon/host.js";
 import type { StatusPatch } from "../../node-daemon/kube.js";
 import { FakeKube } from "../../test/node-daemon/fake-kube.js";
-import { cspiFor, requireZfs, ZfsSandbox } from "../../test/support/zfs.js";
+import { cspiFor, requireZfs, SANDBOX_DEVICE_ROOTS, ZfsSandbox } from "../../test/support/zfs.js";
 import { cpuTimes, MiB, peakRssBytes, rssBytes } from "../process.js";
 
 const NODE = "bench-node";
@@ -76,6 +76,7 @@ function startDaemon(kube: FakeKube): NodeDaemon {
     inspect: inspectDevice,
     nodeName: NODE,
     namespace: NAMESPACE,
+    deviceRoots: SANDBOX_DEVICE_ROOTS,
     logger: createLogger({ level: "info", base: { component: "node-daemon" } }),
     statusIntervalMs: STATUS_INTERVAL_MS,
   });

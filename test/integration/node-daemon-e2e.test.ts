@@ -13,6 +13,7 @@ import { claimName, zpoolName } from "../../lib/names.js";
 import { commandsFromEnv } from "../../node-daemon/host.js";
 import { createKubeApi, type KubeApi } from "../../node-daemon/kube.js";
 import { leaves, parseZpoolStatus } from "../../node-daemon/parse.js";
+import { deviceRootsFromEnv } from "../../node-daemon/validate.js";
 import { INSTALL_NAMESPACE, projectInstalled, waitUntil, type Identity, type KubeCluster } from "../support/kube.js";
 import { MetacontrollerDriver, serveHooks } from "../support/metacontroller-driver.js";
 import { DaemonProcess, resolvedContainerEnv } from "../support/node-daemon-process.js";
@@ -176,6 +177,10 @@ describe("integration: the node daemon end to end (real processes, real apiserve
         zpool: ["nsenter", "-t", "1", "-m", "--", "zpool"],
         zfs: ["nsenter", "-t", "1", "-m", "--", "zfs"],
       });
+    });
+
+    it("keeps the default device roots: the daemon touches device paths under /dev/ only", () => {
+      expect(deviceRootsFromEnv(shippedEnv("any-node").DEVICE_ROOTS)).to.deep.equal(["/dev/"]);
     });
   });
 

@@ -11,7 +11,7 @@ import { NodeDaemon } from "../../node-daemon/daemon.js";
 import { inspectDevice, ZfsHost } from "../../node-daemon/host.js";
 import { createMetrics } from "../../node-daemon/metrics.js";
 import { parseZpoolStatus } from "../../node-daemon/parse.js";
-import { cspiFor, requireZfs, writeData, checksum, zpool, ZfsSandbox } from "../support/zfs.js";
+import { cspiFor, requireZfs, SANDBOX_DEVICE_ROOTS, writeData, checksum, zpool, ZfsSandbox } from "../support/zfs.js";
 import { FaultyCommand } from "../reliability/support/faulty-zpool.js";
 import { FakeKube } from "./fake-kube.js";
 
@@ -22,6 +22,7 @@ function daemonFor(kube: FakeKube, nodeName: string, metrics = createMetrics(), 
     inspect: inspectDevice,
     nodeName,
     namespace: "openebs",
+    deviceRoots: SANDBOX_DEVICE_ROOTS,
     logger: createLogger({ level: "silent" }),
     metrics,
     statusIntervalMs: 3_600_000, // resyncs are driven by the test

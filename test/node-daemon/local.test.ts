@@ -6,12 +6,14 @@ import { parse, stringify } from "yaml";
 import { zpoolName } from "../../lib/names.js";
 import { runNodeDaemonCommand } from "../../node-daemon/local.js";
 import { parseZpoolStatus } from "../../node-daemon/parse.js";
-import { cspiFor, requireZfs, zpool, ZfsSandbox } from "../support/zfs.js";
+import { cspiFor, requireZfs, SANDBOX_DEVICE_ROOTS, zpool, ZfsSandbox } from "../support/zfs.js";
 
+/** The command as run on a machine whose devices are the sandboxes' sparse files (DEVICE_ROOTS). */
 async function run(argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   let stdout = "";
   let stderr = "";
-  const code = await runNodeDaemonCommand(argv, { stdout: (t) => (stdout += t), stderr: (t) => (stderr += t) });
+  const env = { ...process.env, DEVICE_ROOTS: JSON.stringify(SANDBOX_DEVICE_ROOTS) };
+  const code = await runNodeDaemonCommand(argv, { stdout: (t) => (stdout += t), stderr: (t) => (stderr += t), env });
   return { code, stdout, stderr };
 }
 

@@ -11,6 +11,9 @@ import { parseImportList, parseSize, parseZpoolStatus } from "../../node-daemon/
 import { plan, type PlanInput } from "../../node-daemon/planner.js";
 import { expectGolden, goldenCases, type GoldenCase } from "../support/golden.js";
 
+/** The fixtures' devices are sparse files under /var/openebs/sparse, as on a node whose DEVICE_ROOTS lists it. */
+export const FIXTURE_DEVICE_ROOTS: readonly string[] = ["/dev/", "/var/openebs/sparse/"];
+
 interface FixtureInput {
   nodeName: string;
   hostName?: string;
@@ -48,6 +51,7 @@ export function planInputOf(goldenCase: GoldenCase): PlanInput {
     now: goldenCase.now,
     observation,
     manageFinalizer: input.manageFinalizer,
+    deviceRoots: FIXTURE_DEVICE_ROOTS,
   };
 }
 

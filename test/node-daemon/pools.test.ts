@@ -13,7 +13,7 @@ import type { ApiActions } from "../../node-daemon/executor.js";
 import { inspectDevice, ZfsHost } from "../../node-daemon/host.js";
 import { parseZpoolStatus } from "../../node-daemon/parse.js";
 import { reconcilePass, type PassResult } from "../../node-daemon/reconcile.js";
-import { checksum, cspiFor, requireZfs, writeData, zfs, zpool, ZfsSandbox } from "../support/zfs.js";
+import { checksum, cspiFor, requireZfs, SANDBOX_DEVICE_ROOTS, writeData, zfs, zpool, ZfsSandbox } from "../support/zfs.js";
 
 /** One node's daemon without an API server: the CSPI's status is carried from pass to pass as the API would. */
 class Node {
@@ -29,6 +29,7 @@ class Node {
       inspect: inspectDevice,
       nodeName: this.name,
       hostName: this.name,
+      deviceRoots: SANDBOX_DEVICE_ROOTS,
       clock: () => new Date(),
       logger: createLogger({ level: "silent" }),
       ...(this.api ? { api: this.api } : {}),

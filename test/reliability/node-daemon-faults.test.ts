@@ -21,7 +21,7 @@ import { leaves, parseZpoolStatus } from "../../node-daemon/parse.js";
 import { reconcilePass, type PassResult } from "../../node-daemon/reconcile.js";
 import { INSTALL_NAMESPACE, projectInstalled, waitUntil, type KubeCluster } from "../support/kube.js";
 import { DaemonProcess, resolvedContainerEnv } from "../support/node-daemon-process.js";
-import { blockDeviceName, checksum, cspiFor, requireZfs, writeData, zfs, zpool, ZfsSandbox } from "../support/zfs.js";
+import { blockDeviceName, checksum, cspiFor, requireZfs, SANDBOX_DEVICE_ROOTS, writeData, zfs, zpool, ZfsSandbox } from "../support/zfs.js";
 import { FaultyCommand, type Fault } from "./support/faulty-zpool.js";
 import { TcpProxy } from "./support/tcp-proxy.js";
 import { tally } from "./support/tally.js";
@@ -78,6 +78,7 @@ describe("node daemon under zpool faults (reconcile passes on real zfs-fuse pool
       inspect: inspectDevice,
       nodeName: "node-f",
       hostName: "node-f",
+      deviceRoots: SANDBOX_DEVICE_ROOTS,
       clock: () => new Date(),
       logger: createLogger({ level: "silent" }),
     });

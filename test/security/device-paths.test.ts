@@ -1,18 +1,22 @@
 // Every value the node daemon puts into a zpool argument comes from a CSPI: device paths (devLink), the pool
 // name (from metadata.name) and the cachefile. Hostile or broken values are refused by node-daemon/validate.ts
-// with a message naming the object, the field and the fix, before any command runs.
-import { existsSync, writeFileSync } from "node:fs";
+// with a message naming the object, the field and the fix, before any command runs. Device paths must also lie
+// under the daemon's device roots (/dev/ unless DEVICE_ROOTS says otherwise): the daemon runs privileged and
+// zeroes the label areas of a removed pool's devices.
+import { spawnSync } from "node:child_process";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { expect } from "chai";
 import fc from "fast-check";
-import { stringify } from "yaml";
+import { parse, stringify } from "yaml";
 import type { CSPI } from "../../api/types.js";
 import { zpoolName } from "../../lib/names.js";
 import { runNodeDaemonCommand } from "../../node-daemon/local.js";
-import { cspiProblems, pathProblem } from "../../node-daemon/validate.js";
+import { cspiProblems, DEFAULT_DEVICE_ROOTS, deviceRootsFromEnv, pathProblem } from "../../node-daemon/validate.js";
 import { FaultyCommand } from "../reliability/support/faulty-zpool.js";
 import { tally } from "../reliability/support/tally.js";
-import { cspiFor, requireZfs, ZfsSandbox } from "../support/zfs.js";
+import { REPO_ROOT } from "../support/kube.js";
+import { cspiFor, requireZfs, zpool, ZfsSandbox } from "../support/zfs.js";
 
 const SAFE_DEVICE_PATH = /^(\/[A-Za-z0-9._:+@,=-]+)+$/;
 const DNS_1123 = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
@@ -42,6 +46,20 @@ const HOSTILE_PATHS: [string, RegExp][] = [
   ["/dev/sda/", /may only contain/],
 ];
 
+/** Well-formed absolute paths outside /dev/: the daemon must not zero labels there. */
+const OUTSIDE_DEVICE_ROOTS = [
+  "/var/lib/etcd/member/snap/db",
+  "/etc/shadow",
+  "/root/.ssh/authorized_keys",
+  "/boot/vmlinuz",
+  "/proc/kcore",
+  "/sys/firmware/efi/efivars/x",
+  "/var/openebs/sparse/disk0",
+  "/devil/sda",
+  "/dev",
+  "/tmp/disk",
+];
+
 const HOSTILE_NAMES = ["pool; rm -rf /", "../pool", "-f", "Pool", "pool name", "pool/child", "pool$(id)", "", "p".repeat(201)];
 
 function cspiWith(devLink: string, name = "safe-pool"): CSPI {
@@ -54,7 +72,7 @@ describe("security: device paths and pool names are validated before any command
       expect(pathProblem(path)).to.match(says);
       const cspi = cspiWith(path);
       const device = cspi.spec.raidGroups[0]!.blockDevices[0]!.blockDeviceName;
-      const problems = cspiProblems(cspi);
+      const problems = cspiProblems(cspi, DEFAULT_DEVICE_ROOTS);
       expect(problems, "one refusal naming the object, the field, the value and the fix").to.have.length(1);
       expect(problems[0]).to.equal(
         path === ""
@@ -64,34 +82,77 @@ describe("security: device paths and pool names are validated before any command
     });
   }
 
+  for (const path of OUTSIDE_DEVICE_ROOTS) {
+    it(`refuses devLink ${path} outside the device roots, naming the CSPI, the device and the roots`, () => {
+      expect(pathProblem(path), "a well-formed path").to.equal(undefined);
+      const device = cspiWith(path).spec.raidGroups[0]!.blockDevices[0]!.blockDeviceName;
+      expect(cspiProblems(cspiWith(path), DEFAULT_DEVICE_ROOTS)).to.deep.equal([
+        `CStorPoolInstance openebs/safe-pool: spec.raidGroups[0].blockDevices[0].devLink ${path} (${device}) is outside the node daemon's device roots (/dev/), ` +
+          `the only places it touches: fix the BlockDevice ${device}, or add its directory to DEVICE_ROOTS of the node daemon`,
+      ]);
+      expect(cspiProblems(cspiWith("/dev/disk/by-id/ata-x"), DEFAULT_DEVICE_ROOTS), "the same CSPI on a device under /dev/").to.deep.equal([]);
+    });
+  }
+
+  it("DEVICE_ROOTS: /dev/ when unset; absolute directories as a JSON array; anything else refused at start-up with the fix", () => {
+    expect(deviceRootsFromEnv(undefined)).to.deep.equal(["/dev/"]);
+    expect(deviceRootsFromEnv('["/dev", "/var/openebs/sparse/"]')).to.deep.equal(["/dev/", "/var/openebs/sparse/"]);
+    expect(cspiProblems(cspiWith("/var/openebs/sparse/disk0"), deviceRootsFromEnv('["/dev", "/var/openebs/sparse"]'))).to.deep.equal([]);
+    // A root is a directory: /var/openebs/sparse does not let /var/openebs/sparse-other through.
+    expect(cspiProblems(cspiWith("/var/openebs/sparse-other/disk0"), deviceRootsFromEnv('["/var/openebs/sparse"]'))[0]).to.contain("outside the node daemon's device roots (/var/openebs/sparse/)");
+    const usage = 'DEVICE_ROOTS must be a JSON array of absolute directories that hold the node\'s devices, e.g. ["/dev/"]';
+    for (const [value, says] of [
+      ["/dev", `${usage}; got /dev`],
+      ["{}", `${usage}; got {}`],
+      ["[]", `${usage}; got []`],
+      ["[1]", `${usage}; got [1]`],
+      ['["dev"]', 'DEVICE_ROOTS entry "dev" must be an absolute path'],
+      ['["/dev/../etc"]', 'DEVICE_ROOTS entry "/dev/../etc" must not contain . or .. components'],
+      ['["/dev/sd a"]', 'DEVICE_ROOTS entry "/dev/sd a" may only contain letters, digits and . _ : + @ , = - between slashes'],
+      ['["/"]', 'DEVICE_ROOTS entry "/" would let the daemon touch any path: list the directories that hold the node\'s devices, e.g. ["/dev/"]'],
+    ] as const) {
+      expect(() => deviceRootsFromEnv(value), value).to.throw(says);
+    }
+    tally.badInputs("DEVICE_ROOTS values", 8);
+  });
+
   it("refuses CSPI names that cannot name a zpool, and the same devLink twice", () => {
     for (const name of HOSTILE_NAMES) {
-      const problems = cspiProblems(cspiWith("/dev/sdb", name));
+      const problems = cspiProblems(cspiWith("/dev/sdb", name), DEFAULT_DEVICE_ROOTS);
       expect(problems.some((p) => p.includes("metadata.name must be a DNS-1123 name")), JSON.stringify(name)).to.equal(true);
     }
     const twice = cspiFor("twice", "node-1", [{ type: "mirror", devices: ["/dev/sdb", "/dev/sdb"] }]);
-    expect(cspiProblems(twice)).to.deep.equal([
+    expect(cspiProblems(twice, DEFAULT_DEVICE_ROOTS)).to.deep.equal([
       "CStorPoolInstance openebs/twice: spec.raidGroups[0].blockDevices[1].devLink /dev/sdb is also the devLink of spec.raidGroups[0].blockDevices[0] (bd-sdb): each device may appear once",
     ]);
-    tally.badInputs("CSPI device paths and pool names (listed)", HOSTILE_PATHS.length + HOSTILE_NAMES.length + 1);
+    tally.badInputs("CSPI device paths and pool names (listed)", HOSTILE_PATHS.length + OUTSIDE_DEVICE_ROOTS.length + HOSTILE_NAMES.length + 1);
   });
 
-  it("accepts only absolute paths of plain characters without . or .. components, whatever the string (fast-check)", () => {
+  it("accepts only absolute paths of plain characters without . or .. components under a device root, whatever the string (fast-check)", () => {
     const alphabet = fc.constantFrom(..."/abc.-_:+@,=01 ;|&$`'\"\\\n\t*?()[]{}<>!~#%^\u0000\u00e9\u0455".split(""));
+    const roots = ["/dev/", "/a/"];
+    // Prefixes so that many strings start at or near a root.
+    const prefix = fc.constantFrom("", "/dev/", "/a/", "/dev", "/a", "/devx/", "/ab/", "/dev/../", "/a/./");
     let tried = 0;
     fc.assert(
-      fc.property(fc.oneof(fc.string({ unit: alphabet, maxLength: 40 }), fc.string({ unit: "binary", maxLength: 40 }), fc.string()), (path) => {
-        tried++;
-        const refused = cspiProblems(cspiWith(path)).length > 0;
-        const safe = SAFE_DEVICE_PATH.test(path) && !path.split("/").some((part) => part === "." || part === "..");
-        expect(refused, JSON.stringify(path)).to.equal(!safe);
-      }),
+      fc.property(
+        prefix,
+        fc.oneof(fc.string({ unit: alphabet, maxLength: 40 }), fc.string({ unit: "binary", maxLength: 40 }), fc.string()),
+        (start, rest) => {
+          tried++;
+          const path = start + rest;
+          const refused = cspiProblems(cspiWith(path), roots).length > 0;
+          const safe = SAFE_DEVICE_PATH.test(path) && !path.split("/").some((part) => part === "." || part === "..");
+          const under = roots.some((root) => path.startsWith(root));
+          expect(refused, JSON.stringify(path)).to.equal(!(safe && under));
+        },
+      ),
       { numRuns: 3000, seed: 20261121 },
     );
     fc.assert(
       fc.property(fc.oneof(fc.string({ unit: alphabet, maxLength: 30 }), fc.string()), (name) => {
         tried++;
-        const refused = cspiProblems(cspiWith("/dev/sdb", name)).length > 0;
+        const refused = cspiProblems(cspiWith("/dev/sdb", name), DEFAULT_DEVICE_ROOTS).length > 0;
         if (!refused) {
           expect(name).to.match(DNS_1123);
           expect(zpoolName(name)).to.match(/^cstor-[a-z0-9]/);
@@ -132,5 +193,59 @@ describe("security: device paths and pool names are validated before any command
         expect(existsSync(marker), "no shell ever saw the devLink").to.equal(false);
       });
     }
+
+    it("a real file outside the device roots: exit 1, InvalidSpec naming the CSPI, the device and the roots, no zpool argument carries it; allowed through DEVICE_ROOTS", async () => {
+      const recording = new FaultyCommand(sandbox.dir, "/usr/sbin/zpool");
+      const device = sandbox.file("outside", 64);
+      const cspi = cspiWith(device, sandbox.name("outside"));
+      const file = join(sandbox.dir, "outside.yaml");
+      writeFileSync(file, stringify(cspi));
+      const run = async (env: NodeJS.ProcessEnv) => {
+        let stdout = "";
+        const code = await runNodeDaemonCommand(["--cspi-file", file, "--once"], { stdout: (t) => (stdout += t), stderr: (t) => (stdout += t), env });
+        return { code, stdout };
+      };
+      const env: NodeJS.ProcessEnv = { ...process.env, ZPOOL_BIN: recording.path, ZFS_COMMAND_PREFIX: "" };
+      delete env.DEVICE_ROOTS;
+
+      const refused = await run(env);
+      expect(refused.code).to.equal(1);
+      const holds = (parse(refused.stdout) as { holds: { reason: string; message: string }[] }).holds;
+      expect(holds).to.deep.equal([
+        {
+          reason: "InvalidSpec",
+          message:
+            `CStorPoolInstance openebs/${cspi.metadata.name}: spec.raidGroups[0].blockDevices[0].devLink ${device} (bd-outside) is outside the node daemon's device roots (/dev/), ` +
+            "the only places it touches: fix the BlockDevice bd-outside, or add its directory to DEVICE_ROOTS of the node daemon",
+        },
+      ]);
+      expect(recording.invocations().filter((argv) => argv.includes(device) || argv.includes(sandbox.dir)), "zpool arguments").to.deep.equal([]);
+      expect(readFileSync(device).every((byte) => byte === 0), "the device file untouched").to.equal(true);
+
+      const allowed = await run({ ...env, DEVICE_ROOTS: JSON.stringify([sandbox.dir]) });
+      expect(allowed.code, allowed.stdout).to.equal(0);
+      expect(zpool("list", "-H", "-o", "name")).to.contain(zpoolName(cspi.metadata.name!));
+    });
+
+    it("an unreadable DEVICE_ROOTS: local mode exits 2 and the daemon process exits 1 before doing anything, both saying how to fix it", async () => {
+      const file = join(sandbox.dir, "any.yaml");
+      writeFileSync(file, stringify(cspiWith("/dev/sdb", sandbox.name("any"))));
+      let stderr = "";
+      const code = await runNodeDaemonCommand(["--cspi-file", file, "--once", "--dry-run"], {
+        stdout: () => undefined,
+        stderr: (t) => (stderr += t),
+        env: { ...process.env, DEVICE_ROOTS: '["/"]' },
+      });
+      expect(code).to.equal(2);
+      expect(stderr).to.contain('DEVICE_ROOTS entry "/" would let the daemon touch any path');
+      const daemon = spawnSync(process.execPath, ["--import", "tsx", join(REPO_ROOT, "node-daemon/main.ts")], {
+        cwd: REPO_ROOT,
+        env: { PATH: process.env.PATH, NODE_NAME: "node-1", NAMESPACE: "openebs", DEVICE_ROOTS: "/dev", KUBECONFIG: "/nonexistent" },
+        encoding: "utf8",
+        timeout: 20_000,
+      });
+      expect(daemon.status, daemon.stderr).to.equal(1);
+      expect(daemon.stderr).to.contain(`node daemon failed: DEVICE_ROOTS must be a JSON array of absolute directories that hold the node's devices, e.g. ["/dev/"]; got /dev`);
+    });
   });
 });

@@ -8,6 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { freePorts, REPO_ROOT, waitUntil } from "./kube.js";
 import { onStop } from "./processes.js";
+import { SANDBOX_DEVICE_ROOTS } from "./zfs.js";
 
 /** Daemons still running: killed if the test process exits without stopping them (e.g. mocha interrupted). */
 const running = new Set<ChildProcess>();
@@ -49,7 +50,8 @@ export interface DaemonOptions {
   kubeconfig: string;
   /**
    * Test-host overrides: METRICS_PORT (a free port; several daemons share this host), LOCK_DIR (per daemon: two
-   * daemons for two "nodes" on one host must not share the host lock), and whatever the test adds (e.g.
+   * daemons for two "nodes" on one host must not share the host lock), DEVICE_ROOTS (the devices here are sparse
+   * files in the temp dir; the shipped DaemonSet keeps /dev/), and whatever the test adds (e.g.
    * ZFS_COMMAND_PREFIX: entering PID 1's mount namespace is refused here).
    */
   overrides?: Record<string, string>;
@@ -112,6 +114,7 @@ export class DaemonProcess {
       KUBECONFIG: options.kubeconfig,
       METRICS_PORT: String(port),
       LOCK_DIR: lockDir,
+      DEVICE_ROOTS: JSON.stringify(SANDBOX_DEVICE_ROOTS),
       ...options.overrides,
     };
     const daemon = new DaemonProcess(nodeName, port!, lockDir, env);

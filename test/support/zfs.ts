@@ -12,6 +12,12 @@ import { allLeaves, parseZpoolStatus } from "../../node-daemon/parse.js";
 
 export const MiB = 1024 * 1024;
 
+/**
+ * The device roots (the node daemon's DEVICE_ROOTS) of a daemon working on sandbox pools: every sandbox's
+ * sparse files are in the temp dir, its loop devices under /dev/.
+ */
+export const SANDBOX_DEVICE_ROOTS: readonly string[] = ["/dev/", `${tmpdir()}/`];
+
 function run(argv: string[]): string {
   return execFileSync(argv[0]!, argv.slice(1), { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
 }
