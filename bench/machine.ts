@@ -5,7 +5,7 @@ import { cpus, loadavg, release, totalmem } from "node:os";
 export interface Machine {
   cpu: string;
   cores: number;
-  /** Per-core L2 and shared L3 sizes, e.g. "L2 1024K, L3 32768K": the request's working set meets them. */
+  /** Unified cache sizes, e.g. "L2 1024K, L3 32768K". */
   caches: string;
   memoryGiB: number;
   os: string;

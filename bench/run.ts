@@ -70,10 +70,10 @@ function targets(): Target[] {
   }
   if (pure) {
     const hook = pure.growth.steady.hook;
-    const past = hook.pastCacheStep ?? hook.all;
+    const past = hook.pastGcStep ?? hook.all;
     out.push({
       target: "growth linear in pools (syncCspc, steady state)",
-      measured: `time ∝ pools^${num(past.exponent)} from ${past.perDoubling[0]?.from ?? "?"} pools (pools^${num(hook.all.exponent)} from 100, across the cache step)`,
+      measured: `time ∝ pools^${num(past.exponent)} from ${past.perDoubling[0]?.from ?? "?"} pools (pools^${num(hook.all.exponent)} from 100, across the collection step)`,
       met: verdict(hook).startsWith("linear"),
     });
   }
