@@ -88,11 +88,9 @@ export function httpScenarios(sizes: readonly number[]): HttpScenario[] {
   return scenarios;
 }
 
-async function post(port: number, path: string, body: Buffer): Promise<{ status: number; bytes: Buffer; millis: number }> {
-  const started = performance.now();
+async function post(port: number, path: string, body: Buffer): Promise<{ status: number; bytes: Buffer }> {
   const res = await fetch(`http://127.0.0.1:${port}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body });
-  const bytes = Buffer.from(await res.arrayBuffer());
-  return { status: res.status, bytes, millis: performance.now() - started };
+  return { status: res.status, bytes: Buffer.from(await res.arrayBuffer()) };
 }
 
 function load(port: number, path: string, body: Buffer, connections: number, amount: number): Promise<{ latencies: number[]; seconds: number }> {

@@ -9,7 +9,7 @@ import { promisify } from "node:util";
 const BENCH_DIR = new URL(".", import.meta.url).pathname;
 const ROOT = new URL("..", import.meta.url).pathname;
 /** Where bench/processes/*.ts are compiled to. */
-export const PROCESSES = join(BENCH_DIR, ".build", "bench", "processes");
+const PROCESSES = join(BENCH_DIR, ".build", "bench", "processes");
 const ENTRIES = ["hooks.js", "floor.js", "node-daemon.js"];
 
 const START_TIMEOUT_MS = 30_000;

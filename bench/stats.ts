@@ -3,10 +3,8 @@
 
 export interface Summary {
   count: number;
-  mean: number;
   p50: number;
   p99: number;
-  max: number;
 }
 
 /** Nearest-rank percentile of ascending samples. */
@@ -18,14 +16,7 @@ export function percentile(sorted: readonly number[], p: number): number {
 
 export function summarize(samples: readonly number[]): Summary {
   const sorted = [...samples].sort((a, b) => a - b);
-  const sum = sorted.reduce((a, b) => a + b, 0);
-  return {
-    count: sorted.length,
-    mean: sorted.length ? sum / sorted.length : Number.NaN,
-    p50: percentile(sorted, 50),
-    p99: percentile(sorted, 99),
-    max: sorted[sorted.length - 1] ?? Number.NaN,
-  };
+  return { count: sorted.length, p50: percentile(sorted, 50), p99: percentile(sorted, 99) };
 }
 
 export interface TimingBudget {
