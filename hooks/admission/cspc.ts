@@ -3,13 +3,12 @@
 import type { Logger } from "../../lib/log.js";
 import { ConfigError } from "../config.js";
 import { admissionInput, capWarnings, factsNeeded, isCspcReview, judgeCspc, lookupFailed } from "./judge.js";
-import { KubeClusterLookup } from "./kube-lookup.js";
 import { DEFAULT_LOOKUP_TIMEOUT_MS, gatherFacts, type ClusterLookup } from "./lookup.js";
 import { parseAdmissionReview, reviewResponse, type AdmissionReview } from "./review.js";
 
 export interface AdmissionOptions {
   /** Created on first use, so a hook server that never sees a review needs no cluster credentials. */
-  lookup: () => ClusterLookup;
+  lookup: () => ClusterLookup | Promise<ClusterLookup>;
   lookupTimeoutMs?: number;
 }
 
@@ -26,7 +25,7 @@ export async function admitCspc(body: unknown, options: AdmissionOptions, log: L
   const needs = factsNeeded(input);
   let facts = {};
   if (needs.length > 0) {
-    const gathered = await gatherFacts(options.lookup(), needs, { namespace: input.namespace, cspc: input.name }, options.lookupTimeoutMs ?? DEFAULT_LOOKUP_TIMEOUT_MS);
+    const gathered = await gatherFacts(await options.lookup(), needs, { namespace: input.namespace, cspc: input.name }, options.lookupTimeoutMs ?? DEFAULT_LOOKUP_TIMEOUT_MS);
     if ("failure" in gathered) {
       log.warn("admission lookup failed", { uid: request.uid, operation: input.operation, error: gathered.failure.message });
       return reviewResponse(request.uid, lookupFailed(input, gathered.failure));
@@ -53,9 +52,16 @@ export function defaultAdmissionOptions(env: Readonly<Record<string, string | un
   if (raw && !/^[1-9][0-9]*$/.test(raw)) {
     throw new ConfigError(`${LOOKUP_TIMEOUT_ENV}=${JSON.stringify(raw)} is not a whole number of milliseconds: set e.g. ${LOOKUP_TIMEOUT_ENV}=${DEFAULT_LOOKUP_TIMEOUT_MS}`);
   }
-  let lookup: ClusterLookup | undefined;
+  // The Kubernetes client is loaded on the first review: it is 57 MB of the hook server's memory, and a
+  // hook server that only serves Metacontroller never needs it (docs/benchmarks.md).
+  let lookup: Promise<ClusterLookup> | undefined;
+  const load = async (): Promise<ClusterLookup> => (await import("./kube-lookup.js")).KubeClusterLookup.fromDefaultConfig();
   return {
-    lookup: () => (lookup ??= KubeClusterLookup.fromDefaultConfig()),
+    lookup: () =>
+      (lookup ??= load().catch((err: unknown) => {
+        lookup = undefined;
+        throw err;
+      })),
     lookupTimeoutMs: raw ? Number(raw) : DEFAULT_LOOKUP_TIMEOUT_MS,
   };
 }
