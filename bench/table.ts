@@ -26,6 +26,6 @@ export function renderTable(table: Table): string {
   const line = (row: readonly string[]): string => `| ${row.map((cell, c) => (c === 0 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!))).join(" | ")} |`;
   const rule = `| ${widths.map((w, c) => (c === 0 ? "-".repeat(w) : `${"-".repeat(w - 1)}:`)).join(" | ")} |`;
   const body = [line(cells[0]!), rule, ...cells.slice(1).map(line)];
-  const notes = (table.notes ?? []).map((n) => `\n${n}`).join("");
+  const notes = (table.notes ?? []).map((n) => `\n${n}\n`).join("");
   return `### ${table.title}\n\n${body.join("\n")}\n${notes}`;
 }
