@@ -56,6 +56,8 @@ export class NodeDaemon {
   private readonly intervalMs: number;
   private heldPools = new Set<string>();
   private watch?: WatchHandle;
+  /** CSPIs whose status this daemon is writing right now. */
+  private readonly writingStatus = new Set<string>();
   private watchLoop?: Promise<void>;
   private timer?: NodeJS.Timeout;
   private stopping = false;
@@ -168,6 +170,18 @@ export class NodeDaemon {
     if (result.observation && latest) metrics?.observe(latest, result.observation, result.status);
   }
 
+  /**
+   * Our own status write coming back through the watch: nothing to look at again. It arrives either after
+   * the write returned (the cache already holds that version) or while it is in flight (only status moved).
+   */
+  private isOwnStatusEcho(cached: CSPI | undefined, incoming: CSPI): boolean {
+    if (!cached) return false;
+    if (cached.metadata.resourceVersion === incoming.metadata.resourceVersion) return true;
+    if (!this.writingStatus.has(incoming.metadata.name ?? "")) return false;
+    const rest = (c: CSPI) => canonicalJson({ metadata: { ...c.metadata, resourceVersion: undefined, managedFields: undefined }, spec: c.spec });
+    return rest(cached) === rest(incoming);
+  }
+
   /** Our own writes update the cache unless the watch already brought something newer. */
   private replaceCached(before: CSPI, after: CSPI | undefined): void {
     const name = before.metadata.name ?? "";
@@ -184,11 +198,15 @@ export class NodeDaemon {
     if (!heartbeatDue && withoutHeartbeat(previous) === withoutHeartbeat(status)) return;
     const patch: StatusPatch = { ...status };
     for (const field of OWNED_OPTIONAL_FIELDS) if (previous[field] !== undefined && status[field] === undefined) patch[field] = null;
+    const name = cspi.metadata.name ?? "";
+    this.writingStatus.add(name);
     try {
-      const updated = await this.options.kube.patchCspiStatus(cspi.metadata.namespace ?? "", cspi.metadata.name ?? "", patch);
+      const updated = await this.options.kube.patchCspiStatus(cspi.metadata.namespace ?? "", name, patch);
       this.replaceCached(cspi, updated);
     } catch (error) {
       this.options.logger.warn("status update failed", { cspi: cspi.metadata.name, error: (error as Error).message });
+    } finally {
+      this.writingStatus.delete(name);
     }
   }
 
@@ -246,7 +264,9 @@ export class NodeDaemon {
             this.settledClaims.delete(name);
             return;
           }
+          const cached = this.cspis.get(name);
           this.cspis.set(name, cspi);
+          if (type === "MODIFIED" && this.isOwnStatusEcho(cached, cspi)) return;
           void this.enqueue(name);
         });
         await this.watch.done;

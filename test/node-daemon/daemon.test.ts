@@ -86,6 +86,41 @@ describe("node-daemon loop (in-memory API, real zfs-fuse)", function () {
     expect(exposition).to.match(/cstor_pool_command_duration_seconds_count\{command="zpool create"\} 1/);
   });
 
+  it("does not observe the pool again when its own status write comes back through the watch", async () => {
+    const name = sandbox.name("echo");
+    kube.apply(cspiFor(name, "node-a", [{ type: "stripe", devices: [sandbox.file("d1")] }]));
+    const metrics = createMetrics();
+    const commands: string[] = [];
+    const counting = { ...metrics, onCommand: (c: Parameters<typeof metrics.onCommand>[0]) => (commands.push(c.argv.join(" ")), metrics.onCommand(c)) };
+    const daemon = new NodeDaemon({
+      kube,
+      host: new ZfsHost(createRunner(counting.onCommand), { zpool: ["zpool"], zfs: ["zfs"] }),
+      inspect: inspectDevice,
+      nodeName: "node-a",
+      namespace: "openebs",
+      deviceRoots: SANDBOX_DEVICE_ROOTS,
+      logger: createLogger({ level: "silent" }),
+      metrics: counting,
+      statusIntervalMs: 3_600_000,
+    });
+    daemons.push(daemon);
+    await daemon.start();
+    await settle(daemon);
+    expect(kube.get(name)!.status?.phase).to.equal("ONLINE");
+    // Someone else writes a wrong phase: the daemon looks (one pass) and writes ONLINE back (its own write).
+    const before = commands.length;
+    const patches = kube.statusPatches.length;
+    await kube.patchCspiStatus("openebs", name, { ...kube.get(name)!.status, phase: "DEGRADED" });
+    for (let i = 0; i < 100 && kube.get(name)!.status?.phase !== "ONLINE"; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(kube.get(name)!.status?.phase).to.equal("ONLINE");
+    expect(kube.statusPatches.length, "the daemon wrote the status back").to.equal(patches + 2);
+    expect(commands.length, "the change by someone else was looked at").to.be.greaterThan(before);
+    const settledCount = commands.length;
+    // Its own write echoes back through the watch; that must not start another pass.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(commands.length, "no pass after the daemon's own status write echoes back").to.equal(settledCount);
+  });
+
   it("leaves CSPIs of other nodes alone: no finalizer, no status, no pool", async () => {
     const name = sandbox.name("other");
     kube.apply(cspiFor(name, "node-b", [{ type: "stripe", devices: [sandbox.file("d1")] }]));
