@@ -92,19 +92,7 @@ describe("node-daemon loop (in-memory API, real zfs-fuse)", function () {
     const metrics = createMetrics();
     const commands: string[] = [];
     const counting = { ...metrics, onCommand: (c: Parameters<typeof metrics.onCommand>[0]) => (commands.push(c.argv.join(" ")), metrics.onCommand(c)) };
-    const daemon = new NodeDaemon({
-      kube,
-      host: new ZfsHost(createRunner(counting.onCommand), { zpool: ["zpool"], zfs: ["zfs"] }),
-      inspect: inspectDevice,
-      nodeName: "node-a",
-      namespace: "openebs",
-      deviceRoots: SANDBOX_DEVICE_ROOTS,
-      logger: createLogger({ level: "silent" }),
-      metrics: counting,
-      statusIntervalMs: 3_600_000,
-    });
-    daemons.push(daemon);
-    await daemon.start();
+    const daemon = await started("node-a", counting);
     await settle(daemon);
     expect(kube.get(name)!.status?.phase).to.equal("ONLINE");
     // Someone else writes a wrong phase: the daemon looks (one pass) and writes ONLINE back (its own write).
