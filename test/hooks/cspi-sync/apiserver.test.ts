@@ -8,6 +8,7 @@ import { syncCspi } from "../../../hooks/cspi-sync/sync.js";
 import { canonicalize } from "../../../lib/canonical.js";
 import { goldenCases } from "../../support/golden.js";
 import { kubeCluster, type KubeCluster } from "../../support/kube.js";
+import { expectContained } from "../../support/contained.js";
 
 const NAMESPACE = "cspi-sync-deployments";
 
@@ -19,16 +20,6 @@ function desiredDeployment(caseName: string): KubeObject & { spec: any } {
   return deployment;
 }
 
-/** Every field of `desired` has the same value in `stored`. */
-function expectContained(desired: unknown, stored: unknown, path = ""): void {
-  if (Array.isArray(desired)) {
-    expect(stored, path).to.be.an("array").with.length(desired.length);
-    desired.forEach((item, i) => expectContained(item, (stored as unknown[])[i], `${path}[${i}]`));
-  } else if (desired && typeof desired === "object") {
-    expect(stored, path).to.be.an("object");
-    for (const [key, value] of Object.entries(desired)) expectContained(value, (stored as Record<string, unknown>)[key], `${path}.${key}`);
-  } else expect(stored, path).to.equal(desired);
-}
 
 describe("pool Deployments on a real kube-apiserver", function () {
   // The first integration test of a run starts etcd and the API server (and on a fresh machine builds it).

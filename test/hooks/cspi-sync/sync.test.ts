@@ -5,6 +5,7 @@ import { syncCspi } from "../../../hooks/cspi-sync/sync.js";
 import { canonicalize } from "../../../lib/canonical.js";
 import { BadRequestError } from "../../../lib/errors.js";
 import { goldenCases, type GoldenCase } from "../../support/golden.js";
+import { expectContained } from "../../support/contained.js";
 
 interface Request {
   object: CSPI & KubeObject;
@@ -25,16 +26,6 @@ const deploymentOf = (response: DecoratorSyncResponse) => response.attachments[0
 const conditionOf = (response: DecoratorSyncResponse, type: string) =>
   (response.status as CSPI["status"])!.conditions!.find((c) => c.type === type)!;
 
-/** Every field of `desired` has the same value in `observed`: Metacontroller's merge finds nothing to change. */
-function expectContained(desired: unknown, observed: unknown, path = ""): void {
-  if (Array.isArray(desired)) {
-    expect(observed, path).to.be.an("array").with.length(desired.length);
-    desired.forEach((item, i) => expectContained(item, (observed as unknown[])[i], `${path}[${i}]`));
-  } else if (desired && typeof desired === "object") {
-    expect(observed, path).to.be.an("object");
-    for (const [key, value] of Object.entries(desired)) expectContained(value, (observed as Record<string, unknown>)[key], `${path}.${key}`);
-  } else expect(observed, path).to.equal(desired);
-}
 
 describe("cspi-sync", () => {
   it("carries a fresh node daemon status through untouched and asks for the Deployment as observed (a fixed point)", () => {
