@@ -57,32 +57,48 @@ export function makeApp(options: AppOptions): express.Express {
   app.disable("x-powered-by");
   app.set("etag", false);
 
+  const routeOf = new Map(options.routes.map((route) => [route.path, route]));
   app.use((req, res, next) => {
     // Metacontroller's and the kubelet's own id if they send one, else ours; echoed so both sides can be matched.
     const given = req.get("x-request-id");
     res.locals.requestId = given && REQUEST_ID.test(given) ? given : randomUUID();
     res.setHeader("X-Request-Id", res.locals.requestId as string);
     lastIfDraining(res);
+    // Every answer of a hook counts, including bodies refused before the hook ran (400, 413, 415).
+    const route = req.method === "POST" ? routeOf.get(req.path) : undefined;
+    if (route) {
+      const started = process.hrtime.bigint();
+      res.on("finish", () => {
+        duration.observe({ hook: route.name, code: String(res.statusCode) }, Number(process.hrtime.bigint() - started) / 1e9);
+      });
+    }
     next();
   });
 
-  app.get("/healthz", (_req, res) => {
+  const getOnly = (path: string, handler: (req: Request, res: Response) => void | Promise<void>): void => {
+    app.get(path, handler);
+    app.all(path, (req, res) => {
+      res.setHeader("Allow", "GET, HEAD");
+      res.status(405).json({ error: `${req.method} is not allowed on ${path}; use GET` });
+    });
+  };
+  getOnly("/healthz", (_req, res) => {
     res.json({ status: "ok" });
   });
-  app.get("/readyz", (_req, res) => {
+  getOnly("/readyz", (_req, res) => {
     if (isReady()) res.json({ status: "ready" });
     else res.status(503).json({ status: "draining" });
   });
-  app.get("/metrics", async (_req, res) => {
+  getOnly("/metrics", async (_req, res) => {
     res.setHeader("Content-Type", registry.contentType);
     res.send(await registry.metrics());
   });
 
-  const json = express.json({ limit: bodyLimitBytes, strict: true, type: () => true });
+  // strict: false, so that a body of JSON null or a bare value reaches the hook, which says what is wrong with it.
+  const json = express.json({ limit: bodyLimitBytes, strict: false, type: () => true });
 
   for (const route of options.routes) {
     app.post(route.path, json, async (req: Request, res: Response) => {
-      const started = process.hrtime.bigint();
       const requestId = res.locals.requestId as string;
       const log = options.log.child({ requestId, hook: route.name, ...parentRef(req.body) });
       let code = 200;
@@ -99,9 +115,7 @@ export function makeApp(options: AppOptions): express.Express {
         else log.warn("bad hook request", { error: brief(message) });
         res.status(code).json({ error: brief(code === 400 ? message : `internal error in ${route.name}: ${message}`) });
       } finally {
-        const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-        duration.observe({ hook: route.name, code: String(code) }, seconds);
-        log.debug("hook answered", { code, seconds });
+        log.debug("hook answered", { code });
       }
     });
     app.all(route.path, (req, res) => {

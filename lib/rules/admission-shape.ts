@@ -4,7 +4,8 @@
 import { Ajv, type ErrorObject } from "ajv";
 import { KIND, LIMITS } from "../../api/constants.js";
 import { CSPCSpecSchema } from "../../api/schema.js";
-import type { Violation } from "./pool-spec.js";
+import { unsupportedValue, type Violation } from "./pool-spec.js";
+import type { PoolSpec } from "../../api/types.js";
 
 const ajv = new Ajv({ allErrors: true, strict: false, validateFormats: false, verbose: true });
 const validateSpec = ajv.compile(CSPCSpecSchema);
@@ -21,6 +22,9 @@ function poolIndex(instancePath: string): number {
   const match = /^\/pools\/(\d+)/.exec(instancePath);
   return match ? Number(match[1]) : -1;
 }
+
+/** "/pools/0/poolConfig/compression" → "poolConfig.compression": a field whose unknown values the spec rules name. */
+const RULE_JUDGED_VALUE = /^\/pools\/(\d+)\/(poolConfig\/(?:compression|defaultRaidGroupType)|raidGroups\/\d+\/type)$/;
 
 function describe(error: ErrorObject, siblings: readonly ErrorObject[]): string | undefined {
   const params = error.params as Record<string, unknown>;
@@ -90,7 +94,16 @@ export function checkCspcShape(object: unknown): Violation[] {
   const errors = validateSpec.errors ?? [];
   const byPath = new Map<string, ErrorObject[]>();
   for (const e of errors) byPath.set(e.instancePath, [...(byPath.get(e.instancePath) ?? []), e]);
+  const pools = (obj.spec as { pools?: PoolSpec[] }).pools ?? [];
   for (const e of errors) {
+    // A mistyped string of a field the spec rules judge gets their message and its hint ("did you mean lz4?").
+    const ruled = e.keyword === "anyOf" && typeof e.data === "string" ? RULE_JUDGED_VALUE.exec(e.instancePath) : null;
+    if (ruled) {
+      const index = Number(ruled[1]);
+      const field = ruled[2]!.replace(/\//g, ".").replace(/\.(\d+)\./g, "[$1].");
+      out.push(unsupportedValue(pools[index]!, index, field, e.data));
+      continue;
+    }
     const text = describe(e, byPath.get(e.instancePath) ?? []);
     if (text) out.push({ pool: poolIndex(e.instancePath), reason: "InvalidField", message: `${fieldPath(e.instancePath)} ${text}` });
   }

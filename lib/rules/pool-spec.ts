@@ -90,15 +90,11 @@ export function checkPoolSpec(pool: PoolSpec, index: number): Violation[] {
   }
   const compression = pool.poolConfig?.compression;
   if (compression !== undefined && !(COMPRESSION_VALUES as readonly string[]).includes(compression)) {
-    const hint = (compression as string) === "lz" ? " (did you mean lz4?)" : "";
-    add(
-      "UnsupportedCompression",
-      `${where()} poolConfig.compression "${compression}" is not supported${hint}: use one of ${COMPRESSION_VALUES.join(", ")}`,
-    );
+    out.push(unsupportedValue(pool, index, "poolConfig.compression", compression));
   }
   const defaultType = pool.poolConfig?.defaultRaidGroupType;
   if (defaultType !== undefined && !(RAID_TYPES as readonly string[]).includes(defaultType)) {
-    add("UnsupportedRaidType", `${where()} poolConfig.defaultRaidGroupType "${defaultType}" is not supported: use stripe, mirror, raidz or raidz2`);
+    out.push(unsupportedValue(pool, index, "poolConfig.defaultRaidGroupType", defaultType));
   }
 
   out.push(...checkResources(pool, index));
@@ -122,7 +118,7 @@ export function checkPoolSpec(pool: PoolSpec, index: number): Violation[] {
       if (!d.blockDeviceName) add("EmptyBlockDeviceName", `${gw()} blockDevices[${k}] has no blockDeviceName`);
     });
     if (group.type !== undefined && !(RAID_TYPES as readonly string[]).includes(group.type)) {
-      add("UnsupportedRaidType", `${gw()} type "${group.type}" is not supported: use stripe, mirror, raidz or raidz2`);
+      out.push(unsupportedValue(pool, index, `raidGroups[${g}].type`, group.type));
       return;
     }
     const type = resolvedType(group, pool);
@@ -142,6 +138,27 @@ export function checkPoolSpec(pool: PoolSpec, index: number): Violation[] {
   }
   out.push(...checkRedundancyMix(pool, index));
   return out;
+}
+
+/** The fields whose values the spec rules name themselves (with a hint), and what each accepts. */
+export const RULE_JUDGED_VALUES = {
+  "poolConfig.compression": { reason: "UnsupportedCompression", allowed: COMPRESSION_VALUES, hints: { lz: "lz4" } as Record<string, string> },
+  "poolConfig.defaultRaidGroupType": { reason: "UnsupportedRaidType", allowed: RAID_TYPES, hints: {} as Record<string, string> },
+  type: { reason: "UnsupportedRaidType", allowed: RAID_TYPES, hints: { raidz1: "raidz" } as Record<string, string> },
+} as const;
+
+/**
+ * A value outside the enum of `field` ("poolConfig.compression", "poolConfig.defaultRaidGroupType" or
+ * "raidGroups[j].type"). The structural check (admission-shape.ts) hands such values here too, so the hint
+ * ("did you mean lz4?") is never hidden behind a bare list of values.
+ */
+export function unsupportedValue(pool: PoolSpec, index: number, field: string, value: unknown): Violation {
+  const group = /^raidGroups\[(\d+)\]\.type$/.exec(field);
+  const rule = RULE_JUDGED_VALUES[group ? "type" : (field as "poolConfig.compression" | "poolConfig.defaultRaidGroupType")];
+  const hint = typeof value === "string" && rule.hints[value] ? ` (did you mean ${rule.hints[value]}?)` : "";
+  const where = group ? `${groupLabel(pool, index, Number(group[1]))} type` : `${poolLabel(pool, index)} ${field}`;
+  const use = rule.reason === "UnsupportedCompression" ? `use one of ${rule.allowed.join(", ")}` : "use stripe, mirror, raidz or raidz2";
+  return { pool: index, reason: rule.reason, message: `${where} ${JSON.stringify(String(value))} is not supported${hint}: ${use}` };
 }
 
 /** Quantities the API server would refuse in the pool Deployment are refused here, where the user looks. */

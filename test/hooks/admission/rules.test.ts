@@ -338,6 +338,15 @@ describe("admission rules", () => {
     ];
     rows.forEach(check);
 
+    it("a duplicate this edit makes is refused, and not blamed on the untouched pool it collides with", async () => {
+      // b1 stays where it was (pool B unchanged) and is also added to pool A: the edit made the duplicate.
+      const input = update(STORED, [withGroups(A, ...A.groups, { type: "mirror", devices: ["b1", "a5"] }), B, C]);
+      const { judgement } = await judge(input, live());
+      expect(judgement.allowed).to.equal(false);
+      expect(judgement.status?.message).to.match(/block device b1 is listed 2 times \(spec\.pools\[0\] and spec\.pools\[1\]\)/);
+      expect(judgement.warnings.join("\n")).to.not.contain("unchanged by this edit");
+    });
+
     it("a metadata-only update needs no lookup and is allowed", () => {
       const input = update(STORED, STORED, { labels: { team: "storage" } });
       expect(factsNeeded(input)).to.deep.equal([]);
@@ -381,6 +390,18 @@ describe("admission rules", () => {
       input: malformed,
       cluster: world(),
       expect: { allowed: false, reason: "InvalidField", message: /spec\.pools\[0\]\.raidGroups\[0\] has an unknown field typ: remove it \(known fields: type, isWriteCache, isSpare, isReadCache, blockDevices\)/ },
+    });
+    check({
+      rule: "a compression value one character short of a supported one gets the rule's hint, not only the list",
+      input: create([{ ...A, poolConfig: { compression: "lz" } }]),
+      cluster: world(),
+      expect: { allowed: false, reason: "UnsupportedCompression", message: /poolConfig\.compression "lz" is not supported \(did you mean lz4\?\): use one of off, on, lz4, lzjb, gzip, zle/ },
+    });
+    check({
+      rule: "a raid group type written as ZFS names it (raidz1) gets a hint",
+      input: create([withGroups(C, { type: "raidz1", devices: ["c1", "c2", "c3"] })]),
+      cluster: world(),
+      expect: { allowed: false, reason: "UnsupportedRaidType", message: /raidGroups\[0\] type "raidz1" is not supported \(did you mean raidz\?\): use stripe, mirror, raidz or raidz2/ },
     });
     check({
       rule: "a name longer than the CSPI names allow",

@@ -124,7 +124,7 @@ export const SPEC_CASES: SpecCase[] = [
   {
     name: "compression lz",
     pools: [on("node-0", [{ type: "stripe", blockDevices: dev("d1") }], { compression: "lz" })],
-    reasons: ["InvalidField"],
+    reasons: ["UnsupportedCompression"],
   },
   {
     name: "roThresholdLimit 101",

@@ -41,6 +41,41 @@ describe("hook server HTTP layer", () => {
     expect(wrong.body.error).to.match(/parent is a "CStorPoolInstance", this hook serves CStorPoolCluster/);
   });
 
+  it("says a parent that is not an object must be one, rather than that there is none", async () => {
+    for (const [parent, what] of [[[{ kind: "CStorPoolCluster" }], "a list"], ["pools", "a string"], [7, "a number"]] as const) {
+      const res = await request(app()).post("/hooks/cspc-sync").send({ parent }).expect(400);
+      expect(res.body.error).to.equal(`request parent is ${what}; it must be an object (the CStorPoolCluster)`);
+    }
+  });
+
+  it("reads a JSON null or a bare value as the valid JSON it is, and says what is wrong with it", async () => {
+    for (const [body, what] of [["null", "null"], ["42", "a number"], ['"x"', "a string"], ["[]", "a list"]] as const) {
+      const hook = await request(app()).post("/hooks/cspc-sync").set("Content-Type", "application/json").send(body).expect(400);
+      expect(hook.body.error).to.equal(`request body is ${what}; it must be a JSON object (a Metacontroller hook request)`);
+      const review = await request(app()).post("/admission/cspc").set("Content-Type", "application/json").send(body).expect(400);
+      expect(review.body.error).to.equal(`request body is ${what}; it must be a JSON object (an AdmissionReview)`);
+    }
+  });
+
+  it("answers 405 with Allow on /healthz, /readyz and /metrics for methods they do not serve", async () => {
+    for (const path of ["/healthz", "/readyz", "/metrics"]) {
+      const res = await request(app()).put(path).expect(405);
+      expect(res.headers.allow).to.equal("GET, HEAD");
+      expect(res.body.error).to.equal(`PUT is not allowed on ${path}; use GET`);
+    }
+  });
+
+  it("counts refused bodies (413, 415, 400) in the request metrics of their hook", async () => {
+    const server = app({ bodyLimit: "1kb" });
+    await request(server).post("/hooks/cspc-sync").send(fleetRequest({ pools: 2 })).expect(413);
+    await request(server).post("/hooks/cspc-sync").set("Content-Type", "application/json").set("Content-Encoding", "br2").send("{}").expect(415);
+    await request(server).post("/hooks/cspi-sync").set("Content-Type", "application/json").send("{").expect(400);
+    const res = await request(server).get("/metrics").expect(200);
+    expect(res.text).to.match(/cstor_hook_duration_seconds_count\{hook="cspc-sync",code="413"\} 1/);
+    expect(res.text).to.match(/cstor_hook_duration_seconds_count\{hook="cspc-sync",code="415"\} 1/);
+    expect(res.text).to.match(/cstor_hook_duration_seconds_count\{hook="cspi-sync",code="400"\} 1/);
+  });
+
   it("answers 405 with Allow: POST for other methods on a hook path, and 404 elsewhere", async () => {
     const res = await request(app()).get("/hooks/cspc-sync").expect(405);
     expect(res.headers.allow).to.equal("POST");
