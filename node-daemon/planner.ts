@@ -4,7 +4,7 @@
 import { ANNOTATION, DEFAULTS, FINALIZER, POOL_REMOVAL_REQUESTED, type RaidType } from "../api/constants.js";
 import type { CSPI, CSPIRaidGroup } from "../api/types.js";
 import { claimName, zpoolName } from "../lib/names.js";
-import { groupRole, type GroupRole } from "../lib/rules/pool-spec.js";
+import { deviceSizeProblem, groupRole, type GroupRole } from "../lib/rules/pool-spec.js";
 import {
   poolHoldingDevice,
   sameDevice,
@@ -13,7 +13,7 @@ import {
   type PoolObservation,
 } from "./observation.js";
 import { allLeaves, leaves, type PoolStatus, type Section, type Vdev } from "./parse.js";
-import { cspiProblems } from "./validate.js";
+import { cspiProblems, resolvedPathProblems } from "./validate.js";
 
 /** How a group's devices are laid out in a zpool command: [log|cache|spare] [mirror|raidz|raidz2] devices... */
 export interface VdevSpec {
@@ -82,7 +82,8 @@ const GROW_MIN_FRACTION = 0.1;
 export function plan(given: PlanInput): Plan {
   const input = withoutPoolHeldElsewhere(given);
   const { cspi, observation } = input;
-  const problems = cspiProblems(cspi, input.deviceRoots);
+  const invalid = cspiProblems(cspi, input.deviceRoots);
+  const problems = invalid.length > 0 ? invalid : resolvedPathProblems(cspi, observation.devices, input.deviceRoots);
   const pool = zpoolName(cspi.metadata.name ?? "");
   const imported = observation.pool !== undefined;
   const importedOn = cspi.status?.importedOn ?? "";
@@ -174,7 +175,8 @@ function planDeletion(input: PlanInput, pool: string, handshake: Handshake, stat
       });
       return { actions: [], holds, statusOwner };
     }
-    const devices = devicesOf(cspi).map((d) => d.devLink);
+    // The real paths, checked against the device roots above: the labels zeroed are the ones just judged.
+    const devices = devicesOf(cspi).map((d) => observation.devices[d.devLink]?.realPath ?? d.devLink);
     return { actions: [{ kind: "destroy", key: `destroy:${pool}`, pool, clearLabels: devices }], holds, statusOwner };
   }
   const target = cspi.spec.hostName === input.hostName;
@@ -306,7 +308,10 @@ function vdevSpec(group: CSPIRaidGroup): VdevSpec {
   };
 }
 
-/** Devices that must not be used: missing on the node, or members of another pool (imported, or exported unless forced). */
+/**
+ * Devices that must not be used: missing on the node, smaller than ZFS accepts, or members of another pool
+ * (imported, or exported unless forced). Checked before every create, add and replace that would use them.
+ */
 function deviceBlocks(devices: readonly ListedDevice[], observation: Observation, pool: string, force: boolean): Hold[] {
   const holds: Hold[] = [];
   for (const device of devices) {
@@ -315,6 +320,14 @@ function deviceBlocks(devices: readonly ListedDevice[], observation: Observation
       holds.push({
         reason: "DeviceMissing",
         message: `block device ${device.blockDeviceName} (${device.devLink}) does not exist on this node: attach it or fix the BlockDevice`,
+      });
+      continue;
+    }
+    const tooSmall = info.size === undefined ? undefined : deviceSizeProblem(info.size);
+    if (tooSmall) {
+      holds.push({
+        reason: "DeviceTooSmall",
+        message: `block device ${device.blockDeviceName} (${device.devLink}) ${tooSmall}: attach a larger device or fix the BlockDevice`,
       });
       continue;
     }

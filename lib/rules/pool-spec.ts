@@ -1,6 +1,6 @@
 // Rules that need no other object: they judge a CSPC spec alone. The same functions decide in cspc-sync,
 // in the admission webhook and in `cstor-pool validate`; the CRD carries the CEL twins of most of them.
-import { COMPRESSION_VALUES, LIMITS, RAID_TYPES, type RaidType } from "../../api/constants.js";
+import { COMPRESSION_VALUES, LIMITS, RAID_TYPES, ZFS_MIN_DEVICE_BYTES, type RaidType } from "../../api/constants.js";
 import type { CSPCSpec, PoolSpec, RaidGroup } from "../../api/types.js";
 import { parseQuantity, type Quantity } from "../quantity.js";
 
@@ -62,6 +62,29 @@ export function deviceCountProblem(type: RaidType, count: number): string | unde
         ? undefined
         : `a raidz2 raid group needs 4, 6, 10, 18 or 34 block devices (2^n+2), it has ${count}`;
   }
+}
+
+/**
+ * The fewest devices ZFS builds a group of (`zpool create`: "raidz requires at least 2 devices", raidz2 3,
+ * mirror 2). The rules above ask more of a CSPC (2^n+1 layouts); the node daemon, the last guard before a
+ * command, refuses only what ZFS itself cannot build, so it never stops acting on a pool ZFS accepted.
+ */
+export const ZFS_MIN_DEVICES: Readonly<Record<RaidType, number>> = { stripe: 1, mirror: 2, raidz: 2, raidz2: 3 };
+
+export function zfsCannotBuild(type: RaidType, count: number): string | undefined {
+  const least = ZFS_MIN_DEVICES[type];
+  return count >= least ? undefined : `ZFS builds a ${type} group of at least ${least} device${least === 1 ? "" : "s"}, it has ${count}`;
+}
+
+/** Why a device of this many bytes cannot be pooled, or undefined; for messages that name the device first. */
+export function deviceSizeProblem(bytes: number): string | undefined {
+  if (bytes >= ZFS_MIN_DEVICE_BYTES) return undefined;
+  return `holds ${bytes} bytes (${mebibytes(bytes)}); ZFS needs at least ${mebibytes(ZFS_MIN_DEVICE_BYTES)} (${ZFS_MIN_DEVICE_BYTES} bytes) per device`;
+}
+
+function mebibytes(bytes: number): string {
+  const mib = bytes / 2 ** 20;
+  return `${Number.isInteger(mib) ? mib : mib.toFixed(1)} MiB`;
 }
 
 function isPowerOfTwoPlus(count: number, parity: number): boolean {

@@ -4,7 +4,8 @@
 // under the daemon's device roots (/dev/ unless DEVICE_ROOTS says otherwise): the daemon runs privileged and
 // zeroes the label areas of a removed pool's devices.
 import { spawnSync } from "node:child_process";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { createHash, randomBytes } from "node:crypto";
+import { existsSync, mkdirSync, readFileSync, symlinkSync, unlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { expect } from "chai";
 import fc from "fast-check";
@@ -16,7 +17,7 @@ import { cspiProblems, DEFAULT_DEVICE_ROOTS, deviceRootsFromEnv, pathProblem } f
 import { FaultyCommand } from "../reliability/support/faulty-zpool.js";
 import { tally } from "../reliability/support/tally.js";
 import { REPO_ROOT } from "../support/kube.js";
-import { cspiFor, requireZfs, zpool, ZfsSandbox } from "../support/zfs.js";
+import { cspiFor, MiB, requireZfs, zpool, ZfsSandbox } from "../support/zfs.js";
 
 const SAFE_DEVICE_PATH = /^(\/[A-Za-z0-9._:+@,=-]+)+$/;
 const DNS_1123 = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
@@ -225,6 +226,79 @@ describe("security: device paths and pool names are validated before any command
       const allowed = await run({ ...env, DEVICE_ROOTS: JSON.stringify([sandbox.dir]) });
       expect(allowed.code, allowed.stdout).to.equal(0);
       expect(zpool("list", "-H", "-o", "name")).to.contain(zpoolName(cspi.metadata.name!));
+    });
+
+    /** A directory that is the daemon's only device root, and a file with data outside it. */
+    function linkedOutside(label: string): { roots: string; link: string; victim: string; sha: () => string } {
+      const roots = join(sandbox.dir, `roots-${label}`);
+      mkdirSync(roots);
+      const victim = sandbox.file(`victim-${label}`, 128);
+      writeFileSync(victim, randomBytes(MiB), { flag: "r+" });
+      const link = join(roots, "disk0");
+      symlinkSync(victim, link);
+      return { roots, link, victim, sha: () => createHash("sha256").update(readFileSync(victim)).digest("hex") };
+    }
+
+    async function localRun(file: string, env: NodeJS.ProcessEnv): Promise<{ code: number; stdout: string }> {
+      let stdout = "";
+      const code = await runNodeDaemonCommand(["--cspi-file", file, "--once"], { stdout: (t) => (stdout += t), stderr: (t) => (stdout += t), env });
+      return { code, stdout };
+    }
+
+    it("a symlink under the device root that leads outside it: exit 1, InvalidSpec saying where it leads, no pool, the file untouched", async () => {
+      const { roots, link, victim, sha } = linkedOutside("create");
+      const before = sha();
+      const recording = new FaultyCommand(sandbox.dir, "/usr/sbin/zpool");
+      const cspi = cspiWith(link, sandbox.name("linked"));
+      const file = join(sandbox.dir, "linked.yaml");
+      writeFileSync(file, stringify(cspi));
+      const result = await localRun(file, { ...process.env, ZPOOL_BIN: recording.path, ZFS_COMMAND_PREFIX: "", DEVICE_ROOTS: JSON.stringify([roots]) });
+      expect(result.code, result.stdout).to.equal(1);
+      expect((parse(result.stdout) as { holds: unknown[] }).holds).to.deep.equal([
+        {
+          reason: "InvalidSpec",
+          message:
+            `CStorPoolInstance openebs/${cspi.metadata.name}: spec.raidGroups[0].blockDevices[0].devLink ${link} (bd-disk0) resolves to ${victim}, ` +
+            `outside the node daemon's device roots (${roots}/), the only places it touches: fix the BlockDevice bd-disk0 or the link on the node, ` +
+            "or add the real directory to DEVICE_ROOTS of the node daemon",
+        },
+      ]);
+      expect(recording.invocations().filter((argv) => argv.includes(link) || argv.includes(victim) || /create|import/.test(argv)), "zpool calls").to.deep.equal([]);
+      expect(zpool("list", "-H", "-o", "name")).to.not.contain(zpoolName(cspi.metadata.name!));
+      expect(sha(), "the file outside the roots").to.equal(before);
+    });
+
+    it("a device link re-pointed outside the roots after the pool was made: removal destroys nothing and zeroes no label there", async () => {
+      const roots = join(sandbox.dir, "roots-destroy");
+      mkdirSync(roots);
+      const inside = join(roots, "real0");
+      writeFileSync(inside, "");
+      sandbox.grow(inside, 128);
+      const link = join(roots, "disk0");
+      symlinkSync(inside, link);
+      const cspi = cspiWith(link, sandbox.name("moved"));
+      const file = join(sandbox.dir, "moved.yaml");
+      const env = { ...process.env, DEVICE_ROOTS: JSON.stringify([roots]) };
+      writeFileSync(file, stringify(cspi));
+      await localRun(file, env);
+      const pool = zpoolName(cspi.metadata.name!);
+      expect(zpool("list", "-H", "-o", "name"), "created through a link inside the roots").to.contain(pool);
+
+      const victim = sandbox.file("victim-destroy", 128);
+      writeFileSync(victim, randomBytes(MiB), { flag: "r+" });
+      const before = createHash("sha256").update(readFileSync(victim)).digest("hex");
+      unlinkSync(link);
+      symlinkSync(victim, link);
+      const removed: CSPI = {
+        ...cspi,
+        metadata: { ...cspi.metadata, deletionTimestamp: "2026-11-21T10:00:00Z", annotations: { "openebs.io/pool-removal": "requested" } },
+      };
+      writeFileSync(file, stringify(removed));
+      const result = await localRun(file, env);
+      expect(result.code, result.stdout).to.equal(1);
+      expect(result.stdout).to.contain("InvalidSpec").and.contain(`resolves to ${victim}`);
+      expect(zpool("list", "-H", "-o", "name"), "the pool is kept").to.contain(pool);
+      expect(createHash("sha256").update(readFileSync(victim)).digest("hex"), "no label zeroed outside the roots").to.equal(before);
     });
 
     it("an unreadable DEVICE_ROOTS: local mode exits 2 and the daemon process exits 1 before doing anything, both saying how to fix it", async () => {

@@ -96,6 +96,22 @@ describe("admission rules", () => {
   describe("placement: node and devices", () => {
     const pool = (devices: string[], host = "node-a"): PoolDef => ({ host, groups: [{ type: "stripe", devices }] });
     const rows: Row[] = [
+      {
+        rule: "BlockDeviceTooSmall: a device below ZFS's 64 MiB minimum",
+        input: create([A]),
+        cluster: [...NODES, ...devicesWith(blockDevice("a2", "node-a", { gib: 1 / 32 }))],
+        expect: {
+          allowed: false,
+          reason: "BlockDeviceTooSmall",
+          message: /spec\.pools\[0\] \(nodeSelector kubernetes\.io\/hostname=node-a\): block device a2 holds 33554432 bytes \(32 MiB\); ZFS needs at least 64 MiB \(67108864 bytes\) per device: pick a larger device/,
+        },
+      },
+      {
+        rule: "a device of exactly 64 MiB is enough",
+        input: create([A]),
+        cluster: [...NODES, ...devicesWith(blockDevice("a2", "node-a", { gib: 1 / 16 }))],
+        expect: { allowed: true, noWarnings: true },
+      },
       { rule: "pools on their own nodes with free devices", input: create([A, B, C]), cluster: world(), expect: { allowed: true, noWarnings: true } },
       {
         rule: "NodeNotFound",
