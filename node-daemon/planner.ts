@@ -379,6 +379,11 @@ function planDayTwo(input: PlanInput, pool: string, observed: PoolObservation, a
     const usable = fresh.filter((d) => deviceBlocks([d], observation, pool, force).length === 0);
     holds.push(...fresh.flatMap((d) => deviceBlocks([d], observation, pool, force)));
     const where = `raid group ${g} (${role === "data" ? group.type : role})`;
+    const mismatch = layoutMismatch(group, role, devices, layout, info, `${where} of pool ${pool}`);
+    if (mismatch) {
+      holds.push(mismatch);
+      return;
+    }
 
     if (role === "spare" || role === "readCache") {
       if (usable.length > 0) additions.push(addAction(pool, { role, type: "stripe", devices: usable.map((d) => d.devLink) }, force, usable));
@@ -450,6 +455,50 @@ function planDayTwo(input: PlanInput, pool: string, observed: PoolObservation, a
   if (grow) actions.push(grow);
   actions.push(...propertyActions(cspi, pool, observed));
   if (observation.claims) actions.push(...predecessorActions(cspi, observed.status, observation));
+}
+
+/** How `zpool status` shows a group of each type at the top of its section. */
+const VDEV_KIND: Record<RaidType, string> = { stripe: "disk", mirror: "mirror", raidz: "raidz1", raidz2: "raidz2" };
+const TYPE_OF_KIND: Record<string, string> = { disk: "stripe", mirror: "mirror", raidz1: "raidz", raidz2: "raidz2" };
+/** The sections this daemon builds (not special or dedup vdevs), by the role of their groups. */
+const ROLE_OF_SECTION: Partial<Record<Section, GroupRole>> = { data: "data", logs: "writeCache", cache: "readCache", spares: "spare" };
+
+/**
+ * A group whose devices the pool already has in another shape (another type, another role): ZFS converts
+ * neither, so nothing is planned for it and the hold says what the pool has and what the CSPI must say again.
+ */
+function layoutMismatch(
+  group: CSPIRaidGroup,
+  role: GroupRole,
+  devices: readonly ListedDevice[],
+  layout: PoolStatus["layout"],
+  info: (devLink: string) => Observation["devices"][string],
+  where: string,
+): Hold | undefined {
+  for (const device of devices) {
+    for (const section of Object.keys(ROLE_OF_SECTION) as Section[]) {
+      const top = layout[section].find((vdev) => leaves([vdev]).some((leaf) => sameDevice(leaf, device.devLink, info(device.devLink))));
+      if (!top) continue;
+      const shown = `${device.blockDeviceName}, which the pool has`;
+      if (ROLE_OF_SECTION[section] !== role) {
+        return unsupported(`${where} lists ${shown} as ${ROLE_OF_SECTION[section]!} (${section}), not ${role}: a device's role in a pool cannot change; restore the group's role in the CSPC`);
+      }
+      if (role !== "data" && role !== "writeCache") return undefined;
+      // A replacement or a hot spare at work sits where the device was: the group's shape is its parent's.
+      const kind = top.children.length === 0 || top.kind === "replacing" || top.kind === "spare" ? "disk" : top.kind;
+      if (kind === VDEV_KIND[group.type]) return undefined;
+      const has = kind === "disk" ? "as a single striped device" : `in ${top.name}`;
+      return unsupported(
+        `${where} lists ${shown} ${has}: ZFS cannot convert a raid group, so the CSPI no longer matches the pool; ` +
+          `restore type ${TYPE_OF_KIND[kind] ?? kind} for this group in the CSPC`,
+      );
+    }
+  }
+  return undefined;
+}
+
+function unsupported(message: string): Hold {
+  return { reason: "UnsupportedChange", message };
 }
 
 function addAction(pool: string, vdev: VdevSpec, force: boolean, devices: readonly ListedDevice[]): Action {

@@ -12,7 +12,7 @@ import fc from "fast-check";
 import { parse, stringify } from "yaml";
 import type { CSPI } from "../../api/types.js";
 import { zpoolName } from "../../lib/names.js";
-import { runNodeDaemonCommand } from "../../node-daemon/local.js";
+import { LOCAL_EXIT, runNodeDaemonCommand } from "../../node-daemon/local.js";
 import { cspiProblems, DEFAULT_DEVICE_ROOTS, deviceRootsFromEnv, pathProblem } from "../../node-daemon/validate.js";
 import { FaultyCommand } from "../reliability/support/faulty-zpool.js";
 import { tally } from "../reliability/support/tally.js";
@@ -186,7 +186,7 @@ describe("security: device paths and pool names are validated before any command
           stderr: (t) => (stdout += t),
           env: { ...process.env, ZPOOL_BIN: recording.path, ZFS_COMMAND_PREFIX: "" },
         });
-        expect(code).to.equal(1);
+        expect(code).to.equal(LOCAL_EXIT.failed);
         expect(stdout).to.contain("InvalidSpec").and.contain("spec.raidGroups[0].blockDevices[0].devLink");
         const ran = recording.invocations();
         expect(ran, "zpool is reached through the recording wrapper").to.include("status");
@@ -203,14 +203,14 @@ describe("security: device paths and pool names are validated before any command
       writeFileSync(file, stringify(cspi));
       const run = async (env: NodeJS.ProcessEnv) => {
         let stdout = "";
-        const code = await runNodeDaemonCommand(["--cspi-file", file, "--once"], { stdout: (t) => (stdout += t), stderr: (t) => (stdout += t), env });
+        const code = await runNodeDaemonCommand(["--cspi-file", file, "--once"], { stdout: (t) => (stdout += t), stderr: () => undefined, env });
         return { code, stdout };
       };
       const env: NodeJS.ProcessEnv = { ...process.env, ZPOOL_BIN: recording.path, ZFS_COMMAND_PREFIX: "" };
       delete env.DEVICE_ROOTS;
 
       const refused = await run(env);
-      expect(refused.code).to.equal(1);
+      expect(refused.code).to.equal(LOCAL_EXIT.failed);
       const holds = (parse(refused.stdout) as { holds: { reason: string; message: string }[] }).holds;
       expect(holds).to.deep.equal([
         {
@@ -224,7 +224,7 @@ describe("security: device paths and pool names are validated before any command
       expect(readFileSync(device).every((byte) => byte === 0), "the device file untouched").to.equal(true);
 
       const allowed = await run({ ...env, DEVICE_ROOTS: JSON.stringify([sandbox.dir]) });
-      expect(allowed.code, allowed.stdout).to.equal(0);
+      expect(allowed.code, allowed.stdout).to.equal(LOCAL_EXIT.changed);
       expect(zpool("list", "-H", "-o", "name")).to.contain(zpoolName(cspi.metadata.name!));
     });
 
@@ -241,7 +241,7 @@ describe("security: device paths and pool names are validated before any command
 
     async function localRun(file: string, env: NodeJS.ProcessEnv): Promise<{ code: number; stdout: string }> {
       let stdout = "";
-      const code = await runNodeDaemonCommand(["--cspi-file", file, "--once"], { stdout: (t) => (stdout += t), stderr: (t) => (stdout += t), env });
+      const code = await runNodeDaemonCommand(["--cspi-file", file, "--once"], { stdout: (t) => (stdout += t), stderr: () => undefined, env });
       return { code, stdout };
     }
 
@@ -253,7 +253,7 @@ describe("security: device paths and pool names are validated before any command
       const file = join(sandbox.dir, "linked.yaml");
       writeFileSync(file, stringify(cspi));
       const result = await localRun(file, { ...process.env, ZPOOL_BIN: recording.path, ZFS_COMMAND_PREFIX: "", DEVICE_ROOTS: JSON.stringify([roots]) });
-      expect(result.code, result.stdout).to.equal(1);
+      expect(result.code, result.stdout).to.equal(LOCAL_EXIT.failed);
       expect((parse(result.stdout) as { holds: unknown[] }).holds).to.deep.equal([
         {
           reason: "InvalidSpec",
@@ -295,7 +295,7 @@ describe("security: device paths and pool names are validated before any command
       };
       writeFileSync(file, stringify(removed));
       const result = await localRun(file, env);
-      expect(result.code, result.stdout).to.equal(1);
+      expect(result.code, result.stdout).to.equal(LOCAL_EXIT.failed);
       expect(result.stdout).to.contain("InvalidSpec").and.contain(`resolves to ${victim}`);
       expect(zpool("list", "-H", "-o", "name"), "the pool is kept").to.contain(pool);
       expect(createHash("sha256").update(readFileSync(victim)).digest("hex"), "no label zeroed outside the roots").to.equal(before);
