@@ -43,7 +43,7 @@ export function checkCspcShape(object: unknown): Violation[] {
     return out;
   }
   if (validateSpec(obj.spec)) return out;
-  const pools = (obj.spec as { pools?: PoolSpec[] }).pools ?? [];
+  const pools = (obj.spec as { pools?: PoolSpec[] } | null)?.pools ?? [];
   for (const { error: e, text } of wordedErrors(validateSpec.errors ?? [])) {
     // A mistyped string of a field the spec rules judge gets their message and its hint ("did you mean lz4?").
     const ruled = e.keyword === "anyOf" && typeof e.data === "string" ? RULE_JUDGED_VALUE.exec(e.instancePath) : null;

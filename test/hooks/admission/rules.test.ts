@@ -420,6 +420,12 @@ describe("admission rules", () => {
       expect: { allowed: false, reason: "UnsupportedRaidType", message: /raidGroups\[0\] type "raidz1" is not supported \(did you mean raidz\?\): use stripe, mirror, raidz or raidz2/ },
     });
     check({
+      rule: "a spec of JSON null",
+      input: { ...create([A]), object: { ...cspc([A]), spec: null } },
+      cluster: world(),
+      expect: { allowed: false, reason: "InvalidField", message: /^CStorPoolCluster openebs\/pools: spec must be an object$/ },
+    });
+    check({
       rule: "a name longer than the CSPI names allow",
       input: create([A], { name: "p".repeat(57) }),
       cluster: world(),

@@ -1,13 +1,14 @@
 import { expect } from "chai";
 import request from "supertest";
 import { makeApp } from "../../../hooks/http/app.js";
+import { parseCost } from "../../../hooks/http/body-cost.js";
 import { hookRoutes } from "../../../hooks/routes.js";
 import { createLogger } from "../../../lib/log.js";
 import { fleetRequest } from "../../support/fleet.js";
 
 const clock = () => new Date("2026-11-21T10:00:00Z");
 
-function app(options: { bodyLimit?: string; isReady?: () => boolean } = {}) {
+function app(options: { bodyLimit?: string; memoryLimit?: string; isReady?: () => boolean } = {}) {
   return makeApp({ routes: hookRoutes(), clock, log: createLogger({ level: "silent" }), ...options });
 }
 
@@ -85,6 +86,41 @@ describe("hook server HTTP layer", () => {
   it("refuses an oversize body with 413 and says which setting raises the limit", async () => {
     const res = await request(app({ bodyLimit: "1kb" })).post("/hooks/cspc-sync").send(fleetRequest({ pools: 2 })).expect(413);
     expect(res.body.error).to.match(/larger than the 1kb limit; raise BODY_LIMIT/);
+  });
+
+  it("estimates a body's parsed size before parsing it: Kubernetes objects a few times their bytes, ten thousand {} thirty times and more", () => {
+    const objects = Buffer.from(JSON.stringify(fleetRequest({ pools: 50, withCspis: true })));
+    expect(parseCost(objects) / objects.length).to.be.within(3, 10);
+    const empties = Buffer.from(`[${"{},".repeat(10_000)}{}]`);
+    expect(parseCost(empties) / empties.length).to.be.above(30);
+    expect(parseCost(Buffer.from('["a\\"],{[", 1, -2.5e3, true, null]')), "brackets inside strings are not values").to.equal(3 * 34 + 128 + 5 * 40);
+  });
+
+  it("refuses with 413 a body whose parsed size alone is over the memory limit, naming it", async () => {
+    const res = await request(app({ memoryLimit: "1mb" })).post("/hooks/cspc-sync").set("Content-Type", "application/json").send(`[${"{},".repeat(20_000)}{}]`).expect(413);
+    expect(res.body.error).to.match(/^request body of 60004 bytes would take about 3 MiB once parsed, far more than Kubernetes objects of its size, and more than the 1mb the hook server gives the requests in flight \(MEMORY_LIMIT\)$/);
+  });
+
+  it("turns a request away with 503 and Retry-After while others hold the memory, and serves it once they are done", async () => {
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let entered!: () => void;
+    const inside = new Promise<void>((resolve) => (entered = resolve));
+    const slow = makeApp({
+      routes: [{ path: "/hooks/slow", name: "slow", handle: async () => (entered(), await held, {}) }],
+      clock,
+      log: createLogger({ level: "silent" }),
+      memoryLimit: "400kb",
+    });
+    const body = JSON.stringify({ items: Array.from({ length: 1000 }, (_, i) => ({ name: `object-${i}` })) });
+    const first = request(slow).post("/hooks/slow").set("Content-Type", "application/json").send(body).then((r) => r);
+    await inside;
+    const turned = await request(slow).post("/hooks/slow").set("Content-Type", "application/json").send(body).expect(503);
+    expect(turned.headers["retry-after"]).to.equal("1");
+    expect(turned.body.error).to.match(/busy with other large requests \(400kb of estimated memory in flight, MEMORY_LIMIT\): retry in 1 s/);
+    release();
+    expect((await first).status).to.equal(200);
+    await request(slow).post("/hooks/slow").set("Content-Type", "application/json").send(body).expect(200);
   });
 
   it("accepts a multi-megabyte request: a 1,000-pool CSPC with its claims and CSPIs", async () => {
