@@ -475,12 +475,15 @@ function layoutMismatch(
   info: (devLink: string) => Observation["devices"][string],
   where: string,
 ): Hold | undefined {
+  const own = SECTION_OF_ROLE[role];
+  // Its own section first: a hot spare at work shows in the data section too, and is still a spare.
+  const sections = [own, ...(Object.keys(ROLE_OF_SECTION) as Section[]).filter((section) => section !== own)];
   for (const device of devices) {
-    for (const section of Object.keys(ROLE_OF_SECTION) as Section[]) {
+    for (const section of sections) {
       const top = layout[section].find((vdev) => leaves([vdev]).some((leaf) => sameDevice(leaf, device.devLink, info(device.devLink))));
       if (!top) continue;
       const shown = `${device.blockDeviceName}, which the pool has`;
-      if (ROLE_OF_SECTION[section] !== role) {
+      if (section !== own) {
         return unsupported(`${where} lists ${shown} as ${ROLE_OF_SECTION[section]!} (${section}), not ${role}: a device's role in a pool cannot change; restore the group's role in the CSPC`);
       }
       if (role !== "data" && role !== "writeCache") return undefined;

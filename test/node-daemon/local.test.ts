@@ -96,6 +96,18 @@ describe("node-daemon local mode", function () {
     });
   });
 
+  it("a hot spare at work in a mirror is still the spare group's: no UnsupportedChange", async () => {
+    const name = sandbox.name("spare");
+    const [d1, d2, spare] = [sandbox.file("s-d1"), sandbox.file("s-d2"), sandbox.file("s-spare")];
+    const file = join(sandbox.dir, "spare.yaml");
+    writeFileSync(file, stringify(cspiFor(name, "this-node", [{ type: "mirror", devices: [d1!, d2!] }, { role: "spare", devices: [spare!] }])));
+    expect((await run(["--cspi-file", file, "--once"])).code).to.equal(LOCAL_EXIT.changed);
+    zpool("replace", zpoolName(name), d2!, spare!);
+    expect(zpool("status", zpoolName(name))).to.match(/spare-1/);
+    const result = await run(["--cspi-file", file, "--once", "--dry-run"]);
+    expect((parse(result.stdout) as { holds: { reason: string }[] }).holds.map((h) => h.reason)).to.not.include("UnsupportedChange");
+  });
+
   it("a raid group ZFS cannot build (raidz of one device): exit 1, InvalidSpec naming the group and the minimum, no zpool create", async () => {
     const name = sandbox.name("raidz1dev");
     const file = join(sandbox.dir, "raidz.yaml");
