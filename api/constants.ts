@@ -94,5 +94,10 @@ export const LIMITS = {
   pools: 1000,
   raidGroupsPerPool: 32,
   blockDevicesPerGroup: 64,
+  /**
+   * Block devices of all pools together. What bounds a CSPC's hook request (each device brings a claim, a
+   * BlockDevice and a CSPI entry): the hook server's body limit is derived from it (docs/reliability.md).
+   */
+  blockDevicesPerCspc: 4096,
   cspcNameLength: 56,
 };

@@ -281,6 +281,14 @@ export function checkCspcSpec(spec: CSPCSpec): Violation[] {
   if (pools.length > LIMITS.pools) {
     out.push({ pool: -1, reason: "TooManyPools", message: `spec.pools has ${pools.length} pools; at most ${LIMITS.pools} are supported per CSPC` });
   }
+  const devices = pools.reduce((sum, pool) => sum + (pool.raidGroups ?? []).reduce((n, group) => n + (group.blockDevices ?? []).length, 0), 0);
+  if (devices > LIMITS.blockDevicesPerCspc) {
+    out.push({
+      pool: -1,
+      reason: "TooManyBlockDevicesInCspc",
+      message: `spec.pools lists ${devices} block devices; at most ${LIMITS.blockDevicesPerCspc} are supported per CSPC: split the pools over several CSPCs`,
+    });
+  }
   pools.forEach((pool, i) => out.push(...checkPoolSpec(pool, i)));
   out.push(...checkDuplicateDevices(spec));
   return out.sort((a, b) => a.pool - b.pool);

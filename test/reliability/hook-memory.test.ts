@@ -8,6 +8,7 @@ import { request as httpRequest } from "node:http";
 import { gzipSync } from "node:zlib";
 import { expect } from "chai";
 import { parse } from "yaml";
+import { DEFAULT_BODY_LIMIT, parseByteSize } from "../../hooks/http/app.js";
 import { fleetRequest } from "../support/fleet.js";
 import { freePorts, REPO_ROOT } from "../support/kube.js";
 import { onStop } from "../support/processes.js";
@@ -83,10 +84,10 @@ function distinctKeys(bytes: number): Buffer {
   return Buffer.from(`[${parts.join(",")}]`);
 }
 
-/** A legitimate request of about 12.8 MB: the 1,000-pool fleet with block device names of 110 characters. */
+/** A legitimate request of about 12.8 MB: the 1,000-pool fleet with block device names of 124 characters. */
 function largeLegitimate(): Buffer {
   const text = JSON.stringify(fleetRequest({ pools: 1000, withCspis: true }));
-  return Buffer.from(text.replace(/blockdevice-(\d{4})-(\d)/g, (_m, pool: string, d: string) => `blockdevice-${pool}-${d}-`.padEnd(110, "x")));
+  return Buffer.from(text.replace(/blockdevice-(\d{4})-(\d)/g, (_m, pool: string, d: string) => `blockdevice-${pool}-${d}-`.padEnd(124, "x")));
 }
 
 describe("hook server process: memory under hostile and large bodies (RSS from /proc)", function () {
@@ -127,17 +128,17 @@ describe("hook server process: memory under hostile and large bodies (RSS from /
 
   it("stays under the pod's memory limit with hostile bodies and large legitimate requests at once, /healthz answering", async () => {
     const limit = podMemoryLimitBytes();
-    const bodyLimit = 32 * 1000 * 1000;
+    const bodyLimit = parseByteSize(DEFAULT_BODY_LIMIT);
     const hostile: [string, Buffer, Record<string, string>?][] = [
-      ["10 million empty objects", junk("{},", bodyLimit - 1e6)],
-      ["10 million empty lists", junk("[],", bodyLimit - 1e6)],
-      ["8 million floats", junk("0.5,", bodyLimit - 1e6)],
+      ["13 million empty objects", junk("{},", bodyLimit - 1e6)],
+      ["13 million empty lists", junk("[],", bodyLimit - 1e6)],
+      ["10 million floats", junk("0.5,", bodyLimit - 1e6)],
       ["objects of distinct keys", distinctKeys(bodyLimit - 1e6)],
-      ["gzip of 10 million empty objects", gzipSync(junk("{},", bodyLimit - 1e6)), { "content-encoding": "gzip" }],
-      ["10 million empty objects, again", junk("{},", bodyLimit - 1e6)],
+      ["gzip of 13 million empty objects", gzipSync(junk("{},", bodyLimit - 1e6)), { "content-encoding": "gzip" }],
+      ["13 million empty objects, again", junk("{},", bodyLimit - 1e6)],
     ];
     const legitimate = largeLegitimate();
-    expect(legitimate.length).to.be.within(12e6, 13.5e6);
+    expect(legitimate.length).to.be.within(12.5e6, 13e6);
 
     const health: Promise<number>[] = [];
     const probe = setInterval(() => health.push(healthz(port)), 20);
@@ -165,7 +166,7 @@ describe("hook server process: memory under hostile and large bodies (RSS from /
       expect((await post(port, "/hooks/cspc-sync", legitimate)).status, JSON.stringify(answer)).to.equal(200);
     }
     expect(peakRss, `peak RSS ${(peakRss / MiB).toFixed(0)} MiB`).to.be.below(limit);
-    tally.peakRss("hook server: 6 hostile bodies of 31 MB and 6 requests of 12.8 MB at once", peakRss);
+    tally.peakRss("hook server: 6 hostile bodies of 41 MB and 6 requests of 12.8 MB at once", peakRss);
     tally.badInputs("hostile request bodies (memory)", hostile.length);
   });
 });

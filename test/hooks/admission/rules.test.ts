@@ -82,7 +82,7 @@ describe("admission rules", () => {
         const devices = (c.pools as { raidGroups: { blockDevices: { blockDeviceName: string }[] }[] }[]).flatMap((p, i) =>
           (p.raidGroups ?? []).flatMap((g) => g.blockDevices.map((d) => blockDevice(d.blockDeviceName, `node-${i}`))),
         );
-        const { judgement } = await judge({ operation: "CREATE", namespace: NS, name: CSPC_NAME, object }, [node("node-0"), node("node-1"), ...devices]);
+        const { judgement } = await judge({ operation: "CREATE", namespace: NS, name: CSPC_NAME, object }, [...c.pools.map((_, i) => node(`node-${i}`)), ...devices]);
         expect([...new Set(judgement.violations.map((v) => v.reason))]).to.have.members(c.reasons);
         expect(judgement.allowed).to.equal(c.reasons.length === 0);
         for (const v of judgement.violations) {

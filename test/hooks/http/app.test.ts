@@ -1,6 +1,8 @@
 import { expect } from "chai";
 import request from "supertest";
-import { makeApp } from "../../../hooks/http/app.js";
+import { LIMITS } from "../../../api/constants.js";
+import { BlockDeviceRefSchema } from "../../../api/schema.js";
+import { DEFAULT_BODY_LIMIT, DEFAULT_MEMORY_LIMIT, makeApp, parseByteSize } from "../../../hooks/http/app.js";
 import { parseCost } from "../../../hooks/http/body-cost.js";
 import { hookRoutes } from "../../../hooks/routes.js";
 import { createLogger } from "../../../lib/log.js";
@@ -130,6 +132,23 @@ describe("hook server HTTP layer", () => {
     expect(res.body.children.filter((c: { kind: string }) => c.kind === "CStorPoolInstance")).to.have.length(1000);
     expect(res.body.children.filter((c: { kind: string }) => c.kind === "BlockDeviceClaim")).to.have.length(4000);
     expect(res.body.status.healthyInstances).to.equal(1000);
+  });
+
+  it("takes the cspc-sync request of the largest CSPC the CRD admits, within the body and memory limits (docs/reliability.md)", async function () {
+    this.timeout(60_000);
+    // 1,000 pools (the CRD's maxItems) of 4 devices whose names have the CRD's maxLength: 4,000 of the 4,096
+    // devices a CSPC may list, as Metacontroller sends them (claims as children and related, BlockDevices, CSPIs).
+    const nameLength = BlockDeviceRefSchema.properties.blockDeviceName.maxLength!;
+    const fleet = fleetRequest({ pools: LIMITS.pools, withCspis: true });
+    const text = JSON.stringify(fleet).replace(/blockdevice-(\d{4})-(\d)/g, (_m, pool: string, d: string) => `blockdevice-${pool}-${d}-`.padEnd(nameLength, "x"));
+    const devices = LIMITS.pools * 4;
+    // What the API server adds to every object it returns (uid, resourceVersion, timestamps, managedFields): 1 kB
+    // for each claim (sent twice), BlockDevice and CSPI, more than the objects of this project's tests carry.
+    const largest = (text.length / devices) * LIMITS.blockDevicesPerCspc + 1024 * (3 * LIMITS.blockDevicesPerCspc + LIMITS.pools);
+    expect(largest, `the largest request, ${(largest / 1e6).toFixed(1)} MB`).to.be.below(parseByteSize(DEFAULT_BODY_LIMIT));
+    expect(parseCost(Buffer.from(text)) * (LIMITS.blockDevicesPerCspc / devices), "its estimated parsed size").to.be.below(parseByteSize(DEFAULT_MEMORY_LIMIT));
+    const res = await request(app()).post("/hooks/cspc-sync").set("Content-Type", "application/json").send(text).expect(200);
+    expect(res.body.children.filter((c: { kind: string }) => c.kind === "BlockDeviceClaim")).to.have.length(devices);
   });
 
   it("answers the customize hook with the BlockDevices, claims and Nodes the sync needs", async () => {
