@@ -190,15 +190,16 @@ export function makeApp(options: AppOptions): express.Express {
     const status = err.status && err.status >= 400 && err.status < 500 ? err.status : 500;
     const log = options.log.child({ requestId: res.locals.requestId, path: req.path.slice(0, 200) });
     lastIfDraining(res);
-    if (status === 500) log.error("request failed", { error: brief(err.message), stack: err.stack });
-    else log.warn("bad request", { code: status, error: brief(err.message) });
     if (err.type === "memory.busy") {
+      log.warn("busy", { code: 503, error: err.message });
       res.setHeader("Retry-After", String(RETRY_AFTER_SECONDS));
       // The body may not have been read: the connection cannot carry another request.
       res.setHeader("Connection", "close");
       res.status(503).json({ error: err.message });
       return;
     }
+    if (status === 500) log.error("request failed", { error: brief(err.message), stack: err.stack });
+    else log.warn("bad request", { code: status, error: brief(err.message) });
     if (err.type === "memory.too.large") {
       res.status(413).json({ error: err.message });
       return;
@@ -221,12 +222,12 @@ export function makeApp(options: AppOptions): express.Express {
 }
 
 const MAX_ERROR_MESSAGE = 2048;
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+const BYTE_UNITS: Record<string, number> = { b: 1, kb: 1024, mb: 1024 ** 2, gb: 1024 ** 3 };
 
 function mebibytes(bytes: number): string {
   return (bytes / 2 ** 20).toFixed(0);
 }
-const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
-const BYTE_UNITS: Record<string, number> = { b: 1, kb: 1024, mb: 1024 ** 2, gb: 1024 ** 3 };
 
 /**
  * "32mb" → bytes. Unlike body-parser, which reads a value it cannot parse as "no limit at all", a setting

@@ -5,7 +5,7 @@ import { Ajv } from "ajv";
 import { fieldPath, wordedErrors } from "./schema-messages.js";
 import { KIND, LIMITS } from "../../api/constants.js";
 import { CSPCSpecSchema } from "../../api/schema.js";
-import { unsupportedValue, type Violation } from "./pool-spec.js";
+import { unsupportedValue, type EnumField, type Violation } from "./pool-spec.js";
 import type { PoolSpec } from "../../api/types.js";
 
 const ajv = new Ajv({ allErrors: true, strict: false, validateFormats: false, verbose: true });
@@ -16,8 +16,8 @@ function poolIndex(instancePath: string): number {
   return match ? Number(match[1]) : -1;
 }
 
-/** "/pools/0/poolConfig/compression" → "poolConfig.compression": a field whose unknown values the spec rules name. */
-const RULE_JUDGED_VALUE = /^\/pools\/(\d+)\/(poolConfig\/(?:compression|defaultRaidGroupType)|raidGroups\/\d+\/type)$/;
+/** "/pools/0/poolConfig/compression", "/pools/0/raidGroups/1/type": fields whose unknown values the spec rules name. */
+const RULE_JUDGED_VALUE = /^\/pools\/(\d+)\/(?:poolConfig\/(compression|defaultRaidGroupType)|raidGroups\/(\d+)\/type)$/;
 
 /** Violations of the CRD's structural schema and name limit; empty when the object is well formed. */
 export function checkCspcShape(object: unknown): Violation[] {
@@ -49,7 +49,7 @@ export function checkCspcShape(object: unknown): Violation[] {
     const ruled = e.keyword === "anyOf" && typeof e.data === "string" ? RULE_JUDGED_VALUE.exec(e.instancePath) : null;
     if (ruled) {
       const index = Number(ruled[1]);
-      const field = ruled[2]!.replace(/\//g, ".").replace(/\.(\d+)\./g, "[$1].");
+      const field: EnumField = ruled[3] !== undefined ? { group: Number(ruled[3]) } : (ruled[2] as "compression" | "defaultRaidGroupType");
       out.push(unsupportedValue(pools[index]!, index, field, e.data));
       continue;
     }

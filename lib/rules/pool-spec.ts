@@ -69,7 +69,7 @@ export function deviceCountProblem(type: RaidType, count: number): string | unde
  * mirror 2). The rules above ask more of a CSPC (2^n+1 layouts); the node daemon, the last guard before a
  * command, refuses only what ZFS itself cannot build, so it never stops acting on a pool ZFS accepted.
  */
-export const ZFS_MIN_DEVICES: Readonly<Record<RaidType, number>> = { stripe: 1, mirror: 2, raidz: 2, raidz2: 3 };
+const ZFS_MIN_DEVICES: Readonly<Record<RaidType, number>> = { stripe: 1, mirror: 2, raidz: 2, raidz2: 3 };
 
 export function zfsCannotBuild(type: RaidType, count: number): string | undefined {
   const least = ZFS_MIN_DEVICES[type];
@@ -113,11 +113,11 @@ export function checkPoolSpec(pool: PoolSpec, index: number): Violation[] {
   }
   const compression = pool.poolConfig?.compression;
   if (compression !== undefined && !(COMPRESSION_VALUES as readonly string[]).includes(compression)) {
-    out.push(unsupportedValue(pool, index, "poolConfig.compression", compression));
+    out.push(unsupportedValue(pool, index, "compression", compression));
   }
   const defaultType = pool.poolConfig?.defaultRaidGroupType;
   if (defaultType !== undefined && !(RAID_TYPES as readonly string[]).includes(defaultType)) {
-    out.push(unsupportedValue(pool, index, "poolConfig.defaultRaidGroupType", defaultType));
+    out.push(unsupportedValue(pool, index, "defaultRaidGroupType", defaultType));
   }
 
   out.push(...checkResources(pool, index));
@@ -141,7 +141,7 @@ export function checkPoolSpec(pool: PoolSpec, index: number): Violation[] {
       if (!d.blockDeviceName) add("EmptyBlockDeviceName", `${gw()} blockDevices[${k}] has no blockDeviceName`);
     });
     if (group.type !== undefined && !(RAID_TYPES as readonly string[]).includes(group.type)) {
-      out.push(unsupportedValue(pool, index, `raidGroups[${g}].type`, group.type));
+      out.push(unsupportedValue(pool, index, { group: g }, group.type));
       return;
     }
     const type = resolvedType(group, pool);
@@ -163,25 +163,30 @@ export function checkPoolSpec(pool: PoolSpec, index: number): Violation[] {
   return out;
 }
 
-/** The fields whose values the spec rules name themselves (with a hint), and what each accepts. */
-export const RULE_JUDGED_VALUES = {
-  "poolConfig.compression": { reason: "UnsupportedCompression", allowed: COMPRESSION_VALUES, hints: { lz: "lz4" } as Record<string, string> },
-  "poolConfig.defaultRaidGroupType": { reason: "UnsupportedRaidType", allowed: RAID_TYPES, hints: {} as Record<string, string> },
-  type: { reason: "UnsupportedRaidType", allowed: RAID_TYPES, hints: { raidz1: "raidz" } as Record<string, string> },
-} as const;
+/** A field whose unknown values the spec rules name: poolConfig.compression or .defaultRaidGroupType, or raidGroups[j].type. */
+export type EnumField = "compression" | "defaultRaidGroupType" | { group: number };
+
+/** Near misses worth a hint: a value of another ZFS tool, or one character short. */
+const COMPRESSION_HINTS: Record<string, string> = { lz: "lz4" };
+const RAID_TYPE_HINTS: Record<string, string> = { raidz1: "raidz" };
 
 /**
- * A value outside the enum of `field` ("poolConfig.compression", "poolConfig.defaultRaidGroupType" or
- * "raidGroups[j].type"). The structural check (admission-shape.ts) hands such values here too, so the hint
- * ("did you mean lz4?") is never hidden behind a bare list of values.
+ * A value outside a field's enum. The structural check (admission-shape.ts) hands such values here too, so the
+ * hint ("did you mean lz4?") is never hidden behind a bare list of values.
  */
-export function unsupportedValue(pool: PoolSpec, index: number, field: string, value: unknown): Violation {
-  const group = /^raidGroups\[(\d+)\]\.type$/.exec(field);
-  const rule = RULE_JUDGED_VALUES[group ? "type" : (field as "poolConfig.compression" | "poolConfig.defaultRaidGroupType")];
-  const hint = typeof value === "string" && rule.hints[value] ? ` (did you mean ${rule.hints[value]}?)` : "";
-  const where = group ? `${groupLabel(pool, index, Number(group[1]))} type` : `${poolLabel(pool, index)} ${field}`;
-  const use = rule.reason === "UnsupportedCompression" ? `use one of ${rule.allowed.join(", ")}` : "use stripe, mirror, raidz or raidz2";
-  return { pool: index, reason: rule.reason, message: `${where} ${JSON.stringify(String(value))} is not supported${hint}: ${use}` };
+export function unsupportedValue(pool: PoolSpec, index: number, field: EnumField, value: unknown): Violation {
+  const text = String(value);
+  if (field === "compression") {
+    const hint = COMPRESSION_HINTS[text] ? ` (did you mean ${COMPRESSION_HINTS[text]}?)` : "";
+    return {
+      pool: index,
+      reason: "UnsupportedCompression",
+      message: `${poolLabel(pool, index)} poolConfig.compression ${JSON.stringify(text)} is not supported${hint}: use one of ${COMPRESSION_VALUES.join(", ")}`,
+    };
+  }
+  const where = field === "defaultRaidGroupType" ? `${poolLabel(pool, index)} poolConfig.defaultRaidGroupType` : `${groupLabel(pool, index, field.group)} type`;
+  const hint = RAID_TYPE_HINTS[text] ? ` (did you mean ${RAID_TYPE_HINTS[text]}?)` : "";
+  return { pool: index, reason: "UnsupportedRaidType", message: `${where} ${JSON.stringify(text)} is not supported${hint}: use ${RAID_TYPES.slice(0, -1).join(", ")} or ${RAID_TYPES.at(-1)}` };
 }
 
 /** Quantities the API server would refuse in the pool Deployment are refused here, where the user looks. */
