@@ -14,9 +14,23 @@ const SAFE_PATH = /^\/[A-Za-z0-9._:+@,=-]+(\/[A-Za-z0-9._:+@,=-]+)*$/;
 const POOL_SAFE_NAME = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
 const MAX_NAME = 200;
 
+/**
+ * The schema with its objects open: a field this daemon does not know (written by a newer release of the CRD)
+ * is read past, as the API server would store it, rather than stop the daemon looking after the pool.
+ */
+function openObjects(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(openObjects);
+  if (typeof schema !== "object" || schema === null) return schema;
+  return Object.fromEntries(
+    Object.entries(schema)
+      .filter(([key, value]) => !(key === "additionalProperties" && value === false))
+      .map(([key, value]) => [key, openObjects(value)]),
+  );
+}
+
 const ajv = new Ajv({ allErrors: true, strict: false, validateFormats: false, verbose: true });
 /** The CSPI spec's own schema, the one its CRD is generated from: types, enums (raid type, compression) and bounds. */
-const validateSpec = ajv.compile<CSPI["spec"]>(CSPISpecSchema);
+const validateSpec = ajv.compile<CSPI["spec"]>(openObjects(CSPISpecSchema) as object);
 
 /** Where devices are unless the node daemon's DEVICE_ROOTS says otherwise. */
 export const DEFAULT_DEVICE_ROOTS: readonly string[] = ["/dev/"];
