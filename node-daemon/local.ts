@@ -140,7 +140,8 @@ function localOutcome(result: PassResult, planned: Plan, dryRun: boolean): { out
   }
   const done = dryRun ? result.firstPlan.actions.map(describeAction) : result.outcomes.map((o) => describeAction(o.action));
   if (planned.holds.length > 0) {
-    const what = done.length === 0 ? "nothing done" : `after ${done.length} change${done.length === 1 ? "" : "s"} (${done.join("; ")})`;
+    const changes = `${done.length} change${done.length === 1 ? "" : "s"} (${done.join("; ")})`;
+    const what = done.length === 0 ? "nothing done" : dryRun ? `${changes} would be made` : `after ${changes}`;
     return { outcome: "held", summary: `held: ${what}\n${holdLines}` };
   }
   if (done.length > 0) return { outcome: "changed", summary: `${dryRun ? "would change" : "changed"}: ${done.join("; ")}\n` };
