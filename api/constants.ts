@@ -82,10 +82,22 @@ export const DEFAULTS = {
   resyncSeconds: 60,
 };
 
+/**
+ * ZFS's smallest device (SPA_MINDEVSIZE, 64 MiB): `zpool create`/`add` refuse a smaller one with "one or more
+ * devices is less than the minimum size (64M)". Checked where device sizes are known: BlockDevice capacity
+ * (placement rules) and the node's own view of the device (node daemon).
+ */
+export const ZFS_MIN_DEVICE_BYTES = 64 * 1024 * 1024;
+
 /** Upper bounds that keep CEL rule cost bounded and objects well under etcd's size limit. */
 export const LIMITS = {
   pools: 1000,
   raidGroupsPerPool: 32,
   blockDevicesPerGroup: 64,
+  /**
+   * Block devices of all pools together. What bounds a CSPC's hook request (each device brings a claim, a
+   * BlockDevice and a CSPI entry): the hook server's body limit is derived from it (docs/reliability.md).
+   */
+  blockDevicesPerCspc: 4096,
   cspcNameLength: 56,
 };

@@ -68,8 +68,16 @@ function requireShape(obj: Record<string, unknown>, kind: string, where: () => s
   throw new BadRequestError(`request ${where()} (${kind}): ${fieldOf(error)} ${problem}; the API server never stores such an object`);
 }
 
+/** What a JSON value is, for a message that says why it is not what was expected. */
+export function jsonKind(value: unknown): string {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "a list";
+  return typeof value === "object" ? "an object" : `a ${typeof value}`;
+}
+
 function requireObject(value: unknown, field: string, kind: string, validate?: ValidateFunction): KubeObject {
-  if (!isRecord(value)) throw new BadRequestError(`request has no ${field}: Metacontroller always sends it`);
+  if (value === undefined || value === null) throw new BadRequestError(`request has no ${field}: Metacontroller always sends it`);
+  if (!isRecord(value)) throw new BadRequestError(`request ${field} is ${jsonKind(value)}; it must be an object (the ${kind})`);
   if (value.kind !== kind) {
     throw new BadRequestError(
       `request ${field} is a ${quote(value.kind)}, this hook serves ${kind}: check the controller's resource`,
@@ -147,7 +155,7 @@ function namespaceOf(owner: unknown): string | undefined {
 }
 
 function requireBody(body: unknown): Record<string, unknown> {
-  if (!isRecord(body)) throw new BadRequestError("request body must be a JSON object");
+  if (!isRecord(body)) throw new BadRequestError(`request body is ${jsonKind(body)}; it must be a JSON object (a Metacontroller hook request)`);
   return body;
 }
 
