@@ -1,4 +1,5 @@
-// Shape checks for Metacontroller hook requests. Anything that fails becomes a 400 naming what is wrong.
+// Shape checks for Metacontroller hook requests. What Metacontroller could never send is a 400 naming what is
+// wrong; a child or related object that does not fit its current schema is set aside in `unreadable`.
 import type {
   CompositeSyncRequest,
   CustomizeRequest,
@@ -16,10 +17,11 @@ function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
-// Objects in a real request were stored by the API server, so they have the types of their schema. The hooks
-// rely on those types; an object without them (a hand-made or corrupted request) is a 400 naming the field,
-// never a TypeError deep inside a hook. Only types and required fields are checked here: enums and bounds are
-// the rules' business, which judge them with messages about pools and devices.
+// Objects in a real request were stored by the API server, so they had the types of their schema when they
+// were stored. The hooks rely on those types; an object without them is never a TypeError deep inside a hook:
+// a parent is a 400 naming the field, a child or related object is left out and named in the status (its CRD
+// may have changed since). Only types and required fields are checked here: enums and bounds are the rules'
+// business, which judge them with messages about pools and devices.
 const VALUE_CONSTRAINTS = new Set(["minItems", "maxItems", "minLength", "maxLength", "minimum", "maximum", "minProperties", "format", "x-kubernetes-validations"]);
 
 /** The schema with its value constraints removed: literal unions become their type, closed objects open. */
@@ -135,8 +137,8 @@ function kindOfTypeKey(typeKey: string): string {
  */
 function objectMap(value: unknown, field: UnreadableObject["field"], unreadable: UnreadableObject[], ownNamespace?: string): ObjectMap {
   if (value === undefined || value === null) return {};
-  const skipped = new Map<string, Set<string>>();
   if (!isRecord(value)) throw new BadRequestError(`request ${field} must be an object of type keys`);
+  const skipped = new Map<string, Set<string>>();
   for (const [typeKey, objects] of Object.entries(value)) {
     if (objects === null) continue;
     if (!isRecord(objects)) throw new BadRequestError(`request ${field}["${typeKey}"] must be an object keyed by namespace/name`);

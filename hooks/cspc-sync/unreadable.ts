@@ -59,7 +59,10 @@ export function unreadableCondition(unreadable: readonly UnreadableObject[] = []
   const type = UNREADABLE_CONDITION;
   if (unreadable.length === 0) return { type, status: "False", reason: "AllObjectsRead", message: "every object of the sync was read" };
   const held = hasUnreadableChild(unreadable) ? ["until then no CStorPoolInstance or BlockDeviceClaim is created, changed or deleted"] : [];
-  const messages = unreadable.map(({ field, object, problem }) => {
+  // A claim is both a child and a related object: named once, as the child.
+  const childIds = new Set(unreadable.filter((u) => u.field === "children").map((u) => `${u.object.kind}/${u.object.metadata.namespace}/${u.object.metadata.name}`));
+  const named = unreadable.filter((u) => u.field === "children" || !childIds.has(`${u.object.kind}/${u.object.metadata.namespace}/${u.object.metadata.name}`));
+  const messages = named.map(({ field, object, problem }) => {
     const what = `${object.kind} ${object.metadata.namespace ? `${object.metadata.namespace}/` : ""}${object.metadata.name}`;
     const effect = field === "related" ? "it is not used, so what needs it waits" : "it is left as it is";
     return `${what}: ${problem}; ${effect}: fix it to match the installed CRD (kubectl edit)`;
