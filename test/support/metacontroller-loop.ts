@@ -11,7 +11,8 @@
 //   resyncPeriodSeconds enqueues every parent periodically (a resync passes the ignoreStatusChanges filter);
 // - a sync that ends in an error is requeued; one that Metacontroller ends quietly (a decorator's conflict on
 //   its target) is not;
-// - the sync runs on the parent as the cache holds it, which may lag the apiserver.
+// - the sync runs on the parent as the cache holds it, which may lag the apiserver (children and related
+//   objects are listed afresh by the driver, a lag of less than one relist).
 //
 // Informers are replaced by relisting when the test calls run() or advance(): each relist diffs against the
 // cache by resourceVersion, so writes between two relists arrive as one event. Time is virtual: advance() moves
