@@ -51,14 +51,18 @@ export class MetacontrollerLoop {
   private readonly delayed = new Map<string, number>();
   private readonly nextPeriodic = new Map<string, number>();
 
+  /** `only`: the names of the controllers to run; all installed ones by default. */
   constructor(
     private readonly driver: MetacontrollerDriver,
     private readonly namespace: string,
+    private readonly only?: readonly string[],
   ) {}
 
   /** Reads the controllers and fills the caches: every parent present is an add event, as at informer start. */
   async start(): Promise<void> {
-    const { composites, decorators } = await this.driver.controllers();
+    const chosen = (c: Obj) => !this.only || this.only.includes(c.metadata.name);
+    const installed = await this.driver.controllers();
+    const [composites, decorators] = [installed.composites.filter(chosen), installed.decorators.filter(chosen)];
     const info = (rule: Obj) => this.driver.resourceInfo(rule.apiVersion, rule.resource);
     this.controllers = [];
     for (const cc of composites) {
@@ -119,7 +123,9 @@ export class MetacontrollerLoop {
       for (const [name, at] of this.nextPeriodic) {
         if (at > this.now) continue;
         const c = this.controllers.find((x) => x.name === name)!;
-        for (const { info } of c.parents) for (const parent of this.cache(info).values()) this.queue.add(keyOf(c, info, parent));
+        for (const { info, rule } of c.parents) {
+          for (const parent of this.cache(info).values()) if (cares(c, rule, parent)) this.queue.add(keyOf(c, info, parent));
+        }
         this.nextPeriodic.set(name, at + Math.max(1, c.object.spec.resyncPeriodSeconds));
       }
       ran.push(...(await this.run()));
@@ -209,7 +215,7 @@ export class MetacontrollerLoop {
     if (parentRule) {
       const { cur, old } = event;
       if (event.type === "update" && parentRule.ignoreStatusChanges && onlyStatusChanged(old!, cur)) return;
-      if (c.kind === "decorator" && !decoratorMatches(parentRule.rule, cur) && !hasFinalizer(cur, c.finalizer)) return;
+      if (!cares(c, parentRule.rule, cur)) return;
       this.queue.add(keyOf(c, info, cur));
     }
     if (c.children.some((child) => child.apiVersion === info.apiVersion && child.resource === info.resource)) {
@@ -227,7 +233,7 @@ export class MetacontrollerLoop {
         if (info.kind !== ref.kind || info.group !== String(ref.apiVersion).split("/").slice(0, -1).join("/")) continue;
         const parent = cache.get(`${info.namespaced ? child.metadata.namespace : ""}/${ref.name}`);
         if (!parent || parent.metadata.uid !== ref.uid) continue;
-        if (c.kind === "decorator" && !decoratorMatches(rule, parent) && !hasFinalizer(parent, c.finalizer)) continue;
+        if (!cares(c, rule, parent)) continue;
         return [keyOf(c, info, parent)];
       }
       return [];
@@ -253,6 +259,11 @@ export class MetacontrollerLoop {
     }
     return out;
   }
+}
+
+/** A decorator ignores a target that neither matches its selectors nor carries its finalizer. */
+function cares(c: Controller, rule: Obj, parent: Obj): boolean {
+  return c.kind !== "decorator" || decoratorMatches(rule, parent) || hasFinalizer(parent, c.finalizer);
 }
 
 function keyOf(c: Controller, info: ResourceInfo, parent: Obj): string {
