@@ -33,7 +33,7 @@ interface Controller {
   children: ResourceInfo[];
 }
 
-/** One sync the loop ran, and why. */
+/** One sync the loop ran: at which virtual second, of which controller and parent, and what it did. */
 export interface LoopSync {
   at: number;
   controller: string;
