@@ -251,7 +251,7 @@ export class MetacontrollerDriver {
     return related;
   }
 
-  async namespacesSelectedBy(selector: LabelSelector): Promise<Set<string>> {
+  private async namespacesSelectedBy(selector: LabelSelector): Promise<Set<string>> {
     const namespaces = await this.list(await this.resourceInfo("v1", "namespaces"));
     return new Set(namespaces.filter((n) => selectorMatches(selector, n.metadata.labels)).map((n) => n.metadata.name));
   }
@@ -269,8 +269,8 @@ export class MetacontrollerDriver {
   private async updateParentStatus(info: ResourceInfo, parent: Obj, status: Obj, writes: string[]): Promise<void> {
     const desired = { ...status, observedGeneration: parent.metadata.generation };
     // AtomicStatusUpdate: an uncached read, the UID checked, written; a conflict reads and tries again
-    // (client-go's retry.DefaultBackoff: 5 attempts), after which it is left to the next sync.
-    for (let attempt = 0; attempt < 5; attempt++) {
+    // (client-go's retry.DefaultBackoff: 4 attempts), after which it is left to the next sync.
+    for (let attempt = 0; attempt < 4; attempt++) {
       const live = await this.get(info, parent.metadata.namespace, parent.metadata.name);
       if (!live || live.metadata.uid !== parent.metadata.uid) return;
       if (isDeepStrictEqual(live.status ?? null, desired)) return;
