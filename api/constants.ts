@@ -80,6 +80,12 @@ export const DEFAULTS = {
   staleStatusSeconds: 300,
   /** Resync so that time-based decisions (stale heartbeats) are re-evaluated without an event. */
   resyncSeconds: 60,
+  /**
+   * Resync while a CSPI's pool Deployment is missing or not yet as cspi-sync answered it: Metacontroller's
+   * decorator gives a sync up on a conflict before applying attachments, and a status-only change (the node
+   * daemon's report) triggers no other sync (docs/decisions.md, 12).
+   */
+  attachmentResyncSeconds: 5,
 };
 
 /**

@@ -12,6 +12,7 @@ import { buildCspiSpec, claimObject, cspiObject, devicesOf, isMarkedForRemoval, 
 import { gateDisruptions, planExistingPool, type ExistingPoolPlan } from "./day2.js";
 import { matchPools } from "./match.js";
 import { computeStatus, emptyFindings, type SyncFindings } from "./status.js";
+import { hasUnreadableChild, heldChildren } from "./unreadable.js";
 
 export function syncCspc(body: unknown, clock: Clock): CompositeSyncResponse {
   const request = parseCompositeRequest(body, KIND.cspc);
@@ -21,9 +22,12 @@ export function syncCspc(body: unknown, clock: Clock): CompositeSyncResponse {
   }
   const inventory = buildInventory(request.parent, request.children, request.related);
   const plan = planChildren(cspc, inventory);
+  plan.findings.unreadable = request.unreadable ?? [];
   return {
     status: computeStatus(cspc, [...inventory.cspis.values()], plan.findings, clock()) as Record<string, unknown>,
-    children: plan.children,
+    children: hasUnreadableChild(request.unreadable)
+      ? heldChildren(request.children, request.unreadable ?? [], (device, cspi) => claimObject(device, inventory, { cspi }))
+      : plan.children,
   };
 }
 
