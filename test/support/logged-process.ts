@@ -1,6 +1,7 @@
 // A long-running child process whose output is read as JSON log lines (ours from lib/log.ts, Metacontroller's from
 // zap), kept in memory for assertions and failure messages. Killed if the test process exits without stopping it.
 import { spawn, type ChildProcess } from "node:child_process";
+import { writeFileSync } from "node:fs";
 import { onStop } from "./processes.js";
 
 const running = new Set<ChildProcess>();
@@ -80,6 +81,11 @@ export class LoggedProcess {
   tail(count = 20): string {
     const all = [...this.lines.map((l) => JSON.stringify(l)), ...this.otherOutput];
     return `\n--- ${this.label}, last ${count} lines:\n${all.slice(-count).join("\n")}`;
+  }
+
+  /** Everything it printed, one line each, to a file (kept for a person to read after the run). */
+  writeLog(path: string): void {
+    writeFileSync(path, [...this.lines.map((l) => JSON.stringify(l)), ...this.otherOutput].join("\n") + "\n");
   }
 
   private collect(stream: NodeJS.ReadableStream): void {
