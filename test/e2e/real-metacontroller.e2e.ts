@@ -46,6 +46,11 @@ interface SimulatedNode {
   daemon: DaemonProcess;
 }
 
+/** For failure messages: an object without the fields nobody reads there. */
+function withoutBookkeeping(key: string, value: unknown): unknown {
+  return key === "managedFields" || key === ANNOTATION.metacontrollerLastApplied ? undefined : value;
+}
+
 function condition(object: { status?: { conditions?: Condition[] } } | undefined, type: string): Condition | undefined {
   return findCondition(object?.status?.conditions, type);
 }
@@ -147,7 +152,7 @@ describe("e2e: the pool lifecycle under the real Metacontroller (hook server, no
     await waitUntil(
       async () => done((last = await read())),
       timeoutMs,
-      () => `${what} did not happen within ${timeoutMs / 1000} s; last seen: ${JSON.stringify(last, null, 1)?.slice(0, 3000)}${tails()}`,
+      () => `${what} did not happen within ${timeoutMs / 1000} s; last seen: ${JSON.stringify(last, withoutBookkeeping, 1)?.slice(0, 4000)}${tails()}`,
     );
     return last!;
   };
@@ -482,8 +487,9 @@ describe("e2e: the pool lifecycle under the real Metacontroller (hook server, no
     const pool = zpoolName(name);
     const node = holder(cspi!);
     await cluster.kubectl(["delete", "cspc", cspc, "-n", NS, "--wait=false"]);
-    const held = await waitFor("the CSPC's teardown to name the pool that holds it", theCspc, (c) => condition(c, "Deleting")?.message.includes(name) === true);
+    const held = await waitFor("the CSPC's teardown to name the pool that holds it", theCspc, (c) => condition(c, "PoolRemovalBlocked")?.message.includes(name) === true);
     expect(held!.metadata.deletionTimestamp).to.be.a("string");
+    expect(condition(held, "Deleting")).to.include({ status: "True", reason: "BlockedByVolumes" });
     expect(await get(cspiPath(name)), "the CSPI stays while its pool holds a volume").to.not.equal(undefined);
     expect(node.imported(pool)).to.equal(true);
 
