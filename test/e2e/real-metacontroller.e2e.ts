@@ -17,7 +17,6 @@ import { claimName, zpoolName } from "../../lib/names.js";
 import { leaves, parseZpoolStatus } from "../../node-daemon/parse.js";
 import { HookServerProcess } from "../support/hook-server-process.js";
 import { INSTALL_NAMESPACE, projectInstalled, waitUntil, type Identity, type KubeCluster } from "../support/kube.js";
-import type { LogLine } from "../support/logged-process.js";
 import { DaemonProcess, resolvedContainerEnv } from "../support/node-daemon-process.js";
 import { MetacontrollerProcess, pointHooksAt, realMetacontrollerFromEnv, type RealMetacontroller } from "../support/real-metacontroller.js";
 import { blockDeviceName, MiB, requireZfs, ZfsSandbox } from "../support/zfs.js";
@@ -59,12 +58,12 @@ function condition(object: { status?: { conditions?: Condition[] } } | undefined
 class FakeNdm {
   private timer: NodeJS.Timeout | undefined;
   private busy = false;
-  readonly bound: string[] = [];
 
   constructor(private readonly cluster: KubeCluster) {}
 
   start(): void {
-    this.timer = setInterval(() => void this.pass(), 300);
+    // A pass that fails (the apiserver busy) is simply tried again 300 ms later, as NDM's own loop would.
+    this.timer = setInterval(() => void this.pass().catch(() => undefined), 300);
   }
 
   stop(): void {
@@ -92,8 +91,7 @@ class FakeNdm {
       const { body } = await this.cluster.request(this.cluster.admin, "GET", claimPath());
       for (const claim of (body?.items ?? []) as Obj[]) {
         if (claim.status?.phase === "Bound" || claim.metadata.deletionTimestamp) continue;
-        const bound = await this.cluster.request(this.cluster.admin, "PATCH", claimPath(claim.metadata.name), { status: { phase: "Bound" } }, "application/merge-patch+json");
-        if (bound.status === 200) this.bound.push(claim.metadata.name);
+        await this.cluster.request(this.cluster.admin, "PATCH", claimPath(claim.metadata.name), { status: { phase: "Bound" } }, "application/merge-patch+json");
       }
     } finally {
       this.busy = false;
@@ -114,7 +112,7 @@ describe("e2e: the pool lifecycle under the real Metacontroller (hook server, no
   const metacontrollers: MetacontrollerProcess[] = [];
   const nodes = {} as Record<NodeKey, SimulatedNode>;
   const files = {} as Record<DeviceKey, string>;
-  /** What the report needs beyond pass/fail: timings, Metacontroller's other errors, daemon warnings. */
+  /** What a person reading the run needs beyond pass/fail: timings, Metacontroller's conflicts, daemon warnings. */
   const notes: string[] = [];
   const bd = (key: DeviceKey) => blockDeviceName(files[key]);
   const nodeName = (key: NodeKey) => `e2e-real-${key}-${sandbox.id}`;
@@ -194,20 +192,20 @@ describe("e2e: the pool lifecycle under the real Metacontroller (hook server, no
   let mcErrorsSeen = 0;
   let refusalsSeen = 0;
   let syncErrorEventsSeen = 0;
-  const allMcErrors = () => metacontrollers.flatMap((m) => m.errors());
-  /** A hook call that failed, or a response Metacontroller could not use. */
-  const isHookTrouble = (line: LogLine) => /hook|webhook|http error|unsupported status code|unmarshal|unknown field/i.test(JSON.stringify(line));
+  const allMcErrors = () => metacontrollers.flatMap((m) => m.errors()).map((l) => JSON.stringify(l));
   const syncErrorEvents = async () =>
     ((await get(`/api/v1/namespaces/${NS}/events?fieldSelector=${encodeURIComponent("reason=SyncError")}`))!.items as Obj[]).map(
       (e) => `${e.involvedObject.kind} ${e.involvedObject.name}: ${e.message}`,
     );
-  /** Ends every step: no hook trouble in Metacontroller's log, no request the hook server refused, no SyncError Event. */
+  /**
+   * Ends every step: nothing at error level in Metacontroller's log (a failed hook call, a response it refused to
+   * decode, a failed sync), no request the hook server refused, no SyncError Event.
+   */
   const expectNoHookTrouble = async () => {
     const errors = allMcErrors().slice(mcErrorsSeen);
     const refusals = hooks.refusals().slice(refusalsSeen);
     const syncErrors = (await syncErrorEvents()).slice(syncErrorEventsSeen);
-    for (const line of errors.filter((l) => !isHookTrouble(l))) notes.push(`Metacontroller error (not a hook call): ${JSON.stringify(line).slice(0, 600)}`);
-    expect(errors.filter(isHookTrouble).map((l) => JSON.stringify(l)), "Metacontroller's log: failed hook calls or refused responses").to.deep.equal([]);
+    expect(errors, "Metacontroller's log at error level").to.deep.equal([]);
     expect(refusals, "the hook server's log: refused or failed requests").to.deep.equal([]);
     expect(syncErrors, "SyncError Events").to.deep.equal([]);
   };
@@ -514,8 +512,8 @@ describe("e2e: the pool lifecycle under the real Metacontroller (hook server, no
     await expectNoHookTrouble();
   });
 
-  it("over the whole run: Metacontroller never failed a hook call, and no node daemon logged an error", () => {
-    expect(allMcErrors().filter(isHookTrouble).map((l) => JSON.stringify(l))).to.deep.equal([]);
+  it("over the whole run: Metacontroller logged no error, and no node daemon logged an error", () => {
+    expect(allMcErrors()).to.deep.equal([]);
     for (const key of NODE_KEYS) {
       expect(nodes[key].daemon.lines.filter((l) => l.level === "error").map((l) => JSON.stringify(l)), nodeName(key)).to.deep.equal([]);
     }

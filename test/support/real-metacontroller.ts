@@ -61,11 +61,7 @@ export async function pointHooksAt(cluster: KubeCluster, baseUrl: string): Promi
 }
 
 export class MetacontrollerProcess extends LoggedProcess {
-  private constructor(
-    file: string,
-    args: string[],
-    readonly healthPort: number,
-  ) {
+  private constructor(file: string, args: string[]) {
     super("metacontroller", file, args, { env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: process.env.HOME ?? "/root" } });
   }
 
@@ -81,7 +77,7 @@ export class MetacontrollerProcess extends LoggedProcess {
       `--metrics-address=127.0.0.1:${metricsPort}`,
       `--health-probe-bind-address=127.0.0.1:${healthPort}`,
     ];
-    const mc = new MetacontrollerProcess(bin, args, healthPort!);
+    const mc = new MetacontrollerProcess(bin, args);
     await waitUntil(
       async () => {
         if (mc.ended()) throw new Error(`metacontroller exited at start: ${mc.tail()}`);
@@ -93,11 +89,8 @@ export class MetacontrollerProcess extends LoggedProcess {
     return mc;
   }
 
-  /**
-   * What Metacontroller logged at error level from line `since` on: a failed hook call, a response it refused
-   * to decode, a sync that failed ("failed to sync …"), a child it could not write.
-   */
-  errors(since = 0): LogLine[] {
-    return this.lines.slice(since).filter((l) => l.level === "error");
+  /** What it logged at error level: a failed hook call, a response it refused to decode, a failed sync ("failed to sync …"). */
+  errors(): LogLine[] {
+    return this.lines.filter((l) => l.level === "error");
   }
 }
