@@ -216,7 +216,9 @@ describe("e2e: the pool lifecycle under the real Metacontroller (hook server, no
     requireZfs();
     sandbox = new ZfsSandbox();
     cspc = `e2e-real-${sandbox.id}`;
-    cluster = await projectInstalled(real.crds);
+    cluster = await projectInstalled();
+    // Metacontroller's own CRDs over the copy the default suite installs (same objects, same field manager).
+    await cluster.kubectl(["apply", "--server-side", "-f", real.crds]);
     hooks = await HookServerProcess.start(cluster, NS);
     await pointHooksAt(cluster, hooks.url);
     identity = await cluster.serviceAccount(NS, "cstor-pool-node");

@@ -16,6 +16,7 @@ export class HookServerProcess extends LoggedProcess {
   static async start(cluster: KubeCluster, namespace: string, name = "cstor-pool-hooks"): Promise<HookServerProcess> {
     const deployment = JSON.parse((await cluster.kubectl(["get", "deployment", name, "-n", namespace, "-o", "json"])).stdout);
     const [port] = await freePorts(1);
+    // Its first container's env resolves as a DaemonSet's does (same pod template).
     const env = { PATH: process.env.PATH ?? "/usr/bin:/bin", ...resolvedContainerEnv(deployment, "hook-node"), PORT: String(port) };
     const server = new HookServerProcess(`http://127.0.0.1:${port}`, env);
     await waitUntil(

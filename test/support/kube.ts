@@ -76,7 +76,6 @@ export interface KubeCluster {
 
 let started: Promise<KubeCluster> | undefined;
 let installed: Promise<KubeCluster> | undefined;
-let installedWith: string | undefined;
 
 /** The namespace metacontroller/default installs into; the node daemon's rights and the CSPCs live there. */
 export const INSTALL_NAMESPACE = "openebs";
@@ -91,16 +90,11 @@ export function kubeCluster(): Promise<KubeCluster> {
  * The shared cluster with this project installed as a user installs it (`kubectl apply -k metacontroller/default`),
  * plus what a real cluster would already have: Metacontroller's CRDs and NDM's (test/fixtures, metacontroller/crds/ndm).
  * The admission overlays are not applied here: a webhook nobody serves would slow every CSPC write.
- * `metacontrollerCrds`: another copy of Metacontroller's CRDs (the real-Metacontroller suite's own); one per run.
  */
-export function projectInstalled(metacontrollerCrds = fixturePath("metacontroller/metacontroller-crds.yaml")): Promise<KubeCluster> {
-  if (installedWith !== undefined && installedWith !== metacontrollerCrds) {
-    throw new Error(`the project is already installed with Metacontroller's CRDs from ${installedWith}, not ${metacontrollerCrds}`);
-  }
-  installedWith = metacontrollerCrds;
+export function projectInstalled(): Promise<KubeCluster> {
   installed ??= (async () => {
     const cluster = await kubeCluster();
-    await cluster.kubectl(["apply", "--server-side", "-f", metacontrollerCrds]);
+    await cluster.kubectl(["apply", "--server-side", "-f", fixturePath("metacontroller/metacontroller-crds.yaml")]);
     await cluster.kubectl(["apply", "--server-side", "-k", repoPath("metacontroller/crds/ndm")]);
     await cluster.kubectl(["apply", "--server-side", "-k", repoPath("metacontroller/crds")]);
     await cluster.kubectl(["wait", "--for=condition=Established", "--timeout=60s", "crd", "--all"]);

@@ -15,11 +15,11 @@ interface EnvVar {
   valueFrom?: { fieldRef?: { fieldPath: string } };
 }
 
-/** A workload's (DaemonSet's, Deployment's) first container's env, with fieldRefs resolved for a pod on `nodeName` in its namespace. */
-export function resolvedContainerEnv(workload: any, nodeName: string): Record<string, string> {
-  const fields: Record<string, string> = { "spec.nodeName": nodeName, "metadata.namespace": workload.metadata.namespace };
+/** A DaemonSet's first container's env, with fieldRefs resolved for a pod on `nodeName` in the DaemonSet's namespace. */
+export function resolvedContainerEnv(daemonSet: any, nodeName: string): Record<string, string> {
+  const fields: Record<string, string> = { "spec.nodeName": nodeName, "metadata.namespace": daemonSet.metadata.namespace };
   const env: Record<string, string> = {};
-  for (const variable of (workload.spec.template.spec.containers[0].env ?? []) as EnvVar[]) {
+  for (const variable of (daemonSet.spec.template.spec.containers[0].env ?? []) as EnvVar[]) {
     if (variable.value !== undefined) {
       env[variable.name] = variable.value;
     } else {
