@@ -2,24 +2,12 @@
 // DaemonSet starts it: the container's environment read from the DaemonSet as the apiserver stores it, its
 // downward-API fields resolved as the kubelet would, and a kubeconfig in place of the in-cluster token. Only
 // what cannot be the same on a test host is overridden (see DaemonOptions). Stopped with SIGTERM.
-import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { freePorts, REPO_ROOT, waitUntil } from "./kube.js";
-import { onStop } from "./processes.js";
+import { LoggedProcess } from "./logged-process.js";
 import { SANDBOX_DEVICE_ROOTS } from "./zfs.js";
-
-/** Daemons still running: killed if the test process exits without stopping them (e.g. mocha interrupted). */
-const running = new Set<ChildProcess>();
-process.once("exit", () => running.forEach((child) => child.kill("SIGKILL")));
-
-/** One JSON log line of the daemon (lib/log.ts). */
-export interface DaemonLogLine {
-  level: string;
-  msg: string;
-  [field: string]: unknown;
-}
 
 interface EnvVar {
   name: string;
@@ -57,34 +45,15 @@ export interface DaemonOptions {
   overrides?: Record<string, string>;
 }
 
-export class DaemonProcess {
-  readonly lines: DaemonLogLine[] = [];
-  /** Output that is not a JSON log line (e.g. "node daemon failed: ..." on stderr). */
-  readonly otherOutput: string[] = [];
-  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-  private readonly child: ChildProcess;
-
+export class DaemonProcess extends LoggedProcess {
   private constructor(
     readonly nodeName: string,
     readonly metricsPort: number,
-    private readonly lockDir: string,
+    lockDir: string,
     env: Record<string, string>,
   ) {
-    this.child = spawn(process.execPath, ["--import", "tsx", join(REPO_ROOT, "node-daemon/main.ts")], {
-      cwd: REPO_ROOT,
-      env,
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    running.add(this.child);
-    this.exited = new Promise((resolve) =>
-      this.child.once("exit", (code, signal) => {
-        running.delete(this.child);
-        rmSync(this.lockDir, { recursive: true, force: true });
-        resolve({ code, signal });
-      }),
-    );
-    this.collect(this.child.stdout!);
-    this.collect(this.child.stderr!);
+    super(`node daemon ${nodeName}`, process.execPath, ["--import", "tsx", join(REPO_ROOT, "node-daemon/main.ts")], { cwd: REPO_ROOT, env });
+    void this.exited.then(() => rmSync(lockDir, { recursive: true, force: true }));
   }
 
   /** Starts a daemon; resolves once it has listed its CSPIs and started watching ("node daemon started"). */
@@ -117,67 +86,11 @@ export class DaemonProcess {
       DEVICE_ROOTS: JSON.stringify(SANDBOX_DEVICE_ROOTS),
       ...options.overrides,
     };
-    const daemon = new DaemonProcess(nodeName, port!, lockDir, env);
-    onStop(() => daemon.kill());
-    return daemon;
-  }
-
-  /** SIGTERM, as the kubelet stops a pod; resolves with how the process ended. */
-  async stop(timeoutMs = 30_000): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
-    if (!this.ended()) this.child.kill("SIGTERM");
-    const timer = setTimeout(() => this.child.kill("SIGKILL"), timeoutMs);
-    const result = await this.exited;
-    clearTimeout(timer);
-    return result;
-  }
-
-  /** How the process ended, or undefined while it still runs after timeoutMs. */
-  async exitWithin(timeoutMs: number): Promise<{ code: number | null; signal: NodeJS.Signals | null } | undefined> {
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), timeoutMs)));
-    try {
-      return await Promise.race([this.exited, timeout]);
-    } finally {
-      clearTimeout(timer);
-    }
+    return new DaemonProcess(nodeName, port!, lockDir, env);
   }
 
   /** Log lines at warn or error level, and anything printed that is not a log line. */
   problems(): string[] {
     return [...this.lines.filter((l) => l.level === "warn" || l.level === "error").map((l) => JSON.stringify(l)), ...this.otherOutput];
-  }
-
-  /** The last lines of output, for failure messages. */
-  tail(count = 20): string {
-    const all = [...this.lines.map((l) => JSON.stringify(l)), ...this.otherOutput];
-    return `\n--- node daemon ${this.nodeName}, last ${count} lines:\n${all.slice(-count).join("\n")}`;
-  }
-
-  private async kill(): Promise<void> {
-    if (this.ended()) return;
-    this.child.kill("SIGKILL");
-    await this.exited;
-  }
-
-  private ended(): boolean {
-    return this.child.exitCode !== null || this.child.signalCode !== null;
-  }
-
-  private collect(stream: NodeJS.ReadableStream): void {
-    let pending = "";
-    stream.setEncoding("utf8");
-    stream.on("data", (chunk: string) => {
-      pending += chunk;
-      const parts = pending.split("\n");
-      pending = parts.pop() ?? "";
-      for (const text of parts) {
-        if (!text.trim()) continue;
-        try {
-          this.lines.push(JSON.parse(text) as DaemonLogLine);
-        } catch {
-          this.otherOutput.push(text);
-        }
-      }
-    });
   }
 }
