@@ -214,6 +214,20 @@ describe("node-daemon loop (in-memory API, real zfs-fuse)", function () {
     expect(kube.get(name)!.status?.phase).to.equal("ONLINE");
   });
 
+  it("a CSPI first seen while it belonged to another node is acted on once it moves here: the pool is created", async () => {
+    const name = sandbox.name("late");
+    kube.apply(cspiFor(name, "node-a", [{ type: "stripe", devices: [sandbox.file("d1")] }]));
+    // Node A never ran: no pool exists, so node B's first pass for this CSPI finds nothing of its own to do.
+    const b = await started("node-b");
+    await settle(b);
+    expect(kube.get(name)!.status).to.equal(undefined);
+    const cspi = kube.get(name)!;
+    kube.apply({ ...cspi, spec: { ...cspi.spec, hostName: "node-b", nodeSelector: { "kubernetes.io/hostname": "node-b" } } });
+    await settle(b);
+    expect(kube.get(name)!.status).to.include({ importedOn: "node-b", phase: "ONLINE" });
+    expect(poolExists(zpoolName(name))).to.equal(true);
+  });
+
   it("migrates between two daemons with different NODE_NAME through the importedOn handshake", async () => {
     const name = sandbox.name("move");
     const groups = [{ type: "mirror" as const, devices: [sandbox.file("d1"), sandbox.file("d2")] }];
