@@ -17,8 +17,15 @@ import { startNode, type ZfsNode } from "../support/zfs-node.js";
 import { FakeKube } from "./fake-kube.js";
 
 /** A daemon on the shared zfs-fuse, or with `commands` on a simulated node of its own (test/support/zfs-node.ts). */
-function daemonFor(kube: FakeKube, nodeName: string, metrics = createMetrics(), commands: ZfsCommands = { zpool: ["zpool"], zfs: ["zfs"] }): NodeDaemon {
+function daemonFor(
+  kube: FakeKube,
+  nodeName: string,
+  metrics = createMetrics(),
+  commands: ZfsCommands = { zpool: ["zpool"], zfs: ["zfs"] },
+  clock?: () => Date,
+): NodeDaemon {
   return new NodeDaemon({
+    ...(clock ? { clock } : {}),
     kube,
     host: new ZfsHost(createRunner(metrics.onCommand), commands),
     inspect: inspectDevice,
@@ -214,6 +221,23 @@ describe("node-daemon loop (in-memory API, real zfs-fuse)", function () {
     faulty.clear();
     await settle(daemon);
     expect(kube.get(name)!.status?.phase).to.equal("ONLINE");
+  });
+
+  it("a migration waiting for the other node's export is one Warning, not one per pass", async () => {
+    const name = sandbox.name("wait");
+    kube.apply(cspiFor(name, "node-b", [{ type: "stripe", devices: [sandbox.file("d1")] }]));
+    let now = Date.now();
+    // Node A holds the pool (its heartbeat fresh); node B's daemon passes over the CSPI as time goes by.
+    await kube.patchCspiStatus("openebs", name, { phase: "ONLINE", importedOn: "node-a", lastUpdateTime: new Date(now).toISOString() });
+    const daemon = daemonFor(kube, "node-b", createMetrics(), undefined, () => new Date(now));
+    daemons.push(daemon);
+    await daemon.start();
+    for (let pass = 0; pass < 4; pass++) {
+      now += 7_000;
+      await daemon.resync();
+    }
+    expect(kube.events.filter((e) => e.reason === "WaitingForExport"), JSON.stringify(kube.events)).to.have.length(1);
+    expect(kube.get(name)!.status?.importedOn, "B did not import meanwhile").to.equal("node-a");
   });
 
   it("a CSPI first seen while it belonged to another node is acted on once it moves here: the pool is created", async () => {
