@@ -16,7 +16,7 @@ import { leaves, parseZpoolStatus } from "../../node-daemon/parse.js";
 import { deviceRootsFromEnv } from "../../node-daemon/validate.js";
 import { INSTALL_NAMESPACE, projectInstalled, waitUntil, type Identity, type KubeCluster } from "../support/kube.js";
 import { MetacontrollerDriver, serveHooks } from "../support/metacontroller-driver.js";
-import { DaemonProcess, resolvedContainerEnv } from "../support/node-daemon-process.js";
+import { DaemonProcess, shippedDaemonEnv } from "../support/node-daemon-process.js";
 import { startNode, type ZfsNode } from "../support/zfs-node.js";
 import { blockDeviceName, MiB, requireZfs, ZfsSandbox } from "../support/zfs.js";
 
@@ -164,8 +164,7 @@ describe("integration: the node daemon end to end (real processes, real apiserve
     hostA = await startNode(`e2e-a-${sandbox.id}`);
     hostB = await startNode(`e2e-b-${sandbox.id}`);
     identity = await cluster.serviceAccount(NS, "cstor-pool-node");
-    const daemonSet = JSON.parse((await cluster.kubectl(["get", "daemonset", "cstor-pool-node", "-n", NS, "-o", "json"])).stdout);
-    shippedEnv = (nodeName) => resolvedContainerEnv(daemonSet, nodeName);
+    shippedEnv = await shippedDaemonEnv(cluster, NS);
     nodeA = await startDaemon(nodeNameA(), hostA);
     // Node B's daemon runs from the start, as on a cluster: it first meets the CSPIs while they are node A's.
     nodeB = await startDaemon(nodeNameB(), hostB);
@@ -173,15 +172,14 @@ describe("integration: the node daemon end to end (real processes, real apiserve
 
   after(async () => {
     for (const daemon of daemons) await stopDaemon(daemon);
-    await hostA?.stop();
-    await hostB?.stop();
+    await Promise.all([hostA?.stop(), hostB?.stop()]);
     sandbox?.cleanup();
   });
 
   describe("the shipped DaemonSet", () => {
     it("its environment runs zpool and zfs through nsenter in the host's mount namespace, as its comment says", () => {
       const env = shippedEnv("any-node");
-      expect(env).to.include({ NODE_NAME: "any-node", NAMESPACE: NS });
+      expect(env).to.include({ NODE_NAME: "any-node", NAMESPACE: NS, CSPI_STALE_STATUS_SECONDS: "300" });
       expect(commandsFromEnv(env)).to.deep.equal({
         zpool: ["nsenter", "-t", "1", "-m", "--", "zpool"],
         zfs: ["nsenter", "-t", "1", "-m", "--", "zfs"],

@@ -9,7 +9,7 @@ import type { CSPI } from "../../api/types.js";
 import { resolvePoolConfig } from "../../hooks/cspc-sync/build.js";
 import { zpoolName } from "../../lib/names.js";
 import { installProject, INSTALL_NAMESPACE, ownCluster, waitUntil, type Identity, type OwnCluster } from "../support/kube.js";
-import { DaemonProcess, resolvedContainerEnv } from "../support/node-daemon-process.js";
+import { DaemonProcess, shippedDaemonEnv } from "../support/node-daemon-process.js";
 import { startNode, type ZfsNode } from "../support/zfs-node.js";
 import { blockDeviceName, MiB, requireZfs, ZfsSandbox } from "../support/zfs.js";
 
@@ -67,13 +67,13 @@ describe("integration: the node daemon's view of its CSPIs stays current (watch 
     cluster = await ownCluster({ apiserverArgs: [`--min-request-timeout=${MIN_REQUEST_TIMEOUT_S}`] });
     await installProject(cluster);
     identity = await cluster.serviceAccount(NS, "cstor-pool-node");
-    const daemonSet = JSON.parse((await cluster.kubectl(["get", "daemonset", "cstor-pool-node", "-n", NS, "-o", "json"])).stdout);
+    const shippedEnv = await shippedDaemonEnv(cluster, NS);
     sandbox = new ZfsSandbox();
     hostA = await startNode(`watch-a-${sandbox.id}`);
     hostB = await startNode(`watch-b-${sandbox.id}`);
     const start = (nodeName: string, host: ZfsNode) =>
       DaemonProcess.start({
-        env: resolvedContainerEnv(daemonSet, nodeName),
+        env: shippedEnv(nodeName),
         kubeconfig: identity.kubeconfig,
         // An hour between resyncs: nothing but the watch and its relists reaches the daemon during the test.
         overrides: { ZFS_COMMAND_PREFIX: host.commandPrefixEnv, STATUS_INTERVAL_SECONDS: "3600" },
@@ -86,8 +86,7 @@ describe("integration: the node daemon's view of its CSPIs stays current (watch 
 
   after(async () => {
     for (const daemon of [daemonA, daemonB]) await daemon?.stop();
-    await hostA?.stop();
-    await hostB?.stop();
+    await Promise.all([hostA?.stop(), hostB?.stop()]);
     sandbox?.cleanup();
     await cluster?.stop();
   });

@@ -283,7 +283,7 @@ describe("node-daemon loop (in-memory API, real zfs-fuse)", function () {
       expect(nodeB.checksum(data.file)).to.equal(data.sha);
     } finally {
       await Promise.all(daemons.splice(0).map((d) => d.stop()));
-      for (const node of nodes) await node.stop();
+      await Promise.all(nodes.map((node) => node.stop()));
     }
   });
 });

@@ -17,7 +17,7 @@ describe("test support: one zfs-fuse per simulated node", function () {
     nodes = [await startNode(`a-${sandbox.id}`), await startNode(`b-${sandbox.id}`)];
   });
   afterEach(async () => {
-    for (const node of nodes) await node.stop();
+    await Promise.all(nodes.map((node) => node.stop()));
     sandbox.cleanup();
   });
 
