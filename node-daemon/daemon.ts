@@ -107,7 +107,7 @@ export class NodeDaemon {
   async stop(): Promise<void> {
     this.stopping = true;
     this.timers.forEach(clearInterval);
-    await this.cache.stop();
+    this.cache.stop();
     await this.queue.stop();
   }
 

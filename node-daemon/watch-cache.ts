@@ -34,7 +34,6 @@ const SHORTEST_HEALTHY_WATCH_MS = 1_000;
 export class CspiWatchCache {
   private readonly objects = new Map<string, CSPI>();
   private watch?: WatchHandle;
-  private loop?: Promise<void>;
   private stopped = false;
   private restartRequested = false;
   private cancelPause?: () => void;
@@ -48,14 +47,18 @@ export class CspiWatchCache {
   /** Lists (reporting every CSPI as changed) and starts watching; rejects when the first list fails. */
   async start(): Promise<void> {
     const resourceVersion = await this.list("start");
-    this.loop = this.run(resourceVersion);
+    // Never rejects: every failure in it is logged and retried.
+    void this.run(resourceVersion);
   }
 
-  async stop(): Promise<void> {
+  /**
+   * Ends the watch; nothing is listed or watched afterwards. It does not wait for a list in flight (an
+   * apiserver that does not answer must not hold up a SIGTERM): what that list brings is ignored.
+   */
+  stop(): void {
     this.stopped = true;
     this.cancelPause?.();
     this.watch?.stop();
-    await this.loop;
   }
 
   get(name: string): CSPI | undefined {
@@ -151,6 +154,7 @@ export class CspiWatchCache {
   /** Replaces the view with a fresh list; reports what differs from it. Returns the list's resourceVersion. */
   private async list(reason: RelistReason): Promise<string> {
     const { items, resourceVersion } = await this.options.kube.listCspis(this.options.namespace);
+    if (this.stopped) return resourceVersion;
     this.lastListAt = this.options.clock();
     this.options.onRelist?.(reason);
     const listed = new Set(items.map((c) => c.metadata.name ?? ""));

@@ -100,7 +100,7 @@ describe("node-daemon watch cache", () => {
   });
 
   it("stop() ends the watch and lists no more", async () => {
-    await cache.stop();
+    cache.stop();
     expect(kube.openWatches).to.equal(0);
     const lists = kube.lists;
     await tick(30);
