@@ -5,7 +5,7 @@ import { constants, mkdir, open, readFile, realpath, stat } from "node:fs/promis
 import { CommandError, type Runner, type RunOptions } from "./command.js";
 import type { DeviceInfo, ImportSource } from "./observation.js";
 import { parseGetTable, parseImportList, parseSize, parseValueLines, parseZpoolStatus, type PoolStatus } from "./parse.js";
-import { parentDir, type VdevSpec } from "./planner.js";
+import { parentDir, type VdevSpec } from "./vocabulary.js";
 
 export interface ZfsCommands {
   /** argv prefix for zpool, e.g. ["zpool"] or ["nsenter", "-t", "1", "-m", "--", "zpool"]. */

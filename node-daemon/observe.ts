@@ -4,8 +4,8 @@ import type { CSPI } from "../api/types.js";
 import { zpoolName } from "../lib/names.js";
 import type { ZfsHost } from "./host.js";
 import type { DeviceInfo, ImportCandidate, Observation, PoolObservation } from "./observation.js";
-import { parentDir } from "./planner.js";
 import { cspiProblems, resolvedPathProblems } from "./validate.js";
+import { parentDir } from "./vocabulary.js";
 
 export type DeviceInspector = (path: string) => Promise<DeviceInfo>;
 

@@ -1,7 +1,7 @@
 // The pure planner: (CSPI, observation, this node, clock) → ordered actions and the reasons for not acting.
 // It never runs anything. The daemon executes the first action, observes again and plans again, so each
 // action is decided on what the previous one really did.
-import { ANNOTATION, DEFAULTS, FINALIZER, POOL_REMOVAL_REQUESTED, type RaidType } from "../api/constants.js";
+import { ANNOTATION, DEFAULTS, FINALIZER, POOL_REMOVAL_REQUESTED } from "../api/constants.js";
 import type { CSPI, CSPIRaidGroup } from "../api/types.js";
 import { claimName, zpoolName } from "../lib/names.js";
 import { deviceSizeProblem, groupRole, type GroupRole } from "../lib/rules/pool-spec.js";
@@ -14,13 +14,7 @@ import {
 } from "./observation.js";
 import { allLeaves, leaves, type PoolStatus, type Section, type Vdev } from "./parse.js";
 import { cspiProblems, resolvedPathProblems } from "./validate.js";
-
-/** How a group's devices are laid out in a zpool command: [log|cache|spare] [mirror|raidz|raidz2] devices... */
-export interface VdevSpec {
-  role: GroupRole;
-  type: RaidType;
-  devices: string[];
-}
+import { parentDir, type VdevSpec } from "./vocabulary.js";
 
 interface ActionBase {
   /** Identifies the action for logs, metrics and the no-progress guard. */
@@ -73,6 +67,8 @@ export interface PlanInput {
   manageFinalizer: boolean;
   /** Directories devices must be under (DEVICE_ROOTS): anything else is refused as InvalidSpec. */
   deviceRoots: readonly string[];
+  /** How long the holder's heartbeat stays fresh (CSPI_STALE_STATUS_SECONDS, as the hooks read it); default 300. */
+  staleStatusSeconds?: number;
 }
 
 const UNIMPORTABLE_STATES = new Set(["FAULTED", "UNAVAIL"]);
@@ -134,13 +130,15 @@ function importHandshake(input: PlanInput): Handshake {
   const pool = zpoolName(cspi.metadata.name ?? "");
   const heartbeat = cspi.status?.lastUpdateTime ? Date.parse(cspi.status.lastUpdateTime) : Number.NaN;
   const ageSeconds = Number.isNaN(heartbeat) ? Infinity : Math.floor((now.getTime() - heartbeat) / 1000);
-  if (ageSeconds <= DEFAULTS.staleStatusSeconds) {
+  const staleSeconds = input.staleStatusSeconds ?? DEFAULTS.staleStatusSeconds;
+  if (ageSeconds <= staleSeconds) {
+    // No clock value in the message: the same wait is the same Event, however long it lasts.
     return {
       allowed: false,
       force: false,
       hold: {
         reason: "WaitingForExport",
-        message: `pool ${pool} is imported on node ${holder} (heartbeat ${ageSeconds}s ago); waiting for it to export the pool before importing it here`,
+        message: `pool ${pool} is imported on node ${holder}, whose heartbeat is fresh; waiting for it to export the pool before importing it here (after ${staleSeconds}s without a heartbeat, a force-import becomes possible)`,
       },
     };
   }
@@ -279,11 +277,6 @@ function importDescription(input: PlanInput): string {
   const dirs = [...new Set(devicesOf(input.cspi).map((d) => parentDir(d.devLink)))].sort();
   const cachefile = input.cspi.spec.poolConfig?.cacheFile;
   return `${cachefile ? `cachefile ${cachefile} or ` : ""}a scan of ${dirs.join(", ")}`;
-}
-
-export function parentDir(path: string): string {
-  const cut = path.lastIndexOf("/");
-  return cut <= 0 ? "/" : path.slice(0, cut);
 }
 
 interface ListedDevice {

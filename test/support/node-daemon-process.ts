@@ -5,30 +5,45 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { freePorts, REPO_ROOT, waitUntil } from "./kube.js";
+import { freePorts, REPO_ROOT, waitUntil, type KubeCluster } from "./kube.js";
 import { LoggedProcess } from "./logged-process.js";
+import { onStop } from "./processes.js";
 import { SANDBOX_DEVICE_ROOTS } from "./zfs.js";
 
 interface EnvVar {
   name: string;
   value?: string;
-  valueFrom?: { fieldRef?: { fieldPath: string } };
+  valueFrom?: { fieldRef?: { fieldPath: string }; configMapKeyRef?: { name: string; key: string } };
 }
 
-/** A DaemonSet's first container's env, with fieldRefs resolved for a pod on `nodeName` in the DaemonSet's namespace. */
-export function resolvedContainerEnv(daemonSet: any, nodeName: string): Record<string, string> {
+/** ConfigMaps' data by name, as the kubelet reads them for configMapKeyRef. */
+export type ConfigMapData = Record<string, Record<string, string>>;
+
+/**
+ * A DaemonSet's first container's env as the kubelet resolves it for a pod on `nodeName` in the DaemonSet's
+ * namespace: fieldRefs, and configMapKeyRefs from `configMaps` (a missing one fails, as the pod would not start).
+ */
+function resolvedContainerEnv(daemonSet: any, nodeName: string, configMaps: ConfigMapData = {}): Record<string, string> {
   const fields: Record<string, string> = { "spec.nodeName": nodeName, "metadata.namespace": daemonSet.metadata.namespace };
   const env: Record<string, string> = {};
   for (const variable of (daemonSet.spec.template.spec.containers[0].env ?? []) as EnvVar[]) {
-    if (variable.value !== undefined) {
-      env[variable.name] = variable.value;
-    } else {
-      const path = variable.valueFrom?.fieldRef?.fieldPath;
-      if (!path || !(path in fields)) throw new Error(`env ${variable.name}: cannot resolve ${JSON.stringify(variable.valueFrom)} outside a kubelet`);
-      env[variable.name] = fields[path]!;
-    }
+    const path = variable.valueFrom?.fieldRef?.fieldPath;
+    const ref = variable.valueFrom?.configMapKeyRef;
+    const resolved = variable.value ?? (path !== undefined ? fields[path] : ref ? configMaps[ref.name]?.[ref.key] : undefined);
+    if (resolved === undefined) throw new Error(`env ${variable.name}: cannot resolve ${JSON.stringify(variable.valueFrom)} outside a kubelet`);
+    env[variable.name] = resolved;
   }
   return env;
+}
+
+/** The installed DaemonSet, and its env resolved per node with the namespace's ConfigMaps (what a kubelet would do). */
+export async function shippedDaemonEnv(cluster: KubeCluster, namespace: string): Promise<(nodeName: string) => Record<string, string>> {
+  const daemonSet = JSON.parse((await cluster.kubectl(["get", "daemonset", "cstor-pool-node", "-n", namespace, "-o", "json"])).stdout);
+  const list = JSON.parse((await cluster.kubectl(["get", "configmaps", "-n", namespace, "-o", "json"])).stdout) as {
+    items: { metadata: { name: string }; data?: Record<string, string> }[];
+  };
+  const configMaps: ConfigMapData = Object.fromEntries(list.items.map((c) => [c.metadata.name, c.data ?? {}]));
+  return (nodeName) => resolvedContainerEnv(daemonSet, nodeName, configMaps);
 }
 
 export interface DaemonOptions {
