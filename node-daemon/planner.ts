@@ -1,7 +1,7 @@
 // The pure planner: (CSPI, observation, this node, clock) → ordered actions and the reasons for not acting.
 // It never runs anything. The daemon executes the first action, observes again and plans again, so each
 // action is decided on what the previous one really did.
-import { ANNOTATION, DEFAULTS, FINALIZER, POOL_REMOVAL_REQUESTED } from "../api/constants.js";
+import { ANNOTATION, DEFAULTS, FINALIZER, POOL_REMOVAL_REQUESTED, type RaidType } from "../api/constants.js";
 import type { CSPI, CSPIRaidGroup } from "../api/types.js";
 import { claimName, zpoolName } from "../lib/names.js";
 import { deviceSizeProblem, groupRole, type GroupRole } from "../lib/rules/pool-spec.js";

@@ -17,7 +17,7 @@ import { claimName, zpoolName } from "../../lib/names.js";
 import { leaves, parseZpoolStatus } from "../../node-daemon/parse.js";
 import { HookServerProcess } from "../support/hook-server-process.js";
 import { INSTALL_NAMESPACE, projectInstalled, waitUntil, type Identity, type KubeCluster } from "../support/kube.js";
-import { DaemonProcess, resolvedContainerEnv } from "../support/node-daemon-process.js";
+import { DaemonProcess, shippedDaemonEnv } from "../support/node-daemon-process.js";
 import { MetacontrollerProcess, pointHooksAt, realMetacontrollerFromEnv, type RealMetacontroller } from "../support/real-metacontroller.js";
 import { blockDeviceName, MiB, requireZfs, ZfsSandbox } from "../support/zfs.js";
 import { startNode, type ZfsNode } from "../support/zfs-node.js";
@@ -222,8 +222,7 @@ describe("e2e: the pool lifecycle under the real Metacontroller (hook server, no
     hooks = await HookServerProcess.start(cluster, NS);
     await pointHooksAt(cluster, hooks.url);
     identity = await cluster.serviceAccount(NS, "cstor-pool-node");
-    const daemonSet = JSON.parse((await cluster.kubectl(["get", "daemonset", "cstor-pool-node", "-n", NS, "-o", "json"])).stdout);
-    shippedEnv = (name) => resolvedContainerEnv(daemonSet, name);
+    shippedEnv = await shippedDaemonEnv(cluster, NS);
 
     for (const key of DEVICES) files[key] = sandbox.file(`real-${key}`, DEVICE_MIB);
     const hostOf = (device: DeviceKey): NodeKey => (device.startsWith("a") ? "a" : "b");

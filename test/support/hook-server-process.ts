@@ -2,7 +2,7 @@
 // Deployment (metacontroller/base/hook-server.yaml) as the apiserver stores it; only PORT is a free loopback port.
 import { freePorts, REPO_ROOT, waitUntil, type KubeCluster } from "./kube.js";
 import { LoggedProcess } from "./logged-process.js";
-import { resolvedContainerEnv } from "./node-daemon-process.js";
+import { shippedEnv } from "./node-daemon-process.js";
 
 export class HookServerProcess extends LoggedProcess {
   private constructor(
@@ -14,10 +14,9 @@ export class HookServerProcess extends LoggedProcess {
 
   /** Starts the hook server of the installed Deployment `namespace/name`; resolves once it listens. */
   static async start(cluster: KubeCluster, namespace: string, name = "cstor-pool-hooks"): Promise<HookServerProcess> {
-    const deployment = JSON.parse((await cluster.kubectl(["get", "deployment", name, "-n", namespace, "-o", "json"])).stdout);
+    const envOn = await shippedEnv(cluster, namespace, "deployment", name);
     const [port] = await freePorts(1);
-    // Its first container's env resolves as a DaemonSet's does (same pod template).
-    const env = { PATH: process.env.PATH ?? "/usr/bin:/bin", ...resolvedContainerEnv(deployment, "hook-node"), PORT: String(port) };
+    const env = { PATH: process.env.PATH ?? "/usr/bin:/bin", ...envOn("hook-node"), PORT: String(port) };
     const server = new HookServerProcess(`http://127.0.0.1:${port}`, env);
     await waitUntil(
       async () => {

@@ -7,7 +7,6 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { freePorts, REPO_ROOT, waitUntil, type KubeCluster } from "./kube.js";
 import { LoggedProcess } from "./logged-process.js";
-import { onStop } from "./processes.js";
 import { SANDBOX_DEVICE_ROOTS } from "./zfs.js";
 
 interface EnvVar {
@@ -20,13 +19,14 @@ interface EnvVar {
 export type ConfigMapData = Record<string, Record<string, string>>;
 
 /**
- * A DaemonSet's first container's env as the kubelet resolves it for a pod on `nodeName` in the DaemonSet's
- * namespace: fieldRefs, and configMapKeyRefs from `configMaps` (a missing one fails, as the pod would not start).
+ * A workload's (DaemonSet's or Deployment's) first container's env as the kubelet resolves it for a pod on
+ * `nodeName` in the workload's namespace: fieldRefs, and configMapKeyRefs from `configMaps` (a missing one
+ * fails, as the pod would not start).
  */
-function resolvedContainerEnv(daemonSet: any, nodeName: string, configMaps: ConfigMapData = {}): Record<string, string> {
-  const fields: Record<string, string> = { "spec.nodeName": nodeName, "metadata.namespace": daemonSet.metadata.namespace };
+function resolvedContainerEnv(workload: any, nodeName: string, configMaps: ConfigMapData): Record<string, string> {
+  const fields: Record<string, string> = { "spec.nodeName": nodeName, "metadata.namespace": workload.metadata.namespace };
   const env: Record<string, string> = {};
-  for (const variable of (daemonSet.spec.template.spec.containers[0].env ?? []) as EnvVar[]) {
+  for (const variable of (workload.spec.template.spec.containers[0].env ?? []) as EnvVar[]) {
     const path = variable.valueFrom?.fieldRef?.fieldPath;
     const ref = variable.valueFrom?.configMapKeyRef;
     const resolved = variable.value ?? (path !== undefined ? fields[path] : ref ? configMaps[ref.name]?.[ref.key] : undefined);
@@ -36,14 +36,24 @@ function resolvedContainerEnv(daemonSet: any, nodeName: string, configMaps: Conf
   return env;
 }
 
-/** The installed DaemonSet, and its env resolved per node with the namespace's ConfigMaps (what a kubelet would do). */
-export async function shippedDaemonEnv(cluster: KubeCluster, namespace: string): Promise<(nodeName: string) => Record<string, string>> {
-  const daemonSet = JSON.parse((await cluster.kubectl(["get", "daemonset", "cstor-pool-node", "-n", namespace, "-o", "json"])).stdout);
+/** An installed workload's env, resolved per node with the namespace's ConfigMaps (what a kubelet would do). */
+export async function shippedEnv(
+  cluster: KubeCluster,
+  namespace: string,
+  kind: "daemonset" | "deployment",
+  name: string,
+): Promise<(nodeName: string) => Record<string, string>> {
+  const workload = JSON.parse((await cluster.kubectl(["get", kind, name, "-n", namespace, "-o", "json"])).stdout);
   const list = JSON.parse((await cluster.kubectl(["get", "configmaps", "-n", namespace, "-o", "json"])).stdout) as {
     items: { metadata: { name: string }; data?: Record<string, string> }[];
   };
   const configMaps: ConfigMapData = Object.fromEntries(list.items.map((c) => [c.metadata.name, c.data ?? {}]));
-  return (nodeName) => resolvedContainerEnv(daemonSet, nodeName, configMaps);
+  return (nodeName) => resolvedContainerEnv(workload, nodeName, configMaps);
+}
+
+/** The installed node daemon's env per node. */
+export function shippedDaemonEnv(cluster: KubeCluster, namespace: string): Promise<(nodeName: string) => Record<string, string>> {
+  return shippedEnv(cluster, namespace, "daemonset", "cstor-pool-node");
 }
 
 export interface DaemonOptions {
