@@ -83,7 +83,7 @@ export const DEFAULTS = {
   /**
    * Resync while a CSPI's pool Deployment is missing or not yet as cspi-sync answered it: Metacontroller's
    * decorator gives a sync up on a conflict before applying attachments, and a status-only change (the node
-   * daemon's report) triggers no other sync (docs/decisions.md, 12).
+   * daemon's report) triggers no other sync (docs/decisions.md, 15).
    */
   attachmentResyncSeconds: 5,
 };

@@ -19,7 +19,7 @@ export function syncCspi(body: unknown, clock: Clock, config: HookConfig): Decor
   const desired = poolDeployment(cspi, config.poolPod);
   const health = cspiHealth(cspi, deployment, clock(), config, isTerminating(request.object));
   // Until Metacontroller has applied the Deployment, this sync may be given up on a conflict with nothing
-  // else to trigger the next one (docs/decisions.md, 12).
+  // else to trigger the next one (docs/decisions.md, 15).
   const resyncAfterSeconds = isApplied(desired, deployment)
     ? health.resyncAfterSeconds
     : Math.min(health.resyncAfterSeconds, DEFAULTS.attachmentResyncSeconds);
