@@ -1,0 +1,151 @@
+// Turns whole golden inputs into a world plus a patch (test/fixtures/README.md says when and why).
+//
+//   npx tsx test/support/fixture-patch.ts <case-dir>... [--world <name>] [--document <file>]
+//     Each whole input of each case (request.yaml, review.yaml, lookups.yaml, input.yaml) becomes
+//     <stem>.patch.yaml against the named world, or against whichever world gives the smallest patch.
+//   npx tsx test/support/fixture-patch.ts --new-world <name> [--base <world>] --document <file> <case-dir>...
+//     First writes the world test/fixtures/worlds/<name>.yaml: what most of the cases agree on (each key, each
+//     object, each value); with --base, as a patch of that world. Then converts the cases against it.
+//
+// Nothing is removed unless the world with the patch builds exactly the document it replaces.
+import { existsSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { basename, dirname, join, relative, resolve } from "node:path";
+import { parseArgs } from "node:util";
+import { canonicalize } from "../../lib/canonical.js";
+import {
+  fixtureYaml,
+  patchFileName,
+  PATCH_SUFFIX,
+  readCaseDocument,
+  readWorld,
+  readYaml,
+  WORLDS,
+} from "../../testkit/case-documents.js";
+import { deepEqual, diffMergePatch, identityOf, isKubeObject, type PatchValue } from "../../testkit/merge-patch.js";
+import { GOLDEN_AREAS } from "./golden.js";
+
+const INPUTS = [...new Set(Object.values(GOLDEN_AREAS).flatMap((area) => area.inputs))];
+
+/** The world's names, from the files in test/fixtures/worlds. */
+export function worldNames(): string[] {
+  if (!existsSync(WORLDS)) return [];
+  return readdirSync(WORLDS)
+    .filter((file) => file.endsWith(".yaml"))
+    .map((file) => basename(file, file.endsWith(PATCH_SUFFIX) ? PATCH_SUFFIX : ".yaml"))
+    .sort();
+}
+
+const lineCount = (text: string): number => text.split("\n").length - 1;
+
+const patchFileText = (world: string, patch: PatchValue | undefined): string =>
+  fixtureYaml(patch === undefined ? { world } : { world, patch });
+
+/**
+ * The patch file that turns `world` into `document`, or why it cannot: a document with a null in it (a merge
+ * patch reads null as "remove"), or one whose top-level keys differ (another kind of document).
+ */
+export function patchAgainst(world: string, document: PatchValue): string | undefined {
+  const base = readWorld(world) as PatchValue;
+  const sameShape = (a: PatchValue, b: PatchValue) =>
+    typeof a === "object" && typeof b === "object" && deepEqual(Object.keys(a ?? {}).sort(), Object.keys(b ?? {}).sort());
+  if (!sameShape(base, document)) return undefined;
+  let patch: PatchValue | undefined;
+  try {
+    patch = diffMergePatch(base, document);
+  } catch {
+    return undefined;
+  }
+  return patchFileText(world, patch);
+}
+
+/** Writes <case>/<stem>.patch.yaml for a whole <case>/<document> and removes the whole file. */
+export function convert(caseDir: string, document: string, world?: string): string {
+  const whole = join(caseDir, document);
+  const original = readYaml(whole) as PatchValue;
+  const candidates = (world ? [world] : worldNames())
+    .map((name) => ({ name, text: patchAgainst(name, original) }))
+    .filter((c): c is { name: string; text: string } => c.text !== undefined)
+    .sort((a, b) => lineCount(a.text) - lineCount(b.text));
+  const best = candidates[0];
+  if (!best) throw new Error(`${whole}: no world${world ? ` "${world}"` : ""} of the same kind of document; make one with --new-world`);
+  const patchPath = join(caseDir, patchFileName(document));
+  writeFileSync(patchPath, best.text);
+  rmSync(whole);
+  try {
+    if (!deepEqual(readCaseDocument(caseDir, document), original)) throw new Error("the world with the patch is not the document");
+  } catch (err) {
+    writeFileSync(whole, fixtureYaml(original));
+    rmSync(patchPath);
+    throw new Error(`${whole}: left whole: ${(err as Error).message}`);
+  }
+  return `${relative(process.cwd(), patchPath)}: world ${best.name}, ${lineCount(best.text)} lines (was ${lineCount(fixtureYaml(original))})`;
+}
+
+/**
+ * What most of the documents agree on: a key most of them have, an object (by kind, namespace and name) most
+ * of their object lists hold, and of the values they hold there, the most common.
+ */
+export function consensus(documents: readonly PatchValue[]): PatchValue {
+  const majority = (present: number) => present * 2 > documents.length;
+  if (documents.every(isMapValue)) {
+    const keys = [...new Set(documents.flatMap((d) => Object.keys(d)))];
+    const result: Record<string, PatchValue> = {};
+    for (const key of keys) {
+      const present = documents.filter((d) => key in d).map((d) => d[key]!);
+      if (majority(present.length)) result[key] = consensus(present);
+    }
+    return result;
+  }
+  if (documents.every((d) => Array.isArray(d) && d.length > 0 && d.every(isKubeObject))) {
+    const lists = documents as PatchValue[][];
+    const identities = [...new Set(lists.flatMap((list) => list.map((o) => identityOf(o as never))))];
+    return identities.flatMap((identity) => {
+      const present = lists.flatMap((list) => list.filter((o) => identityOf(o as never) === identity));
+      return majority(present.length) ? [consensus(present)] : [];
+    });
+  }
+  const counts = new Map<string, { value: PatchValue; count: number }>();
+  for (const d of documents) {
+    const key = JSON.stringify(canonicalize(d));
+    counts.set(key, { value: d, count: (counts.get(key)?.count ?? 0) + 1 });
+  }
+  return [...counts.values()].sort((a, b) => b.count - a.count)[0]!.value;
+}
+
+const isMapValue = (value: PatchValue): value is Record<string, PatchValue> =>
+  typeof value === "object" && value !== null && !Array.isArray(value);
+
+export function newWorld(name: string, document: string, caseDirs: readonly string[], base?: string): string {
+  const world = consensus(caseDirs.map((dir) => canonicalize(readCaseDocument(dir, document)) as PatchValue));
+  if (worldNames().includes(name)) throw new Error(`world "${name}" exists already`);
+  const path = join(WORLDS, base ? `${name}${PATCH_SUFFIX}` : `${name}.yaml`);
+  writeFileSync(path, base ? patchFileText(base, diffMergePatch(readWorld(base), world)) : fixtureYaml(world));
+  return `${relative(process.cwd(), path)}: ${lineCount(fixtureYaml(world))} lines`;
+}
+
+function main(argv: string[]): void {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: { world: { type: "string" }, document: { type: "string" }, "new-world": { type: "string" }, base: { type: "string" } },
+  });
+  const dirs = positionals.map((dir) => resolve(dir));
+  if (dirs.length === 0) throw new Error("usage: fixture-patch.ts [--world <name> | --new-world <name> [--base <world>]] [--document <file>] <case-dir>...");
+  const newName = values["new-world"];
+  if (newName) {
+    if (!values.document) throw new Error("--new-world needs --document (request.yaml, review.yaml, lookups.yaml or input.yaml)");
+    console.log(newWorld(newName, values.document, dirs, values.base));
+  }
+  for (const dir of dirs) {
+    const documents = values.document ? [values.document] : INPUTS.filter((file) => existsSync(join(dir, file)));
+    if (documents.length === 0) console.log(`${relative(process.cwd(), dir)}: no whole input to convert`);
+    for (const document of documents) {
+      if (!existsSync(join(dir, document))) continue;
+      console.log(convert(dir, document, newName ?? values.world));
+    }
+  }
+}
+
+if (resolve(process.argv[1] ?? "") === resolve(dirname(new URL(import.meta.url).pathname), "fixture-patch.ts")) {
+  main(process.argv.slice(2));
+}
