@@ -104,12 +104,13 @@ function readYamlOnce(path: string): unknown {
 }
 
 /**
- * A fixture as YAML: canonical (sorted keys, YAML 1.1 quoting) like every golden file, and an object that
- * appears twice (a claim among both the children and the related objects of a request) written once, with an
- * anchor named after it, and referred to by alias after that.
+ * A fixture as YAML, keys in the order given (a world comes canonical, a patch with its keys sorted but its
+ * new objects in list order), YAML 1.1 quoting like every golden file, nulls kept (in a patch they remove),
+ * and an object that appears twice (a claim among both the children and the related objects of a request)
+ * written once, with an anchor named after it, and referred to by alias after that.
  */
-export function fixtureYaml(value: unknown): string {
-  const canonical = canonicalize(value);
+export function fixtureYaml(value: PatchValue): string {
+  const canonical = value as Json;
   // How often each shareable object occurs where it will be written (not counting those inside a repeat,
   // which becomes an alias as a whole).
   const uses = new Map<string, number>();

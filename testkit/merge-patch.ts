@@ -1,11 +1,12 @@
-// JSON merge patch (RFC 7386) with one extension for lists of Kubernetes objects, the edit language of the
-// test fixtures (a case's request is a shared world plus a patch, see test/fixtures/README.md).
+// JSON merge patch (RFC 7386) with one extension for lists of Kubernetes objects: the edit language of the
+// test fixtures, where a case's request is a shared world plus a patch (test/fixtures/README.md).
 //
-// RFC 7386: a map in the patch merges into the map it lands on, key by key; null deletes the key; anything
+// RFC 7386: a map in the patch merges into the map it lands on, key by key; null removes the key; anything
 // else (a string, a number, a list) replaces what was there. The extension: where the patch puts a map on a
 // list whose items are Kubernetes objects (the admission lookups' `objects`), the map is keyed by each
 // object's identity, `Kind/namespace/name` (`Kind/name` if cluster-scoped): an entry merges into the object
-// of that identity, null removes it, a new identity appends the object.
+// of that identity, null removes it, and a new identity inserts the object after the last one of its kind
+// (at the end if there is none), in the order the patch lists them.
 
 export type PatchValue = null | boolean | number | string | PatchValue[] | { [key: string]: PatchValue };
 type PatchMap = { [key: string]: PatchValue };
@@ -20,10 +21,7 @@ interface KubeLike {
 type KubeMap = PatchMap & KubeLike;
 
 export const isKubeObject = (value: unknown): value is KubeMap =>
-  isMap(value) &&
-  typeof value.kind === "string" &&
-  isMap(value.metadata) &&
-  typeof value.metadata.name === "string";
+  isMap(value) && typeof value.kind === "string" && isMap(value.metadata) && typeof value.metadata.name === "string";
 
 /** `Kind/namespace/name`, or `Kind/name` for a cluster-scoped object. */
 export function identityOf(object: KubeLike): string {
@@ -48,23 +46,25 @@ export function applyMergePatch(target: unknown, patch: PatchValue, where = "$")
 function patchObjectList(list: unknown[], patch: PatchMap, where: string): PatchValue[] {
   const items = list.map((item, index) => {
     if (!isKubeObject(item)) throw new Error(`${where}[${index}]: a map patches only a list of Kubernetes objects (kind and metadata.name)`);
-    return { identity: identityOf(item), object: clone(item) as PatchValue };
+    return clone(item) as KubeMap;
   });
+  const indexOf = (identity: string) => items.findIndex((item) => identityOf(item) === identity);
   for (const [identity, value] of Object.entries(patch)) {
-    const at = items.findIndex((item) => item.identity === identity);
+    const at = indexOf(identity);
     if (value === null) {
       if (at < 0) throw new Error(`${where}: cannot remove ${identity}, no such object in the list`);
       items.splice(at, 1);
     } else if (at >= 0) {
-      items[at]!.object = applyMergePatch(items[at]!.object, value, `${where}[${identity}]`);
+      items[at] = applyMergePatch(items[at], value, `${where}[${identity}]`) as KubeMap;
     } else {
       if (!isKubeObject(value) || identityOf(value) !== identity) {
         throw new Error(`${where}: the new object under ${identity} must be a whole object of that kind, namespace and name`);
       }
-      items.push({ identity, object: clone(value) });
+      const lastOfKind = items.findLastIndex((item) => item.kind === value.kind);
+      items.splice(lastOfKind < 0 ? items.length : lastOfKind + 1, 0, clone(value));
     }
   }
-  return items.map((item) => item.object);
+  return items;
 }
 
 /** Equal as JSON documents: map keys in any order, list items in order. */
@@ -80,17 +80,19 @@ export function deepEqual(a: unknown, b: unknown): boolean {
 }
 
 /**
- * The smallest patch that turns `base` into `target` under applyMergePatch, or an error if the target
- * cannot be reached (it holds a null, which a merge patch can only read as "delete").
+ * The smallest patch that turns `base` into `target` under applyMergePatch (undefined if they are equal), its
+ * map keys sorted. Throws if the target holds a null, which a merge patch can only read as "remove".
  */
 export function diffMergePatch(base: unknown, target: PatchValue): PatchValue | undefined {
   if (deepEqual(base, target)) return undefined;
   if (isMap(base) && isMap(target)) {
     const patch: PatchMap = {};
-    for (const key of Object.keys(base)) if (!(key in target)) patch[key] = null;
-    for (const [key, value] of Object.entries(target)) {
-      const entry = diffMergePatch(base[key], value);
-      if (entry !== undefined) patch[key] = entry;
+    for (const key of [...new Set([...Object.keys(base), ...Object.keys(target)])].sort()) {
+      if (!(key in target)) patch[key] = null;
+      else {
+        const entry = diffMergePatch(base[key], target[key]!);
+        if (entry !== undefined) patch[key] = entry;
+      }
     }
     return patch;
   }
@@ -102,11 +104,14 @@ export function diffMergePatch(base: unknown, target: PatchValue): PatchValue | 
   return clone(target);
 }
 
-/** A keyed patch between two lists of Kubernetes objects, if it reproduces `target` exactly (order too). */
+/**
+ * A keyed patch between two lists of Kubernetes objects (removals, then the target's objects in its order),
+ * if it reproduces `target` exactly, order included.
+ */
 function diffObjectList(base: unknown[], target: PatchValue[]): PatchMap | undefined {
   if (base.length === 0 || !base.every(isKubeObject) || !target.every(isKubeObject)) return undefined;
   const before = new Map(base.map((object) => [identityOf(object), object]));
-  const after = new Map((target as KubeMap[]).map((object) => [identityOf(object), object]));
+  const after = new Map(target.map((object) => [identityOf(object), object]));
   if (before.size !== base.length || after.size !== target.length) return undefined;
   const patch: PatchMap = {};
   for (const identity of before.keys()) if (!after.has(identity)) patch[identity] = null;

@@ -8,17 +8,17 @@
 //     object, each value); with --base, as a patch of that world. Then converts the cases against it.
 //
 // Nothing is removed unless the world with the patch builds exactly the document it replaces.
-import { existsSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { basename, dirname, join, relative, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { canonicalize } from "../../lib/canonical.js";
 import {
+  documentSource,
   fixtureYaml,
   patchFileName,
   PATCH_SUFFIX,
   readCaseDocument,
   readWorld,
-  readYaml,
   WORLDS,
 } from "../../testkit/case-documents.js";
 import { deepEqual, diffMergePatch, identityOf, isKubeObject, type PatchValue } from "../../testkit/merge-patch.js";
@@ -37,18 +37,18 @@ export function worldNames(): string[] {
 
 const lineCount = (text: string): number => text.split("\n").length - 1;
 
+/** `world:` first, so a reader knows what the patch applies to before reading it. */
 const patchFileText = (world: string, patch: PatchValue | undefined): string =>
-  fixtureYaml(patch === undefined ? { world } : { world, patch });
+  `world: ${world}\n${patch === undefined ? "" : fixtureYaml({ patch })}`;
 
 /**
- * The patch file that turns `world` into `document`, or why it cannot: a document with a null in it (a merge
- * patch reads null as "remove"), or one whose top-level keys differ (another kind of document).
+ * The patch file that turns `world` into `document`; undefined if the world is another kind of document (no
+ * top-level key in common) or the document holds a null (a merge patch reads null as "remove").
  */
 export function patchAgainst(world: string, document: PatchValue): string | undefined {
   const base = readWorld(world) as PatchValue;
-  const sameShape = (a: PatchValue, b: PatchValue) =>
-    typeof a === "object" && typeof b === "object" && deepEqual(Object.keys(a ?? {}).sort(), Object.keys(b ?? {}).sort());
-  if (!sameShape(base, document)) return undefined;
+  const keys = (value: PatchValue) => (isMapValue(value) ? Object.keys(value) : []);
+  if (!keys(base).some((key) => keys(document).includes(key))) return undefined;
   let patch: PatchValue | undefined;
   try {
     patch = diffMergePatch(base, document);
@@ -58,27 +58,32 @@ export function patchAgainst(world: string, document: PatchValue): string | unde
   return patchFileText(world, patch);
 }
 
-/** Writes <case>/<stem>.patch.yaml for a whole <case>/<document> and removes the whole file. */
+/**
+ * Writes <case>/<stem>.patch.yaml for <case>/<document>, which is whole or already a patch (of another world,
+ * or of a world since edited), and removes the whole file.
+ */
 export function convert(caseDir: string, document: string, world?: string): string {
-  const whole = join(caseDir, document);
-  const original = readYaml(whole) as PatchValue;
+  const source = documentSource(caseDir, document);
+  if (!source) throw new Error(`${caseDir}: no ${document} to convert`);
+  const before = readFileSync(source, "utf8");
+  const original = readCaseDocument(caseDir, document) as PatchValue;
   const candidates = (world ? [world] : worldNames())
     .map((name) => ({ name, text: patchAgainst(name, original) }))
     .filter((c): c is { name: string; text: string } => c.text !== undefined)
     .sort((a, b) => lineCount(a.text) - lineCount(b.text));
   const best = candidates[0];
-  if (!best) throw new Error(`${whole}: no world${world ? ` "${world}"` : ""} of the same kind of document; make one with --new-world`);
+  if (!best) throw new Error(`${source}: no world${world ? ` "${world}"` : ""} of the same kind of document; make one with --new-world`);
   const patchPath = join(caseDir, patchFileName(document));
+  rmSync(source);
   writeFileSync(patchPath, best.text);
-  rmSync(whole);
   try {
     if (!deepEqual(readCaseDocument(caseDir, document), original)) throw new Error("the world with the patch is not the document");
   } catch (err) {
-    writeFileSync(whole, fixtureYaml(original));
     rmSync(patchPath);
-    throw new Error(`${whole}: left whole: ${(err as Error).message}`);
+    writeFileSync(source, before);
+    throw new Error(`${source}: left as it was: ${(err as Error).message}`);
   }
-  return `${relative(process.cwd(), patchPath)}: world ${best.name}, ${lineCount(best.text)} lines (was ${lineCount(fixtureYaml(original))})`;
+  return `${relative(process.cwd(), patchPath)}: world ${best.name}, ${lineCount(best.text)} lines (was ${lineCount(before)})`;
 }
 
 /**
@@ -119,7 +124,7 @@ export function newWorld(name: string, document: string, caseDirs: readonly stri
   const world = consensus(caseDirs.map((dir) => canonicalize(readCaseDocument(dir, document)) as PatchValue));
   if (worldNames().includes(name)) throw new Error(`world "${name}" exists already`);
   const path = join(WORLDS, base ? `${name}${PATCH_SUFFIX}` : `${name}.yaml`);
-  writeFileSync(path, base ? patchFileText(base, diffMergePatch(readWorld(base), world)) : fixtureYaml(world));
+  writeFileSync(path, base ? patchFileText(base, diffMergePatch(readWorld(base), world)) : fixtureYaml(canonicalize(world)));
   return `${relative(process.cwd(), path)}: ${lineCount(fixtureYaml(world))} lines`;
 }
 
@@ -137,12 +142,9 @@ function main(argv: string[]): void {
     console.log(newWorld(newName, values.document, dirs, values.base));
   }
   for (const dir of dirs) {
-    const documents = values.document ? [values.document] : INPUTS.filter((file) => existsSync(join(dir, file)));
-    if (documents.length === 0) console.log(`${relative(process.cwd(), dir)}: no whole input to convert`);
-    for (const document of documents) {
-      if (!existsSync(join(dir, document))) continue;
-      console.log(convert(dir, document, newName ?? values.world));
-    }
+    const documents = values.document ? [values.document] : INPUTS.filter((file) => documentSource(dir, file));
+    if (documents.length === 0) console.log(`${relative(process.cwd(), dir)}: no input to convert`);
+    for (const document of documents) console.log(convert(dir, document, newName ?? values.world));
   }
 }
 
