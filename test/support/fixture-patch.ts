@@ -11,10 +11,10 @@
 import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { basename, dirname, join, relative, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { canonicalize } from "../../lib/canonical.js";
+import { Document, YAMLMap, YAMLSeq } from "yaml";
+import { canonicalize, type Json } from "../../lib/canonical.js";
 import {
   documentSource,
-  fixtureYaml,
   patchFileName,
   PATCH_SUFFIX,
   readCaseDocument,
@@ -150,4 +150,61 @@ function main(argv: string[]): void {
 
 if (resolve(process.argv[1] ?? "") === resolve(dirname(new URL(import.meta.url).pathname), "fixture-patch.ts")) {
   main(process.argv.slice(2));
+}
+
+/**
+ * A fixture as YAML, keys in the order given (a world comes canonical, a patch with its keys sorted but its
+ * new objects in list order), YAML 1.1 quoting like every golden file, nulls kept (in a patch they remove),
+ * and an object that appears twice (a claim among both the children and the related objects of a request)
+ * written once, with an anchor named after it, and referred to by alias after that.
+ */
+export function fixtureYaml(value: PatchValue): string {
+  const canonical = value as Json;
+  // How often each shareable object occurs where it will be written (not counting those inside a repeat,
+  // which becomes an alias as a whole).
+  const uses = new Map<string, number>();
+  const count = (node: Json): void => {
+    if (!node || typeof node !== "object") return;
+    const shareable = isKubeObject(node) || isObjectMap(node);
+    const json = shareable ? JSON.stringify(node) : "";
+    if (shareable && uses.has(json)) {
+      uses.set(json, uses.get(json)! + 1);
+      return;
+    }
+    if (shareable) uses.set(json, 1);
+    for (const child of Object.values(node)) count(child);
+  };
+  count(canonical);
+  const doc = new Document(null, { version: "1.1" });
+  const anchors = new Map<string, YAMLMap | YAMLSeq>();
+  const taken = new Set<string>();
+  const build = (node: Json): unknown => {
+    if (!node || typeof node !== "object") return doc.createNode(node);
+    const json = JSON.stringify(node);
+    const anchored = anchors.get(json);
+    if (anchored) return doc.createAlias(anchored, anchored.anchor);
+    const built = Array.isArray(node) ? new YAMLSeq() : new YAMLMap();
+    if (Array.isArray(node)) node.forEach((item) => (built as YAMLSeq).add(build(item)));
+    else for (const [k, v] of Object.entries(node)) (built as YAMLMap).add(doc.createPair(k, build(v)));
+    if ((uses.get(json) ?? 0) > 1) {
+      built.anchor = anchorName(node, taken);
+      anchors.set(json, built);
+    }
+    return built;
+  };
+  doc.contents = build(canonical) as YAMLMap;
+  return doc.toString({ lineWidth: 0 });
+}
+
+/** A map of Kubernetes objects by name, as Metacontroller sends children and related objects. */
+const isObjectMap = (node: Json): boolean =>
+  !!node && typeof node === "object" && !Array.isArray(node) && Object.keys(node).length > 0 && Object.values(node).every(isKubeObject);
+
+/** The object's name, or for a map of objects their kind ("BlockDeviceClaims"). */
+function anchorName(node: Json, taken: Set<string>): string {
+  const base = (isKubeObject(node) ? node.metadata.name : `${(Object.values(node as object)[0] as { kind: string }).kind}s`).replace(/[^A-Za-z0-9._-]/g, "-");
+  let name = base;
+  for (let i = 2; taken.has(name); i++) name = `${base}-${i}`;
+  taken.add(name);
+  return name;
 }

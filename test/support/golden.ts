@@ -19,6 +19,8 @@ export interface GoldenArea {
   outputs: readonly string[];
   /** What case.yaml may hold besides description and now. */
   caseKeys?: readonly string[];
+  /** Further files of a case, named by its inputs (read gives an input document). */
+  companions?: (read: (document: string) => unknown) => string[];
 }
 
 export const GOLDEN_AREAS: Readonly<Record<string, GoldenArea>> = {
@@ -27,8 +29,23 @@ export const GOLDEN_AREAS: Readonly<Record<string, GoldenArea>> = {
   "cspc-finalize": { inputs: ["request.yaml"], outputs: ["response.yaml"] },
   "cspi-sync": { inputs: ["request.yaml"], outputs: ["response.yaml"] },
   "cspi-finalize": { inputs: ["request.yaml"], outputs: ["response.yaml"] },
-  // input.yaml names the captured zpool output files beside it (zpool-status.txt, zpool-import-*.txt).
-  "node-daemon/planner": { inputs: ["input.yaml"], outputs: ["plan.yaml", "status.yaml"] },
+  "node-daemon/planner": {
+    inputs: ["input.yaml"],
+    outputs: ["plan.yaml", "status.yaml"],
+    // The zpool output captured on a node, in files beside input.yaml that it names.
+    companions: (read) => {
+      const input = read("input.yaml") as { zpoolStatus: string; importable?: { listing: string }[] };
+      return [input.zpoolStatus, ...(input.importable ?? []).map((entry) => entry.listing)];
+    },
+  },
+};
+
+/** Fixture directories that are no golden area: exactly these files, each read by the tests named. */
+export const FIXED_FIXTURES: Readonly<Record<string, readonly string[]>> = {
+  // test/support/kube.ts and test/integration/manifests.test.ts apply them to the test apiserver.
+  metacontroller: ["README.md", "cert-manager-crds.yaml", "metacontroller-crds.yaml"],
+  // test/cli/render.test.ts and test/integration/render.test.ts.
+  "render/mirror": ["blockdevices.yaml", "expected.yaml", "nodes.yaml"],
 };
 
 export interface GoldenCase {
