@@ -1,9 +1,9 @@
 // A deterministic synthetic fleet: one CSPC of N pools (two 2-way mirror groups each, 4 devices), with its
 // Nodes, BlockDevices, Bound claims and (optionally) the CSPIs a previous sync created. Used by tests of
 // large requests and by the benchmarks.
-import type { CompositeSyncRequest, KubeObject } from "../../api/types.js";
-import { syncCspc } from "../../hooks/cspc-sync/sync.js";
-import { claimName } from "../../lib/names.js";
+import type { CompositeSyncRequest, KubeObject } from "../api/types.js";
+import { syncCspc } from "../hooks/cspc-sync/sync.js";
+import { claimName } from "../lib/names.js";
 
 const NS = "openebs";
 const UID = "0f1ee7aa-0000-4000-8000-000000000001";

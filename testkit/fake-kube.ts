@@ -2,8 +2,8 @@
 // resourceVersions, watch events, merge-patched status (null removes), finalizers that hold a deleted
 // object until the last one is removed, Events, and claim annotations. Real-apiserver tests come with
 // test/support/kube.ts.
-import type { CSPI } from "../../api/types.js";
-import type { CoreEvent, KubeApi, StatusPatch, WatchEventType } from "../../node-daemon/kube.js";
+import type { CSPI } from "../api/types.js";
+import type { CoreEvent, KubeApi, StatusPatch, WatchEventType } from "../node-daemon/kube.js";
 
 type Listener = (type: WatchEventType, cspi: CSPI) => void;
 

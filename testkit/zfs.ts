@@ -6,9 +6,9 @@ import { createHash, randomBytes } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { API_VERSION, KIND } from "../../api/constants.js";
-import type { CSPI, CSPIRaidGroup } from "../../api/types.js";
-import { allLeaves, parseZpoolStatus } from "../../node-daemon/parse.js";
+import { API_VERSION, KIND } from "../api/constants.js";
+import type { CSPI, CSPIRaidGroup } from "../api/types.js";
+import { allLeaves, parseZpoolStatus } from "../node-daemon/parse.js";
 
 export const MiB = 1024 * 1024;
 
