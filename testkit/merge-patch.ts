@@ -81,10 +81,12 @@ export function deepEqual(a: unknown, b: unknown): boolean {
 
 /**
  * The smallest patch that turns `base` into `target` under applyMergePatch (undefined if they are equal), its
- * map keys sorted. Throws if the target holds a null, which a merge patch can only read as "remove".
+ * map keys sorted. Throws where no patch can: the target holds a null (a merge patch reads it as "remove"),
+ * or a list becomes a map (a map patched onto a list edits the list's objects).
  */
 export function diffMergePatch(base: unknown, target: PatchValue): PatchValue | undefined {
   if (deepEqual(base, target)) return undefined;
+  if (Array.isArray(base) && isMap(target)) throw new Error("a merge patch cannot turn a list into a map");
   if (isMap(base) && isMap(target)) {
     const patch: PatchMap = {};
     for (const key of [...new Set([...Object.keys(base), ...Object.keys(target)])].sort()) {
