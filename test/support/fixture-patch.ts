@@ -1,18 +1,22 @@
-// Turns whole golden inputs into a world plus a patch (test/fixtures/README.md says when and why).
+// Turns golden inputs into a world plus a patch (test/fixtures/README.md says when and why).
 //
 //   npx tsx test/support/fixture-patch.ts <case-dir>... [--world <name>] [--document <file>]
-//     Each whole input of each case (request.yaml, review.yaml, lookups.yaml, input.yaml) becomes
-//     <stem>.patch.yaml against the named world, or against whichever world gives the smallest patch.
+//     Each input of each case (request.yaml, review.yaml, lookups.yaml, input.yaml; whole, or a patch to
+//     move to another world) becomes <stem>.patch.yaml against the named world, or against whichever world
+//     gives the smallest patch.
 //   npx tsx test/support/fixture-patch.ts --new-world <name> [--base <world>] --document <file> <case-dir>...
 //     First writes the world test/fixtures/worlds/<name>.yaml: what most of the cases agree on (each key, each
 //     object, each value); with --base, as a patch of that world. Then converts the cases against it.
+//   npx tsx test/support/fixture-patch.ts --whole [--document <file>] <case-dir>...
+//     Writes the inputs whole again (before editing a world: the cases built on it would change with it).
 //
 // Nothing is removed unless the world with the patch builds exactly the document it replaces.
-import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { basename, dirname, join, relative, resolve } from "node:path";
+import { existsSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { basename, join, relative, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { Document, YAMLMap, YAMLSeq } from "yaml";
-import { canonicalize, type Json } from "../../lib/canonical.js";
+import { canonicalize, canonicalYaml, type Json } from "../../lib/canonical.js";
 import {
   documentSource,
   patchFileName,
@@ -72,7 +76,9 @@ export function convert(caseDir: string, document: string, world?: string): stri
     .filter((c): c is { name: string; text: string } => c.text !== undefined)
     .sort((a, b) => lineCount(a.text) - lineCount(b.text));
   const best = candidates[0];
-  if (!best) throw new Error(`${source}: no world${world ? ` "${world}"` : ""} of the same kind of document; make one with --new-world`);
+  if (!best) {
+    throw new Error(`${source}: no world${world ? ` "${world}"` : ""} can build it (it holds a null, or no world is this kind of document: make one with --new-world)`);
+  }
   const patchPath = join(caseDir, patchFileName(document));
   rmSync(source);
   writeFileSync(patchPath, best.text);
@@ -84,6 +90,16 @@ export function convert(caseDir: string, document: string, world?: string): stri
     throw new Error(`${source}: left as it was: ${(err as Error).message}`);
   }
   return `${relative(process.cwd(), patchPath)}: world ${best.name}, ${lineCount(best.text)} lines (was ${lineCount(before)})`;
+}
+
+/** Writes <case>/<document> whole, from its patch, and removes the patch: before editing the world under it. */
+export function makeWhole(caseDir: string, document: string): string {
+  const source = documentSource(caseDir, document);
+  if (!source?.endsWith(PATCH_SUFFIX)) return `${relative(process.cwd(), join(caseDir, document))}: whole already`;
+  const whole = join(caseDir, document);
+  writeFileSync(whole, canonicalYaml(readCaseDocument(caseDir, document)));
+  rmSync(source);
+  return `${relative(process.cwd(), whole)}: whole`;
 }
 
 /**
@@ -126,30 +142,6 @@ export function newWorld(name: string, document: string, caseDirs: readonly stri
   const path = join(WORLDS, base ? `${name}${PATCH_SUFFIX}` : `${name}.yaml`);
   writeFileSync(path, base ? patchFileText(base, diffMergePatch(readWorld(base), world)) : fixtureYaml(canonicalize(world)));
   return `${relative(process.cwd(), path)}: ${lineCount(fixtureYaml(world))} lines`;
-}
-
-function main(argv: string[]): void {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    options: { world: { type: "string" }, document: { type: "string" }, "new-world": { type: "string" }, base: { type: "string" } },
-  });
-  const dirs = positionals.map((dir) => resolve(dir));
-  if (dirs.length === 0) throw new Error("usage: fixture-patch.ts [--world <name> | --new-world <name> [--base <world>]] [--document <file>] <case-dir>...");
-  const newName = values["new-world"];
-  if (newName) {
-    if (!values.document) throw new Error("--new-world needs --document (request.yaml, review.yaml, lookups.yaml or input.yaml)");
-    console.log(newWorld(newName, values.document, dirs, values.base));
-  }
-  for (const dir of dirs) {
-    const documents = values.document ? [values.document] : INPUTS.filter((file) => documentSource(dir, file));
-    if (documents.length === 0) console.log(`${relative(process.cwd(), dir)}: no input to convert`);
-    for (const document of documents) console.log(convert(dir, document, newName ?? values.world));
-  }
-}
-
-if (resolve(process.argv[1] ?? "") === resolve(dirname(new URL(import.meta.url).pathname), "fixture-patch.ts")) {
-  main(process.argv.slice(2));
 }
 
 /**
@@ -208,3 +200,39 @@ function anchorName(node: Json, taken: Set<string>): string {
   taken.add(name);
   return name;
 }
+
+function main(argv: string[]): void {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      world: { type: "string" },
+      document: { type: "string" },
+      "new-world": { type: "string" },
+      base: { type: "string" },
+      whole: { type: "boolean", default: false },
+    },
+  });
+  const dirs = positionals.map((dir) => resolve(dir));
+  if (dirs.length === 0) {
+    throw new Error("usage: fixture-patch.ts [--world <name> | --new-world <name> [--base <world>] | --whole] [--document <file>] <case-dir>...");
+  }
+  const documentsOf = (dir: string) => (values.document ? [values.document] : INPUTS.filter((file) => documentSource(dir, file)));
+  if (values.whole) {
+    for (const dir of dirs) for (const document of documentsOf(dir)) console.log(makeWhole(dir, document));
+    return;
+  }
+  const newName = values["new-world"];
+  if (newName) {
+    if (!values.document) throw new Error("--new-world needs --document (request.yaml, review.yaml, lookups.yaml or input.yaml)");
+    console.log(newWorld(newName, values.document, dirs, values.base));
+  }
+  for (const dir of dirs) {
+    const documents = documentsOf(dir);
+    if (documents.length === 0) console.log(`${relative(process.cwd(), dir)}: no input to convert`);
+    for (const document of documents) console.log(convert(dir, document, newName ?? values.world));
+  }
+}
+
+// Run as a script, not when a test imports it.
+if (process.argv[1] && realpathSync(process.argv[1]) === fileURLToPath(import.meta.url)) main(process.argv.slice(2));
