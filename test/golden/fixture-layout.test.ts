@@ -1,7 +1,7 @@
 // The fixture tree holds nothing no case uses, and every case holds what it needs (test/fixtures/README.md).
 import { appendFileSync, cpSync, existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { expect } from "chai";
 import { fixtureProblems } from "../support/fixture-layout.js";
 import { FIXTURES } from "../support/golden.js";
@@ -25,6 +25,9 @@ describe("fixture tree layout", () => {
       if (existsSync(join(FIXTURES, part))) cpSync(join(FIXTURES, part), join(copy, part), { recursive: true });
     };
 
+    /** A defect that removes one file of a case (or of a fixed fixture directory). */
+    const removing = (file: string) => ({ make: (root: string) => rmSync(join(root, file)), touches: dirname(file) });
+
     const defects: { name: string; make: (root: string) => void; touches: string; problem: string }[] = [
       {
         name: "a file no case uses",
@@ -46,20 +49,17 @@ describe("fixture tree layout", () => {
       },
       {
         name: "a case without its expected output",
-        make: (root) => rmSync(join(root, "cspi-sync/pod-not-ready/response.yaml")),
-        touches: "cspi-sync/pod-not-ready",
+        ...removing("cspi-sync/pod-not-ready/response.yaml"),
         problem: "cspi-sync/pod-not-ready/response.yaml: missing (UPDATE_GOLDEN=1 writes it; review it like code)",
       },
       {
         name: "a case without its input",
-        make: (root) => rmSync(join(root, "admission/create-valid/lookups.patch.yaml")),
-        touches: "admission/create-valid",
+        ...removing("admission/create-valid/lookups.patch.yaml"),
         problem: "admission/create-valid/lookups.yaml: missing (neither lookups.yaml nor lookups.patch.yaml)",
       },
       {
         name: "a case without case.yaml",
-        make: (root) => rmSync(join(root, "cspc-finalize/step-1-mark-pools/case.yaml")),
-        touches: "cspc-finalize/step-1-mark-pools",
+        ...removing("cspc-finalize/step-1-mark-pools/case.yaml"),
         problem: "cspc-finalize/step-1-mark-pools: missing case.yaml",
       },
       {
@@ -77,14 +77,12 @@ describe("fixture tree layout", () => {
       },
       {
         name: "a planner case without the zpool output its input names",
-        make: (root) => rmSync(join(root, "node-daemon/planner/steady-state/zpool-status.txt")),
-        touches: "node-daemon/planner/steady-state",
+        ...removing("node-daemon/planner/steady-state/zpool-status.txt"),
         problem: "node-daemon/planner/steady-state/zpool-status.txt: missing, named by the case's input",
       },
       {
         name: "a fixed fixture gone",
-        make: (root) => rmSync(join(root, "render/mirror/nodes.yaml")),
-        touches: "render/mirror",
+        ...removing("render/mirror/nodes.yaml"),
         problem: "render/mirror/nodes.yaml: missing",
       },
     ];
