@@ -30,7 +30,7 @@ import { GOLDEN_AREAS } from "./golden.js";
 
 const INPUTS = [...new Set(Object.values(GOLDEN_AREAS).flatMap((area) => area.inputs))];
 
-/** The world's names, from the files in test/fixtures/worlds. */
+/** The worlds' names, from the files in test/fixtures/worlds. */
 export function worldNames(): string[] {
   if (!existsSync(WORLDS)) return [];
   return readdirSync(WORLDS)
@@ -117,11 +117,11 @@ export function consensus(documents: readonly PatchValue[]): PatchValue {
     }
     return result;
   }
-  if (documents.every((d) => Array.isArray(d) && d.length > 0 && d.every(isKubeObject))) {
-    const lists = documents as PatchValue[][];
-    const identities = [...new Set(lists.flatMap((list) => list.map((o) => identityOf(o as never))))];
+  const objectLists = documents.map((d) => (Array.isArray(d) && d.length > 0 && d.every(isKubeObject) ? d : undefined));
+  if (objectLists.every((list) => list !== undefined)) {
+    const identities = [...new Set(objectLists.flatMap((list) => list.map(identityOf)))];
     return identities.flatMap((identity) => {
-      const present = lists.flatMap((list) => list.filter((o) => identityOf(o as never) === identity));
+      const present = objectLists.flatMap((list) => list.filter((o) => identityOf(o) === identity));
       return majority(present.length) ? [consensus(present)] : [];
     });
   }
@@ -136,6 +136,7 @@ export function consensus(documents: readonly PatchValue[]): PatchValue {
 const isMapValue = (value: PatchValue): value is Record<string, PatchValue> =>
   typeof value === "object" && value !== null && !Array.isArray(value);
 
+/** Writes worlds/<name>.yaml, the consensus of the cases' <document>; with `base`, as a patch of that world. */
 export function newWorld(name: string, document: string, caseDirs: readonly string[], base?: string): string {
   const world = consensus(caseDirs.map((dir) => canonicalize(readCaseDocument(dir, document)) as PatchValue));
   if (worldNames().includes(name)) throw new Error(`world "${name}" exists already`);
