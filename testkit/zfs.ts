@@ -31,6 +31,9 @@ function zfsAnswers(): boolean {
   }
 }
 
+/** What prepares this machine for the tests, zfs-fuse included. */
+export const TEST_ENV_SCRIPT = new URL("../scripts/test-env.sh", import.meta.url).pathname;
+
 /**
  * zfs-fuse answers, or is started again. zfs-fuse 0.7 has been seen to exit without a trace after hours of
  * test pools; one crash must fail the test it happened in, not every suite after it.
@@ -39,7 +42,7 @@ export function requireZfs(): void {
   if (zfsAnswers()) return;
   process.stderr.write("test support: zfs-fuse is not answering; starting it again (scripts/test-env.sh)\n");
   try {
-    execFileSync("bash", [new URL("../../scripts/test-env.sh", import.meta.url).pathname], { stdio: ["ignore", "ignore", "pipe"], timeout: 120_000 });
+    execFileSync("bash", [TEST_ENV_SCRIPT], { stdio: ["ignore", "ignore", "pipe"], timeout: 120_000 });
   } catch (error) {
     throw new Error(`zfs-fuse is not answering and could not be started: ${(error as Error).message}`);
   }
