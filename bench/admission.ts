@@ -4,7 +4,7 @@ import { KIND, TYPE_KEY } from "../api/constants.js";
 import type { BlockDevice, BlockDeviceClaim, CSPI, KubeObject } from "../api/types.js";
 import type { ClusterFacts } from "../hooks/admission/lookup.js";
 import { ADMISSION_API_VERSION } from "../hooks/admission/review.js";
-import { fleetRequest } from "../test/support/fleet.js";
+import { fleetRequest } from "../testkit/fleet.js";
 
 export type AdmissionOperation = "UPDATE" | "CREATE";
 

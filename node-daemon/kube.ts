@@ -1,5 +1,5 @@
 // The daemon's Kubernetes side behind a small interface: the real one uses @kubernetes/client-node 1.4,
-// tests use an in-memory one with the same semantics (test/node-daemon/fake-kube.ts).
+// tests use an in-memory one with the same semantics (testkit/fake-kube.ts).
 import {
   CoreV1Api,
   CustomObjectsApi,

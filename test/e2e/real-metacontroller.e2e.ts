@@ -19,7 +19,7 @@ import { HookServerProcess } from "../support/hook-server-process.js";
 import { INSTALL_NAMESPACE, projectInstalled, waitUntil, type Identity, type KubeCluster } from "../support/kube.js";
 import { DaemonProcess, shippedDaemonEnv } from "../support/node-daemon-process.js";
 import { MetacontrollerProcess, pointHooksAt, realMetacontrollerFromEnv, type RealMetacontroller } from "../support/real-metacontroller.js";
-import { blockDeviceName, MiB, requireZfs, ZfsSandbox } from "../support/zfs.js";
+import { blockDeviceName, MiB, requireZfs, ZfsSandbox } from "../../testkit/zfs.js";
 import { startNode, type ZfsNode } from "../support/zfs-node.js";
 
 const NS = INSTALL_NAMESPACE;

@@ -18,7 +18,7 @@ import { INSTALL_NAMESPACE, projectInstalled, waitUntil, type Identity, type Kub
 import { MetacontrollerDriver, serveHooks } from "../support/metacontroller-driver.js";
 import { DaemonProcess, shippedDaemonEnv } from "../support/node-daemon-process.js";
 import { startNode, type ZfsNode } from "../support/zfs-node.js";
-import { blockDeviceName, MiB, requireZfs, ZfsSandbox } from "../support/zfs.js";
+import { blockDeviceName, MiB, requireZfs, ZfsSandbox } from "../../testkit/zfs.js";
 
 const NS = INSTALL_NAMESPACE;
 const OTHER_NS = "node-daemon-e2e-elsewhere";

@@ -11,7 +11,7 @@ import { zpoolName } from "../../lib/names.js";
 import { installProject, INSTALL_NAMESPACE, ownCluster, waitUntil, type Identity, type OwnCluster } from "../support/kube.js";
 import { DaemonProcess, shippedDaemonEnv } from "../support/node-daemon-process.js";
 import { startNode, type ZfsNode } from "../support/zfs-node.js";
-import { blockDeviceName, MiB, requireZfs, ZfsSandbox } from "../support/zfs.js";
+import { blockDeviceName, MiB, requireZfs, ZfsSandbox } from "../../testkit/zfs.js";
 
 const NS = INSTALL_NAMESPACE;
 const DEVICE_MIB = 64;

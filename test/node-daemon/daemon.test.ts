@@ -11,10 +11,10 @@ import { NodeDaemon } from "../../node-daemon/daemon.js";
 import { commandsFromEnv, inspectDevice, ZfsHost, type ZfsCommands } from "../../node-daemon/host.js";
 import { createMetrics } from "../../node-daemon/metrics.js";
 import { parseZpoolStatus } from "../../node-daemon/parse.js";
-import { cspiFor, requireZfs, SANDBOX_DEVICE_ROOTS, writeData, zpool, ZfsSandbox } from "../support/zfs.js";
+import { cspiFor, requireZfs, SANDBOX_DEVICE_ROOTS, writeData, zpool, ZfsSandbox } from "../../testkit/zfs.js";
 import { FaultyCommand } from "../reliability/support/faulty-zpool.js";
 import { startNode, type ZfsNode } from "../support/zfs-node.js";
-import { FakeKube } from "./fake-kube.js";
+import { FakeKube } from "../../testkit/fake-kube.js";
 
 /** A daemon on the shared zfs-fuse, or with `commands` on a simulated node of its own (test/support/zfs-node.ts). */
 function daemonFor(

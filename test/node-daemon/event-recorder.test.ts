@@ -3,8 +3,8 @@
 import { expect } from "chai";
 import { createLogger } from "../../lib/log.js";
 import { EventRecorder } from "../../node-daemon/event-recorder.js";
-import { cspiFor } from "../support/zfs.js";
-import { FakeKube } from "./fake-kube.js";
+import { cspiFor } from "../../testkit/zfs.js";
+import { FakeKube } from "../../testkit/fake-kube.js";
 
 describe("node-daemon event recorder", () => {
   let now = Date.parse("2026-11-23T10:00:00Z");

@@ -5,7 +5,7 @@ import { ANNOTATION, API_VERSION, FINALIZER, KIND, LABEL } from "../../api/const
 import type { CSPI } from "../../api/types.js";
 import { createKubeApi, type KubeApi } from "../../node-daemon/kube.js";
 import { kubeCluster, repoPath, type KubeCluster } from "../support/kube.js";
-import { cspiFor } from "../support/zfs.js";
+import { cspiFor } from "../../testkit/zfs.js";
 
 const NAMESPACE = "node-daemon-api";
 

@@ -7,7 +7,7 @@ import { zpoolName } from "../../lib/names.js";
 import type { CSPI } from "../../api/types.js";
 import { LOCAL_EXIT, runNodeDaemonCommand } from "../../node-daemon/local.js";
 import { parseZpoolStatus } from "../../node-daemon/parse.js";
-import { cspiFor, requireZfs, SANDBOX_DEVICE_ROOTS, zpool, ZfsSandbox } from "../support/zfs.js";
+import { cspiFor, requireZfs, SANDBOX_DEVICE_ROOTS, zpool, ZfsSandbox } from "../../testkit/zfs.js";
 
 /** The command as run on a machine whose devices are the sandboxes' sparse files (DEVICE_ROOTS). */
 async function run(argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {

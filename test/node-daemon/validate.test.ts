@@ -3,7 +3,7 @@
 import { expect } from "chai";
 import type { CSPI } from "../../api/types.js";
 import { cspiProblems } from "../../node-daemon/validate.js";
-import { cspiFor } from "../support/zfs.js";
+import { cspiFor } from "../../testkit/zfs.js";
 
 const ROOTS = ["/dev/"];
 const WHERE = "CStorPoolInstance openebs/pool-a";

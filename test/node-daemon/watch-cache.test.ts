@@ -6,8 +6,8 @@ import type { CSPI } from "../../api/types.js";
 import { createLogger } from "../../lib/log.js";
 import { WatchError } from "../../node-daemon/kube.js";
 import { CspiWatchCache, type RelistReason } from "../../node-daemon/watch-cache.js";
-import { cspiFor } from "../support/zfs.js";
-import { FakeKube } from "./fake-kube.js";
+import { cspiFor } from "../../testkit/zfs.js";
+import { FakeKube } from "../../testkit/fake-kube.js";
 
 const tick = (ms = 5) => new Promise((resolve) => setTimeout(resolve, ms));
 

@@ -4,7 +4,7 @@ import { expect } from "chai";
 import { createRunner } from "../../node-daemon/command.js";
 import { commandsFromEnv, ZfsHost } from "../../node-daemon/host.js";
 import { startNode, type ZfsNode } from "../support/zfs-node.js";
-import { requireZfs, zpool, ZfsSandbox } from "../support/zfs.js";
+import { requireZfs, zpool, ZfsSandbox } from "../../testkit/zfs.js";
 
 describe("test support: one zfs-fuse per simulated node", function () {
   this.timeout(60_000);

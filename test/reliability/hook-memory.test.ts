@@ -9,7 +9,7 @@ import { gzipSync } from "node:zlib";
 import { expect } from "chai";
 import { parse } from "yaml";
 import { DEFAULT_BODY_LIMIT, parseByteSize } from "../../hooks/http/app.js";
-import { fleetRequest } from "../support/fleet.js";
+import { fleetRequest } from "../../testkit/fleet.js";
 import { freePorts, REPO_ROOT } from "../support/kube.js";
 import { onStop } from "../support/processes.js";
 import { tally } from "./support/tally.js";

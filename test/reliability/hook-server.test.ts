@@ -13,7 +13,7 @@ import { DEFAULT_BODY_LIMIT, makeApp, parseByteSize, type HookRoute } from "../.
 import { listen, type Listening } from "../../hooks/http/listen.js";
 import { hookRoutes } from "../../hooks/routes.js";
 import { createLogger } from "../../lib/log.js";
-import { fleetRequest } from "../support/fleet.js";
+import { fleetRequest } from "../../testkit/fleet.js";
 import { goldenCases } from "../support/golden.js";
 import { freePorts, REPO_ROOT } from "../support/kube.js";
 import { onStop } from "../support/processes.js";

@@ -17,7 +17,7 @@ import { cspiProblems, DEFAULT_DEVICE_ROOTS, deviceRootsFromEnv, pathProblem } f
 import { FaultyCommand } from "../reliability/support/faulty-zpool.js";
 import { tally } from "../reliability/support/tally.js";
 import { REPO_ROOT } from "../support/kube.js";
-import { cspiFor, MiB, requireZfs, zpool, ZfsSandbox } from "../support/zfs.js";
+import { cspiFor, MiB, requireZfs, zpool, ZfsSandbox } from "../../testkit/zfs.js";
 
 const SAFE_DEVICE_PATH = /^(\/[A-Za-z0-9._:+@,=-]+)+$/;
 const DNS_1123 = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;

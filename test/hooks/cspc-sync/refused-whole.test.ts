@@ -5,7 +5,7 @@ import { expect } from "chai";
 import { LIMITS, TYPE_KEY } from "../../../api/constants.js";
 import { syncCspc } from "../../../hooks/cspc-sync/sync.js";
 import { findCondition } from "../../../lib/conditions.js";
-import { fleetRequest } from "../../support/fleet.js";
+import { fleetRequest } from "../../../testkit/fleet.js";
 
 const clock = () => new Date("2026-11-21T10:00:00Z");
 

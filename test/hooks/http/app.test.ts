@@ -6,7 +6,7 @@ import { DEFAULT_BODY_LIMIT, DEFAULT_MEMORY_LIMIT, makeApp, parseByteSize } from
 import { parseCost } from "../../../hooks/http/body-cost.js";
 import { hookRoutes } from "../../../hooks/routes.js";
 import { createLogger } from "../../../lib/log.js";
-import { fleetRequest } from "../../support/fleet.js";
+import { fleetRequest } from "../../../testkit/fleet.js";
 
 const clock = () => new Date("2026-11-21T10:00:00Z");
 
