@@ -56,9 +56,10 @@ export interface UnreadableObject {
   problem: string;
 }
 
-export interface CompositeSyncRequest {
+/** A composite sync request; `P` is what request parsing proved the parent to be. */
+export interface CompositeSyncRequest<P = KubeObject> {
   controller: KubeObject;
-  parent: KubeObject;
+  parent: P;
   children: ObjectMap;
   related: ObjectMap;
   finalizing: boolean;
@@ -73,9 +74,10 @@ export interface CompositeSyncResponse {
   finalized?: boolean;
 }
 
-export interface DecoratorSyncRequest {
+/** A decorator sync request; `O` is what request parsing proved the object to be. */
+export interface DecoratorSyncRequest<O = KubeObject> {
   controller: KubeObject;
-  object: KubeObject;
+  object: O;
   attachments: ObjectMap;
   related: ObjectMap;
   finalizing: boolean;

@@ -2,6 +2,8 @@
 // wrong; a child or related object that does not fit its current schema is set aside in `unreadable`.
 import type {
   CompositeSyncRequest,
+  CSPC,
+  CSPI,
   CustomizeRequest,
   DecoratorSyncRequest,
   KubeObject,
@@ -225,12 +227,21 @@ function requireBody(body: unknown): Record<string, unknown> {
   return body;
 }
 
-export function parseCompositeRequest(body: unknown, parentKind: string): CompositeSyncRequest {
+/**
+ * The kinds a hook acts on, and the type a parent or object of that kind has once it passed its schema check
+ * (requireObject). Only status fields are not required: a status written by an older release is still read.
+ */
+interface CheckedKinds {
+  [KIND.cspc]: CSPC;
+  [KIND.cspi]: CSPI;
+}
+
+export function parseCompositeRequest<K extends keyof CheckedKinds>(body: unknown, parentKind: K): CompositeSyncRequest<CheckedKinds[K]> {
   const b = requireBody(body);
   const unreadable: UnreadableObject[] = [];
   return {
     controller: (isRecord(b.controller) ? b.controller : {}) as KubeObject,
-    parent: requireObject(b.parent, "parent", parentKind),
+    parent: requireObject(b.parent, "parent", parentKind) as CheckedKinds[K],
     children: objectMap(b.children, "children", unreadable, namespaceOf(b.parent)),
     related: objectMap(b.related, "related", unreadable),
     finalizing: b.finalizing === true,
@@ -238,12 +249,12 @@ export function parseCompositeRequest(body: unknown, parentKind: string): Compos
   };
 }
 
-export function parseDecoratorRequest(body: unknown, objectKind: string): DecoratorSyncRequest {
+export function parseDecoratorRequest<K extends keyof CheckedKinds>(body: unknown, objectKind: K): DecoratorSyncRequest<CheckedKinds[K]> {
   const b = requireBody(body);
   const unreadable: UnreadableObject[] = [];
   return {
     controller: (isRecord(b.controller) ? b.controller : {}) as KubeObject,
-    object: requireObject(b.object, "object", objectKind),
+    object: requireObject(b.object, "object", objectKind) as CheckedKinds[K],
     attachments: objectMap(b.attachments, "attachments", unreadable, namespaceOf(b.object)),
     related: objectMap(b.related, "related", unreadable),
     finalizing: b.finalizing === true,

@@ -4,7 +4,7 @@
 import { expect } from "chai";
 import { Registry } from "prom-client";
 import request from "supertest";
-import { DEFAULT_HOOK_CONFIG } from "../../hooks/config.js";
+import { DEFAULT_HOOK_CONFIG } from "../../lib/hook-config.js";
 import { makeApp } from "../../hooks/http/app.js";
 import { hookRoutes } from "../../hooks/routes.js";
 import { createLogger } from "../../lib/log.js";

@@ -7,7 +7,7 @@ import { Watch } from "@kubernetes/client-node";
 import { expect } from "chai";
 import { ANNOTATION, API_VERSION, FINALIZER, KIND, LABEL, POOL_REMOVAL_REQUESTED } from "../../api/constants.js";
 import type { Condition, CSPI } from "../../api/types.js";
-import { resolvePoolConfig } from "../../hooks/cspc-sync/build.js";
+import { resolvePoolConfig } from "../../lib/cspc/build.js";
 import { findCondition } from "../../lib/conditions.js";
 import { claimName, zpoolName } from "../../lib/names.js";
 import { commandsFromEnv } from "../../node-daemon/host.js";
@@ -40,7 +40,7 @@ function raidGroup(group: GroupInput) {
   };
 }
 
-/** A CSPI as cspc-sync builds it (hooks/cspc-sync/build.ts): labels, resolved poolConfig, devices filled in. */
+/** A CSPI as cspc-sync builds it (lib/cspc/build.ts): labels, resolved poolConfig, devices filled in. */
 function cspiObject(name: string, host: string, groups: GroupInput[]): CSPI {
   return {
     apiVersion: API_VERSION,

@@ -6,7 +6,7 @@
 import { expect } from "chai";
 import { API_VERSION, KIND, LABEL } from "../../api/constants.js";
 import type { CSPI } from "../../api/types.js";
-import { resolvePoolConfig } from "../../hooks/cspc-sync/build.js";
+import { resolvePoolConfig } from "../../lib/cspc/build.js";
 import { zpoolName } from "../../lib/names.js";
 import { installProject, INSTALL_NAMESPACE, ownCluster, waitUntil, type Identity, type OwnCluster } from "../support/kube.js";
 import { DaemonProcess, shippedDaemonEnv } from "../support/node-daemon-process.js";

@@ -11,7 +11,7 @@ import { expect } from "chai";
 import { parse, stringify } from "yaml";
 import { ANNOTATION, API_VERSION, KIND, LABEL } from "../../api/constants.js";
 import type { CSPI, CSPIStatus } from "../../api/types.js";
-import { resolvePoolConfig } from "../../hooks/cspc-sync/build.js";
+import { resolvePoolConfig } from "../../lib/cspc/build.js";
 import { findCondition } from "../../lib/conditions.js";
 import { createLogger } from "../../lib/log.js";
 import { claimName, zpoolName } from "../../lib/names.js";

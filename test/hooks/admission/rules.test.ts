@@ -2,8 +2,8 @@
 // pure function of (request, cluster facts); the facts come from the fake lookup, as in the webhook.
 import { expect } from "chai";
 import type { KubeObject } from "../../../api/types.js";
-import { factsNeeded, judgeCspc, type AdmissionInput, type Judgement } from "../../../hooks/admission/judge.js";
-import { gatherFacts, type FactName } from "../../../hooks/admission/lookup.js";
+import { factsNeeded, judgeCspc, type AdmissionInput, type Judgement } from "../../../lib/admission/judge.js";
+import { gatherFacts, type FactName } from "../../../lib/admission/lookup.js";
 import { FakeClusterLookup } from "./fake-lookup.js";
 import { SPEC_CASES, specCaseObject } from "./spec-cases.js";
 import { blockDevice, claim, cspc, CSPC_NAME, DEVICES, livePool, node, NODES, NS, type PoolDef } from "./world.js";

@@ -3,8 +3,8 @@
 // updating the Deployment on every sync (defaults the server would add, quantities it would respell).
 import { expect } from "chai";
 import type { KubeObject } from "../../../api/types.js";
-import { DEFAULT_HOOK_CONFIG } from "../../../hooks/config.js";
-import { isApplied } from "../../../hooks/cspi-sync/deployment.js";
+import { DEFAULT_HOOK_CONFIG } from "../../../lib/hook-config.js";
+import { isApplied } from "../../../lib/cspi/deployment.js";
 import { syncCspi } from "../../../hooks/cspi-sync/sync.js";
 import { canonicalize } from "../../../lib/canonical.js";
 import { goldenCases } from "../../support/golden.js";

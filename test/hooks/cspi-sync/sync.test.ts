@@ -1,7 +1,7 @@
 import { expect } from "chai";
 import { DEFAULTS } from "../../../api/constants.js";
 import type { CSPI, DecoratorSyncResponse, KubeObject } from "../../../api/types.js";
-import { DEFAULT_HOOK_CONFIG, type HookConfig } from "../../../hooks/config.js";
+import { DEFAULT_HOOK_CONFIG, type HookConfig } from "../../../lib/hook-config.js";
 import { syncCspi } from "../../../hooks/cspi-sync/sync.js";
 import { canonicalize } from "../../../lib/canonical.js";
 import { BadRequestError } from "../../../lib/errors.js";

@@ -2,8 +2,8 @@
 // expansion), then the name recorded on the pool's claims (a CSPI deleted by hand), then the node.
 import { LABEL } from "../../api/constants.js";
 import type { CSPI, PoolSpec } from "../../api/types.js";
-import type { Inventory } from "../../lib/inventory.js";
-import { cspiName } from "../../lib/names.js";
+import type { Inventory } from "../inventory.js";
+import { cspiName } from "../names.js";
 import { devicesOf } from "./build.js";
 
 export interface PoolMatch {

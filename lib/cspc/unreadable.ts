@@ -6,7 +6,7 @@
 // gets) its claim.
 import { TYPE_KEY } from "../../api/constants.js";
 import type { BlockDeviceClaim, KubeObject, ObjectMap, UnreadableObject } from "../../api/types.js";
-import type { ConditionInput } from "../../lib/conditions.js";
+import type { ConditionInput } from "../conditions.js";
 import { ownedView } from "./build.js";
 
 export const UNREADABLE_CONDITION = "ObjectsUnreadable";
@@ -34,7 +34,7 @@ export function heldChildren(
     for (const device of listedDevices(cspi)) {
       if (claimed.has(device)) continue;
       claimed.add(device);
-      out.push(claimFor(device, cspi.metadata.name!) as unknown as KubeObject);
+      out.push(claimFor(device, cspi.metadata.name!));
     }
   }
   const rank = (o: KubeObject) => (o.kind === cspiKind ? 0 : 1);

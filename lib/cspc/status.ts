@@ -2,8 +2,8 @@
 // always present, so `kubectl get cspc -o yaml` shows the whole picture and nothing appears or vanishes.
 import { CSPI_CONDITION } from "../../api/constants.js";
 import type { Condition, CSPC, CSPCStatus, CSPI, UnreadableObject } from "../../api/types.js";
-import { findCondition, nextCondition, type ConditionInput } from "../../lib/conditions.js";
-import type { Violation } from "../../lib/rules/pool-spec.js";
+import { findCondition, nextCondition, type ConditionInput } from "../conditions.js";
+import type { Violation } from "../rules/pool-spec.js";
 import { UNREADABLE_CONDITION, unreadableCondition } from "./unreadable.js";
 
 export const CSPC_CONDITION = {

@@ -6,9 +6,9 @@
 import { CSPI_CONDITION } from "../../api/constants.js";
 import { CSPIStatusSchema } from "../../api/schema.js";
 import type { Condition, CSPI, CSPIStatus, KubeObject } from "../../api/types.js";
-import { formatTime, nextCondition, type ConditionInput } from "../../lib/conditions.js";
-import { poolDeploymentName } from "../../lib/names.js";
-import { isTerminating } from "../../lib/inventory.js";
+import { formatTime, nextCondition, type ConditionInput } from "../conditions.js";
+import { poolDeploymentName } from "../names.js";
+import { isTerminating } from "../inventory.js";
 
 export { CSPI_CONDITION };
 

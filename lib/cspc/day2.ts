@@ -3,9 +3,9 @@
 // starts only when no other pool is mid-change and every other pool is ONLINE (seed 003's health gate).
 import { ANNOTATION, CSPI_CONDITION } from "../../api/constants.js";
 import type { CSPI, CSPIRaidGroup, CSPISpec, PoolSpec } from "../../api/types.js";
-import { findCondition } from "../../lib/conditions.js";
-import { deviceHost, isClaimBound, isTerminating, type Inventory } from "../../lib/inventory.js";
-import type { PoolDiff } from "../../lib/rules/day2.js";
+import { findCondition } from "../conditions.js";
+import { deviceHost, isClaimBound, isTerminating, type Inventory } from "../inventory.js";
+import type { PoolDiff } from "../rules/day2.js";
 import { resolvePoolConfig, resolveRaidGroup } from "./build.js";
 
 export type Disruption = "migration" | "replacement";

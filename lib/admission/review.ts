@@ -1,8 +1,8 @@
 // AdmissionReview admission.k8s.io/v1: the request the API server sends and the response it expects back.
 // Only the fields this webhook reads or writes; the response always echoes request.uid.
 import type { KubeObject } from "../../api/types.js";
-import { BadRequestError } from "../../lib/errors.js";
-import { jsonKind } from "../../lib/request.js";
+import { BadRequestError } from "../errors.js";
+import { jsonKind } from "../request.js";
 
 export const ADMISSION_API_VERSION = "admission.k8s.io/v1";
 

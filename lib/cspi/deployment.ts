@@ -8,11 +8,11 @@
 // starts, as two pods must never serve one pool).
 import { API_VERSION, KIND, LABEL, TYPE_KEY } from "../../api/constants.js";
 import type { CSPI, DecoratorSyncRequest, KubeObject, PoolConfig } from "../../api/types.js";
-import { BadRequestError } from "../../lib/errors.js";
-import { isValidLabelValue, poolDeploymentName, zpoolName } from "../../lib/names.js";
-import { objectsOf } from "../../lib/request.js";
-import type { PoolPodConfig } from "../config.js";
-import { parseQuantity, type Quantity } from "../../lib/quantity.js";
+import { BadRequestError } from "../errors.js";
+import { isValidLabelValue, poolDeploymentName, zpoolName } from "../names.js";
+import { objectsOf } from "../request.js";
+import type { PoolPodConfig } from "../hook-config.js";
+import { parseQuantity, type Quantity } from "../quantity.js";
 
 export const POOL_APP = "cstor-pool";
 export const POOL_CONTAINER = "cstor-pool";

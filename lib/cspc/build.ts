@@ -1,9 +1,9 @@
 // Desired objects, built from a pool spec and the observed cluster. Pure and deterministic.
 import { ANNOTATION, API_VERSION, DEFAULTS, KIND, LABEL, POOL_REMOVAL_REQUESTED } from "../../api/constants.js";
 import type { BlockDeviceClaim, CSPI, CSPIRaidGroup, CSPISpec, KubeObject, PoolConfig, PoolSpec } from "../../api/types.js";
-import { deviceCapacity, deviceHost, deviceLink, type Inventory } from "../../lib/inventory.js";
-import { claimName } from "../../lib/names.js";
-import { groupRole, resolvedType } from "../../lib/rules/pool-spec.js";
+import { deviceCapacity, deviceHost, deviceLink, type Inventory } from "../inventory.js";
+import { claimName } from "../names.js";
+import { groupRole, resolvedType } from "../rules/pool-spec.js";
 
 /** poolConfig with its defaults made explicit, so the CSPI says exactly what the node daemon builds. */
 export function resolvePoolConfig(config: PoolConfig | undefined): PoolConfig {
@@ -126,7 +126,7 @@ export function isMarkedForRemoval(cspi: CSPI): boolean {
 
 /** The observed CSPI as the hook returns it, marked for removal. */
 export function markedForRemoval(cspi: CSPI): KubeObject {
-  const marked = ownedView(cspi as unknown as KubeObject);
+  const marked = ownedView(cspi);
   marked.metadata.annotations = { ...marked.metadata.annotations, [ANNOTATION.poolRemoval]: POOL_REMOVAL_REQUESTED };
   return marked;
 }

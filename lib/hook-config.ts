@@ -1,7 +1,7 @@
 // Hook server configuration, read from the environment once at startup (hooks/main.ts) and handed to the
 // pure hook functions, so a hook's answer depends only on (request, clock, config).
 import { DEFAULTS } from "../api/constants.js";
-import { ConfigError, STALE_STATUS_SECONDS_ENV, wholeSeconds } from "../lib/settings.js";
+import { ConfigError, STALE_STATUS_SECONDS_ENV, wholeSeconds } from "./settings.js";
 
 export { ConfigError };
 

@@ -7,13 +7,13 @@
 // still need editing); its standing problems come back as warnings.
 import { ANNOTATION, KIND, LABEL, TYPE_KEY } from "../../api/constants.js";
 import type { CSPC, CSPI, KubeObject, ObjectMap, PoolSpec } from "../../api/types.js";
-import { canonicalJson } from "../../lib/canonical.js";
-import { buildInventory, isTerminating, type Inventory } from "../../lib/inventory.js";
-import { checkCspcShape } from "../../lib/rules/admission-shape.js";
-import { selectorKeyCaseWarnings } from "../../lib/rules/admission-warnings.js";
-import type { Violation } from "../../lib/rules/pool-spec.js";
-import { devicesOf, isMarkedForRemoval } from "../cspc-sync/build.js";
-import { planChildren } from "../cspc-sync/sync.js";
+import { canonicalJson } from "../canonical.js";
+import { buildInventory, isTerminating, type Inventory } from "../inventory.js";
+import { checkCspcShape } from "../rules/admission-shape.js";
+import { selectorKeyCaseWarnings } from "../rules/admission-warnings.js";
+import type { Violation } from "../rules/pool-spec.js";
+import { devicesOf, isMarkedForRemoval } from "../cspc/build.js";
+import { planChildren } from "../cspc/sync.js";
 import type { ClusterFacts, FactName, LookupError } from "./lookup.js";
 import type { AdmissionRequest, Operation, Verdict } from "./review.js";
 
@@ -158,7 +158,7 @@ function judgeDelete(input: AdmissionInput, cspis: readonly CSPI[]): Judgement {
   const sorted = [...cspis].sort((a, b) => (a.metadata.name ?? "").localeCompare(b.metadata.name ?? ""));
   // A pool already on its way out still holds its volumes until it is gone: it counts too.
   const holding = sorted.filter((c) => (c.status?.provisionedVolumes ?? 0) > 0);
-  const live = sorted.filter((c) => !isTerminating(c as unknown as KubeObject));
+  const live = sorted.filter((c) => !isTerminating(c));
   if (holding.length > 0) {
     const message =
       `${subject(input)} cannot be deleted while its pools hold volumes: ${holding.map(holdsVolumes).join("; ")}. ` +
@@ -225,7 +225,7 @@ export function inventoryOf(cspc: CSPC, facts: Partial<ClusterFacts>): Inventory
     [TYPE_KEY.blockDeviceClaim]: byKey(claims),
     [TYPE_KEY.node]: byKey(facts.nodes),
   };
-  return buildInventory(cspc as unknown as KubeObject, children, related);
+  return buildInventory(cspc, children, related);
 }
 
 function withNamespace(input: AdmissionInput): KubeObject {
