@@ -4,7 +4,7 @@
 import { ANNOTATION, DEFAULTS, FINALIZER, POOL_REMOVAL_REQUESTED, type RaidType } from "../api/constants.js";
 import type { CSPI, CSPIRaidGroup } from "../api/types.js";
 import { claimName, zpoolName } from "../lib/names.js";
-import { deviceSizeProblem, groupRole, type GroupRole } from "../lib/rules/pool-spec.js";
+import { deviceSizeProblem, groupRole, layoutType, type GroupRole } from "../lib/rules/pool-spec.js";
 import {
   poolHoldingDevice,
   sameDevice,
@@ -295,8 +295,7 @@ function vdevSpec(group: CSPIRaidGroup): VdevSpec {
   const role = groupRole(group);
   return {
     role,
-    // ZFS lays spares and cache devices out one by one, whatever the group's type says.
-    type: role === "spare" || role === "readCache" ? "stripe" : group.type,
+    type: layoutType(role, group.type),
     devices: group.blockDevices.map((d) => d.devLink ?? ""),
   };
 }

@@ -23,13 +23,16 @@ export function groupRole(group: Pick<RaidGroup, "isWriteCache" | "isSpare" | "i
 }
 
 /**
- * The type a group is built with. Spares and read caches are plain device lists in ZFS, so they resolve
- * to stripe whatever the default says; other groups take their own type or the pool's default.
+ * How ZFS lays out a group of this role: spares and read caches are plain device lists, so they are stripes
+ * whatever type is declared; other roles keep the declared type. The hooks and the node daemon both use it.
  */
+export function layoutType<T extends RaidType | undefined>(role: GroupRole, declared: T): RaidType | T {
+  return role === "spare" || role === "readCache" ? "stripe" : declared;
+}
+
+/** The type a group is built with: its own or the pool's default, as ZFS lays out its role. */
 export function resolvedType(group: RaidGroup, pool: PoolSpec): RaidType | undefined {
-  const role = groupRole(group);
-  if (role === "spare" || role === "readCache") return "stripe";
-  return group.type ?? pool.poolConfig?.defaultRaidGroupType;
+  return layoutType(groupRole(group), group.type ?? pool.poolConfig?.defaultRaidGroupType);
 }
 
 export function poolLabel(pool: PoolSpec | undefined, index: number): string {
