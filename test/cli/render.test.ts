@@ -54,10 +54,12 @@ describe("cli: cstor-pool render", () => {
     expect(second.stdout).to.equal(first.stdout);
   });
 
-  it("without --nodes assumes a node per host the devices name, and says so", async () => {
+  it("without --nodes assumes a node per nodeSelector, as validate does, and says so", async () => {
     const { code, stdout, stderr } = await render("-f", MIRROR, "--block-devices", DEVICES);
     expect(code).to.equal(0);
-    expect(stderr).to.contain("assumed one node per host named by the BlockDevices (gke-cstor-it-default-pool-1, gke-cstor-it-default-pool-2)");
+    expect(stderr).to.contain(
+      "note: no --nodes: each distinct nodeSelector is assumed to select one node of its own (gke-cstor-it-default-pool-1, gke-cstor-it-default-pool-2)",
+    );
     expect(stdout).to.equal((await render("-f", MIRROR, "--block-devices", DEVICES, "--nodes", NODES)).stdout);
   });
 
@@ -78,7 +80,7 @@ describe("cli: cstor-pool render", () => {
   });
 
   it("exits 2 with the usage on bad arguments or input", async () => {
-    for (const argv of [[], ["-f"], ["--bogus", "x"], ["-f", DEVICES], ["-f", "/nonexistent.yaml"], ["-f", MIRROR, "-f", MIRROR]]) {
+    for (const argv of [[], ["-f"], ["--bogus", "x"], ["-f", DEVICES], ["-f", "/nonexistent.yaml"], ["-f", MIRROR, "-o", "wide"], ["-f", MIRROR, "-n", "default"]]) {
       const { code, stderr } = await render(...argv);
       expect(code, argv.join(" ")).to.equal(2);
       expect(stderr).to.match(/^error: .+\n\nUsage: cstor-pool render/);

@@ -39,8 +39,8 @@ describe("cstor-pool validate", () => {
     const run = await validate(["-f", "new.yaml"], { "new.yaml": yaml(cspc([A, B])) });
     expect(run.code).to.equal(0);
     expect(run.out).to.include("CStorPoolCluster openebs/pools: accepted");
-    expect(run.out).to.include("note: no --nodes: each distinct nodeSelector is assumed to select one node of its own");
-    expect(run.out).to.include("note: no --block-devices: every device is assumed to exist");
+    expect(run.err).to.include("note: no --nodes: each distinct nodeSelector is assumed to select one node of its own (node-a, node-b)\n");
+    expect(run.err).to.include("note: no --block-devices: every device is assumed to exist");
   });
 
   it("refuses (exit 1) with one line per problem", async () => {
@@ -64,7 +64,7 @@ describe("cstor-pool validate", () => {
     expect(removed.code).to.equal(1);
     expect(removed.out).to.include("CStorPoolCluster openebs/pools (change): refused");
     expect(removed.out).to.match(/raidGroups\[0\] \(stripe: b1, b2\): block device b2 was removed; data on it would be lost: put it back/);
-    expect(removed.out).to.include("note: no CStorPoolInstances given: the pools of --old are assumed built");
+    expect(removed.err).to.include("note: no CStorPoolInstances given: the pools of --old are assumed built");
 
     const expanded = await validate(["-f", "new.yaml", "--old", "old.yaml"], { ...files, "new.yaml": yaml(cspc([A, { ...B, groups: [{ type: "stripe", devices: ["b1", "b2", "b3"] }] }])) });
     expect(expanded.code, expanded.out).to.equal(0);
@@ -79,7 +79,7 @@ describe("cstor-pool validate", () => {
   describe("usage errors exit 2 with the usage text", () => {
     const cases: [string, string[], Record<string, string>, RegExp][] = [
       ["no -f", [], {}, /error: -f <file> is required/],
-      ["an unknown flag", ["-f", "new.yaml", "--force"], { "new.yaml": "" }, /error: unknown argument --force/],
+      ["an unknown flag", ["-f", "new.yaml", "--force"], { "new.yaml": "" }, /error: unknown flag --force/],
       ["a flag without its file", ["-f"], {}, /error: -f needs a value/],
       ["a missing file", ["-f", "gone.yaml"], {}, /error: cannot read gone\.yaml: ENOENT/],
       ["a file that is not YAML", ["-f", "new.yaml"], { "new.yaml": "pools: [a\n" }, /error: new\.yaml is not valid YAML/],
@@ -91,7 +91,7 @@ describe("cstor-pool validate", () => {
         const run = await validate(argv, files);
         expect(run.code).to.equal(2);
         expect(run.err).to.match(message);
-        expect(run.err).to.include("Usage: cstor-pool validate -f <new.yaml>");
+        expect(run.err).to.include("Usage: cstor-pool validate -f <file|dir|->");
       });
     }
   });
@@ -99,7 +99,7 @@ describe("cstor-pool validate", () => {
   it("prints the usage with --help and exits 0", async () => {
     const run = await validate(["--help"], {});
     expect(run.code).to.equal(0);
-    expect(run.out).to.include("Exit code: 0 accepted, 1 refused, 2 usage error.");
+    expect(run.out).to.include("Exit codes: 0 ok (accepted, or every pool renders), 1 refused (some pool would not be built), 2 usage error or unreadable input.");
   });
 
   describe("gives the webhook's verdict on every golden admission case", () => {
