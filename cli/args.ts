@@ -1,8 +1,17 @@
 // Flag parsing shared by the cstor-pool subcommands, as kubectl users type them: `-f x`, `--flag x`,
 // `--flag=x`; -f may be repeated, every other flag is given at most once; a mistyped flag gets a suggestion.
 
-/** A usage error or unreadable input: exit code 2, with the usage text. */
+/** A usage error: exit code 2, with the usage text. */
 export class UsageError extends Error {}
+
+/** Input that cannot be read or is not Kubernetes objects: exit code 2, without the usage text (the flags were right). */
+export class InputError extends UsageError {}
+
+/** Says what went wrong and returns exit code 2; the usage only when the arguments were wrong. */
+export function reportUsageError(err: UsageError, usage: string, stderr: (text: string) => void): number {
+  stderr(err instanceof InputError ? `error: ${err.message}\n` : `error: ${err.message}\n\n${usage}`);
+  return EXIT.usage;
+}
 
 /** Exit codes of every subcommand (the node daemon's local mode adds its own for "changed" and "held"). */
 export const EXIT = { ok: 0, refused: 1, usage: 2 } as const;

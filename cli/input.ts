@@ -5,7 +5,7 @@ import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { parseAllDocuments } from "yaml";
 import type { KubeObject } from "../api/types.js";
-import { UsageError } from "./args.js";
+import { InputError } from "./args.js";
 
 export interface CliIO {
   stdout(text: string): void;
@@ -31,7 +31,7 @@ export function readAll(io: CliIO, paths: readonly string[]): KubeObject[] {
     const entries = io.listDirectory?.(path);
     if (!entries) return readObjects(io, path);
     const manifests = entries.filter((name) => MANIFEST.test(name)).sort();
-    if (manifests.length === 0) throw new UsageError(`${path} is a directory without .yaml, .yml or .json files`);
+    if (manifests.length === 0) throw new InputError(`${path} is a directory without .yaml, .yml or .json files`);
     return manifests.flatMap((name) => readObjects(io, join(path, name)));
   });
 }
@@ -42,17 +42,17 @@ export function readObjects(io: CliIO, path: string): KubeObject[] {
   try {
     text = io.readFile(path);
   } catch (err) {
-    throw new UsageError(`cannot read ${path}: ${(err as Error).message}`);
+    throw new InputError(`cannot read ${path}: ${(err as Error).message}`);
   }
   const out: KubeObject[] = [];
   for (const doc of parseAllDocuments(text, { version: "1.1" })) {
-    if (doc.errors.length > 0) throw new UsageError(`${path} is not valid YAML: ${doc.errors[0]!.message}`);
+    if (doc.errors.length > 0) throw new InputError(`${path} is not valid YAML: ${doc.errors[0]!.message}`);
     const value = doc.toJS() as unknown;
     if (value === null || value === undefined) continue;
     const items = (value as { kind?: string; items?: unknown[] }).kind === "List" ? ((value as { items?: unknown[] }).items ?? []) : [value];
     for (const item of items) {
       if (!item || typeof item !== "object" || typeof (item as KubeObject).kind !== "string") {
-        throw new UsageError(`${path} holds something that is not a Kubernetes object (no kind)`);
+        throw new InputError(`${path} holds something that is not a Kubernetes object (no kind)`);
       }
       out.push(item as KubeObject);
     }

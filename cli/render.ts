@@ -12,7 +12,7 @@ import { syncCspi } from "../hooks/cspi-sync/sync.js";
 import { canonicalJson, canonicalYaml } from "../lib/canonical.js";
 import { buildInventory } from "../lib/inventory.js";
 import { checkCspcShape } from "../lib/rules/admission-shape.js";
-import { commonOptions, COMMON_FLAGS, EXIT, EXIT_CODES_HELP, parseFlags, UsageError, type CommonOptions } from "./args.js";
+import { commonOptions, COMMON_FLAGS, EXIT, EXIT_CODES_HELP, InputError, parseFlags, reportUsageError, UsageError, type CommonOptions } from "./args.js";
 import { processIO, readAll, type CliIO } from "./input.js";
 import { offlineFacts, readClusterFiles, withNamespace, type ClusterFiles } from "./offline.js";
 import { problemsOf, writeVerdicts, type Verdict } from "./verdicts.js";
@@ -58,15 +58,15 @@ export async function runRender(argv: readonly string[], io: CliIO = processIO):
     const objects = readAll(io, options.files);
     const others = objects.filter((o) => o.kind !== KIND.cspc).map((o) => o.kind);
     const from = options.files.join(", ");
-    if (others.length > 0) throw new UsageError(`${from} holds ${[...new Set(others)].join(", ")}; only CStorPoolClusters can be rendered`);
-    if (objects.length === 0) throw new UsageError(`${from} holds no CStorPoolCluster`);
+    if (others.length > 0) throw new InputError(`${from} holds ${[...new Set(others)].join(", ")}; only CStorPoolClusters can be rendered`);
+    if (objects.length === 0) throw new InputError(`${from} holds no CStorPoolCluster`);
     cspcs = objects.map((o) => withNamespace(o, options.namespace, notes[notes.push([]) - 1]!));
     files = readClusterFiles(io, options);
     config = loadHookConfig(process.env);
   } catch (err) {
-    if (!(err instanceof UsageError) && !(err instanceof ConfigError)) throw err;
-    io.stderr(`error: ${err.message}\n\n${RENDER_USAGE}`);
-    return EXIT.usage;
+    if (err instanceof ConfigError) return reportUsageError(new InputError(err.message), RENDER_USAGE, io.stderr);
+    if (!(err instanceof UsageError)) throw err;
+    return reportUsageError(err, RENDER_USAGE, io.stderr);
   }
 
   const verdicts = cspcs.map((raw, i) => renderOne(withDefaults(raw), files, notes[i]!, config));

@@ -5,7 +5,7 @@
 import { KIND } from "../api/constants.js";
 import type { CSPC, KubeObject } from "../api/types.js";
 import { judgeCspc, type AdmissionInput } from "../hooks/admission/judge.js";
-import { commonOptions, COMMON_FLAGS, EXIT, EXIT_CODES_HELP, parseFlags, UsageError, type CommonOptions, type FlagTable } from "./args.js";
+import { commonOptions, COMMON_FLAGS, EXIT, EXIT_CODES_HELP, InputError, parseFlags, reportUsageError, UsageError, type CommonOptions, type FlagTable } from "./args.js";
 import { processIO, readAll, type CliIO } from "./input.js";
 import { offlineFacts, readClusterFiles, withNamespace, type ClusterFiles } from "./offline.js";
 import { problemsOf, writeVerdicts, type Verdict } from "./verdicts.js";
@@ -54,13 +54,12 @@ export async function runValidate(argv: readonly string[], io: CliIO = processIO
     }
     options = parsed;
     proposed = readAll(io, options.files).map((o) => withNamespace(o, options.namespace, notes[notes.push([]) - 1]!));
-    if (proposed.length === 0) throw new UsageError(`${options.files.join(", ")} holds no object`);
+    if (proposed.length === 0) throw new InputError(`${options.files.join(", ")} holds no object`);
     stored = options.old ? readAll(io, [options.old]).filter((o) => o.kind === KIND.cspc).map((o) => withNamespace(o, options.namespace, [])) : [];
     files = readClusterFiles(io, options);
   } catch (err) {
     if (!(err instanceof UsageError)) throw err;
-    io.stderr(`error: ${err.message}\n\n${VALIDATE_USAGE}`);
-    return EXIT.usage;
+    return reportUsageError(err, VALIDATE_USAGE, io.stderr);
   }
 
   const verdicts = proposed.map((object, i) => {

@@ -2,7 +2,7 @@
 // are replayed through the CLI with their cluster objects as `kubectl get -o yaml` lists, and must get the
 // same verdict and messages as through the webhook.
 import { expect } from "chai";
-import { stringify } from "yaml";
+import { parse, stringify } from "yaml";
 import { runValidate } from "../../cli/validate.js";
 import type { KubeObject } from "../../api/types.js";
 import { goldenCases } from "../support/golden.js";
@@ -79,12 +79,11 @@ describe("cstor-pool validate", () => {
   describe("usage errors exit 2 with the usage text", () => {
     const cases: [string, string[], Record<string, string>, RegExp][] = [
       ["no -f", [], {}, /error: -f <file> is required/],
-      ["an unknown flag", ["-f", "new.yaml", "--force"], { "new.yaml": "" }, /error: unknown flag --force/],
+      ["an unknown flag", ["-f", "new.yaml", "--force"], { "new.yaml": "" }, /error: unknown flag --force\n/],
+      ["a mistyped flag", ["-f", "new.yaml", "--block-device", "x"], { "new.yaml": "" }, /error: unknown flag --block-device \(did you mean --block-devices\?\)/],
       ["a flag without its file", ["-f"], {}, /error: -f needs a value/],
-      ["a missing file", ["-f", "gone.yaml"], {}, /error: cannot read gone\.yaml: ENOENT/],
-      ["a file that is not YAML", ["-f", "new.yaml"], { "new.yaml": "pools: [a\n" }, /error: new\.yaml is not valid YAML/],
-      ["an empty file", ["-f", "new.yaml"], { "new.yaml": "" }, /error: new\.yaml holds no object/],
-      ["two files on standard input", ["-f", "-", "--old", "-"], { "-": "" }, /error: only one file can be "-"/],
+      ["two files on standard input", ["-f", "-", "--old", "-"], { "-": "" }, /error: only one file can be "-" \(standard input\), not -f and old/],
+      ["an unknown output format", ["-f", "new.yaml", "-o", "jsn"], { "new.yaml": "" }, /error: -o jsn is not an output format: use yaml or json \(did you mean json\?\)/],
     ];
     for (const [name, argv, files, message] of cases) {
       it(name, async () => {
@@ -94,6 +93,73 @@ describe("cstor-pool validate", () => {
         expect(run.err).to.include("Usage: cstor-pool validate -f <file|dir|->");
       });
     }
+  });
+
+  describe("unreadable input exits 2 with the reason and no usage text", () => {
+    const cases: [string, string[], Record<string, string>, string][] = [
+      ["a missing file", ["-f", "gone.yaml"], {}, "error: cannot read gone.yaml: ENOENT: no such file or directory, open 'gone.yaml'\n"],
+      ["a file that is not YAML", ["-f", "new.yaml"], { "new.yaml": "pools: [a\n" }, "error: new.yaml is not valid YAML: "],
+      ["an empty file", ["-f", "new.yaml"], { "new.yaml": "" }, "error: new.yaml holds no object\n"],
+    ];
+    for (const [name, argv, files, message] of cases) {
+      it(name, async () => {
+        const run = await validate(argv, files);
+        expect(run.code).to.equal(2);
+        expect(run.err.startsWith(message), run.err).to.equal(true);
+        expect(run.err).not.to.include("Usage:");
+      });
+    }
+  });
+
+  it("-o json: one item per CSPC with its problems split into pool, field, reason, message and fix", async () => {
+    const bad = cspc([{ host: "node-a", groups: [{ type: "raidz", devices: ["a1", "a2", "a3", "a4"] }] }]);
+    const run = await validate(["-f", "new.yaml", "--block-devices", "cluster.yaml", "-o", "json"], { "new.yaml": yaml(bad), "cluster.yaml": list([]) });
+    expect(run.code).to.equal(1);
+    const parsed = JSON.parse(run.out) as { items: { verdict: string; problems: Record<string, unknown>[] }[] };
+    const { items } = parsed;
+    expect(items).to.have.length(1);
+    expect(items[0]!.verdict).to.equal("refused");
+    expect(items[0]!.problems[0]).to.deep.equal({
+      pool: 0,
+      field: "spec.pools[0].raidGroups[0]",
+      reason: "InvalidDeviceCount",
+      message: "spec.pools[0] (nodeSelector kubernetes.io/hostname=node-a) raidGroups[0]: a raidz raid group needs 3, 5, 9, 17 or 33 block devices (2^n+1), it has 4",
+    });
+    const absent = await validate(["-f", "new.yaml", "--block-devices", "cluster.yaml", "-o", "json"], { "new.yaml": yaml(cspc([A])), "cluster.yaml": list([]) });
+    const missing = (JSON.parse(absent.out) as typeof parsed).items[0]!.problems[0];
+    expect(missing).to.deep.equal({
+      pool: 0,
+      field: "spec.pools[0]",
+      reason: "BlockDeviceNotFound",
+      message: "spec.pools[0] (nodeSelector kubernetes.io/hostname=node-a): block device a1 does not exist in namespace openebs: check the name (kubectl get bd -n openebs)",
+      fix: "check the name (kubectl get bd -n openebs)",
+    });
+  });
+
+  it("-o yaml: the same verdicts as YAML, and nothing but them on standard output", async () => {
+    const files = { "new.yaml": yaml(cspc([A])) };
+    const asJson = JSON.parse((await validate(["-f", "new.yaml", "-o", "json"], files)).out) as unknown;
+    const run = await validate(["-f", "new.yaml", "-o", "yaml"], files);
+    expect(run.code).to.equal(0);
+    expect(parse(run.out)).to.deep.equal(asJson);
+    expect((asJson as { items: { verdict: string; notes: string[] }[] }).items[0]!.notes).to.have.length(2);
+  });
+
+  it("reads every manifest of a directory given with -f, and repeated -f", async () => {
+    const files: Record<string, string> = { "dir/a.yaml": yaml(cspc([A])), "dir/b.json": JSON.stringify({ ...cspc([B]), metadata: { name: "b", namespace: "openebs" } }), "c.yaml": yaml({ ...cspc([A]), metadata: { name: "c" } }) };
+    let out = "";
+    const code = await runValidate(["-f", "dir", "-f", "c.yaml"], {
+      stdout: (t) => (out += t),
+      stderr: () => undefined,
+      readFile: (path) => files[path]!,
+      listDirectory: (path) => (path === "dir" ? ["b.json", "README.md", "a.yaml"] : undefined),
+    });
+    expect(code).to.equal(0);
+    expect(out.split("\n").filter((l) => l.endsWith(": accepted"))).to.deep.equal([
+      "CStorPoolCluster openebs/pools: accepted",
+      "CStorPoolCluster openebs/b: accepted",
+      "CStorPoolCluster openebs/c: accepted",
+    ]);
   });
 
   it("prints the usage with --help and exits 0", async () => {
