@@ -15,7 +15,7 @@ import { checkCspcShape } from "../lib/rules/admission-shape.js";
 import { commonOptions, COMMON_FLAGS, EXIT, EXIT_CODES_HELP, InputError, parseFlags, reportUsageError, UsageError, type CommonOptions } from "./args.js";
 import { processIO, readAll, type CliIO } from "./input.js";
 import { offlineFacts, readClusterFiles, withNamespace, type ClusterFiles } from "./offline.js";
-import { problemsOf, writeVerdicts, type Verdict } from "./verdicts.js";
+import { problemsOf, writeNotes, writeVerdicts, type Verdict } from "./verdicts.js";
 
 export const RENDER_USAGE = `Usage: cstor-pool render -f <file|dir|-> [--block-devices <file>] [--nodes <file>] [-n <namespace>] [-o yaml|json]
 
@@ -70,7 +70,7 @@ export async function runRender(argv: readonly string[], io: CliIO = processIO):
   }
 
   const verdicts = cspcs.map((raw, i) => renderOne(withDefaults(raw), files, notes[i]!, config));
-  for (const v of verdicts) for (const n of v.notes) io.stderr(`note: ${n}\n`);
+  writeNotes(io, verdicts);
   if (options.output === "text") {
     io.stdout(verdicts.map(asText).join("---\n"));
   } else {

@@ -8,7 +8,7 @@ import { judgeCspc, type AdmissionInput } from "../hooks/admission/judge.js";
 import { commonOptions, COMMON_FLAGS, EXIT, EXIT_CODES_HELP, InputError, parseFlags, reportUsageError, UsageError, type CommonOptions, type FlagTable } from "./args.js";
 import { processIO, readAll, type CliIO } from "./input.js";
 import { offlineFacts, readClusterFiles, withNamespace, type ClusterFiles } from "./offline.js";
-import { problemsOf, writeVerdicts, type Verdict } from "./verdicts.js";
+import { problemsOf, writeNotes, writeVerdicts, type Verdict } from "./verdicts.js";
 
 export const VALIDATE_USAGE = `Usage: cstor-pool validate -f <file|dir|-> [--old <file>] [--block-devices <file>] [--nodes <file>] [-n <namespace>] [-o yaml|json]
 
@@ -91,7 +91,7 @@ export async function runValidate(argv: readonly string[], io: CliIO = processIO
     io.stderr(`note: no CStorPoolCluster in ${options.old} has the namespace/name of one in ${options.files.join(", ")}; each was checked as new\n`);
   }
 
-  for (const v of verdicts) for (const n of v.notes) io.stderr(`note: ${n}\n`);
+  writeNotes(io, verdicts);
   if (options.output === "text") {
     for (const v of verdicts) {
       io.stdout(`${v.kind} ${v.namespace}/${v.name}${v.change ? " (change)" : ""}: ${v.verdict}\n`);

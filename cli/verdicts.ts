@@ -37,8 +37,8 @@ export interface Verdict {
   objects?: KubeObject[];
 }
 
-/** "spec.pools[0] (nodeSelector a=b) raidGroups[1]" or "spec.pools[0].poolConfig.compression" at the start of a message. */
-const LABEL = /^(spec\.pools\[\d+\])(?: \(nodeSelector [^)]*\))?((?: (?:raidGroups|blockDevices)\[\d+\])*)(?: (poolConfig(?:\.[A-Za-z]+)+))?|^(spec(?:\.[A-Za-z]+|\[\d+\])+)/;
+/** "spec.pools[0] (nodeSelector a=b) (pool p) raidGroups[1]" or "spec.pools[0].poolConfig.compression" at the start of a message. */
+const LABEL = /^(spec\.pools\[\d+\])(?: \(nodeSelector [^)]*\))?(?: \(pool [^)]*\))?((?: (?:raidGroups|blockDevices)\[\d+\])*)(?: (poolConfig(?:\.[A-Za-z]+)+))?|^(spec(?:\.[A-Za-z]+|\[\d+\])+)/;
 
 export function problemOf(violation: Violation): Problem {
   const { message, reason } = violation;
@@ -69,6 +69,11 @@ function afterFirstColon(text: string): string | undefined {
 export function problemsOf(violations: readonly Violation[]): Problem[] {
   const seen = new Set<string>();
   return violations.filter((v) => !seen.has(v.message) && seen.add(v.message)).map(problemOf);
+}
+
+/** The notes on standard error, each once (several CSPCs often share an assumption). */
+export function writeNotes(io: CliIO, verdicts: readonly Verdict[]): void {
+  for (const note of new Set(verdicts.flatMap((v) => v.notes))) io.stderr(`note: ${note}\n`);
 }
 
 /** -o yaml|json: every verdict, in input order. */
