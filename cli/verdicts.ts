@@ -10,7 +10,7 @@ import type { CliIO } from "./input.js";
 export interface Problem {
   /** Index in spec.pools; absent for a problem of the CSPC as a whole. */
   pool?: number;
-  /** The field the message names first, as a path: spec.pools[0].raidGroups[1]. */
+  /** The field the message names first, as a path (spec.pools[0].raidGroups[1]), else the pool's. */
   field?: string;
   reason: string;
   /** The whole message, as the webhook says it. */
@@ -49,6 +49,7 @@ export function problemOf(violation: Violation): Problem {
     field = label[4] ?? `${label[1]}${label[2]!.replace(/ /g, ".")}${label[3] ? `.${label[3]}` : ""}`;
     rest = message.slice(label[0].length).replace(/^:?\s*/, "");
   }
+  field ??= violation.pool >= 0 ? `spec.pools[${violation.pool}]` : undefined;
   const fix = afterFirstColon(rest);
   return { ...(violation.pool >= 0 ? { pool: violation.pool } : {}), ...(field ? { field } : {}), reason, message, ...(fix ? { fix } : {}) };
 }

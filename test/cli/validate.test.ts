@@ -192,6 +192,15 @@ describe("cstor-pool validate", () => {
         const single = response.status?.message.match(/^CStorPoolCluster [^:]+: (.*)$/s)?.[1];
         for (const problem of problems.length > 0 ? problems : single ? [single] : []) expect(run.out).to.include(`  - ${problem}\n`);
         for (const warning of response.warnings ?? []) expect(run.out).to.include(`  warning: ${warning}\n`);
+
+        // The same problems for programs: each names its pool's field and ends with its fix.
+        const json = await validate([...argv, "-o", "json"], files);
+        const [item] = (JSON.parse(json.out) as { items: { problems: { pool?: number; field?: string; message: string; fix?: string }[] }[] }).items;
+        expect(item!.problems.map((p) => p.message).sort()).to.deep.equal([...new Set(problems.length > 0 ? problems : single ? [single] : [])].sort());
+        for (const p of item!.problems) {
+          if (p.pool !== undefined) expect(p.field, p.message).to.match(new RegExp(`^spec\\.pools\\[${p.pool}\\]`));
+          if (p.fix !== undefined) expect(p.message.endsWith(`: ${p.fix}`), p.message).to.equal(true);
+        }
       });
     }
   });
