@@ -88,11 +88,14 @@ function renderOne(cspc: KubeObject, files: ClusterFiles, notes: string[], confi
   const namespace = cspc.metadata.namespace!;
   const name = cspc.metadata.name ?? "";
   const subject = { kind: KIND.cspc, namespace, name, notes, warnings: [] };
+  const facts = offlineFacts(cspc as CSPC, null, files, notes);
   // What the API server's schema check would refuse never reaches the hooks.
   const shape = checkCspcShape(cspc);
-  if (shape.length > 0) return { ...subject, verdict: "refused", problems: problemsOf(shape), pools: 0, provisioned: 0, objects: [], conditions: [] };
+  if (shape.length > 0) {
+    const pools = (cspc as { spec?: { pools?: unknown } }).spec?.pools;
+    return { ...subject, verdict: "refused", problems: problemsOf(shape), pools: Array.isArray(pools) ? pools.length : 0, provisioned: 0, objects: [], conditions: [] };
+  }
 
-  const facts = offlineFacts(cspc as CSPC, null, files, notes);
   const ownedBy = (o: KubeObject) => o.metadata.labels?.[LABEL.cspc] === name;
   const claims = facts.claims as unknown as KubeObject[];
   const otherClaims = claims.filter((c) => !ownedBy(c));

@@ -13,6 +13,7 @@ const REPO = new URL("../../", import.meta.url).pathname;
 const MIRROR = join(REPO, "metacontroller/samples/cspc-mirror.yaml");
 const NO_NAMESPACE = join(REPO, "test/fixtures/cli/no-namespace.yaml");
 const REFUSED = join(REPO, "test/fixtures/cli/refused-raidz.yaml");
+const MALFORMED = join(REPO, "test/fixtures/cli/malformed.yaml");
 const DEVICES = join(REPO, "test/fixtures/render/mirror/blockdevices.yaml");
 const NODES = join(REPO, "test/fixtures/render/mirror/nodes.yaml");
 
@@ -56,6 +57,7 @@ describe("cli: validate and render agree", () => {
       notes: [/^note: no --block-devices: every device is assumed to exist, be Active, empty, unclaimed and on its pool's node$/m],
     },
     { name: "a refused raid group", argv: ["-f", REFUSED, "--block-devices", DEVICES, "--nodes", NODES], code: 1, notes: [] },
+    { name: "a CSPC the schema refuses (compression lz)", argv: ["-f", MALFORMED], code: 1, notes: [] },
   ];
 
   for (const c of cases) {
