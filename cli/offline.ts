@@ -33,7 +33,7 @@ export function readClusterFiles(io: CliIO, options: CommonOptions): ClusterFile
  * The CSPC with the namespace it would get: its own, else -n, else the install's (said in a note). -n and a
  * different metadata.namespace is a usage error, as in kubectl.
  */
-export function withNamespace(object: KubeObject, flag: string | undefined, notes: string[]): KubeObject {
+function withNamespace(object: KubeObject, flag: string | undefined, notes: string[]): KubeObject {
   const own = object.metadata?.namespace;
   const name = object.metadata?.name ?? "";
   if (own && flag && own !== flag) {
@@ -44,6 +44,14 @@ export function withNamespace(object: KubeObject, flag: string | undefined, note
     notes.push(`${object.kind} ${name} has no metadata.namespace: assumed ${INSTALL_NAMESPACE}, the install's namespace, where NDM keeps BlockDevices (-n <namespace> to choose)`);
   }
   return { ...object, metadata: { ...object.metadata, namespace: flag ?? INSTALL_NAMESPACE } };
+}
+
+/** Each object in the namespace it would get, with the notes that say what was assumed for it. */
+export function placed(objects: readonly KubeObject[], flag: string | undefined): { object: KubeObject; notes: string[] }[] {
+  return objects.map((o) => {
+    const notes: string[] = [];
+    return { object: withNamespace(o, flag, notes), notes };
+  });
 }
 
 const ofKind = (objects: readonly KubeObject[], kind: string) => objects.filter((o) => o.kind === kind);

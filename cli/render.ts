@@ -14,7 +14,7 @@ import { buildInventory } from "../lib/inventory.js";
 import { checkCspcShape } from "../lib/rules/admission-shape.js";
 import { commonOptions, COMMON_FLAGS, EXIT, EXIT_CODES_HELP, InputError, parseFlags, reportUsageError, UsageError, type CommonOptions } from "./args.js";
 import { processIO, readAll, type CliIO } from "./input.js";
-import { offlineFacts, readClusterFiles, withNamespace, type ClusterFiles } from "./offline.js";
+import { offlineFacts, placed, readClusterFiles, type ClusterFiles } from "./offline.js";
 import { problemsOf, writeNotes, writeVerdicts, type Verdict } from "./verdicts.js";
 
 export const RENDER_USAGE = `Usage: cstor-pool render -f <file|dir|-> [--block-devices <file>] [--nodes <file>] [-n <namespace>] [-o yaml|json]
@@ -44,10 +44,9 @@ const MAX_SYNCS = 6;
 
 export async function runRender(argv: readonly string[], io: CliIO = processIO): Promise<number> {
   let options: CommonOptions;
-  let cspcs: KubeObject[];
+  let cspcs: { object: KubeObject; notes: string[] }[];
   let files: ClusterFiles;
   let config: HookConfig;
-  const notes: string[][] = [];
   try {
     const parsed = parseArgs(argv);
     if (parsed === "help") {
@@ -60,7 +59,7 @@ export async function runRender(argv: readonly string[], io: CliIO = processIO):
     const from = options.files.join(", ");
     if (others.length > 0) throw new InputError(`${from} holds ${[...new Set(others)].join(", ")}; only CStorPoolClusters can be rendered`);
     if (objects.length === 0) throw new InputError(`${from} holds no CStorPoolCluster`);
-    cspcs = objects.map((o) => withNamespace(o, options.namespace, notes[notes.push([]) - 1]!));
+    cspcs = placed(objects, options.namespace);
     files = readClusterFiles(io, options);
     config = loadHookConfig(process.env);
   } catch (err) {
@@ -69,7 +68,7 @@ export async function runRender(argv: readonly string[], io: CliIO = processIO):
     return reportUsageError(err, RENDER_USAGE, io.stderr);
   }
 
-  const verdicts = cspcs.map((raw, i) => renderOne(withDefaults(raw), files, notes[i]!, config));
+  const verdicts = cspcs.map(({ object, notes }) => renderOne(withDefaults(object), files, notes, config));
   writeNotes(io, verdicts);
   if (options.output === "text") {
     io.stdout(verdicts.map(asText).join("---\n"));

@@ -7,7 +7,7 @@ import type { CSPC, KubeObject } from "../api/types.js";
 import { judgeCspc, type AdmissionInput } from "../hooks/admission/judge.js";
 import { commonOptions, COMMON_FLAGS, EXIT, EXIT_CODES_HELP, InputError, parseFlags, reportUsageError, UsageError, type CommonOptions, type FlagTable } from "./args.js";
 import { processIO, readAll, type CliIO } from "./input.js";
-import { offlineFacts, readClusterFiles, withNamespace, type ClusterFiles } from "./offline.js";
+import { offlineFacts, placed, readClusterFiles, type ClusterFiles } from "./offline.js";
 import { problemsOf, writeNotes, writeVerdicts, type Verdict } from "./verdicts.js";
 
 export const VALIDATE_USAGE = `Usage: cstor-pool validate -f <file|dir|-> [--old <file>] [--block-devices <file>] [--nodes <file>] [-n <namespace>] [-o yaml|json]
@@ -42,10 +42,9 @@ const key = (o: KubeObject) => `${o.metadata?.namespace}/${o.metadata?.name ?? "
 
 export async function runValidate(argv: readonly string[], io: CliIO = processIO): Promise<number> {
   let options: Options;
-  let proposed: KubeObject[];
+  let proposed: { object: KubeObject; notes: string[] }[];
   let stored: KubeObject[];
   let files: ClusterFiles;
-  const notes: string[][] = [];
   try {
     const parsed = parseArgs(argv);
     if (parsed === "help") {
@@ -53,16 +52,16 @@ export async function runValidate(argv: readonly string[], io: CliIO = processIO
       return EXIT.ok;
     }
     options = parsed;
-    proposed = readAll(io, options.files).map((o) => withNamespace(o, options.namespace, notes[notes.push([]) - 1]!));
+    proposed = placed(readAll(io, options.files), options.namespace);
     if (proposed.length === 0) throw new InputError(`${options.files.join(", ")} holds no object`);
-    stored = options.old ? readAll(io, [options.old]).filter((o) => o.kind === KIND.cspc).map((o) => withNamespace(o, options.namespace, [])) : [];
+    stored = options.old ? placed(readAll(io, [options.old]).filter((o) => o.kind === KIND.cspc), options.namespace).map((p) => p.object) : [];
     files = readClusterFiles(io, options);
   } catch (err) {
     if (!(err instanceof UsageError)) throw err;
     return reportUsageError(err, VALIDATE_USAGE, io.stderr);
   }
 
-  const verdicts = proposed.map((object, i) => {
+  const verdicts = proposed.map(({ object, notes }) => {
     const old = stored.find((o) => key(o) === key(object));
     const input: AdmissionInput = {
       operation: old ? "UPDATE" : "CREATE",
@@ -71,8 +70,7 @@ export async function runValidate(argv: readonly string[], io: CliIO = processIO
       object,
       oldObject: old ?? null,
     };
-    const verdictNotes = notes[i]!;
-    const facts = object.kind === KIND.cspc ? offlineFacts(object as CSPC, (old as CSPC | undefined) ?? null, files, verdictNotes) : {};
+    const facts = object.kind === KIND.cspc ? offlineFacts(object as CSPC, (old as CSPC | undefined) ?? null, files, notes) : {};
     const judgement = judgeCspc(input, facts);
     const problems = judgement.allowed ? [] : judgement.violations.length > 0 ? problemsOf(judgement.violations) : [{ reason: "Refused", message: judgement.status?.message ?? "" }];
     const verdict: Verdict = {
@@ -82,12 +80,12 @@ export async function runValidate(argv: readonly string[], io: CliIO = processIO
       verdict: judgement.allowed ? "accepted" : "refused",
       problems,
       warnings: judgement.warnings,
-      notes: verdictNotes,
+      notes,
       change: Boolean(old),
     };
     return verdict;
   });
-  if (options.old && stored.length > 0 && !proposed.some((p) => stored.some((s) => key(s) === key(p)))) {
+  if (options.old && stored.length > 0 && !proposed.some((p) => stored.some((s) => key(s) === key(p.object)))) {
     io.stderr(`note: no CStorPoolCluster in ${options.old} has the namespace/name of one in ${options.files.join(", ")}; each was checked as new\n`);
   }
 
