@@ -45,12 +45,25 @@ export interface KubeObject {
 /** Metacontroller v2: type key ("Kind.group/version") → object key ("namespace/name") → object. */
 export type ObjectMap = Record<string, Record<string, KubeObject>>;
 
+/** An object of a hook request that the hooks cannot use (a field they need is missing or of the wrong type). */
+export interface UnreadableObject {
+  /** Where the request had it. */
+  field: "children" | "attachments" | "related";
+  /** Metacontroller's type key: "Kind.group/version". */
+  typeKey: string;
+  object: KubeObject;
+  /** The field and what is wrong with it: "spec.capacity.storage must be of type integer". */
+  problem: string;
+}
+
 export interface CompositeSyncRequest {
   controller: KubeObject;
   parent: KubeObject;
   children: ObjectMap;
   related: ObjectMap;
   finalizing: boolean;
+  /** Children and related objects left out of `children` and `related` because the hooks cannot use them. */
+  unreadable?: UnreadableObject[];
 }
 
 export interface CompositeSyncResponse {
@@ -66,6 +79,8 @@ export interface DecoratorSyncRequest {
   attachments: ObjectMap;
   related: ObjectMap;
   finalizing: boolean;
+  /** Attachments and related objects left out because the hooks cannot use them. */
+  unreadable?: UnreadableObject[];
 }
 
 export interface DecoratorSyncResponse {

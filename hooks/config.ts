@@ -1,6 +1,9 @@
 // Hook server configuration, read from the environment once at startup (hooks/main.ts) and handed to the
 // pure hook functions, so a hook's answer depends only on (request, clock, config).
 import { DEFAULTS } from "../api/constants.js";
+import { ConfigError, STALE_STATUS_SECONDS_ENV, wholeSeconds } from "../lib/settings.js";
+
+export { ConfigError };
 
 export interface PoolPodConfig {
   /** The cStor pool data plane (zrepl). */
@@ -38,13 +41,9 @@ export const CONFIG_ENV = {
   exporterImage: "OPENEBS_IO_CSTOR_POOL_EXPORTER_IMAGE",
   imagePullSecrets: "OPENEBS_IO_IMAGE_PULL_SECRETS",
   baseDir: "OPENEBS_IO_BASE_DIR",
-  staleStatusSeconds: "CSPI_STALE_STATUS_SECONDS",
+  staleStatusSeconds: STALE_STATUS_SECONDS_ENV,
   resyncSeconds: "HOOK_RESYNC_SECONDS",
 } as const;
-
-export class ConfigError extends Error {
-  override readonly name = "ConfigError";
-}
 
 const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
@@ -54,14 +53,7 @@ export function loadHookConfig(env: Readonly<Record<string, string | undefined>>
     const value = env[name]?.trim();
     return value ? value : undefined;
   };
-  const seconds = (name: string, fallback: number): number => {
-    const value = text(name);
-    if (value === undefined) return fallback;
-    if (!/^[1-9][0-9]*$/.test(value)) {
-      throw new ConfigError(`${name}=${JSON.stringify(value)} is not a whole number of seconds above 0: set e.g. ${name}=${fallback}`);
-    }
-    return Number(value);
-  };
+  const seconds = (name: string, fallback: number): number => wholeSeconds(env, name, fallback);
   const image = (name: string, fallback: string): string => {
     const value = text(name) ?? fallback;
     if (/\s/.test(value)) throw new ConfigError(`${name}=${JSON.stringify(value)} is not an image reference: it contains whitespace`);

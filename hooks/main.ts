@@ -15,6 +15,7 @@ async function main(): Promise<void> {
     clock: () => new Date(),
     log,
     bodyLimit: process.env.BODY_LIMIT ?? undefined,
+    memoryLimit: process.env.MEMORY_LIMIT ?? undefined,
     isReady: () => !draining,
   });
   const listening = await listen(app, { port: Number(process.env.PORT ?? 8080), tls: tlsFromEnv(process.env), log });

@@ -144,7 +144,11 @@ function judgeSpec(input: AdmissionInput, facts: Partial<ClusterFacts>): Judgeme
     }
   }
   for (const waiting of findings.progressing.waiting) warnings.push(`not carried out yet: ${waiting}`);
-  for (const v of standing) warnings.push(`unchanged by this edit and still refused by cspc-sync: ${v.message}`);
+  // A problem shared by a changed and an unchanged pool (a device this edit listed twice) is this edit's doing.
+  const madeByThisEdit = new Set(introduced.map((v) => v.message));
+  for (const v of standing) {
+    if (!madeByThisEdit.has(v.message)) warnings.push(`unchanged by this edit and still refused by cspc-sync: ${v.message}`);
+  }
 
   if (introduced.length > 0) return refuse(input, REFUSAL.invalid, introduced, warnings);
   return allow(warnings);

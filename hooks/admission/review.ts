@@ -2,6 +2,7 @@
 // Only the fields this webhook reads or writes; the response always echoes request.uid.
 import type { KubeObject } from "../../api/types.js";
 import { BadRequestError } from "../../lib/errors.js";
+import { jsonKind } from "../../lib/request.js";
 
 export const ADMISSION_API_VERSION = "admission.k8s.io/v1";
 
@@ -51,7 +52,7 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 
 /** The request of an AdmissionReview v1; anything else is a 400 naming what is wrong. */
 export function parseAdmissionReview(body: unknown): AdmissionRequest {
-  if (!isRecord(body)) throw new BadRequestError("request body must be an AdmissionReview JSON object");
+  if (!isRecord(body)) throw new BadRequestError(`request body is ${jsonKind(body)}; it must be a JSON object (an AdmissionReview)`);
   if (body.kind !== "AdmissionReview" || body.apiVersion !== ADMISSION_API_VERSION) {
     throw new BadRequestError(
       `request body is a ${JSON.stringify(body.kind ?? null)} of ${JSON.stringify(body.apiVersion ?? null)}; this webhook serves AdmissionReview ${ADMISSION_API_VERSION}: set admissionReviewVersions: ["v1"] in the ValidatingWebhookConfiguration`,

@@ -1,9 +1,10 @@
 // CSPC status: counts and conditions, a pure function of the request and the clock. Every condition type is
 // always present, so `kubectl get cspc -o yaml` shows the whole picture and nothing appears or vanishes.
 import { CSPI_CONDITION } from "../../api/constants.js";
-import type { Condition, CSPC, CSPCStatus, CSPI } from "../../api/types.js";
+import type { Condition, CSPC, CSPCStatus, CSPI, UnreadableObject } from "../../api/types.js";
 import { findCondition, nextCondition, type ConditionInput } from "../../lib/conditions.js";
 import type { Violation } from "../../lib/rules/pool-spec.js";
+import { UNREADABLE_CONDITION, unreadableCondition } from "./unreadable.js";
 
 export const CSPC_CONDITION = {
   ready: "Ready",
@@ -13,6 +14,7 @@ export const CSPC_CONDITION = {
   progressing: "Progressing",
   paused: "ReconcilePaused",
   removalBlocked: "PoolRemovalBlocked",
+  unreadable: UNREADABLE_CONDITION,
 } as const;
 
 /** What the sync decided, as far as status needs to know. */
@@ -28,10 +30,12 @@ export interface SyncFindings {
   paused: boolean;
   /** CSPIs whose pool spec is gone but which still hold volumes. */
   removalBlocked: string[];
+  /** Children and related objects of the request the hook could not use. */
+  unreadable: UnreadableObject[];
 }
 
 export function emptyFindings(): SyncFindings {
-  return { blocked: [], pendingClaims: new Map(), rejected: [], progressing: { active: [], waiting: [] }, paused: false, removalBlocked: [] };
+  return { blocked: [], pendingClaims: new Map(), rejected: [], progressing: { active: [], waiting: [] }, paused: false, removalBlocked: [], unreadable: [] };
 }
 
 const MAX_MESSAGE = 4000;
@@ -128,6 +132,7 @@ export function computeStatus(cspc: CSPC, observed: readonly CSPI[], findings: S
     "NoneBlocked",
     "no removed pool holds volumes",
   );
+  inputs.push(unreadableCondition(findings.unreadable, joinMessages));
 
   const problems = inputs.filter((c) => c.status === "True" && c.type !== CSPC_CONDITION.progressing);
   const allHealthy = desired === provisioned && provisioned === healthy;

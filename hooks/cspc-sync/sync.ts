@@ -12,6 +12,7 @@ import { buildCspiSpec, claimObject, cspiObject, devicesOf, isMarkedForRemoval, 
 import { gateDisruptions, planExistingPool, type ExistingPoolPlan } from "./day2.js";
 import { matchPools } from "./match.js";
 import { computeStatus, emptyFindings, type SyncFindings } from "./status.js";
+import { hasUnreadableChild, heldChildren } from "./unreadable.js";
 
 export function syncCspc(body: unknown, clock: Clock): CompositeSyncResponse {
   const request = parseCompositeRequest(body, KIND.cspc);
@@ -21,9 +22,12 @@ export function syncCspc(body: unknown, clock: Clock): CompositeSyncResponse {
   }
   const inventory = buildInventory(request.parent, request.children, request.related);
   const plan = planChildren(cspc, inventory);
+  plan.findings.unreadable = request.unreadable ?? [];
   return {
     status: computeStatus(cspc, [...inventory.cspis.values()], plan.findings, clock()) as Record<string, unknown>,
-    children: plan.children,
+    children: hasUnreadableChild(request.unreadable)
+      ? heldChildren(request.children, request.unreadable ?? [], (device, cspi) => claimObject(device, inventory, { cspi }))
+      : plan.children,
   };
 }
 
@@ -37,6 +41,10 @@ export function planChildren(cspc: CSPC, inventory: Inventory): ChildrenPlan {
   const findings = emptyFindings();
   findings.paused = cspc.metadata.annotations?.[ANNOTATION.reconcilePaused] === "true";
   const byPool = groupByPool(checkCspcSpec(cspc.spec));
+  // Refused as a whole (no pools, more pools than supported): the spec can never be built, so nothing is
+  // created, changed or removed for any part of it; what exists is returned as observed.
+  const frozen = findings.paused || byPool.has(-1);
+  findings.blocked.push(...(byPool.get(-1) ?? []));
   const placements = pools.map((pool, i) => resolveNode(pool, i, inventory));
   const hosts = placements.map((p) => p.host);
   for (const v of checkOneNodePerPool(hosts)) addTo(byPool, v);
@@ -58,6 +66,11 @@ export function planChildren(cspc: CSPC, inventory: Inventory): ChildrenPlan {
   pools.forEach((pool, i) => {
     const match = matched.pools[i]!;
     const violations: Violation[] = [...(byPool.get(i) ?? [])];
+    if (byPool.has(-1)) {
+      findings.blocked.push(...violations);
+      if (match.observed) keep(match.observed);
+      return;
+    }
     const placement = placements[i]!;
     if (placement.violation) violations.push(placement.violation);
     const host = placement.host;
@@ -98,9 +111,8 @@ export function planChildren(cspc: CSPC, inventory: Inventory): ChildrenPlan {
   }
   findings.progressing = { active: gate.active, waiting: gate.waiting };
 
-  findings.blocked.push(...(byPool.get(-1) ?? []));
   for (const orphan of matched.orphans) {
-    if (findings.paused) keep(orphan);
+    if (frozen) keep(orphan);
     else planOrphan(orphan, cspis, findings, keep);
   }
 
@@ -110,8 +122,8 @@ export function planChildren(cspc: CSPC, inventory: Inventory): ChildrenPlan {
     for (const device of devicesOf(cspi.spec?.raidGroups)) claim(device, cspi.metadata.name!);
   }
   for (const [device, own] of inventory.ownClaims) {
-    // Paused: nothing changes, so no claim goes away either.
-    if (findings.paused) claim(device, own.metadata.labels?.[LABEL.cspi] ?? "");
+    // Paused or refused as a whole: nothing changes, so no claim goes away either.
+    if (frozen) claim(device, own.metadata.labels?.[LABEL.cspi] ?? "");
     const predecessor = own.metadata.annotations?.[ANNOTATION.bdPredecessor];
     const cspi = own.metadata.labels?.[LABEL.cspi];
     if (predecessor && cspi && claims.has(device)) claim(predecessor, cspi);

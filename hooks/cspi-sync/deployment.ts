@@ -147,6 +147,26 @@ export function observedPoolDeployment(request: DecoratorSyncRequest): KubeObjec
   return objectsOf(request.attachments, TYPE_KEY.deployment).find((d) => d.metadata.name === name);
 }
 
+/**
+ * Whether Metacontroller has applied the desired Deployment: it exists, is not being deleted, and holds every
+ * field of the answer with the same value (lists item by item). The answer is written the way the API server
+ * stores it, so an applied Deployment contains it whatever the server and other controllers add.
+ */
+export function isApplied(desired: KubeObject, observed: KubeObject | undefined): boolean {
+  return observed !== undefined && !observed.metadata.deletionTimestamp && contains(observed, desired);
+}
+
+function contains(observed: unknown, desired: unknown): boolean {
+  if (Array.isArray(desired)) {
+    return Array.isArray(observed) && observed.length === desired.length && desired.every((item, i) => contains(observed[i], item));
+  }
+  if (typeof desired === "object" && desired !== null) {
+    if (typeof observed !== "object" || observed === null || Array.isArray(observed)) return false;
+    return Object.entries(desired).every(([key, value]) => contains((observed as Record<string, unknown>)[key], value));
+  }
+  return observed === desired;
+}
+
 function requireName(cspi: CSPI): string {
   const name = cspi.metadata.name ?? "";
   if (!isValidLabelValue(name) || name === "") {

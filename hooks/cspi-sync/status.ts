@@ -4,12 +4,15 @@
 // node daemon never undo each other's writes. Messages carry no clock-derived values: the same observation
 // gives the same status, and a stale CSPI is written once, not on every resync.
 import { CSPI_CONDITION } from "../../api/constants.js";
+import { CSPIStatusSchema } from "../../api/schema.js";
 import type { Condition, CSPI, CSPIStatus, KubeObject } from "../../api/types.js";
 import { formatTime, nextCondition, type ConditionInput } from "../../lib/conditions.js";
 import { poolDeploymentName } from "../../lib/names.js";
 import { isTerminating } from "../../lib/inventory.js";
 
 export { CSPI_CONDITION };
+
+const STATUS_FIELDS = new Set(Object.keys(CSPIStatusSchema.properties));
 
 export interface HealthSettings {
   staleStatusSeconds: number;
@@ -37,7 +40,8 @@ export function cspiHealth(
   const podAvailable = podAvailability(cspi, deployment, deleting);
   const heartbeat = heartbeatOf(cspi, now, settings);
 
-  const status: CSPIStatus = { ...observed };
+  // Only the fields the CRD knows: the API server prunes any other when the status is written.
+  const status = Object.fromEntries(Object.entries(observed).filter(([key]) => STATUS_FIELDS.has(key))) as CSPIStatus;
   if (heartbeat.stale) status.phase = "Unknown";
   status.conditions = replaceConditions(observed.conditions, [
     nextCondition(observed.conditions, podAvailable, now),

@@ -13,6 +13,7 @@ import { objectsOf, parseCompositeRequest } from "../../lib/request.js";
 import type { HookConfig } from "../config.js";
 import { claimObject, devicesOf, isMarkedForRemoval, markedForRemoval, ownedView } from "../cspc-sync/build.js";
 import { CSPC_CONDITION, isCspiHealthy, joinMessages } from "../cspc-sync/status.js";
+import { hasUnreadableChild, heldChildren, unreadableCondition } from "../cspc-sync/unreadable.js";
 import { requireDeletion } from "./deletion.js";
 
 /** Written only while the CSPC is being deleted: which teardown step it is in and what it waits for. */
@@ -24,10 +25,13 @@ export function finalizeCspc(body: unknown, clock: Clock, config: HookConfig): C
   const inventory = buildInventory(request.parent, request.children, request.related);
   const claims = objectsOf<BlockDeviceClaim>(request.children, TYPE_KEY.blockDeviceClaim);
   const teardown = planTeardown(inventory, claims);
-  const finalized = inventory.cspis.size === 0 && claims.length === 0;
+  const unreadable = request.unreadable ?? [];
+  // A child the hook cannot read still exists: it is kept, and the CSPC waits for it to be fixed.
+  const finalized = inventory.cspis.size === 0 && claims.length === 0 && !hasUnreadableChild(unreadable);
+  const status = teardownStatus(request.parent as unknown as CSPC, inventory, teardown, claims, clock(), unreadableCondition(unreadable, joinMessages));
   const response: CompositeSyncResponse = {
-    status: teardownStatus(request.parent as unknown as CSPC, inventory, teardown, claims, clock()) as Record<string, unknown>,
-    children: teardown.children,
+    status: status as Record<string, unknown>,
+    children: hasUnreadableChild(unreadable) ? heldChildren(request.children, unreadable, (device, cspi) => claimObject(device, inventory, { cspi })) : teardown.children,
     finalized,
   };
   if (!finalized) response.resyncAfterSeconds = config.resyncSeconds;
@@ -87,7 +91,14 @@ function planTeardown(inventory: Inventory, claims: readonly BlockDeviceClaim[])
   return teardown;
 }
 
-function teardownStatus(cspc: CSPC, inventory: Inventory, teardown: Teardown, claims: readonly BlockDeviceClaim[], now: Date): CSPCStatus {
+function teardownStatus(
+  cspc: CSPC,
+  inventory: Inventory,
+  teardown: Teardown,
+  claims: readonly BlockDeviceClaim[],
+  now: Date,
+  unreadable: ConditionInput,
+): CSPCStatus {
   const cspis = [...inventory.cspis.values()];
   const where = `CStorPoolCluster ${inventory.namespace}/${inventory.cspcName}`;
   const blocked = teardown.holdingVolumes.map(
@@ -109,7 +120,7 @@ function teardownStatus(cspc: CSPC, inventory: Inventory, teardown: Teardown, cl
   };
   const generation = cspc.metadata.generation;
   const previous = cspc.status?.conditions;
-  const updates: Condition[] = [removal, deleting, ready].map((input) => nextCondition(previous, input, now, generation));
+  const updates: Condition[] = [removal, deleting, ready, unreadable].map((input) => nextCondition(previous, input, now, generation));
   const status: CSPCStatus = {
     desiredInstances: cspc.spec?.pools?.length ?? 0,
     provisionedInstances: cspis.length,

@@ -7,6 +7,11 @@ import type { CoreEvent, KubeApi, StatusPatch, WatchEventType } from "../../node
 
 type Listener = (type: WatchEventType, cspi: CSPI) => void;
 
+interface OpenWatch {
+  listener: Listener;
+  end: (error?: Error) => void;
+}
+
 export interface RecordedEvent extends CoreEvent {
   cspi: string;
   host: string;
@@ -14,7 +19,10 @@ export interface RecordedEvent extends CoreEvent {
 
 export class FakeKube implements KubeApi {
   private readonly objects = new Map<string, CSPI>();
-  private readonly listeners = new Set<Listener>();
+  private readonly watches = new Set<OpenWatch>();
+  /** Lists that fail before one answers again (the apiserver away). */
+  failingLists = 0;
+  lists = 0;
   private version = 1;
   readonly events: RecordedEvent[] = [];
   readonly statusPatches: { name: string; patch: StatusPatch }[] = [];
@@ -46,14 +54,14 @@ export class FakeKube implements KubeApi {
   private store(cspi: CSPI, type: WatchEventType): CSPI {
     cspi.metadata.resourceVersion = String(++this.version);
     this.objects.set(cspi.metadata.name ?? "", cspi);
-    for (const listener of this.listeners) listener(type, structuredClone(cspi));
+    for (const watch of this.watches) watch.listener(type, structuredClone(cspi));
     return structuredClone(cspi);
   }
 
   private remove(name: string): void {
     const existing = this.objects.get(name);
     this.objects.delete(name);
-    if (existing) for (const listener of this.listeners) listener("DELETED", structuredClone(existing));
+    if (existing) for (const watch of this.watches) watch.listener("DELETED", structuredClone(existing));
   }
 
   private must(namespace: string, name: string): CSPI {
@@ -62,7 +70,36 @@ export class FakeKube implements KubeApi {
     return found;
   }
 
+  /** Watches open now. */
+  get openWatches(): number {
+    return this.watches.size;
+  }
+
+  /**
+   * The apiserver ends every open watch: cleanly (its request timeout) or with an error (a connection lost,
+   * 410 Gone). Changes made before the daemon watches again reach it only through its next list.
+   */
+  endWatches(error?: Error): void {
+    for (const watch of [...this.watches]) watch.end(error);
+  }
+
+  /** A change no watch delivers (an event lost on the way). */
+  applyUnseen(cspi: CSPI): void {
+    const watches = [...this.watches];
+    this.watches.clear();
+    try {
+      this.apply(cspi);
+    } finally {
+      watches.forEach((watch) => this.watches.add(watch));
+    }
+  }
+
   async listCspis(namespace: string) {
+    this.lists++;
+    if (this.failingLists > 0) {
+      this.failingLists--;
+      throw new Error("connect ECONNREFUSED 127.0.0.1:6443");
+    }
     return {
       items: [...this.objects.values()].filter((c) => c.metadata.namespace === namespace).map((c) => structuredClone(c)),
       resourceVersion: String(this.version),
@@ -70,19 +107,19 @@ export class FakeKube implements KubeApi {
   }
 
   async watchCspis(namespace: string, _resourceVersion: string, onEvent: Listener) {
-    let settle!: () => void;
-    const done = new Promise<void>((resolve) => (settle = resolve));
-    const listener: Listener = (type, cspi) => {
-      if (cspi.metadata.namespace === namespace) onEvent(type, cspi);
-    };
-    this.listeners.add(listener);
-    return {
-      stop: () => {
-        this.listeners.delete(listener);
-        settle();
+    let end!: (error?: Error) => void;
+    const done = new Promise<void>((resolve, reject) => (end = (error) => (error ? reject(error) : resolve())));
+    const watch: OpenWatch = {
+      listener: (type, cspi) => {
+        if (cspi.metadata.namespace === namespace) onEvent(type, cspi);
       },
-      done,
+      end: (error) => {
+        this.watches.delete(watch);
+        end(error);
+      },
     };
+    this.watches.add(watch);
+    return { stop: () => watch.end(), done };
   }
 
   async patchCspiStatus(namespace: string, name: string, patch: StatusPatch) {
