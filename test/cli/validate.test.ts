@@ -58,6 +58,15 @@ describe("cstor-pool validate", () => {
     expect(run.out).to.include('spec.pools[0].poolConfig.compression is false, it must be one of off, on, lz4, lzjb, gzip, zle (YAML reads a bare off as false: quote it, "off")');
   });
 
+  it("a mistyped compression gets the rule's \"did you mean lz4?\", not only the schema's list", async () => {
+    const text = yaml(cspc([{ ...A, poolConfig: { compression: "lz4" } }])).replace("compression: lz4", "compression: lz");
+    const run = await validate(["-f", "new.yaml", "-o", "json"], { "new.yaml": text });
+    expect(run.code).to.equal(1);
+    const [problem] = (JSON.parse(run.out) as { items: { problems: Record<string, unknown>[] }[] }).items[0]!.problems;
+    expect(problem).to.include({ pool: 0, field: "spec.pools[0].poolConfig.compression", fix: "use one of off, on, lz4, lzjb, gzip, zle" });
+    expect(problem!.message).to.contain('poolConfig.compression "lz" is not supported (did you mean lz4?)');
+  });
+
   it("checks a change against --old: the stored pools stand in for their CSPIs", async () => {
     const files = { "old.yaml": yaml(cspc([A, B])) };
     const removed = await validate(["-f", "new.yaml", "--old", "old.yaml"], { ...files, "new.yaml": yaml(cspc([A, { ...B, groups: [{ type: "stripe", devices: ["b1"] }] }])) });
