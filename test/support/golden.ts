@@ -46,6 +46,9 @@ export const FIXED_FIXTURES: Readonly<Record<string, readonly string[]>> = {
   metacontroller: ["README.md", "cert-manager-crds.yaml", "metacontroller-crds.yaml"],
   // test/cli/render.test.ts and test/integration/render.test.ts.
   "render/mirror": ["blockdevices.yaml", "expected.yaml", "nodes.yaml"],
+  // test/cli (validate, render, agreement, installed) and the commands of docs/cli.md.
+  cli: ["day2-group-removed.yaml", "malformed.yaml", "no-namespace.yaml", "refused-raidz.yaml"],
+  "cli/unusable-devices": ["cluster.yaml", "cspc.yaml", "nodes.yaml"],
 };
 
 export interface GoldenCase {
