@@ -102,6 +102,14 @@ const shapeText = (code: string): string =>
 const MIN_SHAPE = shapeText(SMALLEST_SHAPE);
 const MAX_SHAPE = shapeText(LARGEST_SHAPE);
 
+/** Rules on the CSPC spec as a whole. A sum over pools and groups: linear, about 3·10^4 at the limits. */
+export const SPEC_RULES: CelRule[] = [
+  {
+    rule: `self.pools.map(p, p.raidGroups.map(g, size(g.blockDevices)).sum()).sum() <= ${LIMITS.blockDevicesPerCspc}`,
+    message: `spec.pools lists more than ${LIMITS.blockDevicesPerCspc} block devices; at most ${LIMITS.blockDevicesPerCspc} are supported per CSPC: split the pools over several CSPCs`,
+  },
+];
+
 export const POOL_RULES: CelRule[] = [
   {
     rule: `self.raidGroups.all(g, has(g.type) || ${isStripeRole("g")} || ${HAS_DEFAULT})`,

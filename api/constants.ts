@@ -80,12 +80,30 @@ export const DEFAULTS = {
   staleStatusSeconds: 300,
   /** Resync so that time-based decisions (stale heartbeats) are re-evaluated without an event. */
   resyncSeconds: 60,
+  /**
+   * Resync while a CSPI's pool Deployment is missing or not yet as cspi-sync answered it: Metacontroller's
+   * decorator gives a sync up on a conflict before applying attachments, and a status-only change (the node
+   * daemon's report) triggers no other sync (docs/decisions.md, 15).
+   */
+  attachmentResyncSeconds: 5,
 };
+
+/**
+ * ZFS's smallest device (SPA_MINDEVSIZE, 64 MiB): `zpool create`/`add` refuse a smaller one with "one or more
+ * devices is less than the minimum size (64M)". Checked where device sizes are known: BlockDevice capacity
+ * (placement rules) and the node's own view of the device (node daemon).
+ */
+export const ZFS_MIN_DEVICE_BYTES = 64 * 1024 * 1024;
 
 /** Upper bounds that keep CEL rule cost bounded and objects well under etcd's size limit. */
 export const LIMITS = {
   pools: 1000,
   raidGroupsPerPool: 32,
   blockDevicesPerGroup: 64,
+  /**
+   * Block devices of all pools together. What bounds a CSPC's hook request (each device brings a claim, a
+   * BlockDevice and a CSPI entry): the hook server's body limit is derived from it (docs/reliability.md).
+   */
+  blockDevicesPerCspc: 4096,
   cspcNameLength: 56,
 };

@@ -4,7 +4,7 @@
 // Schemas are closed (additionalProperties: false) so our own validation catches typos; the CRD generator
 // drops that keyword because structural CRD schemas forbid it (the API server prunes unknown fields instead).
 import { Type, type TSchema, type TUnsafe } from "@sinclair/typebox";
-import { POOL_RULES, RAID_GROUP_RULES } from "./cel.js";
+import { POOL_RULES, RAID_GROUP_RULES, SPEC_RULES } from "./cel.js";
 import { COMPRESSION_VALUES, LIMITS, RAID_TYPES } from "./constants.js";
 
 const closed = { additionalProperties: false } as const;
@@ -137,7 +137,7 @@ export const CSPCSpecSchema = Type.Object(
   {
     pools: Type.Array(PoolSpecSchema, { minItems: 1, maxItems: LIMITS.pools }),
   },
-  closed,
+  { ...closed, "x-kubernetes-validations": SPEC_RULES },
 );
 
 export const CSPCStatusSchema = Type.Object(

@@ -45,12 +45,26 @@ export interface KubeObject {
 /** Metacontroller v2: type key ("Kind.group/version") → object key ("namespace/name") → object. */
 export type ObjectMap = Record<string, Record<string, KubeObject>>;
 
-export interface CompositeSyncRequest {
+/** An object of a hook request that the hooks cannot use (a field they need is missing or of the wrong type). */
+export interface UnreadableObject {
+  /** Where the request had it. */
+  field: "children" | "attachments" | "related";
+  /** Metacontroller's type key: "Kind.group/version". */
+  typeKey: string;
+  object: KubeObject;
+  /** The field and what is wrong with it: "spec.capacity.storage must be of type integer". */
+  problem: string;
+}
+
+/** A composite sync request; `P` is what request parsing proved the parent to be. */
+export interface CompositeSyncRequest<P = KubeObject> {
   controller: KubeObject;
-  parent: KubeObject;
+  parent: P;
   children: ObjectMap;
   related: ObjectMap;
   finalizing: boolean;
+  /** Children and related objects left out of `children` and `related` because the hooks cannot use them. */
+  unreadable?: UnreadableObject[];
 }
 
 export interface CompositeSyncResponse {
@@ -60,12 +74,15 @@ export interface CompositeSyncResponse {
   finalized?: boolean;
 }
 
-export interface DecoratorSyncRequest {
+/** A decorator sync request; `O` is what request parsing proved the object to be. */
+export interface DecoratorSyncRequest<O = KubeObject> {
   controller: KubeObject;
-  object: KubeObject;
+  object: O;
   attachments: ObjectMap;
   related: ObjectMap;
   finalizing: boolean;
+  /** Attachments and related objects left out because the hooks cannot use them. */
+  unreadable?: UnreadableObject[];
 }
 
 export interface DecoratorSyncResponse {

@@ -2,9 +2,9 @@
 // webhook looks up (the fleet's Nodes, BlockDevices, claims and CSPIs), from the shared fleet generator.
 import { KIND, TYPE_KEY } from "../api/constants.js";
 import type { BlockDevice, BlockDeviceClaim, CSPI, KubeObject } from "../api/types.js";
-import type { ClusterFacts } from "../hooks/admission/lookup.js";
-import { ADMISSION_API_VERSION } from "../hooks/admission/review.js";
-import { fleetRequest } from "../test/support/fleet.js";
+import type { ClusterFacts } from "../lib/admission/lookup.js";
+import { ADMISSION_API_VERSION } from "../lib/admission/review.js";
+import { fleetRequest } from "../testkit/fleet.js";
 
 export type AdmissionOperation = "UPDATE" | "CREATE";
 

@@ -1,10 +1,10 @@
 // The hooks as pure functions, without HTTP: per size, the time of each step the hook server takes for one
 // request (JSON.parse of the body, the hook, canonicalize, JSON.stringify), and how the hook's time grows.
-import { admissionInput, capWarnings, judgeCspc } from "../hooks/admission/judge.js";
-import type { ClusterFacts } from "../hooks/admission/lookup.js";
-import { parseAdmissionReview, reviewResponse } from "../hooks/admission/review.js";
+import { admissionInput, capWarnings, judgeCspc } from "../lib/admission/judge.js";
+import type { ClusterFacts } from "../lib/admission/lookup.js";
+import { parseAdmissionReview, reviewResponse } from "../lib/admission/review.js";
 import { syncCspc } from "../hooks/cspc-sync/sync.js";
-import { DEFAULT_HOOK_CONFIG } from "../hooks/config.js";
+import { DEFAULT_HOOK_CONFIG } from "../lib/hook-config.js";
 import { syncCspi } from "../hooks/cspi-sync/sync.js";
 import { canonicalize } from "../lib/canonical.js";
 import { admissionReview, fleetCluster, fleetFacts, type AdmissionOperation } from "./admission.js";

@@ -1,26 +1,21 @@
 // The requests the benchmarks send: Metacontroller's cspc-sync request for a fleet of N pools (the shared
 // deterministic generator), and the cspi-sync request of a steady-state golden case.
-import { readFileSync } from "node:fs";
-import { parse } from "yaml";
+import { join } from "node:path";
 import { LABEL, TYPE_KEY } from "../api/constants.js";
 import type { CompositeSyncRequest, CSPC, KubeObject } from "../api/types.js";
 import { syncCspc } from "../hooks/cspc-sync/sync.js";
-import { fleetRequest } from "../test/support/fleet.js";
-
-const FIXTURES = new URL("../test/fixtures/", import.meta.url).pathname;
+import { FIXTURES, readCaseDocument, readYaml } from "../testkit/case-documents.js";
+import { fleetRequest } from "../testkit/fleet.js";
 
 /** A steady-state CSPI: fresh node daemon status, pool pod available, the Deployment already as desired. */
 export const CSPI_SYNC_CASE = "cspi-sync/node-daemon-fresh-carried-through";
-
-function fixture(path: string): unknown {
-  return parse(readFileSync(`${FIXTURES}${path}`, "utf8"));
-}
+const CSPI_SYNC_DIR = join(FIXTURES, CSPI_SYNC_CASE);
 
 /**
  * The hook server's clock in the benchmarks: the golden case's "now". The fleet's objects carry the same
  * instant, so both requests hit the steady-state path (fresh heartbeats, unchanged conditions).
  */
-export const BENCH_NOW = new Date((fixture(`${CSPI_SYNC_CASE}/case.yaml`) as { now: string }).now);
+export const BENCH_NOW = new Date((readYaml(join(CSPI_SYNC_DIR, "case.yaml")) as { now: string }).now);
 export const benchClock = (): Date => new Date(BENCH_NOW);
 
 export type FleetState = "steady" | "first-sync";
@@ -84,5 +79,5 @@ export function editedFleetRequest(pools: number, edit: FleetEdit): CompositeSyn
 }
 
 export function cspiSyncRequest(): unknown {
-  return fixture(`${CSPI_SYNC_CASE}/request.yaml`);
+  return readCaseDocument(CSPI_SYNC_DIR, "request.yaml");
 }

@@ -5,9 +5,10 @@
 // Exit code: 0 every pool renders, 1 some pool would not be provisioned (the CSPC conditions say why), 2 usage.
 import { KIND, LABEL, TYPE_KEY } from "../api/constants.js";
 import type { KubeObject, ObjectMap } from "../api/types.js";
-import { ConfigError, loadHookConfig, type HookConfig } from "../hooks/config.js";
-import { syncCspc } from "../hooks/cspc-sync/sync.js";
-import { syncCspi } from "../hooks/cspi-sync/sync.js";
+import { ConfigError, loadHookConfig, type HookConfig } from "../lib/hook-config.js";
+import { syncCspcRequest } from "../lib/cspc/sync.js";
+import { syncCspiRequest } from "../lib/cspi/sync.js";
+import { parseCompositeRequest, parseDecoratorRequest } from "../lib/request.js";
 import { canonicalJson, canonicalYaml } from "../lib/canonical.js";
 import { parseFileFlags, UsageError, type FlagTable } from "./args.js";
 import { processIO, readObjects, type ValidateIO } from "./validate.js";
@@ -90,17 +91,17 @@ export async function runRender(argv: readonly string[], io: ValidateIO = proces
     if (!options.blockDevices) io.stderr("note: no --block-devices: every device is missing, so no pool can be built\n");
 
     let children: KubeObject[] = [...cspis.filter(ownedBy), ...claims.filter(ownedBy)];
-    let answer = syncCspc(request(cspc, children, blockDevices, claims.filter((c) => !ownedBy(c)), clusterNodes), () => new Date());
+    let answer = syncCspcRequest(parseCompositeRequest(request(cspc, children, blockDevices, claims.filter((c) => !ownedBy(c)), clusterNodes), KIND.cspc), () => new Date());
     for (let i = 1; i < MAX_SYNCS; i++) {
       const next = answer.children.map(boundAsNdmWould);
       if (canonicalJson(next) === canonicalJson(children)) break;
       children = next;
-      answer = syncCspc(request(cspc, children, blockDevices, claims.filter((c) => !ownedBy(c)), clusterNodes), () => new Date());
+      answer = syncCspcRequest(parseCompositeRequest(request(cspc, children, blockDevices, claims.filter((c) => !ownedBy(c)), clusterNodes), KIND.cspc), () => new Date());
     }
 
     const renderedCspis = answer.children.filter((c) => c.kind === KIND.cspi);
     const deployments = renderedCspis.flatMap((cspi) =>
-      syncCspi({ controller: {}, object: cspi, attachments: {}, related: {}, finalizing: false }, () => new Date(), config).attachments,
+      syncCspiRequest(parseDecoratorRequest({ controller: {}, object: cspi, attachments: {}, related: {}, finalizing: false }, KIND.cspi), () => new Date(), config).attachments,
     );
     const status = answer.status as { desiredInstances?: number; conditions?: { type: string; status: string; reason: string; message: string }[] };
     const desired = status.desiredInstances ?? 0;

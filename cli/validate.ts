@@ -1,15 +1,15 @@
 // `cstor-pool validate -f new.yaml [--old old.yaml] [--block-devices bds.yaml] [--nodes nodes.yaml]`: the
 // admission webhook's verdict, offline, for users who review a change before applying it. The same judge
-// (hooks/admission/judge.ts) decides; what the files do not say is assumed, and the output says what was.
+// (lib/admission/judge.ts) decides; what the files do not say is assumed, and the output says what was.
 // Exit code: 0 accepted (warnings printed), 1 refused, 2 usage or unreadable input.
 import { parseFileFlags, UsageError, type FlagTable } from "./args.js";
 import { readFileSync } from "node:fs";
 import { parseAllDocuments } from "yaml";
 import { KIND, LABEL } from "../api/constants.js";
 import type { CSPC, CSPI, KubeObject, PoolSpec } from "../api/types.js";
-import { judgeCspc, inventoryOf, type AdmissionInput } from "../hooks/admission/judge.js";
-import type { ClusterFacts } from "../hooks/admission/lookup.js";
-import { buildCspiSpec, devicesOf } from "../hooks/cspc-sync/build.js";
+import { judgeCspc, inventoryOf, type AdmissionInput } from "../lib/admission/judge.js";
+import type { ClusterFacts } from "../lib/admission/lookup.js";
+import { buildCspiSpec, devicesOf } from "../lib/cspc/build.js";
 import { cspiName } from "../lib/names.js";
 import { resolveNode } from "../lib/rules/placement.js";
 

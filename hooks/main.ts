@@ -3,7 +3,7 @@
 import { createLogger, type LogLevel } from "../lib/log.js";
 import { makeApp } from "./http/app.js";
 import { listen, tlsFromEnv } from "./http/listen.js";
-import { loadHookConfig } from "./config.js";
+import { loadHookConfig } from "../lib/hook-config.js";
 import { hookRoutes } from "./routes.js";
 
 const log = createLogger({ level: (process.env.LOG_LEVEL as LogLevel | undefined) ?? "info", base: { component: "hook-server" } });
@@ -15,6 +15,7 @@ async function main(): Promise<void> {
     clock: () => new Date(),
     log,
     bodyLimit: process.env.BODY_LIMIT ?? undefined,
+    memoryLimit: process.env.MEMORY_LIMIT ?? undefined,
     isReady: () => !draining,
   });
   const listening = await listen(app, { port: Number(process.env.PORT ?? 8080), tls: tlsFromEnv(process.env), log });

@@ -1,7 +1,7 @@
 // Every endpoint of the hook server, in one list. Each entry is a pure function behind a path.
 import type { HookRoute } from "./http/app.js";
 import { admitCspc, defaultAdmissionOptions, type AdmissionOptions } from "./admission/cspc.js";
-import { DEFAULT_HOOK_CONFIG, type HookConfig } from "./config.js";
+import { DEFAULT_HOOK_CONFIG, type HookConfig } from "../lib/hook-config.js";
 import { customizeCspc } from "./cspc-sync/customize.js";
 import { syncCspc } from "./cspc-sync/sync.js";
 import { syncCspi } from "./cspi-sync/sync.js";

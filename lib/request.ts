@@ -1,10 +1,14 @@
-// Shape checks for Metacontroller hook requests. Anything that fails becomes a 400 naming what is wrong.
+// Shape checks for Metacontroller hook requests. What Metacontroller could never send is a 400 naming what is
+// wrong; a child or related object that does not fit its current schema is set aside in `unreadable`.
 import type {
   CompositeSyncRequest,
+  CSPC,
+  CSPI,
   CustomizeRequest,
   DecoratorSyncRequest,
   KubeObject,
   ObjectMap,
+  UnreadableObject,
 } from "../api/types.js";
 import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
 import { KIND } from "../api/constants.js";
@@ -15,10 +19,11 @@ function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
-// Objects in a real request were stored by the API server, so they have the types of their schema. The hooks
-// rely on those types; an object without them (a hand-made or corrupted request) is a 400 naming the field,
-// never a TypeError deep inside a hook. Only types and required fields are checked here: enums and bounds are
-// the rules' business, which judge them with messages about pools and devices.
+// Objects in a real request were stored by the API server, so they had the types of their schema when they
+// were stored. The hooks rely on those types; an object without them is never a TypeError deep inside a hook:
+// a parent is a 400 naming the field, a child or related object is left out and named in the status (its CRD
+// may have changed since). Only types and required fields are checked here: enums and bounds are the rules'
+// business, which judge them with messages about pools and devices.
 const VALUE_CONSTRAINTS = new Set(["minItems", "maxItems", "minLength", "maxLength", "minimum", "maximum", "minProperties", "format", "x-kubernetes-validations"]);
 
 /** The schema with its value constraints removed: literal unions become their type, closed objects open. */
@@ -36,8 +41,33 @@ function typesOnly(schema: unknown): unknown {
   return out;
 }
 
+/**
+ * The schema with nothing required under `status`. The API server does not re-validate stored objects when a
+ * CRD is upgraded, so a status written under an older schema may miss a field the current one requires (a
+ * condition without `message`); the hooks read only a few status fields, each checked where it is read.
+ */
+function statusOptional(schema: unknown): unknown {
+  // A list-map item keeps its keys (a condition's type): the API server never stores an item without them.
+  const dropRequired = (node: unknown, keep: readonly string[] = []): unknown => {
+    if (Array.isArray(node)) return node.map((item) => dropRequired(item));
+    if (!isRecord(node)) return node;
+    const keys = Array.isArray(node["x-kubernetes-list-map-keys"]) ? (node["x-kubernetes-list-map-keys"] as string[]) : [];
+    const out: Record<string, unknown> = {};
+    for (const [key, value] of Object.entries(node)) {
+      if (key === "required") {
+        const kept = (value as string[]).filter((field) => keep.includes(field));
+        if (kept.length > 0) out.required = kept;
+      } else out[key] = dropRequired(value, key === "items" ? keys : []);
+    }
+    return out;
+  };
+  const root = schema as { properties: Record<string, unknown> };
+  if (!root.properties.status) return schema;
+  return { ...root, properties: { ...root.properties, status: dropRequired(root.properties.status) } };
+}
+
 const ajv = new Ajv({ strict: false, validateFormats: false });
-const shapeOf = (schema: unknown): ValidateFunction => ajv.compile(typesOnly(schema) as object);
+const shapeOf = (schema: unknown): ValidateFunction => ajv.compile(typesOnly(statusOptional(schema)) as object);
 const SHAPES: Record<string, ValidateFunction> = {
   [KIND.cspc]: shapeOf(CSPCSchema),
   [KIND.cspi]: shapeOf(CSPISchema),
@@ -58,18 +88,42 @@ function fieldOf(error: ErrorObject): string {
   return [path, missing].filter(Boolean).join(".") || "the object";
 }
 
-function requireShape(obj: Record<string, unknown>, kind: string, where: () => string, validate = SHAPES[kind] ?? anyObject): void {
-  if (validate(obj)) return;
+interface ShapeProblem {
+  /** "spec.hostName is missing" */
+  text: string;
+  /** In spec or status, which the object's CRD governs (and an upgrade may change); else in what every object has. */
+  underCrd: boolean;
+}
+
+/** What makes the object unusable to the hooks, or undefined if nothing does. */
+function shapeProblem(obj: Record<string, unknown>, kind: string, validate = SHAPES[kind] ?? anyObject): ShapeProblem | undefined {
+  if (validate(obj)) return undefined;
   const errors = validate.errors!;
   // Validation stops at the first failure; an int-or-string reports each type it tried, then the anyOf.
   const error = errors[errors.length - 1]!;
   const types = errors.filter((e) => e.keyword === "type" && e.instancePath === error.instancePath).map((e) => String((e.params as { type: unknown }).type));
   const problem = error.keyword === "required" ? "is missing" : types.length > 0 ? `must be of type ${types.join(" or ")}` : "is not valid";
-  throw new BadRequestError(`request ${where()} (${kind}): ${fieldOf(error)} ${problem}; the API server never stores such an object`);
+  const field = fieldOf(error);
+  return { text: `${field} ${problem}`, underCrd: kind in SHAPES && /^(spec|status)\b/.test(field) };
+}
+
+function requireShape(obj: Record<string, unknown>, kind: string, where: () => string, validate?: ValidateFunction): void {
+  const problem = shapeProblem(obj, kind, validate);
+  if (!problem) return;
+  const why = problem.underCrd ? "the hook cannot act on it: fix the object" : "the API server never stores such an object";
+  throw new BadRequestError(`request ${where()} (${kind}): ${problem.text}; ${why}`);
+}
+
+/** What a JSON value is, for a message that says why it is not what was expected. */
+export function jsonKind(value: unknown): string {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "a list";
+  return typeof value === "object" ? "an object" : `a ${typeof value}`;
 }
 
 function requireObject(value: unknown, field: string, kind: string, validate?: ValidateFunction): KubeObject {
-  if (!isRecord(value)) throw new BadRequestError(`request has no ${field}: Metacontroller always sends it`);
+  if (value === undefined || value === null) throw new BadRequestError(`request has no ${field}: Metacontroller always sends it`);
+  if (!isRecord(value)) throw new BadRequestError(`request ${field} is ${jsonKind(value)}; it must be an object (the ${kind})`);
   if (value.kind !== kind) {
     throw new BadRequestError(
       `request ${field} is a ${quote(value.kind)}, this hook serves ${kind}: check the controller's resource`,
@@ -91,9 +145,10 @@ function kindOfTypeKey(typeKey: string): string {
  * An object map of the request. `ownNamespace`: the map holds a namespaced parent's own children, which are in
  * its namespace (owner references never cross namespaces), so the hooks may know them by name alone.
  */
-function objectMap(value: unknown, field: string, ownNamespace?: string): ObjectMap {
+function objectMap(value: unknown, field: UnreadableObject["field"], unreadable: UnreadableObject[], ownNamespace?: string): ObjectMap {
   if (value === undefined || value === null) return {};
   if (!isRecord(value)) throw new BadRequestError(`request ${field} must be an object of type keys`);
+  const skipped = new Map<string, Set<string>>();
   for (const [typeKey, objects] of Object.entries(value)) {
     if (objects === null) continue;
     if (!isRecord(objects)) throw new BadRequestError(`request ${field}["${typeKey}"] must be an object keyed by namespace/name`);
@@ -112,7 +167,15 @@ function objectMap(value: unknown, field: string, ownNamespace?: string): Object
       if (typeof obj.metadata.name !== "string" || obj.metadata.name === "") throw new BadRequestError(`request ${where()} has no metadata.name`);
       // Children are returned as observed where nothing changes, so a child without its kind would come back without one.
       if (obj.kind !== kind) throw new BadRequestError(`request ${where()} is a ${quote(obj.kind)} listed under ${typeKey}`);
-      requireShape(obj, kind, where);
+      // Stored under an older schema, say: the rest of the request is still used (docs/decisions.md, 16).
+      const problem = shapeProblem(obj, kind);
+      // Outside spec and status, or a null (the API server drops or refuses them), it was never stored so.
+      if (problem && (!problem.underCrd || holdsNull(obj))) requireShape(obj, kind, where);
+      if (problem) {
+        unreadable.push({ field, typeKey, object: obj as unknown as KubeObject, problem: problem.text });
+        if (!skipped.has(typeKey)) skipped.set(typeKey, new Set());
+        skipped.get(typeKey)!.add(key);
+      }
       const namespace = obj.metadata.namespace;
       if (ownNamespace !== undefined && namespace !== undefined && namespace !== ownNamespace) {
         throw new BadRequestError(`request ${where()} is in namespace ${quote(namespace)}, not its owner's ${ownNamespace}: Metacontroller sends only an object's own children`);
@@ -125,7 +188,20 @@ function objectMap(value: unknown, field: string, ownNamespace?: string): Object
       names.set(id, key);
     }
   }
-  return value as ObjectMap;
+  if (skipped.size === 0) return value as ObjectMap;
+  const map = value as ObjectMap;
+  return Object.fromEntries(
+    Object.entries(map).map(([typeKey, objects]) => [
+      typeKey,
+      objects && Object.fromEntries(Object.entries(objects).filter(([key]) => !skipped.get(typeKey)?.has(key))),
+    ]),
+  ) as ObjectMap;
+}
+
+function holdsNull(value: unknown): boolean {
+  if (value === null) return true;
+  if (typeof value !== "object") return false;
+  return Object.values(value).some(holdsNull);
 }
 
 /** key === `${namespace ?? ""}/${name}`, without building that string. */
@@ -147,29 +223,42 @@ function namespaceOf(owner: unknown): string | undefined {
 }
 
 function requireBody(body: unknown): Record<string, unknown> {
-  if (!isRecord(body)) throw new BadRequestError("request body must be a JSON object");
+  if (!isRecord(body)) throw new BadRequestError(`request body is ${jsonKind(body)}; it must be a JSON object (a Metacontroller hook request)`);
   return body;
 }
 
-export function parseCompositeRequest(body: unknown, parentKind: string): CompositeSyncRequest {
+/**
+ * The kinds a hook acts on, and the type a parent or object of that kind has once it passed its schema check
+ * (requireObject). Only status fields are not required: a status written by an older release is still read.
+ */
+interface CheckedKinds {
+  [KIND.cspc]: CSPC;
+  [KIND.cspi]: CSPI;
+}
+
+export function parseCompositeRequest<K extends keyof CheckedKinds>(body: unknown, parentKind: K): CompositeSyncRequest<CheckedKinds[K]> {
   const b = requireBody(body);
+  const unreadable: UnreadableObject[] = [];
   return {
     controller: (isRecord(b.controller) ? b.controller : {}) as KubeObject,
-    parent: requireObject(b.parent, "parent", parentKind),
-    children: objectMap(b.children, "children", namespaceOf(b.parent)),
-    related: objectMap(b.related, "related"),
+    parent: requireObject(b.parent, "parent", parentKind) as CheckedKinds[K],
+    children: objectMap(b.children, "children", unreadable, namespaceOf(b.parent)),
+    related: objectMap(b.related, "related", unreadable),
     finalizing: b.finalizing === true,
+    unreadable,
   };
 }
 
-export function parseDecoratorRequest(body: unknown, objectKind: string): DecoratorSyncRequest {
+export function parseDecoratorRequest<K extends keyof CheckedKinds>(body: unknown, objectKind: K): DecoratorSyncRequest<CheckedKinds[K]> {
   const b = requireBody(body);
+  const unreadable: UnreadableObject[] = [];
   return {
     controller: (isRecord(b.controller) ? b.controller : {}) as KubeObject,
-    object: requireObject(b.object, "object", objectKind),
-    attachments: objectMap(b.attachments, "attachments", namespaceOf(b.object)),
-    related: objectMap(b.related, "related"),
+    object: requireObject(b.object, "object", objectKind) as CheckedKinds[K],
+    attachments: objectMap(b.attachments, "attachments", unreadable, namespaceOf(b.object)),
+    related: objectMap(b.related, "related", unreadable),
     finalizing: b.finalizing === true,
+    unreadable,
   };
 }
 

@@ -1,11 +1,11 @@
 // The host's ZFS, reached through the command layer. Every zpool/zfs invocation of the daemon is here, so
 // docs/node-daemon.md can list them, and a containerised daemon reaches the host's binaries through a
 // prefix such as `nsenter -t 1 -m --` or `chroot /host`.
-import { mkdir, open, readFile, realpath, stat } from "node:fs/promises";
+import { constants, mkdir, open, readFile, realpath, stat } from "node:fs/promises";
 import { CommandError, type Runner, type RunOptions } from "./command.js";
 import type { DeviceInfo, ImportSource } from "./observation.js";
 import { parseGetTable, parseImportList, parseSize, parseValueLines, parseZpoolStatus, type PoolStatus } from "./parse.js";
-import { parentDir, type VdevSpec } from "./planner.js";
+import { parentDir, type VdevSpec } from "./vocabulary.js";
 
 export interface ZfsCommands {
   /** argv prefix for zpool, e.g. ["zpool"] or ["nsenter", "-t", "1", "-m", "--", "zpool"]. */
@@ -216,7 +216,8 @@ async function zeroLabels(device: string): Promise<void> {
   const info = await inspectDevice(device);
   if (!info.exists || info.size === undefined) throw new Error(`cannot clear the ZFS label of ${device}: it does not exist`);
   const zeros = Buffer.alloc(LABEL_BYTES);
-  const handle = await open(device, "r+");
+  // The planner hands over the resolved path it checked against the device roots; a link put there since is not followed.
+  const handle = await open(device, constants.O_RDWR | constants.O_NOFOLLOW);
   try {
     await handle.write(zeros, 0, Math.min(LABEL_BYTES, info.size), 0);
     const tail = Math.max(0, Math.floor(info.size / LABEL_ALIGN) * LABEL_ALIGN - LABEL_BYTES);
@@ -235,8 +236,10 @@ export async function inspectDevice(path: string): Promise<DeviceInfo> {
   } catch {
     return { exists: false };
   }
+  // Unresolvable (a link changed under us): reported missing, so nothing acts on it and no root check is guessed.
+  const resolved = await realpath(path).catch(() => undefined);
+  if (resolved === undefined) return { exists: false };
   const info: DeviceInfo = { exists: true };
-  const resolved = await realpath(path).catch(() => path);
   if (resolved !== path) info.realPath = resolved;
   if (stats.isFile()) info.size = stats.size;
   else if (stats.isBlockDevice()) {

@@ -1,5 +1,5 @@
 // The daemon's Kubernetes side behind a small interface: the real one uses @kubernetes/client-node 1.4,
-// tests use an in-memory one with the same semantics (test/node-daemon/fake-kube.ts).
+// tests use an in-memory one with the same semantics (testkit/fake-kube.ts).
 import {
   CoreV1Api,
   CustomObjectsApi,
@@ -15,8 +15,22 @@ export type WatchEventType = "ADDED" | "MODIFIED" | "DELETED";
 
 export interface WatchHandle {
   stop(): void;
-  /** Settles when the watch ends (server timeout, error, or stop()). */
+  /**
+   * Resolves when the watch ends cleanly (the server's timeout, or stop()); rejects when it fails: the
+   * connection lost, an HTTP error, or an ERROR event such as 410 Gone (a WatchError with its code).
+   */
   done: Promise<void>;
+}
+
+/** An ERROR event in a watch stream: the apiserver's Status, e.g. 410 Gone for an expired resourceVersion. */
+export class WatchError extends Error {
+  override readonly name = "WatchError";
+  constructor(
+    readonly code: number | undefined,
+    message: string,
+  ) {
+    super(message);
+  }
 }
 
 /** A status patch: our fields, with null for fields to remove (JSON merge patch). */
@@ -30,7 +44,13 @@ export interface CoreEvent {
 
 export interface KubeApi {
   listCspis(namespace: string): Promise<{ items: CSPI[]; resourceVersion: string }>;
-  watchCspis(namespace: string, resourceVersion: string, onEvent: (type: WatchEventType, cspi: CSPI) => void): Promise<WatchHandle>;
+  /** onProgress gets the resourceVersion of a bookmark: the server's progress, no change. */
+  watchCspis(
+    namespace: string,
+    resourceVersion: string,
+    onEvent: (type: WatchEventType, cspi: CSPI) => void,
+    onProgress?: (resourceVersion: string) => void,
+  ): Promise<WatchHandle>;
   /** Merge patch through the status subresource. */
   patchCspiStatus(namespace: string, name: string, status: StatusPatch): Promise<CSPI>;
   /**
@@ -106,18 +126,38 @@ export function createKubeApi(config: KubeConfig = defaultConfig()): KubeApi {
       };
       return { items: list.items, resourceVersion: list.metadata.resourceVersion };
     },
-    async watchCspis(namespace, resourceVersion, onEvent) {
-      let settle!: () => void;
-      const done = new Promise<void>((resolve) => (settle = resolve));
+    async watchCspis(namespace, resourceVersion, onEvent, onProgress) {
+      let stopped = false;
+      let failure: Error | undefined;
+      let settle!: (error: Error | null | undefined) => void;
+      const done = new Promise<void>((resolve, reject) => {
+        settle = (error) => {
+          const cause = failure ?? (stopped ? undefined : (error ?? undefined));
+          if (cause) reject(cause);
+          else resolve();
+        };
+      });
       const controller = await watch.watch(
         `/apis/${GROUP}/${VERSION}/namespaces/${namespace}/${CSPI_PLURAL}`,
         { resourceVersion, allowWatchBookmarks: true },
         (type, object) => {
           if (type === "ADDED" || type === "MODIFIED" || type === "DELETED") onEvent(type, object as CSPI);
+          else if (type === "BOOKMARK") onProgress?.((object as CSPI).metadata.resourceVersion ?? resourceVersion);
+          else if (type === "ERROR") {
+            const status = object as { code?: number; message?: string };
+            failure ??= new WatchError(status.code, `watch error ${status.code ?? ""}: ${status.message ?? JSON.stringify(object)}`);
+            controller.abort();
+          }
         },
-        () => settle(),
+        (error: Error | null | undefined) => settle(error),
       );
-      return { stop: () => controller.abort(), done };
+      return {
+        stop: () => {
+          stopped = true;
+          controller.abort();
+        },
+        done,
+      };
     },
     async patchCspiStatus(namespace, name, status) {
       return (await custom.patchNamespacedCustomObjectStatus(

@@ -4,12 +4,31 @@ import { readFile } from "node:fs/promises";
 import { parse } from "yaml";
 import type { CSPI } from "../api/types.js";
 import { canonicalYaml } from "../lib/canonical.js";
+import { zpoolName } from "../lib/names.js";
 import { createLogger } from "../lib/log.js";
 import { createRunner } from "./command.js";
 import { describeAction } from "./executor.js";
 import { commandsFromEnv, inspectDevice, ZfsHost } from "./host.js";
-import { reconcilePass } from "./reconcile.js";
+import type { Plan } from "./planner.js";
+import { reconcilePass, type PassResult } from "./reconcile.js";
 import { deviceRootsFromEnv } from "./validate.js";
+
+/**
+ * Exit codes of local mode, documented in docs/node-daemon.md: a script can tell a pool that already matched
+ * from one that was changed, and both from one the daemon would not touch.
+ */
+export const LOCAL_EXIT = {
+  /** Nothing to do: the pool matches the CSPI. */
+  converged: 0,
+  /** An action or the observation failed, or the CSPI is invalid (InvalidSpec). */
+  failed: 1,
+  /** Usage error, unreadable file or DEVICE_ROOTS. */
+  usage: 2,
+  /** Actions were applied (with --dry-run: would be applied) and nothing is held. */
+  changed: 3,
+  /** Something is held (device missing or in use, CSPI and pool disagree, ...): printed on stderr. */
+  held: 4,
+} as const;
 
 export interface LocalIo {
   stdout: (text: string) => void;
@@ -93,7 +112,9 @@ export async function runNodeDaemonCommand(
     dryRun: options.dryRun,
   });
   const planned = options.dryRun ? result.firstPlan : result.plan;
+  const verdict = localOutcome(result, planned, options.dryRun);
   const report = {
+    outcome: verdict.outcome,
     plan: result.firstPlan.actions.map((a) => ({ action: a.kind, description: describeAction(a), detail: a })),
     ...(options.dryRun ? {} : { applied: result.outcomes.map((o) => ({ action: o.action.kind, ...(o.error ? { error: o.error } : { result: "done" }) })) }),
     holds: planned.holds,
@@ -101,6 +122,28 @@ export async function runNodeDaemonCommand(
     ...(result.status && !options.dryRun ? { status: result.status } : {}),
   };
   io.stdout(canonicalYaml(report));
-  const failed = result.outcomes.some((o) => o.error) || result.observationError !== undefined || planned.holds.some((h) => h.reason === "InvalidSpec");
-  return failed ? 1 : 0;
+  io.stderr(verdict.summary);
+  return LOCAL_EXIT[verdict.outcome];
+}
+
+type Outcome = "converged" | "failed" | "changed" | "held";
+
+/** What the pass came to, and the lines that say so on stderr (the YAML on stdout has the details). */
+function localOutcome(result: PassResult, planned: Plan, dryRun: boolean): { outcome: Outcome; summary: string } {
+  const holdLines = planned.holds.map((h) => `  ${h.reason}: ${h.message}\n`).join("");
+  const failures = [
+    ...result.outcomes.filter((o) => o.error).map((o) => `  ${o.action.kind}: ${o.error}\n`),
+    ...(result.observationError !== undefined ? [`  observing the pool: ${result.observationError}\n`] : []),
+  ];
+  if (failures.length > 0 || planned.holds.some((h) => h.reason === "InvalidSpec")) {
+    return { outcome: "failed", summary: `failed:\n${failures.join("")}${holdLines}` };
+  }
+  const done = dryRun ? result.firstPlan.actions.map(describeAction) : result.outcomes.map((o) => describeAction(o.action));
+  if (planned.holds.length > 0) {
+    const changes = `${done.length} change${done.length === 1 ? "" : "s"} (${done.join("; ")})`;
+    const what = done.length === 0 ? "nothing done" : dryRun ? `${changes} would be made` : `after ${changes}`;
+    return { outcome: "held", summary: `held: ${what}\n${holdLines}` };
+  }
+  if (done.length > 0) return { outcome: "changed", summary: `${dryRun ? "would change" : "changed"}: ${done.join("; ")}\n` };
+  return { outcome: "converged", summary: `converged: pool ${zpoolName(result.cspi?.metadata.name ?? "")} matches the CStorPoolInstance, nothing to do\n` };
 }

@@ -3,6 +3,7 @@
 // command finish before exiting.
 import { createServer, type Server } from "node:http";
 import { createLogger } from "../lib/log.js";
+import { staleStatusSeconds } from "../lib/settings.js";
 import { createRunner } from "./command.js";
 import { NodeDaemon } from "./daemon.js";
 import { commandsFromEnv, inspectDevice, ZfsHost } from "./host.js";
@@ -44,6 +45,8 @@ export async function main(): Promise<void> {
   // Checked before anything starts: a wrong value must not mean "no limit" or "no device".
   const deviceRoots = deviceRootsFromEnv(process.env.DEVICE_ROOTS);
   const intervalMs = Number(process.env.STATUS_INTERVAL_SECONDS ?? 30) * 1000;
+  // The hooks read the same variable: one setting says when a heartbeat is stale, for both.
+  const staleSeconds = staleStatusSeconds(process.env);
   const metrics = createMetrics();
   const runner = createRunner(metrics.onCommand);
   const host = new ZfsHost(runner, commandsFromEnv());
@@ -99,9 +102,10 @@ export async function main(): Promise<void> {
     logger,
     metrics,
     statusIntervalMs: intervalMs,
+    staleStatusSeconds: staleSeconds,
   });
   await daemon.start();
-  logger.info("node daemon started", { nodeName, namespace, commands: host.commands, deviceRoots });
+  logger.info("node daemon started", { nodeName, namespace, commands: host.commands, deviceRoots, staleStatusSeconds: staleSeconds });
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

@@ -15,6 +15,10 @@ export interface DaemonMetrics {
   onCommand: CommandListener;
   action(kind: string, result: "done" | "failed"): void;
   observe(cspi: CSPI, observation: Observation, status: CSPIStatus | undefined): void;
+  /** The CSPIs were listed (at start, after the watch ended or failed, or periodically). */
+  relisted(reason: string): void;
+  /** Where the age of the daemon's view of its CSPIs is read at each scrape (undefined: not listed yet). */
+  viewAge(read: () => number | undefined): void;
 }
 
 export function createMetrics(): DaemonMetrics {
@@ -32,6 +36,16 @@ export function createMetrics(): DaemonMetrics {
   });
   const failures = new Counter({ name: "cstor_pool_command_failures_total", help: "zpool/zfs commands that failed", labelNames: ["command", "kind"], registers: [registry] });
   const actions = new Counter({ name: "cstor_pool_actions_total", help: "Planned actions executed", labelNames: ["action", "result"], registers: [registry] });
+  const relists = new Counter({ name: "cstor_node_daemon_cspi_lists_total", help: "Lists of the namespace's CSPIs, by why: start, watch-ended, watch-failed, periodic", labelNames: ["reason"], registers: [registry] });
+  let readViewAge: () => number | undefined = () => undefined;
+  new Gauge({
+    name: "cstor_node_daemon_cspi_view_age_seconds",
+    help: "Seconds since the daemon's view of its CSPIs was last confirmed by a watch event, a bookmark or a list; -1 before the first list",
+    registers: [registry],
+    collect() {
+      this.set(readViewAge() ?? -1);
+    },
+  });
 
   return {
     registry,
@@ -41,6 +55,10 @@ export function createMetrics(): DaemonMetrics {
       if (error) failures.inc({ command, kind: error.kind });
     },
     action: (kind, result) => actions.inc({ action: kind, result }),
+    relisted: (reason) => relists.inc({ reason }),
+    viewAge: (read) => {
+      readViewAge = read;
+    },
     observe: (cspi, observation, status) => {
       const pool = zpoolName(cspi.metadata.name ?? "");
       const imported = observation.pool;

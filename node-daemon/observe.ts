@@ -4,8 +4,8 @@ import type { CSPI } from "../api/types.js";
 import { zpoolName } from "../lib/names.js";
 import type { ZfsHost } from "./host.js";
 import type { DeviceInfo, ImportCandidate, Observation, PoolObservation } from "./observation.js";
-import { parentDir } from "./planner.js";
-import { cspiProblems } from "./validate.js";
+import { cspiProblems, resolvedPathProblems } from "./validate.js";
+import { parentDir } from "./vocabulary.js";
 
 export type DeviceInspector = (path: string) => Promise<DeviceInfo>;
 
@@ -31,7 +31,9 @@ export async function observe(host: ZfsHost, inspect: DeviceInspector, cspi: CSP
     observation.pool = await observePool(host, pool, ours);
     return observation;
   }
-  if (valid && options.scanImportable) observation.importable = await findImportable(host, cspi, devices);
+  // A device that resolves outside the roots stops the CSPI (the planner says so): no scan of where it leads.
+  const contained = valid && resolvedPathProblems(cspi, devices, options.deviceRoots).length === 0;
+  if (contained && options.scanImportable) observation.importable = await findImportable(host, cspi, devices);
   return observation;
 }
 

@@ -4,7 +4,7 @@
 import { ANNOTATION, DEFAULTS, FINALIZER, POOL_REMOVAL_REQUESTED, type RaidType } from "../api/constants.js";
 import type { CSPI, CSPIRaidGroup } from "../api/types.js";
 import { claimName, zpoolName } from "../lib/names.js";
-import { groupRole, type GroupRole } from "../lib/rules/pool-spec.js";
+import { deviceSizeProblem, groupRole, layoutType, type GroupRole } from "../lib/rules/pool-spec.js";
 import {
   poolHoldingDevice,
   sameDevice,
@@ -13,14 +13,8 @@ import {
   type PoolObservation,
 } from "./observation.js";
 import { allLeaves, leaves, type PoolStatus, type Section, type Vdev } from "./parse.js";
-import { cspiProblems } from "./validate.js";
-
-/** How a group's devices are laid out in a zpool command: [log|cache|spare] [mirror|raidz|raidz2] devices... */
-export interface VdevSpec {
-  role: GroupRole;
-  type: RaidType;
-  devices: string[];
-}
+import { cspiProblems, resolvedPathProblems } from "./validate.js";
+import { parentDir, type VdevSpec } from "./vocabulary.js";
 
 interface ActionBase {
   /** Identifies the action for logs, metrics and the no-progress guard. */
@@ -73,6 +67,8 @@ export interface PlanInput {
   manageFinalizer: boolean;
   /** Directories devices must be under (DEVICE_ROOTS): anything else is refused as InvalidSpec. */
   deviceRoots: readonly string[];
+  /** How long the holder's heartbeat stays fresh (CSPI_STALE_STATUS_SECONDS, as the hooks read it); default 300. */
+  staleStatusSeconds?: number;
 }
 
 const UNIMPORTABLE_STATES = new Set(["FAULTED", "UNAVAIL"]);
@@ -82,7 +78,8 @@ const GROW_MIN_FRACTION = 0.1;
 export function plan(given: PlanInput): Plan {
   const input = withoutPoolHeldElsewhere(given);
   const { cspi, observation } = input;
-  const problems = cspiProblems(cspi, input.deviceRoots);
+  const invalid = cspiProblems(cspi, input.deviceRoots);
+  const problems = invalid.length > 0 ? invalid : resolvedPathProblems(cspi, observation.devices, input.deviceRoots);
   const pool = zpoolName(cspi.metadata.name ?? "");
   const imported = observation.pool !== undefined;
   const importedOn = cspi.status?.importedOn ?? "";
@@ -133,13 +130,15 @@ function importHandshake(input: PlanInput): Handshake {
   const pool = zpoolName(cspi.metadata.name ?? "");
   const heartbeat = cspi.status?.lastUpdateTime ? Date.parse(cspi.status.lastUpdateTime) : Number.NaN;
   const ageSeconds = Number.isNaN(heartbeat) ? Infinity : Math.floor((now.getTime() - heartbeat) / 1000);
-  if (ageSeconds <= DEFAULTS.staleStatusSeconds) {
+  const staleSeconds = input.staleStatusSeconds ?? DEFAULTS.staleStatusSeconds;
+  if (ageSeconds <= staleSeconds) {
+    // No clock value in the message: the same wait is the same Event, however long it lasts.
     return {
       allowed: false,
       force: false,
       hold: {
         reason: "WaitingForExport",
-        message: `pool ${pool} is imported on node ${holder} (heartbeat ${ageSeconds}s ago); waiting for it to export the pool before importing it here`,
+        message: `pool ${pool} is imported on node ${holder}, whose heartbeat is fresh; waiting for it to export the pool before importing it here (after ${staleSeconds}s without a heartbeat, a force-import becomes possible)`,
       },
     };
   }
@@ -174,7 +173,8 @@ function planDeletion(input: PlanInput, pool: string, handshake: Handshake, stat
       });
       return { actions: [], holds, statusOwner };
     }
-    const devices = devicesOf(cspi).map((d) => d.devLink);
+    // The real paths, checked against the device roots above: the labels zeroed are the ones just judged.
+    const devices = devicesOf(cspi).map((d) => observation.devices[d.devLink]?.realPath ?? d.devLink);
     return { actions: [{ kind: "destroy", key: `destroy:${pool}`, pool, clearLabels: devices }], holds, statusOwner };
   }
   const target = cspi.spec.hostName === input.hostName;
@@ -279,11 +279,6 @@ function importDescription(input: PlanInput): string {
   return `${cachefile ? `cachefile ${cachefile} or ` : ""}a scan of ${dirs.join(", ")}`;
 }
 
-export function parentDir(path: string): string {
-  const cut = path.lastIndexOf("/");
-  return cut <= 0 ? "/" : path.slice(0, cut);
-}
-
 interface ListedDevice {
   blockDeviceName: string;
   devLink: string;
@@ -300,13 +295,15 @@ function vdevSpec(group: CSPIRaidGroup): VdevSpec {
   const role = groupRole(group);
   return {
     role,
-    // ZFS lays spares and cache devices out one by one, whatever the group's type says.
-    type: role === "spare" || role === "readCache" ? "stripe" : group.type,
+    type: layoutType(role, group.type),
     devices: group.blockDevices.map((d) => d.devLink ?? ""),
   };
 }
 
-/** Devices that must not be used: missing on the node, or members of another pool (imported, or exported unless forced). */
+/**
+ * Devices that must not be used: missing on the node, smaller than ZFS accepts, or members of another pool
+ * (imported, or exported unless forced). Checked before every create, add and replace that would use them.
+ */
 function deviceBlocks(devices: readonly ListedDevice[], observation: Observation, pool: string, force: boolean): Hold[] {
   const holds: Hold[] = [];
   for (const device of devices) {
@@ -315,6 +312,14 @@ function deviceBlocks(devices: readonly ListedDevice[], observation: Observation
       holds.push({
         reason: "DeviceMissing",
         message: `block device ${device.blockDeviceName} (${device.devLink}) does not exist on this node: attach it or fix the BlockDevice`,
+      });
+      continue;
+    }
+    const tooSmall = info.size === undefined ? undefined : deviceSizeProblem(info.size);
+    if (tooSmall) {
+      holds.push({
+        reason: "DeviceTooSmall",
+        message: `block device ${device.blockDeviceName} (${device.devLink}) ${tooSmall}: attach a larger device or fix the BlockDevice`,
       });
       continue;
     }
@@ -366,6 +371,11 @@ function planDayTwo(input: PlanInput, pool: string, observed: PoolObservation, a
     const usable = fresh.filter((d) => deviceBlocks([d], observation, pool, force).length === 0);
     holds.push(...fresh.flatMap((d) => deviceBlocks([d], observation, pool, force)));
     const where = `raid group ${g} (${role === "data" ? group.type : role})`;
+    const mismatch = layoutMismatch(group, role, devices, layout, info, `${where} of pool ${pool}`);
+    if (mismatch) {
+      holds.push(mismatch);
+      return;
+    }
 
     if (role === "spare" || role === "readCache") {
       if (usable.length > 0) additions.push(addAction(pool, { role, type: "stripe", devices: usable.map((d) => d.devLink) }, force, usable));
@@ -437,6 +447,53 @@ function planDayTwo(input: PlanInput, pool: string, observed: PoolObservation, a
   if (grow) actions.push(grow);
   actions.push(...propertyActions(cspi, pool, observed));
   if (observation.claims) actions.push(...predecessorActions(cspi, observed.status, observation));
+}
+
+/** How `zpool status` shows a group of each type at the top of its section. */
+const VDEV_KIND: Record<RaidType, string> = { stripe: "disk", mirror: "mirror", raidz: "raidz1", raidz2: "raidz2" };
+const TYPE_OF_KIND: Record<string, string> = { disk: "stripe", mirror: "mirror", raidz1: "raidz", raidz2: "raidz2" };
+/** The sections this daemon builds (not special or dedup vdevs), by the role of their groups. */
+const ROLE_OF_SECTION: Partial<Record<Section, GroupRole>> = { data: "data", logs: "writeCache", cache: "readCache", spares: "spare" };
+
+/**
+ * A group whose devices the pool already has in another shape (another type, another role): ZFS converts
+ * neither, so nothing is planned for it and the hold says what the pool has and what the CSPI must say again.
+ */
+function layoutMismatch(
+  group: CSPIRaidGroup,
+  role: GroupRole,
+  devices: readonly ListedDevice[],
+  layout: PoolStatus["layout"],
+  info: (devLink: string) => Observation["devices"][string],
+  where: string,
+): Hold | undefined {
+  const own = SECTION_OF_ROLE[role];
+  // Its own section first: a hot spare at work shows in the data section too, and is still a spare.
+  const sections = [own, ...(Object.keys(ROLE_OF_SECTION) as Section[]).filter((section) => section !== own)];
+  for (const device of devices) {
+    for (const section of sections) {
+      const top = layout[section].find((vdev) => leaves([vdev]).some((leaf) => sameDevice(leaf, device.devLink, info(device.devLink))));
+      if (!top) continue;
+      const shown = `${device.blockDeviceName}, which the pool has`;
+      if (section !== own) {
+        return unsupported(`${where} lists ${shown} as ${ROLE_OF_SECTION[section]!} (${section}), not ${role}: a device's role in a pool cannot change; restore the group's role in the CSPC`);
+      }
+      if (role !== "data" && role !== "writeCache") return undefined;
+      // A replacement or a hot spare at work sits where the device was: the group's shape is its parent's.
+      const kind = top.children.length === 0 || top.kind === "replacing" || top.kind === "spare" ? "disk" : top.kind;
+      if (kind === VDEV_KIND[group.type]) return undefined;
+      const has = kind === "disk" ? "as a single striped device" : `in ${top.name}`;
+      return unsupported(
+        `${where} lists ${shown} ${has}: ZFS cannot convert a raid group, so the CSPI no longer matches the pool; ` +
+          `restore type ${TYPE_OF_KIND[kind] ?? kind} for this group in the CSPC`,
+      );
+    }
+  }
+  return undefined;
+}
+
+function unsupported(message: string): Hold {
+  return { reason: "UnsupportedChange", message };
 }
 
 function addAction(pool: string, vdev: VdevSpec, force: boolean, devices: readonly ListedDevice[]): Action {

@@ -26,6 +26,8 @@ export interface PassDeps {
   hostName: string;
   /** Directories devices must be under (DEVICE_ROOTS). */
   deviceRoots: readonly string[];
+  /** CSPI_STALE_STATUS_SECONDS (the planner's default when absent). */
+  staleStatusSeconds?: number;
   clock: () => Date;
   logger: Logger;
   /** Plan only. */
@@ -90,6 +92,7 @@ export async function reconcilePass(cspi: CSPI, deps: PassDeps): Promise<PassRes
       observation,
       manageFinalizer: deps.api !== undefined,
       deviceRoots: deps.deviceRoots,
+      ...(deps.staleStatusSeconds !== undefined ? { staleStatusSeconds: deps.staleStatusSeconds } : {}),
     });
     firstPlan ??= lastPlan;
     if (deps.dryRun || deps.stopping?.()) break;

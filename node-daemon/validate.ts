@@ -2,14 +2,35 @@
 // argument is validated here, so a devLink such as "/dev/sda; rm -rf /" or "../../etc" never gets that far,
 // and a device must lie under the daemon's device roots: it runs privileged and zeroes the label areas of a
 // removed pool's devices, so /var/lib/etcd/member/snap/db must never count as one.
-import { COMPRESSION_VALUES, RAID_TYPES } from "../api/constants.js";
+import { Ajv } from "ajv";
+import { CSPISpecSchema } from "../api/schema.js";
 import type { CSPI } from "../api/types.js";
-import { groupRole } from "../lib/rules/pool-spec.js";
+import { groupRole, zfsCannotBuild } from "../lib/rules/pool-spec.js";
+import { fieldPath, wordedErrors } from "../lib/rules/schema-messages.js";
+import type { DeviceInfo } from "./observation.js";
 
 /** Absolute, normalised, and only characters that appear in device paths (/dev/disk/by-id/..., by-path with ':' and '+'). */
 const SAFE_PATH = /^\/[A-Za-z0-9._:+@,=-]+(\/[A-Za-z0-9._:+@,=-]+)*$/;
 const POOL_SAFE_NAME = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
 const MAX_NAME = 200;
+
+/**
+ * The schema with its objects open: a field this daemon does not know (written by a newer release of the CRD)
+ * is read past, as the API server would store it, rather than stop the daemon looking after the pool.
+ */
+function openObjects(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(openObjects);
+  if (typeof schema !== "object" || schema === null) return schema;
+  return Object.fromEntries(
+    Object.entries(schema)
+      .filter(([key, value]) => !(key === "additionalProperties" && value === false))
+      .map(([key, value]) => [key, openObjects(value)]),
+  );
+}
+
+const ajv = new Ajv({ allErrors: true, strict: false, validateFormats: false, verbose: true });
+/** The CSPI spec's own schema, the one its CRD is generated from: types, enums (raid type, compression) and bounds. */
+const validateSpec = ajv.compile<CSPI["spec"]>(openObjects(CSPISpecSchema) as object);
 
 /** Where devices are unless the node daemon's DEVICE_ROOTS says otherwise. */
 export const DEFAULT_DEVICE_ROOTS: readonly string[] = ["/dev/"];
@@ -44,7 +65,11 @@ export function deviceRootsFromEnv(value: string | undefined): string[] {
   });
 }
 
-/** Problems that stop the daemon from acting on this CSPI; each names the field and the fix. */
+/**
+ * Problems that stop the daemon from acting on this CSPI; each names the field and the fix. The spec is checked
+ * against its schema (api/schema.ts, as the CRD has it: types, enums, bounds), then for what the schema cannot
+ * say: device paths and roots, one device once, groups ZFS can build, a data group.
+ */
 export function cspiProblems(cspi: CSPI, deviceRoots: readonly string[]): string[] {
   const name = cspi.metadata?.name ?? "";
   const where = `CStorPoolInstance ${cspi.metadata?.namespace ?? ""}/${name}`;
@@ -52,22 +77,25 @@ export function cspiProblems(cspi: CSPI, deviceRoots: readonly string[]): string
   if (!POOL_SAFE_NAME.test(name) || name.length > MAX_NAME) {
     out.push(`${where}: metadata.name must be a DNS-1123 name of at most ${MAX_NAME} characters to name a zpool`);
   }
-  const spec = cspi.spec;
-  if (!spec || !Array.isArray(spec.raidGroups) || spec.raidGroups.length === 0) {
-    out.push(`${where}: spec.raidGroups is empty: the CSPC pool spec needs at least one data raid group`);
+  if (!validateSpec(cspi.spec)) {
+    // Nothing else is judged on a spec of the wrong shape: the checks below read its fields.
+    for (const { error, text } of wordedErrors(validateSpec.errors ?? [])) out.push(`${where}: ${fieldPath(error.instancePath, "spec")} ${text}`);
     return out;
   }
+  const spec = cspi.spec;
   const seen = new Map<string, string>();
   spec.raidGroups.forEach((group, g) => {
     const field = `spec.raidGroups[${g}]`;
-    if (!RAID_TYPES.includes(group.type)) {
-      out.push(`${where}: ${field}.type ${JSON.stringify(group.type)} is not one of ${RAID_TYPES.join(", ")}`);
+    const role = groupRole(group);
+    const devices = group.blockDevices;
+    if (role === "data" || role === "writeCache") {
+      const problem = zfsCannotBuild(group.type, devices.length);
+      if (problem) out.push(`${where}: ${field} (${group.type}: ${devices.map((d) => d.blockDeviceName).join(", ")}): ${problem}: fix the raid group in the CSPC`);
     }
-    if (!Array.isArray(group.blockDevices) || group.blockDevices.length === 0) {
-      out.push(`${where}: ${field}.blockDevices is empty: list the group's block devices in the CSPC`);
-      return;
+    if (role === "writeCache" && group.type !== "stripe" && group.type !== "mirror") {
+      out.push(`${where}: ${field} is a write cache of type ${group.type}; ZFS log devices can only be stripe or mirror: fix the raid group in the CSPC`);
     }
-    group.blockDevices.forEach((device, d) => {
+    devices.forEach((device, d) => {
       const deviceField = `${field}.blockDevices[${d}]`;
       if (!device.devLink) {
         out.push(`${where}: ${deviceField} (${device.blockDeviceName}) has no devLink: the BlockDevice needs spec.path or devlinks`);
@@ -93,18 +121,34 @@ export function cspiProblems(cspi: CSPI, deviceRoots: readonly string[]): string
   if (!spec.raidGroups.some((group) => groupRole(group) === "data")) {
     out.push(`${where}: spec.raidGroups has no data raid group (all are write cache, spare or read cache)`);
   }
-  const config = spec.poolConfig ?? {};
-  if (config.cacheFile) {
-    const problem = pathProblem(config.cacheFile);
-    if (problem) out.push(`${where}: spec.poolConfig.cacheFile ${JSON.stringify(config.cacheFile)} ${problem}`);
+  const cacheFile = spec.poolConfig.cacheFile;
+  if (cacheFile) {
+    const problem = pathProblem(cacheFile);
+    if (problem) out.push(`${where}: spec.poolConfig.cacheFile ${JSON.stringify(cacheFile)} ${problem}`);
   }
-  if (config.compression !== undefined && !COMPRESSION_VALUES.includes(config.compression)) {
-    out.push(`${where}: spec.poolConfig.compression ${JSON.stringify(config.compression)} is not one of ${COMPRESSION_VALUES.join(", ")}`);
-  }
-  const limit = config.roThresholdLimit;
-  if (limit !== undefined && (!Number.isInteger(limit) || limit < 0 || limit > 100)) {
-    out.push(`${where}: spec.poolConfig.roThresholdLimit ${limit} must be an integer percentage from 0 to 100`);
-  }
+  return out;
+}
+
+/**
+ * Devices whose real path, symlinks resolved on the node, leaves the device roots: a link under /dev/ to
+ * /var/lib/etcd/... passes the text check above, and the daemon would zero that file's label areas on removal.
+ * A device that cannot be resolved is reported missing by the observer (DiskUnavailable), not here.
+ */
+export function resolvedPathProblems(cspi: CSPI, devices: Readonly<Record<string, DeviceInfo>>, deviceRoots: readonly string[]): string[] {
+  const where = `CStorPoolInstance ${cspi.metadata?.namespace ?? ""}/${cspi.metadata?.name ?? ""}`;
+  const out: string[] = [];
+  cspi.spec.raidGroups.forEach((group, g) => {
+    group.blockDevices.forEach((device, d) => {
+      const info = device.devLink ? devices[device.devLink] : undefined;
+      const real = info?.exists ? (info.realPath ?? device.devLink!) : undefined;
+      if (real === undefined || underRoots(real, deviceRoots)) return;
+      out.push(
+        `${where}: spec.raidGroups[${g}].blockDevices[${d}].devLink ${device.devLink} (${device.blockDeviceName}) resolves to ${real}, ` +
+          `outside the node daemon's device roots (${deviceRoots.join(", ")}), the only places it touches: ` +
+          `fix the BlockDevice ${device.blockDeviceName} or the link on the node, or add the real directory to DEVICE_ROOTS of the node daemon`,
+      );
+    });
+  });
   return out;
 }
 

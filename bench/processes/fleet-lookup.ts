@@ -2,7 +2,7 @@
 // as the JSON text a list call returns and parsed again on every call, as the Kubernetes client would. The
 // API server's own time is not the webhook's cost and is left out.
 import type { BlockDevice, BlockDeviceClaim, CSPI, KubeObject } from "../../api/types.js";
-import type { ClusterFacts, ClusterLookup } from "../../hooks/admission/lookup.js";
+import type { ClusterFacts, ClusterLookup } from "../../lib/admission/lookup.js";
 
 export class FleetLookup implements ClusterLookup {
   private readonly lists: Record<keyof ClusterFacts, string>;

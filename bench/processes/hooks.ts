@@ -3,7 +3,7 @@
 // request takes the steady-state path, and the admission webhook's lookups answered from the cluster facts
 // in BENCH_ADMISSION_FACTS. Reports its port to the parent over IPC; exits when the parent goes.
 import { readFileSync } from "node:fs";
-import { DEFAULT_HOOK_CONFIG } from "../../hooks/config.js";
+import { DEFAULT_HOOK_CONFIG } from "../../lib/hook-config.js";
 import { makeApp } from "../../hooks/http/app.js";
 import { hookRoutes } from "../../hooks/routes.js";
 import { createLogger } from "../../lib/log.js";

@@ -1,6 +1,6 @@
 // The node daemon benchmark, run as its own process so its CPU and memory are the daemon's alone: the real
 // NodeDaemon loop (watch, passes, status writes) against real zfs-fuse pools on sparse files, with an
-// in-memory API server (test/node-daemon/fake-kube.ts) in place of Kubernetes. Measures, and sends the
+// in-memory API server (testkit/fake-kube.ts) in place of Kubernetes. Measures, and sends the
 // results to the parent over IPC:
 //   - converging a create and an expansion: wall time from the CSPI change to the status that shows it,
 //     against the sum of the zpool/zfs commands' own times in that window (the daemon's overhead);
@@ -12,8 +12,8 @@ import { createRunner } from "../../node-daemon/command.js";
 import { NodeDaemon } from "../../node-daemon/daemon.js";
 import { inspectDevice, ZfsHost } from "../../node-daemon/host.js";
 import type { StatusPatch } from "../../node-daemon/kube.js";
-import { FakeKube } from "../../test/node-daemon/fake-kube.js";
-import { cspiFor, requireZfs, SANDBOX_DEVICE_ROOTS, ZfsSandbox } from "../../test/support/zfs.js";
+import { FakeKube } from "../../testkit/fake-kube.js";
+import { cspiFor, requireZfs, SANDBOX_DEVICE_ROOTS, ZfsSandbox } from "../../testkit/zfs.js";
 import { cpuTimes, MiB, peakRssBytes, rssBytes } from "../process.js";
 
 const NODE = "bench-node";

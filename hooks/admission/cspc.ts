@@ -1,10 +1,10 @@
 // POST /admission/cspc: the validating webhook for CStorPoolClusters. Parse the AdmissionReview, look up only
 // what the verdict needs (nothing for a metadata-only update), judge, answer with the request's uid.
 import type { Logger } from "../../lib/log.js";
-import { ConfigError } from "../config.js";
-import { admissionInput, capWarnings, factsNeeded, isCspcReview, judgeCspc, lookupFailed } from "./judge.js";
-import { DEFAULT_LOOKUP_TIMEOUT_MS, gatherFacts, type ClusterLookup } from "./lookup.js";
-import { parseAdmissionReview, reviewResponse, type AdmissionReview } from "./review.js";
+import { ConfigError } from "../../lib/hook-config.js";
+import { admissionInput, capWarnings, factsNeeded, isCspcReview, judgeCspc, lookupFailed } from "../../lib/admission/judge.js";
+import { DEFAULT_LOOKUP_TIMEOUT_MS, gatherFacts, type ClusterLookup } from "../../lib/admission/lookup.js";
+import { parseAdmissionReview, reviewResponse, type AdmissionReview } from "../../lib/admission/review.js";
 
 export interface AdmissionOptions {
   /** Created on first use, so a hook server that never sees a review needs no cluster credentials. */

@@ -12,7 +12,7 @@ import {
 } from "@kubernetes/client-node";
 import { GROUP, LABEL, VERSION } from "../../api/constants.js";
 import type { BlockDevice, BlockDeviceClaim, CSPI, KubeObject } from "../../api/types.js";
-import { GENERIC_HINT, LookupError, type ClusterLookup } from "./lookup.js";
+import { GENERIC_HINT, LookupError, type ClusterLookup } from "../../lib/admission/lookup.js";
 
 export interface Resource {
   /** For messages: "BlockDevices". */

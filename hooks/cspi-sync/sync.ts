@@ -1,28 +1,14 @@
-// POST /hooks/cspi-sync (DecoratorController on CStorPoolInstances, hook version v2): a CSPI and its observed
-// pool Deployment → the desired Deployment and the CSPI status fields this hook owns. A pure function of the
-// request, the clock and the configuration.
+// POST /hooks/cspi-sync (DecoratorController on CStorPoolInstances, hook version v2): the request parsed, then
+// the CSPI's answer from lib/cspi. The finalize hook may point here too; answering a plain sync would never let
+// the CSPI go, so a finalizing request gets the finalize answer.
 import { KIND } from "../../api/constants.js";
-import type { Clock, CSPI, DecoratorSyncResponse } from "../../api/types.js";
-import { isTerminating } from "../../lib/inventory.js";
+import type { Clock, DecoratorSyncResponse } from "../../api/types.js";
+import { finalizeCspiRequest } from "../../lib/cspi/finalize.js";
+import { syncCspiRequest } from "../../lib/cspi/sync.js";
+import type { HookConfig } from "../../lib/hook-config.js";
 import { parseDecoratorRequest } from "../../lib/request.js";
-import type { HookConfig } from "../config.js";
-import { finalizeCspiRequest } from "../finalize/cspi.js";
-import { observedPoolDeployment, poolDeployment } from "./deployment.js";
-import { cspiHealth } from "./status.js";
 
 export function syncCspi(body: unknown, clock: Clock, config: HookConfig): DecoratorSyncResponse {
   const request = parseDecoratorRequest(body, KIND.cspi);
-  // The finalize hook may point here too; answering a plain sync would never let the CSPI go.
-  if (request.finalizing) return finalizeCspiRequest(request, clock, config);
-  const cspi = request.object as unknown as CSPI;
-  const deployment = observedPoolDeployment(request);
-  const desired = poolDeployment(cspi, config.poolPod);
-  const health = cspiHealth(cspi, deployment, clock(), config, isTerminating(request.object));
-  return {
-    labels: {},
-    annotations: {},
-    status: health.status as Record<string, unknown>,
-    attachments: [desired],
-    resyncAfterSeconds: health.resyncAfterSeconds,
-  };
+  return request.finalizing ? finalizeCspiRequest(request, clock, config) : syncCspiRequest(request, clock, config);
 }

@@ -7,6 +7,7 @@ import type { Clock } from "../../api/types.js";
 import { canonicalize } from "../../lib/canonical.js";
 import { BadRequestError } from "../../lib/errors.js";
 import type { Logger } from "../../lib/log.js";
+import { MemoryBudget, parseCost, RAW_COPIES } from "./body-cost.js";
 
 export interface HookContext {
   clock: Clock;
@@ -25,14 +26,27 @@ export interface AppOptions {
   routes: readonly HookRoute[];
   clock: Clock;
   log: Logger;
-  /** Largest accepted request body. A 1,000-pool CSPC with its children is a few MB. */
+  /** Largest accepted request body (bytes, after any Content-Encoding). Default DEFAULT_BODY_LIMIT. */
   bodyLimit?: string;
+  /**
+   * Estimated heap (hooks/http/body-cost.ts) the requests in flight may take together; one request may take
+   * all of it. Past it a request waits outside: 503 with Retry-After. Default DEFAULT_MEMORY_LIMIT.
+   */
+  memoryLimit?: string;
   registry?: Registry;
   /** False while draining on SIGTERM: /readyz answers 503 so no new traffic arrives. */
   isReady?: () => boolean;
 }
 
-export const DEFAULT_BODY_LIMIT = "32mb";
+/** docs/reliability.md derives it: the cspc-sync request of the largest CSPC the CRD admits, with room to spare. */
+export const DEFAULT_BODY_LIMIT = "40mb";
+/**
+ * The pod's 512 Mi, less what the idle server holds (85 MB, 140 MB with the admission client) and the heap
+ * the hooks build while answering: docs/reliability.md.
+ */
+export const DEFAULT_MEMORY_LIMIT = "192mb";
+/** Seconds a client turned away for lack of room is asked to wait: about the time one large request takes. */
+const RETRY_AFTER_SECONDS = 1;
 
 export function makeApp(options: AppOptions): express.Express {
   const registry = options.registry ?? new Registry();
@@ -47,6 +61,8 @@ export function makeApp(options: AppOptions): express.Express {
   const isReady = options.isReady ?? (() => true);
   const bodyLimit = options.bodyLimit ?? DEFAULT_BODY_LIMIT;
   const bodyLimitBytes = parseByteSize(bodyLimit);
+  const memoryLimit = options.memoryLimit ?? DEFAULT_MEMORY_LIMIT;
+  const memory = new MemoryBudget(parseByteSize(memoryLimit));
 
   /** While draining, an answer is its connection's last: the client reconnects (to another replica) and the drain can end. */
   const lastIfDraining = (res: Response): void => {
@@ -57,32 +73,89 @@ export function makeApp(options: AppOptions): express.Express {
   app.disable("x-powered-by");
   app.set("etag", false);
 
+  const routeOf = new Map(options.routes.map((route) => [route.path, route]));
   app.use((req, res, next) => {
     // Metacontroller's and the kubelet's own id if they send one, else ours; echoed so both sides can be matched.
     const given = req.get("x-request-id");
     res.locals.requestId = given && REQUEST_ID.test(given) ? given : randomUUID();
     res.setHeader("X-Request-Id", res.locals.requestId as string);
     lastIfDraining(res);
+    // Every answer of a hook counts, including bodies refused before the hook ran (400, 413, 415).
+    const route = req.method === "POST" ? routeOf.get(req.path) : undefined;
+    if (route) {
+      const started = process.hrtime.bigint();
+      res.on("finish", () => {
+        duration.observe({ hook: route.name, code: String(res.statusCode) }, Number(process.hrtime.bigint() - started) / 1e9);
+      });
+    }
     next();
   });
 
-  app.get("/healthz", (_req, res) => {
+  const getOnly = (path: string, handler: (req: Request, res: Response) => void | Promise<void>): void => {
+    app.get(path, handler);
+    app.all(path, (req, res) => {
+      res.setHeader("Allow", "GET, HEAD");
+      res.status(405).json({ error: `${req.method} is not allowed on ${path}; use GET` });
+    });
+  };
+  getOnly("/healthz", (_req, res) => {
     res.json({ status: "ok" });
   });
-  app.get("/readyz", (_req, res) => {
+  getOnly("/readyz", (_req, res) => {
     if (isReady()) res.json({ status: "ready" });
     else res.status(503).json({ status: "draining" });
   });
-  app.get("/metrics", async (_req, res) => {
+  getOnly("/metrics", async (_req, res) => {
     res.setHeader("Content-Type", registry.contentType);
     res.send(await registry.metrics());
   });
 
-  const json = express.json({ limit: bodyLimitBytes, strict: true, type: () => true });
+  const busy = (): Error & { status: number; type: string } =>
+    Object.assign(new Error(`the hook server is busy with other large requests (${memoryLimit} of estimated memory in flight, MEMORY_LIMIT): retry in ${RETRY_AFTER_SECONDS} s`), {
+      status: 503,
+      type: "memory.busy",
+    });
+
+  /**
+   * Room for the body before it is read: its declared length (the limit when it is compressed or not declared),
+   * as bytes and their copies. Released when the answer is sent or the connection goes.
+   */
+  const reserve = (req: Request, res: Response, next: NextFunction): void => {
+    const declared = req.get("content-encoding") ? NaN : Number(req.get("content-length"));
+    const held = RAW_COPIES * (Number.isInteger(declared) && declared >= 0 ? Math.min(declared, bodyLimitBytes) : bodyLimitBytes);
+    if (!memory.take(held)) {
+      next(busy());
+      return;
+    }
+    res.locals.memoryHeld = held;
+    res.once("close", () => memory.give(res.locals.memoryHeld as number));
+    next();
+  };
+
+  /** The body is read, not yet parsed: what parsing it would cost, against the room reserved for it. */
+  const verify = (_req: Request, res: Response, body: Buffer): void => {
+    const cost = parseCost(body);
+    const held = res.locals.memoryHeld as number;
+    if (cost > memory.limit) {
+      throw Object.assign(
+        new Error(
+          `request body of ${body.length} bytes would take about ${mebibytes(cost)} MiB once parsed, far more than Kubernetes objects of its size, ` +
+            `and more than the ${memoryLimit} the hook server gives the requests in flight (MEMORY_LIMIT)`,
+        ),
+        { status: 413, type: "memory.too.large" },
+      );
+    }
+    if (cost > held) {
+      if (!memory.take(cost - held)) throw busy();
+      res.locals.memoryHeld = cost;
+    }
+  };
+
+  // strict: false, so that a body of JSON null or a bare value reaches the hook, which says what is wrong with it.
+  const json = express.json({ limit: bodyLimitBytes, strict: false, type: () => true, verify });
 
   for (const route of options.routes) {
-    app.post(route.path, json, async (req: Request, res: Response) => {
-      const started = process.hrtime.bigint();
+    app.post(route.path, reserve, json, async (req: Request, res: Response) => {
       const requestId = res.locals.requestId as string;
       const log = options.log.child({ requestId, hook: route.name, ...parentRef(req.body) });
       let code = 200;
@@ -99,9 +172,7 @@ export function makeApp(options: AppOptions): express.Express {
         else log.warn("bad hook request", { error: brief(message) });
         res.status(code).json({ error: brief(code === 400 ? message : `internal error in ${route.name}: ${message}`) });
       } finally {
-        const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-        duration.observe({ hook: route.name, code: String(code) }, seconds);
-        log.debug("hook answered", { code, seconds });
+        log.debug("hook answered", { code });
       }
     });
     app.all(route.path, (req, res) => {
@@ -119,8 +190,20 @@ export function makeApp(options: AppOptions): express.Express {
     const status = err.status && err.status >= 400 && err.status < 500 ? err.status : 500;
     const log = options.log.child({ requestId: res.locals.requestId, path: req.path.slice(0, 200) });
     lastIfDraining(res);
+    if (err.type === "memory.busy") {
+      log.warn("busy", { code: 503, error: err.message });
+      res.setHeader("Retry-After", String(RETRY_AFTER_SECONDS));
+      // The body may not have been read: the connection cannot carry another request.
+      res.setHeader("Connection", "close");
+      res.status(503).json({ error: err.message });
+      return;
+    }
     if (status === 500) log.error("request failed", { error: brief(err.message), stack: err.stack });
     else log.warn("bad request", { code: status, error: brief(err.message) });
+    if (err.type === "memory.too.large") {
+      res.status(413).json({ error: err.message });
+      return;
+    }
     if (err.type === "entity.too.large") {
       res.status(413).json({
         error: `request body is larger than the ${bodyLimit} limit; raise BODY_LIMIT on the hook server`,
@@ -141,6 +224,10 @@ export function makeApp(options: AppOptions): express.Express {
 const MAX_ERROR_MESSAGE = 2048;
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const BYTE_UNITS: Record<string, number> = { b: 1, kb: 1024, mb: 1024 ** 2, gb: 1024 ** 3 };
+
+function mebibytes(bytes: number): string {
+  return (bytes / 2 ** 20).toFixed(0);
+}
 
 /**
  * "32mb" → bytes. Unlike body-parser, which reads a value it cannot parse as "no limit at all", a setting

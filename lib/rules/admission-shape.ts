@@ -1,67 +1,23 @@
 // The structural check the API server does from the CRD's OpenAPI schema, for input that has not been through
 // an API server (the CLI's files) and as a guard in the webhook: the rules that follow assume a well-formed
 // spec. Same schema (api/schema.ts), so the same fields, enums and bounds; messages say field and fix.
-import { Ajv, type ErrorObject } from "ajv";
+import { Ajv } from "ajv";
+import { fieldPath, wordedErrors } from "./schema-messages.js";
 import { KIND, LIMITS } from "../../api/constants.js";
 import { CSPCSpecSchema } from "../../api/schema.js";
-import type { Violation } from "./pool-spec.js";
+import { unsupportedValue, type EnumField, type Violation } from "./pool-spec.js";
+import type { PoolSpec } from "../../api/types.js";
 
 const ajv = new Ajv({ allErrors: true, strict: false, validateFormats: false, verbose: true });
 const validateSpec = ajv.compile(CSPCSpecSchema);
-
-/** "/pools/0/raidGroups/1" → "spec.pools[0].raidGroups[1]" */
-function fieldPath(instancePath: string): string {
-  return instancePath
-    .split("/")
-    .slice(1)
-    .reduce((path, part) => (/^\d+$/.test(part) ? `${path}[${part}]` : `${path}.${part.replace(/~1/g, "/").replace(/~0/g, "~")}`), "spec");
-}
 
 function poolIndex(instancePath: string): number {
   const match = /^\/pools\/(\d+)/.exec(instancePath);
   return match ? Number(match[1]) : -1;
 }
 
-function describe(error: ErrorObject, siblings: readonly ErrorObject[]): string | undefined {
-  const params = error.params as Record<string, unknown>;
-  // A branch of an enum-like anyOf failing: reported once, by the anyOf that lists the allowed values.
-  if (error.schemaPath.includes("/anyOf/")) return undefined;
-  switch (error.keyword) {
-    case "anyOf": {
-      const allowed = siblings.filter((e) => e.keyword === "const").map((e) => String((e.params as { allowedValue: unknown }).allowedValue));
-      if (allowed.length === 0) return "has a value of the wrong kind";
-      // YAML 1.1 (kubectl's) reads a bare off/on as a boolean: the seed examples' `compression: off` lands here.
-      const quote = typeof error.data === "boolean" ? ` (YAML reads a bare ${error.data ? "on" : "off"} as ${error.data}: quote it, "${error.data ? "on" : "off"}")` : "";
-      return `is ${JSON.stringify(error.data)}, it must be one of ${allowed.join(", ")}${quote}`;
-    }
-    case "additionalProperties": {
-      const field = String(params.additionalProperty);
-      const known = Object.keys((error.parentSchema as { properties?: object } | undefined)?.properties ?? {});
-      const near = known.find((k) => k.toLowerCase() === field.toLowerCase());
-      return `has an unknown field ${field}: ${near ? `did you mean ${near}?` : `remove it (known fields: ${known.join(", ")})`}`;
-    }
-    case "required":
-      return `has no ${String(params.missingProperty)}: it is required`;
-    case "type":
-      return `must be ${params.type === "integer" ? "an integer" : params.type === "object" ? "an object" : params.type === "array" ? "a list" : `a ${String(params.type)}`}`;
-    case "minItems":
-      return `needs at least ${String(params.limit)} item${params.limit === 1 ? "" : "s"}`;
-    case "maxItems":
-      return `has ${(error.data as unknown[]).length} items; at most ${String(params.limit)} are supported`;
-    case "minProperties":
-      return `needs at least ${String(params.limit)} entr${params.limit === 1 ? "y" : "ies"}`;
-    case "minLength":
-      return params.limit === 1 ? "must not be empty" : `must be at least ${String(params.limit)} characters`;
-    case "maxLength":
-      return `must be at most ${String(params.limit)} characters`;
-    case "minimum":
-      return `is ${String(error.data)}, it must be at least ${String(params.limit)}`;
-    case "maximum":
-      return `is ${String(error.data)}, it must be at most ${String(params.limit)}`;
-    default:
-      return error.message ?? "is not valid";
-  }
-}
+/** "/pools/0/poolConfig/compression", "/pools/0/raidGroups/1/type": fields whose unknown values the spec rules name. */
+const RULE_JUDGED_VALUE = /^\/pools\/(\d+)\/(?:poolConfig\/(compression|defaultRaidGroupType)|raidGroups\/(\d+)\/type)$/;
 
 /** Violations of the CRD's structural schema and name limit; empty when the object is well formed. */
 export function checkCspcShape(object: unknown): Violation[] {
@@ -87,12 +43,17 @@ export function checkCspcShape(object: unknown): Violation[] {
     return out;
   }
   if (validateSpec(obj.spec)) return out;
-  const errors = validateSpec.errors ?? [];
-  const byPath = new Map<string, ErrorObject[]>();
-  for (const e of errors) byPath.set(e.instancePath, [...(byPath.get(e.instancePath) ?? []), e]);
-  for (const e of errors) {
-    const text = describe(e, byPath.get(e.instancePath) ?? []);
-    if (text) out.push({ pool: poolIndex(e.instancePath), reason: "InvalidField", message: `${fieldPath(e.instancePath)} ${text}` });
+  const pools = (obj.spec as { pools?: PoolSpec[] } | null)?.pools ?? [];
+  for (const { error: e, text } of wordedErrors(validateSpec.errors ?? [])) {
+    // A mistyped string of a field the spec rules judge gets their message and its hint ("did you mean lz4?").
+    const ruled = e.keyword === "anyOf" && typeof e.data === "string" ? RULE_JUDGED_VALUE.exec(e.instancePath) : null;
+    if (ruled) {
+      const index = Number(ruled[1]);
+      const field: EnumField = ruled[3] !== undefined ? { group: Number(ruled[3]) } : (ruled[2] as "compression" | "defaultRaidGroupType");
+      out.push(unsupportedValue(pools[index]!, index, field, e.data));
+      continue;
+    }
+    out.push({ pool: poolIndex(e.instancePath), reason: "InvalidField", message: `${fieldPath(e.instancePath, "spec")} ${text}` });
   }
   return out;
 }

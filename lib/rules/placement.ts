@@ -3,8 +3,8 @@
 import { LABEL } from "../../api/constants.js";
 import type { PoolSpec } from "../../api/types.js";
 import { claimName } from "../names.js";
-import { deviceHost, nodeHostname, type Inventory } from "../inventory.js";
-import { poolLabel, type Violation } from "./pool-spec.js";
+import { deviceCapacity, deviceHost, nodeHostname, type Inventory } from "../inventory.js";
+import { deviceSizeProblem, poolLabel, type Violation } from "./pool-spec.js";
 
 export interface Placement {
   /** The selected node's kubernetes.io/hostname label. */
@@ -100,6 +100,9 @@ export function checkDevices(
         `block device ${name} is attached to node ${bdHost ?? "(unknown)"}, not to ${host} where the nodeSelector puts the pool: list it under the pool of its node, or fix the nodeSelector`,
       );
     }
+    const capacity = deviceCapacity(bd);
+    const tooSmall = capacity === undefined ? undefined : deviceSizeProblem(capacity);
+    if (tooSmall) add("BlockDeviceTooSmall", `block device ${name} ${tooSmall}: pick a larger device`);
     const state = bd.status?.state;
     if (state !== undefined && state !== "Active") {
       add("BlockDeviceNotActive", `block device ${name} is ${state}, not Active: reconnect the disk or pick another device`);

@@ -1,6 +1,6 @@
 // Rules that need no other object: they judge a CSPC spec alone. The same functions decide in cspc-sync,
 // in the admission webhook and in `cstor-pool validate`; the CRD carries the CEL twins of most of them.
-import { COMPRESSION_VALUES, LIMITS, RAID_TYPES, type RaidType } from "../../api/constants.js";
+import { COMPRESSION_VALUES, LIMITS, RAID_TYPES, ZFS_MIN_DEVICE_BYTES, type RaidType } from "../../api/constants.js";
 import type { CSPCSpec, PoolSpec, RaidGroup } from "../../api/types.js";
 import { parseQuantity, type Quantity } from "../quantity.js";
 
@@ -23,13 +23,16 @@ export function groupRole(group: Pick<RaidGroup, "isWriteCache" | "isSpare" | "i
 }
 
 /**
- * The type a group is built with. Spares and read caches are plain device lists in ZFS, so they resolve
- * to stripe whatever the default says; other groups take their own type or the pool's default.
+ * How ZFS lays out a group of this role: spares and read caches are plain device lists, so they are stripes
+ * whatever type is declared; other roles keep the declared type. The hooks and the node daemon both use it.
  */
+export function layoutType<T extends RaidType | undefined>(role: GroupRole, declared: T): RaidType | T {
+  return role === "spare" || role === "readCache" ? "stripe" : declared;
+}
+
+/** The type a group is built with: its own or the pool's default, as ZFS lays out its role. */
 export function resolvedType(group: RaidGroup, pool: PoolSpec): RaidType | undefined {
-  const role = groupRole(group);
-  if (role === "spare" || role === "readCache") return "stripe";
-  return group.type ?? pool.poolConfig?.defaultRaidGroupType;
+  return layoutType(groupRole(group), group.type ?? pool.poolConfig?.defaultRaidGroupType);
 }
 
 export function poolLabel(pool: PoolSpec | undefined, index: number): string {
@@ -64,6 +67,29 @@ export function deviceCountProblem(type: RaidType, count: number): string | unde
   }
 }
 
+/**
+ * The fewest devices ZFS builds a group of (`zpool create`: "raidz requires at least 2 devices", raidz2 3,
+ * mirror 2). The rules above ask more of a CSPC (2^n+1 layouts); the node daemon, the last guard before a
+ * command, refuses only what ZFS itself cannot build, so it never stops acting on a pool ZFS accepted.
+ */
+const ZFS_MIN_DEVICES: Readonly<Record<RaidType, number>> = { stripe: 1, mirror: 2, raidz: 2, raidz2: 3 };
+
+export function zfsCannotBuild(type: RaidType, count: number): string | undefined {
+  const least = ZFS_MIN_DEVICES[type];
+  return count >= least ? undefined : `ZFS builds a ${type} group of at least ${least} device${least === 1 ? "" : "s"}, it has ${count}`;
+}
+
+/** Why a device of this many bytes cannot be pooled, or undefined; for messages that name the device first. */
+export function deviceSizeProblem(bytes: number): string | undefined {
+  if (bytes >= ZFS_MIN_DEVICE_BYTES) return undefined;
+  return `holds ${bytes} bytes (${mebibytes(bytes)}); ZFS needs at least ${mebibytes(ZFS_MIN_DEVICE_BYTES)} (${ZFS_MIN_DEVICE_BYTES} bytes) per device`;
+}
+
+function mebibytes(bytes: number): string {
+  const mib = bytes / 2 ** 20;
+  return `${Number.isInteger(mib) ? mib : mib.toFixed(1)} MiB`;
+}
+
 function isPowerOfTwoPlus(count: number, parity: number): boolean {
   const data = count - parity;
   return data >= 2 && (data & (data - 1)) === 0;
@@ -90,15 +116,11 @@ export function checkPoolSpec(pool: PoolSpec, index: number): Violation[] {
   }
   const compression = pool.poolConfig?.compression;
   if (compression !== undefined && !(COMPRESSION_VALUES as readonly string[]).includes(compression)) {
-    const hint = (compression as string) === "lz" ? " (did you mean lz4?)" : "";
-    add(
-      "UnsupportedCompression",
-      `${where()} poolConfig.compression "${compression}" is not supported${hint}: use one of ${COMPRESSION_VALUES.join(", ")}`,
-    );
+    out.push(unsupportedValue(pool, index, "compression", compression));
   }
   const defaultType = pool.poolConfig?.defaultRaidGroupType;
   if (defaultType !== undefined && !(RAID_TYPES as readonly string[]).includes(defaultType)) {
-    add("UnsupportedRaidType", `${where()} poolConfig.defaultRaidGroupType "${defaultType}" is not supported: use stripe, mirror, raidz or raidz2`);
+    out.push(unsupportedValue(pool, index, "defaultRaidGroupType", defaultType));
   }
 
   out.push(...checkResources(pool, index));
@@ -122,7 +144,7 @@ export function checkPoolSpec(pool: PoolSpec, index: number): Violation[] {
       if (!d.blockDeviceName) add("EmptyBlockDeviceName", `${gw()} blockDevices[${k}] has no blockDeviceName`);
     });
     if (group.type !== undefined && !(RAID_TYPES as readonly string[]).includes(group.type)) {
-      add("UnsupportedRaidType", `${gw()} type "${group.type}" is not supported: use stripe, mirror, raidz or raidz2`);
+      out.push(unsupportedValue(pool, index, { group: g }, group.type));
       return;
     }
     const type = resolvedType(group, pool);
@@ -142,6 +164,32 @@ export function checkPoolSpec(pool: PoolSpec, index: number): Violation[] {
   }
   out.push(...checkRedundancyMix(pool, index));
   return out;
+}
+
+/** A field whose unknown values the spec rules name: poolConfig.compression or .defaultRaidGroupType, or raidGroups[j].type. */
+export type EnumField = "compression" | "defaultRaidGroupType" | { group: number };
+
+/** Near misses worth a hint: a value of another ZFS tool, or one character short. */
+const COMPRESSION_HINTS: Record<string, string> = { lz: "lz4" };
+const RAID_TYPE_HINTS: Record<string, string> = { raidz1: "raidz" };
+
+/**
+ * A value outside a field's enum. The structural check (admission-shape.ts) hands such values here too, so the
+ * hint ("did you mean lz4?") is never hidden behind a bare list of values.
+ */
+export function unsupportedValue(pool: PoolSpec, index: number, field: EnumField, value: unknown): Violation {
+  const text = String(value);
+  if (field === "compression") {
+    const hint = COMPRESSION_HINTS[text] ? ` (did you mean ${COMPRESSION_HINTS[text]}?)` : "";
+    return {
+      pool: index,
+      reason: "UnsupportedCompression",
+      message: `${poolLabel(pool, index)} poolConfig.compression ${JSON.stringify(text)} is not supported${hint}: use one of ${COMPRESSION_VALUES.join(", ")}`,
+    };
+  }
+  const where = field === "defaultRaidGroupType" ? `${poolLabel(pool, index)} poolConfig.defaultRaidGroupType` : `${groupLabel(pool, index, field.group)} type`;
+  const hint = RAID_TYPE_HINTS[text] ? ` (did you mean ${RAID_TYPE_HINTS[text]}?)` : "";
+  return { pool: index, reason: "UnsupportedRaidType", message: `${where} ${JSON.stringify(text)} is not supported${hint}: use ${RAID_TYPES.slice(0, -1).join(", ")} or ${RAID_TYPES.at(-1)}` };
 }
 
 /** Quantities the API server would refuse in the pool Deployment are refused here, where the user looks. */
@@ -240,6 +288,14 @@ export function checkCspcSpec(spec: CSPCSpec): Violation[] {
   }
   if (pools.length > LIMITS.pools) {
     out.push({ pool: -1, reason: "TooManyPools", message: `spec.pools has ${pools.length} pools; at most ${LIMITS.pools} are supported per CSPC` });
+  }
+  const devices = pools.reduce((sum, pool) => sum + (pool.raidGroups ?? []).reduce((n, group) => n + (group.blockDevices ?? []).length, 0), 0);
+  if (devices > LIMITS.blockDevicesPerCspc) {
+    out.push({
+      pool: -1,
+      reason: "TooManyBlockDevicesInCspc",
+      message: `spec.pools lists ${devices} block devices; at most ${LIMITS.blockDevicesPerCspc} are supported per CSPC: split the pools over several CSPCs`,
+    });
   }
   pools.forEach((pool, i) => out.push(...checkPoolSpec(pool, i)));
   out.push(...checkDuplicateDevices(spec));

@@ -1,5 +1,5 @@
 import { expect } from "chai";
-import { ConfigError, DEFAULT_HOOK_CONFIG, loadHookConfig } from "../../hooks/config.js";
+import { ConfigError, DEFAULT_HOOK_CONFIG, loadHookConfig } from "../../lib/hook-config.js";
 
 describe("hook server configuration from the environment", () => {
   it("takes the defaults when nothing is set, or a variable is empty", () => {

@@ -3,6 +3,7 @@
 import { expect } from "chai";
 import { parseAllDocuments } from "yaml";
 import { hookRoutes } from "../../hooks/routes.js";
+import { STALE_STATUS_SECONDS_ENV } from "../../lib/settings.js";
 import { commandsFromEnv } from "../../node-daemon/host.js";
 import {
   fixturePath,
@@ -208,5 +209,16 @@ describe("integration: manifests on a real kube-apiserver", function () {
     const lockDir = container.env.find((e: any) => e.name === "LOCK_DIR").value;
     const openebs = container.volumeMounts.find((m: any) => m.mountPath === "/var/openebs");
     expect(lockDir.startsWith(`${openebs.mountPath}/`), "the host lock lives on the host").to.equal(true);
+  });
+
+  it("gives the hook server and the node daemon one stale-heartbeat setting: the same ConfigMap key", async () => {
+    const settings = await getJson(cluster, "configmap", "cstor-pool-settings", "-n", INSTALL_NAMESPACE);
+    expect(settings.data).to.deep.equal({ [STALE_STATUS_SECONDS_ENV]: "300" });
+    const hooks = await getJson(cluster, "deployment", "cstor-pool-hooks", "-n", INSTALL_NAMESPACE);
+    const daemonSet = await getJson(cluster, "daemonset", "cstor-pool-node", "-n", INSTALL_NAMESPACE);
+    for (const workload of [hooks, daemonSet]) {
+      const variable = workload.spec.template.spec.containers[0].env.find((e: { name: string }) => e.name === STALE_STATUS_SECONDS_ENV);
+      expect(variable?.valueFrom, workload.metadata.name).to.deep.equal({ configMapKeyRef: { name: "cstor-pool-settings", key: STALE_STATUS_SECONDS_ENV } });
+    }
   });
 });

@@ -7,11 +7,13 @@ import express from "express";
 import { API_VERSION, KIND } from "../../api/constants.js";
 import { projectInstalled, type KubeCluster } from "../support/kube.js";
 import { CONTROLLER_UID, HookCallError, LAST_APPLIED, MetacontrollerDriver } from "../support/metacontroller-driver.js";
+import { MetacontrollerLoop } from "../support/metacontroller-loop.js";
 import { onStop } from "../support/processes.js";
 
 const NS = "mc-driver";
 const CONTROLLER = "driver-contract";
 const FINALIZER = `metacontroller.io/compositecontroller-${CONTROLLER}`;
+const DECORATOR = "driver-events";
 
 interface Scripted {
   status?: number;
@@ -84,6 +86,7 @@ describe("integration: the Metacontroller test driver keeps the v2 contract", fu
   after(async () => {
     // The loop tests converge over every CompositeController; this scripted one must not join them.
     await cluster?.kubectl(["delete", "compositecontroller", CONTROLLER, "--ignore-not-found"]);
+    await cluster?.kubectl(["delete", "decoratorcontroller", DECORATOR, "--ignore-not-found"]);
   });
 
   beforeEach(() => {
@@ -235,5 +238,41 @@ describe("integration: the Metacontroller test driver keeps the v2 contract", fu
     const last = await driver.syncComposite(CONTROLLER, NS, "finalize");
     expect(last.writes).to.include(`remove finalizer ${FINALIZER} from CStorPoolCluster ${NS}/finalize`);
     expect(await getCspc("finalize")).to.equal(undefined);
+  });
+
+  it("event loop: syncs a target on add and on a label change, never on a status-only change (ignoreStatusChanges), and on resyncs", async () => {
+    const hook = { version: "v2", webhook: { url: "http://scripted.invalid/decorate", timeout: "5s" } };
+    const decorator = {
+      apiVersion: "metacontroller.k8s.io/v1alpha1",
+      kind: "DecoratorController",
+      metadata: { name: DECORATOR },
+      spec: {
+        resources: [{ apiVersion: API_VERSION, resource: "cstorpoolclusters", labelSelector: { matchLabels: { "loop-test": "yes" } }, ignoreStatusChanges: true }],
+        resyncPeriodSeconds: 30,
+        hooks: { sync: hook },
+      },
+    };
+    await cluster.kubectl(["apply", "--server-side", "-f", "-"], { input: JSON.stringify(decorator) });
+    await cluster.kubectl(["apply", "--server-side", "-f", "-"], { input: JSON.stringify({ ...cspcObject("events"), metadata: { name: "events", namespace: NS, labels: { "loop-test": "yes" } } }) });
+    let resyncAfter: number | undefined;
+    answer = (path) => ({ body: path === "/decorate" && resyncAfter ? { resyncAfterSeconds: resyncAfter } : {} });
+    const loop = new MetacontrollerLoop(driver, NS, [DECORATOR]);
+    await loop.start();
+    const synced = (ran: { parent: string }[]) => ran.map((s) => s.parent);
+    const path = `/apis/${API_VERSION}/namespaces/${NS}/cstorpoolclusters/events`;
+
+    expect(synced(await loop.run()), "the add event").to.deep.equal([`${NS}/events`]);
+    const status = await cluster.request(cluster.admin, "PATCH", `${path}/status`, { status: { desiredInstances: 9 } }, "application/merge-patch+json");
+    expect(status.status).to.equal(200);
+    expect(synced(await loop.run()), "a status-only change is ignored").to.deep.equal([]);
+    await cluster.request(cluster.admin, "PATCH", path, { metadata: { labels: { "loop-test": "yes", other: "x" } } }, "application/merge-patch+json");
+    expect(synced(await loop.run()), "a label change").to.deep.equal([`${NS}/events`]);
+
+    expect(synced(await loop.advance(29)), "nothing before the resync period").to.deep.equal([]);
+    resyncAfter = 7;
+    expect(synced(await loop.advance(1)), "the resync period").to.deep.equal([`${NS}/events`]);
+    resyncAfter = undefined;
+    expect(synced(await loop.advance(6))).to.deep.equal([]);
+    expect(synced(await loop.advance(1)), "the hook's resyncAfterSeconds").to.deep.equal([`${NS}/events`]);
   });
 });

@@ -1,13 +1,13 @@
 // The node daemon end to end: real daemon processes (node-daemon/main.ts) authenticated as the shipped
 // ServiceAccount under the shipped RBAC and admission policy, against the real kube-apiserver, making real
-// zfs-fuse pools on sparse files. Each daemon plays one node; two of them on this host share zfs-fuse and the
-// sandbox's files, so a pool can move between them by export and import.
-import { spawnSync } from "node:child_process";
+// zfs-fuse pools on sparse files. Each daemon plays one node with a zfs-fuse of its own (test/support/zfs-node.ts),
+// reached through ZFS_COMMAND_PREFIX as the DaemonSet reaches the host: a node sees only its own pools. The
+// sandbox's files are shared, like disks re-attached to another node, so a pool moves by export and import.
 import { Watch } from "@kubernetes/client-node";
 import { expect } from "chai";
 import { ANNOTATION, API_VERSION, FINALIZER, KIND, LABEL, POOL_REMOVAL_REQUESTED } from "../../api/constants.js";
 import type { Condition, CSPI } from "../../api/types.js";
-import { resolvePoolConfig } from "../../hooks/cspc-sync/build.js";
+import { resolvePoolConfig } from "../../lib/cspc/build.js";
 import { findCondition } from "../../lib/conditions.js";
 import { claimName, zpoolName } from "../../lib/names.js";
 import { commandsFromEnv } from "../../node-daemon/host.js";
@@ -16,8 +16,9 @@ import { leaves, parseZpoolStatus } from "../../node-daemon/parse.js";
 import { deviceRootsFromEnv } from "../../node-daemon/validate.js";
 import { INSTALL_NAMESPACE, projectInstalled, waitUntil, type Identity, type KubeCluster } from "../support/kube.js";
 import { MetacontrollerDriver, serveHooks } from "../support/metacontroller-driver.js";
-import { DaemonProcess, resolvedContainerEnv } from "../support/node-daemon-process.js";
-import { blockDeviceName, checksum, destroyPool, MiB, requireZfs, writeData, zpool, ZfsSandbox } from "../support/zfs.js";
+import { DaemonProcess, shippedDaemonEnv } from "../support/node-daemon-process.js";
+import { startNode, type ZfsNode } from "../support/zfs-node.js";
+import { blockDeviceName, MiB, requireZfs, ZfsSandbox } from "../../testkit/zfs.js";
 
 const NS = INSTALL_NAMESPACE;
 const OTHER_NS = "node-daemon-e2e-elsewhere";
@@ -39,7 +40,7 @@ function raidGroup(group: GroupInput) {
   };
 }
 
-/** A CSPI as cspc-sync builds it (hooks/cspc-sync/build.ts): labels, resolved poolConfig, devices filled in. */
+/** A CSPI as cspc-sync builds it (lib/cspc/build.ts): labels, resolved poolConfig, devices filled in. */
 function cspiObject(name: string, host: string, groups: GroupInput[]): CSPI {
   return {
     apiVersion: API_VERSION,
@@ -65,20 +66,19 @@ function condition(cspi: CSPI | undefined, type: string): Condition | undefined 
   return findCondition(cspi?.status?.conditions, type);
 }
 
-/** The pool's vdevs as zpool status shows them: data groups' devices, in order. */
-function dataGroups(pool: string): string[][] {
-  const [status] = parseZpoolStatus(zpool("status", pool));
+/** The pool's vdevs as the node's zpool status shows them: data groups' devices, in order. */
+function dataGroups(node: ZfsNode, pool: string): string[][] {
+  const [status] = parseZpoolStatus(node.zpool("status", pool));
   return status!.layout.data.map((vdev) => leaves([vdev]).map((leaf) => leaf.device ?? leaf.name));
 }
 
-function imported(pool: string): boolean {
-  return zpool("list", "-H", "-o", "name").split("\n").includes(pool);
-}
-
-/** What `zpool import` finds in a directory (with -D: destroyed pools too), stdout and stderr together. */
-function importable(dir: string, destroyedToo = false): string {
-  const result = spawnSync("zpool", ["import", ...(destroyedToo ? ["-D"] : []), "-d", dir], { encoding: "utf8" });
-  return `${result.stdout}${result.stderr}`;
+/** What the node's `zpool import` finds in a directory (with -D: destroyed pools too). */
+function importable(node: ZfsNode, dir: string, destroyedToo = false): string {
+  try {
+    return node.zpool("import", ...(destroyedToo ? ["-D"] : []), "-d", dir);
+  } catch (error) {
+    return String((error as { stdout?: string }).stdout ?? "") + String((error as { stderr?: string }).stderr ?? "");
+  }
 }
 
 describe("integration: the node daemon end to end (real processes, real apiserver, real zfs-fuse pools)", function () {
@@ -86,8 +86,11 @@ describe("integration: the node daemon end to end (real processes, real apiserve
   let cluster: KubeCluster;
   let identity: Identity;
   let sandbox: ZfsSandbox;
+  /** The two simulated nodes' ZFS, each its own zfs-fuse. */
+  let hostA: ZfsNode;
+  let hostB: ZfsNode;
   let shippedEnv: (nodeName: string) => Record<string, string>;
-  /** The running daemon of node A and of node B (restarted during migration, as DaemonSet pods are). */
+  /** The running daemon of node A and of node B (A's restarted during migration, as DaemonSet pods are). */
   let nodeA: DaemonProcess | undefined;
   let nodeB: DaemonProcess | undefined;
   /** Every daemon process started, and how each stopped one ended. */
@@ -132,14 +135,14 @@ describe("integration: the node daemon end to end (real processes, real apiserve
     const response = await cluster.request(cluster.admin, "PATCH", cspiPath(name), patch, "application/json-patch+json");
     expect(response.status, JSON.stringify(response.body)).to.equal(200);
   };
-  const startDaemon = async (nodeName: string): Promise<DaemonProcess> => {
+  const startDaemon = async (nodeName: string, host: ZfsNode): Promise<DaemonProcess> => {
     const daemon = await DaemonProcess.start({
       env: shippedEnv(nodeName),
       kubeconfig: identity.kubeconfig,
       overrides: {
-        // The DaemonSet enters PID 1's mount namespace to run the host's zpool; that is refused here, and the
-        // test's zpool already is the host's.
-        ZFS_COMMAND_PREFIX: "[]",
+        // The DaemonSet enters PID 1's mount namespace to run the host's zpool; here the node's zfs-fuse runs in
+        // a mount namespace of its own, entered the same way.
+        ZFS_COMMAND_PREFIX: host.commandPrefixEnv,
         // The shipped 30 s resync and heartbeat, shortened so a pass that waits for time (a resilver to end)
         // comes within the bounded waits.
         STATUS_INTERVAL_SECONDS: "3",
@@ -158,21 +161,25 @@ describe("integration: the node daemon end to end (real processes, real apiserve
     requireZfs();
     cluster = await projectInstalled();
     sandbox = new ZfsSandbox();
+    hostA = await startNode(`e2e-a-${sandbox.id}`);
+    hostB = await startNode(`e2e-b-${sandbox.id}`);
     identity = await cluster.serviceAccount(NS, "cstor-pool-node");
-    const daemonSet = JSON.parse((await cluster.kubectl(["get", "daemonset", "cstor-pool-node", "-n", NS, "-o", "json"])).stdout);
-    shippedEnv = (nodeName) => resolvedContainerEnv(daemonSet, nodeName);
-    nodeA = await startDaemon(nodeNameA());
+    shippedEnv = await shippedDaemonEnv(cluster, NS);
+    nodeA = await startDaemon(nodeNameA(), hostA);
+    // Node B's daemon runs from the start, as on a cluster: it first meets the CSPIs while they are node A's.
+    nodeB = await startDaemon(nodeNameB(), hostB);
   });
 
   after(async () => {
     for (const daemon of daemons) await stopDaemon(daemon);
+    await Promise.all([hostA?.stop(), hostB?.stop()]);
     sandbox?.cleanup();
   });
 
   describe("the shipped DaemonSet", () => {
     it("its environment runs zpool and zfs through nsenter in the host's mount namespace, as its comment says", () => {
       const env = shippedEnv("any-node");
-      expect(env).to.include({ NODE_NAME: "any-node", NAMESPACE: NS });
+      expect(env).to.include({ NODE_NAME: "any-node", NAMESPACE: NS, CSPI_STALE_STATUS_SECONDS: "300" });
       expect(commandsFromEnv(env)).to.deep.equal({
         zpool: ["nsenter", "-t", "1", "-m", "--", "zpool"],
         zfs: ["nsenter", "-t", "1", "-m", "--", "zfs"],
@@ -210,7 +217,7 @@ describe("integration: the node daemon end to end (real processes, real apiserve
       expect(parseFloat(total)).to.be.within(64, 128);
       expect([free, used].every((q) => /^\d+(\.\d+)?(Ki|Mi)?$/.test(q))).to.equal(true);
       expect(Date.parse(online!.status!.lastUpdateTime!)).to.be.a("number").and.not.NaN;
-      expect(dataGroups(pool)).to.deep.equal([[devices.m1, devices.m2]]);
+      expect(dataGroups(hostA, pool)).to.deep.equal([[devices.m1, devices.m2]]);
 
       await waitForEvent(name, "PoolCreated", nodeNameA());
       const recorded = await events(name);
@@ -233,7 +240,7 @@ describe("integration: the node daemon end to end (real processes, real apiserve
       await patchCspi(name, [{ op: "add", path: "/spec/raidGroups/-", value: raidGroup({ type: "mirror", devices: [devices.m3!, devices.m4!] }) }]);
       await apply(claimObject(devices.m3!, name), claimObject(devices.m4!, name));
       const expanded = await waitForCspi(name, "PoolExpansion successful", (c) => condition(c, "PoolExpansion")?.reason === "PoolExpansionSuccessful");
-      expect(dataGroups(pool)).to.deep.equal([
+      expect(dataGroups(hostA, pool)).to.deep.equal([
         [devices.m1, devices.m2],
         [devices.m3, devices.m4],
       ]);
@@ -246,7 +253,7 @@ describe("integration: the node daemon end to end (real processes, real apiserve
     });
 
     it("replacement: a mirror member swapped in the spec is replaced through resilver; then only the predecessor mark leaves the new claim", async () => {
-      data = writeData(sandbox, `${pool}/vol1`);
+      data = hostA.writeData(sandbox, `${pool}/vol1`);
       const newClaim = claimObject(devices.m5!, name, { [ANNOTATION.bdPredecessor]: blockDeviceName(devices.m2!), "example.com/ticket": "OPS-1" });
       await apply(newClaim);
       await patchCspi(name, [
@@ -255,7 +262,7 @@ describe("integration: the node daemon end to end (real processes, real apiserve
       ]);
       const done = await waitForCspi(name, "DiskReplacement successful", (c) => condition(c, "DiskReplacement")?.reason === "BlockDeviceReplacementSucceess");
       expect(condition(done, "DiskReplacement")!.status).to.equal("False");
-      expect(dataGroups(pool)).to.deep.equal([
+      expect(dataGroups(hostA, pool)).to.deep.equal([
         [devices.m1, devices.m5],
         [devices.m3, devices.m4],
       ]);
@@ -263,16 +270,12 @@ describe("integration: the node daemon end to end (real processes, real apiserve
       expect(claim.metadata.annotations).to.deep.equal({ "example.com/ticket": "OPS-1" });
       expect(claim.metadata.labels).to.deep.equal(newClaim.metadata.labels);
       expect(claim.spec).to.deep.equal(newClaim.spec);
-      expect(checksum(data.file)).to.equal(data.sha);
+      expect(hostA.checksum(data.file)).to.equal(data.sha);
       const reasons = (await events(name)).map((e) => e.reason);
       expect(reasons).to.include.members(["BlockDeviceReplacement", "ReplacementCompleted"]);
     });
 
-    // Both daemons share this host's zfs-fuse, so each sees the other's imports as its own: a daemon for node A
-    // running while node B imports would take B's fresh import for a pool it still holds (its copy of the
-    // CSPI not yet showing importedOn B) and export it. Real nodes never share a pool namespace, so the test
-    // never lets that happen: A's daemon is down whenever B's may import, as during a rolling update.
-    it("migration: spec.hostName moved to node B; B waits while A holds the pool, A exports, then B imports (status.importedOn handshake); data intact", async () => {
+    it("migration to node B, whose daemon has run all along: B waits while A holds the pool, A exports, then B imports (status.importedOn handshake); data intact", async () => {
       const start = await getCspi(name);
       const seen: { importedOn?: string; phase?: string }[] = [];
       const watching = await new Watch(cluster.kubeConfig()).watch(
@@ -286,25 +289,20 @@ describe("integration: the node daemon end to end (real processes, real apiserve
         () => undefined,
       );
       try {
-        // Node A's daemon is down (the pool stays imported and serving); node B's is up when the CSPI moves.
+        // Node A's daemon is down (the pool stays imported and serving on node A) when the CSPI moves.
         nodeA = await stopDaemon(nodeA);
-        nodeB = await startDaemon(nodeNameB());
         await patchCspi(name, [
           { op: "replace", path: "/spec/hostName", value: nodeNameB() },
           { op: "replace", path: "/spec/nodeSelector", value: { [LABEL.hostname]: nodeNameB() } },
           { op: "replace", path: `/metadata/labels/${LABEL.hostname.replace("/", "~1")}`, value: nodeNameB() },
         ]);
         await waitForEvent(name, "WaitingForExport", nodeNameB());
-        expect(imported(pool), "B does not import while A's heartbeat is fresh").to.equal(true);
+        expect(hostA.imported(pool), "B does not import while A's heartbeat is fresh").to.equal(true);
+        expect(hostB.imported(pool)).to.equal(false);
         expect((await getCspi(name))!.status!.importedOn).to.equal(nodeNameA());
 
-        // A's daemon comes back and exports; B's is down meanwhile (see above), then comes back and imports.
-        nodeB = await stopDaemon(nodeB);
-        nodeA = await startDaemon(nodeNameA());
-        await waitForCspi(name, `export by ${nodeNameA()}`, (c) => c?.status?.importedOn === "" && c.status.phase === "Exported");
-        expect(imported(pool)).to.equal(false);
-        nodeA = await stopDaemon(nodeA);
-        nodeB = await startDaemon(nodeNameB());
+        // A's daemon comes back and exports; B's, running all along, imports.
+        nodeA = await startDaemon(nodeNameA(), hostA);
         await waitForCspi(name, `import on ${nodeNameB()}`, (c) => c?.status?.importedOn === nodeNameB() && c.status.phase === "ONLINE");
         await waitUntil(async () => seen.at(-1)?.importedOn === nodeNameB(), WAIT_MS, () => `the watch saw ${JSON.stringify(seen)}`);
       } finally {
@@ -315,8 +313,10 @@ describe("integration: the node daemon end to end (real processes, real apiserve
         { importedOn: "", phase: "Exported" },
         { importedOn: nodeNameB(), phase: "ONLINE" },
       ]);
-      expect(imported(pool)).to.equal(true);
-      expect(checksum(data.file)).to.equal(data.sha);
+      expect(hostB.imported(pool)).to.equal(true);
+      expect(hostA.imported(pool)).to.equal(false);
+      expect(hostB.checksum(data.file)).to.equal(data.sha);
+      expect(nodeB!.lines.filter((l) => l.msg === "node daemon started"), "node B's daemon was never restarted").to.have.length(1);
       await waitForEvent(name, "PoolExported", nodeNameA());
       await waitForEvent(name, "PoolImported", nodeNameB());
       const moved = await getCspi(name);
@@ -327,25 +327,22 @@ describe("integration: the node daemon end to end (real processes, real apiserve
     it("deletion without the removal mark (kubectl delete cspi): the pool is exported with its data, the finalizer removed, the CSPI gone", async () => {
       await cluster.kubectl(["delete", "cspi", name, "-n", NS, "--wait=false"]);
       await waitForCspi(name, "the CSPI to go", (c) => c === undefined);
-      expect(imported(pool), "exported, not destroyed").to.equal(false);
+      expect(hostB.imported(pool), "exported, not destroyed").to.equal(false);
       await waitForEvent(name, "PoolExported", nodeNameB());
       await waitForEvent(name, "FinalizerRemoved", nodeNameB());
 
-      expect(importable(sandbox.dir)).to.contain(pool);
-      zpool("import", "-d", sandbox.dir, pool);
+      // Its disks, attached to node A again (A's daemon leaves a pool of a CSPI that is gone alone).
+      expect(importable(hostA, sandbox.dir)).to.contain(pool);
+      hostA.zpool("import", "-d", sandbox.dir, pool);
       try {
-        expect(checksum(data.file)).to.equal(data.sha);
+        expect(hostA.checksum(data.file)).to.equal(data.sha);
       } finally {
-        destroyPool(pool);
+        hostA.zpool("destroy", "-f", pool);
       }
     });
   });
 
   describe("a pool marked for removal", () => {
-    before(async () => {
-      // Node B keeps running: the rest happens on node A, whose daemon is back.
-      nodeA = await startDaemon(nodeNameA());
-    });
 
     it("openebs.io/pool-removal=requested, then delete: the pool is destroyed, its labels cleared, the CSPI gone", async () => {
       const name = `e2e-gone-${sandbox.id}`;
@@ -359,8 +356,8 @@ describe("integration: the node daemon end to end (real processes, real apiserve
         await cluster.kubectl(["annotate", "cspi", name, "-n", NS, `${ANNOTATION.poolRemoval}=${POOL_REMOVAL_REQUESTED}`]);
         await cluster.kubectl(["delete", "cspi", name, "-n", NS, "--wait=false"]);
         await waitForCspi(name, "the CSPI to go", (c) => c === undefined);
-        expect(imported(pool)).to.equal(false);
-        expect(importable(own.dir, true), "no label left on the devices").to.not.contain(pool);
+        expect(hostA.imported(pool)).to.equal(false);
+        expect(importable(hostA, own.dir, true), "no label left on the devices").to.not.contain(pool);
         const recorded = await events(name);
         expect(recorded.map((e) => e.reason)).to.include.members(["PoolDestroyed", "FinalizerRemoved"]);
         expect(new Set(recorded.map((e) => e.source.host)), "node B's daemon left node A's pool alone").to.deep.equal(new Set([nodeNameA()]));
@@ -448,7 +445,7 @@ describe("integration: the node daemon end to end (real processes, real apiserve
 
       const online = await waitForCspi(cspi.metadata.name, "phase ONLINE", (c) => c?.status?.phase === "ONLINE");
       expect(online!.metadata.finalizers).to.include(FINALIZER.poolProtection);
-      expect(dataGroups(zpoolName(cspi.metadata.name))).to.deep.equal([devices]);
+      expect(dataGroups(hostA, zpoolName(cspi.metadata.name))).to.deep.equal([devices]);
     });
 
     it("the CSPC counts the pool provisioned; healthy only once the pool pod is available (no kubelet here: the test writes that)", async () => {
@@ -504,8 +501,8 @@ describe("integration: the node daemon end to end (real processes, real apiserve
       );
       expect(await loopCspis()).to.deep.equal([]);
       expect(await loopClaims()).to.deep.equal([]);
-      expect(imported(pool)).to.equal(false);
-      expect(importable(sandbox.dir, true), "no label left on the devices").to.not.contain(pool);
+      expect(hostA.imported(pool)).to.equal(false);
+      expect(importable(hostA, sandbox.dir, true), "no label left on the devices").to.not.contain(pool);
       const reasons = (await events(cspi.metadata.name)).map((e) => e.reason);
       expect(reasons).to.include.members(["PoolCreated", "PoolDestroyed", "FinalizerRemoved"]);
     });

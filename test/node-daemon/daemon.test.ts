@@ -8,17 +8,26 @@ import { createLogger } from "../../lib/log.js";
 import { claimName, zpoolName } from "../../lib/names.js";
 import { createRunner } from "../../node-daemon/command.js";
 import { NodeDaemon } from "../../node-daemon/daemon.js";
-import { inspectDevice, ZfsHost } from "../../node-daemon/host.js";
+import { commandsFromEnv, inspectDevice, ZfsHost, type ZfsCommands } from "../../node-daemon/host.js";
 import { createMetrics } from "../../node-daemon/metrics.js";
 import { parseZpoolStatus } from "../../node-daemon/parse.js";
-import { cspiFor, requireZfs, SANDBOX_DEVICE_ROOTS, writeData, checksum, zpool, ZfsSandbox } from "../support/zfs.js";
+import { cspiFor, requireZfs, SANDBOX_DEVICE_ROOTS, writeData, zpool, ZfsSandbox } from "../../testkit/zfs.js";
 import { FaultyCommand } from "../reliability/support/faulty-zpool.js";
-import { FakeKube } from "./fake-kube.js";
+import { startNode, type ZfsNode } from "../support/zfs-node.js";
+import { FakeKube } from "../../testkit/fake-kube.js";
 
-function daemonFor(kube: FakeKube, nodeName: string, metrics = createMetrics(), zpoolBin = "zpool"): NodeDaemon {
+/** A daemon on the shared zfs-fuse, or with `commands` on a simulated node of its own (test/support/zfs-node.ts). */
+function daemonFor(
+  kube: FakeKube,
+  nodeName: string,
+  metrics = createMetrics(),
+  commands: ZfsCommands = { zpool: ["zpool"], zfs: ["zfs"] },
+  clock?: () => Date,
+): NodeDaemon {
   return new NodeDaemon({
+    ...(clock ? { clock } : {}),
     kube,
-    host: new ZfsHost(createRunner(metrics.onCommand), { zpool: [zpoolBin], zfs: ["zfs"] }),
+    host: new ZfsHost(createRunner(metrics.onCommand), commands),
     inspect: inspectDevice,
     nodeName,
     namespace: "openebs",
@@ -55,8 +64,8 @@ describe("node-daemon loop (in-memory API, real zfs-fuse)", function () {
     sandbox.cleanup();
   });
 
-  async function started(nodeName: string, metrics = createMetrics(), zpoolBin?: string): Promise<NodeDaemon> {
-    const daemon = daemonFor(kube, nodeName, metrics, zpoolBin);
+  async function started(nodeName: string, metrics = createMetrics(), commands?: ZfsCommands): Promise<NodeDaemon> {
+    const daemon = daemonFor(kube, nodeName, metrics, commands);
     daemons.push(daemon);
     await daemon.start();
     return daemon;
@@ -194,7 +203,7 @@ describe("node-daemon loop (in-memory API, real zfs-fuse)", function () {
     const name = sandbox.name("cut");
     const faulty = new FaultyCommand(sandbox.dir, "/usr/sbin/zpool");
     kube.apply(cspiFor(name, "node-a", [{ type: "mirror", devices: [sandbox.file("d1"), sandbox.file("d2")] }]));
-    const daemon = await started("node-a", createMetrics(), faulty.path);
+    const daemon = await started("node-a", createMetrics(), { zpool: [faulty.path], zfs: ["zfs"] });
     await settle(daemon);
     expect(kube.get(name)!.status?.phase).to.equal("ONLINE");
 
@@ -214,24 +223,68 @@ describe("node-daemon loop (in-memory API, real zfs-fuse)", function () {
     expect(kube.get(name)!.status?.phase).to.equal("ONLINE");
   });
 
-  it("migrates between two daemons with different NODE_NAME through the importedOn handshake", async () => {
-    const name = sandbox.name("move");
-    const groups = [{ type: "mirror" as const, devices: [sandbox.file("d1"), sandbox.file("d2")] }];
-    kube.apply(cspiFor(name, "node-a", groups));
-    const a = await started("node-a");
-    await settle(a);
-    const data = writeData(sandbox, `${zpoolName(name)}/vol1`, 2);
+  it("a migration waiting for the other node's export is one Warning, not one per pass", async () => {
+    const name = sandbox.name("wait");
+    kube.apply(cspiFor(name, "node-b", [{ type: "stripe", devices: [sandbox.file("d1")] }]));
+    let now = Date.now();
+    // Node A holds the pool (its heartbeat fresh); node B's daemon passes over the CSPI as time goes by.
+    await kube.patchCspiStatus("openebs", name, { phase: "ONLINE", importedOn: "node-a", lastUpdateTime: new Date(now).toISOString() });
+    const daemon = daemonFor(kube, "node-b", createMetrics(), undefined, () => new Date(now));
+    daemons.push(daemon);
+    await daemon.start();
+    for (let pass = 0; pass < 4; pass++) {
+      now += 7_000;
+      await daemon.resync();
+    }
+    expect(kube.events.filter((e) => e.reason === "WaitingForExport"), JSON.stringify(kube.events)).to.have.length(1);
+    expect(kube.get(name)!.status?.importedOn, "B did not import meanwhile").to.equal("node-a");
+  });
+
+  it("a CSPI first seen while it belonged to another node is acted on once it moves here: the pool is created", async () => {
+    const name = sandbox.name("late");
+    kube.apply(cspiFor(name, "node-a", [{ type: "stripe", devices: [sandbox.file("d1")] }]));
+    // Node A never ran: no pool exists, so node B's first pass for this CSPI finds nothing of its own to do.
     const b = await started("node-b");
+    await settle(b);
+    expect(kube.get(name)!.status).to.equal(undefined);
     const cspi = kube.get(name)!;
     kube.apply({ ...cspi, spec: { ...cspi.spec, hostName: "node-b", nodeSelector: { "kubernetes.io/hostname": "node-b" } } });
-    for (let i = 0; i < 5 && kube.get(name)!.status?.importedOn !== "node-b"; i++) {
+    await settle(b);
+    expect(kube.get(name)!.status).to.include({ importedOn: "node-b", phase: "ONLINE" });
+    expect(poolExists(zpoolName(name))).to.equal(true);
+  });
+
+  it("migrates between two running daemons on separate nodes through the importedOn handshake: A exports, B imports, data intact", async () => {
+    const name = sandbox.name("move");
+    const nodes: ZfsNode[] = [];
+    try {
+      nodes.push(await startNode(`a-${sandbox.id}`), await startNode(`b-${sandbox.id}`));
+      const [nodeA, nodeB] = nodes as [ZfsNode, ZfsNode];
+      const onNode = (node: ZfsNode) => commandsFromEnv({ ZFS_COMMAND_PREFIX: node.commandPrefixEnv });
+      const groups = [{ type: "mirror" as const, devices: [sandbox.file("d1"), sandbox.file("d2")] }];
+      kube.apply(cspiFor(name, "node-a", groups));
+      const a = await started("node-a", createMetrics(), onNode(nodeA));
+      // Node B's daemon is already running and first meets the CSPI while it is node A's.
+      const b = await started("node-b", createMetrics(), onNode(nodeB));
       await settle(a);
       await settle(b);
+      expect(nodeA.imported(zpoolName(name))).to.equal(true);
+      expect(nodeB.imported(zpoolName(name))).to.equal(false);
+      const data = nodeA.writeData(sandbox, `${zpoolName(name)}/vol1`, 2);
+      const cspi = kube.get(name)!;
+      kube.apply({ ...cspi, spec: { ...cspi.spec, hostName: "node-b", nodeSelector: { "kubernetes.io/hostname": "node-b" } } });
+      // Only the watch events and the daemons' own passes: no resync is driven here.
+      for (let i = 0; i < 100 && kube.get(name)!.status?.importedOn !== "node-b"; i++) await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(kube.get(name)!.status).to.include({ importedOn: "node-b", phase: "ONLINE" });
+      expect(nodeA.imported(zpoolName(name))).to.equal(false);
+      expect(nodeB.imported(zpoolName(name))).to.equal(true);
+      expect(kube.events.filter((e) => e.reason === "PoolExported").map((e) => e.host)).to.deep.equal(["node-a"]);
+      expect(kube.events.filter((e) => e.reason === "PoolImported").map((e) => e.host)).to.deep.equal(["node-b"]);
+      expect(nodeB.checksum(data.file)).to.equal(data.sha);
+    } finally {
+      await Promise.all(daemons.splice(0).map((d) => d.stop()));
+      await Promise.all(nodes.map((node) => node.stop()));
     }
-    expect(kube.get(name)!.status).to.include({ importedOn: "node-b", phase: "ONLINE" });
-    expect(kube.events.filter((e) => e.reason === "PoolExported").map((e) => e.host)).to.deep.equal(["node-a"]);
-    expect(kube.events.filter((e) => e.reason === "PoolImported").map((e) => e.host)).to.deep.equal(["node-b"]);
-    expect(checksum(data.file)).to.equal(data.sha);
   });
 });
 

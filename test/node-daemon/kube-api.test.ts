@@ -5,7 +5,7 @@ import { ANNOTATION, API_VERSION, FINALIZER, KIND, LABEL } from "../../api/const
 import type { CSPI } from "../../api/types.js";
 import { createKubeApi, type KubeApi } from "../../node-daemon/kube.js";
 import { kubeCluster, repoPath, type KubeCluster } from "../support/kube.js";
-import { cspiFor } from "../support/zfs.js";
+import { cspiFor } from "../../testkit/zfs.js";
 
 const NAMESPACE = "node-daemon-api";
 
@@ -65,7 +65,17 @@ describe("node-daemon Kubernetes calls (real kube-apiserver)", function () {
     await api.patchCspiStatus(NAMESPACE, "watch-1", { phase: "DEGRADED" });
     for (let i = 0; i < 50 && seen.length === 0; i++) await new Promise((r) => setTimeout(r, 100));
     handle.stop();
+    await handle.done;
     expect(seen).to.deep.equal(["MODIFIED watch-1 DEGRADED"]);
+  });
+
+  it("a watch the apiserver refuses ends in a failure the daemon sees (it lists again), not as a clean end", async () => {
+    const handle = await api.watchCspis(NAMESPACE, "not-a-resource-version", () => undefined);
+    const ending = await handle.done.then(
+      () => "ended cleanly",
+      (error: Error) => `failed: ${error.message}`,
+    );
+    expect(ending).to.match(/^failed: /);
   });
 
   it("records an Event on the CSPI", async () => {

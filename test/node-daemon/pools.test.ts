@@ -13,7 +13,7 @@ import type { ApiActions } from "../../node-daemon/executor.js";
 import { inspectDevice, ZfsHost } from "../../node-daemon/host.js";
 import { parseZpoolStatus } from "../../node-daemon/parse.js";
 import { reconcilePass, type PassResult } from "../../node-daemon/reconcile.js";
-import { checksum, cspiFor, requireZfs, SANDBOX_DEVICE_ROOTS, writeData, zfs, zpool, ZfsSandbox } from "../support/zfs.js";
+import { checksum, cspiFor, requireZfs, SANDBOX_DEVICE_ROOTS, writeData, zfs, zpool, ZfsSandbox } from "../../testkit/zfs.js";
 
 /** One node's daemon without an API server: the CSPI's status is carried from pass to pass as the API would. */
 class Node {

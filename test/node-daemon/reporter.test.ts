@@ -1,14 +1,15 @@
 // The reporter: the status each planner fixture's observation yields (status.yaml beside plan.yaml), and
-// the seed-002 conditions through executed actions. Status is a pure function: same input, same status.
+// the PoolExpansion and DiskReplacement conditions (docs/node-daemon.md) through executed actions. Status is
+// a pure function: same input, same status.
 import { expect } from "chai";
 import { findCondition } from "../../lib/conditions.js";
 import { plan } from "../../node-daemon/planner.js";
 import { quantity, report, type ReportInput } from "../../node-daemon/reporter.js";
 import { expectGolden, goldenCases } from "../support/golden.js";
-import { planInputOf } from "./planner.test.js";
+import { planInputOf, plannerCase } from "../support/planner-cases.js";
 
 function reportFor(caseName: string, extra: Partial<ReportInput> = {}): ReturnType<typeof report> {
-  const goldenCase = goldenCases("node-daemon/planner").find((c) => c.name === caseName)!;
+  const goldenCase = plannerCase(caseName);
   const input = planInputOf(goldenCase);
   return report({ cspi: input.cspi, nodeName: input.nodeName, now: input.now, observation: input.observation, plan: plan(input), outcomes: [], ...extra });
 }
@@ -26,7 +27,7 @@ describe("node-daemon reporter", () => {
 
   it("keeps condition transition times when nothing changed (no churn)", () => {
     const first = reportFor("replacement-resilvering-openzfs");
-    const goldenCase = goldenCases("node-daemon/planner").find((c) => c.name === "replacement-resilvering-openzfs")!;
+    const goldenCase = plannerCase("replacement-resilvering-openzfs");
     const input = planInputOf(goldenCase);
     const later = new Date(input.now.getTime() + 30_000);
     const second = report({ cspi: { ...input.cspi, status: first }, nodeName: input.nodeName, now: later, observation: input.observation, plan: plan(input), outcomes: [] });
@@ -34,8 +35,8 @@ describe("node-daemon reporter", () => {
     expect(second.lastUpdateTime).to.equal("2026-03-01T12:00:30Z");
   });
 
-  it("reports a completed expansion with seed 002's reason and the devices added", () => {
-    const goldenCase = goldenCases("node-daemon/planner").find((c) => c.name === "expand-raid-group")!;
+  it("reports a completed expansion with the documented reason and the devices added", () => {
+    const goldenCase = plannerCase("expand-raid-group");
     const input = planInputOf(goldenCase);
     const [add] = plan(input).actions;
     const status = report({ cspi: input.cspi, nodeName: "node-a", now: input.now, observation: input.observation, plan: { actions: [], holds: [], statusOwner: true }, outcomes: [{ action: add! }] });
@@ -51,7 +52,7 @@ describe("node-daemon reporter", () => {
       ["expand-raid-group", "PoolExpansion"],
       ["replacement-resilvering-openzfs", "DiskReplacement"],
     ] as const) {
-      const goldenCase = goldenCases("node-daemon/planner").find((c) => c.name === caseName)!;
+      const goldenCase = plannerCase(caseName);
       const input = planInputOf(goldenCase);
       const busy = report({ cspi: input.cspi, nodeName: input.nodeName, now: input.now, observation: input.observation, plan: plan(input), outcomes: [] });
       expect(findCondition(busy.conditions, type), caseName).to.deep.include({ status: "True" });

@@ -11,7 +11,7 @@ import { expect } from "chai";
 import { parse, stringify } from "yaml";
 import { ANNOTATION, API_VERSION, KIND, LABEL } from "../../api/constants.js";
 import type { CSPI, CSPIStatus } from "../../api/types.js";
-import { resolvePoolConfig } from "../../hooks/cspc-sync/build.js";
+import { resolvePoolConfig } from "../../lib/cspc/build.js";
 import { findCondition } from "../../lib/conditions.js";
 import { createLogger } from "../../lib/log.js";
 import { claimName, zpoolName } from "../../lib/names.js";
@@ -20,8 +20,8 @@ import { inspectDevice, ZfsHost } from "../../node-daemon/host.js";
 import { leaves, parseZpoolStatus } from "../../node-daemon/parse.js";
 import { reconcilePass, type PassResult } from "../../node-daemon/reconcile.js";
 import { INSTALL_NAMESPACE, projectInstalled, waitUntil, type KubeCluster } from "../support/kube.js";
-import { DaemonProcess, resolvedContainerEnv } from "../support/node-daemon-process.js";
-import { blockDeviceName, checksum, cspiFor, requireZfs, SANDBOX_DEVICE_ROOTS, writeData, zfs, zpool, ZfsSandbox } from "../support/zfs.js";
+import { DaemonProcess, shippedDaemonEnv } from "../support/node-daemon-process.js";
+import { blockDeviceName, checksum, cspiFor, requireZfs, SANDBOX_DEVICE_ROOTS, writeData, zfs, zpool, ZfsSandbox } from "../../testkit/zfs.js";
 import { FaultyCommand, type Fault } from "./support/faulty-zpool.js";
 import { TcpProxy } from "./support/tcp-proxy.js";
 import { tally } from "./support/tally.js";
@@ -303,8 +303,7 @@ describe("node daemon process killed mid-action, and the API server gone and bac
     config.clusters[0]!.cluster.server = `https://127.0.0.1:${proxy.port}`;
     kubeconfig = join(sandbox.dir, "node-daemon.kubeconfig");
     await writeFile(kubeconfig, stringify(config), { mode: 0o600 });
-    const daemonSet = JSON.parse((await cluster.kubectl(["get", "daemonset", "cstor-pool-node", "-n", NS, "-o", "json"])).stdout);
-    shippedEnv = resolvedContainerEnv(daemonSet, node());
+    shippedEnv = (await shippedDaemonEnv(cluster, NS))(node());
   });
 
   after(async () => {
@@ -420,7 +419,7 @@ describe("node daemon process killed mid-action, and the API server gone and bac
       () => `the pool never turned read-only while the API server was away${tails()}`,
     );
     expect(await daemon!.exitWithin(100), "the daemon keeps running without the API server").to.equal(undefined);
-    const unreachable = daemon!.lines.filter((l) => l.msg === "status update failed" || l.msg === "watch failed");
+    const unreachable = daemon!.lines.filter((l) => l.msg === "status update failed" || l.msg.startsWith("CSPI watch failed"));
     expect(unreachable.length, "it noticed the API server was gone").to.be.greaterThan(0);
 
     await proxy.up();

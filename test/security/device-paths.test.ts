@@ -4,19 +4,20 @@
 // under the daemon's device roots (/dev/ unless DEVICE_ROOTS says otherwise): the daemon runs privileged and
 // zeroes the label areas of a removed pool's devices.
 import { spawnSync } from "node:child_process";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { createHash, randomBytes } from "node:crypto";
+import { existsSync, mkdirSync, readFileSync, symlinkSync, unlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { expect } from "chai";
 import fc from "fast-check";
 import { parse, stringify } from "yaml";
 import type { CSPI } from "../../api/types.js";
 import { zpoolName } from "../../lib/names.js";
-import { runNodeDaemonCommand } from "../../node-daemon/local.js";
+import { LOCAL_EXIT, runNodeDaemonCommand } from "../../node-daemon/local.js";
 import { cspiProblems, DEFAULT_DEVICE_ROOTS, deviceRootsFromEnv, pathProblem } from "../../node-daemon/validate.js";
 import { FaultyCommand } from "../reliability/support/faulty-zpool.js";
 import { tally } from "../reliability/support/tally.js";
 import { REPO_ROOT } from "../support/kube.js";
-import { cspiFor, requireZfs, zpool, ZfsSandbox } from "../support/zfs.js";
+import { cspiFor, MiB, requireZfs, zpool, ZfsSandbox } from "../../testkit/zfs.js";
 
 const SAFE_DEVICE_PATH = /^(\/[A-Za-z0-9._:+@,=-]+)+$/;
 const DNS_1123 = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
@@ -185,7 +186,7 @@ describe("security: device paths and pool names are validated before any command
           stderr: (t) => (stdout += t),
           env: { ...process.env, ZPOOL_BIN: recording.path, ZFS_COMMAND_PREFIX: "" },
         });
-        expect(code).to.equal(1);
+        expect(code).to.equal(LOCAL_EXIT.failed);
         expect(stdout).to.contain("InvalidSpec").and.contain("spec.raidGroups[0].blockDevices[0].devLink");
         const ran = recording.invocations();
         expect(ran, "zpool is reached through the recording wrapper").to.include("status");
@@ -202,14 +203,14 @@ describe("security: device paths and pool names are validated before any command
       writeFileSync(file, stringify(cspi));
       const run = async (env: NodeJS.ProcessEnv) => {
         let stdout = "";
-        const code = await runNodeDaemonCommand(["--cspi-file", file, "--once"], { stdout: (t) => (stdout += t), stderr: (t) => (stdout += t), env });
+        const code = await runNodeDaemonCommand(["--cspi-file", file, "--once"], { stdout: (t) => (stdout += t), stderr: () => undefined, env });
         return { code, stdout };
       };
       const env: NodeJS.ProcessEnv = { ...process.env, ZPOOL_BIN: recording.path, ZFS_COMMAND_PREFIX: "" };
       delete env.DEVICE_ROOTS;
 
       const refused = await run(env);
-      expect(refused.code).to.equal(1);
+      expect(refused.code).to.equal(LOCAL_EXIT.failed);
       const holds = (parse(refused.stdout) as { holds: { reason: string; message: string }[] }).holds;
       expect(holds).to.deep.equal([
         {
@@ -223,8 +224,81 @@ describe("security: device paths and pool names are validated before any command
       expect(readFileSync(device).every((byte) => byte === 0), "the device file untouched").to.equal(true);
 
       const allowed = await run({ ...env, DEVICE_ROOTS: JSON.stringify([sandbox.dir]) });
-      expect(allowed.code, allowed.stdout).to.equal(0);
+      expect(allowed.code, allowed.stdout).to.equal(LOCAL_EXIT.changed);
       expect(zpool("list", "-H", "-o", "name")).to.contain(zpoolName(cspi.metadata.name!));
+    });
+
+    /** A directory that is the daemon's only device root, and a file with data outside it. */
+    function linkedOutside(label: string): { roots: string; link: string; victim: string; sha: () => string } {
+      const roots = join(sandbox.dir, `roots-${label}`);
+      mkdirSync(roots);
+      const victim = sandbox.file(`victim-${label}`, 128);
+      writeFileSync(victim, randomBytes(MiB), { flag: "r+" });
+      const link = join(roots, "disk0");
+      symlinkSync(victim, link);
+      return { roots, link, victim, sha: () => createHash("sha256").update(readFileSync(victim)).digest("hex") };
+    }
+
+    async function localRun(file: string, env: NodeJS.ProcessEnv): Promise<{ code: number; stdout: string }> {
+      let stdout = "";
+      const code = await runNodeDaemonCommand(["--cspi-file", file, "--once"], { stdout: (t) => (stdout += t), stderr: () => undefined, env });
+      return { code, stdout };
+    }
+
+    it("a symlink under the device root that leads outside it: exit 1, InvalidSpec saying where it leads, no pool, the file untouched", async () => {
+      const { roots, link, victim, sha } = linkedOutside("create");
+      const before = sha();
+      const recording = new FaultyCommand(sandbox.dir, "/usr/sbin/zpool");
+      const cspi = cspiWith(link, sandbox.name("linked"));
+      const file = join(sandbox.dir, "linked.yaml");
+      writeFileSync(file, stringify(cspi));
+      const result = await localRun(file, { ...process.env, ZPOOL_BIN: recording.path, ZFS_COMMAND_PREFIX: "", DEVICE_ROOTS: JSON.stringify([roots]) });
+      expect(result.code, result.stdout).to.equal(LOCAL_EXIT.failed);
+      expect((parse(result.stdout) as { holds: unknown[] }).holds).to.deep.equal([
+        {
+          reason: "InvalidSpec",
+          message:
+            `CStorPoolInstance openebs/${cspi.metadata.name}: spec.raidGroups[0].blockDevices[0].devLink ${link} (bd-disk0) resolves to ${victim}, ` +
+            `outside the node daemon's device roots (${roots}/), the only places it touches: fix the BlockDevice bd-disk0 or the link on the node, ` +
+            "or add the real directory to DEVICE_ROOTS of the node daemon",
+        },
+      ]);
+      expect(recording.invocations().filter((argv) => argv.includes(link) || argv.includes(victim) || /create|import/.test(argv)), "zpool calls").to.deep.equal([]);
+      expect(zpool("list", "-H", "-o", "name")).to.not.contain(zpoolName(cspi.metadata.name!));
+      expect(sha(), "the file outside the roots").to.equal(before);
+    });
+
+    it("a device link re-pointed outside the roots after the pool was made: removal destroys nothing and zeroes no label there", async () => {
+      const roots = join(sandbox.dir, "roots-destroy");
+      mkdirSync(roots);
+      const inside = join(roots, "real0");
+      writeFileSync(inside, "");
+      sandbox.grow(inside, 128);
+      const link = join(roots, "disk0");
+      symlinkSync(inside, link);
+      const cspi = cspiWith(link, sandbox.name("moved"));
+      const file = join(sandbox.dir, "moved.yaml");
+      const env = { ...process.env, DEVICE_ROOTS: JSON.stringify([roots]) };
+      writeFileSync(file, stringify(cspi));
+      await localRun(file, env);
+      const pool = zpoolName(cspi.metadata.name!);
+      expect(zpool("list", "-H", "-o", "name"), "created through a link inside the roots").to.contain(pool);
+
+      const victim = sandbox.file("victim-destroy", 128);
+      writeFileSync(victim, randomBytes(MiB), { flag: "r+" });
+      const before = createHash("sha256").update(readFileSync(victim)).digest("hex");
+      unlinkSync(link);
+      symlinkSync(victim, link);
+      const removed: CSPI = {
+        ...cspi,
+        metadata: { ...cspi.metadata, deletionTimestamp: "2026-11-21T10:00:00Z", annotations: { "openebs.io/pool-removal": "requested" } },
+      };
+      writeFileSync(file, stringify(removed));
+      const result = await localRun(file, env);
+      expect(result.code, result.stdout).to.equal(LOCAL_EXIT.failed);
+      expect(result.stdout).to.contain("InvalidSpec").and.contain(`resolves to ${victim}`);
+      expect(zpool("list", "-H", "-o", "name"), "the pool is kept").to.contain(pool);
+      expect(createHash("sha256").update(readFileSync(victim)).digest("hex"), "no label zeroed outside the roots").to.equal(before);
     });
 
     it("an unreadable DEVICE_ROOTS: local mode exits 2 and the daemon process exits 1 before doing anything, both saying how to fix it", async () => {

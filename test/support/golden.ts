@@ -1,13 +1,52 @@
-// Golden files: test/fixtures/<area>/<case>/ holds the input, the expected output and case.yaml
-// ({description, now}). Outputs are compared after canonicalisation (sorted keys, no nulls).
-// UPDATE_GOLDEN=1 rewrites expectations; it is refused under CI so a failure can never be "fixed" there.
-import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+// Golden files: test/fixtures/<area>/<case>/ holds the inputs, the expected outputs and case.yaml
+// ({description, now}). An input is a whole file (request.yaml) or a shared world plus a small patch
+// (request.patch.yaml, see test/fixtures/README.md); `read` gives the document either way. Outputs are
+// always whole files, compared after canonicalisation (sorted keys, no nulls). UPDATE_GOLDEN=1 rewrites
+// expectations; it is refused under CI so a failure can never be "fixed" there.
+import { existsSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { expect } from "chai";
-import { parse } from "yaml";
 import { canonicalize, canonicalYaml } from "../../lib/canonical.js";
+import { FIXTURES, hasCaseDocument, readCaseDocument, readYaml } from "../../testkit/case-documents.js";
 
-export const FIXTURES = new URL("../fixtures/", import.meta.url).pathname;
+export { FIXTURES, readYaml };
+
+/** What a case directory of each golden area holds. */
+export interface GoldenArea {
+  /** Inputs: whole files, or patches of a world (<stem>.patch.yaml). */
+  inputs: readonly string[];
+  /** Expected outputs, reviewed like code: always whole files. */
+  outputs: readonly string[];
+  /** What case.yaml may hold besides description and now. */
+  caseKeys?: readonly string[];
+  /** Further files of a case, named by its inputs (read gives an input document). */
+  companions?: (read: (document: string) => unknown) => string[];
+}
+
+export const GOLDEN_AREAS: Readonly<Record<string, GoldenArea>> = {
+  admission: { inputs: ["review.yaml", "lookups.yaml"], outputs: ["response.yaml"], caseKeys: ["lookupTimeoutMs", "expectedLookups"] },
+  "cspc-sync": { inputs: ["request.yaml"], outputs: ["response.yaml"] },
+  "cspc-finalize": { inputs: ["request.yaml"], outputs: ["response.yaml"] },
+  "cspi-sync": { inputs: ["request.yaml"], outputs: ["response.yaml"] },
+  "cspi-finalize": { inputs: ["request.yaml"], outputs: ["response.yaml"] },
+  "node-daemon/planner": {
+    inputs: ["input.yaml"],
+    outputs: ["plan.yaml", "status.yaml"],
+    // The zpool output captured on a node, in files beside input.yaml that it names.
+    companions: (read) => {
+      const input = read("input.yaml") as { zpoolStatus: string; importable?: { listing: string }[] };
+      return [input.zpoolStatus, ...(input.importable ?? []).map((entry) => entry.listing)];
+    },
+  },
+};
+
+/** Fixture directories that are no golden area: exactly these files, each read by the tests named. */
+export const FIXED_FIXTURES: Readonly<Record<string, readonly string[]>> = {
+  // test/support/kube.ts and test/integration/manifests.test.ts apply them to the test apiserver.
+  metacontroller: ["README.md", "cert-manager-crds.yaml", "metacontroller-crds.yaml"],
+  // test/cli/render.test.ts and test/integration/render.test.ts.
+  "render/mirror": ["blockdevices.yaml", "expected.yaml", "nodes.yaml"],
+};
 
 export interface GoldenCase {
   name: string;
@@ -15,6 +54,7 @@ export interface GoldenCase {
   description: string;
   /** The injected clock of the case. */
   now: Date;
+  /** A document of the case: a whole file, or the world its patch names with the patch applied. */
   read(file: string): unknown;
   has(file: string): boolean;
 }
@@ -34,14 +74,10 @@ export function goldenCases(area: string): GoldenCase[] {
         dir,
         description: meta.description ?? name,
         now: new Date(meta.now),
-        read: (file: string) => readYaml(join(dir, file)),
-        has: (file: string) => existsSync(join(dir, file)),
+        read: (file: string) => readCaseDocument(dir, file),
+        has: (file: string) => hasCaseDocument(dir, file),
       };
     });
-}
-
-export function readYaml(path: string): unknown {
-  return parse(readFileSync(path, "utf8"));
 }
 
 export function updatingGolden(): boolean {

@@ -86,6 +86,33 @@ export function kubeCluster(): Promise<KubeCluster> {
   return started;
 }
 
+/** A cluster of a test's own, for what must not happen to the shared one (its apiserver restarted, other flags). */
+export interface OwnCluster extends KubeCluster {
+  /** Stops kube-apiserver (etcd keeps the data) and starts it again with the same flags and port; resolves once ready. */
+  restartApiserver(): Promise<void>;
+  /** Stops kube-apiserver and etcd and removes their data. */
+  stop(): Promise<void>;
+}
+
+export interface OwnClusterOptions {
+  /** Extra kube-apiserver flags, e.g. ["--min-request-timeout=5"]. */
+  apiserverArgs?: string[];
+}
+
+/** Starts a separate etcd and kube-apiserver (about 10 s); stopped by stop() or at the end of the run. */
+export async function ownCluster(options: OwnClusterOptions = {}): Promise<OwnCluster> {
+  return startCluster(options.apiserverArgs ?? []);
+}
+
+/** Installs this project as projectInstalled() does, into any cluster. */
+export async function installProject(cluster: KubeCluster): Promise<void> {
+  await cluster.kubectl(["apply", "--server-side", "-f", fixturePath("metacontroller/metacontroller-crds.yaml")]);
+  await cluster.kubectl(["apply", "--server-side", "-k", repoPath("metacontroller/crds/ndm")]);
+  await cluster.kubectl(["apply", "--server-side", "-k", repoPath("metacontroller/crds")]);
+  await cluster.kubectl(["wait", "--for=condition=Established", "--timeout=60s", "crd", "--all"]);
+  await cluster.kubectl(["apply", "--server-side", "-k", repoPath("metacontroller/default")]);
+}
+
 /**
  * The shared cluster with this project installed as a user installs it (`kubectl apply -k metacontroller/default`),
  * plus what a real cluster would already have: Metacontroller's CRDs and NDM's (test/fixtures, metacontroller/crds/ndm).
@@ -94,11 +121,7 @@ export function kubeCluster(): Promise<KubeCluster> {
 export function projectInstalled(): Promise<KubeCluster> {
   installed ??= (async () => {
     const cluster = await kubeCluster();
-    await cluster.kubectl(["apply", "--server-side", "-f", fixturePath("metacontroller/metacontroller-crds.yaml")]);
-    await cluster.kubectl(["apply", "--server-side", "-k", repoPath("metacontroller/crds/ndm")]);
-    await cluster.kubectl(["apply", "--server-side", "-k", repoPath("metacontroller/crds")]);
-    await cluster.kubectl(["wait", "--for=condition=Established", "--timeout=60s", "crd", "--all"]);
-    await cluster.kubectl(["apply", "--server-side", "-k", repoPath("metacontroller/default")]);
+    await installProject(cluster);
     return cluster;
   })();
   return installed;
@@ -133,7 +156,7 @@ async function kubeBinaries(): Promise<KubeBinaries> {
   return env as unknown as KubeBinaries;
 }
 
-async function startCluster(): Promise<KubeCluster> {
+async function startCluster(extraApiserverArgs: readonly string[] = []): Promise<OwnCluster> {
   const bin = await kubeBinaries();
   // etcd fsyncs on every write; tmpfs keeps a test run's many small writes fast.
   const base = existsSync("/dev/shm") ? "/dev/shm" : tmpdir();
@@ -143,7 +166,13 @@ async function startCluster(): Promise<KubeCluster> {
     for (const child of processes.reverse()) await stopProcess(child);
     rmSync(dir, { recursive: true, force: true });
   };
-  onStop(stopProcesses);
+  let stopped = false;
+  const stopOnce = async (): Promise<void> => {
+    if (stopped) return;
+    stopped = true;
+    await stopProcesses();
+  };
+  onStop(stopOnce);
   // If mocha dies without running its hooks, do not leave an etcd behind.
   process.once("exit", () => processes.forEach((child) => child.exitCode === null && child.kill("SIGKILL")));
 
@@ -177,9 +206,7 @@ async function startCluster(): Promise<KubeCluster> {
   const certDir = join(dir, "certs");
   mkdirSync(certDir);
 
-  const apiserver = startProcess(
-    bin.KUBE_APISERVER,
-    [
+  const apiserverArgs = [
       `--etcd-servers=${etcdUrl}`,
       "--bind-address=127.0.0.1",
       "--advertise-address=127.0.0.1",
@@ -198,17 +225,31 @@ async function startCluster(): Promise<KubeCluster> {
       // watch of a quiet resource type: it answers "Too large resource version". Watches go to etcd instead.
       "--watch-cache=false",
       "--event-ttl=10m",
-    ],
-    join(dir, "kube-apiserver.log"),
-  );
-  processes.push(apiserver);
+      ...extraApiserverArgs,
+  ];
 
   const server = `https://127.0.0.1:${apiPort}`;
   // The self-signed chain appears once the serving certificate is generated, before /readyz answers.
   const caFile = join(certDir, "apiserver.crt");
   const adminKubeconfig = join(dir, "admin.kubeconfig");
   const admin: Identity = { username: "admin", token: adminToken, kubeconfig: adminKubeconfig };
-  const cluster: KubeCluster = {
+  let apiserver: ChildProcess | undefined;
+  const launchApiserver = async (): Promise<void> => {
+    const child = startProcess(bin.KUBE_APISERVER, apiserverArgs, join(dir, "kube-apiserver.log"));
+    apiserver = child;
+    processes.push(child);
+    await waitUntil(
+      async () => {
+        if (child.exitCode !== null) throw new Error(`kube-apiserver exited: ${logTail(join(dir, "kube-apiserver.log"))}`);
+        if (!existsSync(caFile)) return false;
+        const ready = await apiRequest(server, caFile, admin, "GET", "/readyz").catch(() => undefined);
+        return ready?.status === 200;
+      },
+      90_000,
+      () => `kube-apiserver did not become ready: ${logTail(join(dir, "kube-apiserver.log"))}`,
+    );
+  };
+  const cluster: OwnCluster = {
     server,
     caFile,
     admin,
@@ -217,18 +258,14 @@ async function startCluster(): Promise<KubeCluster> {
     request: (as, method, path, body, contentType) => apiRequest(server, caFile, as, method, path, body, contentType),
     serviceAccount: (namespace, name) => serviceAccountIdentity(cluster, namespace, name),
     kubeConfig: (as) => clientKubeConfig(server, caFile, as ?? admin),
+    restartApiserver: async () => {
+      if (apiserver) await stopProcess(apiserver);
+      await launchApiserver();
+    },
+    stop: stopOnce,
   };
 
-  await waitUntil(
-    async () => {
-      if (apiserver.exitCode !== null) throw new Error(`kube-apiserver exited: ${logTail(join(dir, "kube-apiserver.log"))}`);
-      if (!existsSync(caFile)) return false;
-      const ready = await apiRequest(server, caFile, admin, "GET", "/readyz").catch(() => undefined);
-      return ready?.status === 200;
-    },
-    90_000,
-    () => `kube-apiserver did not become ready: ${logTail(join(dir, "kube-apiserver.log"))}`,
-  );
+  await launchApiserver();
   writeKubeconfig(adminKubeconfig, server, caFile, "admin", adminToken);
   // The bootstrap controller creates "default" a moment after /readyz; tests and kubectl expect it.
   await waitUntil(

@@ -1,6 +1,6 @@
 // Metacontroller's part, played for tests against the real apiserver (Metacontroller itself cannot run here).
 // Test-only: never shipped, never a runtime. Faithful to Metacontroller v4.17.2 with hook version v2 and the
-// default dynamic-apply strategy, as /work/shared/research/metacontroller.md documents it:
+// default dynamic-apply strategy (pkg/controller/composite and pkg/controller/decorator of its source):
 //
 // - the controllers are read from the apiserver (the CompositeController/DecoratorController we ship), so
 //   hook paths, child types, update strategies and generateSelector come from the real manifests;
@@ -12,10 +12,13 @@
 //   through /status with observedGeneration injected, finalizer removed on finalized: true;
 // - DecoratorController: attachments are objects controlled by the target and annotated
 //   metacontroller.k8s.io/decorator-controller=<name>; labels/annotations merged (null deletes), status
-//   replaced unless null, finalizer metacontroller.io/decoratorcontroller-<name>.
+//   replaced unless null, finalizer metacontroller.io/decoratorcontroller-<name>. A conflict (or NotFound) on
+//   the target's status or update write gives the whole sync up before attachments are managed, with no
+//   retry: only the next watch event or a resync brings another sync (see metacontroller-loop.ts).
 //
-// Differences, on purpose: syncs run when a test asks (no informers, no workqueue); a hook error, an unknown
-// response field or a child of an unlisted type throws instead of only logging, so tests see it.
+// Differences, on purpose: here syncs run when a test asks (metacontroller-loop.ts adds the informers, the
+// workqueue and the resyncs, on a virtual clock); a hook error, an unknown response field or a child of an
+// unlisted type throws instead of only logging, so tests see it.
 import { once } from "node:events";
 import type { AddressInfo } from "node:net";
 import { isDeepStrictEqual } from "node:util";
@@ -25,7 +28,7 @@ import { createLogger } from "../../lib/log.js";
 import type { ApiResponse, Identity, KubeCluster } from "./kube.js";
 import { onStop } from "./processes.js";
 
-type Obj = Record<string, any>;
+export type Obj = Record<string, any>;
 
 const COMPOSITE_API = "/apis/metacontroller.k8s.io/v1alpha1/compositecontrollers";
 const DECORATOR_API = "/apis/metacontroller.k8s.io/v1alpha1/decoratorcontrollers";
@@ -59,9 +62,11 @@ export interface SyncOutcome {
    */
   writes: string[];
   response?: Obj;
+  /** The sync ended in an error Metacontroller requeues with backoff (a lost race it does not swallow). */
+  requeue?: boolean;
 }
 
-interface ResourceInfo {
+export interface ResourceInfo {
   apiVersion: string;
   group: string;
   version: string;
@@ -70,7 +75,7 @@ interface ResourceInfo {
   namespaced: boolean;
 }
 
-interface LabelSelector {
+export interface LabelSelector {
   matchLabels?: Record<string, string>;
   matchExpressions?: { key: string; operator: string; values?: string[] }[];
 }
@@ -81,12 +86,15 @@ export interface DriverOptions {
   hookServer: string;
   /** Who Metacontroller acts as (its ClusterRole is `*`): the admin by default. */
   as?: Identity;
+  /** Called before each hook request is sent, with the hook's path: a test changes the cluster mid-sync here. */
+  onHookCall?: (path: string, request: Obj) => Promise<void>;
 }
 
 export class MetacontrollerDriver {
   private readonly cluster: KubeCluster;
   private readonly as: Identity;
   private readonly hookServer: URL;
+  private readonly onHookCall: NonNullable<DriverOptions["onHookCall"]>;
   private readonly discovery = new Map<string, ResourceInfo[]>();
   private readonly customizeCache = new Map<string, Obj[]>();
 
@@ -94,6 +102,7 @@ export class MetacontrollerDriver {
     this.cluster = options.cluster;
     this.as = options.as ?? options.cluster.admin;
     this.hookServer = new URL(options.hookServer);
+    this.onHookCall = options.onHookCall ?? (async () => undefined);
   }
 
   /**
@@ -133,15 +142,16 @@ export class MetacontrollerDriver {
    * a race (409 Conflict) ends the sync early, as Metacontroller's requeue would; `writes` then names it, so
    * converge() runs another round.
    */
-  async syncComposite(controllerName: string, namespace: string, name: string): Promise<SyncOutcome> {
+  async syncComposite(controllerName: string, namespace: string, name: string, cached?: Obj): Promise<SyncOutcome> {
     const writes: string[] = [];
-    return this.retryingOnConflict(writes, () => this.compositeSync(writes, controllerName, namespace, name));
+    return this.retryingOnConflict(writes, () => this.compositeSync(writes, controllerName, namespace, name, cached));
   }
 
-  private async compositeSync(writes: string[], controllerName: string, namespace: string, name: string): Promise<SyncOutcome> {
+  /** `cached`: the parent as the informer cache holds it (it may lag the apiserver); read afresh without it. */
+  private async compositeSync(writes: string[], controllerName: string, namespace: string, name: string, cached?: Obj): Promise<SyncOutcome> {
     const cc = await this.read(`${COMPOSITE_API}/${controllerName}`);
     const parentInfo = await this.resourceInfo(cc.spec.parentResource.apiVersion, cc.spec.parentResource.resource);
-    let parent = await this.get(parentInfo, namespace, name);
+    let parent = cached ?? (await this.get(parentInfo, namespace, name));
     if (!parent) return { hook: "none", writes };
     const finalizer = `metacontroller.io/compositecontroller-${controllerName}`;
     const hasFinalizeHook = Boolean(cc.spec.hooks?.finalize);
@@ -217,7 +227,7 @@ export class MetacontrollerDriver {
     const customize = controller.spec.hooks?.customize;
     if (!customize) return related;
     // Metacontroller caches the customize answer per parent UID and generation.
-    const cacheKey = `${controller.metadata.uid}/${parent.metadata.uid}/${parent.metadata.generation}`;
+    const cacheKey = customizeCacheKey(controller, parent);
     let rules = this.customizeCache.get(cacheKey);
     if (!rules) {
       const answer = await this.callHook(customize, { controller, parent }, CUSTOMIZE_RESPONSE);
@@ -234,41 +244,54 @@ export class MetacontrollerDriver {
       const info = await this.resourceInfo(rule.apiVersion, rule.resource);
       const key = typeKey(info.apiVersion, info.kind);
       related[key] ??= {};
-      let objects = await this.list(info, info.namespaced ? rule.namespace : undefined);
-      if (rule.names) objects = objects.filter((o) => rule.names.includes(o.metadata.name));
-      if (rule.labelSelector) objects = objects.filter((o) => selectorMatches(rule.labelSelector, o.metadata.labels));
-      if (rule.namespaceSelector && info.namespaced) {
-        const namespaces = await this.list(await this.resourceInfo("v1", "namespaces"));
-        const chosen = new Set(namespaces.filter((n) => selectorMatches(rule.namespaceSelector, n.metadata.labels)).map((n) => n.metadata.name));
-        objects = objects.filter((o) => chosen.has(o.metadata.namespace));
-      }
+      const namespaces = rule.namespaceSelector && info.namespaced ? await this.namespacesSelectedBy(rule.namespaceSelector) : undefined;
+      const objects = (await this.list(info, info.namespaced ? rule.namespace : undefined)).filter((o) => ruleSelects(rule, o, namespaces));
       for (const object of objects) related[key]![objectKey(object)] = object;
     }
     return related;
   }
 
+  private async namespacesSelectedBy(selector: LabelSelector): Promise<Set<string>> {
+    const namespaces = await this.list(await this.resourceInfo("v1", "namespaces"));
+    return new Set(namespaces.filter((n) => selectorMatches(selector, n.metadata.labels)).map((n) => n.metadata.name));
+  }
+
+  /** The customize answer cached for this parent's generation, if the customize hook was called for it. */
+  cachedRelatedRules(controller: Obj, parent: Obj): Obj[] | undefined {
+    return this.customizeCache.get(customizeCacheKey(controller, parent));
+  }
+
+  /** The CompositeControllers and DecoratorControllers installed. */
+  async controllers(): Promise<{ composites: Obj[]; decorators: Obj[] }> {
+    return { composites: (await this.read(COMPOSITE_API)).items, decorators: (await this.read(DECORATOR_API)).items };
+  }
+
   private async updateParentStatus(info: ResourceInfo, parent: Obj, status: Obj, writes: string[]): Promise<void> {
     const desired = { ...status, observedGeneration: parent.metadata.generation };
-    // An uncached read, the UID checked, as AtomicStatusUpdate does; conflicts are left to the next sync.
-    const live = await this.get(info, parent.metadata.namespace, parent.metadata.name);
-    if (!live || live.metadata.uid !== parent.metadata.uid) return;
-    if (isDeepStrictEqual(live.status ?? null, desired)) return;
-    await this.write(writes, `status ${info.kind} ${objectKey(live)}`, "PUT", `${objectPath(info, live)}/status`, { ...live, status: desired }, "application/json", [404, 409]);
+    // AtomicStatusUpdate: an uncached read, the UID checked, written; a conflict reads and tries again
+    // (client-go's retry.DefaultBackoff: 4 attempts), after which it is left to the next sync.
+    for (let attempt = 0; attempt < 4; attempt++) {
+      const live = await this.get(info, parent.metadata.namespace, parent.metadata.name);
+      if (!live || live.metadata.uid !== parent.metadata.uid) return;
+      if (isDeepStrictEqual(live.status ?? null, desired)) return;
+      const written = await this.write(writes, `status ${info.kind} ${objectKey(live)}`, "PUT", `${objectPath(info, live)}/status`, { ...live, status: desired }, "application/json", [404, 409]);
+      if (written.status !== 409) return;
+    }
   }
 
   // ---------------------------------------------------------------- DecoratorController
 
   /** One sync of one target object, as Metacontroller's decoratorController.syncParentObject does it. */
-  async syncDecorator(controllerName: string, apiVersion: string, resource: string, namespace: string, name: string): Promise<SyncOutcome> {
+  async syncDecorator(controllerName: string, apiVersion: string, resource: string, namespace: string, name: string, cached?: Obj): Promise<SyncOutcome> {
     const writes: string[] = [];
-    return this.retryingOnConflict(writes, () => this.decoratorSync(writes, controllerName, apiVersion, resource, namespace, name));
+    return this.retryingOnConflict(writes, () => this.decoratorSync(writes, controllerName, apiVersion, resource, namespace, name, cached));
   }
 
   private async retryingOnConflict(writes: string[], sync: () => Promise<SyncOutcome>): Promise<SyncOutcome> {
     try {
       return await sync();
     } catch (error) {
-      if (error instanceof ConflictError) return { hook: "none", writes };
+      if (error instanceof ConflictError) return { hook: "none", writes, requeue: true };
       throw error;
     }
   }
@@ -280,10 +303,11 @@ export class MetacontrollerDriver {
     resource: string,
     namespace: string,
     name: string,
+    cached?: Obj,
   ): Promise<SyncOutcome> {
     const dc = await this.read(`${DECORATOR_API}/${controllerName}`);
     const info = await this.resourceInfo(apiVersion, resource);
-    let target = await this.get(info, namespace, name);
+    let target = cached ?? (await this.get(info, namespace, name));
     if (!target) return { hook: "none", writes };
     const rule = (dc.spec.resources as Obj[]).find((r) => r.apiVersion === apiVersion && r.resource === resource);
     if (!rule) throw new Error(`DecoratorController ${controllerName} does not decorate ${resource}.${apiVersion}`);
@@ -322,17 +346,19 @@ export class MetacontrollerDriver {
     const annotationsChanged = mergeStringMap(annotations, response.annotations);
     const statusChanged = !isDeepStrictEqual(target.status ?? null, status ?? null);
     const removeFinalizer = response.finalized === true && hasFinalizer(target, finalizer);
+    const given = { hook: finalizing ? "finalize" : "sync", writes, response } as const;
     if (labelsChanged || annotationsChanged || statusChanged || removeFinalizer) {
       updated.status = status;
       if (statusChanged && (await this.hasStatusSubresource(info))) {
         const written = await this.write(writes, `status ${info.kind} ${objectKey(target)}`, "PUT", `${objectPath(info, target)}/status`, updated, "application/json", [404, 409]);
-        if (written.status !== 200) return { hook: finalizing ? "finalize" : "sync", writes, response };
+        // A conflict or NotFound ends the sync with no error: attachments are not managed, nothing is requeued.
+        if (written.status !== 200) return given;
         updated.metadata.resourceVersion = written.body.metadata.resourceVersion;
       }
       if (removeFinalizer) updated.metadata.finalizers = updated.metadata.finalizers.filter((f: string) => f !== finalizer);
-      if (labelsChanged || annotationsChanged || removeFinalizer || (statusChanged && !(await this.hasStatusSubresource(info)))) {
-        await this.write(writes, `update ${info.kind} ${objectKey(target)}`, "PUT", objectPath(info, target), updated, "application/json", [404, 409]);
-      }
+      // Metacontroller updates the whole object after a status write too (labels, annotations, finalizer).
+      const written = await this.write(writes, `update ${info.kind} ${objectKey(target)}`, "PUT", objectPath(info, target), updated, "application/json", [404, 409]);
+      if (written.status !== 200) return given;
     }
 
     const desired = this.desiredChildren(response.attachments ?? [], target, ruleTypes, `DecoratorController ${controllerName}`);
@@ -343,7 +369,7 @@ export class MetacontrollerDriver {
     if (!target.metadata.deletionTimestamp || shouldFinalize(target, finalizer, hasFinalizeHook)) {
       await this.manageChildren(target, attachments, desired, ruleTypes, writes);
     }
-    return { hook: finalizing ? "finalize" : "sync", writes, response };
+    return given;
   }
 
   // ---------------------------------------------------------------- children (shared)
@@ -446,6 +472,7 @@ export class MetacontrollerDriver {
     const webhook = hook.webhook ?? {};
     const path = webhook.url ? new URL(webhook.url).pathname : webhook.path ?? "/";
     const url = new URL(path, this.hookServer).toString();
+    await this.onHookCall(path, request);
     const response = await fetch(url, {
       method: "POST",
       headers: { "Content-Type": "application/json" },
@@ -462,7 +489,7 @@ export class MetacontrollerDriver {
 
   // ---------------------------------------------------------------- API access
 
-  private async resourceInfo(apiVersion: string, resource: string): Promise<ResourceInfo> {
+  async resourceInfo(apiVersion: string, resource: string): Promise<ResourceInfo> {
     if (!this.discovery.has(apiVersion)) {
       const path = apiVersion.includes("/") ? `/apis/${apiVersion}` : `/api/${apiVersion}`;
       const list = await this.read(path);
@@ -495,7 +522,7 @@ export class MetacontrollerDriver {
     return withType(response.body, info);
   }
 
-  private async list(info: ResourceInfo, namespace?: string): Promise<Obj[]> {
+  async list(info: ResourceInfo, namespace?: string): Promise<Obj[]> {
     const list = await this.read(collectionPath(info, namespace));
     return (list.items as Obj[]).map((item) => withType(item, info));
   }
@@ -584,7 +611,7 @@ function withType(object: Obj, info: ResourceInfo): Obj {
   return { ...object, apiVersion: info.apiVersion, kind: info.kind };
 }
 
-function controllerRef(object: Obj): Obj | undefined {
+export function controllerRef(object: Obj): Obj | undefined {
   return (object.metadata.ownerReferences as Obj[] | undefined)?.find((r) => r.controller === true);
 }
 
@@ -599,7 +626,7 @@ function makeControllerRef(parent: Obj): Obj {
   };
 }
 
-function hasFinalizer(object: Obj, finalizer: string): boolean {
+export function hasFinalizer(object: Obj, finalizer: string): boolean {
   return (object.metadata.finalizers ?? []).includes(finalizer);
 }
 
@@ -608,7 +635,7 @@ function shouldFinalize(object: Obj, finalizer: string, hasFinalizeHook: boolean
   return hasFinalizeHook && finalizers.includes(finalizer) && !finalizers.some((f) => GC_FINALIZERS.includes(f));
 }
 
-function compositeSelector(cc: Obj, parent: Obj): LabelSelector {
+export function compositeSelector(cc: Obj, parent: Obj): LabelSelector {
   if (cc.spec.generateSelector === true) return { matchLabels: { [CONTROLLER_UID]: parent.metadata.uid } };
   const selector: LabelSelector | undefined = parent.spec?.selector;
   if (!selector || (!Object.keys(selector.matchLabels ?? {}).length && !(selector.matchExpressions ?? []).length)) {
@@ -632,7 +659,7 @@ export function selectorMatches(selector: LabelSelector, labels: Record<string, 
   return true;
 }
 
-function decoratorMatches(rule: Obj, object: Obj): boolean {
+export function decoratorMatches(rule: Obj, object: Obj): boolean {
   if (rule.labelSelector && !selectorMatches(rule.labelSelector, object.metadata.labels)) return false;
   const annotations = rule.annotationSelector;
   if (annotations) {
@@ -640,6 +667,18 @@ function decoratorMatches(rule: Obj, object: Obj): boolean {
     if (!selectorMatches(selector, object.metadata.annotations)) return false;
   }
   return true;
+}
+
+function customizeCacheKey(controller: Obj, parent: Obj): string {
+  return `${controller.metadata.uid}/${parent.metadata.uid}/${parent.metadata.generation}`;
+}
+
+/** Whether a customize rule selects an object; `namespaces`: those its namespaceSelector chose. */
+export function ruleSelects(rule: Obj, object: Obj, namespaces?: Set<string>): boolean {
+  if (rule.namespace && object.metadata.namespace && object.metadata.namespace !== rule.namespace) return false;
+  if (rule.names && !rule.names.includes(object.metadata.name)) return false;
+  if (rule.labelSelector && !selectorMatches(rule.labelSelector, object.metadata.labels)) return false;
+  return !namespaces || namespaces.has(object.metadata.namespace);
 }
 
 /** updateStringMap: a null value deletes the key. Returns whether anything changed. */

@@ -2,45 +2,58 @@
 // DaemonSet starts it: the container's environment read from the DaemonSet as the apiserver stores it, its
 // downward-API fields resolved as the kubelet would, and a kubeconfig in place of the in-cluster token. Only
 // what cannot be the same on a test host is overridden (see DaemonOptions). Stopped with SIGTERM.
-import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { freePorts, REPO_ROOT, waitUntil } from "./kube.js";
-import { onStop } from "./processes.js";
-import { SANDBOX_DEVICE_ROOTS } from "./zfs.js";
-
-/** Daemons still running: killed if the test process exits without stopping them (e.g. mocha interrupted). */
-const running = new Set<ChildProcess>();
-process.once("exit", () => running.forEach((child) => child.kill("SIGKILL")));
-
-/** One JSON log line of the daemon (lib/log.ts). */
-export interface DaemonLogLine {
-  level: string;
-  msg: string;
-  [field: string]: unknown;
-}
+import { freePorts, REPO_ROOT, waitUntil, type KubeCluster } from "./kube.js";
+import { LoggedProcess } from "./logged-process.js";
+import { SANDBOX_DEVICE_ROOTS } from "../../testkit/zfs.js";
 
 interface EnvVar {
   name: string;
   value?: string;
-  valueFrom?: { fieldRef?: { fieldPath: string } };
+  valueFrom?: { fieldRef?: { fieldPath: string }; configMapKeyRef?: { name: string; key: string } };
 }
 
-/** A DaemonSet's first container's env, with fieldRefs resolved for a pod on `nodeName` in the DaemonSet's namespace. */
-export function resolvedContainerEnv(daemonSet: any, nodeName: string): Record<string, string> {
-  const fields: Record<string, string> = { "spec.nodeName": nodeName, "metadata.namespace": daemonSet.metadata.namespace };
+/** ConfigMaps' data by name, as the kubelet reads them for configMapKeyRef. */
+export type ConfigMapData = Record<string, Record<string, string>>;
+
+/**
+ * A workload's (DaemonSet's or Deployment's) first container's env as the kubelet resolves it for a pod on
+ * `nodeName` in the workload's namespace: fieldRefs, and configMapKeyRefs from `configMaps` (a missing one
+ * fails, as the pod would not start).
+ */
+function resolvedContainerEnv(workload: any, nodeName: string, configMaps: ConfigMapData): Record<string, string> {
+  const fields: Record<string, string> = { "spec.nodeName": nodeName, "metadata.namespace": workload.metadata.namespace };
   const env: Record<string, string> = {};
-  for (const variable of (daemonSet.spec.template.spec.containers[0].env ?? []) as EnvVar[]) {
-    if (variable.value !== undefined) {
-      env[variable.name] = variable.value;
-    } else {
-      const path = variable.valueFrom?.fieldRef?.fieldPath;
-      if (!path || !(path in fields)) throw new Error(`env ${variable.name}: cannot resolve ${JSON.stringify(variable.valueFrom)} outside a kubelet`);
-      env[variable.name] = fields[path]!;
-    }
+  for (const variable of (workload.spec.template.spec.containers[0].env ?? []) as EnvVar[]) {
+    const path = variable.valueFrom?.fieldRef?.fieldPath;
+    const ref = variable.valueFrom?.configMapKeyRef;
+    const resolved = variable.value ?? (path !== undefined ? fields[path] : ref ? configMaps[ref.name]?.[ref.key] : undefined);
+    if (resolved === undefined) throw new Error(`env ${variable.name}: cannot resolve ${JSON.stringify(variable.valueFrom)} outside a kubelet`);
+    env[variable.name] = resolved;
   }
   return env;
+}
+
+/** An installed workload's env, resolved per node with the namespace's ConfigMaps (what a kubelet would do). */
+export async function shippedEnv(
+  cluster: KubeCluster,
+  namespace: string,
+  kind: "daemonset" | "deployment",
+  name: string,
+): Promise<(nodeName: string) => Record<string, string>> {
+  const workload = JSON.parse((await cluster.kubectl(["get", kind, name, "-n", namespace, "-o", "json"])).stdout);
+  const list = JSON.parse((await cluster.kubectl(["get", "configmaps", "-n", namespace, "-o", "json"])).stdout) as {
+    items: { metadata: { name: string }; data?: Record<string, string> }[];
+  };
+  const configMaps: ConfigMapData = Object.fromEntries(list.items.map((c) => [c.metadata.name, c.data ?? {}]));
+  return (nodeName) => resolvedContainerEnv(workload, nodeName, configMaps);
+}
+
+/** The installed node daemon's env per node. */
+export function shippedDaemonEnv(cluster: KubeCluster, namespace: string): Promise<(nodeName: string) => Record<string, string>> {
+  return shippedEnv(cluster, namespace, "daemonset", "cstor-pool-node");
 }
 
 export interface DaemonOptions {
@@ -57,34 +70,15 @@ export interface DaemonOptions {
   overrides?: Record<string, string>;
 }
 
-export class DaemonProcess {
-  readonly lines: DaemonLogLine[] = [];
-  /** Output that is not a JSON log line (e.g. "node daemon failed: ..." on stderr). */
-  readonly otherOutput: string[] = [];
-  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-  private readonly child: ChildProcess;
-
+export class DaemonProcess extends LoggedProcess {
   private constructor(
     readonly nodeName: string,
     readonly metricsPort: number,
-    private readonly lockDir: string,
+    lockDir: string,
     env: Record<string, string>,
   ) {
-    this.child = spawn(process.execPath, ["--import", "tsx", join(REPO_ROOT, "node-daemon/main.ts")], {
-      cwd: REPO_ROOT,
-      env,
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    running.add(this.child);
-    this.exited = new Promise((resolve) =>
-      this.child.once("exit", (code, signal) => {
-        running.delete(this.child);
-        rmSync(this.lockDir, { recursive: true, force: true });
-        resolve({ code, signal });
-      }),
-    );
-    this.collect(this.child.stdout!);
-    this.collect(this.child.stderr!);
+    super(`node daemon ${nodeName}`, process.execPath, ["--import", "tsx", join(REPO_ROOT, "node-daemon/main.ts")], { cwd: REPO_ROOT, env });
+    void this.exited.then(() => rmSync(lockDir, { recursive: true, force: true }));
   }
 
   /** Starts a daemon; resolves once it has listed its CSPIs and started watching ("node daemon started"). */
@@ -117,67 +111,11 @@ export class DaemonProcess {
       DEVICE_ROOTS: JSON.stringify(SANDBOX_DEVICE_ROOTS),
       ...options.overrides,
     };
-    const daemon = new DaemonProcess(nodeName, port!, lockDir, env);
-    onStop(() => daemon.kill());
-    return daemon;
-  }
-
-  /** SIGTERM, as the kubelet stops a pod; resolves with how the process ended. */
-  async stop(timeoutMs = 30_000): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
-    if (!this.ended()) this.child.kill("SIGTERM");
-    const timer = setTimeout(() => this.child.kill("SIGKILL"), timeoutMs);
-    const result = await this.exited;
-    clearTimeout(timer);
-    return result;
-  }
-
-  /** How the process ended, or undefined while it still runs after timeoutMs. */
-  async exitWithin(timeoutMs: number): Promise<{ code: number | null; signal: NodeJS.Signals | null } | undefined> {
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), timeoutMs)));
-    try {
-      return await Promise.race([this.exited, timeout]);
-    } finally {
-      clearTimeout(timer);
-    }
+    return new DaemonProcess(nodeName, port!, lockDir, env);
   }
 
   /** Log lines at warn or error level, and anything printed that is not a log line. */
   problems(): string[] {
     return [...this.lines.filter((l) => l.level === "warn" || l.level === "error").map((l) => JSON.stringify(l)), ...this.otherOutput];
-  }
-
-  /** The last lines of output, for failure messages. */
-  tail(count = 20): string {
-    const all = [...this.lines.map((l) => JSON.stringify(l)), ...this.otherOutput];
-    return `\n--- node daemon ${this.nodeName}, last ${count} lines:\n${all.slice(-count).join("\n")}`;
-  }
-
-  private async kill(): Promise<void> {
-    if (this.ended()) return;
-    this.child.kill("SIGKILL");
-    await this.exited;
-  }
-
-  private ended(): boolean {
-    return this.child.exitCode !== null || this.child.signalCode !== null;
-  }
-
-  private collect(stream: NodeJS.ReadableStream): void {
-    let pending = "";
-    stream.setEncoding("utf8");
-    stream.on("data", (chunk: string) => {
-      pending += chunk;
-      const parts = pending.split("\n");
-      pending = parts.pop() ?? "";
-      for (const text of parts) {
-        if (!text.trim()) continue;
-        try {
-          this.lines.push(JSON.parse(text) as DaemonLogLine);
-        } catch {
-          this.otherOutput.push(text);
-        }
-      }
-    });
   }
 }

@@ -4,13 +4,13 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { expect } from "chai";
 import { parse } from "yaml";
-import { DEFAULT_LOOKUP_TIMEOUT_MS } from "../../../hooks/admission/lookup.js";
+import { DEFAULT_LOOKUP_TIMEOUT_MS } from "../../../lib/admission/lookup.js";
 import { REPO_ROOT } from "../../support/kube.js";
 
 const docs = readFileSync(join(REPO_ROOT, "docs/validation.md"), "utf8");
 const SOURCES = [
   ...readdirSync(join(REPO_ROOT, "lib/rules")).map((f) => join("lib/rules", f)),
-  "hooks/admission/judge.ts",
+  "lib/admission/judge.ts",
 ];
 
 function reasonsIn(file: string): string[] {

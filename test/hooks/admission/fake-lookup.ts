@@ -6,7 +6,7 @@ import { ApiException } from "@kubernetes/client-node";
 import { KIND, LABEL } from "../../../api/constants.js";
 import type { BlockDevice, BlockDeviceClaim, CSPI, KubeObject } from "../../../api/types.js";
 import { explain, RESOURCES } from "../../../hooks/admission/kube-lookup.js";
-import type { ClusterLookup, FactName } from "../../../hooks/admission/lookup.js";
+import type { ClusterLookup, FactName } from "../../../lib/admission/lookup.js";
 
 export type FailureSpec = { code: number; message: string } | "hang" | "unreachable";
 

@@ -2,8 +2,8 @@
 // pure function of (request, cluster facts); the facts come from the fake lookup, as in the webhook.
 import { expect } from "chai";
 import type { KubeObject } from "../../../api/types.js";
-import { factsNeeded, judgeCspc, type AdmissionInput, type Judgement } from "../../../hooks/admission/judge.js";
-import { gatherFacts, type FactName } from "../../../hooks/admission/lookup.js";
+import { factsNeeded, judgeCspc, type AdmissionInput, type Judgement } from "../../../lib/admission/judge.js";
+import { gatherFacts, type FactName } from "../../../lib/admission/lookup.js";
 import { FakeClusterLookup } from "./fake-lookup.js";
 import { SPEC_CASES, specCaseObject } from "./spec-cases.js";
 import { blockDevice, claim, cspc, CSPC_NAME, DEVICES, livePool, node, NODES, NS, type PoolDef } from "./world.js";
@@ -82,7 +82,7 @@ describe("admission rules", () => {
         const devices = (c.pools as { raidGroups: { blockDevices: { blockDeviceName: string }[] }[] }[]).flatMap((p, i) =>
           (p.raidGroups ?? []).flatMap((g) => g.blockDevices.map((d) => blockDevice(d.blockDeviceName, `node-${i}`))),
         );
-        const { judgement } = await judge({ operation: "CREATE", namespace: NS, name: CSPC_NAME, object }, [node("node-0"), node("node-1"), ...devices]);
+        const { judgement } = await judge({ operation: "CREATE", namespace: NS, name: CSPC_NAME, object }, [...c.pools.map((_, i) => node(`node-${i}`)), ...devices]);
         expect([...new Set(judgement.violations.map((v) => v.reason))]).to.have.members(c.reasons);
         expect(judgement.allowed).to.equal(c.reasons.length === 0);
         for (const v of judgement.violations) {
@@ -96,6 +96,22 @@ describe("admission rules", () => {
   describe("placement: node and devices", () => {
     const pool = (devices: string[], host = "node-a"): PoolDef => ({ host, groups: [{ type: "stripe", devices }] });
     const rows: Row[] = [
+      {
+        rule: "BlockDeviceTooSmall: a device below ZFS's 64 MiB minimum",
+        input: create([A]),
+        cluster: [...NODES, ...devicesWith(blockDevice("a2", "node-a", { gib: 1 / 32 }))],
+        expect: {
+          allowed: false,
+          reason: "BlockDeviceTooSmall",
+          message: /spec\.pools\[0\] \(nodeSelector kubernetes\.io\/hostname=node-a\): block device a2 holds 33554432 bytes \(32 MiB\); ZFS needs at least 64 MiB \(67108864 bytes\) per device: pick a larger device/,
+        },
+      },
+      {
+        rule: "a device of exactly 64 MiB is enough",
+        input: create([A]),
+        cluster: [...NODES, ...devicesWith(blockDevice("a2", "node-a", { gib: 1 / 16 }))],
+        expect: { allowed: true, noWarnings: true },
+      },
       { rule: "pools on their own nodes with free devices", input: create([A, B, C]), cluster: world(), expect: { allowed: true, noWarnings: true } },
       {
         rule: "NodeNotFound",
@@ -338,6 +354,15 @@ describe("admission rules", () => {
     ];
     rows.forEach(check);
 
+    it("a duplicate this edit makes is refused, and not blamed on the untouched pool it collides with", async () => {
+      // b1 stays where it was (pool B unchanged) and is also added to pool A: the edit made the duplicate.
+      const input = update(STORED, [withGroups(A, ...A.groups, { type: "mirror", devices: ["b1", "a5"] }), B, C]);
+      const { judgement } = await judge(input, live());
+      expect(judgement.allowed).to.equal(false);
+      expect(judgement.status?.message).to.match(/block device b1 is listed 2 times \(spec\.pools\[0\] and spec\.pools\[1\]\)/);
+      expect(judgement.warnings.join("\n")).to.not.contain("unchanged by this edit");
+    });
+
     it("a metadata-only update needs no lookup and is allowed", () => {
       const input = update(STORED, STORED, { labels: { team: "storage" } });
       expect(factsNeeded(input)).to.deep.equal([]);
@@ -381,6 +406,24 @@ describe("admission rules", () => {
       input: malformed,
       cluster: world(),
       expect: { allowed: false, reason: "InvalidField", message: /spec\.pools\[0\]\.raidGroups\[0\] has an unknown field typ: remove it \(known fields: type, isWriteCache, isSpare, isReadCache, blockDevices\)/ },
+    });
+    check({
+      rule: "a compression value one character short of a supported one gets the rule's hint, not only the list",
+      input: create([{ ...A, poolConfig: { compression: "lz" } }]),
+      cluster: world(),
+      expect: { allowed: false, reason: "UnsupportedCompression", message: /poolConfig\.compression "lz" is not supported \(did you mean lz4\?\): use one of off, on, lz4, lzjb, gzip, zle/ },
+    });
+    check({
+      rule: "a raid group type written as ZFS names it (raidz1) gets a hint",
+      input: create([withGroups(C, { type: "raidz1", devices: ["c1", "c2", "c3"] })]),
+      cluster: world(),
+      expect: { allowed: false, reason: "UnsupportedRaidType", message: /raidGroups\[0\] type "raidz1" is not supported \(did you mean raidz\?\): use stripe, mirror, raidz or raidz2/ },
+    });
+    check({
+      rule: "a spec of JSON null",
+      input: { ...create([A]), object: { ...cspc([A]), spec: null } },
+      cluster: world(),
+      expect: { allowed: false, reason: "InvalidField", message: /^CStorPoolCluster openebs\/pools: spec must be an object$/ },
     });
     check({
       rule: "a name longer than the CSPI names allow",

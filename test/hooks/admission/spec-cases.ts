@@ -1,6 +1,7 @@
 // Spec-only cases, judged twice: by the TypeScript rules (rules.test.ts) and by the CRD's OpenAPI + CEL rules
 // in a real kube-apiserver (cel.test.ts). Each names the TypeScript reasons it must produce; `celToo: false`
 // marks the rules that only the webhook and cspc-sync enforce (too costly for CEL, docs/validation.md).
+import { LIMITS } from "../../../api/constants.js";
 import type { KubeObject } from "../../../api/types.js";
 
 export interface SpecCase {
@@ -18,6 +19,16 @@ const on = (node: string, raidGroups: unknown[], poolConfig?: object) => ({
   raidGroups,
   ...(poolConfig ? { poolConfig } : {}),
 });
+
+/** Pools of one full stripe group each (the per-group limit), `count` devices in all, each pool on its own node. */
+function manyDevices(count: number): unknown[] {
+  const pools: unknown[] = [];
+  for (let first = 0, p = 0; first < count; first += LIMITS.blockDevicesPerGroup, p++) {
+    const names = Array.from({ length: Math.min(LIMITS.blockDevicesPerGroup, count - first) }, (_, d) => `d${first + d}`);
+    pools.push(on(`node-${p}`, [{ type: "stripe", blockDevices: dev(...names) }]));
+  }
+  return pools;
+}
 
 export const SPEC_CASES: SpecCase[] = [
   { name: "a stripe of one device", pools: [on("node-0", [{ type: "stripe", blockDevices: dev("d1") }])], reasons: [] },
@@ -124,8 +135,14 @@ export const SPEC_CASES: SpecCase[] = [
   {
     name: "compression lz",
     pools: [on("node-0", [{ type: "stripe", blockDevices: dev("d1") }], { compression: "lz" })],
-    reasons: ["InvalidField"],
+    reasons: ["UnsupportedCompression"],
   },
+  {
+    name: `${LIMITS.blockDevicesPerCspc + 1} block devices in one CSPC`,
+    pools: manyDevices(LIMITS.blockDevicesPerCspc + 1),
+    reasons: ["TooManyBlockDevicesInCspc"],
+  },
+  { name: `${LIMITS.blockDevicesPerCspc} block devices in one CSPC`, pools: manyDevices(LIMITS.blockDevicesPerCspc), reasons: [] },
   {
     name: "roThresholdLimit 101",
     pools: [on("node-0", [{ type: "stripe", blockDevices: dev("d1") }], { roThresholdLimit: 101 })],

@@ -11,7 +11,7 @@ import { promisify } from "node:util";
 import { expect } from "chai";
 import { API_VERSION, KIND, LABEL } from "../../../api/constants.js";
 import { KubeClusterLookup } from "../../../hooks/admission/kube-lookup.js";
-import { LookupError } from "../../../hooks/admission/lookup.js";
+import { LookupError } from "../../../lib/admission/lookup.js";
 import { makeApp } from "../../../hooks/http/app.js";
 import { hookRoutes } from "../../../hooks/routes.js";
 import { createLogger } from "../../../lib/log.js";

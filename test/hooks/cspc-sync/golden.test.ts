@@ -1,6 +1,6 @@
 import { expect } from "chai";
 import { syncCspc } from "../../../hooks/cspc-sync/sync.js";
-import { ownedView } from "../../../hooks/cspc-sync/build.js";
+import { ownedView } from "../../../lib/cspc/build.js";
 import type { KubeObject } from "../../../api/types.js";
 import { canonicalize } from "../../../lib/canonical.js";
 import { expectGolden, goldenCases } from "../../support/golden.js";

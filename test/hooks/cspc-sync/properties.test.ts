@@ -5,7 +5,7 @@ import { expect } from "chai";
 import fc from "fast-check";
 import { ANNOTATION } from "../../../api/constants.js";
 import type { KubeObject } from "../../../api/types.js";
-import { ownedView } from "../../../hooks/cspc-sync/build.js";
+import { ownedView } from "../../../lib/cspc/build.js";
 import { canonicalJson } from "../../../lib/canonical.js";
 import { apply, blockDevice, cspcWith, node, requestOf, settle, sync, type World } from "../../support/cspc-world.js";
 import { syncCspc } from "../../../hooks/cspc-sync/sync.js";

@@ -3,7 +3,8 @@
 // updating the Deployment on every sync (defaults the server would add, quantities it would respell).
 import { expect } from "chai";
 import type { KubeObject } from "../../../api/types.js";
-import { DEFAULT_HOOK_CONFIG } from "../../../hooks/config.js";
+import { DEFAULT_HOOK_CONFIG } from "../../../lib/hook-config.js";
+import { isApplied } from "../../../lib/cspi/deployment.js";
 import { syncCspi } from "../../../hooks/cspi-sync/sync.js";
 import { canonicalize } from "../../../lib/canonical.js";
 import { goldenCases } from "../../support/golden.js";
@@ -41,6 +42,7 @@ describe("pool Deployments on a real kube-apiserver", function () {
       desired.metadata.name = c.name;
       const stored = await create(desired);
       expectContained(desired, stored);
+      expect(isApplied(desired, stored), "applied: the hook asks for no short resync").to.equal(true);
     });
   }
 

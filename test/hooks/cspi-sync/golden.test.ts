@@ -1,5 +1,5 @@
 import { syncCspi } from "../../../hooks/cspi-sync/sync.js";
-import { DEFAULT_HOOK_CONFIG } from "../../../hooks/config.js";
+import { DEFAULT_HOOK_CONFIG } from "../../../lib/hook-config.js";
 import { expectGolden, goldenCases } from "../../support/golden.js";
 
 describe("cspi-sync golden cases", () => {

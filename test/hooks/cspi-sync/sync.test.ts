@@ -1,6 +1,7 @@
 import { expect } from "chai";
+import { DEFAULTS } from "../../../api/constants.js";
 import type { CSPI, DecoratorSyncResponse, KubeObject } from "../../../api/types.js";
-import { DEFAULT_HOOK_CONFIG, type HookConfig } from "../../../hooks/config.js";
+import { DEFAULT_HOOK_CONFIG, type HookConfig } from "../../../lib/hook-config.js";
 import { syncCspi } from "../../../hooks/cspi-sync/sync.js";
 import { canonicalize } from "../../../lib/canonical.js";
 import { BadRequestError } from "../../../lib/errors.js";
@@ -157,6 +158,40 @@ describe("cspi-sync", () => {
       const condition = conditionOf(sync(requestOf("pod-not-ready")), "PodAvailable");
       expect(condition).to.include({ status: "False", reason: "PoolPodNotReady" });
       expect(condition.message).to.contain("openebs/cstor-pool-mirror-1a264d").and.contain("0 of 1 ready");
+    });
+  });
+
+  describe("resync while the pool Deployment is not applied (a decorator sync given up on a conflict is not retried)", () => {
+    const observedOf = (request: Request) => Object.values(request.attachments["Deployment.apps/v1"]!)[0] as KubeObject & { spec: any };
+    /** A heartbeat a second old: the heartbeat alone would ask for the full resync period. */
+    const justReported = () => {
+      const request = requestOf("node-daemon-fresh-carried-through");
+      request.object.status!.lastUpdateTime = "2026-11-21T09:59:59Z";
+      return request;
+    };
+
+    it("asks again within seconds while the Deployment is missing", () => {
+      expect(sync(requestOf("deployment-missing-recreated")).resyncAfterSeconds).to.equal(DEFAULTS.attachmentResyncSeconds);
+    });
+
+    it("asks again within seconds while the Deployment differs from the answer, or is being deleted", () => {
+      const changed = justReported();
+      observedOf(changed).spec.template.spec.containers[0].image = "openebs/cstor-pool:3.5.0";
+      expect(sync(changed).resyncAfterSeconds).to.equal(DEFAULTS.attachmentResyncSeconds);
+      const deleting = justReported();
+      observedOf(deleting).metadata.deletionTimestamp = "2026-11-21T09:59:00Z";
+      expect(sync(deleting).resyncAfterSeconds).to.equal(DEFAULTS.attachmentResyncSeconds);
+    });
+
+    it("asks only for the heartbeat's resync once the Deployment holds the answer, whatever the server added", () => {
+      const request = justReported();
+      observedOf(request).metadata.annotations = { ...observedOf(request).metadata.annotations, "deployment.kubernetes.io/revision": "3" };
+      expect(sync(request).resyncAfterSeconds).to.equal(DEFAULT_HOOK_CONFIG.resyncSeconds);
+    });
+
+    it("never asks later than a sooner heartbeat bound", () => {
+      const config = { ...DEFAULT_HOOK_CONFIG, resyncSeconds: 3 };
+      expect(syncCspi(requestOf("deployment-missing-recreated"), at(NOW), config).resyncAfterSeconds).to.equal(3);
     });
   });
 

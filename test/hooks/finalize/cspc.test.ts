@@ -1,7 +1,7 @@
 import { expect } from "chai";
 import type { CompositeSyncResponse, CSPC, CSPI, KubeObject } from "../../../api/types.js";
-import { DEFAULT_HOOK_CONFIG } from "../../../hooks/config.js";
-import { ownedView } from "../../../hooks/cspc-sync/build.js";
+import { DEFAULT_HOOK_CONFIG } from "../../../lib/hook-config.js";
+import { ownedView } from "../../../lib/cspc/build.js";
 import { finalizeCspc } from "../../../hooks/finalize/cspc.js";
 import { canonicalize } from "../../../lib/canonical.js";
 import { BadRequestError } from "../../../lib/errors.js";

@@ -1,6 +1,6 @@
 import { expect } from "chai";
 import type { CSPI, DecoratorSyncResponse, KubeObject } from "../../../api/types.js";
-import { DEFAULT_HOOK_CONFIG } from "../../../hooks/config.js";
+import { DEFAULT_HOOK_CONFIG } from "../../../lib/hook-config.js";
 import { finalizeCspi } from "../../../hooks/finalize/cspi.js";
 import { canonicalize } from "../../../lib/canonical.js";
 import { BadRequestError } from "../../../lib/errors.js";

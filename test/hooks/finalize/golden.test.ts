@@ -1,4 +1,4 @@
-import { DEFAULT_HOOK_CONFIG } from "../../../hooks/config.js";
+import { DEFAULT_HOOK_CONFIG } from "../../../lib/hook-config.js";
 import { finalizeCspc } from "../../../hooks/finalize/cspc.js";
 import { finalizeCspi } from "../../../hooks/finalize/cspi.js";
 import { expectGolden, goldenCases } from "../../support/golden.js";

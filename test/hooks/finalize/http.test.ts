@@ -1,7 +1,7 @@
 // The three endpoints of issue 4 behind the real express adapter.
 import { expect } from "chai";
 import request from "supertest";
-import { DEFAULT_HOOK_CONFIG } from "../../../hooks/config.js";
+import { DEFAULT_HOOK_CONFIG } from "../../../lib/hook-config.js";
 import { makeApp } from "../../../hooks/http/app.js";
 import { hookRoutes } from "../../../hooks/routes.js";
 import { canonicalize } from "../../../lib/canonical.js";

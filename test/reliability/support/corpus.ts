@@ -1,5 +1,6 @@
-// Seed requests for fuzzing, per endpoint: the real golden requests of test/fixtures/<area>/*/request.yaml,
-// plus requests derived from them where an endpoint has no golden files of its own (customize, admission).
+// Seed requests for fuzzing, per endpoint: the real golden requests of test/fixtures/<area>/ (whole, or a world
+// plus a patch), plus requests derived from them where an endpoint has no golden files of its own
+// (customize, admission).
 import { existsSync } from "node:fs";
 import type { KubeObject } from "../../../api/types.js";
 import { goldenCases } from "../../support/golden.js";

@@ -10,9 +10,11 @@ interface Figures {
   /** Files written into pools before a fault whose sha256 was checked after it, and how many had changed. */
   dataChecked: number;
   dataLost: number;
+  /** Peak RSS (MiB) of a server process under a load, from /proc. */
+  peakRssMiB: Record<string, number>;
 }
 
-const figures: Figures = { fuzz: {}, faults: {}, badInputs: {}, dataChecked: 0, dataLost: 0 };
+const figures: Figures = { fuzz: {}, faults: {}, badInputs: {}, dataChecked: 0, dataLost: 0, peakRssMiB: {} };
 
 function save(): void {
   const file = process.env.RELIABILITY_REPORT;
@@ -34,6 +36,10 @@ export const tally = {
   },
   badInputs(area: string, count: number): void {
     figures.badInputs[area] = (figures.badInputs[area] ?? 0) + count;
+    save();
+  },
+  peakRss(load: string, bytes: number): void {
+    figures.peakRssMiB[load] = Math.max(figures.peakRssMiB[load] ?? 0, Math.round(bytes / 2 ** 20));
     save();
   },
   data(checked: number, lost: number): void {

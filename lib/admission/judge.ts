@@ -1,0 +1,273 @@
+// The admission verdict for a CStorPoolCluster: a pure function of the request and the cluster facts.
+// It runs cspc-sync's own planner (planChildren) on the proposed object, so the webhook refuses exactly what
+// the sync hook would refuse, with the same messages: one rule set, never two opinions.
+//
+// An UPDATE is refused only for problems it introduces: a pool spec that is byte-for-byte what it was is not
+// re-judged against the cluster (its node may be down or a disk failed, which is exactly when other pools
+// still need editing); its standing problems come back as warnings.
+import { ANNOTATION, KIND, LABEL, TYPE_KEY } from "../../api/constants.js";
+import type { CSPC, CSPI, KubeObject, ObjectMap, PoolSpec } from "../../api/types.js";
+import { canonicalJson } from "../canonical.js";
+import { buildInventory, isTerminating, type Inventory } from "../inventory.js";
+import { checkCspcShape } from "../rules/admission-shape.js";
+import { selectorKeyCaseWarnings } from "../rules/admission-warnings.js";
+import type { Violation } from "../rules/pool-spec.js";
+import { devicesOf, isMarkedForRemoval } from "../cspc/build.js";
+import { planChildren } from "../cspc/sync.js";
+import type { ClusterFacts, FactName, LookupError } from "./lookup.js";
+import type { AdmissionRequest, Operation, Verdict } from "./review.js";
+
+export interface AdmissionInput {
+  operation: Operation;
+  namespace: string;
+  name: string;
+  /** The proposed CSPC (CREATE, UPDATE). */
+  object?: KubeObject | null;
+  /** The stored CSPC (UPDATE, DELETE). */
+  oldObject?: KubeObject | null;
+}
+
+export interface Judgement extends Verdict {
+  /** Problems this request introduces: any of them refuses it. */
+  violations: Violation[];
+}
+
+/** Kubernetes status codes and reasons of a refusal, as `kubectl` prints them ("Error from server (Invalid)"). */
+export const REFUSAL = {
+  invalid: { code: 422, reason: "Invalid" },
+  forbidden: { code: 403, reason: "Forbidden" },
+  lookupFailed: { code: 503, reason: "ServiceUnavailable" },
+} as const;
+
+/** The apiserver keeps 4 KiB of warnings intact; beyond that it cuts each to 256 characters. */
+const MAX_WARNINGS = 12;
+const MAX_LISTED = 25;
+
+export function admissionInput(request: AdmissionRequest): AdmissionInput {
+  const subject = request.object ?? request.oldObject;
+  return {
+    operation: request.operation,
+    namespace: request.namespace ?? subject?.metadata.namespace ?? "default",
+    name: request.name ?? subject?.metadata.name ?? "",
+    object: request.object ?? null,
+    oldObject: request.oldObject ?? null,
+  };
+}
+
+export function isCspcReview(request: AdmissionRequest): boolean {
+  return request.kind.kind === KIND.cspc;
+}
+
+function specOf(obj: KubeObject | null | undefined): unknown {
+  return (obj as { spec?: unknown } | null | undefined)?.spec;
+}
+
+function specUnchanged(input: AdmissionInput): boolean {
+  return input.operation === "UPDATE" && canonicalJson(specOf(input.object) ?? null) === canonicalJson(specOf(input.oldObject) ?? null);
+}
+
+/** Which lookups the verdict depends on; none when it can be given from the request alone. */
+export function factsNeeded(input: AdmissionInput): FactName[] {
+  switch (input.operation) {
+    case "DELETE":
+      return ["cspis"];
+    case "CREATE":
+    case "UPDATE":
+      if (specUnchanged(input) || checkCspcShape(withNamespace(input)).length > 0) return [];
+      // CSPIs for a CREATE too: a CSPC re-created under its old name finds its old pools, as cspc-sync will.
+      return ["blockDevices", "claims", "nodes", "cspis"];
+    default:
+      return [];
+  }
+}
+
+export function judgeCspc(input: AdmissionInput, facts: Partial<ClusterFacts>): Judgement {
+  switch (input.operation) {
+    case "DELETE":
+      return judgeDelete(input, facts.cspis ?? []);
+    case "CREATE":
+    case "UPDATE": {
+      if (specUnchanged(input)) return allow([]);
+      const shape = checkCspcShape(withNamespace(input));
+      if (shape.length > 0) return refuse(input, REFUSAL.invalid, shape, []);
+      return judgeSpec(input, facts);
+    }
+    default:
+      return allow([]);
+  }
+}
+
+/** The review could not be judged: refuse, say which lookup failed and what to check. Never a guess. */
+export function lookupFailed(input: AdmissionInput, failure: LookupError): Judgement {
+  const message =
+    `${subject(input)} was not checked: could not ${failure.attempted}: ${failure.cause}. ` +
+    `The request is refused rather than judged on a guess, and nothing was changed: ${failure.hint}`;
+  return { allowed: false, status: { ...REFUSAL.lookupFailed, message }, warnings: [], violations: [] };
+}
+
+function judgeSpec(input: AdmissionInput, facts: Partial<ClusterFacts>): Judgement {
+  const proposed = withNamespace(input) as CSPC;
+  const old = input.operation === "UPDATE" ? (input.oldObject as CSPC | null) : null;
+  const paused = proposed.metadata.annotations?.[ANNOTATION.reconcilePaused] === "true";
+  // Judged as the sync will see it once unpaused: a pause defers a change, it does not make it valid.
+  const judged = paused ? unpaused(proposed) : proposed;
+  const inventory = inventoryOf(judged, facts);
+  const { children, findings } = planChildren(judged, inventory);
+
+  const changed = changedPools(proposed.spec.pools, old?.spec?.pools);
+  const oldDevices = new Set(devicesOf((old?.spec?.pools ?? []).flatMap((p) => p.raidGroups ?? [])));
+  const introduced: Violation[] = [];
+  const standing: Violation[] = [];
+  for (const v of [...findings.blocked, ...findings.rejected]) (v.pool < 0 || changed[v.pool] ? introduced : standing).push(v);
+  for (const name of findings.removalBlocked) {
+    const cspi = inventory.cspis.get(name)!;
+    const removal = removalWithVolumes(cspi);
+    // Removed by this edit if the stored spec still listed one of its devices; otherwise an old story.
+    (devicesOf(cspi.spec?.raidGroups).some((d) => oldDevices.has(d)) ? introduced : standing).push(removal);
+  }
+
+  const warnings: string[] = [];
+  if (paused) {
+    warnings.push(`${ANNOTATION.reconcilePaused} is "true": cspc-sync holds this change until the annotation is removed`);
+  }
+  proposed.spec.pools.forEach((pool: PoolSpec, i: number) => {
+    // A selector that finds no node is refused with the same hint; the warning is for one that does.
+    const unresolved = introduced.some((v) => v.pool === i && v.reason === "NodeNotFound");
+    if (changed[i] && !unresolved) warnings.push(...selectorKeyCaseWarnings(pool, i, facts.nodes ?? []));
+  });
+  for (const child of children) {
+    const observed = inventory.cspis.get(child.metadata.name ?? "");
+    if (child.kind === KIND.cspi && observed && isMarkedForRemoval(child as CSPI) && !isMarkedForRemoval(observed)) {
+      warnings.push(
+        `pool ${observed.metadata.name} on node ${observed.spec?.hostName} is no longer in spec.pools: cspc-sync will destroy it and the data on it`,
+      );
+    }
+  }
+  for (const waiting of findings.progressing.waiting) warnings.push(`not carried out yet: ${waiting}`);
+  // A problem shared by a changed and an unchanged pool (a device this edit listed twice) is this edit's doing.
+  const madeByThisEdit = new Set(introduced.map((v) => v.message));
+  for (const v of standing) {
+    if (!madeByThisEdit.has(v.message)) warnings.push(`unchanged by this edit and still refused by cspc-sync: ${v.message}`);
+  }
+
+  if (introduced.length > 0) return refuse(input, REFUSAL.invalid, introduced, warnings);
+  return allow(warnings);
+}
+
+function judgeDelete(input: AdmissionInput, cspis: readonly CSPI[]): Judgement {
+  const sorted = [...cspis].sort((a, b) => (a.metadata.name ?? "").localeCompare(b.metadata.name ?? ""));
+  // A pool already on its way out still holds its volumes until it is gone: it counts too.
+  const holding = sorted.filter((c) => (c.status?.provisionedVolumes ?? 0) > 0);
+  const live = sorted.filter((c) => !isTerminating(c));
+  if (holding.length > 0) {
+    const message =
+      `${subject(input)} cannot be deleted while its pools hold volumes: ${holding.map(holdsVolumes).join("; ")}. ` +
+      "Deleting it would destroy those pools and every volume on them: move or delete those volumes first, then delete the CStorPoolCluster";
+    return { allowed: false, status: { ...REFUSAL.forbidden, message }, warnings: [], violations: [] };
+  }
+  if (live.length === 0) return allow([]);
+  return allow([
+    `deleting ${subject(input)} destroys its pools ${live.map((c) => `${c.metadata.name} (node ${c.spec?.hostName})`).join(", ")} and the data on them`,
+  ]);
+}
+
+function volumeCount(cspi: CSPI): string {
+  const n = cspi.status?.provisionedVolumes ?? 0;
+  return `${n} volume${n === 1 ? "" : "s"}`;
+}
+
+function holdsVolumes(cspi: CSPI): string {
+  return `pool ${cspi.metadata.name} on node ${cspi.spec?.hostName} holds ${volumeCount(cspi)}`;
+}
+
+function removalWithVolumes(cspi: CSPI): Violation {
+  return {
+    pool: -1,
+    reason: "PoolRemovalWithVolumes",
+    message:
+      `spec.pools no longer lists pool ${cspi.metadata.name} (node ${cspi.spec?.hostName}), which holds ${volumeCount(cspi)}: ` +
+      "removing it would destroy them; put its pool spec back, or move or delete those volumes first",
+  };
+}
+
+/** Per new pool: true unless an identical pool spec was in the stored CSPC (order does not matter). */
+function changedPools(pools: readonly PoolSpec[], oldPools: readonly PoolSpec[] | undefined): boolean[] {
+  if (!oldPools) return pools.map(() => true);
+  const remaining = new Map<string, number>();
+  for (const p of oldPools) {
+    const key = canonicalJson(p);
+    remaining.set(key, (remaining.get(key) ?? 0) + 1);
+  }
+  return pools.map((p) => {
+    const key = canonicalJson(p);
+    const left = remaining.get(key) ?? 0;
+    if (left === 0) return true;
+    remaining.set(key, left - 1);
+    return false;
+  });
+}
+
+/** The cluster as cspc-sync would observe it: this CSPC's CSPIs and claims as children, the rest as related. */
+export function inventoryOf(cspc: CSPC, facts: Partial<ClusterFacts>): Inventory {
+  const namespace = cspc.metadata.namespace!;
+  const byKey = (objects: readonly KubeObject[] | undefined): Record<string, KubeObject> =>
+    Object.fromEntries(
+      (objects ?? []).map((o) => [o.metadata.namespace ? `${o.metadata.namespace}/${o.metadata.name}` : (o.metadata.name ?? ""), o]),
+    );
+  const claims = (facts.claims ?? []) as unknown as KubeObject[];
+  const own = claims.filter((c) => c.metadata.labels?.[LABEL.cspc] === cspc.metadata.name && (c.metadata.namespace ?? namespace) === namespace);
+  const children: ObjectMap = {
+    [TYPE_KEY.cspi]: byKey(facts.cspis as unknown as KubeObject[]),
+    [TYPE_KEY.blockDeviceClaim]: byKey(own),
+  };
+  const related: ObjectMap = {
+    [TYPE_KEY.blockDevice]: byKey(facts.blockDevices as unknown as KubeObject[]),
+    [TYPE_KEY.blockDeviceClaim]: byKey(claims),
+    [TYPE_KEY.node]: byKey(facts.nodes),
+  };
+  return buildInventory(cspc, children, related);
+}
+
+function withNamespace(input: AdmissionInput): KubeObject {
+  const obj = input.object as KubeObject;
+  if (!obj || typeof obj !== "object" || !obj.metadata || obj.metadata.namespace) return obj;
+  return { ...obj, metadata: { ...obj.metadata, namespace: input.namespace } };
+}
+
+function unpaused(cspc: CSPC): CSPC {
+  const annotations = { ...cspc.metadata.annotations };
+  delete annotations[ANNOTATION.reconcilePaused];
+  return { ...cspc, metadata: { ...cspc.metadata, annotations } };
+}
+
+function subject(input: AdmissionInput): string {
+  return `CStorPoolCluster ${input.namespace}/${input.name}`;
+}
+
+function allow(warnings: readonly string[]): Judgement {
+  return { allowed: true, warnings: [...new Set(warnings)], violations: [] };
+}
+
+function refuse(
+  input: AdmissionInput,
+  refusal: { code: number; reason: string },
+  violations: readonly Violation[],
+  warnings: readonly string[],
+): Judgement {
+  const messages = [...new Set(violations.map((v) => v.message))];
+  const listed = messages.slice(0, MAX_LISTED);
+  const more = messages.length - listed.length;
+  const message =
+    messages.length === 1
+      ? `${subject(input)}: ${messages[0]}`
+      : `${subject(input)} has ${messages.length} problems:\n${listed.map((m) => `- ${m}`).join("\n")}` +
+        (more > 0 ? `\n- and ${more} more (cstor-pool validate -f <file> lists them all)` : "");
+  return { allowed: false, status: { ...refusal, message }, warnings: [...new Set(warnings)], violations: [...violations] };
+}
+
+/** Warnings as the API server passes them on: one line each, a bounded number (the CLI prints them all). */
+export function capWarnings(warnings: readonly string[]): string[] {
+  const unique = [...new Set(warnings.map((w) => w.replace(/\s*\n\s*/g, " ")))];
+  if (unique.length <= MAX_WARNINGS) return unique;
+  return [...unique.slice(0, MAX_WARNINGS - 1), `and ${unique.length - MAX_WARNINGS + 1} more warnings (cstor-pool validate -f <file> lists them all)`];
+}

@@ -1,0 +1,132 @@
+// Desired objects, built from a pool spec and the observed cluster. Pure and deterministic.
+import { ANNOTATION, API_VERSION, DEFAULTS, KIND, LABEL, POOL_REMOVAL_REQUESTED } from "../../api/constants.js";
+import type { BlockDeviceClaim, CSPI, CSPIRaidGroup, CSPISpec, KubeObject, PoolConfig, PoolSpec } from "../../api/types.js";
+import { deviceCapacity, deviceHost, deviceLink, type Inventory } from "../inventory.js";
+import { claimName } from "../names.js";
+import { groupRole, resolvedType } from "../rules/pool-spec.js";
+
+/** poolConfig with its defaults made explicit, so the CSPI says exactly what the node daemon builds. */
+export function resolvePoolConfig(config: PoolConfig | undefined): PoolConfig {
+  return {
+    ...config,
+    compression: config?.compression ?? DEFAULTS.compression,
+    roThresholdLimit: config?.roThresholdLimit ?? DEFAULTS.roThresholdLimit,
+    overProvisioning: config?.overProvisioning ?? false,
+  };
+}
+
+/** A raid group as the CSPI carries it: type resolved, role flags explicit only when set, devices filled in. */
+export function resolveRaidGroup(group: PoolSpec["raidGroups"][number], pool: PoolSpec, inventory: Inventory): CSPIRaidGroup {
+  const role = groupRole(group);
+  const resolved: CSPIRaidGroup = {
+    type: resolvedType(group, pool) ?? "stripe",
+    blockDevices: group.blockDevices.map((d) => {
+      const bd = inventory.blockDevices.get(d.blockDeviceName);
+      const devLink = (bd && deviceLink(bd)) ?? d.devLink;
+      const capacity = (bd && deviceCapacity(bd)) ?? d.capacity;
+      return {
+        blockDeviceName: d.blockDeviceName,
+        ...(capacity !== undefined ? { capacity } : {}),
+        ...(devLink !== undefined ? { devLink } : {}),
+      };
+    }),
+  };
+  if (role === "writeCache") resolved.isWriteCache = true;
+  if (role === "spare") resolved.isSpare = true;
+  if (role === "readCache") resolved.isReadCache = true;
+  return resolved;
+}
+
+export function buildCspiSpec(pool: PoolSpec, host: string, inventory: Inventory): CSPISpec {
+  return {
+    hostName: host,
+    nodeSelector: { ...pool.nodeSelector },
+    poolConfig: resolvePoolConfig(pool.poolConfig),
+    raidGroups: pool.raidGroups.map((g) => resolveRaidGroup(g, pool, inventory)),
+  };
+}
+
+export function cspiObject(
+  name: string,
+  inventory: Inventory,
+  spec: CSPISpec,
+  annotations?: Record<string, string>,
+): CSPI {
+  const metadata: CSPI["metadata"] = {
+    name,
+    namespace: inventory.namespace,
+    labels: { [LABEL.cspc]: inventory.cspcName, [LABEL.hostname]: spec.hostName },
+  };
+  if (annotations && Object.keys(annotations).length > 0) metadata.annotations = annotations;
+  return { apiVersion: API_VERSION, kind: KIND.cspi, metadata, spec };
+}
+
+export interface ClaimOptions {
+  cspi: string;
+  predecessor?: string;
+}
+
+export function claimObject(device: string, inventory: Inventory, options: ClaimOptions): BlockDeviceClaim {
+  const bd = inventory.blockDevices.get(device);
+  const annotations = options.predecessor ? { [ANNOTATION.bdPredecessor]: options.predecessor } : undefined;
+  const capacity = bd && deviceCapacity(bd);
+  const host = bd && deviceHost(bd);
+  const claim: BlockDeviceClaim = {
+    apiVersion: API_VERSION,
+    kind: KIND.blockDeviceClaim,
+    metadata: {
+      name: claimName(device),
+      namespace: inventory.namespace,
+      labels: { [LABEL.cspc]: inventory.cspcName, [LABEL.cspi]: options.cspi },
+      ...(annotations ? { annotations } : {}),
+    },
+    spec: {
+      blockDeviceName: device,
+      ...(host ? { blockDeviceNodeAttributes: { hostName: host } } : {}),
+      ...(capacity !== undefined ? { resources: { requests: { storage: String(capacity) } } } : {}),
+    },
+  };
+  return claim;
+}
+
+/** All device names of a pool spec or CSPI spec, in order. */
+export function devicesOf(groups: readonly { blockDevices?: readonly { blockDeviceName: string }[] }[] | undefined): string[] {
+  const out: string[] = [];
+  for (const g of groups ?? []) for (const d of g.blockDevices ?? []) if (d.blockDeviceName) out.push(d.blockDeviceName);
+  return out;
+}
+
+const HOOK_LABELS: readonly string[] = [LABEL.cspc, LABEL.cspi, LABEL.hostname];
+const HOOK_ANNOTATIONS: readonly string[] = [ANNOTATION.poolRemoval, ANNOTATION.bdPredecessor];
+
+function pick(map: Record<string, string> | undefined, keys: readonly string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const key of keys) if (map?.[key] !== undefined) out[key] = map[key]!;
+  return out;
+}
+
+/**
+ * The part of an observed child that the hook owns: what it would have returned for it. Labels and
+ * annotations set by others (users, Metacontroller) are left out, so re-emitting a child never makes
+ * them ours, and Metacontroller's 3-way merge never deletes them.
+ */
+export function ownedView(obj: KubeObject): KubeObject {
+  const labels = pick(obj.metadata.labels, HOOK_LABELS);
+  const annotations = pick(obj.metadata.annotations, HOOK_ANNOTATIONS);
+  const metadata: KubeObject["metadata"] = { name: obj.metadata.name, namespace: obj.metadata.namespace };
+  if (Object.keys(labels).length > 0) metadata.labels = labels;
+  if (Object.keys(annotations).length > 0) metadata.annotations = annotations;
+  return { apiVersion: obj.apiVersion, kind: obj.kind, metadata, spec: obj.spec };
+}
+
+/** The node daemon may destroy a pool only once its CSPI carries this mark; removal is mark first, omit later. */
+export function isMarkedForRemoval(cspi: CSPI): boolean {
+  return cspi.metadata.annotations?.[ANNOTATION.poolRemoval] === POOL_REMOVAL_REQUESTED;
+}
+
+/** The observed CSPI as the hook returns it, marked for removal. */
+export function markedForRemoval(cspi: CSPI): KubeObject {
+  const marked = ownedView(cspi);
+  marked.metadata.annotations = { ...marked.metadata.annotations, [ANNOTATION.poolRemoval]: POOL_REMOVAL_REQUESTED };
+  return marked;
+}

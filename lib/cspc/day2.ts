@@ -1,0 +1,178 @@
+// Carrying allowed day-2 changes into a live CSPI, in order and one disruptive change at a time.
+// Within a pool: migration, then expansion, then replacement. Across the CSPC: a migration or replacement
+// starts only when no other pool is mid-change and every other pool is ONLINE (seed 003's health gate).
+import { ANNOTATION, CSPI_CONDITION } from "../../api/constants.js";
+import type { CSPI, CSPIRaidGroup, CSPISpec, PoolSpec } from "../../api/types.js";
+import { findCondition } from "../conditions.js";
+import { deviceHost, isClaimBound, isTerminating, type Inventory } from "../inventory.js";
+import type { PoolDiff } from "../rules/day2.js";
+import { resolvePoolConfig, resolveRaidGroup } from "./build.js";
+
+export type Disruption = "migration" | "replacement";
+
+/** What one live pool wants this sync, before the CSPC-wide gate decides. */
+export interface ExistingPoolPlan {
+  name: string;
+  observed: CSPI;
+  /** The spec with every non-disruptive change applied (poolConfig, nodeSelector on the same node, expansion). */
+  calm: CSPISpec;
+  /** The disruptive step this pool wants now, and the spec it leads to. */
+  disruptive?: { kind: Disruption; spec: CSPISpec; describe: string };
+  /** Why the pool's next step waits (shown in the Progressing condition). */
+  waiting?: string;
+  /** Devices whose claims must exist, with the device each one replaces. */
+  claims: Map<string, string | undefined>;
+  /** Devices of this plan whose claims are not Bound yet. */
+  pendingClaims: string[];
+}
+
+interface PlanInput {
+  name: string;
+  pool: PoolSpec;
+  observed: CSPI;
+  host: string;
+  diff: PoolDiff;
+  inventory: Inventory;
+}
+
+export function planExistingPool(input: PlanInput): ExistingPoolPlan {
+  const { name, pool, observed, host, diff, inventory } = input;
+  const spec = observed.spec;
+  const plan: ExistingPoolPlan = { name, observed, calm: spec, claims: new Map(), pendingClaims: [] };
+  const calm: CSPISpec = { ...spec, poolConfig: resolvePoolConfig(pool.poolConfig) };
+  if (host === spec.hostName) calm.nodeSelector = { ...pool.nodeSelector };
+  plan.calm = calm;
+
+  if (!isCreated(observed)) {
+    if (diff.expansions.length + diff.replacements.length > 0 || host !== spec.hostName) {
+      plan.waiting = `pool ${name} waits for the node daemon to create it before taking further changes`;
+    }
+    return plan;
+  }
+
+  // 1. Migration: the nodeSelector now selects another node. Its devices must report that node first.
+  if (host !== spec.hostName) {
+    const devices = spec.raidGroups.flatMap((g) => g.blockDevices.map((d) => d.blockDeviceName));
+    const notMoved = devices.filter((d) => {
+      const bd = inventory.blockDevices.get(d);
+      return !bd || deviceHost(bd) !== host;
+    });
+    if (notMoved.length > 0) {
+      plan.waiting = `pool ${name} moves from ${spec.hostName} to ${host} once its block devices report that node (not yet: ${notMoved.join(", ")})`;
+      return plan;
+    }
+    plan.disruptive = {
+      kind: "migration",
+      spec: { ...calm, hostName: host, nodeSelector: { ...pool.nodeSelector } },
+      describe: `pool ${name} moves from ${spec.hostName} to ${host}`,
+    };
+    return plan;
+  }
+
+  // 2. Expansion: new devices in stripe groups and new raid groups, once their claims are Bound.
+  if (diff.expansions.length > 0) {
+    for (const e of diff.expansions) for (const d of e.devices) plan.claims.set(d, undefined);
+    plan.pendingClaims = [...plan.claims.keys()].filter((d) => !isClaimBound(inventory.ownClaims.get(d)));
+    if (plan.pendingClaims.length === 0) plan.calm = expand(calm, pool, diff, inventory);
+    if (diff.replacements.length > 0) plan.waiting = `pool ${name}: replacements wait until the expansion is in place`;
+    return plan;
+  }
+
+  // 3. Replacement: swap the device in place, once the new device's claim is Bound.
+  if (diff.replacements.length > 0) {
+    for (const r of diff.replacements) plan.claims.set(r.new, r.old);
+    plan.pendingClaims = diff.replacements.map((r) => r.new).filter((d) => !isClaimBound(inventory.ownClaims.get(d)));
+    if (plan.pendingClaims.length > 0) return plan;
+    const raidGroups = calm.raidGroups.map((g, i) => {
+      const swaps = diff.replacements.filter((r) => r.group === i);
+      if (swaps.length === 0) return g;
+      return replaceDevices(g, swaps, pool, inventory);
+    });
+    plan.disruptive = {
+      kind: "replacement",
+      spec: { ...calm, raidGroups },
+      describe: `pool ${name} replaces ${diff.replacements.map((r) => `${r.old} with ${r.new}`).join(", ")}`,
+    };
+  }
+  return plan;
+}
+
+function expand(spec: CSPISpec, pool: PoolSpec, diff: PoolDiff, inventory: Inventory): CSPISpec {
+  const raidGroups = spec.raidGroups.map((g) => ({ ...g, blockDevices: [...g.blockDevices] }));
+  for (const e of diff.expansions) {
+    const resolved = resolveRaidGroup(pool.raidGroups[e.specGroup]!, pool, inventory);
+    if (e.group === undefined) {
+      raidGroups.push(resolved);
+      continue;
+    }
+    const added = resolved.blockDevices.filter((d) => e.devices.includes(d.blockDeviceName));
+    raidGroups[e.group]!.blockDevices.push(...added);
+  }
+  return { ...spec, raidGroups };
+}
+
+function replaceDevices(group: CSPIRaidGroup, swaps: PoolDiff["replacements"], pool: PoolSpec, inventory: Inventory): CSPIRaidGroup {
+  const fresh = resolveRaidGroup({ type: group.type, blockDevices: swaps.map((s) => ({ blockDeviceName: s.new })) }, pool, inventory);
+  return {
+    ...group,
+    blockDevices: group.blockDevices.map((d) => {
+      const swap = swaps.find((s) => s.old === d.blockDeviceName);
+      return swap ? fresh.blockDevices.find((f) => f.blockDeviceName === swap.new)! : d;
+    }),
+  };
+}
+
+/** The node daemon has built (or imported) the pool at least once. */
+function isCreated(cspi: CSPI): boolean {
+  const phase = cspi.status?.phase;
+  return phase !== undefined && phase !== "Pending";
+}
+
+/** A disruptive change is under way on this CSPI: a move not yet imported, or a resilver. */
+export function isMidChange(cspi: CSPI, inventory: Inventory): boolean {
+  const importedOn = cspi.status?.importedOn;
+  if (importedOn !== undefined && importedOn !== cspi.spec?.hostName) return true;
+  if (findCondition(cspi.status?.conditions, CSPI_CONDITION.diskReplacement)?.status === "True") return true;
+  for (const g of cspi.spec?.raidGroups ?? []) {
+    for (const d of g.blockDevices) {
+      if (inventory.ownClaims.get(d.blockDeviceName)?.metadata.annotations?.[ANNOTATION.bdPredecessor]) return true;
+    }
+  }
+  return false;
+}
+
+export interface GateDecision {
+  /** Names of pools allowed to start their disruptive step now. */
+  go: Set<string>;
+  active: string[];
+  waiting: string[];
+}
+
+/**
+ * One disruptive change at a time: none starts while another is under way, and one starts only while
+ * every other pool is ONLINE. A pool that itself waits for a disruptive change does not block the others
+ * (two degraded pools would otherwise wait for each other forever).
+ */
+export function gateDisruptions(plans: readonly ExistingPoolPlan[], inventory: Inventory): GateDecision {
+  const all = [...inventory.cspis.values()];
+  const active = all.filter((c) => !isTerminating(c as never) && isMidChange(c, inventory)).map((c) => `pool ${c.metadata.name}`).sort();
+  const wanting = plans.filter((p) => p.disruptive && p.pendingClaims.length === 0);
+  const wantingNames = new Set(wanting.map((p) => p.name));
+  const go = new Set<string>();
+  const waiting: string[] = [];
+  // The same for every wanting pool (a wanting pool is never a blocker), so computed once, not once per pool.
+  const blockers = all.filter((c) => !wantingNames.has(c.metadata.name!) && c.status?.phase !== "ONLINE");
+  const until = `until ${blockers.map((c) => `${c.metadata.name} (${c.status?.phase ?? "no status"})`).join(", ")} is ONLINE`;
+  // Fixed once the first wanting pool is decided: only that one can start.
+  let after: string | undefined;
+  for (const p of wanting) {
+    if (active.length === 0 && go.size === 0 && blockers.length === 0) {
+      go.add(p.name);
+      continue;
+    }
+    const why = active.length > 0 || go.size > 0 ? (after ??= `after ${[...active, ...[...go].map((n) => `pool ${n}`)].join(", ")}`) : until;
+    waiting.push(`${p.disruptive!.describe} ${why}`);
+  }
+  for (const p of plans) if (p.waiting) waiting.push(p.waiting);
+  return { go, active: [...active, ...[...go].map((n) => plans.find((p) => p.name === n)!.disruptive!.describe)], waiting };
+}

@@ -1,0 +1,160 @@
+// POST /hooks/cspc-finalize (CompositeController finalize): the CSPC is being deleted. Teardown runs in
+// the order the node daemon needs, one observed step at a time, and is idempotent:
+//   1. every CSPI is marked openebs.io/pool-removal=requested (the node daemon may destroy its pool);
+//   2. marked CSPIs are omitted, so Metacontroller deletes them; each stays until its pool is destroyed;
+//   3. once no CSPI is observed, the BlockDeviceClaims are omitted and NDM releases the devices;
+//   4. finalized: true once neither a CSPI nor a claim is observed.
+// A pool that holds volumes stops all of it: every CSPI and claim is kept and the status names the pool.
+import { TYPE_KEY } from "../../api/constants.js";
+import type { BlockDeviceClaim, Clock, CompositeSyncRequest, CompositeSyncResponse, Condition, CSPC, CSPCStatus, CSPI, KubeObject } from "../../api/types.js";
+import { mergeConditions, nextCondition, type ConditionInput } from "../conditions.js";
+import { buildInventory, isTerminating, type Inventory } from "../inventory.js";
+import { objectsOf } from "../request.js";
+import type { HookConfig } from "../hook-config.js";
+import { claimObject, devicesOf, isMarkedForRemoval, markedForRemoval, ownedView } from "./build.js";
+import { CSPC_CONDITION, isCspiHealthy, joinMessages } from "./status.js";
+import { hasUnreadableChild, heldChildren, unreadableCondition } from "./unreadable.js";
+
+/** Written only while the CSPC is being deleted: which teardown step it is in and what it waits for. */
+export const DELETING_CONDITION = "Deleting";
+
+export function finalizeCspcRequest(request: CompositeSyncRequest<CSPC>, clock: Clock, config: HookConfig): CompositeSyncResponse {
+  const inventory = buildInventory(request.parent, request.children, request.related);
+  const claims = objectsOf<BlockDeviceClaim>(request.children, TYPE_KEY.blockDeviceClaim);
+  const teardown = planTeardown(inventory, claims);
+  const unreadable = request.unreadable ?? [];
+  // A child the hook cannot read still exists: it is kept, and the CSPC waits for it to be fixed.
+  const finalized = inventory.cspis.size === 0 && claims.length === 0 && !hasUnreadableChild(unreadable);
+  const status = teardownStatus(request.parent, inventory, teardown, claims, clock(), unreadableCondition(unreadable, joinMessages));
+  const response: CompositeSyncResponse = {
+    status: status as Record<string, unknown>,
+    children: hasUnreadableChild(unreadable) ? heldChildren(request.children, unreadable, (device, cspi) => claimObject(device, inventory, { cspi })) : teardown.children,
+    finalized,
+  };
+  if (!finalized) response.resyncAfterSeconds = config.resyncSeconds;
+  return response;
+}
+
+interface Teardown {
+  children: KubeObject[];
+  /** CSPIs whose pools hold volumes: nothing is removed while there is one. */
+  holdingVolumes: CSPI[];
+  markedNow: string[];
+  removedNow: string[];
+  /** Deleted, waiting for their finalizers (the node daemon destroying the pool, the pool Deployment going). */
+  terminating: CSPI[];
+}
+
+function planTeardown(inventory: Inventory, claims: readonly BlockDeviceClaim[]): Teardown {
+  const cspis = [...inventory.cspis.values()];
+  const holdingVolumes = cspis.filter((c) => (c.status?.provisionedVolumes ?? 0) > 0);
+  const live = cspis.filter((c) => !isTerminating(c));
+  const teardown: Teardown = {
+    children: [],
+    holdingVolumes,
+    markedNow: [],
+    removedNow: [],
+    terminating: cspis.filter((c) => isTerminating(c)),
+  };
+
+  for (const cspi of live) {
+    const name = cspi.metadata.name!;
+    if (holdingVolumes.length > 0) teardown.children.push(ownedView(cspi));
+    else if (!isMarkedForRemoval(cspi)) {
+      teardown.children.push(markedForRemoval(cspi));
+      teardown.markedNow.push(name);
+    } else teardown.removedNow.push(name);
+  }
+
+  // Claims outlive every CSPI: a pool being destroyed still sits on its devices, and NDM must not hand them
+  // to anyone else before that. A claim deleted by hand comes back for the same reason.
+  if (cspis.length > 0) {
+    const kept: KubeObject[] = [];
+    const observed = new Set<string>();
+    for (const claim of claims) {
+      if (isTerminating(claim)) continue;
+      kept.push(ownedView(claim));
+      if (claim.spec?.blockDeviceName) observed.add(claim.spec.blockDeviceName);
+    }
+    for (const cspi of cspis) {
+      for (const device of devicesOf(cspi.spec?.raidGroups)) {
+        if (observed.has(device)) continue;
+        observed.add(device);
+        kept.push(claimObject(device, inventory, { cspi: cspi.metadata.name! }));
+      }
+    }
+    teardown.children.push(...kept.sort((a, b) => (a.metadata.name ?? "").localeCompare(b.metadata.name ?? "")));
+  }
+  return teardown;
+}
+
+function teardownStatus(
+  cspc: CSPC,
+  inventory: Inventory,
+  teardown: Teardown,
+  claims: readonly BlockDeviceClaim[],
+  now: Date,
+  unreadable: ConditionInput,
+): CSPCStatus {
+  const cspis = [...inventory.cspis.values()];
+  const where = `CStorPoolCluster ${inventory.namespace}/${inventory.cspcName}`;
+  const blocked = teardown.holdingVolumes.map(
+    (c) =>
+      `pool ${c.metadata.name} on node ${c.spec?.hostName ?? "unknown"} holds ${c.status?.provisionedVolumes} volume(s): ` +
+      `move or delete its volumes; deletion continues by itself once no pool holds volumes`,
+  );
+  const removal: ConditionInput =
+    blocked.length > 0
+      ? { type: CSPC_CONDITION.removalBlocked, status: "True", reason: "PoolHoldsVolumes", message: `${where} is being deleted, but ${joinMessages(blocked)}` }
+      : { type: CSPC_CONDITION.removalBlocked, status: "False", reason: "NoneBlocked", message: "no pool holds volumes" };
+
+  const deleting = deletingCondition(teardown, claims, blocked.length > 0);
+  const ready: ConditionInput = {
+    type: CSPC_CONDITION.ready,
+    status: "False",
+    reason: blocked.length > 0 ? "PoolHoldsVolumes" : deleting.reason,
+    message: blocked.length > 0 ? removal.message : `${where} is being deleted: ${deleting.message}`,
+  };
+  const generation = cspc.metadata.generation;
+  const previous = cspc.status?.conditions;
+  const updates: Condition[] = [removal, deleting, ready, unreadable].map((input) => nextCondition(previous, input, now, generation));
+  const status: CSPCStatus = {
+    desiredInstances: cspc.spec?.pools?.length ?? 0,
+    provisionedInstances: cspis.length,
+    healthyInstances: cspis.filter(isCspiHealthy).length,
+    conditions: mergeConditions(previous, updates),
+  };
+  if (generation !== undefined) status.observedGeneration = generation;
+  return status;
+}
+
+function deletingCondition(teardown: Teardown, claims: readonly BlockDeviceClaim[], blocked: boolean): ConditionInput {
+  const type = DELETING_CONDITION;
+  if (blocked) {
+    return { type, status: "True", reason: "BlockedByVolumes", message: "no pool or claim is removed while a pool holds volumes (see PoolRemovalBlocked)" };
+  }
+  const waiting = teardown.terminating.map((c) => {
+    const finalizers = (c.metadata.finalizers ?? []).slice().sort();
+    const on = `${c.metadata.name} on ${c.spec?.hostName ?? "unknown node"}`;
+    return finalizers.length > 0 ? `${on} (finalizers ${finalizers.join(", ")})` : on;
+  });
+  const steps = [
+    teardown.markedNow.length ? `marking pools for removal (openebs.io/pool-removal=requested): ${nameList(teardown.markedNow)}` : "",
+    teardown.removedNow.length ? `deleting pools: ${nameList(teardown.removedNow)}` : "",
+    waiting.length ? `waiting for deleted pools to be destroyed on their nodes: ${nameList(waiting)}` : "",
+  ].filter(Boolean);
+  if (steps.length > 0) return { type, status: "True", reason: "RemovingPools", message: steps.join("; ") };
+  const names = claims.map((c) => c.metadata.name ?? "").sort();
+  if (names.length > 0) {
+    return { type, status: "True", reason: "ReleasingClaims", message: `releasing BlockDeviceClaims (no pool is left): ${nameList(names)}` };
+  }
+  return { type, status: "True", reason: "Finalized", message: "every pool and BlockDeviceClaim is gone" };
+}
+
+const LISTED_NAMES = 20;
+
+/** A readable list for a condition message: a CSPC of 1,000 pools must not produce a 30 kB message. */
+function nameList(names: readonly string[]): string {
+  const shown = names.slice(0, LISTED_NAMES).join(", ");
+  return names.length > LISTED_NAMES ? `${shown} and ${names.length - LISTED_NAMES} more` : shown;
+}

@@ -1,0 +1,162 @@
+// CSPC status: counts and conditions, a pure function of the request and the clock. Every condition type is
+// always present, so `kubectl get cspc -o yaml` shows the whole picture and nothing appears or vanishes.
+import { CSPI_CONDITION } from "../../api/constants.js";
+import type { Condition, CSPC, CSPCStatus, CSPI, UnreadableObject } from "../../api/types.js";
+import { findCondition, nextCondition, type ConditionInput } from "../conditions.js";
+import type { Violation } from "../rules/pool-spec.js";
+import { UNREADABLE_CONDITION, unreadableCondition } from "./unreadable.js";
+
+export const CSPC_CONDITION = {
+  ready: "Ready",
+  provisioningBlocked: "ProvisioningBlocked",
+  claimsPending: "ClaimsPending",
+  specRejected: "PoolSpecRejected",
+  progressing: "Progressing",
+  paused: "ReconcilePaused",
+  removalBlocked: "PoolRemovalBlocked",
+  unreadable: UNREADABLE_CONDITION,
+} as const;
+
+/** What the sync decided, as far as status needs to know. */
+export interface SyncFindings {
+  /** Pools not provisioned (or not changed) because of a violation. */
+  blocked: Violation[];
+  /** Devices whose claims are not Bound yet, per CSPI name. */
+  pendingClaims: Map<string, string[]>;
+  /** Day-2 changes refused; the CSPI keeps its spec. */
+  rejected: Violation[];
+  /** Disruptive day-2 changes: the pool being changed now and the pools waiting for it. */
+  progressing: { active: string[]; waiting: string[] };
+  paused: boolean;
+  /** CSPIs whose pool spec is gone but which still hold volumes. */
+  removalBlocked: string[];
+  /** Children and related objects of the request the hook could not use. */
+  unreadable: UnreadableObject[];
+}
+
+export function emptyFindings(): SyncFindings {
+  return { blocked: [], pendingClaims: new Map(), rejected: [], progressing: { active: [], waiting: [] }, paused: false, removalBlocked: [], unreadable: [] };
+}
+
+const MAX_MESSAGE = 4000;
+
+/** Joins messages, cut to a readable length with a count of what was left out. */
+export function joinMessages(messages: readonly string[]): string {
+  const unique = [...new Set(messages)];
+  let out = "";
+  for (let i = 0; i < unique.length; i++) {
+    const next = out ? `${out}; ${unique[i]}` : unique[i]!;
+    if (next.length > MAX_MESSAGE) return `${out}; and ${unique.length - i} more`;
+    out = next;
+  }
+  return out;
+}
+
+export function isCspiHealthy(cspi: CSPI): boolean {
+  return cspi.status?.phase === "ONLINE" && findCondition(cspi.status?.conditions, CSPI_CONDITION.podAvailable)?.status === "True";
+}
+
+export function computeStatus(cspc: CSPC, observed: readonly CSPI[], findings: SyncFindings, now: Date): CSPCStatus {
+  const previous = cspc.status?.conditions;
+  const generation = cspc.metadata.generation;
+  const desired = cspc.spec?.pools?.length ?? 0;
+  const provisioned = observed.length;
+  const healthy = observed.filter(isCspiHealthy).length;
+
+  const inputs: ConditionInput[] = [];
+  const flag = (type: string, on: boolean, reasonOn: string, messageOn: string, reasonOff: string, messageOff: string): void => {
+    inputs.push(on ? { type, status: "True", reason: reasonOn, message: messageOn } : { type, status: "False", reason: reasonOff, message: messageOff });
+  };
+
+  flag(
+    CSPC_CONDITION.provisioningBlocked,
+    findings.blocked.length > 0,
+    "PoolsBlocked",
+    joinMessages(findings.blocked.map((v) => v.message)),
+    "NoneBlocked",
+    "every pool spec is valid and its block devices are usable",
+  );
+  const pending = [...findings.pendingClaims.entries()].sort(([a], [b]) => a.localeCompare(b));
+  flag(
+    CSPC_CONDITION.claimsPending,
+    pending.length > 0,
+    "WaitingForClaims",
+    joinMessages(
+      pending.map(
+        ([cspi, devices]) =>
+          `pool ${cspi} waits for ${devices.length} BlockDeviceClaim(s) to be Bound (${devices.join(", ")}); NDM binds them, without NDM bind them by hand`,
+      ),
+    ),
+    "AllClaimsBound",
+    "every block device of every pool is claimed",
+  );
+  flag(
+    CSPC_CONDITION.specRejected,
+    findings.rejected.length > 0,
+    "ChangesRejected",
+    joinMessages(findings.rejected.map((v) => v.message)),
+    "NoneRejected",
+    "every change to the spec was carried into the pools",
+  );
+  const { active, waiting } = findings.progressing;
+  flag(
+    CSPC_CONDITION.progressing,
+    active.length + waiting.length > 0,
+    "PoolUpdateInProgress",
+    [
+      active.length ? `updating: ${active.join(", ")}` : "",
+      waiting.length ? `waiting (one disruptive change at a time, while all other pools are ONLINE): ${waiting.join(", ")}` : "",
+    ]
+      .filter(Boolean)
+      .join("; "),
+    "NoUpdatesPending",
+    "no disruptive change is in flight",
+  );
+  flag(
+    CSPC_CONDITION.paused,
+    findings.paused,
+    "PausedByAnnotation",
+    "day-2 changes are held by annotation openebs.io/reconcile-paused=true; remove it to continue",
+    "NotPaused",
+    "day-2 changes are applied as they come",
+  );
+  flag(
+    CSPC_CONDITION.removalBlocked,
+    findings.removalBlocked.length > 0,
+    "PoolHoldsVolumes",
+    joinMessages(
+      findings.removalBlocked.map(
+        (name) => `pool ${name} was removed from the spec but still holds volumes: move or delete its volumes first, or add its pool spec back`,
+      ),
+    ),
+    "NoneBlocked",
+    "no removed pool holds volumes",
+  );
+  inputs.push(unreadableCondition(findings.unreadable, joinMessages));
+
+  const problems = inputs.filter((c) => c.status === "True" && c.type !== CSPC_CONDITION.progressing);
+  const allHealthy = desired === provisioned && provisioned === healthy;
+  if (problems.length === 0 && allHealthy) {
+    inputs.push({ type: CSPC_CONDITION.ready, status: "True", reason: "AllPoolsHealthy", message: `${healthy} of ${desired} pools are ONLINE with their pool pod available` });
+  } else {
+    const first = problems[0];
+    inputs.push({
+      type: CSPC_CONDITION.ready,
+      status: "False",
+      reason: first ? first.reason : "PoolsNotHealthy",
+      message: `${healthy} of ${desired} pools healthy, ${provisioned} provisioned${first ? `; see condition ${problems.map((p) => p.type).join(", ")}` : ""}`,
+    });
+  }
+
+  const conditions: Condition[] = inputs
+    .map((input) => nextCondition(previous, input, now, generation))
+    .sort((a, b) => a.type.localeCompare(b.type));
+  const status: CSPCStatus = {
+    desiredInstances: desired,
+    provisionedInstances: provisioned,
+    healthyInstances: healthy,
+    conditions,
+  };
+  if (generation !== undefined) status.observedGeneration = generation;
+  return status;
+}

@@ -1,0 +1,232 @@
+// The pool Deployment of a CSPI: one pod on the CSPI's node that serves the pool's data plane. It never
+// creates, imports or changes the zpool (the node daemon does); its readiness says the pool is there.
+//
+// Every field is written the way the API server stores it (defaults explicit, quantities canonical, no
+// empty strings, lists or nulls the server would drop), so Metacontroller's 3-way merge finds nothing to
+// change once the Deployment exists. Anything that follows from the CSPI's node, resources or tolerations
+// lives in the pod template, so changing it rolls the pod (Recreate: the old pod stops before the new one
+// starts, as two pods must never serve one pool).
+import { API_VERSION, KIND, LABEL, TYPE_KEY } from "../../api/constants.js";
+import type { CSPI, DecoratorSyncRequest, KubeObject, PoolConfig } from "../../api/types.js";
+import { BadRequestError } from "../errors.js";
+import { isValidLabelValue, poolDeploymentName, zpoolName } from "../names.js";
+import { objectsOf } from "../request.js";
+import type { PoolPodConfig } from "../hook-config.js";
+import { parseQuantity, type Quantity } from "../quantity.js";
+
+export const POOL_APP = "cstor-pool";
+export const POOL_CONTAINER = "cstor-pool";
+export const EXPORTER_CONTAINER = "pool-exporter";
+const MANAGED_BY = "cstor-pool-operator";
+const EXPORTER_PORT = 9500;
+/** zrepl's replica data and management ports, as the upstream pool pod declares them. */
+const POOL_PORTS = [3232, 3233, 12000];
+/** Where the pool container keeps the cachefile and zrepl its state; a per-pool host directory. */
+const POOL_STATE_PATH = "/var/openebs/cstor-pool";
+const SOCKET_PATH = "/var/tmp/sock";
+
+/** What a CSPI gives its Deployment; everything else about the Deployment is fixed or configured. */
+export function poolDeployment(cspi: CSPI, config: PoolPodConfig): KubeObject {
+  const name = requireName(cspi);
+  const namespace = cspi.metadata.namespace ?? "default";
+  const where = `CStorPoolInstance ${namespace}/${name}`;
+  const hostName = cspi.spec?.hostName;
+  if (typeof hostName !== "string" || !isValidLabelValue(hostName) || hostName === "") {
+    throw new BadRequestError(
+      `${where} spec.hostName ${JSON.stringify(hostName ?? null)} is not a node hostname label value: cspc-sync sets it to the node of the pool's block devices; recreate the CSPI from its CStorPoolCluster`,
+    );
+  }
+  const poolConfig = cspi.spec.poolConfig ?? {};
+  const zpool = zpoolName(name);
+
+  const labels: Record<string, string> = {
+    [LABEL.app]: POOL_APP,
+    [LABEL.managedBy]: MANAGED_BY,
+    [LABEL.cspi]: name,
+  };
+  const cspc = cspcOf(cspi);
+  if (cspc) labels[LABEL.cspc] = cspc;
+
+  const env = [
+    { name: "OPENEBS_IO_CSPI_NAME", value: name },
+    { name: "OPENEBS_IO_ZPOOL_NAME", value: zpool },
+    { name: "POD_NAME", valueFrom: { fieldRef: { apiVersion: "v1", fieldPath: "metadata.name" } } },
+    { name: "NAMESPACE", valueFrom: { fieldRef: { apiVersion: "v1", fieldPath: "metadata.namespace" } } },
+  ];
+  const mounts = [
+    { mountPath: "/dev", name: "device" },
+    { mountPath: "/run/udev", name: "udev" },
+    { mountPath: POOL_STATE_PATH, name: "storagepath" },
+    { mountPath: SOCKET_PATH, name: "sockfile" },
+  ];
+  const container = (containerName: string, image: string) => ({
+    name: containerName,
+    image,
+    imagePullPolicy: "IfNotPresent",
+    env,
+    volumeMounts: mounts,
+    terminationMessagePath: "/dev/termination-log",
+    terminationMessagePolicy: "File",
+  });
+
+  const podSpec: Record<string, unknown> = {
+    automountServiceAccountToken: false,
+    containers: [
+      {
+        ...container(POOL_CONTAINER, config.poolImage),
+        ports: POOL_PORTS.map((port) => ({ containerPort: port, protocol: "TCP" })),
+        readinessProbe: {
+          // Ready once the pool is imported and answers: zrepl serves nothing before that.
+          exec: { command: ["zpool", "list", "-H", "-o", "health", zpool] },
+          failureThreshold: 3,
+          periodSeconds: 10,
+          successThreshold: 1,
+          timeoutSeconds: 10,
+        },
+        resources: resources(poolConfig.resources, `${where} spec.poolConfig.resources`),
+        securityContext: { privileged: true },
+      },
+      {
+        ...container(EXPORTER_CONTAINER, config.exporterImage),
+        command: ["maya-exporter"],
+        args: ["-e=pool"],
+        ports: [{ containerPort: EXPORTER_PORT, name: "metrics", protocol: "TCP" }],
+        resources: resources(poolConfig.auxResources, `${where} spec.poolConfig.auxResources`),
+        securityContext: { privileged: true },
+      },
+    ],
+    dnsPolicy: "ClusterFirst",
+    enableServiceLinks: true,
+    nodeSelector: { ...stringMap(cspi.spec.nodeSelector, `${where} spec.nodeSelector`), [LABEL.hostname]: hostName },
+    restartPolicy: "Always",
+    schedulerName: "default-scheduler",
+    securityContext: {},
+    terminationGracePeriodSeconds: 30,
+    volumes: [
+      { name: "device", hostPath: { path: "/dev", type: "Directory" } },
+      { name: "udev", hostPath: { path: "/run/udev", type: "Directory" } },
+      { name: "storagepath", hostPath: { path: `${config.baseDir}/cstor-pool/${name}`, type: "DirectoryOrCreate" } },
+      { name: "sockfile", emptyDir: {} },
+    ],
+  };
+  if (poolConfig.priorityClassName) podSpec.priorityClassName = poolConfig.priorityClassName;
+  const tolerations = (poolConfig.tolerations ?? []).map(withoutEmptyFields);
+  if (tolerations.length > 0) podSpec.tolerations = tolerations;
+  if (config.imagePullSecrets.length > 0) podSpec.imagePullSecrets = config.imagePullSecrets.map((secret) => ({ name: secret }));
+
+  return {
+    apiVersion: "apps/v1",
+    kind: KIND.deployment,
+    metadata: { name: poolDeploymentName(name), namespace, labels },
+    spec: {
+      progressDeadlineSeconds: 600,
+      replicas: 1,
+      revisionHistoryLimit: 10,
+      // Only this CSPI's pod: a namespace-wide app label would let Deployments adopt each other's pods.
+      selector: { matchLabels: { [LABEL.cspi]: name } },
+      strategy: { type: "Recreate" },
+      template: {
+        metadata: {
+          labels,
+          annotations: {
+            "cluster-autoscaler.kubernetes.io/safe-to-evict": "false",
+            "prometheus.io/path": "/metrics",
+            "prometheus.io/port": String(EXPORTER_PORT),
+            "prometheus.io/scrape": "true",
+          },
+        },
+        spec: podSpec,
+      },
+    },
+  };
+}
+
+/** The observed pool Deployment of the request's CSPI, if Metacontroller sent one. */
+export function observedPoolDeployment(request: DecoratorSyncRequest): KubeObject | undefined {
+  const name = poolDeploymentName(request.object.metadata.name ?? "");
+  return objectsOf(request.attachments, TYPE_KEY.deployment).find((d) => d.metadata.name === name);
+}
+
+/**
+ * Whether Metacontroller has applied the desired Deployment: it exists, is not being deleted, and holds every
+ * field of the answer with the same value (lists item by item). The answer is written the way the API server
+ * stores it, so an applied Deployment contains it whatever the server and other controllers add.
+ */
+export function isApplied(desired: KubeObject, observed: KubeObject | undefined): boolean {
+  return observed !== undefined && !observed.metadata.deletionTimestamp && contains(observed, desired);
+}
+
+function contains(observed: unknown, desired: unknown): boolean {
+  if (Array.isArray(desired)) {
+    return Array.isArray(observed) && observed.length === desired.length && desired.every((item, i) => contains(observed[i], item));
+  }
+  if (typeof desired === "object" && desired !== null) {
+    if (typeof observed !== "object" || observed === null || Array.isArray(observed)) return false;
+    return Object.entries(desired).every(([key, value]) => contains((observed as Record<string, unknown>)[key], value));
+  }
+  return observed === desired;
+}
+
+function requireName(cspi: CSPI): string {
+  const name = cspi.metadata.name ?? "";
+  if (!isValidLabelValue(name) || name === "") {
+    throw new BadRequestError(
+      `CStorPoolInstance ${cspi.metadata.namespace ?? ""}/${name} has a name longer than 63 characters or not a label value: its pool Deployment selects its pod by it; rename the CStorPoolCluster to at most 56 characters`,
+    );
+  }
+  return name;
+}
+
+function cspcOf(cspi: CSPI): string | undefined {
+  const fromLabel = cspi.metadata.labels?.[LABEL.cspc];
+  if (fromLabel) return fromLabel;
+  const owner = cspi.metadata.ownerReferences?.find((ref) => ref.kind === KIND.cspc && ref.apiVersion === API_VERSION);
+  return typeof owner?.name === "string" && isValidLabelValue(owner.name) ? owner.name : undefined;
+}
+
+type Resources = NonNullable<PoolConfig["resources"]>;
+
+/**
+ * Container resources with canonical quantities. What the API server would reject (not a quantity, a
+ * request above its limit) is a 400 naming the field, instead of a Deployment that never gets created.
+ */
+function resources(requirements: Resources | undefined, field: string): Record<string, Record<string, string>> {
+  const parsed: Partial<Record<"limits" | "requests", Map<string, Quantity>>> = {};
+  for (const kind of ["limits", "requests"] as const) {
+    for (const [resource, value] of Object.entries(requirements?.[kind] ?? {})) {
+      const quantity = parseQuantity(value);
+      if (!quantity) {
+        throw new BadRequestError(
+          `${field}.${kind}.${resource} ${JSON.stringify(value)} is not a non-negative Kubernetes quantity (e.g. 500m, 2Gi, 1): fix it in the CStorPoolCluster's poolConfig`,
+        );
+      }
+      (parsed[kind] ??= new Map()).set(resource, quantity);
+    }
+  }
+  for (const [resource, request] of parsed.requests ?? []) {
+    const limit = parsed.limits?.get(resource);
+    if (limit && request.nano > limit.nano) {
+      throw new BadRequestError(
+        `${field}.requests.${resource} ${request.canonical} is above its limit ${limit.canonical}: a container cannot request more than its limit; fix the CStorPoolCluster's poolConfig`,
+      );
+    }
+  }
+  const out: Record<string, Record<string, string>> = {};
+  for (const kind of ["limits", "requests"] as const) {
+    const entries = [...(parsed[kind] ?? [])].sort(([a], [b]) => a.localeCompare(b));
+    if (entries.length > 0) out[kind] = Object.fromEntries(entries.map(([resource, q]) => [resource, q.canonical]));
+  }
+  return out;
+}
+
+function stringMap(map: Record<string, string> | undefined, field: string): Record<string, string> {
+  for (const [key, value] of Object.entries(map ?? {})) {
+    if (typeof value !== "string") throw new BadRequestError(`${field}["${key}"] must be a string label value`);
+  }
+  return { ...map };
+}
+
+/** The API server drops empty optional strings; emitting them would differ from what it stores. */
+function withoutEmptyFields<T extends object>(item: T): T {
+  return Object.fromEntries(Object.entries(item).filter(([, v]) => v !== "" && v !== undefined && v !== null)) as T;
+}

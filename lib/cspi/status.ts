@@ -1,0 +1,133 @@
+// The CSPI status fields this hook owns (docs/architecture.md, "Status ownership"): the PodAvailable and
+// NodeDaemonHeartbeat conditions, and phase Unknown while the node daemon's heartbeat is stale. Everything
+// else is the node daemon's and is returned exactly as observed, in the observed order, so the hook and the
+// node daemon never undo each other's writes. Messages carry no clock-derived values: the same observation
+// gives the same status, and a stale CSPI is written once, not on every resync.
+import { CSPI_CONDITION } from "../../api/constants.js";
+import { CSPIStatusSchema } from "../../api/schema.js";
+import type { Condition, CSPI, CSPIStatus, KubeObject } from "../../api/types.js";
+import { formatTime, nextCondition, type ConditionInput } from "../conditions.js";
+import { poolDeploymentName } from "../names.js";
+import { isTerminating } from "../inventory.js";
+
+export { CSPI_CONDITION };
+
+const STATUS_FIELDS = new Set(Object.keys(CSPIStatusSchema.properties));
+
+export interface HealthSettings {
+  staleStatusSeconds: number;
+  resyncSeconds: number;
+}
+
+export interface HealthResult {
+  status: CSPIStatus;
+  /** When a fresh heartbeat turns stale, or the resync bound, whichever comes first. */
+  resyncAfterSeconds: number;
+}
+
+/**
+ * The observed status with the hook's fields brought up to date. `deleting`: the CSPI is on its way out, so a
+ * missing Deployment is expected rather than about to be recreated.
+ */
+export function cspiHealth(
+  cspi: CSPI,
+  deployment: KubeObject | undefined,
+  now: Date,
+  settings: HealthSettings,
+  deleting = false,
+): HealthResult {
+  const observed: CSPIStatus = cspi.status ?? {};
+  const podAvailable = podAvailability(cspi, deployment, deleting);
+  const heartbeat = heartbeatOf(cspi, now, settings);
+
+  // Only the fields the CRD knows: the API server prunes any other when the status is written.
+  const status = Object.fromEntries(Object.entries(observed).filter(([key]) => STATUS_FIELDS.has(key))) as CSPIStatus;
+  if (heartbeat.stale) status.phase = "Unknown";
+  status.conditions = replaceConditions(observed.conditions, [
+    nextCondition(observed.conditions, podAvailable, now),
+    nextCondition(observed.conditions, heartbeat.condition, now),
+  ]);
+  return { status, resyncAfterSeconds: heartbeat.resyncAfterSeconds };
+}
+
+function podAvailability(cspi: CSPI, deployment: KubeObject | undefined, deleting: boolean): ConditionInput {
+  const namespace = cspi.metadata.namespace ?? "default";
+  const name = `${namespace}/${poolDeploymentName(cspi.metadata.name ?? "")}`;
+  const type = CSPI_CONDITION.podAvailable;
+  if (!deployment || isTerminating(deployment)) {
+    const message = deleting
+      ? `pool Deployment ${name} is removed because the CStorPoolInstance is being deleted`
+      : deployment
+        ? `pool Deployment ${name} is being deleted; it is created again once it is gone`
+        : `pool Deployment ${name} does not exist; it is being created`;
+    return { type, status: "False", reason: "MissingPoolDeployment", message };
+  }
+
+  const status = (deployment.status ?? {}) as Record<string, number | undefined>;
+  const generation = deployment.metadata.generation ?? 0;
+  const rolledOut = (status.observedGeneration ?? 0) >= generation && (status.updatedReplicas ?? 0) >= 1;
+  const available = status.availableReplicas ?? 0;
+  if (available >= 1 && rolledOut) {
+    return { type, status: "True", reason: "PoolPodAvailable", message: `the pool pod of Deployment ${name} is available` };
+  }
+  const selector = `-l openebs.io/cstor-pool-instance=${cspi.metadata.name}`;
+  const message = !rolledOut
+    ? `pool Deployment ${name} is replacing its pod after a change of node, resources or tolerations (Recreate: the old pod stops first)`
+    : `pool Deployment ${name} has no available pod (${status.readyReplicas ?? 0} of ${status.replicas ?? 0} ready): see kubectl -n ${namespace} describe pods ${selector}`;
+  return { type, status: "False", reason: "PoolPodNotReady", message };
+}
+
+interface Heartbeat {
+  stale: boolean;
+  condition: ConditionInput;
+  resyncAfterSeconds: number;
+}
+
+function heartbeatOf(cspi: CSPI, now: Date, settings: HealthSettings): Heartbeat {
+  const type = CSPI_CONDITION.heartbeat;
+  const bound = settings.staleStatusSeconds;
+  const node = cspi.spec?.hostName ?? "its node";
+  const reported = cspi.status?.lastUpdateTime;
+  const reportedAt = reported ? Date.parse(reported) : Number.NaN;
+  if (Number.isNaN(reportedAt)) {
+    const message = reported
+      ? `status.lastUpdateTime ${JSON.stringify(reported)} is not an RFC 3339 time; the node daemon on ${node} writes it`
+      : `the node daemon on ${node} has not reported this pool yet`;
+    return {
+      stale: false,
+      condition: { type, status: "Unknown", reason: "NoHeartbeat", message },
+      resyncAfterSeconds: settings.resyncSeconds,
+    };
+  }
+  const ageSeconds = (now.getTime() - reportedAt) / 1000;
+  if (ageSeconds > bound) {
+    return {
+      stale: true,
+      condition: {
+        type,
+        status: "False",
+        reason: "HeartbeatStale",
+        message:
+          `the node daemon on ${node} last reported at ${formatTime(new Date(reportedAt))}, more than ${bound}s ago, so the pool's phase is Unknown ` +
+          `until it reports again: check the node and the node daemon pod on it`,
+      },
+      resyncAfterSeconds: settings.resyncSeconds,
+    };
+  }
+  return {
+    stale: false,
+    condition: { type, status: "True", reason: "HeartbeatFresh", message: `the node daemon reported within the last ${bound}s` },
+    resyncAfterSeconds: Math.max(1, Math.min(settings.resyncSeconds, Math.floor(bound - ageSeconds) + 1)),
+  };
+}
+
+/** Replaces conditions of the same type where they are and appends new ones: the observed order stays. */
+function replaceConditions(observed: readonly Condition[] | undefined, updates: readonly Condition[]): Condition[] {
+  const out = [...(observed ?? [])];
+  for (const update of updates) {
+    const at = out.findIndex((c) => c.type === update.type);
+    if (at >= 0) out[at] = update;
+    else out.push(update);
+  }
+  return out;
+}

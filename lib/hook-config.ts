@@ -1,0 +1,89 @@
+// Hook server configuration, read from the environment once at startup (hooks/main.ts) and handed to the
+// pure hook functions, so a hook's answer depends only on (request, clock, config).
+import { DEFAULTS } from "../api/constants.js";
+import { ConfigError, STALE_STATUS_SECONDS_ENV, wholeSeconds } from "./settings.js";
+
+export { ConfigError };
+
+export interface PoolPodConfig {
+  /** The cStor pool data plane (zrepl). */
+  poolImage: string;
+  /** The pool metrics exporter side container. */
+  exporterImage: string;
+  /** Secrets the kubelet uses to pull both images; empty for public registries. */
+  imagePullSecrets: string[];
+  /** Host directory under which every pool gets its own directory (cachefile, sockets, cores). */
+  baseDir: string;
+}
+
+export interface HookConfig {
+  poolPod: PoolPodConfig;
+  /** A CSPI whose node daemon heartbeat (status.lastUpdateTime) is older than this shows phase Unknown. */
+  staleStatusSeconds: number;
+  /** Upper bound on the resync period the hooks ask for, so time-based decisions are re-evaluated. */
+  resyncSeconds: number;
+}
+
+export const DEFAULT_HOOK_CONFIG: HookConfig = {
+  poolPod: {
+    poolImage: "openebs/cstor-pool:3.6.0",
+    exporterImage: "openebs/m-exporter:3.6.0",
+    imagePullSecrets: [],
+    baseDir: "/var/openebs",
+  },
+  staleStatusSeconds: DEFAULTS.staleStatusSeconds,
+  resyncSeconds: DEFAULTS.resyncSeconds,
+};
+
+/** Environment variables, named as upstream cStor names them where it has a name for the setting. */
+export const CONFIG_ENV = {
+  poolImage: "OPENEBS_IO_CSTOR_POOL_IMAGE",
+  exporterImage: "OPENEBS_IO_CSTOR_POOL_EXPORTER_IMAGE",
+  imagePullSecrets: "OPENEBS_IO_IMAGE_PULL_SECRETS",
+  baseDir: "OPENEBS_IO_BASE_DIR",
+  staleStatusSeconds: STALE_STATUS_SECONDS_ENV,
+  resyncSeconds: "HOOK_RESYNC_SECONDS",
+} as const;
+
+const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+/** The configuration from environment variables; unset or empty variables take the defaults. */
+export function loadHookConfig(env: Readonly<Record<string, string | undefined>>): HookConfig {
+  const text = (name: string): string | undefined => {
+    const value = env[name]?.trim();
+    return value ? value : undefined;
+  };
+  const seconds = (name: string, fallback: number): number => wholeSeconds(env, name, fallback);
+  const image = (name: string, fallback: string): string => {
+    const value = text(name) ?? fallback;
+    if (/\s/.test(value)) throw new ConfigError(`${name}=${JSON.stringify(value)} is not an image reference: it contains whitespace`);
+    return value;
+  };
+
+  const pullSecrets = (text(CONFIG_ENV.imagePullSecrets) ?? "")
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
+  for (const secret of pullSecrets) {
+    if (secret.length > 253 || !DNS_SUBDOMAIN.test(secret)) {
+      throw new ConfigError(
+        `${CONFIG_ENV.imagePullSecrets} names ${JSON.stringify(secret)}, which is not a Secret name: give a comma-separated list of Secret names`,
+      );
+    }
+  }
+  const baseDir = (text(CONFIG_ENV.baseDir) ?? DEFAULT_HOOK_CONFIG.poolPod.baseDir).replace(/(.)\/+$/, "$1");
+  if (!baseDir.startsWith("/") || baseDir.split("/").includes("..")) {
+    throw new ConfigError(`${CONFIG_ENV.baseDir}=${JSON.stringify(baseDir)} must be an absolute host path without "..", e.g. /var/openebs`);
+  }
+
+  return {
+    poolPod: {
+      poolImage: image(CONFIG_ENV.poolImage, DEFAULT_HOOK_CONFIG.poolPod.poolImage),
+      exporterImage: image(CONFIG_ENV.exporterImage, DEFAULT_HOOK_CONFIG.poolPod.exporterImage),
+      imagePullSecrets: [...new Set(pullSecrets)].sort(),
+      baseDir,
+    },
+    staleStatusSeconds: seconds(CONFIG_ENV.staleStatusSeconds, DEFAULT_HOOK_CONFIG.staleStatusSeconds),
+    resyncSeconds: seconds(CONFIG_ENV.resyncSeconds, DEFAULT_HOOK_CONFIG.resyncSeconds),
+  };
+}

@@ -1,0 +1,25 @@
+// Settings read from the environment by more than one process: the hook server and the node daemon read the
+// stale-heartbeat threshold under the same name, so one value configures both.
+import { DEFAULTS } from "../api/constants.js";
+
+/** A setting that cannot be used; the message names the variable and an example value. */
+export class ConfigError extends Error {
+  override readonly name = "ConfigError";
+}
+
+/** How long a node daemon's heartbeat (CSPI status.lastUpdateTime) stays fresh: the hooks' Unknown phase, the daemon's import handshake. */
+export const STALE_STATUS_SECONDS_ENV = "CSPI_STALE_STATUS_SECONDS";
+
+/** A whole number of seconds above 0 from the environment; unset or empty gives the fallback. */
+export function wholeSeconds(env: Readonly<Record<string, string | undefined>>, name: string, fallback: number): number {
+  const value = env[name]?.trim();
+  if (!value) return fallback;
+  if (!/^[1-9][0-9]*$/.test(value)) {
+    throw new ConfigError(`${name}=${JSON.stringify(value)} is not a whole number of seconds above 0: set e.g. ${name}=${fallback}`);
+  }
+  return Number(value);
+}
+
+export function staleStatusSeconds(env: Readonly<Record<string, string | undefined>>): number {
+  return wholeSeconds(env, STALE_STATUS_SECONDS_ENV, DEFAULTS.staleStatusSeconds);
+}

@@ -1,0 +1,171 @@
+// An in-memory API server for the daemon's KubeApi interface, with the semantics the daemon relies on:
+// resourceVersions, watch events, merge-patched status (null removes), finalizers that hold a deleted
+// object until the last one is removed, Events, and claim annotations. Real-apiserver tests come with
+// test/support/kube.ts.
+import type { CSPI } from "../api/types.js";
+import type { CoreEvent, KubeApi, StatusPatch, WatchEventType } from "../node-daemon/kube.js";
+
+type Listener = (type: WatchEventType, cspi: CSPI) => void;
+
+interface OpenWatch {
+  listener: Listener;
+  end: (error?: Error) => void;
+}
+
+export interface RecordedEvent extends CoreEvent {
+  cspi: string;
+  host: string;
+}
+
+export class FakeKube implements KubeApi {
+  private readonly objects = new Map<string, CSPI>();
+  private readonly watches = new Set<OpenWatch>();
+  /** Lists that fail before one answers again (the apiserver away). */
+  failingLists = 0;
+  lists = 0;
+  private version = 1;
+  readonly events: RecordedEvent[] = [];
+  readonly statusPatches: { name: string; patch: StatusPatch }[] = [];
+  readonly claims = new Map<string, { blockDeviceName: string; cspi: string; annotations: Record<string, string> }>();
+  /** How often the daemon listed claims: it should not on every pass once they are settled. */
+  claimLists = 0;
+
+  get(name: string): CSPI | undefined {
+    const found = this.objects.get(name);
+    return found && structuredClone(found);
+  }
+
+  /** What a user or the hooks do: create or replace the spec/metadata (status is kept). */
+  apply(cspi: CSPI): void {
+    const existing = this.objects.get(cspi.metadata.name ?? "");
+    const next = structuredClone(cspi);
+    if (existing?.status) next.status = existing.status;
+    this.store(next, existing ? "MODIFIED" : "ADDED");
+  }
+
+  /** kubectl delete: sets deletionTimestamp while finalizers remain. */
+  delete(name: string): void {
+    const existing = this.objects.get(name);
+    if (!existing) return;
+    if ((existing.metadata.finalizers ?? []).length === 0) return this.remove(name);
+    this.store({ ...existing, metadata: { ...existing.metadata, deletionTimestamp: new Date().toISOString() } }, "MODIFIED");
+  }
+
+  private store(cspi: CSPI, type: WatchEventType): CSPI {
+    cspi.metadata.resourceVersion = String(++this.version);
+    this.objects.set(cspi.metadata.name ?? "", cspi);
+    for (const watch of this.watches) watch.listener(type, structuredClone(cspi));
+    return structuredClone(cspi);
+  }
+
+  private remove(name: string): void {
+    const existing = this.objects.get(name);
+    this.objects.delete(name);
+    if (existing) for (const watch of this.watches) watch.listener("DELETED", structuredClone(existing));
+  }
+
+  private must(namespace: string, name: string): CSPI {
+    const found = this.objects.get(name);
+    if (!found || found.metadata.namespace !== namespace) throw Object.assign(new Error(`cstorpoolinstances ${name} not found`), { code: 404 });
+    return found;
+  }
+
+  /** Watches open now. */
+  get openWatches(): number {
+    return this.watches.size;
+  }
+
+  /**
+   * The apiserver ends every open watch: cleanly (its request timeout) or with an error (a connection lost,
+   * 410 Gone). Changes made before the daemon watches again reach it only through its next list.
+   */
+  endWatches(error?: Error): void {
+    for (const watch of [...this.watches]) watch.end(error);
+  }
+
+  /** A change no watch delivers (an event lost on the way). */
+  applyUnseen(cspi: CSPI): void {
+    const watches = [...this.watches];
+    this.watches.clear();
+    try {
+      this.apply(cspi);
+    } finally {
+      watches.forEach((watch) => this.watches.add(watch));
+    }
+  }
+
+  async listCspis(namespace: string) {
+    this.lists++;
+    if (this.failingLists > 0) {
+      this.failingLists--;
+      throw new Error("connect ECONNREFUSED 127.0.0.1:6443");
+    }
+    return {
+      items: [...this.objects.values()].filter((c) => c.metadata.namespace === namespace).map((c) => structuredClone(c)),
+      resourceVersion: String(this.version),
+    };
+  }
+
+  async watchCspis(namespace: string, _resourceVersion: string, onEvent: Listener) {
+    let end!: (error?: Error) => void;
+    const done = new Promise<void>((resolve, reject) => (end = (error) => (error ? reject(error) : resolve())));
+    const watch: OpenWatch = {
+      listener: (type, cspi) => {
+        if (cspi.metadata.namespace === namespace) onEvent(type, cspi);
+      },
+      end: (error) => {
+        this.watches.delete(watch);
+        end(error);
+      },
+    };
+    this.watches.add(watch);
+    return { stop: () => watch.end(), done };
+  }
+
+  async patchCspiStatus(namespace: string, name: string, patch: StatusPatch) {
+    const existing = this.must(namespace, name);
+    this.statusPatches.push({ name, patch: structuredClone(patch) });
+    const status: Record<string, unknown> = { ...existing.status };
+    for (const [key, value] of Object.entries(patch)) {
+      if (value === null) delete status[key];
+      else status[key] = value;
+    }
+    return this.store({ ...existing, status: status as CSPI["status"] }, "MODIFIED");
+  }
+
+  async addFinalizer(cspi: CSPI, finalizer: string) {
+    const existing = this.must(cspi.metadata.namespace ?? "", cspi.metadata.name ?? "");
+    if (!existing.metadata.finalizers && existing.metadata.resourceVersion !== cspi.metadata.resourceVersion) {
+      throw Object.assign(new Error("test operation failed: resourceVersion changed"), { code: 422 });
+    }
+    return this.store({ ...existing, metadata: { ...existing.metadata, finalizers: [...(existing.metadata.finalizers ?? []), finalizer] } }, "MODIFIED");
+  }
+
+  async removeFinalizer(cspi: CSPI, finalizer: string) {
+    const existing = this.objects.get(cspi.metadata.name ?? "");
+    if (!existing) return undefined;
+    const finalizers = (existing.metadata.finalizers ?? []).filter((f) => f !== finalizer);
+    if (finalizers.length === 0 && existing.metadata.deletionTimestamp) {
+      this.remove(cspi.metadata.name ?? "");
+      return undefined;
+    }
+    return this.store({ ...existing, metadata: { ...existing.metadata, finalizers } }, "MODIFIED");
+  }
+
+  async createEvent(cspi: CSPI, event: CoreEvent, _component: string, host: string) {
+    this.events.push({ ...event, cspi: cspi.metadata.name ?? "", host });
+  }
+
+  async listClaimAnnotations(_namespace: string, cspi: string) {
+    this.claimLists++;
+    const out: Record<string, Record<string, string>> = {};
+    for (const claim of this.claims.values()) if (claim.cspi === cspi) out[claim.blockDeviceName] = { ...claim.annotations };
+    return out;
+  }
+
+  async removeClaimAnnotation(_namespace: string, claim: string, annotation: string) {
+    const found = this.claims.get(claim);
+    if (!found) throw Object.assign(new Error(`blockdeviceclaims ${claim} not found`), { code: 404 });
+    delete found.annotations[annotation];
+  }
+}

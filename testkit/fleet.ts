@@ -1,0 +1,95 @@
+// A deterministic synthetic fleet: one CSPC of N pools (two 2-way mirror groups each, 4 devices), with its
+// Nodes, BlockDevices, Bound claims and (optionally) the CSPIs a previous sync created. Used by tests of
+// large requests and by the benchmarks.
+import type { CompositeSyncRequest, KubeObject } from "../api/types.js";
+import { syncCspc } from "../hooks/cspc-sync/sync.js";
+import { claimName } from "../lib/names.js";
+
+const NS = "openebs";
+const UID = "0f1ee7aa-0000-4000-8000-000000000001";
+const CLOCK = () => new Date("2026-11-21T10:00:00Z");
+
+export interface FleetOptions {
+  pools: number;
+  /** Include the CSPIs the hook created, ONLINE with pods available: the steady state. */
+  withCspis?: boolean;
+}
+
+function host(i: number): string {
+  return `node-${String(i).padStart(4, "0")}`;
+}
+
+function device(i: number, d: number): string {
+  return `blockdevice-${String(i).padStart(4, "0")}-${d}`;
+}
+
+export function fleetRequest(options: FleetOptions): CompositeSyncRequest {
+  const pools = [];
+  const nodes: Record<string, KubeObject> = {};
+  const bds: Record<string, KubeObject> = {};
+  const claims: Record<string, KubeObject> = {};
+  for (let i = 0; i < options.pools; i++) {
+    const h = host(i);
+    nodes[h] = { apiVersion: "v1", kind: "Node", metadata: { name: h, labels: { "kubernetes.io/hostname": h } } };
+    const devices = [0, 1, 2, 3].map((d) => device(i, d));
+    for (const d of devices) {
+      bds[`${NS}/${d}`] = {
+        apiVersion: "openebs.io/v1alpha1",
+        kind: "BlockDevice",
+        metadata: { name: d, namespace: NS, labels: { "kubernetes.io/hostname": h } },
+        spec: {
+          path: `/dev/sd${d.slice(-1)}`,
+          devlinks: [{ kind: "by-id", links: [`/dev/disk/by-id/wwn-${d}`] }],
+          capacity: { storage: 107374182400 },
+          nodeAttributes: { nodeName: h },
+          claimRef: { kind: "BlockDeviceClaim", name: claimName(d), namespace: NS },
+        },
+        status: { claimState: "Claimed", state: "Active" },
+      };
+    }
+    pools.push({
+      nodeSelector: { "kubernetes.io/hostname": h },
+      raidGroups: [
+        { type: "mirror", blockDevices: devices.slice(0, 2).map((blockDeviceName) => ({ blockDeviceName })) },
+        { type: "mirror", blockDevices: devices.slice(2).map((blockDeviceName) => ({ blockDeviceName })) },
+      ],
+      poolConfig: { compression: "lz4" },
+    });
+  }
+  const parent: KubeObject = {
+    apiVersion: "openebs.io/v1alpha1",
+    kind: "CStorPoolCluster",
+    metadata: { name: "fleet", namespace: NS, uid: UID, generation: 1 },
+    spec: { pools },
+  };
+  const empty: CompositeSyncRequest = {
+    controller: { apiVersion: "metacontroller.k8s.io/v1alpha1", kind: "CompositeController", metadata: { name: "cstor-pool-cluster" } },
+    parent,
+    children: { "CStorPoolInstance.openebs.io/v1alpha1": {}, "BlockDeviceClaim.openebs.io/v1alpha1": {} },
+    related: { "BlockDevice.openebs.io/v1alpha1": bds, "BlockDeviceClaim.openebs.io/v1alpha1": {}, "Node.v1": nodes },
+    finalizing: false,
+  };
+  // The claims the first sync asks for, as NDM leaves them: Bound.
+  for (const child of syncCspc(empty, CLOCK).children) {
+    claims[`${NS}/${child.metadata.name}`] = { ...child, status: { phase: "Bound" } };
+  }
+  const withClaims: CompositeSyncRequest = {
+    ...empty,
+    children: { ...empty.children, "BlockDeviceClaim.openebs.io/v1alpha1": claims },
+    related: { ...empty.related, "BlockDeviceClaim.openebs.io/v1alpha1": claims },
+  };
+  if (!options.withCspis) return withClaims;
+  const cspis: Record<string, KubeObject> = {};
+  for (const child of syncCspc(withClaims, CLOCK).children) {
+    if (child.kind !== "CStorPoolInstance") continue;
+    cspis[`${NS}/${child.metadata.name}`] = {
+      ...child,
+      status: {
+        phase: "ONLINE",
+        lastUpdateTime: "2026-11-21T10:00:00Z",
+        conditions: [{ type: "PodAvailable", status: "True", reason: "PoolPodAvailable", message: "", lastTransitionTime: "2026-11-21T10:00:00Z" }],
+      },
+    };
+  }
+  return { ...withClaims, children: { ...withClaims.children, "CStorPoolInstance.openebs.io/v1alpha1": cspis } };
+}
