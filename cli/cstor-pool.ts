@@ -1,7 +1,12 @@
 #!/usr/bin/env node
 // cstor-pool: offline tools for people who review changes before applying them, and the node daemon's
-// local mode. Each subcommand lives in its own module and returns an exit code.
+// local mode. Each subcommand lives in its own module and returns an exit code. Installed as `cstor-pool`
+// and as the kubectl plugin `kubectl-cstor_pool` (`kubectl cstor-pool …`), the same file.
+import { readFileSync } from "node:fs";
+import { basename } from "node:path";
+import { isEntryPoint } from "../lib/entry.js";
 import { runNodeDaemonCommand } from "../node-daemon/local.js";
+import { didYouMean, EXIT, EXIT_CODES_HELP } from "./args.js";
 import { runRender } from "./render.js";
 import { runValidate } from "./validate.js";
 
@@ -11,34 +16,64 @@ const COMMANDS: Record<string, { run: (argv: string[]) => Promise<number>; summa
   "node-daemon": { run: (argv) => runNodeDaemonCommand(argv), summary: "plan (and apply) one CSPI against this machine's zpool" },
 };
 
-export const USAGE = [
-  "Usage: cstor-pool <command> [options]",
-  "",
-  ...Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(12)} ${c.summary}`),
-  "",
-  "Run cstor-pool <command> --help for its options.",
-].join("\n");
+export function usage(program = "cstor-pool"): string {
+  return [
+    `Usage: ${program} <command> [options]`,
+    "",
+    ...Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(12)} ${c.summary}`),
+    "",
+    `Run ${program} <command> --help for its options; ${program} --version for the version.`,
+    EXIT_CODES_HELP,
+  ].join("\n");
+}
 
-export async function main(argv: string[]): Promise<number> {
+/** The version of the package this file was installed with (dist/cli/ in a package, cli/ in a checkout). */
+export function packageVersion(): string {
+  for (const relative of ["../../package.json", "../package.json"]) {
+    try {
+      const manifest = JSON.parse(readFileSync(new URL(relative, import.meta.url), "utf8")) as { name?: string; version?: string };
+      if (manifest.name === "cstor-pool-operator" && manifest.version) return manifest.version;
+    } catch {
+      // not at this level
+    }
+  }
+  return "unknown";
+}
+
+/** `kubectl cstor-pool` when kubectl started us as its plugin, so the help shows what to type. */
+export function programName(started: string | undefined = process.argv[1]): string {
+  return started && basename(started).startsWith("kubectl-") ? "kubectl cstor-pool" : "cstor-pool";
+}
+
+export async function main(argv: string[], program = "cstor-pool"): Promise<number> {
   const [name, ...rest] = argv;
-  if (!name || name === "--help" || name === "-h") {
-    process.stdout.write(USAGE + "\n");
-    return name ? 0 : 2;
+  if (name === "--help" || name === "-h" || name === "help") {
+    process.stdout.write(usage(program) + "\n");
+    return EXIT.ok;
+  }
+  if (name === "--version" || name === "version") {
+    process.stdout.write(`${program} ${packageVersion()}\n`);
+    return EXIT.ok;
+  }
+  if (!name) {
+    process.stderr.write(`error: no command given\n\n${usage(program)}\n`);
+    return EXIT.usage;
   }
   const command = COMMANDS[name];
   if (!command) {
-    process.stderr.write(`cstor-pool: unknown command "${name}"\n\n${USAGE}\n`);
-    return 2;
+    process.stderr.write(`error: unknown command "${name}"${didYouMean(name, Object.keys(COMMANDS))}\n\n${usage(program)}\n`);
+    return EXIT.usage;
   }
   return command.run(rest);
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
-  main(process.argv.slice(2)).then(
+if (isEntryPoint(import.meta.url)) {
+  main(process.argv.slice(2), programName()).then(
     (code) => process.exit(code),
     (err: unknown) => {
-      process.stderr.write(`cstor-pool: ${err instanceof Error ? err.message : String(err)}\n`);
-      process.exit(1);
+      // A failure of the tool, not of the input: no usage text.
+      process.stderr.write(`${programName()}: ${err instanceof Error ? err.message : String(err)}\n`);
+      process.exit(EXIT.refused);
     },
   );
 }

@@ -1,141 +1,146 @@
 // `cstor-pool render -f cspc.yaml [--block-devices bds.yaml] [--nodes nodes.yaml]`: what the hooks would create
 // for a CStorPoolCluster, as YAML to review in Git before applying. The hooks themselves decide (cspc-sync,
-// then cspi-sync for each pool), fed the way Metacontroller feeds them; claims are taken as bound, as NDM
-// would bind them, so the output is the end state: the claims, the CStorPoolInstances and their Deployments.
-// Exit code: 0 every pool renders, 1 some pool would not be provisioned (the CSPC conditions say why), 2 usage.
+// then cspi-sync for each pool), fed the way Metacontroller feeds them, over the same offline facts as
+// validate (cli/offline.ts); claims are taken as bound, as NDM would bind them, so the output is the end
+// state: the claims, the CStorPoolInstances and their Deployments. Exit 1 when some pool would not be built.
 import { KIND, LABEL, TYPE_KEY } from "../api/constants.js";
-import type { KubeObject, ObjectMap } from "../api/types.js";
+import type { CSPC, KubeObject, ObjectMap } from "../api/types.js";
+import type { ClusterFacts } from "../lib/admission/lookup.js";
 import { ConfigError, loadHookConfig, type HookConfig } from "../lib/hook-config.js";
-import { syncCspcRequest } from "../lib/cspc/sync.js";
+import { planChildren, syncCspcRequest } from "../lib/cspc/sync.js";
 import { syncCspiRequest } from "../lib/cspi/sync.js";
 import { parseCompositeRequest, parseDecoratorRequest } from "../lib/request.js";
 import { canonicalJson, canonicalYaml } from "../lib/canonical.js";
-import { parseFileFlags, UsageError, type FlagTable } from "./args.js";
-import { processIO, readObjects, type ValidateIO } from "./validate.js";
+import { buildInventory } from "../lib/inventory.js";
+import { checkCspcShape } from "../lib/rules/admission-shape.js";
+import { commonOptions, COMMON_FLAGS, EXIT, EXIT_CODES_HELP, InputError, parseFlags, reportUsageError, UsageError, type CommonOptions } from "./args.js";
+import { processIO, readAll, type CliIO } from "./input.js";
+import { offlineFacts, placed, readClusterFiles, type ClusterFiles } from "./offline.js";
+import { problemsOf, writeNotes, writeVerdicts, type Verdict } from "./verdicts.js";
 
-export const RENDER_USAGE = `Usage: cstor-pool render -f <cspc.yaml> [--block-devices <file>] [--nodes <file>] [-n <namespace>]
+export const RENDER_USAGE = `Usage: cstor-pool render -f <file|dir|-> [--block-devices <file>] [--nodes <file>] [-n <namespace>] [-o yaml|json]
 
 Prints what the hooks would create for each CStorPoolCluster: BlockDeviceClaims, CStorPoolInstances and pool
-Deployments, as YAML. Claims are shown as NDM would bind them.
-  -f, --filename       the CSPC(s) ("-" reads standard input)
+Deployments, as YAML to review or apply. Claims are shown as NDM would bind them.
+  -f, --filename       the CSPC(s): a file, a directory of .yaml/.yml/.json files, or "-" (standard input);
+                       may be repeated
   --block-devices      BlockDevices, and optionally BlockDeviceClaims and CStorPoolInstances, to render a change
-                       against what exists (kubectl get bd,bdc,cspi -n <namespace> -o yaml)
-  --nodes              Nodes (kubectl get nodes -o yaml); without it, one node per host the devices name
-  -n, --namespace      for a CSPC without metadata.namespace (default openebs)
-Exit code: 0 every pool renders, 1 some pool would not be provisioned, 2 usage error.
+                       against what exists (kubectl get bd,bdc,cspi -n openebs -o yaml); without it every
+                       device is assumed to exist, be Active, empty, unclaimed and on its pool's node
+  --nodes              Nodes (kubectl get nodes -o yaml); without it each nodeSelector selects a node of its own
+  -n, --namespace      the namespace of a CSPC without metadata.namespace (default openebs, the install's)
+  -o, --output         yaml or json: the verdicts for programs (pools, provisioned, problems with pool, field,
+                       reason, message, fix) with the objects under "objects"
+Assumptions are printed as notes on standard error.
+${EXIT_CODES_HELP}
 `;
 
-interface Options {
-  file: string;
-  blockDevices?: string;
-  nodes?: string;
-  namespace: string;
-}
-
-const FLAGS: FlagTable<keyof Options> = {
-  "-f": "file",
-  "--filename": "file",
-  "--block-devices": "blockDevices",
-  "--nodes": "nodes",
-  "-n": "namespace",
-  "--namespace": "namespace",
-};
-
-function parseArgs(argv: readonly string[]): Options | "help" {
-  const given = parseFileFlags(argv, FLAGS);
-  return given === "help" ? given : ({ namespace: "openebs", ...given } as Options);
+function parseArgs(argv: readonly string[]): CommonOptions | "help" {
+  const given = parseFlags(argv, COMMON_FLAGS);
+  return given === "help" ? given : commonOptions(given);
 }
 
 /** Syncs until the hooks' answer stops changing: claims bound, removals marked and then carried out. */
 const MAX_SYNCS = 6;
 
-export async function runRender(argv: readonly string[], io: ValidateIO = processIO): Promise<number> {
-  let options: Options;
-  let cspcs: KubeObject[];
-  let cluster: KubeObject[];
-  let nodes: KubeObject[] | undefined;
+export async function runRender(argv: readonly string[], io: CliIO = processIO): Promise<number> {
+  let options: CommonOptions;
+  let cspcs: { object: KubeObject; notes: string[] }[];
+  let files: ClusterFiles;
   let config: HookConfig;
   try {
     const parsed = parseArgs(argv);
     if (parsed === "help") {
       io.stdout(RENDER_USAGE);
-      return 0;
+      return EXIT.ok;
     }
     options = parsed;
-    const objects = readObjects(io, options.file);
-    cspcs = objects.filter((o) => o.kind === KIND.cspc);
+    const objects = readAll(io, options.files);
     const others = objects.filter((o) => o.kind !== KIND.cspc).map((o) => o.kind);
-    if (others.length > 0) throw new UsageError(`${options.file} holds ${[...new Set(others)].join(", ")}; only CStorPoolClusters can be rendered`);
-    if (cspcs.length === 0) throw new UsageError(`${options.file} holds no CStorPoolCluster`);
-    cluster = options.blockDevices ? readObjects(io, options.blockDevices) : [];
-    nodes = options.nodes ? readObjects(io, options.nodes).filter((o) => o.kind === KIND.node) : undefined;
+    const from = options.files.join(", ");
+    if (others.length > 0) throw new InputError(`${from} holds ${[...new Set(others)].join(", ")}; only CStorPoolClusters can be rendered`);
+    if (objects.length === 0) throw new InputError(`${from} holds no CStorPoolCluster`);
+    cspcs = placed(objects, options.namespace);
+    files = readClusterFiles(io, options);
     config = loadHookConfig(process.env);
   } catch (err) {
-    if (!(err instanceof UsageError) && !(err instanceof ConfigError)) throw err;
-    io.stderr(`error: ${err.message}\n\n${RENDER_USAGE}`);
-    return 2;
+    if (err instanceof ConfigError) return reportUsageError(new InputError(err.message), RENDER_USAGE, io.stderr);
+    if (!(err instanceof UsageError)) throw err;
+    return reportUsageError(err, RENDER_USAGE, io.stderr);
   }
 
-  let incomplete = false;
-  const documents: string[] = [];
-  for (const raw of cspcs) {
-    const cspc = withDefaults(raw, options.namespace);
-    const namespace = cspc.metadata.namespace!;
-    const inNamespace = (o: KubeObject) => (o.metadata?.namespace ?? namespace) === namespace;
-    const blockDevices = cluster.filter((o) => o.kind === KIND.blockDevice && inNamespace(o)).map((o) => withNamespace(o, namespace));
-    const claims = cluster.filter((o) => o.kind === KIND.blockDeviceClaim && inNamespace(o)).map((o) => withNamespace(o, namespace));
-    const cspis = cluster.filter((o) => o.kind === KIND.cspi && inNamespace(o)).map((o) => withNamespace(o, namespace));
-    const ownedBy = (o: KubeObject) => o.metadata.labels?.[LABEL.cspc] === cspc.metadata.name;
-    const clusterNodes = nodes ?? nodesOfDevices(blockDevices);
-    if (!nodes) io.stderr(`note: no --nodes: assumed one node per host named by the BlockDevices (${clusterNodes.map((n) => n.metadata.name).join(", ") || "none"})\n`);
-    if (!options.blockDevices) io.stderr("note: no --block-devices: every device is missing, so no pool can be built\n");
-
-    let children: KubeObject[] = [...cspis.filter(ownedBy), ...claims.filter(ownedBy)];
-    let answer = syncCspcRequest(parseCompositeRequest(request(cspc, children, blockDevices, claims.filter((c) => !ownedBy(c)), clusterNodes), KIND.cspc), () => new Date());
-    for (let i = 1; i < MAX_SYNCS; i++) {
-      const next = answer.children.map(boundAsNdmWould);
-      if (canonicalJson(next) === canonicalJson(children)) break;
-      children = next;
-      answer = syncCspcRequest(parseCompositeRequest(request(cspc, children, blockDevices, claims.filter((c) => !ownedBy(c)), clusterNodes), KIND.cspc), () => new Date());
-    }
-
-    const renderedCspis = answer.children.filter((c) => c.kind === KIND.cspi);
-    const deployments = renderedCspis.flatMap((cspi) =>
-      syncCspiRequest(parseDecoratorRequest({ controller: {}, object: cspi, attachments: {}, related: {}, finalizing: false }, KIND.cspi), () => new Date(), config).attachments,
-    );
-    const status = answer.status as { desiredInstances?: number; conditions?: { type: string; status: string; reason: string; message: string }[] };
-    const desired = status.desiredInstances ?? 0;
-    if (renderedCspis.length < desired) incomplete = true;
-    const header = [
-      `# ${KIND.cspc} ${namespace}/${cspc.metadata.name}: ${desired} pool(s), ${renderedCspis.length} would be provisioned`,
-      ...(status.conditions ?? [])
-        .filter((c) => c.type === "Ready" || c.status === "True")
-        .map((c) => `# ${c.type}=${c.status} (${c.reason}): ${c.message.replace(/\n/g, " ")}`),
-    ].join("\n");
-    documents.push(`${header}\n${[...answer.children, ...deployments].map((o) => canonicalYaml(o)).join("---\n")}`);
+  const verdicts = cspcs.map(({ object, notes }) => renderOne(withDefaults(object), files, notes, config));
+  writeNotes(io, verdicts);
+  if (options.output === "text") {
+    io.stdout(verdicts.map(asText).join("---\n"));
+  } else {
+    writeVerdicts(io, options.output, verdicts);
   }
-  io.stdout(documents.join("---\n"));
-  return incomplete ? 1 : 0;
+  return verdicts.some((v) => v.verdict === "refused") ? EXIT.refused : EXIT.ok;
 }
 
-function withNamespace(object: KubeObject, namespace: string): KubeObject {
-  return { ...object, metadata: { ...object.metadata, namespace: object.metadata?.namespace ?? namespace } };
+interface Rendered extends Verdict {
+  conditions: { type: string; status: string; reason: string; message: string }[];
 }
 
-/** As the apiserver would hold it: a namespace, a generation. */
-function withDefaults(cspc: KubeObject, namespace: string): KubeObject {
-  return { ...cspc, metadata: { generation: 1, ...cspc.metadata, namespace: cspc.metadata?.namespace ?? namespace } };
-}
-
-/** Without a Node list: a node for each host the BlockDevices are attached to, labelled with its hostname. */
-function nodesOfDevices(blockDevices: readonly KubeObject[]): KubeObject[] {
-  const hosts = new Set<string>();
-  for (const bd of blockDevices) {
-    const spec = bd.spec as { nodeAttributes?: { nodeName?: string } } | undefined;
-    const host = bd.metadata.labels?.[LABEL.hostname] ?? spec?.nodeAttributes?.nodeName;
-    if (host) hosts.add(host);
+/** The hooks' answer for one CSPC, fed as Metacontroller would feed them, until it settles. */
+function renderOne(cspc: KubeObject, files: ClusterFiles, notes: string[], config: HookConfig): Rendered {
+  const namespace = cspc.metadata.namespace!;
+  const name = cspc.metadata.name ?? "";
+  const subject = { kind: KIND.cspc, namespace, name, notes, warnings: [] };
+  const facts = offlineFacts(cspc as CSPC, null, files, notes);
+  // What the API server's schema check would refuse never reaches the hooks.
+  const shape = checkCspcShape(cspc);
+  if (shape.length > 0) {
+    const pools = (cspc as { spec?: { pools?: unknown } }).spec?.pools;
+    return { ...subject, verdict: "refused", problems: problemsOf(shape), pools: Array.isArray(pools) ? pools.length : 0, provisioned: 0, objects: [], conditions: [] };
   }
-  return [...hosts].sort().map((host) => ({ apiVersion: "v1", kind: KIND.node, metadata: { name: host, labels: { [LABEL.hostname]: host } } }));
+
+  const ownedBy = (o: KubeObject) => o.metadata.labels?.[LABEL.cspc] === name;
+  const claims = facts.claims as unknown as KubeObject[];
+  const otherClaims = claims.filter((c) => !ownedBy(c));
+  const sync = (children: readonly KubeObject[]) => request(cspc, children, facts, otherClaims);
+  let children: KubeObject[] = [...(facts.cspis as unknown as KubeObject[]), ...claims.filter(ownedBy)];
+  let answer = syncCspcRequest(parseCompositeRequest(sync(children), KIND.cspc), () => new Date());
+  for (let i = 1; i < MAX_SYNCS; i++) {
+    const next = answer.children.map(boundAsNdmWould);
+    if (canonicalJson(next) === canonicalJson(children)) break;
+    children = next;
+    answer = syncCspcRequest(parseCompositeRequest(sync(children), KIND.cspc), () => new Date());
+  }
+  const last = sync(children) as { parent: KubeObject; children: ObjectMap; related: ObjectMap };
+  const { findings } = planChildren(cspc as CSPC, buildInventory(last.parent, last.children, last.related));
+
+  const renderedCspis = answer.children.filter((c) => c.kind === KIND.cspi);
+  const deployments = renderedCspis.flatMap((cspi) =>
+    syncCspiRequest(parseDecoratorRequest({ controller: {}, object: cspi, attachments: {}, related: {}, finalizing: false }, KIND.cspi), () => new Date(), config).attachments,
+  );
+  const status = answer.status as { desiredInstances?: number; conditions?: Rendered["conditions"] };
+  const pools = status.desiredInstances ?? 0;
+  return {
+    ...subject,
+    verdict: renderedCspis.length < pools ? "refused" : "accepted",
+    problems: problemsOf([...findings.blocked, ...findings.rejected]),
+    pools,
+    provisioned: renderedCspis.length,
+    objects: [...answer.children, ...deployments],
+    conditions: status.conditions ?? [],
+  };
+}
+
+/** The objects as YAML, under a comment saying how many pools would be provisioned and why not the rest. */
+function asText(r: Rendered): string {
+  const header = [
+    `# ${r.kind} ${r.namespace}/${r.name}: ${r.pools} pool(s), ${r.provisioned} would be provisioned`,
+    ...r.conditions.filter((c) => c.type === "Ready" || c.status === "True").map((c) => `# ${c.type}=${c.status} (${c.reason}): ${c.message.replace(/\n/g, " ")}`),
+    ...(r.conditions.length === 0 ? r.problems.map((p) => `# refused: ${p.message}`) : []),
+  ].join("\n");
+  return `${header}\n${(r.objects ?? []).map((o) => canonicalYaml(o)).join("---\n")}`;
+}
+
+/** As the apiserver would hold it: with a generation. */
+function withDefaults(cspc: KubeObject): KubeObject {
+  return { ...cspc, metadata: { generation: 1, ...cspc.metadata } };
 }
 
 /** What NDM does to a claim of ours: binds it. */
@@ -149,15 +154,15 @@ function keyed(objects: readonly KubeObject[]): Record<string, KubeObject> {
 }
 
 /** A v2 sync request as Metacontroller would send it for this CSPC. */
-function request(cspc: KubeObject, children: readonly KubeObject[], blockDevices: readonly KubeObject[], otherClaims: readonly KubeObject[], nodes: readonly KubeObject[]): unknown {
+function request(cspc: KubeObject, children: readonly KubeObject[], facts: ClusterFacts, otherClaims: readonly KubeObject[]): unknown {
   const childrenMap: ObjectMap = {
     [TYPE_KEY.cspi]: keyed(children.filter((c) => c.kind === KIND.cspi)),
     [TYPE_KEY.blockDeviceClaim]: keyed(children.filter((c) => c.kind === KIND.blockDeviceClaim)),
   };
   const related: ObjectMap = {
-    [TYPE_KEY.blockDevice]: keyed(blockDevices),
+    [TYPE_KEY.blockDevice]: keyed(facts.blockDevices as unknown as KubeObject[]),
     [TYPE_KEY.blockDeviceClaim]: keyed([...otherClaims, ...children.filter((c) => c.kind === KIND.blockDeviceClaim)]),
-    [TYPE_KEY.node]: Object.fromEntries(nodes.map((n) => [n.metadata.name!, n])),
+    [TYPE_KEY.node]: Object.fromEntries(facts.nodes.map((n) => [n.metadata.name!, n])),
   };
   return { controller: { apiVersion: "metacontroller.k8s.io/v1alpha1", kind: "CompositeController" }, parent: cspc, children: childrenMap, related, finalizing: false };
 }

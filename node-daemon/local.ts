@@ -76,9 +76,13 @@ export async function runNodeDaemonCommand(
   io: LocalIo = { stdout: (t) => process.stdout.write(t), stderr: (t) => process.stderr.write(t) },
 ): Promise<number> {
   const options = parseArgs(argv);
+  if (options === "") {
+    io.stdout(`${USAGE}\n`);
+    return 0;
+  }
   if (typeof options === "string") {
-    io.stderr(`${options ? `cstor-pool node-daemon: ${options}\n` : ""}${USAGE}\n`);
-    return options ? 2 : 0;
+    io.stderr(`cstor-pool node-daemon: ${options}\n${USAGE}\n`);
+    return 2;
   }
   let cspi: CSPI;
   try {

@@ -2,6 +2,7 @@
 // on METRICS_PORT, a host lock so that one daemon per node acts, and SIGTERM that lets a running zpool
 // command finish before exiting.
 import { createServer, type Server } from "node:http";
+import { isEntryPoint } from "../lib/entry.js";
 import { createLogger } from "../lib/log.js";
 import { staleStatusSeconds } from "../lib/settings.js";
 import { createRunner } from "./command.js";
@@ -108,7 +109,7 @@ export async function main(): Promise<void> {
   logger.info("node daemon started", { nodeName, namespace, commands: host.commands, deviceRoots, staleStatusSeconds: staleSeconds });
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
+if (isEntryPoint(import.meta.url)) {
   main().catch((error: Error) => {
     process.stderr.write(`node daemon failed: ${error.message}\n`);
     process.exit(1);

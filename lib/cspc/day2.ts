@@ -1,6 +1,6 @@
 // Carrying allowed day-2 changes into a live CSPI, in order and one disruptive change at a time.
 // Within a pool: migration, then expansion, then replacement. Across the CSPC: a migration or replacement
-// starts only when no other pool is mid-change and every other pool is ONLINE (seed 003's health gate).
+// starts only when no other pool is mid-change and every other pool is ONLINE (the health gate of Rook's lesson, docs/decisions.md 7).
 import { ANNOTATION, CSPI_CONDITION } from "../../api/constants.js";
 import type { CSPI, CSPIRaidGroup, CSPISpec, PoolSpec } from "../../api/types.js";
 import { findCondition } from "../conditions.js";

@@ -54,10 +54,12 @@ describe("cli: cstor-pool render", () => {
     expect(second.stdout).to.equal(first.stdout);
   });
 
-  it("without --nodes assumes a node per host the devices name, and says so", async () => {
+  it("without --nodes assumes a node per nodeSelector, as validate does, and says so", async () => {
     const { code, stdout, stderr } = await render("-f", MIRROR, "--block-devices", DEVICES);
     expect(code).to.equal(0);
-    expect(stderr).to.contain("assumed one node per host named by the BlockDevices (gke-cstor-it-default-pool-1, gke-cstor-it-default-pool-2)");
+    expect(stderr).to.contain(
+      "note: no --nodes: each distinct nodeSelector is assumed to select one node of its own (gke-cstor-it-default-pool-1, gke-cstor-it-default-pool-2)",
+    );
     expect(stdout).to.equal((await render("-f", MIRROR, "--block-devices", DEVICES, "--nodes", NODES)).stdout);
   });
 
@@ -77,11 +79,30 @@ describe("cli: cstor-pool render", () => {
     expect(objects.filter((o) => o.kind === KIND.cspi)).to.have.length(1);
   });
 
-  it("exits 2 with the usage on bad arguments or input", async () => {
-    for (const argv of [[], ["-f"], ["--bogus", "x"], ["-f", DEVICES], ["-f", "/nonexistent.yaml"], ["-f", MIRROR, "-f", MIRROR]]) {
+  it("exits 2 with the usage on bad arguments", async () => {
+    for (const argv of [[], ["-f"], ["--bogus", "x"], ["-f", MIRROR, "-o", "wide"], ["-f", MIRROR, "-n", "default"]]) {
       const { code, stderr } = await render(...argv);
       expect(code, argv.join(" ")).to.equal(2);
       expect(stderr).to.match(/^error: .+\n\nUsage: cstor-pool render/);
     }
+  });
+
+  it("exits 2 without the usage on input it cannot render", async () => {
+    for (const [argv, message] of [
+      [["-f", DEVICES], `error: ${DEVICES} holds BlockDevice; only CStorPoolClusters can be rendered\n`],
+      [["-f", "/nonexistent.yaml"], "error: cannot read /nonexistent.yaml: ENOENT: no such file or directory, open '/nonexistent.yaml'\n"],
+    ] as const) {
+      const { code, stderr } = await render(...argv);
+      expect([code, stderr]).to.deep.equal([2, message]);
+    }
+  });
+
+  it("-o json: the verdict, the problems and the objects of each CSPC", async () => {
+    const { code, stdout } = await render("-f", MIRROR, "--block-devices", DEVICES, "--nodes", NODES, "-o", "json");
+    expect(code).to.equal(0);
+    const { items } = JSON.parse(stdout) as { items: { name: string; verdict: string; pools: number; provisioned: number; problems: unknown[]; objects: { kind: string }[] }[] };
+    expect(items.map((i) => [i.name, i.verdict, i.pools, i.provisioned, i.problems.length, i.objects.length])).to.deep.equal([["cstor-pool-mirror", "accepted", 2, 2, 0, 12]]);
+    const golden = objectsOf(readFileSync(join(CASE, "expected.yaml"), "utf8"));
+    expect(items[0]!.objects).to.deep.equal(golden);
   });
 });
