@@ -25,7 +25,7 @@ export function toStructural(schema: TSchema | OpenApi): OpenApi {
   const out: OpenApi = {};
   const anyOf = s.anyOf as OpenApi[] | undefined;
   if (anyOf && anyOf.every((a) => "const" in a)) {
-    out.type = typeof anyOf[0]!.const === "number" ? "integer" : "string";
+    out.type = typeof anyOf[0].const === "number" ? "integer" : "string";
     out.enum = anyOf.map((a) => a.const);
     if (s.description) out.description = s.description;
     return out;
@@ -43,7 +43,7 @@ export function toStructural(schema: TSchema | OpenApi): OpenApi {
         );
         break;
       case "patternProperties":
-        out.additionalProperties = toStructural(Object.values(value as Record<string, OpenApi>)[0]!);
+        out.additionalProperties = toStructural(Object.values(value as Record<string, OpenApi>)[0]);
         break;
       case "items":
         out.items = toStructural(value as OpenApi);

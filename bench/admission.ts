@@ -43,7 +43,7 @@ export function admissionReview(pools: number, operation: AdmissionOperation): u
   const proposed = structuredClone(stored) as KubeObject & { spec: { pools: { poolConfig?: Record<string, unknown> }[] } };
   if (operation === "UPDATE") {
     proposed.metadata.generation = (stored.metadata.generation ?? 1) + 1;
-    proposed.spec.pools[0]!.poolConfig = { ...proposed.spec.pools[0]!.poolConfig, compression: "off" };
+    proposed.spec.pools[0].poolConfig = { ...proposed.spec.pools[0].poolConfig, compression: "off" };
   } else {
     delete proposed.metadata.uid;
     delete proposed.metadata.generation;

@@ -36,7 +36,7 @@ export function overhead(w: Window): number {
 /** The run whose `key` is the median one, so that run's columns belong together. */
 function medianRun(runs: readonly Window[], key: (w: Window) => number): Window {
   const sorted = [...runs].sort((a, b) => key(a) - key(b));
-  return sorted[Math.floor((sorted.length - 1) / 2)]!;
+  return sorted[Math.floor((sorted.length - 1) / 2)];
 }
 
 function byCommand(w: Window): string {

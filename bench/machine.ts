@@ -57,7 +57,7 @@ export function describeMachine(): Machine {
     os: osName(),
     kernel: release(),
     node: process.version,
-    loadAtStart: Number(loadavg()[0]!.toFixed(2)),
+    loadAtStart: Number(loadavg()[0].toFixed(2)),
   };
 }
 

@@ -35,7 +35,7 @@ export function compileProcesses(): Promise<void> {
 
 interface Child {
   child: ChildProcess;
-  stderr(): string;
+  stderr: () => string;
 }
 
 function spawnNode(entry: string, env: Record<string, string>): Child {
@@ -154,7 +154,7 @@ export function cpuTimes(pid: Pid): { own: number; children: number } {
   const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ").map(Number);
   const ms = (ticks: number): number => (ticks * 1000) / ticksPerSecond!;
-  return { own: ms(fields[11]! + fields[12]!), children: ms(fields[13]! + fields[14]!) };
+  return { own: ms(fields[11] + fields[12]), children: ms(fields[13] + fields[14]) };
 }
 
 export const MiB = 2 ** 20;

@@ -243,13 +243,13 @@ export function pureTables(results: PureResults): Table[] {
       `Linear work gives b ≈ 1 and a factor ≈ 2 per doubling; a quadratic match of pools, devices or children gives b ≈ 2 and ≈ 4. Verdict: linear when b ≤ ${LINEAR_EXPONENT_LIMIT} past the collection step (over all sizes where there are not two sizes past it), or when b is at most ${CONTROL_MARGIN} above the control's: JSON.parse of the same request, linear by construction, whose time per byte still rises with the heap on this machine.`,
     ],
   });
-  const editSizes = results.edits[EDITS[0]!].sizes.map((r) => r.pools);
+  const editSizes = results.edits[EDITS[0]].sizes.map((r) => r.pools);
   tables.push({
     title: "cspc-sync on an edit of every pool at once (the day-2 and error paths): syncCspc ms per call, median (fastest)",
     headers: ["edit", ...editSizes.map((n) => `${n} pools`), "µs/pool at the largest"],
     rows: EDITS.map((edit) => {
       const sizes = results.edits[edit].sizes;
-      const last = sizes[sizes.length - 1]!;
+      const last = sizes[sizes.length - 1];
       return [edit, ...sizes.map((r) => `${num(r.hook)} (${num(r.hookMin)})`), num((last.hook * 1000) / last.pools)];
     }),
     notes: [

@@ -41,12 +41,12 @@ export function editedFleetRequest(pools: number, edit: FleetEdit): CompositeSyn
   if (edit === "selector-typo") {
     const request = fleetRequest({ pools });
     for (const pool of (request.parent as unknown as CSPC).spec.pools) {
-      pool.nodeSelector = { "kubernetes.io/hostName": pool.nodeSelector[LABEL.hostname]! };
+      pool.nodeSelector = { "kubernetes.io/hostName": pool.nodeSelector[LABEL.hostname] };
     }
     return request;
   }
   const request = fleetRequest({ pools, withCspis: true });
-  const blockDevices = request.related[TYPE_KEY.blockDevice]!;
+  const blockDevices = request.related[TYPE_KEY.blockDevice];
   const newDevice = (like: string, name: string): string => {
     const original = Object.values(blockDevices).find((bd) => bd.metadata.name === like)!;
     const copy = structuredClone(original) as KubeObject & { spec: { claimRef: { name: string } } };
@@ -57,12 +57,12 @@ export function editedFleetRequest(pools: number, edit: FleetEdit): CompositeSyn
   };
   for (const pool of (request.parent as unknown as CSPC).spec.pools) {
     const [first, second] = pool.raidGroups;
-    const device = first!.blockDevices[0]!.blockDeviceName;
+    const device = first.blockDevices[0].blockDeviceName;
     if (edit === "expansion") {
       const added = [newDevice(device, `${device}-x1`), newDevice(device, `${device}-x2`)];
-      pool.raidGroups = [first!, second!, { type: "mirror", blockDevices: added.map((blockDeviceName) => ({ blockDeviceName })) }];
+      pool.raidGroups = [first, second, { type: "mirror", blockDevices: added.map((blockDeviceName) => ({ blockDeviceName })) }];
     } else {
-      first!.blockDevices[0] = { blockDeviceName: newDevice(device, `${device}-r`) };
+      first.blockDevices[0] = { blockDeviceName: newDevice(device, `${device}-r`) };
     }
   }
   // The claims this edit asks for, Bound as NDM leaves them.

@@ -11,7 +11,7 @@ export interface Summary {
 export function percentile(sorted: readonly number[], p: number): number {
   if (sorted.length === 0) return Number.NaN;
   const rank = Math.ceil((p / 100) * sorted.length);
-  return sorted[Math.min(sorted.length, Math.max(1, rank)) - 1]!;
+  return sorted[Math.min(sorted.length, Math.max(1, rank)) - 1];
 }
 
 export function summarize(samples: readonly number[]): Summary {
@@ -66,11 +66,11 @@ export function growth(points: readonly { size: number; millis: number }[]): Gro
   let num = 0;
   let den = 0;
   xs.forEach((x, i) => {
-    num += (x - mx) * (ys[i]! - my);
+    num += (x - mx) * (ys[i] - my);
     den += (x - mx) ** 2;
   });
   const perDoubling = points.slice(1).map((p, i) => {
-    const prev = points[i]!;
+    const prev = points[i];
     return { from: prev.size, to: p.size, factor: (p.millis / prev.millis) ** (1 / Math.log2(p.size / prev.size)) };
   });
   return { exponent: den === 0 ? Number.NaN : num / den, perDoubling };

@@ -57,10 +57,10 @@ function editDistance(a: string, b: string): number {
   let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
   for (let i = 1; i <= a.length; i++) {
     const current = [i];
-    for (let j = 1; j <= b.length; j++) current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    for (let j = 1; j <= b.length; j++) current[j] = Math.min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
     previous = current;
   }
-  return previous[b.length]!;
+  return previous[b.length];
 }
 
 export const didYouMean = (word: string, candidates: readonly string[]): string => {
@@ -72,7 +72,7 @@ export const didYouMean = (word: string, candidates: readonly string[]): string 
 export function parseFlags<K extends string>(argv: readonly string[], flags: FlagTable<K>): (Partial<Record<Exclude<K, "file">, string>> & { file: string[] }) | "help" {
   const options: Record<string, string | string[]> = { file: [] };
   for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
+    const arg = argv[i];
     if (arg === "-h" || arg === "--help") return "help";
     const eq = arg.startsWith("--") ? arg.indexOf("=") : -1;
     const flag = eq > 0 ? arg.slice(0, eq) : arg;

@@ -8,8 +8,8 @@ import type { KubeObject } from "../api/types.js";
 import { InputError } from "./args.js";
 
 export interface CliIO {
-  stdout(text: string): void;
-  stderr(text: string): void;
+  stdout: (text: string) => void;
+  stderr: (text: string) => void;
   /** "-" is standard input. */
   readFile(path: string): string;
   /** The names in a directory, or undefined when the path is not one. */
@@ -46,7 +46,7 @@ export function readObjects(io: CliIO, path: string): KubeObject[] {
   }
   const out: KubeObject[] = [];
   for (const doc of parseAllDocuments(text, { version: "1.1" })) {
-    if (doc.errors.length > 0) throw new InputError(`${path} is not valid YAML: ${doc.errors[0]!.message}`);
+    if (doc.errors.length > 0) throw new InputError(`${path} is not valid YAML: ${doc.errors[0].message}`);
     const value = doc.toJS() as unknown;
     if (value === null || value === undefined) continue;
     const items = (value as { kind?: string; items?: unknown[] }).kind === "List" ? ((value as { items?: unknown[] }).items ?? []) : [value];

@@ -69,7 +69,7 @@ export function offlineFacts(proposed: CSPC, stored: CSPC | null, files: Cluster
         `its devices are looked up in ${namespace} only, so create it in ${INSTALL_NAMESPACE} (unless you installed elsewhere)`,
     );
   }
-  const poolsOf = (c: CSPC | null): PoolSpec[] => (Array.isArray(c?.spec?.pools) ? c!.spec.pools.filter((p) => p && typeof p === "object") : []);
+  const poolsOf = (c: CSPC | null): PoolSpec[] => (Array.isArray(c?.spec?.pools) ? c.spec.pools.filter((p) => p && typeof p === "object") : []);
   const inNamespace = (o: KubeObject) => (o.metadata?.namespace ?? namespace) === namespace;
 
   let nodes = files.nodes;
@@ -129,7 +129,7 @@ function assumedNodes(pools: readonly PoolSpec[]): KubeObject[] {
 function assumedDevices(proposed: CSPC, stored: CSPC | null, nodes: KubeObject[], namespace: string): KubeObject[] {
   const devices = new Map<string, KubeObject>();
   for (const cspc of [proposed, stored]) {
-    const pools = Array.isArray(cspc?.spec?.pools) ? cspc!.spec.pools : [];
+    const pools = Array.isArray(cspc?.spec?.pools) ? cspc.spec.pools : [];
     const facts = { blockDevices: [], claims: [], nodes, cspis: [] };
     pools.forEach((pool, i) => {
       if (!pool || typeof pool !== "object") return;
@@ -163,6 +163,6 @@ function assumedPools(stored: CSPC, namespace: string, facts: ClusterFacts): CSP
       metadata: { name, namespace, labels: { [LABEL.cspc]: stored.metadata.name ?? "", [LABEL.hostname]: host } },
       spec: buildCspiSpec(pool, host, inventory),
       status: { phase: "ONLINE", provisionedVolumes: 0 },
-    } as CSPI;
+    };
   });
 }

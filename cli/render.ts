@@ -160,7 +160,7 @@ function request(cspc: KubeObject, children: readonly KubeObject[], facts: Clust
     [TYPE_KEY.blockDeviceClaim]: keyed(children.filter((c) => c.kind === KIND.blockDeviceClaim)),
   };
   const related: ObjectMap = {
-    [TYPE_KEY.blockDevice]: keyed(facts.blockDevices as unknown as KubeObject[]),
+    [TYPE_KEY.blockDevice]: keyed(facts.blockDevices),
     [TYPE_KEY.blockDeviceClaim]: keyed([...otherClaims, ...children.filter((c) => c.kind === KIND.blockDeviceClaim)]),
     [TYPE_KEY.node]: Object.fromEntries(facts.nodes.map((n) => [n.metadata.name!, n])),
   };

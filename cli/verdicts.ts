@@ -46,7 +46,7 @@ export function problemOf(violation: Violation): Problem {
   let field: string | undefined;
   let rest = message;
   if (label) {
-    field = label[4] ?? `${label[1]}${label[2]!.replace(/ /g, ".")}${label[3] ? `.${label[3]}` : ""}`;
+    field = label[4] ?? `${label[1]}${label[2].replace(/ /g, ".")}${label[3] ? `.${label[3]}` : ""}`;
     rest = message.slice(label[0].length).replace(/^:?\s*/, "");
   }
   field ??= violation.pool >= 0 ? `spec.pools[${violation.pool}]` : undefined;

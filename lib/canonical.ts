@@ -14,9 +14,9 @@ export function canonicalize(value: unknown): Json {
   }
   if (Array.isArray(value)) return value.map((item) => canonicalize(item));
   if (typeof value === "object") {
-    const proto = Object.getPrototypeOf(value);
+    const proto = Object.getPrototypeOf(value) as { constructor?: { name?: string } } | null;
     if (proto !== Object.prototype && proto !== null) {
-      throw new TypeError(`cannot render non-plain object of type ${proto?.constructor?.name ?? "unknown"}`);
+      throw new TypeError(`cannot render non-plain object of type ${proto.constructor?.name ?? "unknown"}`);
     }
     const out: { [key: string]: Json } = {};
     const keys = Object.keys(value);
@@ -33,7 +33,7 @@ export function canonicalize(value: unknown): Json {
 }
 
 function isSorted(keys: readonly string[]): boolean {
-  for (let i = 1; i < keys.length; i++) if (keys[i - 1]! > keys[i]!) return false;
+  for (let i = 1; i < keys.length; i++) if (keys[i - 1] > keys[i]) return false;
   return true;
 }
 

@@ -66,7 +66,7 @@ export function buildInventory(cspc: KubeObject, children: ObjectMap, related: O
   for (const node of nodes) {
     for (const [key, value] of Object.entries(node.metadata.labels ?? {})) {
       let byValue = nodesByLabel.get(key);
-      if (!byValue) nodesByLabel.set(key, (byValue = new Map()));
+      if (!byValue) nodesByLabel.set(key, (byValue = new Map<unknown, KubeObject[]>()));
       let list = byValue.get(value);
       if (!list) byValue.set(value, (list = []));
       list.push(node);

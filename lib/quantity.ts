@@ -46,7 +46,7 @@ export function parseQuantity(value: string | number): Quantity | undefined {
     tenPower += Number(suffix.slice(1));
   } else {
     format = "DecimalSI";
-    tenPower += DECIMAL_EXPONENT[suffix]!;
+    tenPower += DECIMAL_EXPONENT[suffix];
   }
 
   const exact = toNano(digits * 1024n ** BigInt(binaryPower), tenPower);

@@ -100,7 +100,7 @@ function shapeProblem(obj: Record<string, unknown>, kind: string, validate = SHA
   if (validate(obj)) return undefined;
   const errors = validate.errors!;
   // Validation stops at the first failure; an int-or-string reports each type it tried, then the anyOf.
-  const error = errors[errors.length - 1]!;
+  const error = errors[errors.length - 1];
   const types = errors.filter((e) => e.keyword === "type" && e.instancePath === error.instancePath).map((e) => String((e.params as { type: unknown }).type));
   const problem = error.keyword === "required" ? "is missing" : types.length > 0 ? `must be of type ${types.join(" or ")}` : "is not valid";
   const field = fieldOf(error);
@@ -138,7 +138,7 @@ function requireObject(value: unknown, field: string, kind: string, validate?: V
 
 /** The kind of a Metacontroller type key: "CStorPoolInstance.openebs.io/v1alpha1" → "CStorPoolInstance". */
 function kindOfTypeKey(typeKey: string): string {
-  return typeKey.split(".")[0]!;
+  return typeKey.split(".")[0];
 }
 
 /**
@@ -159,7 +159,7 @@ function objectMap(value: unknown, field: UnreadableObject["field"], unreadable:
     let names: Map<string, string> | undefined;
     const keys = Object.keys(objects);
     for (let i = 0; i < keys.length; i++) {
-      const key = keys[i]!;
+      const key = keys[i];
       const obj = objects[key];
       // Built only for an error: a valid request (the usual case) never needs it.
       const where = (): string => `${field}["${typeKey}"]["${key}"]`;
@@ -182,7 +182,7 @@ function objectMap(value: unknown, field: UnreadableObject["field"], unreadable:
       }
       if (!names && isOwnKey(key, obj.metadata.namespace, obj.metadata.name)) continue;
       names ??= new Map(keys.slice(0, i).map((k) => [k, k]));
-      const id = `${String(obj.metadata.namespace ?? "")}/${String(obj.metadata.name ?? "")}`;
+      const id = `${typeof namespace === "string" ? namespace : ""}/${obj.metadata.name}`;
       const other = names.get(id);
       if (other !== undefined) throw new BadRequestError(`request ${field}["${typeKey}"] lists ${id} twice, under "${other}" and "${key}"`);
       names.set(id, key);
@@ -190,12 +190,12 @@ function objectMap(value: unknown, field: UnreadableObject["field"], unreadable:
   }
   if (skipped.size === 0) return value as ObjectMap;
   const map = value as ObjectMap;
-  return Object.fromEntries(
+  return Object.fromEntries<ObjectMap[string]>(
     Object.entries(map).map(([typeKey, objects]) => [
       typeKey,
       objects && Object.fromEntries(Object.entries(objects).filter(([key]) => !skipped.get(typeKey)?.has(key))),
     ]),
-  ) as ObjectMap;
+  );
 }
 
 function holdsNull(value: unknown): boolean {

@@ -70,7 +70,7 @@ export class ZfsHost {
     const [used, available] = parseValueLines((await this.zfs(["get", "-H", "-p", "-o", "value", "used,available", pool])).stdout, 2);
     const numbers = [Number(used), Number(available)];
     if (!numbers.every(Number.isFinite)) throw new Error(`zfs get used,available ${pool} printed non-numbers: ${used}, ${available}`);
-    return { used: numbers[0]!, available: numbers[1]! };
+    return { used: numbers[0], available: numbers[1] };
   }
 
   /** Datasets and volumes below the root dataset. */
@@ -85,7 +85,7 @@ export class ZfsHost {
 
   async datasetProperties(dataset: string, properties: string[]): Promise<Record<string, string>> {
     const values = parseValueLines((await this.zfs(["get", "-H", "-o", "value", properties.join(","), dataset])).stdout, properties.length);
-    return Object.fromEntries(properties.map((p, i) => [p, values[i]!]));
+    return Object.fromEntries(properties.map((p, i) => [p, values[i]]));
   }
 
   /** `zpool get` without -H (zfs-fuse has none): the table's VALUE column. */

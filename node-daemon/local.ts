@@ -55,7 +55,7 @@ function parseArgs(argv: readonly string[]): LocalOptions | string {
   let dryRun = false;
   let nodeName: string | undefined;
   for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
+    const arg = argv[i];
     if (arg === "--once") once = true;
     else if (arg === "--dry-run") dryRun = true;
     else if (arg === "--cspi-file" || arg === "--node-name") {

@@ -85,6 +85,6 @@ export function createMetrics(): DaemonMetrics {
 function commandLabel(argv: readonly string[]): string {
   const index = argv.findIndex((arg) => /(^|\/)(zpool|zfs)$/.test(arg));
   if (index < 0) return argv[0] ?? "";
-  const binary = argv[index]!.split("/").pop()!;
+  const binary = argv[index].split("/").pop()!;
   return `${binary} ${argv[index + 1] ?? ""}`.trim();
 }

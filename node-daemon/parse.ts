@@ -237,9 +237,9 @@ function parseTree(reader: LineReader, format: ListingFormat, pool: string): Lay
   const stack: Vdev[] = [];
   let previousDepth = 0;
   for (let i = 1; i < lines.length; i++) {
-    const { depth, tokens, line } = lines[i]!;
+    const { depth, tokens, line } = lines[i];
     if (depth === 0) {
-      const heading = SECTION_HEADINGS.get(tokens[0]!);
+      const heading = SECTION_HEADINGS.get(tokens[0]);
       if (!heading || tokens.length !== 1) throw reader.error(`pool ${pool}: neither a vdev nor a section heading (logs, cache, spares...)`, line);
       section = heading;
       stack.length = 0;
@@ -250,7 +250,7 @@ function parseTree(reader: LineReader, format: ListingFormat, pool: string): Lay
     const stateless = tokens.length === 1 && format.stateless.has(section);
     if (!stateless && !VDEV_STATES.has(tokens[1] ?? "")) throw reader.error(`pool ${pool}: a vdev line without a known state`, line);
     const hasChildren = (lines[i + 1]?.depth ?? 0) > depth;
-    if (!hasChildren && GROUP_VDEV.test(tokens[0]!)) throw reader.error(`pool ${pool}: ${tokens[0]} has no devices under it`, line);
+    if (!hasChildren && GROUP_VDEV.test(tokens[0])) throw reader.error(`pool ${pool}: ${tokens[0]} has no devices under it`, line);
     const vdev = vdevFromTokens(tokens, hasChildren);
     stack.length = depth - 1;
     const parent = stack[depth - 2];
@@ -268,14 +268,14 @@ function vdevFromTokens(tokens: string[], interior: boolean): Vdev {
   let errors: VdevErrors | undefined;
   let noteTokens = rest;
   if (rest.length >= 3 && rest.slice(0, 3).every((t) => COUNT.test(t))) {
-    errors = { read: parseCount(rest[0]!), write: parseCount(rest[1]!), checksum: parseCount(rest[2]!) };
+    errors = { read: parseCount(rest[0]), write: parseCount(rest[1]), checksum: parseCount(rest[2]) };
     noteTokens = rest.slice(3);
   }
   const note = noteTokens.join(" ");
   const vdev: Vdev = { name, kind: interior ? interiorKind(name) : "disk", state, children: [] };
   if (!interior) {
     const was = /(?:^|\s)was (\S+)/.exec(note);
-    vdev.device = was ? was[1]! : name;
+    vdev.device = was ? was[1] : name;
   }
   if (errors) vdev.errors = errors;
   if (note) vdev.note = note;
@@ -301,7 +301,7 @@ const UNITS: Record<string, number> = { "": 1, B: 1, K: 2 ** 10, M: 2 ** 20, G: 
 export function parseSize(text: string): number | undefined {
   const match = /^(\d+(?:\.\d+)?)([BKMGTPE]?)(?:i?B)?$/.exec(text.trim());
   if (!match) return undefined;
-  return Number(match[1]) * UNITS[match[2]!]!;
+  return Number(match[1]) * UNITS[match[2]];
 }
 
 /** `zfs get -H -p -o value a,b pool`: one value per line, in the order asked. */

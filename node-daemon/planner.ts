@@ -402,13 +402,13 @@ function planDayTwo(input: PlanInput, pool: string, observed: PoolObservation, a
       holds.push({ reason: "GroupMismatch", message: `${where} has devices in ${touching.length} different vdevs of pool ${pool} (${touching.map((t) => t.name).join(", ")}): fix the CSPC` });
       return;
     }
-    const vdev = touching[0]!;
+    const vdev = touching[0];
     // Members of a replacing vdev that are not listed are on their way out: ZFS detaches them after resilver.
     const gone = membersOutsideReplacing(vdev).filter((leaf) => !isListed(leaf));
     const pairs = Math.min(gone.length, usable.length);
     for (let i = 0; i < pairs; i++) {
-      const old = gone[i]!;
-      const next = usable[i]!;
+      const old = gone[i];
+      const next = usable[i];
       replacements.push({
         kind: "replace",
         key: `replace:${pool}:${old.name}`,

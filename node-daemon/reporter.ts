@@ -151,7 +151,7 @@ function replacementCondition(input: ReportInput): ConditionInput | undefined {
         type: CONDITION.diskReplacement,
         status: "True",
         reason: "BlockDeviceReplacementInprogress",
-        message: `Resilvering ${what.length ? what.join(", ") : "replaced block devices"}${resilvering ? ` (${pool!.scan.text})` : ""}${errors.length ? ` error: ${errors.join("; ")}` : ""}`,
+        message: `Resilvering ${what.length ? what.join(", ") : "replaced block devices"}${resilvering ? ` (${pool.scan.text})` : ""}${errors.length ? ` error: ${errors.join("; ")}` : ""}`,
       }
     : undefined;
   // Upstream's reason, misspelling included, so tooling that matches it keeps working.

@@ -71,7 +71,7 @@ export class KeyedWorkQueue {
   }
 
   private async drain(key: string): Promise<void> {
-    let outcome: PassOutcome = "done";
+    let outcome: PassOutcome;
     do {
       this.dirty.delete(key);
       try {

@@ -82,7 +82,7 @@ export class FixtureTree {
     try {
       return canonicalize(applyMergePatch(this.worldDocument(world, via), patch ?? {}));
     } catch (err) {
-      throw new Error(`${path}: ${(err as Error).message}`);
+      throw new Error(`${path}: ${(err as Error).message}`, { cause: err });
     }
   }
 }
@@ -114,7 +114,7 @@ function readYamlOnce(path: string): unknown {
   const { mtimeMs } = statSync(path);
   const cached = parsed.get(path);
   if (cached?.mtimeMs === mtimeMs) return cached.value;
-  const value = parse(readFileSync(path, "utf8"));
+  const value: unknown = parse(readFileSync(path, "utf8"));
   parsed.set(path, { mtimeMs, value });
   return value;
 }

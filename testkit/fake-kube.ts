@@ -130,7 +130,7 @@ export class FakeKube implements KubeApi {
       if (value === null) delete status[key];
       else status[key] = value;
     }
-    return this.store({ ...existing, status: status as CSPI["status"] }, "MODIFIED");
+    return this.store({ ...existing, status: status }, "MODIFIED");
   }
 
   async addFinalizer(cspi: CSPI, finalizer: string) {

@@ -46,7 +46,7 @@ export function applyMergePatch(target: unknown, patch: PatchValue, where = "$")
 function patchObjectList(list: unknown[], patch: PatchMap, where: string): PatchValue[] {
   const items = list.map((item, index) => {
     if (!isKubeObject(item)) throw new Error(`${where}[${index}]: a map patches only a list of Kubernetes objects (kind and metadata.name)`);
-    return clone(item) as KubeMap;
+    return clone<KubeMap>(item);
   });
   const indexOf = (identity: string) => items.findIndex((item) => identityOf(item) === identity);
   for (const [identity, value] of Object.entries(patch)) {
@@ -92,7 +92,7 @@ export function diffMergePatch(base: unknown, target: PatchValue): PatchValue | 
     for (const key of [...new Set([...Object.keys(base), ...Object.keys(target)])].sort()) {
       if (!(key in target)) patch[key] = null;
       else {
-        const entry = diffMergePatch(base[key], target[key]!);
+        const entry = diffMergePatch(base[key], target[key]);
         if (entry !== undefined) patch[key] = entry;
       }
     }

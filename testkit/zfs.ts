@@ -19,7 +19,7 @@ export const MiB = 1024 * 1024;
 export const SANDBOX_DEVICE_ROOTS: readonly string[] = ["/dev/", `${tmpdir()}/`];
 
 function run(argv: string[]): string {
-  return execFileSync(argv[0]!, argv.slice(1), { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+  return execFileSync(argv[0], argv.slice(1), { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
 }
 
 function zfsAnswers(): boolean {
@@ -44,7 +44,7 @@ export function requireZfs(): void {
   try {
     execFileSync("bash", [TEST_ENV_SCRIPT], { stdio: ["ignore", "ignore", "pipe"], timeout: 120_000 });
   } catch (error) {
-    throw new Error(`zfs-fuse is not answering and could not be started: ${(error as Error).message}`);
+    throw new Error(`zfs-fuse is not answering and could not be started: ${(error as Error).message}`, { cause: error });
   }
   if (!zfsAnswers()) throw new Error("zfs-fuse is not answering after scripts/test-env.sh started it");
 }

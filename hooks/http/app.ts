@@ -19,7 +19,7 @@ export interface HookRoute {
   path: string;
   /** Short label for metrics and logs. */
   name: string;
-  handle(body: unknown, context: HookContext): unknown | Promise<unknown>;
+  handle(body: unknown, context: HookContext): unknown;
 }
 
 export interface AppOptions {
@@ -235,7 +235,7 @@ function mebibytes(bytes: number): string {
  */
 export function parseByteSize(text: string): number {
   const match = /^\s*(\d+(?:\.\d+)?)\s*(b|kb|mb|gb)?\s*$/i.exec(text);
-  const bytes = match ? Math.floor(Number(match[1]) * BYTE_UNITS[(match[2] ?? "b").toLowerCase()]!) : NaN;
+  const bytes = match ? Math.floor(Number(match[1]) * BYTE_UNITS[(match[2] ?? "b").toLowerCase()]) : NaN;
   if (!(bytes > 0)) throw new Error(`body limit ${JSON.stringify(text)} is not a size: use e.g. 32mb (units b, kb, mb, gb)`);
   return bytes;
 }

@@ -26,7 +26,7 @@ export function parseCost(body: Uint8Array): number {
   // true, false and null without reading them.
   let afterSeparator = true;
   for (let i = 0; i < body.length; i++) {
-    const byte = body[i]!;
+    const byte = body[i];
     if (inString) {
       if (byte === BACKSLASH) i++;
       else if (byte === QUOTE) inString = false;

@@ -217,11 +217,11 @@ export function inventoryOf(cspc: CSPC, facts: Partial<ClusterFacts>): Inventory
   const claims = (facts.claims ?? []) as unknown as KubeObject[];
   const own = claims.filter((c) => c.metadata.labels?.[LABEL.cspc] === cspc.metadata.name && (c.metadata.namespace ?? namespace) === namespace);
   const children: ObjectMap = {
-    [TYPE_KEY.cspi]: byKey(facts.cspis as unknown as KubeObject[]),
+    [TYPE_KEY.cspi]: byKey(facts.cspis),
     [TYPE_KEY.blockDeviceClaim]: byKey(own),
   };
   const related: ObjectMap = {
-    [TYPE_KEY.blockDevice]: byKey(facts.blockDevices as unknown as KubeObject[]),
+    [TYPE_KEY.blockDevice]: byKey(facts.blockDevices),
     [TYPE_KEY.blockDeviceClaim]: byKey(claims),
     [TYPE_KEY.node]: byKey(facts.nodes),
   };

@@ -69,7 +69,7 @@ export async function gatherFacts(
   };
   try {
     const entries = await Promise.race([Promise.all(needs.map(run)), deadline]);
-    return { facts: Object.fromEntries(entries) as Partial<ClusterFacts> };
+    return { facts: Object.fromEntries(entries) };
   } catch (err) {
     controller.abort();
     return { failure: err as LookupError };

@@ -100,13 +100,13 @@ export function planExistingPool(input: PlanInput): ExistingPoolPlan {
 function expand(spec: CSPISpec, pool: PoolSpec, diff: PoolDiff, inventory: Inventory): CSPISpec {
   const raidGroups = spec.raidGroups.map((g) => ({ ...g, blockDevices: [...g.blockDevices] }));
   for (const e of diff.expansions) {
-    const resolved = resolveRaidGroup(pool.raidGroups[e.specGroup]!, pool, inventory);
+    const resolved = resolveRaidGroup(pool.raidGroups[e.specGroup], pool, inventory);
     if (e.group === undefined) {
       raidGroups.push(resolved);
       continue;
     }
     const added = resolved.blockDevices.filter((d) => e.devices.includes(d.blockDeviceName));
-    raidGroups[e.group]!.blockDevices.push(...added);
+    raidGroups[e.group].blockDevices.push(...added);
   }
   return { ...spec, raidGroups };
 }

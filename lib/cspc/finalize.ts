@@ -27,7 +27,7 @@ export function finalizeCspcRequest(request: CompositeSyncRequest<CSPC>, clock: 
   const finalized = inventory.cspis.size === 0 && claims.length === 0 && !hasUnreadableChild(unreadable);
   const status = teardownStatus(request.parent, inventory, teardown, claims, clock(), unreadableCondition(unreadable, joinMessages));
   const response: CompositeSyncResponse = {
-    status: status as Record<string, unknown>,
+    status: status,
     children: hasUnreadableChild(unreadable) ? heldChildren(request.children, unreadable, (device, cspi) => claimObject(device, inventory, { cspi })) : teardown.children,
     finalized,
   };

@@ -23,7 +23,7 @@ export interface MatchResult {
 
 export function matchPools(pools: readonly PoolSpec[], hosts: readonly (string | undefined)[], inventory: Inventory): MatchResult {
   const taken = new Set<string>();
-  const matches: (PoolMatch | undefined)[] = new Array(pools.length).fill(undefined);
+  const matches = new Array<PoolMatch | undefined>(pools.length).fill(undefined);
 
   // 1. By shared devices: the CSPI holding most of the pool's devices (ties: by name).
   pools.forEach((pool, i) => {

@@ -45,7 +45,7 @@ export function joinMessages(messages: readonly string[]): string {
   const unique = [...new Set(messages)];
   let out = "";
   for (let i = 0; i < unique.length; i++) {
-    const next = out ? `${out}; ${unique[i]}` : unique[i]!;
+    const next = out ? `${out}; ${unique[i]}` : unique[i];
     if (next.length > MAX_MESSAGE) return `${out}; and ${unique.length - i} more`;
     out = next;
   }

@@ -22,7 +22,7 @@ export function syncCspcRequest(request: CompositeSyncRequest<CSPC>, clock: Cloc
   const plan = planChildren(cspc, inventory);
   plan.findings.unreadable = request.unreadable ?? [];
   return {
-    status: computeStatus(cspc, [...inventory.cspis.values()], plan.findings, clock()) as Record<string, unknown>,
+    status: computeStatus(cspc, [...inventory.cspis.values()], plan.findings, clock()),
     children: hasUnreadableChild(request.unreadable)
       ? heldChildren(request.children, request.unreadable ?? [], (device, cspi) => claimObject(device, inventory, { cspi }))
       : plan.children,
@@ -62,14 +62,14 @@ export function planChildren(cspc: CSPC, inventory: Inventory): ChildrenPlan {
   const plans: ExistingPoolPlan[] = [];
 
   pools.forEach((pool, i) => {
-    const match = matched.pools[i]!;
+    const match = matched.pools[i];
     const violations: Violation[] = [...(byPool.get(i) ?? [])];
     if (byPool.has(-1)) {
       findings.blocked.push(...violations);
       if (match.observed) keep(match.observed);
       return;
     }
-    const placement = placements[i]!;
+    const placement = placements[i];
     if (placement.violation) violations.push(placement.violation);
     const host = placement.host;
     const observed = match.observed;

@@ -11,7 +11,7 @@ export function finalizeCspiRequest(request: DecoratorSyncRequest<CSPI>, clock: 
   return {
     labels: {},
     annotations: {},
-    status: health.status as Record<string, unknown>,
+    status: health.status,
     attachments: [],
     resyncAfterSeconds: health.resyncAfterSeconds,
     finalized: remaining === 0,

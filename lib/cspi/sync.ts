@@ -23,7 +23,7 @@ export function syncCspiRequest(request: DecoratorSyncRequest<CSPI>, clock: Cloc
   return {
     labels: {},
     annotations: {},
-    status: health.status as Record<string, unknown>,
+    status: health.status,
     attachments: [desired],
     resyncAfterSeconds,
   };

@@ -43,6 +43,7 @@ export function checkCspcShape(object: unknown): Violation[] {
     return out;
   }
   if (validateSpec(obj.spec)) return out;
+  // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion -- obj.spec is unknown to tsc
   const pools = (obj.spec as { pools?: PoolSpec[] } | null)?.pools ?? [];
   for (const { error: e, text } of wordedErrors(validateSpec.errors ?? [])) {
     // A mistyped string of a field the spec rules judge gets their message and its hint ("did you mean lz4?").
@@ -50,7 +51,7 @@ export function checkCspcShape(object: unknown): Violation[] {
     if (ruled) {
       const index = Number(ruled[1]);
       const field: EnumField = ruled[3] !== undefined ? { group: Number(ruled[3]) } : (ruled[2] as "compression" | "defaultRaidGroupType");
-      out.push(unsupportedValue(pools[index]!, index, field, e.data));
+      out.push(unsupportedValue(pools[index], index, field, e.data));
       continue;
     }
     out.push({ pool: poolIndex(e.instancePath), reason: "InvalidField", message: `${fieldPath(e.instancePath, "spec")} ${text}` });

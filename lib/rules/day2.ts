@@ -73,7 +73,7 @@ export function diffPool(input: DiffInput): PoolDiff {
       if (matchedObserved.has(o)) {
         reject(
           "RaidGroupSplit",
-          `the devices of existing raid group ${describeGroup(observedGroups[o]!)} are now spread over raidGroups[${matchedObserved.get(o)}] and raidGroups[${specIndex}]; a raid group cannot be split: restore it`,
+          `the devices of existing raid group ${describeGroup(observedGroups[o])} are now spread over raidGroups[${matchedObserved.get(o)}] and raidGroups[${specIndex}]; a raid group cannot be split: restore it`,
         );
       }
       matchedObserved.set(o, specIndex);
@@ -83,13 +83,13 @@ export function diffPool(input: DiffInput): PoolDiff {
   observedGroups.forEach((g, o) => {
     if (matchedObserved.has(o)) return;
     const lookalike = unpairedSpec.find((s) => {
-      const spec = pool.raidGroups[s]!;
+      const spec = pool.raidGroups[s];
       return groupRole(spec) === observedRole(g) && resolvedType(spec, pool) === g.type && names(spec).length === names(g).length;
     });
     if (lookalike !== undefined) {
       reject(
         "MultipleReplacements",
-        `raid group ${describeGroup(g)} is gone and raidGroups[${lookalike}] (${names(pool.raidGroups[lookalike]!).join(", ")}) shares none of its devices; replacing every device of a group at once would destroy its data: replace one device, wait for its resilver, then the next`,
+        `raid group ${describeGroup(g)} is gone and raidGroups[${lookalike}] (${names(pool.raidGroups[lookalike]).join(", ")}) shares none of its devices; replacing every device of a group at once would destroy its data: replace one device, wait for its resilver, then the next`,
       );
       return;
     }
@@ -101,14 +101,14 @@ export function diffPool(input: DiffInput): PoolDiff {
   if (diff.violations.length > 0) return diff;
 
   pool.raidGroups.forEach((specGroup, s) => {
-    const o = pairs[s]![0];
+    const o = pairs[s][0];
     const added = names(specGroup);
     if (o === undefined) {
       checkNewDevices(added, `new raidGroups[${s}]`);
       diff.expansions.push({ specGroup: s, devices: added });
       return;
     }
-    const before = observedGroups[o]!;
+    const before = observedGroups[o];
     const label = `raidGroups[${s}] ${describeGroup(before)}`;
     const type = resolvedType(specGroup, pool);
     if (observedRole(before) !== groupRole(specGroup)) {
@@ -165,8 +165,8 @@ export function diffPool(input: DiffInput): PoolDiff {
       );
       return;
     }
-    const oldDevice = removed[0]!;
-    const newDevice = addedDevices[0]!;
+    const oldDevice = removed[0];
+    const newDevice = addedDevices[0];
     const resilvering = beforeNames
       .map((d) => ({ d, pred: inventory.ownClaims.get(d)?.metadata.annotations?.[ANNOTATION.bdPredecessor] }))
       .find((x) => x.pred);

@@ -16,9 +16,9 @@ export function resolveNode(pool: PoolSpec, index: number, inventory: Inventory)
   const selector = pool.nodeSelector ?? {};
   const keys = Object.keys(selector);
   // Only nodes carrying the first selector label can match, so each pool looks at its own node(s), not all.
-  const candidates = keys.length === 0 ? inventory.nodes : (inventory.nodesByLabel.get(keys[0]!)?.get(selector[keys[0]!]) ?? []);
+  const candidates = keys.length === 0 ? inventory.nodes : (inventory.nodesByLabel.get(keys[0])?.get(selector[keys[0]]) ?? []);
   const matches = candidates.filter((node) => keys.every((k) => node.metadata.labels?.[k] === selector[k]));
-  if (matches.length === 1) return { host: nodeHostname(matches[0]!) };
+  if (matches.length === 1) return { host: nodeHostname(matches[0]) };
   const where = poolLabel(pool, index);
   if (matches.length === 0) {
     return {

@@ -103,6 +103,6 @@ describe("cli: cstor-pool render", () => {
     const { items } = JSON.parse(stdout) as { items: { name: string; verdict: string; pools: number; provisioned: number; problems: unknown[]; objects: { kind: string }[] }[] };
     expect(items.map((i) => [i.name, i.verdict, i.pools, i.provisioned, i.problems.length, i.objects.length])).to.deep.equal([["cstor-pool-mirror", "accepted", 2, 2, 0, 12]]);
     const golden = objectsOf(readFileSync(join(CASE, "expected.yaml"), "utf8"));
-    expect(items[0]!.objects).to.deep.equal(golden);
+    expect(items[0].objects).to.deep.equal(golden);
   });
 });

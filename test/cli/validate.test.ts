@@ -22,7 +22,7 @@ async function validate(argv: string[], files: Record<string, string>): Promise<
     stderr: (t) => (err += t),
     readFile: (path) => {
       if (!(path in files)) throw new Error(`ENOENT: no such file or directory, open '${path}'`);
-      return files[path]!;
+      return files[path];
     },
   });
   return { code, out, err };
@@ -62,9 +62,9 @@ describe("cstor-pool validate", () => {
     const text = yaml(cspc([{ ...A, poolConfig: { compression: "lz4" } }])).replace("compression: lz4", "compression: lz");
     const run = await validate(["-f", "new.yaml", "-o", "json"], { "new.yaml": text });
     expect(run.code).to.equal(1);
-    const [problem] = (JSON.parse(run.out) as { items: { problems: Record<string, unknown>[] }[] }).items[0]!.problems;
+    const [problem] = (JSON.parse(run.out) as { items: { problems: Record<string, unknown>[] }[] }).items[0].problems;
     expect(problem).to.include({ pool: 0, field: "spec.pools[0].poolConfig.compression", fix: "use one of off, on, lz4, lzjb, gzip, zle" });
-    expect(problem!.message).to.contain('poolConfig.compression "lz" is not supported (did you mean lz4?)');
+    expect(problem.message).to.contain('poolConfig.compression "lz" is not supported (did you mean lz4?)');
   });
 
   it("checks a change against --old: the stored pools stand in for their CSPIs", async () => {
@@ -127,15 +127,15 @@ describe("cstor-pool validate", () => {
     const parsed = JSON.parse(run.out) as { items: { verdict: string; problems: Record<string, unknown>[] }[] };
     const { items } = parsed;
     expect(items).to.have.length(1);
-    expect(items[0]!.verdict).to.equal("refused");
-    expect(items[0]!.problems[0]).to.deep.equal({
+    expect(items[0].verdict).to.equal("refused");
+    expect(items[0].problems[0]).to.deep.equal({
       pool: 0,
       field: "spec.pools[0].raidGroups[0]",
       reason: "InvalidDeviceCount",
       message: "spec.pools[0] (nodeSelector kubernetes.io/hostname=node-a) raidGroups[0]: a raidz raid group needs 3, 5, 9, 17 or 33 block devices (2^n+1), it has 4",
     });
     const absent = await validate(["-f", "new.yaml", "--block-devices", "cluster.yaml", "-o", "json"], { "new.yaml": yaml(cspc([A])), "cluster.yaml": list([]) });
-    const missing = (JSON.parse(absent.out) as typeof parsed).items[0]!.problems[0];
+    const missing = (JSON.parse(absent.out) as typeof parsed).items[0].problems[0];
     expect(missing).to.deep.equal({
       pool: 0,
       field: "spec.pools[0]",
@@ -151,7 +151,7 @@ describe("cstor-pool validate", () => {
     const run = await validate(["-f", "new.yaml", "-o", "yaml"], files);
     expect(run.code).to.equal(0);
     expect(parse(run.out)).to.deep.equal(asJson);
-    expect((asJson as { items: { verdict: string; notes: string[] }[] }).items[0]!.notes).to.have.length(2);
+    expect((asJson as { items: { verdict: string; notes: string[] }[] }).items[0].notes).to.have.length(2);
   });
 
   it("reads every manifest of a directory given with -f, and repeated -f", async () => {
@@ -160,7 +160,7 @@ describe("cstor-pool validate", () => {
     const code = await runValidate(["-f", "dir", "-f", "c.yaml"], {
       stdout: (t) => (out += t),
       stderr: () => undefined,
-      readFile: (path) => files[path]!,
+      readFile: (path) => files[path],
       listDirectory: (path) => (path === "dir" ? ["b.json", "README.md", "a.yaml"] : undefined),
     });
     expect(code).to.equal(0);
@@ -205,8 +205,8 @@ describe("cstor-pool validate", () => {
         // The same problems for programs: each names its pool's field and ends with its fix.
         const json = await validate([...argv, "-o", "json"], files);
         const [item] = (JSON.parse(json.out) as { items: { problems: { pool?: number; field?: string; message: string; fix?: string }[] }[] }).items;
-        expect(item!.problems.map((p) => p.message).sort()).to.deep.equal([...new Set(problems.length > 0 ? problems : single ? [single] : [])].sort());
-        for (const p of item!.problems) {
+        expect(item.problems.map((p) => p.message).sort()).to.deep.equal([...new Set(problems.length > 0 ? problems : single ? [single] : [])].sort());
+        for (const p of item.problems) {
           if (p.pool !== undefined) expect(p.field, p.message).to.match(new RegExp(`^spec\\.pools\\[${p.pool}\\]`));
           if (p.fix !== undefined) expect(p.message.endsWith(`: ${p.fix}`), p.message).to.equal(true);
         }

@@ -24,7 +24,7 @@ const CLI = /^(?:npx cstor-pool|cstor-pool|kubectl cstor-pool)(?:\s|$)/;
 /** Words as a POSIX shell splits them, for the simple lines docs hold; anything needing a shell is refused. */
 function words(line: string, where: string): string[] {
   if (/[|;&<>`$()]/.test(line.replace(/'[^']*'|"[^"]*"/g, ""))) throw new Error(`${where}: "${line}" needs a shell; keep CLI commands in docs simple`);
-  return [...line.matchAll(/'([^']*)'|"([^"]*)"|(\S+)/g)].map((m) => m[1] ?? m[2] ?? m[3]!);
+  return [...line.matchAll(/'([^']*)'|"([^"]*)"|(\S+)/g)].map((m) => m[1] ?? m[2] ?? m[3]);
 }
 
 function docCommands(file: string, markdown: string): DocCommand[] {
@@ -33,7 +33,7 @@ function docCommands(file: string, markdown: string): DocCommand[] {
   let block: { lang: string; start: number; lines: string[] } | undefined;
   lines.forEach((text, i) => {
     const fence = /^```(\w*)/.exec(text);
-    if (fence && !block) return void (block = { lang: fence[1]!, start: i + 1, lines: [] });
+    if (fence && !block) return void (block = { lang: fence[1], start: i + 1, lines: [] });
     if (!block) return;
     if (!fence) return void block.lines.push(text);
     const { lang, start, lines: body } = block;
@@ -55,7 +55,7 @@ function docCommands(file: string, markdown: string): DocCommand[] {
         }
         if (shown.length > 0) output = `${shown.join("\n")}\n`;
       }
-      const exit = comment ? /\bexit (\d+)/.exec(comment[1]!) : null;
+      const exit = comment ? /\bexit (\d+)/.exec(comment[1]) : null;
       out.push({ file, line: start + k + 1, text: command, argv: words(command, where), exitCode: exit ? Number(exit[1]) : 0, ...(output ? { output } : {}) });
     });
   });
@@ -82,7 +82,7 @@ describe("docs: every CLI command in the docs runs as written", function () {
     it(`${command.file}:${command.line}: ${command.text}`, async () => {
       const env = { ...process.env, PATH: `${installed.bin}:${process.env.PATH}`, npm_config_cache: join(installed.root, "npm-cache"), npm_config_update_notifier: "false" };
       const [program, ...args] = command.argv;
-      const run = await runProgram(program === "cstor-pool" ? join(installed.bin, "cstor-pool") : program!, args, { cwd: REPO, env });
+      const run = await runProgram(program === "cstor-pool" ? join(installed.bin, "cstor-pool") : program, args, { cwd: REPO, env });
       expect(run.code, `${run.stderr}${run.stdout}`).to.equal(command.exitCode);
       if (command.output !== undefined) expect(run.stdout).to.equal(command.output);
     });

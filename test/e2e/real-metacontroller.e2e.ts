@@ -137,7 +137,7 @@ describe("e2e: the pool lifecycle under the real Metacontroller (hook server, no
   const cspiOn = async (node: NodeKey): Promise<CSPI> => {
     const found = (await cspis()).filter((c) => c.spec.hostName === nodeName(node));
     if (found.length !== 1) throw new Error(`expected one CSPI on ${nodeName(node)}, found ${found.map((c) => c.metadata.name).join(", ") || "none"}`);
-    return found[0]!;
+    return found[0];
   };
   const claimedDevices = async () => (await claims()).map((c) => c.spec.blockDeviceName as string).sort();
   const events = async (involved: string): Promise<Obj[]> => {
@@ -169,7 +169,7 @@ describe("e2e: the pool lifecycle under the real Metacontroller (hook server, no
   };
   const dataGroups = (node: ZfsNode, pool: string): string[][] => {
     const [status] = parseZpoolStatus(node.zpool("status", pool));
-    return status!.layout.data.map((vdev) => leaves([vdev]).map((leaf) => leaf.device ?? leaf.name));
+    return status.layout.data.map((vdev) => leaves([vdev]).map((leaf) => leaf.device ?? leaf.name));
   };
   /** The volume moves away. zfs-fuse may call a just-unmounted dataset busy for a moment: a few tries. */
   const destroyDataset = async (node: ZfsNode, dataset: string) => {
@@ -394,7 +394,7 @@ describe("e2e: the pool lifecycle under the real Metacontroller (hook server, no
     expect(claim!.metadata.annotations).to.include({ [ANNOTATION.bdPredecessor]: bd("a2") });
     // Metacontroller dies (SIGKILL) as soon as it has created the claim, and comes back.
     const killed = await mc().kill();
-    notes.push(`step 3: Metacontroller killed (${killed.signal}) with the CSPI at ${JSON.stringify((await cspiOn("a")).spec.raidGroups[0]!.blockDevices.map((d) => d.blockDeviceName))}`);
+    notes.push(`step 3: Metacontroller killed (${killed.signal}) with the CSPI at ${JSON.stringify((await cspiOn("a")).spec.raidGroups[0].blockDevices.map((d) => d.blockDeviceName))}`);
     await new Promise((resolve) => setTimeout(resolve, 2000));
     await startMetacontroller();
 
@@ -461,7 +461,7 @@ describe("e2e: the pool lifecycle under the real Metacontroller (hook server, no
     expect((await events(name)).map((e) => `${e.reason}@${e.source.host}`)).to.include(`PoolImported@${nodeName("c")}`);
     expect(nodes.c.zfs.checksum(data.get(pool)!.file)).to.equal(data.get(pool)!.sha);
     const [deployment] = (await deployments()).filter((d) => d.metadata.ownerReferences?.[0]?.uid === before.metadata.uid);
-    expect(JSON.stringify(deployment!.spec.template.spec), "the pool Deployment follows the pool").to.contain(nodeName("c"));
+    expect(JSON.stringify(deployment.spec.template.spec), "the pool Deployment follows the pool").to.contain(nodeName("c"));
     await expectNoHookTrouble();
   });
 
@@ -493,9 +493,9 @@ describe("e2e: the pool lifecycle under the real Metacontroller (hook server, no
   it("CSPC deletion: held while the last pool holds a volume, then every CSPI, pool, claim and Deployment goes, and the CSPC", async () => {
     const [cspi, ...others] = await cspis();
     expect(others).to.deep.equal([]);
-    const name = cspi!.metadata.name!;
+    const name = cspi.metadata.name!;
     const pool = zpoolName(name);
-    const node = holder(cspi!);
+    const node = holder(cspi);
     await cluster.kubectl(["delete", "cspc", cspc, "-n", NS, "--wait=false"]);
     const held = await waitFor("the CSPC's teardown to name the pool that holds it", theCspc, (c) => condition(c, "PoolRemovalBlocked")?.message.includes(name) === true);
     expect(held!.metadata.deletionTimestamp).to.be.a("string");

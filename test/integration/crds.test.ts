@@ -68,8 +68,8 @@ async function getJson(cluster: KubeCluster, ...args: string[]): Promise<any> {
 async function table(cluster: KubeCluster, ...args: string[]): Promise<{ columns: string[]; rows: Record<string, string>[] }> {
   const { stdout } = await cluster.kubectl(["get", ...args]);
   const [header, ...lines] = stdout.trimEnd().split("\n");
-  const columns = header!.trim().split(/\s+/);
-  const starts = columns.map((c) => header!.indexOf(c));
+  const columns = header.trim().split(/\s+/);
+  const starts = columns.map((c) => header.indexOf(c));
   const rows = lines.map((line) =>
     Object.fromEntries(columns.map((c, i) => [c, line.slice(starts[i], starts[i + 1]).trim()])),
   );
@@ -134,7 +134,7 @@ describe("integration: CRDs through kubectl on a real kube-apiserver", function 
     expect(columns).to.deep.equal(["NAME", "HEALTHYINSTANCES", "PROVISIONEDINSTANCES", "DESIREDINSTANCES", "AGE"]);
     expect(rows).to.have.length(1);
     expect(rows[0]).to.deep.include({ NAME: name, HEALTHYINSTANCES: "1", PROVISIONEDINSTANCES: "2", DESIREDINSTANCES: "3" });
-    expect(rows[0]!.AGE).to.match(/^\d+s$/);
+    expect(rows[0].AGE).to.match(/^\d+s$/);
   });
 
   it("`kubectl get cspi` prints HOSTNAME ALLOCATED FREE CAPACITY HEALTHYVOLUMES PROVISIONEDVOLUMES STATUS AGE", async () => {

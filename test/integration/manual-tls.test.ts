@@ -54,7 +54,7 @@ describe("integration: admission TLS without cert-manager (docs/install.md)", fu
       log: createLogger({ level: "silent" }),
     });
     try {
-      const port = (listening.servers[1]!.address() as AddressInfo).port;
+      const port = (listening.servers[1].address() as AddressInfo).port;
       const body = await new Promise<string>((resolve, reject) => {
         const req = request({ host: "127.0.0.1", port, path: "/healthz", ca: readFileSync(file("ca.crt")), servername: SERVICE_DNS }, (res) => {
           let text = "";

@@ -98,7 +98,7 @@ describe("integration: the Metacontroller test driver keeps the v2 contract", fu
     answer = () => ({ body: { status: {}, children: [] } });
     await driver.syncComposite(CONTROLLER, NS, "request-shape");
     expect(requests.map((r) => r.path)).to.deep.equal(["/sync"]);
-    const { body } = requests[0]!;
+    const { body } = requests[0];
     expect(Object.keys(body).sort()).to.deep.equal(["children", "controller", "finalizing", "parent", "related"]);
     expect(body.controller.metadata.name).to.equal(CONTROLLER);
     expect(body.parent.metadata.uid).to.equal(parent.metadata.uid);

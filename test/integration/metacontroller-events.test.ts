@@ -47,7 +47,7 @@ describe("integration: the shipped controllers under Metacontroller's event loop
   const theCspi = async (): Promise<Obj> => {
     const [cspi, ...others] = await list("cstorpoolinstances");
     expect(others).to.deep.equal([]);
-    return cspi!;
+    return cspi;
   };
   const deployments = () => list("deployments", "apis/apps/v1");
   /** The node daemon's report, as it merge-patches it: phase and heartbeat. */
@@ -75,7 +75,7 @@ describe("integration: the shipped controllers under Metacontroller's event loop
     await cluster.kubectl(["apply", "--server-side", "-f", "-"], { input: JSON.stringify(cspc("lz4")) });
     await loop.run();
     const [claim] = await list("blockdeviceclaims");
-    const path = `/apis/${API_VERSION}/namespaces/${NS}/blockdeviceclaims/${claim!.metadata.name}`;
+    const path = `/apis/${API_VERSION}/namespaces/${NS}/blockdeviceclaims/${claim.metadata.name}`;
     expect((await cluster.request(cluster.admin, "PATCH", path, { status: { phase: "Bound" } }, "application/merge-patch+json")).status).to.equal(200);
   });
 
@@ -94,14 +94,14 @@ describe("integration: the shipped controllers under Metacontroller's event loop
     await loop.advance(10);
     const [deployment] = await deployments();
     expect(deployment?.metadata.name, "created by the hook's short resync, not a minute later").to.equal(poolDeploymentName(cspi.metadata.name));
-    const created = loop.syncs.find((s) => s.outcome.writes.includes(`create Deployment ${NS}/${deployment!.metadata.name}`))!;
+    const created = loop.syncs.find((s) => s.outcome.writes.includes(`create Deployment ${NS}/${deployment.metadata.name}`))!;
     expect(created.at - conflictAt).to.be.at.most(10);
   });
 
   it("once the pool Deployment is as the hook wants it, the hook asks for no short resync: no sync every few seconds", async () => {
     const cspi = await theCspi();
     const key = Object.keys(loop.pending()).find((k) => k.includes("cstor-pool-instance") && k.endsWith(cspi.metadata.name))!;
-    expect(loop.pending()[key]! - loop.now).to.be.greaterThan(10);
+    expect(loop.pending()[key] - loop.now).to.be.greaterThan(10);
     const ran = await loop.advance(30);
     expect(ran.filter((s) => s.controller === "cstor-pool-instance")).to.deep.equal([]);
     expect(cspi.status.conditions.map((c: Obj) => [c.type, c.reason])).to.deep.include(["PodAvailable", "PoolPodNotReady"]);

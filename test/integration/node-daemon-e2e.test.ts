@@ -69,7 +69,7 @@ function condition(cspi: CSPI | undefined, type: string): Condition | undefined 
 /** The pool's vdevs as the node's zpool status shows them: data groups' devices, in order. */
 function dataGroups(node: ZfsNode, pool: string): string[][] {
   const [status] = parseZpoolStatus(node.zpool("status", pool));
-  return status!.layout.data.map((vdev) => leaves([vdev]).map((leaf) => leaf.device ?? leaf.name));
+  return status.layout.data.map((vdev) => leaves([vdev]).map((leaf) => leaf.device ?? leaf.name));
 }
 
 /** What the node's `zpool import` finds in a directory (with -D: destroyed pools too). */
@@ -205,9 +205,9 @@ describe("integration: the node daemon end to end (real processes, real apiserve
 
     it("a new CSPI: the daemon adds its finalizer, creates the pool and reports it ONLINE with capacity, with Events", async () => {
       await apply(
-        cspiObject(name, nodeNameA(), [{ type: "mirror", devices: [devices.m1!, devices.m2!] }]),
-        claimObject(devices.m1!, name),
-        claimObject(devices.m2!, name),
+        cspiObject(name, nodeNameA(), [{ type: "mirror", devices: [devices.m1, devices.m2] }]),
+        claimObject(devices.m1, name),
+        claimObject(devices.m2, name),
       );
       const online = await waitForCspi(name, "phase ONLINE", (c) => c?.status?.phase === "ONLINE");
       expect(online!.metadata.finalizers).to.deep.equal([FINALIZER.poolProtection]);
@@ -216,7 +216,7 @@ describe("integration: the node daemon end to end (real processes, real apiserve
       expect(total, "a 128 MiB mirror holds less than 128 MiB").to.match(/^\d+(\.\d+)?Mi$/);
       expect(parseFloat(total)).to.be.within(64, 128);
       expect([free, used].every((q) => /^\d+(\.\d+)?(Ki|Mi)?$/.test(q))).to.equal(true);
-      expect(Date.parse(online!.status!.lastUpdateTime!)).to.be.a("number").and.not.NaN;
+      expect(Number.isNaN(Date.parse(online!.status!.lastUpdateTime!)), "lastUpdateTime is a date").to.equal(false);
       expect(dataGroups(hostA, pool)).to.deep.equal([[devices.m1, devices.m2]]);
 
       await waitForEvent(name, "PoolCreated", nodeNameA());
@@ -237,15 +237,15 @@ describe("integration: the node daemon end to end (real processes, real apiserve
 
     it("expansion: a raid group added to the spec is added to the pool; PoolExpansion says so", async () => {
       const before = await getCspi(name);
-      await patchCspi(name, [{ op: "add", path: "/spec/raidGroups/-", value: raidGroup({ type: "mirror", devices: [devices.m3!, devices.m4!] }) }]);
-      await apply(claimObject(devices.m3!, name), claimObject(devices.m4!, name));
+      await patchCspi(name, [{ op: "add", path: "/spec/raidGroups/-", value: raidGroup({ type: "mirror", devices: [devices.m3, devices.m4] }) }]);
+      await apply(claimObject(devices.m3, name), claimObject(devices.m4, name));
       const expanded = await waitForCspi(name, "PoolExpansion successful", (c) => condition(c, "PoolExpansion")?.reason === "PoolExpansionSuccessful");
       expect(dataGroups(hostA, pool)).to.deep.equal([
         [devices.m1, devices.m2],
         [devices.m3, devices.m4],
       ]);
       expect(condition(expanded, "PoolExpansion")).to.include({ status: "False" });
-      expect(condition(expanded, "PoolExpansion")!.message).to.contain(blockDeviceName(devices.m3!)).and.contain(blockDeviceName(devices.m4!));
+      expect(condition(expanded, "PoolExpansion")!.message).to.contain(blockDeviceName(devices.m3)).and.contain(blockDeviceName(devices.m4));
       expect(expanded!.status!.phase).to.equal("ONLINE");
       const grown = await waitForCspi(name, "the capacity to grow", (c) => parseFloat(c!.status!.capacity!.total) > parseFloat(before!.status!.capacity!.total));
       expect(grown!.status!.capacity!.total).to.match(/Mi$/);
@@ -254,11 +254,11 @@ describe("integration: the node daemon end to end (real processes, real apiserve
 
     it("replacement: a mirror member swapped in the spec is replaced through resilver; then only the predecessor mark leaves the new claim", async () => {
       data = hostA.writeData(sandbox, `${pool}/vol1`);
-      const newClaim = claimObject(devices.m5!, name, { [ANNOTATION.bdPredecessor]: blockDeviceName(devices.m2!), "example.com/ticket": "OPS-1" });
+      const newClaim = claimObject(devices.m5, name, { [ANNOTATION.bdPredecessor]: blockDeviceName(devices.m2), "example.com/ticket": "OPS-1" });
       await apply(newClaim);
       await patchCspi(name, [
         { op: "test", path: "/spec/raidGroups/0/blockDevices/1/devLink", value: devices.m2 },
-        { op: "replace", path: "/spec/raidGroups/0/blockDevices/1", value: raidGroup({ type: "mirror", devices: [devices.m5!] }).blockDevices[0] },
+        { op: "replace", path: "/spec/raidGroups/0/blockDevices/1", value: raidGroup({ type: "mirror", devices: [devices.m5] }).blockDevices[0] },
       ]);
       const done = await waitForCspi(name, "DiskReplacement successful", (c) => condition(c, "DiskReplacement")?.reason === "BlockDeviceReplacementSucceess");
       expect(condition(done, "DiskReplacement")!.status).to.equal("False");

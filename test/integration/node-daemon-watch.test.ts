@@ -134,7 +134,7 @@ describe("integration: the node daemon's view of its CSPIs stays current (watch 
     const failedBefore = [daemonA, daemonB].map((d) => relists(d, "watch-failed").length + relists(d, "watch-ended").length);
     await cluster.restartApiserver();
     await waitUntil(
-      async () => [daemonA, daemonB].every((d, i) => relists(d, "watch-failed").length + relists(d, "watch-ended").length > failedBefore[i]!),
+      async () => [daemonA, daemonB].every((d, i) => relists(d, "watch-failed").length + relists(d, "watch-ended").length > failedBefore[i]),
       WAIT_MS,
       () => `the daemons did not notice the restart${tails()}`,
     );

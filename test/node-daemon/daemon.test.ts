@@ -155,7 +155,7 @@ describe("node-daemon loop (in-memory API, real zfs-fuse)", function () {
     expect(kube.get(name)!.metadata.finalizers).to.deep.equal([FINALIZER.poolProtection]);
     const refused = kube.events.filter((e) => e.reason === "DestroyRefused");
     expect(refused, "one Warning, not one per pass").to.have.length(1);
-    expect(refused[0]!.message).to.contain(`${zpoolName(name)}/pvc-1`);
+    expect(refused[0].message).to.contain(`${zpoolName(name)}/pvc-1`);
     expect(poolExists(zpoolName(name))).to.equal(true);
   });
 
@@ -215,7 +215,7 @@ describe("node-daemon loop (in-memory API, real zfs-fuse)", function () {
     expect(cut.status?.conditions ?? [], "no condition claims an expansion or a lost pool").to.deep.equal([]);
     const warnings = kube.events.filter((e) => e.reason === "ObservationFailed");
     expect(warnings, "one Warning, not one per pass").to.have.length(1);
-    expect(warnings[0]!.message).to.match(/^unreadable zpool status output: pool \S+ ends before its vdev tree \(no config: section\)/);
+    expect(warnings[0].message).to.match(/^unreadable zpool status output: pool \S+ ends before its vdev tree \(no config: section\)/);
     expect(faulty.invocations().slice(before).filter((argv) => !/^(status|list|get)\b/.test(argv)), "zpool commands other than reads").to.deep.equal([]);
 
     faulty.clear();

@@ -36,7 +36,7 @@ describe("node-daemon local mode", function () {
     expect(dry.code, "would change").to.equal(LOCAL_EXIT.changed);
     const planned = parse(dry.stdout) as { plan: { action: string; description: string }[]; status?: unknown };
     expect(planned.plan.map((p) => p.action)).to.deep.equal(["create"]);
-    expect(planned.plan[0]!.description).to.contain(zpoolName(name));
+    expect(planned.plan[0].description).to.contain(zpoolName(name));
     expect(planned.status).to.equal(undefined);
     expect(parseZpoolStatus(zpool("status")).map((p) => p.name)).to.not.include(zpoolName(name));
 
@@ -46,7 +46,7 @@ describe("node-daemon local mode", function () {
     expect(result.outcome).to.equal("changed");
     expect(result.applied).to.deep.equal([{ action: "create", result: "done" }]);
     expect(result.status).to.include({ phase: "ONLINE", importedOn: "this-node" });
-    expect(applied.stderr).to.equal(`changed: ${(parse(applied.stdout) as { plan: { description: string }[] }).plan[0]!.description}\n`);
+    expect(applied.stderr).to.equal(`changed: ${(parse(applied.stdout) as { plan: { description: string }[] }).plan[0].description}\n`);
 
     const again = await run(["--cspi-file", file, "--once"]);
     expect(again.code, "converged").to.equal(LOCAL_EXIT.converged);
@@ -64,8 +64,8 @@ describe("node-daemon local mode", function () {
       expect(report.outcome).to.equal("held");
       expect(report.applied).to.deep.equal([]);
       expect(report.holds.map((h) => h.reason)).to.deep.equal([reason]);
-      expect(report.holds[0]!.message).to.contain(says);
-      expect(result.stderr).to.equal(`held: nothing done\n  ${reason}: ${report.holds[0]!.message}\n`);
+      expect(report.holds[0].message).to.contain(says);
+      expect(result.stderr).to.equal(`held: nothing done\n  ${reason}: ${report.holds[0].message}\n`);
     }
 
     it("a device that does not exist", async () => {
@@ -100,9 +100,9 @@ describe("node-daemon local mode", function () {
     const name = sandbox.name("spare");
     const [d1, d2, spare] = [sandbox.file("s-d1"), sandbox.file("s-d2"), sandbox.file("s-spare")];
     const file = join(sandbox.dir, "spare.yaml");
-    writeFileSync(file, stringify(cspiFor(name, "this-node", [{ type: "mirror", devices: [d1!, d2!] }, { role: "spare", devices: [spare!] }])));
+    writeFileSync(file, stringify(cspiFor(name, "this-node", [{ type: "mirror", devices: [d1, d2] }, { role: "spare", devices: [spare] }])));
     expect((await run(["--cspi-file", file, "--once"])).code).to.equal(LOCAL_EXIT.changed);
-    zpool("replace", zpoolName(name), d2!, spare!);
+    zpool("replace", zpoolName(name), d2, spare);
     expect(zpool("status", zpoolName(name))).to.match(/spare-1/);
     const result = await run(["--cspi-file", file, "--once", "--dry-run"]);
     expect((parse(result.stdout) as { holds: { reason: string }[] }).holds.map((h) => h.reason)).to.not.include("UnsupportedChange");

@@ -101,24 +101,24 @@ describe("node-daemon zpool output parsers", () => {
   it("reads a zfs-fuse pool with data, log and spare sections", () => {
     const [pool] = parseZpoolStatus(fixture("expand-log-spare-cache/zpool-status.txt"));
     expect(pool).to.include({ name: "cstor-pool-a1b2c3", state: "ONLINE" });
-    expect(pool!.scan).to.deep.include({ activity: "none", inProgress: false });
-    expect(pool!.layout.data.map((v) => [v.name, v.kind, v.children.map((c) => c.device)])).to.deep.equal([
+    expect(pool.scan).to.deep.include({ activity: "none", inProgress: false });
+    expect(pool.layout.data.map((v) => [v.name, v.kind, v.children.map((c) => c.device)])).to.deep.equal([
       ["mirror-0", "mirror", ["/var/openebs/sparse/disk0", "/var/openebs/sparse/disk1"]],
     ]);
   });
 
   it("reads a missing device shown by guid with its former path", () => {
     const [pool] = parseZpoolStatus(fixture("replace-failed-mirror-member/zpool-status.txt"));
-    const missing = pool!.layout.data[0]!.children[1]!;
+    const missing = pool.layout.data[0].children[1];
     expect(missing).to.deep.include({ name: "968282740681005778", device: "/var/openebs/sparse/disk1", state: "UNAVAIL" });
-    expect(pool!.status).to.contain("could not be opened").and.contain("degraded state");
+    expect(pool.status).to.contain("could not be opened").and.contain("degraded state");
   });
 
   it("reads OpenZFS resilver progress and the replacing vdev", () => {
     const [pool] = parseZpoolStatus(fixture("replacement-resilvering-openzfs/zpool-status.txt"));
-    expect(pool!.scan).to.deep.include({ activity: "resilver", inProgress: true });
-    expect(pool!.scan.text).to.contain("25.00% done");
-    const replacing = pool!.layout.data[0]!.children[1]!;
+    expect(pool.scan).to.deep.include({ activity: "resilver", inProgress: true });
+    expect(pool.scan.text).to.contain("25.00% done");
+    const replacing = pool.layout.data[0].children[1];
     expect(replacing.kind).to.equal("replacing");
     expect(replacing.children.map((c) => [c.device, c.state, c.note])).to.deep.equal([
       ["/var/openebs/sparse/disk1", "UNAVAIL", "cannot open"],
@@ -128,19 +128,19 @@ describe("node-daemon zpool output parsers", () => {
 
   it("reads zfs-fuse's completed resilver", () => {
     const [pool] = parseZpoolStatus(fixture("replacement-complete/zpool-status.txt"));
-    expect(pool!.scan).to.deep.include({ activity: "resilver", inProgress: false });
+    expect(pool.scan).to.deep.include({ activity: "resilver", inProgress: false });
   });
 
   it("reads OpenZFS short device names, an active spare, human error counts and sections", () => {
     const [pool] = parseZpoolStatus(OPENZFS_SPARE_IN_USE);
-    expect(pool!.scan).to.deep.include({ activity: "resilver", inProgress: false });
-    const spare = pool!.layout.data[0]!.children[1]!;
+    expect(pool.scan).to.deep.include({ activity: "resilver", inProgress: false });
+    const spare = pool.layout.data[0].children[1];
     expect(spare.kind).to.equal("spare");
     expect(spare.children[0]).to.deep.include({ device: "sdb", state: "FAULTED", errors: { read: 3, write: 1229, checksum: 0 }, note: "too many errors" });
-    expect(pool!.layout.logs.map((v) => v.device)).to.deep.equal(["sde"]);
-    expect(pool!.layout.cache.map((v) => v.device)).to.deep.equal(["sdf"]);
-    expect(pool!.layout.spares.map((v) => [v.device, v.state])).to.deep.equal([["sdd", "INUSE"]]);
-    expect(allLeaves(pool!.layout).map((l) => l.device)).to.deep.equal(["sda", "sdb", "sdd", "sde", "sdf", "sdd"]);
+    expect(pool.layout.logs.map((v) => v.device)).to.deep.equal(["sde"]);
+    expect(pool.layout.cache.map((v) => v.device)).to.deep.equal(["sdf"]);
+    expect(pool.layout.spares.map((v) => [v.device, v.state])).to.deep.equal([["sdd", "INUSE"]]);
+    expect(allLeaves(pool.layout).map((l) => l.device)).to.deep.equal(["sda", "sdb", "sdd", "sde", "sdf", "sdd"]);
   });
 
   it("reads several importable pools with ids, and no pools as none", () => {
@@ -160,7 +160,7 @@ describe("node-daemon zpool output parsers", () => {
     for (const [file, text] of statuses) expect(() => parseZpoolStatus(text), file).to.not.throw();
     for (const [file, text] of listings) expect(() => parseImportList(text), file).to.not.throw();
     const [status] = parseZpoolStatus(ZFS_FUSE_STATUS);
-    expect(allLeaves(status!.layout).map((l) => [l.device, l.state])).to.deep.equal([
+    expect(allLeaves(status.layout).map((l) => [l.device, l.state])).to.deep.equal([
       ["/tmp/pt/a", "ONLINE"],
       ["/tmp/pt/b", "ONLINE"],
       ["/tmp/pt/l1", "ONLINE"],
@@ -168,9 +168,9 @@ describe("node-daemon zpool output parsers", () => {
       ["/tmp/pt/c", "AVAIL"],
     ]);
     const [listed] = parseImportList(ZFS_FUSE_IMPORT);
-    expect(listed!.layout.cache.map((v) => [v.device, v.state])).to.deep.equal([["loop0", ""]]);
-    expect(listed!.layout.spares.map((v) => [v.device, v.state])).to.deep.equal([["/tmp/pt/c", ""]]);
-    expect(listed!.layout.logs.map((v) => v.device)).to.deep.equal(["/tmp/pt/l1"]);
+    expect(listed.layout.cache.map((v) => [v.device, v.state])).to.deep.equal([["loop0", ""]]);
+    expect(listed.layout.spares.map((v) => [v.device, v.state])).to.deep.equal([["/tmp/pt/c", ""]]);
+    expect(listed.layout.logs.map((v) => v.device)).to.deep.equal(["/tmp/pt/l1"]);
     // zfs-fuse lists nothing, exit 0, when every pool of a cachefile is already imported.
     expect(parseImportList("")).to.deep.equal([]);
   });

@@ -42,7 +42,7 @@ class Node {
 
 function layoutOf(pool: string) {
   const [status] = parseZpoolStatus(zpool("status", pool));
-  return status!;
+  return status;
 }
 
 function poolExists(pool: string): boolean {
@@ -117,7 +117,7 @@ describe("node-daemon on real zfs-fuse pools", function () {
     const result = await nodeA.reconcile(cspiFor(name, "node-a", [{ type: "stripe", devices: [shared] }]));
     expect(result.outcomes).to.deep.equal([]);
     expect(result.plan.holds.map((h) => h.reason)).to.deep.equal(["DeviceInUse"]);
-    expect(result.plan.holds[0]!.message).to.contain(foreign).and.contain(ANNOTATION.forceCreate);
+    expect(result.plan.holds[0].message).to.contain(foreign).and.contain(ANNOTATION.forceCreate);
     expect(poolExists(zpoolName(name))).to.equal(false);
     zpool("import", "-d", sandbox.dir, foreign); // so the sandbox cleans it up
   });
@@ -145,7 +145,7 @@ describe("node-daemon on real zfs-fuse pools", function () {
       removeFinalizer: async (c) => c,
       clearPredecessor: async (_namespace, claim) => {
         cleared.push(claim);
-        delete claims["bd-d3"]![ANNOTATION.bdPredecessor];
+        delete claims["bd-d3"][ANNOTATION.bdPredecessor];
       },
     };
     const node = new Node("node-a", api, claims);
@@ -161,7 +161,7 @@ describe("node-daemon on real zfs-fuse pools", function () {
       current = await node.reconcile(current.cspi);
     }
     expect(cleared).to.deep.equal(["bdc-bd-d3"]);
-    expect(layoutOf(zpoolName(name)).layout.data[0]!.children.map((c) => c.device)).to.deep.equal([d1, d3]);
+    expect(layoutOf(zpoolName(name)).layout.data[0].children.map((c) => c.device)).to.deep.equal([d1, d3]);
     expect(findCondition(current.status?.conditions, "DiskReplacement")).to.include({ status: "False", reason: "BlockDeviceReplacementSucceess" });
     expect(checksum(data.file)).to.equal(data.sha);
   });
@@ -218,7 +218,7 @@ describe("node-daemon on real zfs-fuse pools", function () {
     const result = await nodeA.reconcile(deleting);
     expect(result.outcomes).to.deep.equal([]);
     expect(result.plan.holds.map((h) => h.reason)).to.deep.equal(["DestroyRefused"]);
-    expect(result.plan.holds[0]!.message).to.contain(`${zpoolName(name)}/pvc-1`);
+    expect(result.plan.holds[0].message).to.contain(`${zpoolName(name)}/pvc-1`);
     expect(poolExists(zpoolName(name))).to.equal(true);
     expect(checksum(data.file)).to.equal(data.sha);
   });

@@ -39,9 +39,9 @@ describe("node-daemon reporter", () => {
     const goldenCase = plannerCase("expand-raid-group");
     const input = planInputOf(goldenCase);
     const [add] = plan(input).actions;
-    const status = report({ cspi: input.cspi, nodeName: "node-a", now: input.now, observation: input.observation, plan: { actions: [], holds: [], statusOwner: true }, outcomes: [{ action: add! }] });
+    const status = report({ cspi: input.cspi, nodeName: "node-a", now: input.now, observation: input.observation, plan: { actions: [], holds: [], statusOwner: true }, outcomes: [{ action: add }] });
     expect(findCondition(status.conditions, "PoolExpansion")).to.deep.include({ status: "False", reason: "PoolExpansionSuccessful" });
-    const failed = report({ cspi: input.cspi, nodeName: "node-a", now: input.now, observation: input.observation, plan: plan(input), outcomes: [{ action: add!, error: "mismatched replication level" }] });
+    const failed = report({ cspi: input.cspi, nodeName: "node-a", now: input.now, observation: input.observation, plan: plan(input), outcomes: [{ action: add, error: "mismatched replication level" }] });
     const condition = findCondition(failed.conditions, "PoolExpansion")!;
     expect(condition).to.deep.include({ status: "True", reason: "PoolExpansionInProgress" });
     expect(condition.message).to.contain("bd-disk2").and.contain("mismatched replication level");

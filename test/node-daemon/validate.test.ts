@@ -10,7 +10,7 @@ const WHERE = "CStorPoolInstance openebs/pool-a";
 
 function cspiWith(edit: (spec: Record<string, unknown>) => void): CSPI {
   const cspi = cspiFor("pool-a", "node-1", [{ type: "mirror", devices: ["/dev/sdb", "/dev/sdc"] }]);
-  edit(cspi.spec as unknown as Record<string, unknown>);
+  edit(cspi.spec);
   return cspi;
 }
 
@@ -20,7 +20,7 @@ describe("node daemon: CSPI checks before any command", () => {
   });
 
   const refused: [string, (spec: Record<string, unknown>) => void, string][] = [
-    ["an unknown raid type", (s) => ((s.raidGroups as { type: string }[])[0]!.type = "raid5"), 'spec.raidGroups[0].type is "raid5", it must be one of stripe, mirror, raidz, raidz2'],
+    ["an unknown raid type", (s) => ((s.raidGroups as { type: string }[])[0].type = "raid5"), 'spec.raidGroups[0].type is "raid5", it must be one of stripe, mirror, raidz, raidz2'],
     ["an unknown compression", (s) => ((s.poolConfig as Record<string, unknown>).compression = "lz"), 'spec.poolConfig.compression is "lz", it must be one of off, on, lz4, lzjb, gzip, zle'],
     ["roThresholdLimit above 100", (s) => ((s.poolConfig as Record<string, unknown>).roThresholdLimit = 101), "spec.poolConfig.roThresholdLimit is 101, it must be at most 100"],
     ["raid groups of the wrong type", (s) => (s.raidGroups = "mirror"), "spec.raidGroups must be a list"],
@@ -34,7 +34,7 @@ describe("node daemon: CSPI checks before any command", () => {
   }
 
   it("reads past a field it does not know, as the API server would store it for a newer CRD", () => {
-    expect(cspiProblems(cspiWith((s) => ((s.raidGroups as Record<string, unknown>[])[0]!.newField = "x")), ROOTS)).to.deep.equal([]);
+    expect(cspiProblems(cspiWith((s) => ((s.raidGroups as Record<string, unknown>[])[0].newField = "x")), ROOTS)).to.deep.equal([]);
   });
 
   it("refuses a data or write cache group ZFS cannot build, naming the group, the count and the minimum", () => {

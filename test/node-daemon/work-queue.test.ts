@@ -48,7 +48,7 @@ describe("node-daemon work queue", () => {
     await queue.enqueue("cspi-1");
     for (let i = 0; i < 100 && times.length < 4; i++) await tick(10);
     expect(times).to.have.length(4);
-    const gaps = times.slice(1).map((t, i) => t - times[i]!);
+    const gaps = times.slice(1).map((t, i) => t - times[i]);
     expect(gaps[0]).to.be.at.least(19);
     expect(gaps[1]).to.be.at.least(39);
     expect(gaps[2]).to.be.at.least(79);

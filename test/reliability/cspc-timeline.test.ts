@@ -27,7 +27,7 @@ function pools(): unknown[] {
 
 function start(): World {
   const blockDevices: KubeObject[] = [];
-  for (let n = 0; n < NODES.length; n++) for (let d = 0; d < 6; d++) blockDevices.push(blockDevice(dev(n, d), NODES[n]!));
+  for (let n = 0; n < NODES.length; n++) for (let d = 0; d < 6; d++) blockDevices.push(blockDevice(dev(n, d), NODES[n]));
   return settle({ parent: cspcWith(pools()), cspis: [], claims: [], blockDevices, nodes: NODES.map(node) });
 }
 
@@ -75,6 +75,7 @@ const events: fc.Arbitrary<Event> = fc.oneof(
     describe: paused ? "reconciliation paused" : "reconciliation resumed",
     happen: (w: World) => ({
       ...w,
+      // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion -- tsc needs it to type both arms alike
       parent: { ...w.parent, metadata: { ...w.parent.metadata, annotations: paused ? { [ANNOTATION.reconcilePaused]: "true" } : ({} as Record<string, string>) } },
     }),
   })),

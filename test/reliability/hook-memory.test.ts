@@ -20,7 +20,7 @@ const MiB = 1024 * 1024;
 function podMemoryLimitBytes(): number {
   const docs = readFileSync(`${REPO_ROOT}/metacontroller/base/hook-server.yaml`, "utf8").split(/^---$/m).map((d) => parse(d) as { kind?: string });
   const deployment = docs.find((d) => d?.kind === "Deployment") as { spec: { template: { spec: { containers: { resources: { limits: { memory: string } } }[] } } } };
-  const limit = deployment.spec.template.spec.containers[0]!.resources.limits.memory;
+  const limit = deployment.spec.template.spec.containers[0].resources.limits.memory;
   const match = /^(\d+)Mi$/.exec(limit);
   if (!match) throw new Error(`unexpected memory limit ${limit}`);
   return Number(match[1]) * MiB;
@@ -152,7 +152,7 @@ describe("hook server process: memory under hostile and large bodies (RSS from /
     expect(peakRss, `peak RSS ${(peakRss / MiB).toFixed(0)} MiB`).to.be.below(limit);
     expect(await Promise.all(health), "/healthz during the storm").to.satisfy((codes: number[]) => codes.length > 0 && codes.every((c) => c === 200));
     hostile.forEach(([name], i) => {
-      const answer = answers[i]!;
+      const answer = answers[i];
       expect([413, 503, -1], `${name}: ${JSON.stringify(answer)}`).to.include(answer.status);
       if (answer.status === 503) expect(answer.retryAfter, `${name}: Retry-After`).to.match(/^\d+$/);
     });

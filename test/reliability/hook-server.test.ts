@@ -195,7 +195,7 @@ describe("hook server: timeouts", function () {
       log: createLogger({ level: "silent" }),
       timeouts: { keepAliveMs: 60_000, headersMs: 400, requestMs: 800, checkIntervalMs: 100 },
     });
-    return (listening.servers[0]!.address() as AddressInfo).port;
+    return (listening.servers[0].address() as AddressInfo).port;
   }
 
   it("cuts off a client that never finishes its headers (slowloris) with 408", async () => {

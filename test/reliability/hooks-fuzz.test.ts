@@ -104,7 +104,7 @@ describe("hook endpoints under fuzzed requests (fast-check over HTTP)", function
     if (outcome.status !== 200) return [`answered ${outcome.status}`];
     const response = JSON.parse(outcome.text) as unknown;
     const request = JSON.parse(requestText.replace(/^\ufeff/, "")) as unknown;
-    return [...nullsIn(response), ...CHECKS[routeName]!(request, response)];
+    return [...nullsIn(response), ...CHECKS[routeName](request, response)];
   }
 
   it("has a corpus and a check for every endpoint of the hook server", () => {

@@ -34,7 +34,7 @@ const DEVICE_MIB = 64;
 /** The pool's data groups as zpool shows them (device paths), in order. */
 function dataGroups(pool: string): string[][] {
   const [status] = parseZpoolStatus(zpool("status", pool));
-  return status!.layout.data.map((vdev) => leaves([vdev]).map((leaf) => leaf.device ?? leaf.name));
+  return status.layout.data.map((vdev) => leaves([vdev]).map((leaf) => leaf.device ?? leaf.name));
 }
 
 /** A file of data in the pool, and a check that it is still there, byte for byte. */
@@ -105,7 +105,7 @@ describe("node daemon under zpool faults (reconcile passes on real zfs-fuse pool
     const cspi = cspiFor(sandbox.name("create-fails"), "node-f", [{ type: "mirror", devices: [sandbox.file("c1", DEVICE_MIB), sandbox.file("c2", DEVICE_MIB)] }]);
     const { result } = await withFault(cspi, "create", "fail");
     expect(result.outcomes.map((o) => o.action.kind)).to.deep.equal(["create"]);
-    expect(result.outcomes[0]!.error).to.match(/zpool create .* mirror \S+\/c1 \S+\/c2 exited with 1: cannot create: I\/O error \(injected fault\)$/);
+    expect(result.outcomes[0].error).to.match(/zpool create .* mirror \S+\/c1 \S+\/c2 exited with 1: cannot create: I\/O error \(injected fault\)$/);
     expect(result.status?.phase).to.equal("Pending");
     expect(zpool("list", "-H", "-o", "name")).to.not.contain(zpoolName(cspi.metadata.name!));
     const again = await pass(result.cspi);
@@ -157,7 +157,7 @@ describe("node daemon under zpool faults (reconcile passes on real zfs-fuse pool
     }
 
     for (const [fault, says] of [
-      ["garbage", /^unreadable zpool status output: expected a pool \("  pool: <name>"\) or "no pools available" \(line 1: "\?\? status/],
+      ["garbage", /^unreadable zpool status output: expected a pool \(" {2}pool: <name>"\) or "no pools available" \(line 1: "\?\? status/],
       ["truncated", /^unreadable zpool status output: pool \S+ ends before its vdev tree \(no config: section\)/],
     ] as const) {
       it(`zpool status prints ${fault === "garbage" ? "garbage" : "half its output"}: phase Error saying the output could not be read, no zpool add or other change tried; then ONLINE`, async () => {
@@ -192,7 +192,7 @@ describe("node daemon under zpool faults (reconcile passes on real zfs-fuse pool
       };
       const { result } = await withFault(grown, "add", "hang");
       expect(result.outcomes.map((o) => o.action.kind)).to.deep.equal(["add"]);
-      expect(result.outcomes[0]!.error).to.match(/zpool add cstor-live-\w+ mirror \S+l3 \S+l4 timed out and was stopped$/);
+      expect(result.outcomes[0].error).to.match(/zpool add cstor-live-\w+ mirror \S+l3 \S+l4 timed out and was stopped$/);
       const expansion = findCondition(result.status?.conditions, "PoolExpansion");
       expect(expansion?.status).to.equal("True");
       expect(expansion?.message).to.contain("timed out");
@@ -204,7 +204,7 @@ describe("node daemon under zpool faults (reconcile passes on real zfs-fuse pool
     });
 
     it("a device's path disappears: DiskUnavailable names it while it is gone, clears when it is back; data intact", async () => {
-      const devLink = cspi.spec.raidGroups[1]!.blockDevices[0]!.devLink!;
+      const devLink = cspi.spec.raidGroups[1].blockDevices[0].devLink!;
       renameSync(devLink, `${devLink}.away`);
       try {
         const gone = await pass(cspi);
@@ -260,13 +260,13 @@ describe("node daemon process killed mid-action, and the API server gone and bac
   };
   const group = (type: "mirror" | "stripe", ...keys: string[]) => ({
     type,
-    blockDevices: keys.map((k) => ({ blockDeviceName: blockDeviceName(devices[k]!), capacity: DEVICE_MIB * 1024 * 1024, devLink: devices[k]! })),
+    blockDevices: keys.map((k) => ({ blockDeviceName: blockDeviceName(devices[k]), capacity: DEVICE_MIB * 1024 * 1024, devLink: devices[k] })),
   });
   const claim = (key: string, annotations?: Record<string, string>) => ({
     apiVersion: API_VERSION,
     kind: KIND.blockDeviceClaim,
-    metadata: { name: claimName(blockDeviceName(devices[key]!)), namespace: NS, labels: { [LABEL.cspc]: "flt", [LABEL.cspi]: name }, ...(annotations ? { annotations } : {}) },
-    spec: { blockDeviceName: blockDeviceName(devices[key]!) },
+    metadata: { name: claimName(blockDeviceName(devices[key])), namespace: NS, labels: { [LABEL.cspc]: "flt", [LABEL.cspi]: name }, ...(annotations ? { annotations } : {}) },
+    spec: { blockDeviceName: blockDeviceName(devices[key]) },
     status: { phase: "Bound" },
   });
   const start = async (): Promise<DaemonProcess> => {
@@ -300,7 +300,7 @@ describe("node daemon process killed mid-action, and the API server gone and bac
     const identity = await cluster.serviceAccount(NS, "cstor-pool-node");
     proxy = await TcpProxy.start(Number(new URL(cluster.server).port));
     const config = parse(await readFile(identity.kubeconfig, "utf8")) as { clusters: { cluster: { server: string } }[] };
-    config.clusters[0]!.cluster.server = `https://127.0.0.1:${proxy.port}`;
+    config.clusters[0].cluster.server = `https://127.0.0.1:${proxy.port}`;
     kubeconfig = join(sandbox.dir, "node-daemon.kubeconfig");
     await writeFile(kubeconfig, stringify(config), { mode: 0o600 });
     shippedEnv = (await shippedDaemonEnv(cluster, NS))(node());
@@ -313,7 +313,7 @@ describe("node daemon process killed mid-action, and the API server gone and bac
     await cluster?.request(cluster.admin, "PATCH", cspiPath(name), { metadata: { finalizers: null } }, "application/merge-patch+json");
     await cluster?.request(cluster.admin, "DELETE", cspiPath(name));
     for (const key of Object.keys(devices)) {
-      await cluster?.request(cluster.admin, "DELETE", `/apis/${API_VERSION}/namespaces/${NS}/blockdeviceclaims/${claimName(blockDeviceName(devices[key]!))}`);
+      await cluster?.request(cluster.admin, "DELETE", `/apis/${API_VERSION}/namespaces/${NS}/blockdeviceclaims/${claimName(blockDeviceName(devices[key]))}`);
     }
     sandbox?.cleanup();
   });
@@ -376,7 +376,7 @@ describe("node daemon process killed mid-action, and the API server gone and bac
 
   it("killed in the middle of zpool replace: the restarted daemon finds the replacement done (no second replace) and clears the new claim's predecessor mark, data intact", async () => {
     faulty.set("replace", "done-then-hang");
-    await apply(claim("d5", { [ANNOTATION.bdPredecessor]: blockDeviceName(devices.d2!) }));
+    await apply(claim("d5", { [ANNOTATION.bdPredecessor]: blockDeviceName(devices.d2) }));
     await patchCspi([
       { op: "test", path: "/spec/raidGroups/0/blockDevices/1/devLink", value: devices.d2 },
       { op: "replace", path: "/spec/raidGroups/0/blockDevices/1", value: group("mirror", "d5").blockDevices[0] },
@@ -397,7 +397,7 @@ describe("node daemon process killed mid-action, and the API server gone and bac
     ]);
     // The daemon that ran the replace died before any status said a replacement was under way; the new one
     // still reads the claims on its first pass and releases the predecessor, so cspc-sync can free the old device.
-    const successor = `/apis/${API_VERSION}/namespaces/${NS}/blockdeviceclaims/${claimName(blockDeviceName(devices.d5!))}`;
+    const successor = `/apis/${API_VERSION}/namespaces/${NS}/blockdeviceclaims/${claimName(blockDeviceName(devices.d5))}`;
     let marks: Record<string, string> | undefined;
     await waitUntil(
       async () => !(marks = (await cluster.request(cluster.admin, "GET", successor)).body.metadata.annotations)?.[ANNOTATION.bdPredecessor],

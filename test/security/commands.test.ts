@@ -29,7 +29,7 @@ describe("security: commands are argument arrays, never shell strings", () => {
     expect(spawning.map((f) => relative(REPO_ROOT, f))).to.deep.equal(["node-daemon/command.ts"]);
     const command = readFileSync(join(REPO_ROOT, "node-daemon/command.ts"), "utf8");
     const calls = [...command.matchAll(/\b(exec|execSync|execFile|execFileSync|spawn|spawnSync|fork)\(([^,)]*),\s*([^,)]*)/g)].map((m) => m.slice(1, 4).join(" "));
-    expect(calls, "one way to start a program: spawn(file, args) or execFile(file, args)").to.satisfy((list: string[]) => list.length === 1 && /^(spawn|execFile) file args$/.test(list[0]!));
+    expect(calls, "one way to start a program: spawn(file, args) or execFile(file, args)").to.satisfy((list: string[]) => list.length === 1 && /^(spawn|execFile) file args$/.test(list[0]));
     for (const file of files) expect(readFileSync(file, "utf8"), relative(REPO_ROOT, file)).to.not.match(/shell:\s*(true|["'`])/);
   });
 

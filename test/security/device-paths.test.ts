@@ -72,7 +72,7 @@ describe("security: device paths and pool names are validated before any command
     it(`refuses devLink ${JSON.stringify(path)} saying it ${says.source.replace(/\\/g, "")}`, () => {
       expect(pathProblem(path)).to.match(says);
       const cspi = cspiWith(path);
-      const device = cspi.spec.raidGroups[0]!.blockDevices[0]!.blockDeviceName;
+      const device = cspi.spec.raidGroups[0].blockDevices[0].blockDeviceName;
       const problems = cspiProblems(cspi, DEFAULT_DEVICE_ROOTS);
       expect(problems, "one refusal naming the object, the field, the value and the fix").to.have.length(1);
       expect(problems[0]).to.equal(
@@ -86,7 +86,7 @@ describe("security: device paths and pool names are validated before any command
   for (const path of OUTSIDE_DEVICE_ROOTS) {
     it(`refuses devLink ${path} outside the device roots, naming the CSPI, the device and the roots`, () => {
       expect(pathProblem(path), "a well-formed path").to.equal(undefined);
-      const device = cspiWith(path).spec.raidGroups[0]!.blockDevices[0]!.blockDeviceName;
+      const device = cspiWith(path).spec.raidGroups[0].blockDevices[0].blockDeviceName;
       expect(cspiProblems(cspiWith(path), DEFAULT_DEVICE_ROOTS)).to.deep.equal([
         `CStorPoolInstance openebs/safe-pool: spec.raidGroups[0].blockDevices[0].devLink ${path} (${device}) is outside the node daemon's device roots (/dev/), ` +
           `the only places it touches: fix the BlockDevice ${device}, or add its directory to DEVICE_ROOTS of the node daemon`,

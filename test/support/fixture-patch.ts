@@ -87,7 +87,7 @@ export function convert(caseDir: string, document: string, world?: string): stri
   } catch (err) {
     rmSync(patchPath);
     writeFileSync(source, before);
-    throw new Error(`${source}: left as it was: ${(err as Error).message}`);
+    throw new Error(`${source}: left as it was: ${(err as Error).message}`, { cause: err });
   }
   return `${relative(process.cwd(), patchPath)}: world ${best.name}, ${lineCount(best.text)} lines (was ${lineCount(before)})`;
 }
@@ -130,7 +130,7 @@ export function consensus(documents: readonly PatchValue[]): PatchValue {
     const key = JSON.stringify(canonicalize(d));
     counts.set(key, { value: d, count: (counts.get(key)?.count ?? 0) + 1 });
   }
-  return [...counts.values()].sort((a, b) => b.count - a.count)[0]!.value;
+  return [...counts.values()].sort((a, b) => b.count - a.count)[0].value;
 }
 
 const isMapValue = (value: PatchValue): value is Record<string, PatchValue> =>
@@ -138,7 +138,7 @@ const isMapValue = (value: PatchValue): value is Record<string, PatchValue> =>
 
 /** Writes worlds/<name>.yaml, the consensus of the cases' <document>; with `base`, as a patch of that world. */
 export function newWorld(name: string, document: string, caseDirs: readonly string[], base?: string): string {
-  const world = consensus(caseDirs.map((dir) => canonicalize(readCaseDocument(dir, document)) as PatchValue));
+  const world = consensus(caseDirs.map((dir) => canonicalize(readCaseDocument(dir, document))));
   if (worldNames().includes(name)) throw new Error(`world "${name}" exists already`);
   const path = join(WORLDS, base ? `${name}${PATCH_SUFFIX}` : `${name}.yaml`);
   writeFileSync(path, base ? patchFileText(base, diffMergePatch(readWorld(base), world)) : fixtureYaml(canonicalize(world)));
@@ -152,7 +152,7 @@ export function newWorld(name: string, document: string, caseDirs: readonly stri
  * written once, with an anchor named after it, and referred to by alias after that.
  */
 export function fixtureYaml(value: PatchValue): string {
-  const canonical = value as Json;
+  const canonical = value;
   // How often each shareable object occurs where it will be written (not counting those inside a repeat,
   // which becomes an alias as a whole).
   const uses = new Map<string, number>();

@@ -64,10 +64,10 @@ async function install(): Promise<Installed> {
     filename: string;
     files: { path: string }[];
   }[];
-  const tarball = join(root, packed[0]!.filename);
+  const tarball = join(root, packed[0].filename);
   const prefix = join(root, "prefix");
   await must("npm", ["install", "--global", "--prefix", prefix, "--prefer-offline", "--omit=dev", tarball], { cwd: root, env: npmEnv() });
-  return { root, bin: join(prefix, "bin"), tarball, files: packed[0]!.files.map((f) => f.path) };
+  return { root, bin: join(prefix, "bin"), tarball, files: packed[0].files.map((f) => f.path) };
 }
 
 /** The installed bins, by name. */

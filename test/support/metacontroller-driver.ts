@@ -246,7 +246,7 @@ export class MetacontrollerDriver {
       related[key] ??= {};
       const namespaces = rule.namespaceSelector && info.namespaced ? await this.namespacesSelectedBy(rule.namespaceSelector) : undefined;
       const objects = (await this.list(info, info.namespaced ? rule.namespace : undefined)).filter((o) => ruleSelects(rule, o, namespaces));
-      for (const object of objects) related[key]![objectKey(object)] = object;
+      for (const object of objects) related[key][objectKey(object)] = object;
     }
     return related;
   }
@@ -327,7 +327,7 @@ export class MetacontrollerDriver {
       const all = await this.list(attachmentInfo, target.metadata.namespace);
       attachments[key] = Object.fromEntries(
         all
-          .filter((o) => controllerRef(o)?.uid === target!.metadata.uid && o.metadata.annotations?.[DECORATOR_ANNOTATION] === controllerName)
+          .filter((o) => controllerRef(o)?.uid === target.metadata.uid && o.metadata.annotations?.[DECORATOR_ANNOTATION] === controllerName)
           .map((o) => [objectKey(o), o]),
       );
     }
@@ -496,7 +496,7 @@ export class MetacontrollerDriver {
       const [group, version] = apiVersion.includes("/") ? apiVersion.split("/") : ["", apiVersion];
       this.discovery.set(
         apiVersion,
-        (list.resources as Obj[]).map((r) => ({ apiVersion, group: group!, version: version!, resource: r.name, kind: r.kind, namespaced: r.namespaced })),
+        (list.resources as Obj[]).map((r) => ({ apiVersion, group: group, version: version, resource: r.name, kind: r.kind, namespaced: r.namespaced })),
       );
     }
     const found = this.discovery.get(apiVersion)!.find((r) => r.resource === resource);
@@ -649,8 +649,8 @@ export function selectorMatches(selector: LabelSelector, labels: Record<string, 
   for (const { key, operator, values = [] } of selector.matchExpressions ?? []) {
     const has = key in labels;
     const ok =
-      operator === "In" ? has && values.includes(labels[key]!)
-      : operator === "NotIn" ? !has || !values.includes(labels[key]!)
+      operator === "In" ? has && values.includes(labels[key])
+      : operator === "NotIn" ? !has || !values.includes(labels[key])
       : operator === "Exists" ? has
       : operator === "DoesNotExist" ? !has
       : false;
@@ -748,7 +748,7 @@ const isObject = (v: unknown): v is Obj => typeof v === "object" && v !== null &
 function mergeValue(destination: unknown, lastApplied: unknown, desired: unknown): unknown {
   if (isObject(destination)) {
     if (desired !== null && desired !== undefined && !isObject(desired)) throw new Error("desired: expecting an object");
-    return mergeObject(destination, isObject(lastApplied) ? lastApplied : undefined, (desired ?? undefined) as Obj | undefined);
+    return mergeObject(destination, isObject(lastApplied) ? lastApplied : undefined, (desired ?? undefined));
   }
   if (Array.isArray(destination)) {
     if (desired !== null && desired !== undefined && !Array.isArray(desired)) throw new Error("desired: expecting an array");

@@ -98,7 +98,7 @@ export class MetacontrollerLoop {
     const ran: LoopSync[] = [];
     for (;;) {
       await this.observe();
-      const key = this.queue.values().next().value as string | undefined;
+      const key = this.queue.values().next().value;
       if (key === undefined) return ran;
       if (ran.length >= maxSyncs) throw new Error(`still busy after ${maxSyncs} syncs: a hot loop; queued: ${[...this.queue].join(", ")}`);
       this.queue.delete(key);
@@ -239,7 +239,7 @@ export class MetacontrollerLoop {
       return [];
     }
     if (c.kind !== "composite" || !orphansToo) return [];
-    const { info, cache } = parentsOf[0]!;
+    const { info, cache } = parentsOf[0];
     return [...cache.values()].filter((p) => selectorMatches(compositeSelector(c.object, p), child.metadata.labels)).map((p) => keyOf(c, info, p));
   }
 

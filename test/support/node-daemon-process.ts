@@ -111,7 +111,7 @@ export class DaemonProcess extends LoggedProcess {
       DEVICE_ROOTS: JSON.stringify(SANDBOX_DEVICE_ROOTS),
       ...options.overrides,
     };
-    return new DaemonProcess(nodeName, port!, lockDir, env);
+    return new DaemonProcess(nodeName, port, lockDir, env);
   }
 
   /** Log lines at warn or error level, and anything printed that is not a log line. */

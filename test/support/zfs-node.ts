@@ -54,13 +54,13 @@ export class ZfsNode {
       () => `node ${name}: no mount namespace of its own`,
     );
     const enter = ["nsenter", `--mount=/proc/${holder.pid}/ns/mnt`, "--"];
-    for (const dir of PER_NODE_DIRS) execFileSync(enter[0]!, [...enter.slice(1), "mount", "-t", "tmpfs", "-o", "size=16m,mode=0755", `zfs-node-${name}`, dir]);
-    const zfsFuse = spawn(enter[0]!, [...enter.slice(1), "zfs-fuse", "--no-daemon", "--no-kstat-mount", "--max-arc-size", String(ARC_MIB), "--pidfile", "/var/run/zfs/zfs-fuse.pid"], {
+    for (const dir of PER_NODE_DIRS) execFileSync(enter[0], [...enter.slice(1), "mount", "-t", "tmpfs", "-o", "size=16m,mode=0755", `zfs-node-${name}`, dir]);
+    const zfsFuse = spawn(enter[0], [...enter.slice(1), "zfs-fuse", "--no-daemon", "--no-kstat-mount", "--max-arc-size", String(ARC_MIB), "--pidfile", "/var/run/zfs/zfs-fuse.pid"], {
       stdio: ["ignore", "pipe", "pipe"],
     });
     started.add(zfsFuse);
     const log: string[] = [];
-    for (const stream of [zfsFuse.stdout!, zfsFuse.stderr!]) stream.on("data", (chunk: Buffer) => log.push(chunk.toString("utf8")));
+    for (const stream of [zfsFuse.stdout, zfsFuse.stderr]) stream.on("data", (chunk: Buffer) => log.push(chunk.toString("utf8")));
     const node = new ZfsNode(name, holder, zfsFuse);
     onStop(() => node.stop());
     await waitUntil(
@@ -86,7 +86,7 @@ export class ZfsNode {
 
   /** Runs a program inside the node (its mount namespace); returns stdout, throws on a non-zero exit. */
   run(argv: readonly string[], input?: Buffer): string {
-    return execFileSync(this.commandPrefix[0]!, [...this.commandPrefix.slice(1), ...argv], {
+    return execFileSync(this.commandPrefix[0], [...this.commandPrefix.slice(1), ...argv], {
       encoding: "utf8",
       stdio: [input ? "pipe" : "ignore", "pipe", "pipe"],
       ...(input ? { input } : {}),
@@ -123,7 +123,7 @@ export class ZfsNode {
 
   /** sha256 of a file as this node sees it (its datasets are mounted only here). */
   checksum(file: string): string {
-    return this.run(["sha256sum", file]).split(" ")[0]!;
+    return this.run(["sha256sum", file]).split(" ")[0];
   }
 
   /** Destroys the pools still imported here (they are the test's), stops zfs-fuse and ends the namespace. */

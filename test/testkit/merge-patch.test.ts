@@ -89,9 +89,9 @@ describe("merge patch", () => {
 
     it("rebuilds a list of Kubernetes objects edited, removed, added and reordered, as a keyed patch where order allows", () => {
       const pool: PatchValue[] = [...["node-a", "node-b", "node-c", "node-d"].map((name) => node(name)), ...["a1", "a2", "a3"].map((name) => device(name))];
-      const list = fc.shuffledSubarray(pool).chain((items) =>
+      const list = fc.shuffledSubarray(pool).chain<PatchValue[]>((items) =>
         fc.tuple(...items.map((item) => fc.boolean().map((edited) => (edited ? applyMergePatch(item, { metadata: { labels: { edited: "yes" } } }) : item)))),
-      ) as fc.Arbitrary<PatchValue[]>;
+      );
       fc.assert(
         fc.property(list, list, (base, target) => {
           const patch = diffMergePatch({ objects: base }, { objects: target });

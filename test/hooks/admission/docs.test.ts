@@ -18,7 +18,7 @@ function reasonsIn(file: string): string[] {
   const found = [
     ...text.matchAll(/(?:\badd|\breject)\(\s*"([A-Z]\w+)"/g),
     ...text.matchAll(/reason:\s*"([A-Z]\w+)"/g),
-  ].map((m) => m[1]!);
+  ].map((m) => m[1]);
   return [...new Set(found)];
 }
 

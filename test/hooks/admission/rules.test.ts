@@ -221,7 +221,7 @@ describe("admission rules", () => {
       },
       {
         rule: "RaidGroupRemoved",
-        input: update(STORED, [withGroups(A, A.groups[0]!), B, C]),
+        input: update(STORED, [withGroups(A, A.groups[0]), B, C]),
         cluster: live(),
         expect: { allowed: false, reason: "RaidGroupRemoved", message: /raid group \(mirror: a3, a4\) was removed; ZFS cannot take a raid group out of a pool/ },
       },
@@ -233,7 +233,7 @@ describe("admission rules", () => {
       },
       {
         rule: "RaidGroupRoleChanged",
-        input: update(STORED, [withGroups(A, A.groups[0]!, { type: "mirror", role: "isWriteCache", devices: ["a3", "a4"] }), B, C]),
+        input: update(STORED, [withGroups(A, A.groups[0], { type: "mirror", role: "isWriteCache", devices: ["a3", "a4"] }), B, C]),
         cluster: live(),
         expect: { allowed: false, reason: "RaidGroupRoleChanged", message: /changed from data to writeCache; a group's role cannot change/ },
       },
@@ -245,7 +245,7 @@ describe("admission rules", () => {
       },
       {
         rule: "replacement: one device of a mirror",
-        input: update(STORED, [withGroups(A, { type: "mirror", devices: ["a5", "a2"] }, A.groups[1]!), B, C]),
+        input: update(STORED, [withGroups(A, { type: "mirror", devices: ["a5", "a2"] }, A.groups[1]), B, C]),
         cluster: live(),
         expect: { allowed: true, noWarnings: true },
       },
@@ -269,31 +269,31 @@ describe("admission rules", () => {
       },
       {
         rule: "ReplacementInProgress",
-        input: update(STORED, [withGroups(A, { type: "mirror", devices: ["a1", "a5"] }, A.groups[1]!), B, C]),
+        input: update(STORED, [withGroups(A, { type: "mirror", devices: ["a1", "a5"] }, A.groups[1]), B, C]),
         cluster: [...live().filter((o) => o.metadata.name !== "bdc-a1"), claim("a1", { cspi: "x", predecessor: "a0" })],
         expect: { allowed: false, reason: "ReplacementInProgress", message: /a1 is still resilvering in place of a0; replacing a2 now could lose the group's redundancy: wait until the resilver is done/ },
       },
       {
         rule: "a replacement in another group while one group resilvers (legal, waits for its turn)",
-        input: update(STORED, [withGroups(A, A.groups[0]!, { type: "mirror", devices: ["a5", "a4"] }), B, C]),
+        input: update(STORED, [withGroups(A, A.groups[0], { type: "mirror", devices: ["a5", "a4"] }), B, C]),
         cluster: [...live().filter((o) => o.metadata.name !== "bdc-a1"), claim("a1", { cspi: "x", predecessor: "a0" })],
         expect: { allowed: true },
       },
       {
         rule: "ReplacementTooSmall",
-        input: update(STORED, [withGroups(A, { type: "mirror", devices: ["a-small", "a2"] }, A.groups[1]!), B, C]),
+        input: update(STORED, [withGroups(A, { type: "mirror", devices: ["a-small", "a2"] }, A.groups[1]), B, C]),
         cluster: live(blockDevice("a-small", "node-a", { gib: 5 })),
         expect: { allowed: false, reason: "ReplacementTooSmall", message: /a-small \(5368709120 bytes\) is smaller than a1 \(10737418240 bytes\) it replaces/ },
       },
       {
         rule: "a larger replacement device",
-        input: update(STORED, [withGroups(A, { type: "mirror", devices: ["a-big", "a2"] }, A.groups[1]!), B, C]),
+        input: update(STORED, [withGroups(A, { type: "mirror", devices: ["a-big", "a2"] }, A.groups[1]), B, C]),
         cluster: live(blockDevice("a-big", "node-a", { gib: 20 })),
         expect: { allowed: true, noWarnings: true },
       },
       {
         rule: "BlockDeviceClaimedElsewhere (replacement)",
-        input: update(STORED, [withGroups(A, { type: "mirror", devices: ["a5", "a2"] }, A.groups[1]!), B, C]),
+        input: update(STORED, [withGroups(A, { type: "mirror", devices: ["a5", "a2"] }, A.groups[1]), B, C]),
         cluster: [...NODES, ...devicesWith(blockDevice("a5", "node-a", { claimedBy: "bdc-other" })), ...LIVE, claim("a5", { foreign: "bdc-other" })],
         expect: { allowed: false, reason: "BlockDeviceClaimedElsewhere", message: /a5 is claimed by BlockDeviceClaim openebs\/bdc-other/ },
       },

@@ -28,7 +28,7 @@ function basePools() {
 
 function baseWorld(): World {
   const blockDevices: KubeObject[] = [];
-  for (let n = 0; n < NODES.length; n++) for (let d = 0; d < 8; d++) blockDevices.push(blockDevice(dev(n, d), NODES[n]!));
+  for (let n = 0; n < NODES.length; n++) for (let d = 0; d < 8; d++) blockDevices.push(blockDevice(dev(n, d), NODES[n]));
   return { parent: cspcWith(basePools()), cspis: [], claims: [], blockDevices, nodes: NODES.map(node) };
 }
 
@@ -67,7 +67,7 @@ const edits: fc.Arbitrary<Edit> = fc.oneof(
     },
   ),
   fc.tuple(poolIndex, nodeIndex).map(([p, n]) => (pools: Pools) => {
-    if (pools[p]) pools[p]!.nodeSelector = { "kubernetes.io/hostname": NODES[n]! };
+    if (pools[p]) pools[p].nodeSelector = { "kubernetes.io/hostname": NODES[n] };
   }),
   poolIndex.map((p) => (pools: Pools) => {
     pools.splice(p, 1);

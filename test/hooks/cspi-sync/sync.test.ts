@@ -33,7 +33,7 @@ describe("cspi-sync", () => {
     const request = requestOf("node-daemon-fresh-carried-through");
     const response = sync(request);
     expect(canonicalize(response.status)).to.deep.equal(canonicalize(request.object.status));
-    const observed = Object.values(request.attachments["Deployment.apps/v1"]!)[0];
+    const observed = Object.values(request.attachments["Deployment.apps/v1"])[0];
     expectContained(canonicalize(deploymentOf(response)), observed);
   });
 
@@ -162,7 +162,7 @@ describe("cspi-sync", () => {
   });
 
   describe("resync while the pool Deployment is not applied (a decorator sync given up on a conflict is not retried)", () => {
-    const observedOf = (request: Request) => Object.values(request.attachments["Deployment.apps/v1"]!)[0] as KubeObject & { spec: any };
+    const observedOf = (request: Request) => Object.values(request.attachments["Deployment.apps/v1"])[0] as KubeObject & { spec: any };
     /** A heartbeat a second old: the heartbeat alone would ask for the full resync period. */
     const justReported = () => {
       const request = requestOf("node-daemon-fresh-carried-through");

@@ -30,33 +30,33 @@ const condition = (response: CompositeSyncResponse, type: string) =>
  */
 function applyAnswer(request: Request, response: CompositeSyncResponse): void {
   const returned = new Map(response.children.map((c) => [c.metadata.name!, c]));
-  for (const [key, cspi] of Object.entries(request.children[CSPI_KEY]!)) {
+  for (const [key, cspi] of Object.entries(request.children[CSPI_KEY])) {
     const desired = returned.get(cspi.metadata.name!);
-    if (cspi.metadata.deletionTimestamp) delete request.children[CSPI_KEY]![key];
+    if (cspi.metadata.deletionTimestamp) delete request.children[CSPI_KEY][key];
     else if (!desired) {
       cspi.metadata.deletionTimestamp = NOW.toISOString();
       cspi.metadata.finalizers = ["openebs.io/pool-protection"];
     } else cspi.metadata.annotations = { ...desired.metadata.annotations };
   }
-  for (const [key, claim] of Object.entries(request.children[CLAIM_KEY]!)) {
-    if (!returned.has(claim.metadata.name!)) delete request.children[CLAIM_KEY]![key];
+  for (const [key, claim] of Object.entries(request.children[CLAIM_KEY])) {
+    if (!returned.has(claim.metadata.name!)) delete request.children[CLAIM_KEY][key];
   }
-  request.parent.status = response.status as CSPC["status"];
+  request.parent.status = response.status;
 }
 
 describe("cspc-finalize", () => {
   it("tears a CSPC down in order: mark every pool, then delete pools, then release claims, then finalize", () => {
     const request = requestOf("step-1-mark-pools");
-    const claims = Object.values(request.children[CLAIM_KEY]!).map((c) => c.metadata.name!);
+    const claims = Object.values(request.children[CLAIM_KEY]).map((c) => c.metadata.name!);
     const steps: string[] = [];
     for (let round = 0; round < 10; round++) {
-      const observedPools = Object.values(request.children[CSPI_KEY]!) as unknown as CSPI[];
+      const observedPools = Object.values(request.children[CSPI_KEY]) as unknown as CSPI[];
       const response = finalize(request);
       steps.push(condition(response, "Deleting").reason);
       if (response.finalized) break;
 
       const returned = new Set(response.children.map((c) => c.metadata.name));
-      for (const pool of observedPools.filter((p) => !p.metadata.deletionTimestamp && !returned.has(p.metadata.name!))) {
+      for (const pool of observedPools.filter((p) => !p.metadata.deletionTimestamp && !returned.has(p.metadata.name))) {
         expect(pool.metadata.annotations?.["openebs.io/pool-removal"], `${pool.metadata.name} deleted before it was marked`).to.equal("requested");
       }
       if (observedPools.length > 0) expect(namesOf(response.children, "BlockDeviceClaim"), "claims kept while a pool exists").to.have.members(claims);
@@ -71,7 +71,7 @@ describe("cspc-finalize", () => {
     const request = requestOf("step-5-finalized");
     const first = finalize(request);
     expect(first.finalized).to.equal(true);
-    request.parent.status = first.status as CSPC["status"];
+    request.parent.status = first.status;
     expect(canonicalize(finalize(request))).to.deep.equal(canonicalize(first));
   });
 
@@ -79,7 +79,7 @@ describe("cspc-finalize", () => {
     for (const c of goldenCases("cspc-finalize")) {
       const request = structuredClone(c.read("request.yaml")) as Request;
       const first = finalizeCspc(request, () => c.now, DEFAULT_HOOK_CONFIG);
-      request.parent.status = first.status as CSPC["status"];
+      request.parent.status = first.status;
       const later = finalizeCspc(request, () => new Date(c.now.getTime() + 3_600_000), DEFAULT_HOOK_CONFIG);
       expect(canonicalize(later), c.name).to.deep.equal(canonicalize(first));
     }
@@ -96,10 +96,10 @@ describe("cspc-finalize", () => {
     expect(removal.message).to.contain("pool cstor-pool-mirror-8f19f5 on node gke-cstor-it-default-pool-2 holds 3 volume(s)");
     expect(condition(blocked, "Ready")).to.include({ status: "False", reason: "PoolHoldsVolumes" });
 
-    (request.children[CSPI_KEY]!["openebs/cstor-pool-mirror-8f19f5"]!.status as Record<string, unknown>).provisionedVolumes = 0;
+    (request.children[CSPI_KEY]["openebs/cstor-pool-mirror-8f19f5"].status as Record<string, unknown>).provisionedVolumes = 0;
     const unblocked = finalize(request);
     expect(namesOf(unblocked.children, "CStorPoolInstance")).to.deep.equal(["cstor-pool-mirror-8f19f5"]);
-    expect(unblocked.children[0]!.metadata.annotations).to.deep.equal({ "openebs.io/pool-removal": "requested" });
+    expect(unblocked.children[0].metadata.annotations).to.deep.equal({ "openebs.io/pool-removal": "requested" });
     expect(condition(unblocked, "PoolRemovalBlocked")).to.include({ status: "False" });
   });
 
@@ -115,12 +115,12 @@ describe("cspc-finalize", () => {
 
   it("keeps condition messages short for a CSPC of many pools", () => {
     const request = requestOf("step-1-mark-pools");
-    const template = Object.values(request.children[CSPI_KEY]!)[0]!;
+    const template = Object.values(request.children[CSPI_KEY])[0];
     request.children[CSPI_KEY] = {};
     for (let i = 0; i < 1000; i++) {
       const cspi = structuredClone(template);
       cspi.metadata.name = `cstor-pool-mirror-${String(i).padStart(6, "0")}`;
-      request.children[CSPI_KEY]![`openebs/${cspi.metadata.name}`] = cspi;
+      request.children[CSPI_KEY][`openebs/${cspi.metadata.name}`] = cspi;
     }
     const message = condition(finalize(request), "Deleting").message;
     expect(message).to.contain("and 980 more");

@@ -28,8 +28,8 @@ describe("cspi-finalize", () => {
 
   it("waits for any attachment, not only the Deployment it expects by name", () => {
     const request = requestOf("deployment-present");
-    const deployments = request.attachments["Deployment.apps/v1"]!;
-    const [key, deployment] = Object.entries(deployments)[0]!;
+    const deployments = request.attachments["Deployment.apps/v1"];
+    const [key, deployment] = Object.entries(deployments)[0];
     delete deployments[key];
     deployment.metadata.name = "renamed-by-hand";
     deployments[`openebs/renamed-by-hand`] = deployment;

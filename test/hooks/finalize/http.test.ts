@@ -28,7 +28,7 @@ describe("cspi-sync, cspc-finalize and cspi-finalize over HTTP", () => {
 
     it(`${e.path} answers 400 naming the kind it serves when sent another kind`, async () => {
       const body = structuredClone(golden(e.area, e.name).read("request.yaml")) as Record<string, { kind: string }>;
-      body[e.field]!.kind = "Deployment";
+      body[e.field].kind = "Deployment";
       const res = await request(app()).post(e.path).send(body).expect(400);
       expect(res.body.error).to.equal(`request ${e.field} is a "Deployment", this hook serves ${e.kind}: check the controller's resource`);
     });

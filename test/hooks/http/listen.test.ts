@@ -48,7 +48,7 @@ describe("hook server listeners", () => {
       log: createLogger({ level: "silent" }),
       certPollMs: 50,
     });
-    const port = (listening.servers[1]!.address() as AddressInfo).port;
+    const port = (listening.servers[1].address() as AddressInfo).port;
     expect(await get(port, "/healthz")).to.deep.equal({ status: 200, issuer: "first" });
     selfSigned(dir, "renewed");
     let seen = "";
@@ -62,9 +62,9 @@ describe("hook server listeners", () => {
   it("gives both servers keep-alive longer than Go's 90 s idle timeout", async () => {
     const app = makeApp({ routes: hookRoutes(), clock: () => new Date(), log: createLogger({ level: "silent" }) });
     listening = await listen(app, { port: 0, log: createLogger({ level: "silent" }) });
-    expect(listening.servers[0]!.keepAliveTimeout).to.be.greaterThan(90_000);
+    expect(listening.servers[0].keepAliveTimeout).to.be.greaterThan(90_000);
     // Node applies headersTimeout to requests, not to idle connections; above requestTimeout it swaps the two.
-    expect(listening.servers[0]!.headersTimeout).to.be.at.most(listening.servers[0]!.requestTimeout);
+    expect(listening.servers[0].headersTimeout).to.be.at.most(listening.servers[0].requestTimeout);
   });
 
   it("takes TLS from the environment all together or not at all", () => {

@@ -11,7 +11,7 @@ type Path = (string | number)[];
 export function pathsOf(value: Json, prefix: Path = [], out: Path[] = []): Path[] {
   out.push(prefix);
   if (Array.isArray(value)) value.forEach((item, i) => pathsOf(item, [...prefix, i], out));
-  else if (value !== null && typeof value === "object") for (const key of Object.keys(value)) pathsOf(value[key]!, [...prefix, key], out);
+  else if (value !== null && typeof value === "object") for (const key of Object.keys(value)) pathsOf(value[key], [...prefix, key], out);
   return out;
 }
 
@@ -28,7 +28,7 @@ function getAt(root: Json, path: Path): Json | undefined {
 function setAt(root: Json, path: Path, value: Json | undefined): Json {
   if (path.length === 0) return value === undefined ? {} : value;
   const parent = getAt(root, path.slice(0, -1));
-  const last = path[path.length - 1]!;
+  const last = path[path.length - 1];
   if (Array.isArray(parent)) {
     if (value === undefined) parent.splice(last as number, 1);
     else parent[last as number] = value;
@@ -50,6 +50,7 @@ function retyped(value: Json | undefined): Json {
 }
 
 // Deep nesting is spliced into the request text, since JSON.stringify itself overflows the stack on it.
+// eslint-disable-next-line no-control-regex -- NUL delimits the marker so no JSON text can forge it
 const DEEP_MARKER = /"\u0000deep:(\d+):(object|array)\u0000"/g;
 
 function nested(depth: number, asObject: boolean): Json {
@@ -112,7 +113,7 @@ const replacements: fc.Arbitrary<{ name: string; replace: Replacement }> = fc.on
     name: "copy of another subtree",
     replace: (_original: Json | undefined, doc: Json, pick: number) => {
       const all = pathsOf(doc);
-      return structuredClone(getAt(doc, all[pick % all.length]!) ?? null);
+      return structuredClone(getAt(doc, all[pick % all.length]) ?? null);
     },
   }),
 );
@@ -129,7 +130,7 @@ export const structuralMutation: fc.Arbitrary<Mutation> = fc
     describe: `${name} at #${where}`,
     apply(doc: Json): Json {
       const all = pathsOf(doc);
-      const path = all[where % all.length]!;
+      const path = all[where % all.length];
       return setAt(doc, path, replace(getAt(doc, path), doc, pick));
     },
   }));
@@ -146,7 +147,7 @@ export const shapeKeepingMutation: fc.Arbitrary<Mutation> = fc
     describe: `shape-keeping edit ${variant} at #${where}`,
     apply(doc: Json): Json {
       const all = pathsOf(doc);
-      const path = all[where % all.length]!;
+      const path = all[where % all.length];
       const value = getAt(doc, path);
       const sameType = all.map((p) => getAt(doc, p)).filter((v) => typeof v === typeof value && Array.isArray(v) === Array.isArray(value));
       const other = structuredClone(sameType[pick % sameType.length] ?? null);
@@ -163,7 +164,7 @@ export const shapeKeepingMutation: fc.Arbitrary<Mutation> = fc
       }
       if (value !== null && typeof value === "object" && path.length > 0) {
         const keys = Object.keys(value);
-        if (variant <= 1 && keys.length > 0) delete value[keys[pick % keys.length]!];
+        if (variant <= 1 && keys.length > 0) delete value[keys[pick % keys.length]];
         else return setAt(doc, path, other);
       }
       return doc;
@@ -182,9 +183,9 @@ export const textMutation: fc.Arbitrary<TextMutation> = fc.oneof(
     // A duplicate key after an existing one wins in JSON.parse, exactly as in Go's decoder: the late value is the one used.
     describe: `duplicate key ${pair} in object #${at}`,
     apply: (t: string) => {
-      const closers = [...t.matchAll(/}/g)].map((m) => m.index!);
+      const closers = [...t.matchAll(/}/g)].map((m) => m.index);
       if (closers.length === 0) return t;
-      const i = closers[at % closers.length]!;
+      const i = closers[at % closers.length];
       const open = t.lastIndexOf("{", i);
       const empty = t.slice(open + 1, i).trim() === "";
       return `${t.slice(0, i)}${empty ? "" : ","}${pair}${t.slice(i)}`;

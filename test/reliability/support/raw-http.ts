@@ -76,7 +76,7 @@ export class RawConnection {
     if (this.buffer.length < end + 4 + length) return undefined;
     const body = this.buffer.slice(end + 4, end + 4 + length);
     this.buffer = this.buffer.slice(end + 4 + length);
-    return { status: Number(statusLine!.split(" ")[1]), headers, body };
+    return { status: Number(statusLine.split(" ")[1]), headers, body };
   }
 }
 
