@@ -26,14 +26,14 @@ describe("generated CRDs", () => {
 
   it("give CSPC and CSPI the status subresource Metacontroller needs to write status", () => {
     for (const file of ["cstorpoolclusters.yaml", "cstorpoolinstances.yaml"]) {
-      const crd = parse(rendered[file]!);
+      const crd = parse(rendered[file]);
       expect(crd.spec.versions[0].subresources, file).to.deep.equal({ status: {} });
     }
   });
 
   it("show the printer columns users expect", () => {
     const names = (file: string): string[] =>
-      parse(rendered[file]!).spec.versions[0].additionalPrinterColumns
+      parse(rendered[file]).spec.versions[0].additionalPrinterColumns
         .filter((c: { priority?: number }) => !c.priority)
         .map((c: { name: string }) => c.name.toUpperCase());
     expect(names("cstorpoolclusters.yaml")).to.deep.equal(["HEALTHYINSTANCES", "PROVISIONEDINSTANCES", "DESIREDINSTANCES", "AGE"]);
