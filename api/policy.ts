@@ -3,7 +3,8 @@
 // may wait for its claim, a change may have been refused), and CRD rules cannot see metadata.generation to tell.
 // The CSPI is the truth of what a pool holds, so the policy takes the CSPC's CSPIs as params (one evaluation per
 // CSPI, selected by label) and judges the edit against each, as lib/rules/day2.ts does, word for word where it
-// can. DELETE is refused while a CSPI reports volumes, as the webhook does (hooks/admission/judge.ts).
+// can. Removing a pool that holds volumes, and DELETE while a CSPI reports volumes, are refused as the webhook
+// refuses them (hooks/admission/judge.ts).
 // `npm run generate` writes it to metacontroller/base/cspc-policy.yaml; docs/validation.md says what it covers.
 import { API_VERSION, GROUP, KIND, LABEL } from "./constants.js";
 
@@ -51,7 +52,7 @@ const CHANGED_GROUP_PROBLEM =
   `${resolvedType(C)} != g.type ? ${LABEL_OF_G} + ' changed type from ' + g.type + ' to ' + ` +
   `(${resolvedType(C)} == '' ? '(none)' : ${resolvedType(C)}) + '; ZFS cannot convert a raid group: restore type ' + g.type + ` +
   `(has(${C}.type) ? '' : ' (the group has no type, so poolConfig.defaultRaidGroupType decides it: set raidGroups[].type explicitly)') : ` +
-  `${role("g")} in ${STRIPE_ROLES} || ${removed}.size() == 0 && g.type == 'stripe' ? '' : ` +
+  `${removed}.size() == 0 && g.type == 'stripe' ? '' : ` +
   `g.type == 'stripe' ? (${added}.size() > 0 ? ${LABEL_OF_G} + ': replacing ' + ${removed}.join(', ') + ' with ' + ${added}.join(', ') + ` +
   `' is not possible in a stripe group, which has no redundancy to rebuild from: restore ' + ${removed}.join(', ') + ` +
   `'; to retire a failing stripe device, move the volumes away and remove the pool' : ` +
@@ -65,9 +66,8 @@ const CHANGED_GROUP_PROBLEM =
 
 /** The problem of CSPI group g (index gi): gone, split, or changed (above). */
 const GROUP_PROBLEM =
-  `variables.carriers[gi].size() == 0 ? (${role("g")} in ${STRIPE_ROLES} ? '' : ` +
-  `'raid group ' + ${describe("g")} + ' was removed; ZFS cannot take a raid group out of a pool without destroying it and its data: ` +
-  `put the group back (to retire the whole pool, remove the pool spec)') : ` +
+  `variables.carriers[gi].size() == 0 ? 'raid group ' + ${describe("g")} + ' was removed; ZFS cannot take a raid group out of a pool ` +
+  `without destroying it and its data: put the group back (to retire the whole pool, remove the pool spec)' : ` +
   `variables.carriers[gi].size() > 1 ? 'the devices of existing raid group ' + ${describe("g")} + ' are now spread over raidGroups[' + ` +
   `string(variables.carriers[gi][0]) + '] and raidGroups[' + string(variables.carriers[gi][1]) + ']; a raid group cannot be split: restore it' : ` +
   `${CHANGED_GROUP_PROBLEM}`;
@@ -78,6 +78,8 @@ const LIVE_LABEL =
   `variables.pool.nodeSelector.map(k, k + '=' + variables.pool.nodeSelector[k]).join(',') + ') (pool ' + params.metadata.name + '): '`;
 
 const VOLUMES = "(has(params.status) && has(params.status.provisionedVolumes) ? params.status.provisionedVolumes : 0)";
+/** volumeCount() of hooks/admission/judge.ts: "1 volume", "2 volumes". */
+const VOLUME_COUNT = `string(${VOLUMES}) + (${VOLUMES} == 1 ? ' volume' : ' volumes')`;
 
 export const CSPC_POLICY_NAME = "cstor-pool-cluster-safety";
 
@@ -135,9 +137,19 @@ export function cspcPolicy(): object[] {
           messageExpression:
             `'CStorPoolCluster ' + oldObject.metadata.namespace + '/' + oldObject.metadata.name + ` +
             `' cannot be deleted while its pools hold volumes: pool ' + params.metadata.name + ' on node ' + params.spec.hostName + ` +
-            `' holds ' + string(${VOLUMES}) + ' volumes. Deleting it would destroy those pools and every volume on them: ` +
+            `' holds ' + ${VOLUME_COUNT} + '. Deleting it would destroy those pools and every volume on them: ` +
             `move or delete those volumes first, then delete the CStorPoolCluster'`,
           reason: "Forbidden",
+        },
+        {
+          // No pool spec has any of its devices: cspc-sync would retire it (or refuse the edit) and keeps it.
+          expression:
+            `request.operation != 'UPDATE' || !variables.ours || ${VOLUMES} == 0 || !has(object.spec) || ` +
+            "object.spec.pools.exists(p, p.raidGroups.exists(g, g.blockDevices.exists(d, d.blockDeviceName in variables.groupOf)))",
+          messageExpression:
+            `'spec.pools no longer lists pool ' + params.metadata.name + ' (node ' + params.spec.hostName + '), which holds ' + ` +
+            `${VOLUME_COUNT} + ': removing it would destroy them; put its pool spec back, or move or delete those volumes first'`,
+          reason: "Invalid",
         },
         {
           expression: "!variables.live || variables.problems.size() == 0",

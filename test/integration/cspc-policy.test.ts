@@ -101,6 +101,9 @@ const REFUSED: RefusedCase[] = [
     reason: "MultipleReplacements",
     pools: edit((p) => (group(p, 0, 1).blockDevices = bds("a4", "a7", "a8"))),
   },
+  // cspc-sync keeps every spare and read cache device it has (docs/validation.md, Day-2 rules).
+  { name: "a spare device removed", pool: 0, reason: "BlockDeviceRemoved", pools: edit((p) => (group(p, 0, 3).blockDevices = bds("s1"))) },
+  { name: "the read cache group removed", pool: 0, reason: "RaidGroupRemoved", pools: edit((p) => p[0]!.raidGroups.splice(4, 1)) },
 ];
 
 async function apply(cluster: KubeCluster, pools: PoolSpec[], dryRun: boolean) {
@@ -122,6 +125,12 @@ describe("integration: the CSPC admission policy of the default install (no webh
     // The apiserver enforces a new policy, and sees new params, a moment after they are created.
     await waitUntil(async () => (await apply(cluster, REFUSED[0]!.pools, true)).exitCode !== 0, 30_000, () => "the CSPC policy is never enforced");
   });
+
+  const setVolumes = async (pool: number, provisionedVolumes: number) => {
+    const path = `/apis/${API_VERSION}/namespaces/${NS}/cstorpoolinstances/${CSPI_NAMES[pool]}/status`;
+    const patched = await cluster.request(cluster.admin, "PATCH", path, { status: { provisionedVolumes } }, "application/merge-patch+json");
+    expect(patched.status, JSON.stringify(patched.body)).to.equal(200);
+  };
 
   after(async () => {
     await cluster.kubectl(["delete", "cspi", ...CSPI_NAMES, "-n", NS, "--ignore-not-found"]);
@@ -157,8 +166,7 @@ describe("integration: the CSPC admission policy of the default install (no webh
     ["a whole pool removed", edit((p) => p.splice(1, 1))],
     ["poolConfig edits", edit((p) => (p[0]!.poolConfig = { compression: "lz4", roThresholdLimit: 90 }))],
     ["an expansion the pool does not hold yet taken back (b3)", edit((p) => (group(p, 1, 0).blockDevices = bds("b1", "b2")))],
-    ["a spare and a read cache device removed", edit((p) => ((group(p, 0, 3).blockDevices = bds("s1")), (group(p, 0, 4).blockDevices = bds("r2"))))],
-    ["the spare and read cache groups removed", edit((p) => p[0]!.raidGroups.splice(3, 2))],
+    ["a spare and a read cache device added", edit((p) => (group(p, 0, 3).blockDevices.push(...bds("s3")), group(p, 0, 4).blockDevices.push(...bds("r3"))))],
   ];
   for (const [name, pools] of LEGAL) {
     it(`accepts ${name}`, async () => {
@@ -167,8 +175,20 @@ describe("integration: the CSPC admission policy of the default install (no webh
     });
   }
 
+  it("refuses removing a pool that holds volumes, in the webhook's words", async () => {
+    await setVolumes(1, 1);
+    const withoutPool = edit((p) => p.splice(1, 1));
+    await waitUntil(async () => (await apply(cluster, withoutPool, true)).exitCode !== 0, 30_000, () => "the policy never sees the volume");
+    const refused = await apply(cluster, withoutPool, false);
+    expect(refused.stderr).to.contain(
+      `spec.pools no longer lists pool ${CSPI_NAMES[1]} (node node-2), which holds 1 volume: removing it would destroy them; put its pool spec back, or move or delete those volumes first`,
+    );
+    await setVolumes(1, 0);
+    await waitUntil(async () => (await apply(cluster, withoutPool, true)).exitCode === 0, 30_000, () => "the policy still refuses the removal");
+  });
+
   it("refuses deleting the CSPC while a pool holds volumes, with the fix; allows it once none does", async () => {
-    await cluster.request(cluster.admin, "PATCH", `/apis/${API_VERSION}/namespaces/${NS}/cstorpoolinstances/${CSPI_NAMES[1]}/status`, { status: { provisionedVolumes: 2 } }, "application/merge-patch+json");
+    await setVolumes(1, 2);
     await waitUntil(
       async () => (await cluster.kubectl(["delete", "cspc", NAME, "-n", NS, "--dry-run=server"], { allowFailure: true })).exitCode !== 0,
       30_000,
@@ -181,7 +201,7 @@ describe("integration: the CSPC admission policy of the default install (no webh
     );
     expect((await cluster.kubectl(["get", "cspc", NAME, "-n", NS])).exitCode).to.equal(0);
 
-    await cluster.request(cluster.admin, "PATCH", `/apis/${API_VERSION}/namespaces/${NS}/cstorpoolinstances/${CSPI_NAMES[1]}/status`, { status: { provisionedVolumes: 0 } }, "application/merge-patch+json");
+    await setVolumes(1, 0);
     await waitUntil(
       async () => (await cluster.kubectl(["delete", "cspc", NAME, "-n", NS, "--dry-run=server"], { allowFailure: true })).exitCode === 0,
       30_000,
