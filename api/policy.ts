@@ -93,6 +93,14 @@ export function cspcPolicy(): object[] {
       // which refuse the same changes; Fail would block every CSPC edit, including the one that fixes things.
       failurePolicy: "Ignore",
       paramKind: { apiVersion: API_VERSION, kind: KIND.cspi },
+      // Labels, annotations and finalizers (Metacontroller's among them) are never judged, as in the webhook:
+      // a stored spec cspc-sync refuses must not block them.
+      matchConditions: [
+        {
+          name: "spec-changed-or-delete",
+          expression: "request.operation == 'DELETE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec",
+        },
+      ],
       matchConstraints: {
         resourceRules: [{ apiGroups: [GROUP], apiVersions: ["*"], operations: ["UPDATE", "DELETE"], resources: ["cstorpoolclusters"] }],
       },

@@ -175,6 +175,22 @@ describe("integration: the CSPC admission policy of the default install (no webh
     });
   }
 
+  it("never judges an edit that leaves the spec as it is (labels, finalizers), even when the stored spec is refused", async () => {
+    // Pool 1 now holds b9, which the stored spec does not list: every spec edit of pool 1 is refused...
+    const held = cspi(1);
+    held.spec.raidGroups[0]!.blockDevices.push({ blockDeviceName: "b9" });
+    await cluster.kubectl(["apply", "--server-side", "--force-conflicts", "-f", "-"], { input: JSON.stringify(held) });
+    const grown = edit((p) => group(p, 1, 0).blockDevices.push(...bds("b4")));
+    await waitUntil(async () => (await apply(cluster, grown, true)).exitCode !== 0, 30_000, () => "the policy never sees b9");
+    // ...but a label or a finalizer is not a spec edit.
+    const labelled = await cluster.kubectl(["label", "cspc", NAME, "-n", NS, "checked=yes"], { allowFailure: true });
+    expect(labelled.exitCode, labelled.stderr).to.equal(0);
+    const finalizer = await cluster.kubectl(["patch", "cspc", NAME, "-n", NS, "--type=merge", "-p", JSON.stringify({ metadata: { finalizers: ["example.com/keep"] } })], { allowFailure: true });
+    expect(finalizer.exitCode, finalizer.stderr).to.equal(0);
+    await cluster.kubectl(["patch", "cspc", NAME, "-n", NS, "--type=merge", "-p", JSON.stringify({ metadata: { finalizers: null } })]);
+    await cluster.kubectl(["apply", "--server-side", "--force-conflicts", "-f", "-"], { input: JSON.stringify(cspi(1)) });
+  });
+
   it("refuses removing a pool that holds volumes, in the webhook's words", async () => {
     await setVolumes(1, 1);
     const withoutPool = edit((p) => p.splice(1, 1));
