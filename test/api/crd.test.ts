@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { expect } from "chai";
 import { parse } from "yaml";
-import { CRD_DIR, renderCrds } from "../../scripts/generate-crds.js";
+import { CRD_DIR, POLICY_PATH, renderCrds, renderPolicy } from "../../scripts/generate-crds.js";
 
 describe("generated CRDs", () => {
   const rendered = renderCrds();
@@ -12,6 +12,10 @@ describe("generated CRDs", () => {
       expect(readFileSync(join(CRD_DIR, file), "utf8")).to.equal(text);
     });
   }
+
+  it("metacontroller/base/cspc-policy.yaml is up to date with api/policy.ts (run npm run generate)", () => {
+    expect(readFileSync(POLICY_PATH, "utf8")).to.equal(renderPolicy());
+  });
 
   it("are structural: no closed objects, no const, every object typed", () => {
     const walk = (node: unknown, path: string): void => {

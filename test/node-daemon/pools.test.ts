@@ -135,6 +135,38 @@ describe("node-daemon on real zfs-fuse pools", function () {
     expect(parseFloat(after.status!.capacity!.total)).to.be.greaterThan(parseFloat(created.status!.capacity!.total));
   });
 
+  // Day 2: each role ZFS keeps outside the data vdevs joins a live pool with `zpool add` (log, cache, spare),
+  // and the data written before is intact afterwards.
+  const dayTwoRoles = [
+    { role: "writeCache", section: "logs", group: (sb: ZfsSandbox) => ({ type: "mirror" as const, role: "writeCache" as const, devices: [sb.file("l1"), sb.file("l2")] }) },
+    { role: "readCache", section: "cache", group: (sb: ZfsSandbox) => ({ role: "readCache" as const, devices: [sb.loop("c1")] }) },
+    { role: "spare", section: "spares", group: (sb: ZfsSandbox) => ({ role: "spare" as const, devices: [sb.file("s1")] }) },
+  ] as const;
+  for (const { role, section, group } of dayTwoRoles) {
+    it(`adds a ${role} group to a live pool (zpool add) and keeps its data`, async () => {
+      const name = sandbox.name(`add-${section}`);
+      const first = { type: "mirror" as const, devices: [sandbox.file("d1"), sandbox.file("d2")] };
+      const created = await nodeA.reconcile(cspiFor(name, "node-a", [first]));
+      const data = writeData(sandbox, `${zpoolName(name)}/vol1`);
+      expect(layoutOf(zpoolName(name)).layout[section], "nothing there before").to.deep.equal([]);
+
+      const added = group(sandbox);
+      const after = await nodeA.reconcile({ ...cspiFor(name, "node-a", [first, added]), status: created.status! });
+      expect(after.outcomes.map((o) => [o.action.kind, o.error])).to.deep.equal([["add", undefined]]);
+      const layout = layoutOf(zpoolName(name)).layout;
+      const leaves = layout[section].flatMap((v) => (v.children.length > 0 ? v.children : [v]));
+      expect(leaves).to.have.length(added.devices.length);
+      if (role === "writeCache") expect(layout.logs.map((v) => v.kind)).to.deep.equal(["mirror"]);
+      if (role !== "readCache") expect(leaves.map((v) => v.device)).to.deep.equal(added.devices);
+      expect(layout.data.map((v) => v.children.length), "the data vdevs are untouched").to.deep.equal([2]);
+      expect(checksum(data.file)).to.equal(data.sha);
+      expect(after.status?.phase).to.equal("ONLINE");
+
+      const again = await nodeA.reconcile(after.cspi);
+      expect(again.outcomes, "a second pass has nothing to do").to.deep.equal([]);
+    });
+  }
+
   it("replaces a mirror member through resilver and removes the predecessor mark from the new claim", async () => {
     const name = sandbox.name("replace");
     const [d1, d2, d3] = [sandbox.file("d1"), sandbox.file("d2"), sandbox.file("d3")];

@@ -1,0 +1,227 @@
+// The default install's ValidatingAdmissionPolicy (metacontroller/base/cspc-policy.yaml) on a real kube-apiserver,
+// without the webhook: a day-2 edit that cspc-sync would refuse is an apply-time error with day2.ts's words, a
+// legal one is accepted, and a CSPC whose pools hold volumes cannot be deleted.
+import { expect } from "chai";
+import { API_VERSION, KIND, LABEL, TYPE_KEY } from "../../api/constants.js";
+import type { CSPC, CSPI, PoolSpec } from "../../api/types.js";
+import { buildInventory } from "../../lib/inventory.js";
+import { diffPool } from "../../lib/rules/day2.js";
+import { INSTALL_NAMESPACE as NS, projectInstalled, waitUntil, type KubeCluster } from "../support/kube.js";
+
+const NAME = "policy-day2";
+const bds = (...names: string[]) => names.map((blockDeviceName) => ({ blockDeviceName }));
+const node = (host: string) => ({ "kubernetes.io/hostname": host });
+
+/** Pool 0: two 3-way mirrors, a mirrored write cache, a spare and a read cache. Pool 1: a stripe. */
+const STORED: PoolSpec[] = [
+  {
+    nodeSelector: node("node-1"),
+    raidGroups: [
+      { type: "mirror", blockDevices: bds("a1", "a2", "a3") },
+      { type: "mirror", blockDevices: bds("a4", "a5", "a6") },
+      { type: "mirror", isWriteCache: true, blockDevices: bds("w1", "w2") },
+      { isSpare: true, blockDevices: bds("s1", "s2") },
+      { isReadCache: true, blockDevices: bds("r1", "r2") },
+    ],
+  },
+  { nodeSelector: node("node-2"), raidGroups: [{ type: "stripe", blockDevices: bds("b1", "b2") }] },
+];
+/** What each pool holds (its CSPI): pool 1's b3 is listed in the stored spec but not yet in the pool. */
+const HELD: PoolSpec[] = [
+  STORED[0]!,
+  { nodeSelector: node("node-2"), raidGroups: [{ type: "stripe", blockDevices: bds("b1", "b2") }] },
+];
+const STORED_SPEC: PoolSpec[] = [STORED[0]!, { ...STORED[1]!, raidGroups: [{ type: "stripe", blockDevices: bds("b1", "b2", "b3") }] }];
+const CSPI_NAMES = ["policy-day2-pool-1", "policy-day2-pool-2"];
+
+function cspc(pools: PoolSpec[]): CSPC {
+  return { apiVersion: API_VERSION, kind: KIND.cspc, metadata: { name: NAME, namespace: NS }, spec: { pools } } as CSPC;
+}
+
+function cspi(index: number, volumes = 0): CSPI {
+  const pool = HELD[index]!;
+  const host = pool.nodeSelector["kubernetes.io/hostname"]!;
+  return {
+    apiVersion: API_VERSION,
+    kind: KIND.cspi,
+    metadata: { name: CSPI_NAMES[index]!, namespace: NS, labels: { [LABEL.cspc]: NAME } },
+    spec: {
+      hostName: host,
+      nodeSelector: pool.nodeSelector,
+      poolConfig: { compression: "off", roThresholdLimit: 85 },
+      raidGroups: pool.raidGroups.map((g) => ({ ...g, type: g.type ?? "stripe" })),
+    },
+    ...(volumes ? { status: { provisionedVolumes: volumes } } : {}),
+  } as CSPI;
+}
+
+/** What lib/rules/day2.ts says about pool `index` of `pools` against what its CSPI holds. */
+function day2Violations(pools: PoolSpec[], index: number) {
+  const held = CSPI_NAMES.map((_, i) => cspi(i));
+  const children = { [TYPE_KEY.cspi]: Object.fromEntries(held.map((c) => [`${NS}/${c.metadata.name}`, c])) };
+  const inventory = buildInventory(cspc(pools) as never, children, {});
+  return diffPool({ pool: pools[index]!, poolIndex: index, observed: held[index]!, inventory }).violations;
+}
+
+const edit = (change: (pools: PoolSpec[]) => void): PoolSpec[] => {
+  const pools = structuredClone(STORED_SPEC);
+  change(pools);
+  return pools;
+};
+const group = (pools: PoolSpec[], p: number, g: number) => pools[p]!.raidGroups[g]!;
+
+interface RefusedCase {
+  name: string;
+  pools: PoolSpec[];
+  pool: number;
+  reason: string;
+}
+
+const REFUSED: RefusedCase[] = [
+  { name: "a device removed from a stripe group", pool: 1, reason: "BlockDeviceRemoved", pools: edit((p) => (group(p, 1, 0).blockDevices = bds("b1"))) },
+  {
+    name: "a device removed from each mirror group",
+    pool: 0,
+    reason: "BlockDeviceRemoved",
+    pools: edit((p) => ((group(p, 0, 0).blockDevices = bds("a1", "a2")), (group(p, 0, 1).blockDevices = bds("a4", "a5")))),
+  },
+  { name: "a raid group removed", pool: 0, reason: "RaidGroupRemoved", pools: edit((p) => p[0]!.raidGroups.splice(1, 1)) },
+  { name: "a group's type changed", pool: 1, reason: "RaidGroupTypeChanged", pools: edit((p) => (group(p, 1, 0).type = "mirror")) },
+  { name: "a group's role changed", pool: 0, reason: "RaidGroupRoleChanged", pools: edit((p) => (group(p, 0, 1).isWriteCache = true)) },
+  {
+    // Both data groups widen, so the pool's redundancy stays uniform and only the day-2 rule is broken.
+    name: "a device added to each mirror data group",
+    pool: 0,
+    reason: "BlockDeviceAddedToRedundantGroup",
+    pools: edit((p) => (group(p, 0, 0).blockDevices.push(...bds("a7")), group(p, 0, 1).blockDevices.push(...bds("a8")))),
+  },
+  {
+    name: "two devices replaced in one group",
+    pool: 0,
+    reason: "MultipleReplacements",
+    pools: edit((p) => (group(p, 0, 1).blockDevices = bds("a4", "a7", "a8"))),
+  },
+  // cspc-sync keeps every spare and read cache device it has (docs/validation.md, Day-2 rules).
+  { name: "a spare device removed", pool: 0, reason: "BlockDeviceRemoved", pools: edit((p) => (group(p, 0, 3).blockDevices = bds("s1"))) },
+  { name: "the read cache group removed", pool: 0, reason: "RaidGroupRemoved", pools: edit((p) => p[0]!.raidGroups.splice(4, 1)) },
+];
+
+async function apply(cluster: KubeCluster, pools: PoolSpec[], dryRun: boolean) {
+  return cluster.kubectl(["apply", "--server-side", "--force-conflicts", ...(dryRun ? ["--dry-run=server"] : []), "-f", "-"], {
+    input: JSON.stringify(cspc(pools)),
+    allowFailure: true,
+  });
+}
+
+describe("integration: the CSPC admission policy of the default install (no webhook)", function () {
+  this.timeout(10 * 60_000);
+  let cluster: KubeCluster;
+
+  before(async () => {
+    cluster = await projectInstalled();
+    const created = await apply(cluster, STORED_SPEC, false);
+    expect(created.exitCode, created.stderr).to.equal(0);
+    for (const i of [0, 1]) await cluster.kubectl(["apply", "--server-side", "-f", "-"], { input: JSON.stringify(cspi(i)) });
+    // The apiserver enforces a new policy, and sees new params, a moment after they are created.
+    await waitUntil(async () => (await apply(cluster, REFUSED[0]!.pools, true)).exitCode !== 0, 30_000, () => "the CSPC policy is never enforced");
+  });
+
+  const setVolumes = async (pool: number, provisionedVolumes: number) => {
+    const path = `/apis/${API_VERSION}/namespaces/${NS}/cstorpoolinstances/${CSPI_NAMES[pool]}/status`;
+    const patched = await cluster.request(cluster.admin, "PATCH", path, { status: { provisionedVolumes } }, "application/merge-patch+json");
+    expect(patched.status, JSON.stringify(patched.body)).to.equal(200);
+  };
+
+  after(async () => {
+    await cluster.kubectl(["delete", "cspi", ...CSPI_NAMES, "-n", NS, "--ignore-not-found"]);
+    await cluster.kubectl(["delete", "cspc", NAME, "-n", NS, "--ignore-not-found"]);
+  });
+
+  for (const c of REFUSED) {
+    it(`refuses ${c.name}, in day2.ts's words (${c.reason})`, async () => {
+      const violations = day2Violations(c.pools, c.pool);
+      expect(violations.map((v) => v.reason), "cspc-sync refuses it too").to.include(c.reason);
+      const expected = violations.map((v) => v.message);
+      const result = await apply(cluster, c.pools, false);
+      expect(result.exitCode, result.stdout).to.equal(1);
+      expect(result.stderr).to.contain("ValidatingAdmissionPolicy 'cstor-pool-cluster-safety'");
+      for (const message of expected) expect(result.stderr).to.contain(message);
+      const stored = JSON.parse((await cluster.kubectl(["get", "cspc", NAME, "-n", NS, "-o", "json"])).stdout);
+      expect(stored.spec.pools, "nothing changed").to.deep.equal(STORED_SPEC);
+    });
+  }
+
+  const LEGAL: [string, PoolSpec[]][] = [
+    ["a stripe expanded", edit((p) => group(p, 1, 0).blockDevices.push(...bds("b4")))],
+    ["a new raid group", edit((p) => p[0]!.raidGroups.push({ type: "mirror", blockDevices: bds("a7", "a8", "a9") }))],
+    [
+      "one replacement in each redundant group",
+      edit((p) => {
+        group(p, 0, 0).blockDevices = bds("a7", "a2", "a3");
+        group(p, 0, 1).blockDevices = bds("a4", "a8", "a6");
+        group(p, 0, 2).blockDevices = bds("w1", "w3");
+      }),
+    ],
+    ["a migration (same devices, another node)", edit((p) => (p[1]!.nodeSelector = node("node-3")))],
+    ["a whole pool removed", edit((p) => p.splice(1, 1))],
+    ["poolConfig edits", edit((p) => (p[0]!.poolConfig = { compression: "lz4", roThresholdLimit: 90 }))],
+    ["an expansion the pool does not hold yet taken back (b3)", edit((p) => (group(p, 1, 0).blockDevices = bds("b1", "b2")))],
+    ["a spare and a read cache device added", edit((p) => (group(p, 0, 3).blockDevices.push(...bds("s3")), group(p, 0, 4).blockDevices.push(...bds("r3"))))],
+  ];
+  for (const [name, pools] of LEGAL) {
+    it(`accepts ${name}`, async () => {
+      const result = await apply(cluster, pools, true);
+      expect(result.exitCode, result.stderr).to.equal(0);
+    });
+  }
+
+  it("never judges an edit that leaves the spec as it is (labels, finalizers), even when the stored spec is refused", async () => {
+    // Pool 1 now holds b9, which the stored spec does not list: every spec edit of pool 1 is refused...
+    const held = cspi(1);
+    held.spec.raidGroups[0]!.blockDevices.push({ blockDeviceName: "b9" });
+    await cluster.kubectl(["apply", "--server-side", "--force-conflicts", "-f", "-"], { input: JSON.stringify(held) });
+    const grown = edit((p) => group(p, 1, 0).blockDevices.push(...bds("b4")));
+    await waitUntil(async () => (await apply(cluster, grown, true)).exitCode !== 0, 30_000, () => "the policy never sees b9");
+    // ...but a label or a finalizer is not a spec edit.
+    const labelled = await cluster.kubectl(["label", "cspc", NAME, "-n", NS, "checked=yes"], { allowFailure: true });
+    expect(labelled.exitCode, labelled.stderr).to.equal(0);
+    const finalizer = await cluster.kubectl(["patch", "cspc", NAME, "-n", NS, "--type=merge", "-p", JSON.stringify({ metadata: { finalizers: ["example.com/keep"] } })], { allowFailure: true });
+    expect(finalizer.exitCode, finalizer.stderr).to.equal(0);
+    await cluster.kubectl(["patch", "cspc", NAME, "-n", NS, "--type=merge", "-p", JSON.stringify({ metadata: { finalizers: null } })]);
+    await cluster.kubectl(["apply", "--server-side", "--force-conflicts", "-f", "-"], { input: JSON.stringify(cspi(1)) });
+  });
+
+  it("refuses removing a pool that holds volumes, in the webhook's words", async () => {
+    await setVolumes(1, 1);
+    const withoutPool = edit((p) => p.splice(1, 1));
+    await waitUntil(async () => (await apply(cluster, withoutPool, true)).exitCode !== 0, 30_000, () => "the policy never sees the volume");
+    const refused = await apply(cluster, withoutPool, false);
+    expect(refused.stderr).to.contain(
+      `spec.pools no longer lists pool ${CSPI_NAMES[1]} (node node-2), which holds 1 volume: removing it would destroy them; put its pool spec back, or move or delete those volumes first`,
+    );
+    await setVolumes(1, 0);
+    await waitUntil(async () => (await apply(cluster, withoutPool, true)).exitCode === 0, 30_000, () => "the policy still refuses the removal");
+  });
+
+  it("refuses deleting the CSPC while a pool holds volumes, with the fix; allows it once none does", async () => {
+    await setVolumes(1, 2);
+    await waitUntil(
+      async () => (await cluster.kubectl(["delete", "cspc", NAME, "-n", NS, "--dry-run=server"], { allowFailure: true })).exitCode !== 0,
+      30_000,
+      () => "the policy never sees the volumes",
+    );
+    const refused = await cluster.kubectl(["delete", "cspc", NAME, "-n", NS], { allowFailure: true });
+    expect(refused.stderr).to.contain(
+      `CStorPoolCluster ${NS}/${NAME} cannot be deleted while its pools hold volumes: pool ${CSPI_NAMES[1]} on node node-2 holds 2 volumes. ` +
+        "Deleting it would destroy those pools and every volume on them: move or delete those volumes first, then delete the CStorPoolCluster",
+    );
+    expect((await cluster.kubectl(["get", "cspc", NAME, "-n", NS])).exitCode).to.equal(0);
+
+    await setVolumes(1, 0);
+    await waitUntil(
+      async () => (await cluster.kubectl(["delete", "cspc", NAME, "-n", NS, "--dry-run=server"], { allowFailure: true })).exitCode === 0,
+      30_000,
+      () => "the policy still refuses the deletion",
+    );
+  });
+});
