@@ -28,23 +28,23 @@ const STORED: PoolSpec[] = [
 ];
 /** What each pool holds (its CSPI): pool 1's b3 is listed in the stored spec but not yet in the pool. */
 const HELD: PoolSpec[] = [
-  STORED[0]!,
+  STORED[0],
   { nodeSelector: node("node-2"), raidGroups: [{ type: "stripe", blockDevices: bds("b1", "b2") }] },
 ];
-const STORED_SPEC: PoolSpec[] = [STORED[0]!, { ...STORED[1]!, raidGroups: [{ type: "stripe", blockDevices: bds("b1", "b2", "b3") }] }];
+const STORED_SPEC: PoolSpec[] = [STORED[0], { ...STORED[1], raidGroups: [{ type: "stripe", blockDevices: bds("b1", "b2", "b3") }] }];
 const CSPI_NAMES = ["policy-day2-pool-1", "policy-day2-pool-2"];
 
 function cspc(pools: PoolSpec[]): CSPC {
-  return { apiVersion: API_VERSION, kind: KIND.cspc, metadata: { name: NAME, namespace: NS }, spec: { pools } } as CSPC;
+  return { apiVersion: API_VERSION, kind: KIND.cspc, metadata: { name: NAME, namespace: NS }, spec: { pools } };
 }
 
 function cspi(index: number, volumes = 0): CSPI {
-  const pool = HELD[index]!;
-  const host = pool.nodeSelector["kubernetes.io/hostname"]!;
+  const pool = HELD[index];
+  const host = pool.nodeSelector["kubernetes.io/hostname"];
   return {
     apiVersion: API_VERSION,
     kind: KIND.cspi,
-    metadata: { name: CSPI_NAMES[index]!, namespace: NS, labels: { [LABEL.cspc]: NAME } },
+    metadata: { name: CSPI_NAMES[index], namespace: NS, labels: { [LABEL.cspc]: NAME } },
     spec: {
       hostName: host,
       nodeSelector: pool.nodeSelector,
@@ -52,15 +52,15 @@ function cspi(index: number, volumes = 0): CSPI {
       raidGroups: pool.raidGroups.map((g) => ({ ...g, type: g.type ?? "stripe" })),
     },
     ...(volumes ? { status: { provisionedVolumes: volumes } } : {}),
-  } as CSPI;
+  };
 }
 
 /** What lib/rules/day2.ts says about pool `index` of `pools` against what its CSPI holds. */
 function day2Violations(pools: PoolSpec[], index: number) {
   const held = CSPI_NAMES.map((_, i) => cspi(i));
   const children = { [TYPE_KEY.cspi]: Object.fromEntries(held.map((c) => [`${NS}/${c.metadata.name}`, c])) };
-  const inventory = buildInventory(cspc(pools) as never, children, {});
-  return diffPool({ pool: pools[index]!, poolIndex: index, observed: held[index]!, inventory }).violations;
+  const inventory = buildInventory(cspc(pools), children, {});
+  return diffPool({ pool: pools[index], poolIndex: index, observed: held[index], inventory }).violations;
 }
 
 const edit = (change: (pools: PoolSpec[]) => void): PoolSpec[] => {
@@ -68,7 +68,7 @@ const edit = (change: (pools: PoolSpec[]) => void): PoolSpec[] => {
   change(pools);
   return pools;
 };
-const group = (pools: PoolSpec[], p: number, g: number) => pools[p]!.raidGroups[g]!;
+const group = (pools: PoolSpec[], p: number, g: number) => pools[p].raidGroups[g];
 
 interface RefusedCase {
   name: string;
@@ -85,7 +85,7 @@ const REFUSED: RefusedCase[] = [
     reason: "BlockDeviceRemoved",
     pools: edit((p) => ((group(p, 0, 0).blockDevices = bds("a1", "a2")), (group(p, 0, 1).blockDevices = bds("a4", "a5")))),
   },
-  { name: "a raid group removed", pool: 0, reason: "RaidGroupRemoved", pools: edit((p) => p[0]!.raidGroups.splice(1, 1)) },
+  { name: "a raid group removed", pool: 0, reason: "RaidGroupRemoved", pools: edit((p) => p[0].raidGroups.splice(1, 1)) },
   { name: "a group's type changed", pool: 1, reason: "RaidGroupTypeChanged", pools: edit((p) => (group(p, 1, 0).type = "mirror")) },
   { name: "a group's role changed", pool: 0, reason: "RaidGroupRoleChanged", pools: edit((p) => (group(p, 0, 1).isWriteCache = true)) },
   {
@@ -103,7 +103,7 @@ const REFUSED: RefusedCase[] = [
   },
   // cspc-sync keeps every spare and read cache device it has (docs/validation.md, Day-2 rules).
   { name: "a spare device removed", pool: 0, reason: "BlockDeviceRemoved", pools: edit((p) => (group(p, 0, 3).blockDevices = bds("s1"))) },
-  { name: "the read cache group removed", pool: 0, reason: "RaidGroupRemoved", pools: edit((p) => p[0]!.raidGroups.splice(4, 1)) },
+  { name: "the read cache group removed", pool: 0, reason: "RaidGroupRemoved", pools: edit((p) => p[0].raidGroups.splice(4, 1)) },
 ];
 
 async function apply(cluster: KubeCluster, pools: PoolSpec[], dryRun: boolean) {
@@ -123,7 +123,7 @@ describe("integration: the CSPC admission policy of the default install (no webh
     expect(created.exitCode, created.stderr).to.equal(0);
     for (const i of [0, 1]) await cluster.kubectl(["apply", "--server-side", "-f", "-"], { input: JSON.stringify(cspi(i)) });
     // The apiserver enforces a new policy, and sees new params, a moment after they are created.
-    await waitUntil(async () => (await apply(cluster, REFUSED[0]!.pools, true)).exitCode !== 0, 30_000, () => "the CSPC policy is never enforced");
+    await waitUntil(async () => (await apply(cluster, REFUSED[0].pools, true)).exitCode !== 0, 30_000, () => "the CSPC policy is never enforced");
   });
 
   const setVolumes = async (pool: number, provisionedVolumes: number) => {
@@ -153,7 +153,7 @@ describe("integration: the CSPC admission policy of the default install (no webh
 
   const LEGAL: [string, PoolSpec[]][] = [
     ["a stripe expanded", edit((p) => group(p, 1, 0).blockDevices.push(...bds("b4")))],
-    ["a new raid group", edit((p) => p[0]!.raidGroups.push({ type: "mirror", blockDevices: bds("a7", "a8", "a9") }))],
+    ["a new raid group", edit((p) => p[0].raidGroups.push({ type: "mirror", blockDevices: bds("a7", "a8", "a9") }))],
     [
       "one replacement in each redundant group",
       edit((p) => {
@@ -162,9 +162,9 @@ describe("integration: the CSPC admission policy of the default install (no webh
         group(p, 0, 2).blockDevices = bds("w1", "w3");
       }),
     ],
-    ["a migration (same devices, another node)", edit((p) => (p[1]!.nodeSelector = node("node-3")))],
+    ["a migration (same devices, another node)", edit((p) => (p[1].nodeSelector = node("node-3")))],
     ["a whole pool removed", edit((p) => p.splice(1, 1))],
-    ["poolConfig edits", edit((p) => (p[0]!.poolConfig = { compression: "lz4", roThresholdLimit: 90 }))],
+    ["poolConfig edits", edit((p) => (p[0].poolConfig = { compression: "lz4", roThresholdLimit: 90 }))],
     ["an expansion the pool does not hold yet taken back (b3)", edit((p) => (group(p, 1, 0).blockDevices = bds("b1", "b2")))],
     ["a spare and a read cache device added", edit((p) => (group(p, 0, 3).blockDevices.push(...bds("s3")), group(p, 0, 4).blockDevices.push(...bds("r3"))))],
   ];
@@ -178,7 +178,7 @@ describe("integration: the CSPC admission policy of the default install (no webh
   it("never judges an edit that leaves the spec as it is (labels, finalizers), even when the stored spec is refused", async () => {
     // Pool 1 now holds b9, which the stored spec does not list: every spec edit of pool 1 is refused...
     const held = cspi(1);
-    held.spec.raidGroups[0]!.blockDevices.push({ blockDeviceName: "b9" });
+    held.spec.raidGroups[0].blockDevices.push({ blockDeviceName: "b9" });
     await cluster.kubectl(["apply", "--server-side", "--force-conflicts", "-f", "-"], { input: JSON.stringify(held) });
     const grown = edit((p) => group(p, 1, 0).blockDevices.push(...bds("b4")));
     await waitUntil(async () => (await apply(cluster, grown, true)).exitCode !== 0, 30_000, () => "the policy never sees b9");
