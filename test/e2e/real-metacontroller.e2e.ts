@@ -16,7 +16,7 @@ import { findCondition } from "../../lib/conditions.js";
 import { claimName, zpoolName } from "../../lib/names.js";
 import { leaves, parseZpoolStatus } from "../../node-daemon/parse.js";
 import { HookServerProcess } from "../support/hook-server-process.js";
-import { INSTALL_NAMESPACE, projectInstalled, waitUntil, type Identity, type KubeCluster } from "../support/kube.js";
+import { INSTALL_NAMESPACE, markDeploymentAvailable, projectInstalled, waitUntil, type Identity, type KubeCluster } from "../support/kube.js";
 import { DaemonProcess, shippedDaemonEnv } from "../support/node-daemon-process.js";
 import { MetacontrollerProcess, pointHooksAt, realMetacontrollerFromEnv, type RealMetacontroller } from "../support/real-metacontroller.js";
 import { blockDeviceName, MiB, requireZfs, ZfsSandbox } from "../../testkit/zfs.js";
@@ -341,26 +341,7 @@ describe("e2e: the pool lifecycle under the real Metacontroller (hook server, no
     }
 
     // The kubelet's part, played once: the pool pods are available. Then the CSPC counts both pools healthy.
-    const now = new Date().toISOString();
-    for (const deployment of pools) {
-      const available = await cluster.request(
-        cluster.admin,
-        "PATCH",
-        `${deploymentPath(deployment.metadata.name)}/status`,
-        {
-          status: {
-            observedGeneration: deployment.metadata.generation,
-            replicas: 1,
-            readyReplicas: 1,
-            availableReplicas: 1,
-            updatedReplicas: 1,
-            conditions: [{ type: "Available", status: "True", reason: "MinimumReplicasAvailable", message: "played by the test", lastUpdateTime: now, lastTransitionTime: now }],
-          },
-        },
-        "application/merge-patch+json",
-      );
-      expect(available.status, JSON.stringify(available.body)).to.equal(200);
-    }
+    for (const deployment of pools) await markDeploymentAvailable(cluster, deployment);
     const healthy = await waitFor("the CSPC to count 2 healthy pools", theCspc, (c) => c?.status?.healthyInstances === 2);
     expect(healthy!.status).to.include({ desiredInstances: 2, provisionedInstances: 2, healthyInstances: 2, observedGeneration: healthy!.metadata.generation });
     expect(condition(healthy, "Ready")).to.include({ status: "True" });

@@ -14,7 +14,7 @@ import { commandsFromEnv } from "../../node-daemon/host.js";
 import { createKubeApi, type KubeApi } from "../../node-daemon/kube.js";
 import { leaves, parseZpoolStatus } from "../../node-daemon/parse.js";
 import { deviceRootsFromEnv } from "../../node-daemon/validate.js";
-import { INSTALL_NAMESPACE, projectInstalled, waitUntil, type Identity, type KubeCluster } from "../support/kube.js";
+import { INSTALL_NAMESPACE, markDeploymentAvailable, projectInstalled, waitUntil, type Identity, type KubeCluster } from "../support/kube.js";
 import { MetacontrollerDriver, serveHooks } from "../support/metacontroller-driver.js";
 import { DaemonProcess, shippedDaemonEnv } from "../support/node-daemon-process.js";
 import { startNode, type ZfsNode } from "../support/zfs-node.js";
@@ -456,24 +456,7 @@ describe("integration: the node daemon end to end (real processes, real apiserve
       expect((await get(cspcPath())).status).to.include({ desiredInstances: 1, provisionedInstances: 1, healthyInstances: 0 });
 
       const [deployment] = (await get(`/apis/apps/v1/namespaces/${NS}/deployments?labelSelector=${encodeURIComponent(`${LABEL.cspi}=${cspi.metadata.name}`)}`)).items;
-      const now = new Date().toISOString();
-      const available = await cluster.request(
-        cluster.admin,
-        "PATCH",
-        `/apis/apps/v1/namespaces/${NS}/deployments/${deployment.metadata.name}/status`,
-        {
-          status: {
-            observedGeneration: deployment.metadata.generation,
-            replicas: 1,
-            readyReplicas: 1,
-            availableReplicas: 1,
-            updatedReplicas: 1,
-            conditions: [{ type: "Available", status: "True", reason: "MinimumReplicasAvailable", message: "played by the test", lastUpdateTime: now, lastTransitionTime: now }],
-          },
-        },
-        "application/merge-patch+json",
-      );
-      expect(available.status, JSON.stringify(available.body)).to.equal(200);
+      await markDeploymentAvailable(cluster, deployment);
       await waitUntil(
         async () => {
           await syncLoop();

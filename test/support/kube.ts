@@ -436,3 +436,26 @@ function clientKubeConfig(server: string, caFile: string, as: Identity): KubeCon
   });
   return kc;
 }
+
+/** Plays the kubelet and the Deployment controller: the Deployment's one replica is available now. */
+export async function markDeploymentAvailable(cluster: KubeCluster, deployment: { metadata: { name?: string; namespace?: string; generation?: number } } | Record<string, any>): Promise<void> {
+  const now = new Date().toISOString();
+  const { namespace, name, generation } = deployment.metadata as { name?: string; namespace?: string; generation?: number };
+  const available = await cluster.request(
+    cluster.admin,
+    "PATCH",
+    `/apis/apps/v1/namespaces/${namespace}/deployments/${name}/status`,
+    {
+      status: {
+        observedGeneration: generation,
+        replicas: 1,
+        readyReplicas: 1,
+        availableReplicas: 1,
+        updatedReplicas: 1,
+        conditions: [{ type: "Available", status: "True", reason: "MinimumReplicasAvailable", message: "played by the test", lastUpdateTime: now, lastTransitionTime: now }],
+      },
+    },
+    "application/merge-patch+json",
+  );
+  if (available.status !== 200) throw new Error(`marking Deployment ${namespace}/${name} available: ${available.status} ${JSON.stringify(available.body)}`);
+}
