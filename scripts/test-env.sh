@@ -19,7 +19,8 @@ ensure_zfs_fuse() {
     [ -e /dev/fuse ] || modprobe fuse 2>/dev/null || true
     if [ -f /run/zfs-fuse.pid ] && ! kill -0 "$(cat /run/zfs-fuse.pid)" 2>/dev/null; then rm -f /run/zfs-fuse.pid; fi
     zfs-fuse --pidfile /run/zfs-fuse.pid
-    for _ in $(seq 1 50); do zpool list >/dev/null 2>&1 && break; sleep 0.2; done
+    # After a crash it first imports every pool its cache file lists, which takes longer than a clean start.
+    for _ in $(seq 1 300); do zpool list >/dev/null 2>&1 && break; sleep 0.2; done
     zpool list >/dev/null 2>&1 || { echo "test-env: zfs-fuse did not start (is /dev/fuse available?)" >&2; exit 1; }
   fi
   # Loop devices back the read-cache (L2ARC) tests: ZFS refuses plain files as cache devices.
