@@ -11,6 +11,11 @@ export const KIND = {
   blockDeviceClaim: "BlockDeviceClaim",
   deployment: "Deployment",
   node: "Node",
+  cvc: "CStorVolumeConfig",
+  cv: "CStorVolume",
+  cvr: "CStorVolumeReplica",
+  service: "Service",
+  podDisruptionBudget: "PodDisruptionBudget",
 } as const;
 
 /** Metacontroller v2 object-map keys: "<Kind>.<group>/<version>", core group "<Kind>.<version>". */
@@ -20,6 +25,11 @@ export const TYPE_KEY = {
   blockDeviceClaim: `${KIND.blockDeviceClaim}.${API_VERSION}`,
   deployment: "Deployment.apps/v1",
   node: "Node.v1",
+  cvc: `${KIND.cvc}.${API_VERSION}`,
+  cv: `${KIND.cv}.${API_VERSION}`,
+  cvr: `${KIND.cvr}.${API_VERSION}`,
+  service: "Service.v1",
+  podDisruptionBudget: "PodDisruptionBudget.policy/v1",
 } as const;
 
 export const LABEL = {
@@ -29,6 +39,11 @@ export const LABEL = {
   app: "app.kubernetes.io/name",
   component: "app.kubernetes.io/component",
   managedBy: "app.kubernetes.io/managed-by",
+  /** On a CStorVolumeReplica: the CStorPoolInstance that holds it (upstream cStor's label). */
+  replicaPool: "cstorpoolinstance.openebs.io/name",
+  /** On a CStorVolumeReplica and the volume's other children: the volume (upstream cStor's labels). */
+  replicaVolume: "cstorvolume.openebs.io/name",
+  persistentVolume: "openebs.io/persistent-volume",
 } as const;
 
 export const ANNOTATION = {
@@ -45,6 +60,8 @@ export const ANNOTATION = {
   /** Metacontroller's own bookkeeping: never part of desired state. */
   metacontrollerLastApplied: "metacontroller.k8s.io/last-applied-configuration",
   metacontrollerDecorator: "metacontroller.k8s.io/decorator-controller",
+  /** On a CStorVolumeReplica: the node of its pool, for people reading it (upstream cStor's annotation). */
+  replicaPoolHost: "cstorpoolinstance.openebs.io/hostname",
 } as const;
 
 export const POOL_REMOVAL_REQUESTED = "requested";
@@ -62,6 +79,8 @@ export const CSPI_CONDITION = {
 export const FINALIZER = {
   /** The node daemon's: the pool is still imported (or not yet destroyed) on the node. */
   poolProtection: "openebs.io/pool-protection",
+  /** The node daemon's: the replica's data is still on its pool. Removed once the replica is destroyed. */
+  replicaProtection: "cstorvolumereplica.openebs.io/finalizer",
 } as const;
 
 /** Metacontroller adds this label to every child when generateSelector is on. */
@@ -106,4 +125,5 @@ export const LIMITS = {
    */
   blockDevicesPerCspc: 4096,
   cspcNameLength: 56,
+  replicasPerVolume: 5,
 };

@@ -10,12 +10,12 @@ import { COMPRESSION_VALUES, LIMITS, RAID_TYPES } from "./constants.js";
 const closed = { additionalProperties: false } as const;
 
 /** A Kubernetes int-or-string (quantities in resources). */
-const IntOrString: TUnsafe<string | number> = Type.Unsafe<string | number>({
+export const IntOrString: TUnsafe<string | number> = Type.Unsafe<string | number>({
   "x-kubernetes-int-or-string": true,
   anyOf: [{ type: "integer" }, { type: "string" }],
 });
 
-const StringMap = (description: string) =>
+export const StringMap = (description: string) =>
   Type.Record(Type.String(), Type.String(), { description });
 
 export const ResourceRequirementsSchema = Type.Object(
@@ -127,7 +127,7 @@ export const ConditionSchema = Type.Object(
   closed,
 );
 
-const Conditions = Type.Array(ConditionSchema, {
+export const Conditions = Type.Array(ConditionSchema, {
   maxItems: 32,
   "x-kubernetes-list-type": "map",
   "x-kubernetes-list-map-keys": ["type"],
@@ -236,7 +236,7 @@ export const ObjectMetaSchema = Type.Object(
   { additionalProperties: true },
 );
 
-const resource = <S extends TSchema, T extends TSchema>(kind: string, spec: S, status: T) =>
+export const resource = <S extends TSchema, T extends TSchema>(kind: string, spec: S, status: T) =>
   Type.Object(
     {
       apiVersion: Type.String(),

@@ -17,6 +17,17 @@ import type {
   PoolSpecSchema,
   RaidGroupSchema,
 } from "./schema.js";
+import type {
+  CVCSchema,
+  CVCSpecSchema,
+  CVCStatusSchema,
+  CVRSchema,
+  CVRSpecSchema,
+  CVRStatusSchema,
+  CVSchema,
+  CVSpecSchema,
+  CVStatusSchema,
+} from "./volume-schema.js";
 
 export type ObjectMeta = Static<typeof ObjectMetaSchema>;
 export type Condition = Static<typeof ConditionSchema>;
@@ -33,6 +44,15 @@ export type CSPIStatus = Static<typeof CSPIStatusSchema>;
 export type CSPI = Static<typeof CSPISchema>;
 export type BlockDevice = Static<typeof BlockDeviceSchema>;
 export type BlockDeviceClaim = Static<typeof BlockDeviceClaimSchema>;
+export type CVCSpec = Static<typeof CVCSpecSchema>;
+export type CVCStatus = Static<typeof CVCStatusSchema>;
+export type CVC = Static<typeof CVCSchema>;
+export type CVSpec = Static<typeof CVSpecSchema>;
+export type CVStatus = Static<typeof CVStatusSchema>;
+export type CV = Static<typeof CVSchema>;
+export type CVRSpec = Static<typeof CVRSpecSchema>;
+export type CVRStatus = Static<typeof CVRStatusSchema>;
+export type CVR = Static<typeof CVRSchema>;
 
 /** Any Kubernetes object as it travels in JSON. */
 export interface KubeObject {

@@ -1,0 +1,160 @@
+// The volume half of the API: a CStorVolumeConfig (what a user asks for) and the two objects the cvc-sync
+// hook makes from it, the CStorVolume (the target's view) and one CStorVolumeReplica per chosen pool (the
+// pool's view). All three live in the namespace of the CStorPoolCluster they use. Field names follow
+// upstream cStor's v1 objects where upstream's meaning is kept, so its users recognise them.
+import { Type } from "@sinclair/typebox";
+import { LIMITS } from "./constants.js";
+import {
+  Conditions,
+  resource,
+  ResourceRequirementsSchema,
+  StringMap,
+  TolerationSchema,
+} from "./schema.js";
+
+const closed = { additionalProperties: false } as const;
+
+/** A capacity as a Kubernetes quantity string ("10Gi"), the form users write and kubectl prints. */
+const Quantity = (description: string) =>
+  Type.String({ minLength: 1, maxLength: 64, pattern: "^[0-9]+(\\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$", description });
+
+const ObjectName = (description: string) => Type.String({ minLength: 1, maxLength: 253, description });
+
+export const VolumeTargetSpecSchema = Type.Object(
+  {
+    resources: Type.Optional(ResourceRequirementsSchema),
+    tolerations: Type.Optional(Type.Array(TolerationSchema, { maxItems: 64 })),
+    /** A Pod affinity, as in a Pod spec; passed through to the target Deployment unchanged. */
+    affinity: Type.Optional(
+      Type.Object({}, { additionalProperties: true, "x-kubernetes-preserve-unknown-fields": true }),
+    ),
+    nodeSelector: Type.Optional(StringMap("Node labels the target pod must run on.")),
+    priorityClassName: Type.Optional(Type.String({ maxLength: 253 })),
+  },
+  { ...closed, description: "Scheduling and resources of the volume's target pod." },
+);
+
+export const CVCSpecSchema = Type.Object(
+  {
+    capacity: Quantity("Size of the volume. It can grow, never shrink."),
+    cstorPoolCluster: ObjectName("The CStorPoolCluster whose pools hold the replicas (same namespace)."),
+    replicaCount: Type.Integer({ minimum: 1, maximum: LIMITS.replicasPerVolume, description: "Number of replicas." }),
+    pinnedPools: Type.Optional(
+      Type.Array(ObjectName("A CStorPoolInstance name."), {
+        maxItems: LIMITS.replicasPerVolume,
+        description: "Pools that must hold the replicas (CStorPoolInstance names). Empty: chosen by placement.",
+      }),
+    ),
+    target: Type.Optional(VolumeTargetSpecSchema),
+  },
+  closed,
+);
+
+export const CVC_PHASES = ["Pending", "Bound", "Failed"] as const;
+
+export const SkippedPoolSchema = Type.Object(
+  {
+    name: Type.String({ description: "The CStorPoolInstance." }),
+    node: Type.Optional(Type.String()),
+    reason: Type.String({ description: "Machine-readable, e.g. NotOnline, ReadOnly, PodUnavailable, NoCapacity." }),
+    message: Type.String(),
+  },
+  closed,
+);
+
+export const CVCStatusSchema = Type.Object(
+  {
+    phase: Type.Optional(Type.Union(CVC_PHASES.map((p) => Type.Literal(p)))),
+    reason: Type.Optional(Type.String({ description: "Why the volume is Pending or Failed." })),
+    pools: Type.Optional(
+      Type.Array(Type.String(), { maxItems: LIMITS.replicasPerVolume, description: "Pools holding a replica now." }),
+    ),
+    capacity: Type.Optional(Type.String({ description: "The capacity every replica has reached." })),
+    skippedPools: Type.Optional(
+      Type.Array(SkippedPoolSchema, {
+        maxItems: LIMITS.pools,
+        description: "While no placement exists: every pool considered and why it was not chosen.",
+      }),
+    ),
+    conditions: Type.Optional(Conditions),
+    observedGeneration: Type.Optional(Type.Integer({ minimum: 0 })),
+  },
+  closed,
+);
+
+export const CV_PHASES = ["Init", "Healthy", "Degraded", "Offline", "Error"] as const;
+
+export const CVSpecSchema = Type.Object(
+  {
+    capacity: Quantity("Size of the LUN the target serves."),
+    targetIP: Type.Optional(Type.String({ description: "The target Service's ClusterIP." })),
+    targetPort: Type.String({ description: "The iSCSI port, 3260." }),
+    targetPortal: Type.Optional(Type.String({ description: "<targetIP>:<targetPort>." })),
+    iqn: Type.String({ description: "The iSCSI qualified name of the volume's LUN." }),
+    replicationFactor: Type.Integer({ minimum: 1, maximum: LIMITS.replicasPerVolume }),
+    consistencyFactor: Type.Integer({
+      minimum: 1,
+      maximum: LIMITS.replicasPerVolume,
+      description: "Replicas that must hold a write: replicationFactor/2 + 1.",
+    }),
+    desiredReplicationFactor: Type.Integer({ minimum: 1, maximum: LIMITS.replicasPerVolume }),
+    replicaDetails: Type.Optional(
+      Type.Object(
+        {
+          knownReplicas: Type.Optional(
+            Type.Record(Type.String(), Type.String(), { description: "Replica id -> CStorPoolInstance." }),
+          ),
+        },
+        closed,
+      ),
+    ),
+  },
+  closed,
+);
+
+export const CVStatusSchema = Type.Object(
+  {
+    phase: Type.Optional(Type.Union(CV_PHASES.map((p) => Type.Literal(p)))),
+    healthyReplicas: Type.Optional(Type.Integer({ minimum: 0 })),
+    capacity: Type.Optional(Type.String()),
+    conditions: Type.Optional(Conditions),
+    observedGeneration: Type.Optional(Type.Integer({ minimum: 0 })),
+  },
+  closed,
+);
+
+export const CVR_PHASES = ["Init", "Healthy", "Offline", "Error"] as const;
+
+export const CVRSpecSchema = Type.Object(
+  {
+    capacity: Quantity("Size of the replica on its pool. Grows with the volume."),
+    replicaId: Type.String({ minLength: 1, maxLength: 64, description: "Stable id of this replica." }),
+    targetIP: Type.Optional(Type.String({ description: "The volume target's ClusterIP." })),
+  },
+  closed,
+);
+
+export const CVRStatusSchema = Type.Object(
+  {
+    phase: Type.Optional(Type.Union(CVR_PHASES.map((p) => Type.Literal(p)))),
+    reason: Type.Optional(Type.String()),
+    message: Type.Optional(Type.String({ maxLength: 32768 })),
+    capacity: Type.Optional(
+      Type.Object(
+        {
+          total: Type.String({ description: "The replica's size on the pool (a quantity)." }),
+          used: Type.String({ description: "Space the replica uses on the pool (a quantity)." }),
+        },
+        closed,
+      ),
+    ),
+    lastTransitionTime: Type.Optional(Type.String({ format: "date-time" })),
+    lastUpdateTime: Type.Optional(Type.String({ format: "date-time" })),
+    observedGeneration: Type.Optional(Type.Integer({ minimum: 0 })),
+  },
+  closed,
+);
+
+export const CVCSchema = resource("CStorVolumeConfig", CVCSpecSchema, CVCStatusSchema);
+export const CVSchema = resource("CStorVolume", CVSpecSchema, CVStatusSchema);
+export const CVRSchema = resource("CStorVolumeReplica", CVRSpecSchema, CVRStatusSchema);
