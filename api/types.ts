@@ -116,7 +116,8 @@ export interface DecoratorSyncResponse {
 
 export interface CustomizeRequest {
   controller: KubeObject;
-  parent: KubeObject;
+  /** Customize answers from the parent's metadata alone. */
+  parent: { kind: string; metadata: ObjectMeta };
 }
 
 export interface LabelSelector {

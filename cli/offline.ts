@@ -2,14 +2,15 @@
 // hold the same stand-ins in both commands, each named in a note, so that the two give the same verdict on
 // the same input. A CSPC without a namespace is taken to be in the install's namespace, where NDM keeps the
 // BlockDevices, unless -n says otherwise.
-import { KIND, LABEL } from "../api/constants.js";
+import { KIND, LABEL, TYPE_KEY } from "../api/constants.js";
 import type { CSPC, CSPI, KubeObject, PoolSpec } from "../api/types.js";
 import { inventoryOf } from "../lib/admission/judge.js";
 import type { ClusterFacts } from "../lib/admission/lookup.js";
 import { buildCspiSpec, devicesOf } from "../lib/cspc/build.js";
 import { cspiName } from "../lib/names.js";
+import { isReadableAs, readProblem } from "../lib/request.js";
 import { resolveNode } from "../lib/rules/placement.js";
-import { UsageError, type CommonOptions } from "./args.js";
+import { InputError, UsageError, type CommonOptions } from "./args.js";
 import { readAll, type CliIO } from "./input.js";
 
 /** Where the install puts the hooks and the node daemon, and where NDM keeps BlockDevices. */
@@ -19,12 +20,15 @@ export const INSTALL_NAMESPACE = "openebs";
 export interface ClusterFiles {
   /** From --block-devices: BlockDevices, BlockDeviceClaims, CStorPoolInstances; undefined without the flag. */
   cluster?: KubeObject[];
+  /** The CStorPoolInstances of --block-devices, each checked as the hooks read one. */
+  cspis?: CSPI[];
   nodes?: KubeObject[];
 }
 
 export function readClusterFiles(io: CliIO, options: CommonOptions): ClusterFiles {
+  const cluster = options.blockDevices ? readAll(io, [options.blockDevices]) : undefined;
   return {
-    ...(options.blockDevices ? { cluster: readAll(io, [options.blockDevices]) } : {}),
+    ...(cluster ? { cluster, cspis: ofKind(cluster, KIND.cspi).map(readableCspi) } : {}),
     ...(options.nodes ? { nodes: readAll(io, [options.nodes]).filter((o) => o.kind === KIND.node) } : {}),
   };
 }
@@ -94,9 +98,9 @@ export function offlineFacts(proposed: CSPC, stored: CSPC | null, files: Cluster
   }
   const cluster = files.cluster ?? [];
   const claims = ofKind(cluster, KIND.blockDeviceClaim).filter(inNamespace).map((o) => inNamespaceOf(o, namespace));
-  let cspis = ofKind(cluster, KIND.cspi)
+  let cspis = (files.cspis ?? [])
     .filter((c) => inNamespace(c) && c.metadata.labels?.[LABEL.cspc] === proposed.metadata.name)
-    .map((o) => inNamespaceOf(o, namespace)) as unknown as CSPI[];
+    .map((o) => inNamespaceOf(o, namespace));
   if (stored && cspis.length === 0) {
     cspis = assumedPools(stored, namespace, { blockDevices: blockDevices as ClusterFacts["blockDevices"], claims: claims as ClusterFacts["claims"], nodes, cspis: [] });
     notes.push("no CStorPoolInstances given: the pools of --old are assumed built, ONLINE and without volumes (give them with --block-devices to check pool removal)");
@@ -104,7 +108,14 @@ export function offlineFacts(proposed: CSPC, stored: CSPC | null, files: Cluster
   return { blockDevices: blockDevices as ClusterFacts["blockDevices"], claims: claims as ClusterFacts["claims"], nodes, cspis };
 }
 
-function inNamespaceOf(object: KubeObject, namespace: string): KubeObject {
+/** A CSPI of --block-devices, of the types the hooks read; else the object, the field and the fix. */
+function readableCspi(object: KubeObject): CSPI {
+  if (isReadableAs(object, TYPE_KEY.cspi)) return object;
+  const where = `${KIND.cspi} ${object.metadata.namespace ? `${object.metadata.namespace}/` : ""}${object.metadata.name ?? ""}`;
+  throw new InputError(`${where} in --block-devices: ${readProblem(object) ?? "is not readable"}: fix it (kubectl get cspi -o yaml writes it whole) or leave it out`);
+}
+
+function inNamespaceOf<T extends KubeObject>(object: T, namespace: string): T {
   return object.metadata?.namespace ? object : { ...object, metadata: { ...object.metadata, namespace } };
 }
 

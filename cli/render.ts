@@ -97,10 +97,10 @@ function renderOne(cspc: KubeObject, files: ClusterFiles, notes: string[], confi
   }
 
   const ownedBy = (o: KubeObject) => o.metadata.labels?.[LABEL.cspc] === name;
-  const claims = facts.claims as unknown as KubeObject[];
+  const claims: readonly KubeObject[] = facts.claims;
   const otherClaims = claims.filter((c) => !ownedBy(c));
   const sync = (children: readonly KubeObject[]) => request(cspc, children, facts, otherClaims);
-  let children: KubeObject[] = [...(facts.cspis as unknown as KubeObject[]), ...claims.filter(ownedBy)];
+  let children: KubeObject[] = [...facts.cspis, ...claims.filter(ownedBy)];
   let answer = syncCspcRequest(parseCompositeRequest(sync(children), KIND.cspc), () => new Date());
   for (let i = 1; i < MAX_SYNCS; i++) {
     const next = answer.children.map(boundAsNdmWould);

@@ -27,11 +27,11 @@ export interface Inventory {
 export function buildInventory(cspc: KubeObject, children: ObjectMap, related: ObjectMap): Inventory {
   const namespace = cspc.metadata.namespace ?? "default";
   const blockDevices = new Map<string, BlockDevice>();
-  for (const bd of objectsOf<BlockDevice>(related, TYPE_KEY.blockDevice)) {
+  for (const bd of objectsOf(related, TYPE_KEY.blockDevice)) {
     if ((bd.metadata.namespace ?? namespace) === namespace && bd.metadata.name) blockDevices.set(bd.metadata.name, bd);
   }
   const ownClaims = new Map<string, BlockDeviceClaim>();
-  for (const claim of objectsOf<BlockDeviceClaim>(children, TYPE_KEY.blockDeviceClaim)) {
+  for (const claim of objectsOf(children, TYPE_KEY.blockDeviceClaim)) {
     const device = claim.spec?.blockDeviceName;
     if (device) ownClaims.set(device, claim);
   }
@@ -49,12 +49,12 @@ export function buildInventory(cspc: KubeObject, children: ObjectMap, related: O
     claimsByDevice.set(device, list);
   };
   for (const claim of ownClaims.values()) addClaim(claim);
-  for (const claim of objectsOf<BlockDeviceClaim>(related, TYPE_KEY.blockDeviceClaim)) {
+  for (const claim of objectsOf(related, TYPE_KEY.blockDeviceClaim)) {
     if ((claim.metadata.namespace ?? namespace) === namespace) addClaim(claim);
   }
   const cspis = new Map<string, CSPI>();
   const cspiByDevice = new Map<string, CSPI>();
-  for (const cspi of objectsOf<CSPI>(children, TYPE_KEY.cspi)) {
+  for (const cspi of objectsOf(children, TYPE_KEY.cspi)) {
     if (!cspi.metadata.name) continue;
     cspis.set(cspi.metadata.name, cspi);
     for (const group of cspi.spec?.raidGroups ?? []) {

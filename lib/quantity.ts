@@ -31,7 +31,8 @@ export function parseQuantity(value: string | number): Quantity | undefined {
   const text = typeof value === "number" ? (Number.isFinite(value) ? String(value) : "") : value.trim();
   const match = QUANTITY.exec(text);
   if (!match) return undefined;
-  const [, sign, number, suffix = ""] = match as unknown as [string, string, string, string | undefined];
+  // Groups 1 and 2 always take part in a match; the suffix (3) is undefined when absent.
+  const [, sign, number, suffix = ""] = match;
   const [whole = "", fraction = ""] = number.split(".");
   const digits = BigInt(`${whole}${fraction}` || "0");
 

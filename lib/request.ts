@@ -1,6 +1,8 @@
 // Shape checks for Metacontroller hook requests. What Metacontroller could never send is a 400 naming what is
 // wrong; a child or related object that does not fit its current schema is set aside in `unreadable`.
 import type {
+  BlockDevice,
+  BlockDeviceClaim,
   CompositeSyncRequest,
   CSPC,
   CSPI,
@@ -10,8 +12,9 @@ import type {
   ObjectMap,
   UnreadableObject,
 } from "../api/types.js";
+import { TypeCompiler } from "@sinclair/typebox/compiler";
 import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
-import { KIND } from "../api/constants.js";
+import { KIND, TYPE_KEY } from "../api/constants.js";
 import { BlockDeviceClaimSchema, BlockDeviceSchema, CSPCSchema, CSPISchema, ObjectMetaSchema } from "../api/schema.js";
 import { BadRequestError } from "./errors.js";
 
@@ -108,10 +111,15 @@ function shapeProblem(obj: Record<string, unknown>, kind: string, validate = SHA
 }
 
 function requireShape(obj: Record<string, unknown>, kind: string, where: () => string, validate?: ValidateFunction): void {
+  const refusal = shapeRefusal(obj, kind, where, validate);
+  if (refusal) throw refusal;
+}
+
+function shapeRefusal(obj: Record<string, unknown>, kind: string, where: () => string, validate?: ValidateFunction): BadRequestError | undefined {
   const problem = shapeProblem(obj, kind, validate);
-  if (!problem) return;
+  if (!problem) return undefined;
   const why = problem.underCrd ? "the hook cannot act on it: fix the object" : "the API server never stores such an object";
-  throw new BadRequestError(`request ${where()} (${kind}): ${problem.text}; ${why}`);
+  return new BadRequestError(`request ${where()} (${kind}): ${problem.text}; ${why}`);
 }
 
 /** What a JSON value is, for a message that says why it is not what was expected. */
@@ -121,7 +129,8 @@ export function jsonKind(value: unknown): string {
   return typeof value === "object" ? "an object" : `a ${typeof value}`;
 }
 
-function requireObject(value: unknown, field: string, kind: string, validate?: ValidateFunction): KubeObject {
+/** The request's parent or object: an object of `kind` with a name; its shape is checked by the caller. */
+function requireNamed(value: unknown, field: string, kind: string): Named {
   if (value === undefined || value === null) throw new BadRequestError(`request has no ${field}: Metacontroller always sends it`);
   if (!isRecord(value)) throw new BadRequestError(`request ${field} is ${jsonKind(value)}; it must be an object (the ${kind})`);
   if (value.kind !== kind) {
@@ -129,11 +138,33 @@ function requireObject(value: unknown, field: string, kind: string, validate?: V
       `request ${field} is a ${quote(value.kind)}, this hook serves ${kind}: check the controller's resource`,
     );
   }
-  if (!isRecord(value.metadata) || typeof value.metadata.name !== "string" || value.metadata.name === "") {
-    throw new BadRequestError(`request ${field} has no metadata.name`);
-  }
-  requireShape(value, kind, () => field, validate);
-  return value as unknown as KubeObject;
+  if (!isNamed(value)) throw new BadRequestError(`request ${field} has no metadata.name`);
+  return value;
+}
+
+type Named = Record<string, unknown> & { metadata: Record<string, unknown> & { name: string } };
+
+function isNamed(value: Record<string, unknown>): value is Named {
+  return isRecord(value.metadata) && typeof value.metadata.name === "string" && value.metadata.name !== "";
+}
+
+function requireObject(value: unknown, field: string, kind: string): KubeObject {
+  const named = requireNamed(value, field, kind);
+  requireShape(named, kind, () => field);
+  return requireKubeObject(named, kind, () => field);
+}
+
+const objectMeta = TypeCompiler.Compile(ObjectMetaSchema);
+
+/** What every object of a request has, of the types KubeObject says. */
+export function isKubeObject(value: Record<string, unknown>): value is KubeObject {
+  return typeof value.apiVersion === "string" && typeof value.kind === "string" && objectMeta.Check(value.metadata);
+}
+
+/** The object, once its apiVersion, kind and metadata are of their types; else a 400 naming the field Ajv finds. */
+function requireKubeObject(value: Record<string, unknown>, kind: string, where: () => string): KubeObject {
+  if (isKubeObject(value)) return value;
+  throw shapeRefusal(value, kind, where, anyObject) ?? new BadRequestError(`request ${where()} is not a Kubernetes object (apiVersion, kind and metadata)`);
 }
 
 /** The kind of a Metacontroller type key: "CStorPoolInstance.openebs.io/v1alpha1" → "CStorPoolInstance". */
@@ -172,7 +203,7 @@ function objectMap(value: unknown, field: UnreadableObject["field"], unreadable:
       // Outside spec and status, or a null (the API server drops or refuses them), it was never stored so.
       if (problem && (!problem.underCrd || holdsNull(obj))) requireShape(obj, kind, where);
       if (problem) {
-        unreadable.push({ field, typeKey, object: obj as unknown as KubeObject, problem: problem.text });
+        unreadable.push({ field, typeKey, object: requireKubeObject(obj, kind, where), problem: problem.text });
         if (!skipped.has(typeKey)) skipped.set(typeKey, new Set());
         skipped.get(typeKey)!.add(key);
       }
@@ -266,16 +297,43 @@ export function parseCustomizeRequest(body: unknown, parentKind: string): Custom
   const b = requireBody(body);
   return {
     controller: (isRecord(b.controller) ? b.controller : {}) as KubeObject,
-    // Customize reads the parent's namespace only, so only its metadata has to be well formed.
-    parent: requireObject(b.parent, "parent", parentKind, metadataOnly),
+    // Customize reads the parent's metadata only, so only that has to be well formed.
+    parent: requireParentMetadata(b.parent, parentKind),
   };
 }
 
+/** The type keys whose objects objectMap checks against their schema's types (SHAPES), and those types. */
+interface CheckedTypeKeys {
+  [TYPE_KEY.cspi]: CSPI;
+  [TYPE_KEY.blockDevice]: BlockDevice;
+  [TYPE_KEY.blockDeviceClaim]: BlockDeviceClaim;
+}
+
+/** Why an object is not of its schema's types as the hooks read it (for the CLI's files), or undefined. */
+export function readProblem(obj: KubeObject): string | undefined {
+  return shapeProblem(obj, obj.kind)?.text;
+}
+
+/** The object is of the types its type key stands for, as objectMap keeps it in a request. */
+export function isReadableAs<K extends keyof CheckedTypeKeys>(obj: KubeObject, typeKey: K): obj is KubeObject & CheckedTypeKeys[K] {
+  return obj.kind === kindOfTypeKey(typeKey) && readProblem(obj) === undefined;
+}
+
+function requireParentMetadata(value: unknown, kind: string): CustomizeRequest["parent"] {
+  const parent = requireNamed(value, "parent", kind);
+  const metadata = parent.metadata;
+  if (objectMeta.Check(metadata)) return { kind, metadata };
+  throw shapeRefusal(parent, kind, () => "parent", metadataOnly) ?? new BadRequestError("request parent.metadata is not an ObjectMeta");
+}
+
 /** The objects of one type in a Metacontroller object map, in a stable order (by namespace/name). */
-export function objectsOf<T = KubeObject>(map: ObjectMap, typeKey: string): T[] {
+export function objectsOf<K extends keyof CheckedTypeKeys>(map: ObjectMap, typeKey: K): CheckedTypeKeys[K][];
+export function objectsOf(map: ObjectMap, typeKey: string): KubeObject[];
+export function objectsOf(map: ObjectMap, typeKey: string): KubeObject[] {
   const objects = map[typeKey];
   if (!objects) return [];
+  // Typed by the overload above: objectMap set aside every object of a checked type key without its types.
   return Object.keys(objects)
     .sort()
-    .map((key) => objects[key] as unknown as T);
+    .map((key) => objects[key]);
 }

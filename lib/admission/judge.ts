@@ -214,7 +214,7 @@ export function inventoryOf(cspc: CSPC, facts: Partial<ClusterFacts>): Inventory
     Object.fromEntries(
       (objects ?? []).map((o) => [o.metadata.namespace ? `${o.metadata.namespace}/${o.metadata.name}` : (o.metadata.name ?? ""), o]),
     );
-  const claims = (facts.claims ?? []) as unknown as KubeObject[];
+  const claims: readonly KubeObject[] = facts.claims ?? [];
   const own = claims.filter((c) => c.metadata.labels?.[LABEL.cspc] === cspc.metadata.name && (c.metadata.namespace ?? namespace) === namespace);
   const children: ObjectMap = {
     [TYPE_KEY.cspi]: byKey(facts.cspis),

@@ -2,7 +2,7 @@
 // Only the fields this webhook reads or writes; the response always echoes request.uid.
 import type { KubeObject } from "../../api/types.js";
 import { BadRequestError } from "../errors.js";
-import { jsonKind } from "../request.js";
+import { isKubeObject, jsonKind } from "../request.js";
 
 export const ADMISSION_API_VERSION = "admission.k8s.io/v1";
 
@@ -44,7 +44,7 @@ export interface AdmissionReview {
   response: AdmissionResponse;
 }
 
-const OPERATIONS: readonly string[] = ["CREATE", "UPDATE", "DELETE", "CONNECT"];
+const OPERATIONS: readonly string[] = ["CREATE", "UPDATE", "DELETE", "CONNECT"] satisfies Operation[];
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
@@ -61,22 +61,43 @@ export function parseAdmissionReview(body: unknown): AdmissionRequest {
   const request = body.request;
   if (!isRecord(request)) throw new BadRequestError("AdmissionReview has no request");
   if (typeof request.uid !== "string" || request.uid === "") throw new BadRequestError("AdmissionReview request has no uid");
-  if (typeof request.operation !== "string" || !OPERATIONS.includes(request.operation)) {
-    throw new BadRequestError(`AdmissionReview request operation ${JSON.stringify(request.operation ?? null)} is not one of ${OPERATIONS.join(", ")}`);
+  const operation = request.operation;
+  if (!isOperation(operation)) {
+    throw new BadRequestError(`AdmissionReview request operation ${JSON.stringify(operation ?? null)} is not one of ${OPERATIONS.join(", ")}`);
   }
   const kind = request.kind;
   if (!isRecord(kind) || typeof kind.kind !== "string") throw new BadRequestError("AdmissionReview request has no kind");
-  for (const field of ["object", "oldObject"] as const) {
-    const obj = request[field];
-    if (obj !== undefined && obj !== null && (!isRecord(obj) || !isRecord(obj.metadata))) {
-      throw new BadRequestError(`AdmissionReview request.${field} is not a Kubernetes object`);
-    }
-    for (const key of ["name", "namespace"] as const) {
-      const value = (obj as { metadata?: Record<string, unknown> } | null | undefined)?.metadata?.[key];
-      if (value !== undefined && typeof value !== "string") throw new BadRequestError(`AdmissionReview request.${field}.metadata.${key} must be a string`);
-    }
+  const parsed: AdmissionRequest = {
+    uid: request.uid,
+    kind: { group: stringOr(kind.group), version: stringOr(kind.version), kind: kind.kind },
+    operation,
+    object: objectOf(request, "object"),
+    oldObject: objectOf(request, "oldObject"),
+  };
+  if (typeof request.name === "string") parsed.name = request.name;
+  if (typeof request.namespace === "string") parsed.namespace = request.namespace;
+  if (typeof request.dryRun === "boolean") parsed.dryRun = request.dryRun;
+  return parsed;
+}
+
+function isOperation(value: unknown): value is Operation {
+  return typeof value === "string" && OPERATIONS.includes(value);
+}
+
+function stringOr(value: unknown): string {
+  return typeof value === "string" ? value : "";
+}
+
+/** request.object or request.oldObject: absent (null) or a Kubernetes object whose name and namespace are strings. */
+function objectOf(request: Record<string, unknown>, field: "object" | "oldObject"): KubeObject | null {
+  const obj = request[field];
+  if (obj === undefined || obj === null) return null;
+  if (!isRecord(obj) || !isRecord(obj.metadata)) throw new BadRequestError(`AdmissionReview request.${field} is not a Kubernetes object`);
+  for (const key of ["name", "namespace"] as const) {
+    if (obj.metadata[key] !== undefined && typeof obj.metadata[key] !== "string") throw new BadRequestError(`AdmissionReview request.${field}.metadata.${key} must be a string`);
   }
-  return request as unknown as AdmissionRequest;
+  if (!isKubeObject(obj)) throw new BadRequestError(`AdmissionReview request.${field} is not a Kubernetes object (apiVersion, kind and metadata)`);
+  return obj;
 }
 
 export interface Verdict {

@@ -36,12 +36,11 @@ interface PlanInput {
 }
 
 export function planExistingPool(input: PlanInput): ExistingPoolPlan {
-  const { name, pool, observed, host, diff, inventory } = input;
+  const { name, pool, observed, host, diff } = input;
   const spec = observed.spec;
-  const plan: ExistingPoolPlan = { name, observed, calm: spec, claims: new Map(), pendingClaims: [] };
   const calm: CSPISpec = { ...spec, poolConfig: resolvePoolConfig(pool.poolConfig) };
   if (host === spec.hostName) calm.nodeSelector = { ...pool.nodeSelector };
-  plan.calm = calm;
+  const plan: ExistingPoolPlan = { name, observed, calm, claims: new Map(), pendingClaims: [] };
 
   if (!isCreated(observed)) {
     if (diff.expansions.length + diff.replacements.length > 0 || host !== spec.hostName) {
@@ -49,52 +48,69 @@ export function planExistingPool(input: PlanInput): ExistingPoolPlan {
     }
     return plan;
   }
+  if (host !== spec.hostName) return { ...plan, ...planMigration(input, calm) };
+  if (diff.expansions.length > 0) return { ...plan, ...planExpansion(input, calm) };
+  if (diff.replacements.length > 0) return { ...plan, ...planReplacement(input, calm) };
+  return plan;
+}
 
-  // 1. Migration: the nodeSelector now selects another node. Its devices must report that node first.
-  if (host !== spec.hostName) {
-    const devices = spec.raidGroups.flatMap((g) => g.blockDevices.map((d) => d.blockDeviceName));
-    const notMoved = devices.filter((d) => {
-      const bd = inventory.blockDevices.get(d);
-      return !bd || deviceHost(bd) !== host;
-    });
-    if (notMoved.length > 0) {
-      plan.waiting = `pool ${name} moves from ${spec.hostName} to ${host} once its block devices report that node (not yet: ${notMoved.join(", ")})`;
-      return plan;
-    }
-    plan.disruptive = {
+type StepPlan = Partial<Pick<ExistingPoolPlan, "calm" | "disruptive" | "waiting" | "claims" | "pendingClaims">>;
+
+/** 1. Migration: the nodeSelector now selects another node. Its devices must report that node first. */
+function planMigration(input: PlanInput, calm: CSPISpec): StepPlan {
+  const { name, pool, observed, host, inventory } = input;
+  const from = observed.spec.hostName;
+  const devices = observed.spec.raidGroups.flatMap((g) => g.blockDevices.map((d) => d.blockDeviceName));
+  const notMoved = devices.filter((d) => {
+    const bd = inventory.blockDevices.get(d);
+    return !bd || deviceHost(bd) !== host;
+  });
+  if (notMoved.length > 0) {
+    return { waiting: `pool ${name} moves from ${from} to ${host} once its block devices report that node (not yet: ${notMoved.join(", ")})` };
+  }
+  return {
+    disruptive: {
       kind: "migration",
       spec: { ...calm, hostName: host, nodeSelector: { ...pool.nodeSelector } },
-      describe: `pool ${name} moves from ${spec.hostName} to ${host}`,
-    };
-    return plan;
-  }
+      describe: `pool ${name} moves from ${from} to ${host}`,
+    },
+  };
+}
 
-  // 2. Expansion: new devices in stripe groups and new raid groups, once their claims are Bound.
-  if (diff.expansions.length > 0) {
-    for (const e of diff.expansions) for (const d of e.devices) plan.claims.set(d, undefined);
-    plan.pendingClaims = [...plan.claims.keys()].filter((d) => !isClaimBound(inventory.ownClaims.get(d)));
-    if (plan.pendingClaims.length === 0) plan.calm = expand(calm, pool, diff, inventory);
-    if (diff.replacements.length > 0) plan.waiting = `pool ${name}: replacements wait until the expansion is in place`;
-    return plan;
-  }
+/** 2. Expansion: new devices in stripe groups and new raid groups, once their claims are Bound. */
+function planExpansion(input: PlanInput, calm: CSPISpec): StepPlan {
+  const { name, pool, diff, inventory } = input;
+  const claims = new Map<string, string | undefined>();
+  for (const e of diff.expansions) for (const d of e.devices) claims.set(d, undefined);
+  const pendingClaims = [...claims.keys()].filter((d) => !isClaimBound(inventory.ownClaims.get(d)));
+  return {
+    claims,
+    pendingClaims,
+    ...(pendingClaims.length === 0 ? { calm: expand(calm, pool, diff, inventory) } : {}),
+    ...(diff.replacements.length > 0 ? { waiting: `pool ${name}: replacements wait until the expansion is in place` } : {}),
+  };
+}
 
-  // 3. Replacement: swap the device in place, once the new device's claim is Bound.
-  if (diff.replacements.length > 0) {
-    for (const r of diff.replacements) plan.claims.set(r.new, r.old);
-    plan.pendingClaims = diff.replacements.map((r) => r.new).filter((d) => !isClaimBound(inventory.ownClaims.get(d)));
-    if (plan.pendingClaims.length > 0) return plan;
-    const raidGroups = calm.raidGroups.map((g, i) => {
-      const swaps = diff.replacements.filter((r) => r.group === i);
-      if (swaps.length === 0) return g;
-      return replaceDevices(g, swaps, pool, inventory);
-    });
-    plan.disruptive = {
+/** 3. Replacement: swap the device in place, once the new device's claim is Bound. */
+function planReplacement(input: PlanInput, calm: CSPISpec): StepPlan {
+  const { name, pool, diff, inventory } = input;
+  const claims = new Map(diff.replacements.map((r) => [r.new, r.old] as [string, string | undefined]));
+  const pendingClaims = diff.replacements.map((r) => r.new).filter((d) => !isClaimBound(inventory.ownClaims.get(d)));
+  if (pendingClaims.length > 0) return { claims, pendingClaims };
+  const raidGroups = calm.raidGroups.map((g, i) => {
+    const swaps = diff.replacements.filter((r) => r.group === i);
+    if (swaps.length === 0) return g;
+    return replaceDevices(g, swaps, pool, inventory);
+  });
+  return {
+    claims,
+    pendingClaims,
+    disruptive: {
       kind: "replacement",
       spec: { ...calm, raidGroups },
       describe: `pool ${name} replaces ${diff.replacements.map((r) => `${r.old} with ${r.new}`).join(", ")}`,
-    };
-  }
-  return plan;
+    },
+  };
 }
 
 function expand(spec: CSPISpec, pool: PoolSpec, diff: PoolDiff, inventory: Inventory): CSPISpec {

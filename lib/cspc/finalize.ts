@@ -20,7 +20,7 @@ export const DELETING_CONDITION = "Deleting";
 
 export function finalizeCspcRequest(request: CompositeSyncRequest<CSPC>, clock: Clock, config: HookConfig): CompositeSyncResponse {
   const inventory = buildInventory(request.parent, request.children, request.related);
-  const claims = objectsOf<BlockDeviceClaim>(request.children, TYPE_KEY.blockDeviceClaim);
+  const claims = objectsOf(request.children, TYPE_KEY.blockDeviceClaim);
   const teardown = planTeardown(inventory, claims);
   const unreadable = request.unreadable ?? [];
   // A child the hook cannot read still exists: it is kept, and the CSPC waits for it to be fixed.

@@ -34,10 +34,6 @@ export interface SyncFindings {
   unreadable: UnreadableObject[];
 }
 
-export function emptyFindings(): SyncFindings {
-  return { blocked: [], pendingClaims: new Map(), rejected: [], progressing: { active: [], waiting: [] }, paused: false, removalBlocked: [], unreadable: [] };
-}
-
 const MAX_MESSAGE = 4000;
 
 /** Joins messages, cut to a readable length with a count of what was left out. */

@@ -1,16 +1,17 @@
 // POST /hooks/cspc-sync: a CSPC and what Metacontroller observed → desired CSPIs and BlockDeviceClaims, and
 // the CSPC status. A pure function of the request and the clock.
-import { ANNOTATION, LABEL } from "../../api/constants.js";
-import type { BlockDeviceClaim, Clock, CompositeSyncRequest, CompositeSyncResponse, CSPC, CSPI, KubeObject, PoolSpec } from "../../api/types.js";
+import { ANNOTATION } from "../../api/constants.js";
+import type { Clock, CompositeSyncRequest, CompositeSyncResponse, CSPC, CSPI, KubeObject, PoolSpec } from "../../api/types.js";
 import { BadRequestError } from "../errors.js";
 import { buildInventory, isClaimBound, isTerminating, type Inventory } from "../inventory.js";
-import { checkDevices, checkOneNodePerPool, resolveNode } from "../rules/placement.js";
-import { diffPool } from "../rules/day2.js";
+import { checkDevices, checkOneNodePerPool, resolveNode, type Placement } from "../rules/placement.js";
+import { diffPool, type PoolDiff } from "../rules/day2.js";
 import { checkCspcSpec, type Violation } from "../rules/pool-spec.js";
 import { buildCspiSpec, claimObject, cspiObject, devicesOf, isMarkedForRemoval, markedForRemoval, ownedView } from "./build.js";
+import { claimObjects, claimsAsObserved, claimsListedByCspis, claimsOfReplacedDevices, mergeClaims, type ClaimPart, type ClaimWant } from "./claims.js";
 import { gateDisruptions, planExistingPool, type ExistingPoolPlan } from "./day2.js";
-import { matchPools } from "./match.js";
-import { computeStatus, emptyFindings, type SyncFindings } from "./status.js";
+import { matchPools, type PoolMatch } from "./match.js";
+import { computeStatus, type SyncFindings } from "./status.js";
 import { hasUnreadableChild, heldChildren } from "./unreadable.js";
 
 export function syncCspcRequest(request: CompositeSyncRequest<CSPC>, clock: Clock): CompositeSyncResponse {
@@ -20,9 +21,9 @@ export function syncCspcRequest(request: CompositeSyncRequest<CSPC>, clock: Cloc
   }
   const inventory = buildInventory(request.parent, request.children, request.related);
   const plan = planChildren(cspc, inventory);
-  plan.findings.unreadable = request.unreadable ?? [];
+  const findings = { ...plan.findings, unreadable: request.unreadable ?? [] };
   return {
-    status: computeStatus(cspc, [...inventory.cspis.values()], plan.findings, clock()),
+    status: computeStatus(cspc, [...inventory.cspis.values()], findings, clock()),
     children: hasUnreadableChild(request.unreadable)
       ? heldChildren(request.children, request.unreadable ?? [], (device, cspi) => claimObject(device, inventory, { cspi }))
       : plan.children,
@@ -34,141 +35,165 @@ export interface ChildrenPlan {
   findings: SyncFindings;
 }
 
+/**
+ * The CSPC's desired CSPIs and claims, in steps that each return their part: every pool spec on its own,
+ * then the day-2 changes across the CSPC, the CSPIs no pool spec claims any more, and the claims, merged
+ * once (lib/cspc/claims.ts).
+ */
 export function planChildren(cspc: CSPC, inventory: Inventory): ChildrenPlan {
   const pools = cspc.spec.pools;
-  const findings = emptyFindings();
-  findings.paused = cspc.metadata.annotations?.[ANNOTATION.reconcilePaused] === "true";
+  const paused = cspc.metadata.annotations?.[ANNOTATION.reconcilePaused] === "true";
   const byPool = groupByPool(checkCspcSpec(cspc.spec));
   // Refused as a whole (no pools, more pools than supported): the spec can never be built, so nothing is
   // created, changed or removed for any part of it; what exists is returned as observed.
-  const frozen = findings.paused || byPool.has(-1);
-  findings.blocked.push(...(byPool.get(-1) ?? []));
+  const refusedWhole = byPool.get(-1);
+  const frozen = paused || refusedWhole !== undefined;
   const placements = pools.map((pool, i) => resolveNode(pool, i, inventory));
   const hosts = placements.map((p) => p.host);
   for (const v of checkOneNodePerPool(hosts)) addTo(byPool, v);
   const matched = matchPools(pools, hosts, inventory);
 
-  const cspis = new Map<string, KubeObject>();
-  const claims = new Map<string, BlockDeviceClaim>();
-  const claim = (device: string, cspi: string, predecessor?: string): void => {
-    if (claims.has(device)) return;
-    // A replacement's mark stays until the node daemon removes it after the resilver.
-    const marked = predecessor ?? inventory.ownClaims.get(device)?.metadata.annotations?.[ANNOTATION.bdPredecessor];
-    claims.set(device, claimObject(device, inventory, { cspi, ...(marked ? { predecessor: marked } : {}) }));
-  };
-  const keep = (observed: CSPI): void => {
-    cspis.set(observed.metadata.name!, ownedView(observed));
-  };
-  const plans: ExistingPoolPlan[] = [];
+  const poolPlans = pools.map((pool, index) =>
+    planPool({
+      pool,
+      index,
+      match: matched.pools[index],
+      placement: placements[index],
+      violations: byPool.get(index) ?? [],
+      refusedWhole: refusedWhole !== undefined,
+      paused,
+      inventory,
+    }),
+  );
+  const dayTwo = carryDayTwo(poolPlans.flatMap((p) => (p.dayTwo ? [p.dayTwo] : [])), inventory);
+  const orphans = matched.orphans.map((orphan) => (frozen ? { cspi: ownedView(orphan) } : planOrphan(orphan)));
 
-  pools.forEach((pool, i) => {
-    const match = matched.pools[i];
-    const violations: Violation[] = [...(byPool.get(i) ?? [])];
-    if (byPool.has(-1)) {
-      findings.blocked.push(...violations);
-      if (match.observed) keep(match.observed);
-      return;
-    }
-    const placement = placements[i];
-    if (placement.violation) violations.push(placement.violation);
-    const host = placement.host;
-    const observed = match.observed;
-    if (violations.length > 0 || !host) {
-      findings.blocked.push(...violations);
-      if (!observed) return;
-      // Say also what the edit would do to the live pool, so one round of fixes is enough.
-      findings.rejected.push(...diffPool({ pool, poolIndex: i, observed, inventory }).violations);
-      return keep(observed);
-    }
-    if (observed) {
-      if (findings.paused) return keep(observed);
-      const plan = planExisting(pool, i, host, observed, match.name, inventory, findings);
-      if (plan) plans.push(plan);
-      else keep(observed);
-      return;
-    }
-    const deviceViolations = checkDevices(pool, i, host, inventory, devicesOf(pool.raidGroups));
-    if (deviceViolations.length > 0 || findings.paused) {
-      findings.blocked.push(...deviceViolations);
-      return;
-    }
-    const spec = buildCspiSpec(pool, host, inventory);
-    const devices = devicesOf(spec.raidGroups);
-    for (const device of devices) claim(device, match.name);
-    const pending = devices.filter((d) => !isClaimBound(inventory.ownClaims.get(d)));
-    if (pending.length > 0) findings.pendingClaims.set(match.name, pending);
-    else cspis.set(match.name, cspiObject(match.name, inventory, spec));
-  });
-
-  const gate = gateDisruptions(plans, inventory);
-  for (const plan of plans) {
-    const spec = plan.disruptive && gate.go.has(plan.name) ? plan.disruptive.spec : plan.calm;
-    cspis.set(plan.name, cspiObject(plan.name, inventory, spec));
-    for (const [device, predecessor] of plan.claims) claim(device, plan.name, predecessor);
-    if (plan.pendingClaims.length > 0) findings.pendingClaims.set(plan.name, plan.pendingClaims);
-  }
-  findings.progressing = { active: gate.active, waiting: gate.waiting };
-
-  for (const orphan of matched.orphans) {
-    if (frozen) keep(orphan);
-    else planOrphan(orphan, cspis, findings, keep);
-  }
-
-  // Every device an observed CSPI lists keeps its claim while the CSPI exists (the node daemon may still
-  // use it), and so does a device being replaced until its successor's resilver is done.
-  for (const cspi of inventory.cspis.values()) {
-    for (const device of devicesOf(cspi.spec?.raidGroups)) claim(device, cspi.metadata.name!);
-  }
-  for (const [device, own] of inventory.ownClaims) {
-    // Paused or refused as a whole: nothing changes, so no claim goes away either.
-    if (frozen) claim(device, own.metadata.labels?.[LABEL.cspi] ?? "");
-    const predecessor = own.metadata.annotations?.[ANNOTATION.bdPredecessor];
-    const cspi = own.metadata.labels?.[LABEL.cspi];
-    if (predecessor && cspi && claims.has(device)) claim(predecessor, cspi);
-  }
-
-  const children = [
-    ...[...cspis.values()].sort(byName),
-    ...[...claims.values()].sort(byName),
+  const claimParts: ClaimPart[] = [
+    { source: "newPool", wants: poolPlans.flatMap((p) => p.claims) },
+    { source: "dayTwo", wants: dayTwo.claims },
+    { source: "listedByCspi", wants: claimsListedByCspis(inventory) },
+    { source: "heldWhileFrozen", wants: frozen ? claimsAsObserved(inventory) : [] },
   ];
-  return { children, findings };
+  const kept = new Set(claimParts.flatMap((part) => part.wants.map((want) => want.device)));
+  const claims = mergeClaims([...claimParts, { source: "replacedDevice", wants: claimsOfReplacedDevices(inventory, kept) }]);
+
+  const cspis = [...poolPlans, ...dayTwo.pools, ...orphans].flatMap((p) => (p.cspi ? [p.cspi] : []));
+  const findings: SyncFindings = {
+    paused,
+    blocked: [...(refusedWhole ?? []), ...poolPlans.flatMap((p) => p.blocked)],
+    rejected: poolPlans.flatMap((p) => p.rejected),
+    pendingClaims: new Map([...poolPlans, ...dayTwo.pools].flatMap((p) => (p.pendingClaims ? [p.pendingClaims] : []))),
+    progressing: dayTwo.progressing,
+    removalBlocked: orphans.flatMap((o) => (o.removalBlocked ? [o.removalBlocked] : [])),
+    unreadable: [],
+  };
+  return { children: [...cspis.sort(byName), ...claimObjects(claims, inventory)], findings };
 }
 
-/** Day-2 for a live pool: refused changes are reported and freeze the CSPI; allowed ones are planned. */
-function planExisting(
-  pool: PoolSpec,
-  index: number,
-  host: string,
-  observed: CSPI,
-  name: string,
-  inventory: Inventory,
-  findings: SyncFindings,
-): ExistingPoolPlan | undefined {
+/** What one step decided for one CSPI. */
+interface CspiOutcome {
+  /** The CSPI as returned; none when it is not created yet or is omitted (deleted). */
+  cspi?: KubeObject;
+  /** The CSPI's name and the devices whose claims are not Bound yet. */
+  pendingClaims?: [string, string[]];
+}
+
+interface PoolPlan extends CspiOutcome {
+  /** A live pool's allowed day-2 changes: the CSPC-wide gate decides its CSPI. */
+  dayTwo?: ExistingPoolPlan;
+  /** A new pool's claims. */
+  claims: ClaimWant[];
+  blocked: Violation[];
+  rejected: Violation[];
+}
+
+interface PoolInput {
+  pool: PoolSpec;
+  index: number;
+  match: PoolMatch;
+  placement: Placement;
+  /** The spec's own violations for this pool. */
+  violations: readonly Violation[];
+  refusedWhole: boolean;
+  paused: boolean;
+  inventory: Inventory;
+}
+
+/** One pool spec: blocked, kept as it is, a live pool's day-2 plan, or a new pool. */
+function planPool(input: PoolInput): PoolPlan {
+  const { pool, index, match, placement, refusedWhole, paused, inventory } = input;
+  const observed = match.observed;
+  const kept = observed ? ownedView(observed) : undefined;
+  const plan: PoolPlan = { cspi: kept, claims: [], blocked: [], rejected: [] };
+  if (refusedWhole) return { ...plan, blocked: [...input.violations] };
+
+  const violations = placement.violation ? [...input.violations, placement.violation] : [...input.violations];
+  const host = placement.host;
+  if (violations.length > 0 || !host) {
+    // Say also what the edit would do to the live pool, so one round of fixes is enough.
+    const rejected = observed ? diffPool({ pool, poolIndex: index, observed, inventory }).violations : [];
+    return { ...plan, blocked: violations, rejected };
+  }
+  if (observed) {
+    if (paused) return plan;
+    const refused = refusedDayTwo(pool, index, host, observed, inventory);
+    if (refused.violations.length > 0) return { ...plan, rejected: refused.violations };
+    return { claims: [], blocked: [], rejected: [], dayTwo: planExistingPool({ name: match.name, pool, observed, host, diff: refused.diff, inventory }) };
+  }
+  return planNewPool(pool, index, host, match.name, paused, inventory);
+}
+
+/** A live pool's edit: what diffPool refuses, and the devices entering the pool that cannot be used. */
+function refusedDayTwo(pool: PoolSpec, index: number, host: string, observed: CSPI, inventory: Inventory): { diff: PoolDiff; violations: Violation[] } {
   const diff = diffPool({ pool, poolIndex: index, observed, inventory });
   const incoming = [...diff.expansions.flatMap((e) => e.devices), ...diff.replacements.map((r) => r.new)];
-  const unusable = checkDevices(pool, index, host, inventory, incoming);
-  const refused = [...diff.violations, ...unusable];
-  if (refused.length > 0) {
-    findings.rejected.push(...refused);
-    return undefined;
-  }
-  return planExistingPool({ name, pool, observed, host, diff, inventory });
+  return { diff, violations: [...diff.violations, ...checkDevices(pool, index, host, inventory, incoming)] };
+}
+
+/** A pool without a CSPI: its claims first, its CSPI once they are all Bound. */
+function planNewPool(pool: PoolSpec, index: number, host: string, name: string, paused: boolean, inventory: Inventory): PoolPlan {
+  const blocked = checkDevices(pool, index, host, inventory, devicesOf(pool.raidGroups));
+  if (blocked.length > 0 || paused) return { claims: [], blocked, rejected: [] };
+  const spec = buildCspiSpec(pool, host, inventory);
+  const devices = devicesOf(spec.raidGroups);
+  const claims = devices.map((device) => ({ device, cspi: name }));
+  const pending = devices.filter((d) => !isClaimBound(inventory.ownClaims.get(d)));
+  if (pending.length > 0) return { claims, blocked: [], rejected: [], pendingClaims: [name, pending] };
+  return { claims, blocked: [], rejected: [], cspi: cspiObject(name, inventory, spec) };
+}
+
+interface DayTwoOutcome {
+  pools: CspiOutcome[];
+  claims: ClaimWant[];
+  progressing: SyncFindings["progressing"];
+}
+
+/** The live pools' day-2 plans through the CSPC-wide gate: a disruptive step only where the gate says go. */
+function carryDayTwo(plans: readonly ExistingPoolPlan[], inventory: Inventory): DayTwoOutcome {
+  const gate = gateDisruptions(plans, inventory);
+  const pools = plans.map((plan): CspiOutcome => {
+    const spec = plan.disruptive && gate.go.has(plan.name) ? plan.disruptive.spec : plan.calm;
+    const cspi = cspiObject(plan.name, inventory, spec);
+    return plan.pendingClaims.length > 0 ? { cspi, pendingClaims: [plan.name, plan.pendingClaims] } : { cspi };
+  });
+  const claims = plans.flatMap((plan) => [...plan.claims].map(([device, predecessor]) => ({ device, cspi: plan.name, ...(predecessor ? { predecessor } : {}) })));
+  return { pools, claims, progressing: { active: gate.active, waiting: gate.waiting } };
+}
+
+interface OrphanOutcome extends CspiOutcome {
+  /** The CSPI's name, when it is kept because its pool holds volumes. */
+  removalBlocked?: string;
 }
 
 /**
  * A CSPI whose pool spec is gone. Removal takes two syncs: first the CSPI is marked, so the node daemon
  * knows the pool may be destroyed; only a later sync omits it. A pool that holds volumes is never removed.
  */
-function planOrphan(orphan: CSPI, cspis: Map<string, KubeObject>, findings: SyncFindings, keep: (c: CSPI) => void): void {
-  if (isTerminating(orphan)) return;
-  const name = orphan.metadata.name!;
-  if ((orphan.status?.provisionedVolumes ?? 0) > 0) {
-    findings.removalBlocked.push(name);
-    keep(orphan);
-    return;
-  }
-  if (isMarkedForRemoval(orphan)) return;
-  cspis.set(name, markedForRemoval(orphan));
+function planOrphan(orphan: CSPI): OrphanOutcome {
+  if (isTerminating(orphan)) return {};
+  if ((orphan.status?.provisionedVolumes ?? 0) > 0) return { cspi: ownedView(orphan), removalBlocked: orphan.metadata.name! };
+  if (isMarkedForRemoval(orphan)) return {};
+  return { cspi: markedForRemoval(orphan) };
 }
 
 function groupByPool(violations: readonly Violation[]): Map<number, Violation[]> {

@@ -51,29 +51,68 @@ function pairGroups(specGroups: readonly RaidGroup[], observedGroups: readonly C
   return specGroups.map((g) => [...new Set(names(g).map((d) => groupOfDevice.get(d)).filter((i): i is number => i !== undefined))]);
 }
 
+/** What one observed pool and its edited pool spec share, for every step of the diff. */
+interface DiffContext {
+  pool: PoolSpec;
+  poolIndex: number;
+  cspiName: string;
+  inventory: Inventory;
+  observedGroups: readonly CSPIRaidGroup[];
+}
+
+/** What changed inside one raid group: refused, or at most one expansion or replacement. */
+interface GroupDiff {
+  violations: Violation[];
+  expansion?: Expansion;
+  replacement?: Replacement;
+}
+
 export function diffPool(input: DiffInput): PoolDiff {
   const { pool, poolIndex, observed, inventory } = input;
-  const cspiName = observed.metadata.name ?? "";
-  const diff: PoolDiff = { replacements: [], expansions: [], violations: [] };
-  const reject = (reason: string, message: string): void => {
-    diff.violations.push({ pool: poolIndex, reason, message: `${poolLabel(pool, poolIndex)} (pool ${cspiName}): ${message}` });
-  };
   const observedGroups = observed.spec?.raidGroups ?? [];
+  const ctx: DiffContext = { pool, poolIndex, cspiName: observed.metadata.name ?? "", inventory, observedGroups };
   const pairs = pairGroups(pool.raidGroups, observedGroups);
+  const regrouped = checkGroupsKept(ctx, pairs);
+  if (regrouped.length > 0) return { replacements: [], expansions: [], violations: regrouped };
 
+  const diff: PoolDiff = { replacements: [], expansions: [], violations: [] };
+  pool.raidGroups.forEach((specGroup, s) => {
+    const o = pairs[s][0];
+    const group = o === undefined ? diffNewGroup(ctx, specGroup, s) : diffGroup(ctx, specGroup, s, o);
+    diff.violations.push(...group.violations);
+    if (group.expansion) diff.expansions.push(group.expansion);
+    if (group.replacement) diff.replacements.push(group.replacement);
+  });
+  return diff;
+}
+
+function violation(ctx: DiffContext, reason: string, message: string): Violation {
+  return { pool: ctx.poolIndex, reason, message: `${poolLabel(ctx.pool, ctx.poolIndex)} (pool ${ctx.cspiName}): ${message}` };
+}
+
+/** Every observed raid group is still exactly one group of the spec: none merged, split, removed or swapped whole. */
+function checkGroupsKept(ctx: DiffContext, pairs: readonly number[][]): Violation[] {
+  const { pool, observedGroups } = ctx;
+  const out: Violation[] = [];
   const matchedObserved = new Map<number, number>();
   pairs.forEach((observedIndexes, specIndex) => {
     if (observedIndexes.length > 1) {
-      reject(
-        "RaidGroupsMerged",
-        `raidGroups[${specIndex}] holds devices of ${observedIndexes.length} existing raid groups; raid groups cannot be merged or devices moved between them: restore the groups as they were`,
+      out.push(
+        violation(
+          ctx,
+          "RaidGroupsMerged",
+          `raidGroups[${specIndex}] holds devices of ${observedIndexes.length} existing raid groups; raid groups cannot be merged or devices moved between them: restore the groups as they were`,
+        ),
       );
     }
     for (const o of observedIndexes) {
       if (matchedObserved.has(o)) {
-        reject(
-          "RaidGroupSplit",
-          `the devices of existing raid group ${describeGroup(observedGroups[o])} are now spread over raidGroups[${matchedObserved.get(o)}] and raidGroups[${specIndex}]; a raid group cannot be split: restore it`,
+        out.push(
+          violation(
+            ctx,
+            "RaidGroupSplit",
+            `the devices of existing raid group ${describeGroup(observedGroups[o])} are now spread over raidGroups[${matchedObserved.get(o)}] and raidGroups[${specIndex}]; a raid group cannot be split: restore it`,
+          ),
         );
       }
       matchedObserved.set(o, specIndex);
@@ -87,136 +126,156 @@ export function diffPool(input: DiffInput): PoolDiff {
       return groupRole(spec) === observedRole(g) && resolvedType(spec, pool) === g.type && names(spec).length === names(g).length;
     });
     if (lookalike !== undefined) {
-      reject(
-        "MultipleReplacements",
-        `raid group ${describeGroup(g)} is gone and raidGroups[${lookalike}] (${names(pool.raidGroups[lookalike]).join(", ")}) shares none of its devices; replacing every device of a group at once would destroy its data: replace one device, wait for its resilver, then the next`,
+      out.push(
+        violation(
+          ctx,
+          "MultipleReplacements",
+          `raid group ${describeGroup(g)} is gone and raidGroups[${lookalike}] (${names(pool.raidGroups[lookalike]).join(", ")}) shares none of its devices; replacing every device of a group at once would destroy its data: replace one device, wait for its resilver, then the next`,
+        ),
       );
       return;
     }
-    reject(
-      "RaidGroupRemoved",
-      `raid group ${describeGroup(g)} was removed; ZFS cannot take a raid group out of a pool without destroying it and its data: put the group back (to retire the whole pool, remove the pool spec)`,
+    out.push(
+      violation(
+        ctx,
+        "RaidGroupRemoved",
+        `raid group ${describeGroup(g)} was removed; ZFS cannot take a raid group out of a pool without destroying it and its data: put the group back (to retire the whole pool, remove the pool spec)`,
+      ),
     );
   });
-  if (diff.violations.length > 0) return diff;
+  return out;
+}
 
-  pool.raidGroups.forEach((specGroup, s) => {
-    const o = pairs[s][0];
-    const added = names(specGroup);
-    if (o === undefined) {
-      checkNewDevices(added, `new raidGroups[${s}]`);
-      diff.expansions.push({ specGroup: s, devices: added });
-      return;
-    }
-    const before = observedGroups[o];
-    const label = `raidGroups[${s}] ${describeGroup(before)}`;
-    const type = resolvedType(specGroup, pool);
-    if (observedRole(before) !== groupRole(specGroup)) {
-      reject("RaidGroupRoleChanged", `${label} changed from ${observedRole(before)} to ${groupRole(specGroup)}; a group's role cannot change: restore it, and add a new group for the new role`);
-      return;
-    }
-    if (type !== before.type) {
-      reject(
-        "RaidGroupTypeChanged",
-        `${label} changed type from ${before.type} to ${type ?? "(none)"}; ZFS cannot convert a raid group: restore type ${before.type}` +
-          (specGroup.type === undefined ? " (the group has no type, so poolConfig.defaultRaidGroupType decides it: set raidGroups[].type explicitly)" : ""),
-      );
-      return;
-    }
-    const beforeNames = names(before);
-    const removed = beforeNames.filter((d) => !names(specGroup).includes(d));
-    const addedDevices = names(specGroup).filter((d) => !beforeNames.includes(d));
-    const replaceable = REPLACEABLE.has(before.type) && observedRole(before) !== "spare" && observedRole(before) !== "readCache";
+/** A raid group the pool does not have yet: an expansion, with its devices checked. */
+function diffNewGroup(ctx: DiffContext, specGroup: RaidGroup, s: number): GroupDiff {
+  const added = names(specGroup);
+  return { violations: checkNewDevices(ctx, added, `new raidGroups[${s}]`), expansion: { specGroup: s, devices: added } };
+}
 
-    if (!replaceable) {
-      if (removed.length > 0 && addedDevices.length > 0) {
-        reject(
-          "ReplacementInStripeGroup",
-          `${label}: replacing ${removed.join(", ")} with ${addedDevices.join(", ")} is not possible in a ${before.type} group, which has no redundancy to rebuild from: restore ${removed.join(", ")}; to retire a failing stripe device, move the volumes away and remove the pool`,
-        );
-      } else if (removed.length > 0) {
-        reject(
-          "BlockDeviceRemoved",
-          `${label}: block device ${removed.join(", ")} was removed; data on it would be lost: put it back`,
-        );
-      } else if (addedDevices.length > 0) {
-        checkNewDevices(addedDevices, label);
-        diff.expansions.push({ group: o, specGroup: s, devices: addedDevices });
-      }
-      return;
-    }
+/** An existing raid group: its role and type stay; then what its kind allows (widening or replacing). */
+function diffGroup(ctx: DiffContext, specGroup: RaidGroup, s: number, o: number): GroupDiff {
+  const before = ctx.observedGroups[o];
+  const label = `raidGroups[${s}] ${describeGroup(before)}`;
+  const type = resolvedType(specGroup, ctx.pool);
+  if (observedRole(before) !== groupRole(specGroup)) {
+    const message = `${label} changed from ${observedRole(before)} to ${groupRole(specGroup)}; a group's role cannot change: restore it, and add a new group for the new role`;
+    return { violations: [violation(ctx, "RaidGroupRoleChanged", message)] };
+  }
+  if (type !== before.type) {
+    const message =
+      `${label} changed type from ${before.type} to ${type ?? "(none)"}; ZFS cannot convert a raid group: restore type ${before.type}` +
+      (specGroup.type === undefined ? " (the group has no type, so poolConfig.defaultRaidGroupType decides it: set raidGroups[].type explicitly)" : "");
+    return { violations: [violation(ctx, "RaidGroupTypeChanged", message)] };
+  }
+  const beforeNames = names(before);
+  const change: GroupChange = {
+    group: o,
+    specGroup: s,
+    label,
+    before,
+    removed: beforeNames.filter((d) => !names(specGroup).includes(d)),
+    added: names(specGroup).filter((d) => !beforeNames.includes(d)),
+  };
+  const replaceable = REPLACEABLE.has(before.type) && observedRole(before) !== "spare" && observedRole(before) !== "readCache";
+  return replaceable ? diffRedundantGroup(ctx, change) : diffStripeLikeGroup(ctx, change);
+}
 
-    if (removed.length === 0 && addedDevices.length > 0) {
-      reject(
-        "BlockDeviceAddedToRedundantGroup",
-        `${label}: adding ${addedDevices.join(", ")} to a ${before.type} group is not supported; ZFS cannot widen it: add a new raid group of the same type and size instead`,
-      );
-      return;
-    }
-    if (removed.length > 0 && addedDevices.length === 0) {
-      reject("BlockDeviceRemoved", `${label}: block device ${removed.join(", ")} was removed; a ${before.type} group keeps its width: put it back, or replace it with another device`);
-      return;
-    }
-    if (removed.length === 0) return;
-    if (removed.length > 1 || addedDevices.length > 1) {
-      reject(
-        "MultipleReplacements",
-        `${label}: ${removed.length} devices replaced at once (${removed.join(", ")}); one replacement per raid group at a time keeps the group's redundancy: replace one, wait for its resilver, then the next`,
-      );
-      return;
-    }
-    const oldDevice = removed[0];
-    const newDevice = addedDevices[0];
-    const resilvering = beforeNames
-      .map((d) => ({ d, pred: inventory.ownClaims.get(d)?.metadata.annotations?.[ANNOTATION.bdPredecessor] }))
-      .find((x) => x.pred);
-    if (resilvering) {
-      reject(
-        "ReplacementInProgress",
-        `${label}: ${resilvering.d} is still resilvering in place of ${resilvering.pred}; replacing ${oldDevice} now could lose the group's redundancy: wait until the resilver is done (the DiskReplacement condition of the CSPI turns False)`,
-      );
-      return;
-    }
-    if (checkNewDevices([newDevice], label)) return;
-    const newCapacity = capacityOf(newDevice, inventory);
-    const oldCapacity = before.blockDevices.find((d) => d.blockDeviceName === oldDevice)?.capacity ?? capacityOf(oldDevice, inventory);
-    if (newCapacity !== undefined && oldCapacity !== undefined && newCapacity < oldCapacity) {
-      reject(
-        "ReplacementTooSmall",
-        `${label}: ${newDevice} (${newCapacity} bytes) is smaller than ${oldDevice} (${oldCapacity} bytes) it replaces; ZFS cannot resilver onto a smaller device: pick a device of at least ${oldCapacity} bytes`,
-      );
-      return;
-    }
-    diff.replacements.push({ group: o, old: oldDevice, new: newDevice });
-  });
-  return diff;
+/** The devices an existing group lost and gained in the edit. */
+interface GroupChange {
+  group: number;
+  specGroup: number;
+  label: string;
+  before: CSPIRaidGroup;
+  removed: string[];
+  added: string[];
+}
 
-  /** Devices entering the pool must not hold another pool's data; true if any was refused. (Claims, node,
-   * state and filesystem are checked for them by checkDevices in lib/rules/placement.ts.) */
-  function checkNewDevices(devices: readonly string[], label: string): boolean {
-    let refused = false;
-    for (const device of devices) {
-      const holder = inventory.cspiByDevice.get(device)?.metadata.name;
-      if (holder && holder !== cspiName) {
-        reject(
+/** A group without redundancy to rebuild from (a stripe, a spare or read-cache group): it can only grow. */
+function diffStripeLikeGroup(ctx: DiffContext, change: GroupChange): GroupDiff {
+  const { label, before, removed, added } = change;
+  if (removed.length > 0 && added.length > 0) {
+    const message = `${label}: replacing ${removed.join(", ")} with ${added.join(", ")} is not possible in a ${before.type} group, which has no redundancy to rebuild from: restore ${removed.join(", ")}; to retire a failing stripe device, move the volumes away and remove the pool`;
+    return { violations: [violation(ctx, "ReplacementInStripeGroup", message)] };
+  }
+  if (removed.length > 0) {
+    return { violations: [violation(ctx, "BlockDeviceRemoved", `${label}: block device ${removed.join(", ")} was removed; data on it would be lost: put it back`)] };
+  }
+  if (added.length === 0) return { violations: [] };
+  return { violations: checkNewDevices(ctx, added, label), expansion: { group: change.group, specGroup: change.specGroup, devices: added } };
+}
+
+/** A mirror or raidz group: it keeps its width, and one device at a time may be replaced by a large enough one. */
+function diffRedundantGroup(ctx: DiffContext, change: GroupChange): GroupDiff {
+  const { label, before, removed, added } = change;
+  const refuse = (reason: string, message: string): GroupDiff => ({ violations: [violation(ctx, reason, `${label}: ${message}`)] });
+  if (removed.length === 0 && added.length > 0) {
+    return refuse(
+      "BlockDeviceAddedToRedundantGroup",
+      `adding ${added.join(", ")} to a ${before.type} group is not supported; ZFS cannot widen it: add a new raid group of the same type and size instead`,
+    );
+  }
+  if (removed.length > 0 && added.length === 0) {
+    return refuse("BlockDeviceRemoved", `block device ${removed.join(", ")} was removed; a ${before.type} group keeps its width: put it back, or replace it with another device`);
+  }
+  if (removed.length === 0) return { violations: [] };
+  if (removed.length > 1 || added.length > 1) {
+    return refuse(
+      "MultipleReplacements",
+      `${removed.length} devices replaced at once (${removed.join(", ")}); one replacement per raid group at a time keeps the group's redundancy: replace one, wait for its resilver, then the next`,
+    );
+  }
+  const oldDevice = removed[0];
+  const newDevice = added[0];
+  const resilvering = names(before)
+    .map((d) => ({ d, pred: ctx.inventory.ownClaims.get(d)?.metadata.annotations?.[ANNOTATION.bdPredecessor] }))
+    .find((x) => x.pred);
+  if (resilvering) {
+    return refuse(
+      "ReplacementInProgress",
+      `${resilvering.d} is still resilvering in place of ${resilvering.pred}; replacing ${oldDevice} now could lose the group's redundancy: wait until the resilver is done (the DiskReplacement condition of the CSPI turns False)`,
+    );
+  }
+  const unusable = checkNewDevices(ctx, [newDevice], label);
+  if (unusable.length > 0) return { violations: unusable };
+  const newCapacity = capacityOf(newDevice, ctx.inventory);
+  const oldCapacity = before.blockDevices.find((d) => d.blockDeviceName === oldDevice)?.capacity ?? capacityOf(oldDevice, ctx.inventory);
+  if (newCapacity !== undefined && oldCapacity !== undefined && newCapacity < oldCapacity) {
+    return refuse(
+      "ReplacementTooSmall",
+      `${newDevice} (${newCapacity} bytes) is smaller than ${oldDevice} (${oldCapacity} bytes) it replaces; ZFS cannot resilver onto a smaller device: pick a device of at least ${oldCapacity} bytes`,
+    );
+  }
+  return { violations: [], replacement: { group: change.group, old: oldDevice, new: newDevice } };
+}
+
+/** Devices entering the pool must not hold another pool's data. (Claims, node, state and filesystem are
+ * checked for them by checkDevices in lib/rules/placement.ts.) */
+function checkNewDevices(ctx: DiffContext, devices: readonly string[], label: string): Violation[] {
+  const out: Violation[] = [];
+  for (const device of devices) {
+    const holder = ctx.inventory.cspiByDevice.get(device)?.metadata.name;
+    if (holder && holder !== ctx.cspiName) {
+      out.push(
+        violation(
+          ctx,
           "BlockDeviceMovedBetweenPools",
           `${label}: ${device} belongs to pool ${holder}; taking it from there would destroy that pool's data: leave it in its pool and pick an unused device`,
-        );
-        refused = true;
-        continue;
-      }
-      const predecessorOf = inventory.ownClaimByPredecessor.get(device);
-      if (predecessorOf) {
-        reject(
+        ),
+      );
+      continue;
+    }
+    const predecessorOf = ctx.inventory.ownClaimByPredecessor.get(device);
+    if (predecessorOf) {
+      out.push(
+        violation(
+          ctx,
           "BlockDeviceBeingReplaced",
           `${label}: ${device} is being replaced by ${predecessorOf.spec?.blockDeviceName} and still holds data until that resilver ends: pick another device`,
-        );
-        refused = true;
-        continue;
-      }
+        ),
+      );
     }
-    return refused;
   }
+  return out;
 }
 
 function capacityOf(device: string, inventory: Inventory): number | undefined {

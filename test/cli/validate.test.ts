@@ -6,7 +6,7 @@ import { parse, stringify } from "yaml";
 import { runValidate } from "../../cli/validate.js";
 import type { KubeObject } from "../../api/types.js";
 import { goldenCases } from "../support/golden.js";
-import { cspc, type PoolDef } from "../hooks/admission/world.js";
+import { cspc, cspi, type PoolDef } from "../hooks/admission/world.js";
 
 interface Run {
   code: number;
@@ -152,6 +152,14 @@ describe("cstor-pool validate", () => {
     expect(run.code).to.equal(0);
     expect(parse(run.out)).to.deep.equal(asJson);
     expect((asJson as { items: { verdict: string; notes: string[] }[] }).items[0].notes).to.have.length(2);
+  });
+
+  it("stops (exit 2, unreadable input) at a CStorPoolInstance in --block-devices that the hooks could not read, naming it and the field", async () => {
+    const broken = cspi(A);
+    (broken.spec as { hostName?: unknown }).hostName = 7;
+    const run = await validate(["-f", "new.yaml", "--block-devices", "cluster.yaml"], { "new.yaml": yaml(cspc([A])), "cluster.yaml": list([broken]) });
+    expect(run.code).to.equal(2);
+    expect(run.err).to.include(`error: CStorPoolInstance openebs/${broken.metadata.name} in --block-devices: spec.hostName must be of type string: fix it`);
   });
 
   it("reads every manifest of a directory given with -f, and repeated -f", async () => {
