@@ -225,6 +225,13 @@ export function cvcCrd(): OpenApi {
       age,
       { name: "Reason", type: "string", jsonPath: ".status.reason", priority: 1 },
     ],
+    rootValidations: [
+      {
+        rule: "size(self.metadata.name) <= 63 && self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",
+        message:
+          "a CStorVolumeConfig name must be a DNS label (at most 63 lowercase letters, digits and '-', starting with a letter): it names the volume's Service and is a label value on its replicas",
+      },
+    ],
   });
 }
 

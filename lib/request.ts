@@ -5,6 +5,7 @@ import type {
   CSPC,
   CSPI,
   CustomizeRequest,
+  CVC,
   DecoratorSyncRequest,
   KubeObject,
   ObjectMap,
@@ -13,6 +14,7 @@ import type {
 import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
 import { KIND } from "../api/constants.js";
 import { BlockDeviceClaimSchema, BlockDeviceSchema, CSPCSchema, CSPISchema, ObjectMetaSchema } from "../api/schema.js";
+import { CVCSchema, CVRSchema, CVSchema } from "../api/volume-schema.js";
 import { BadRequestError } from "./errors.js";
 
 function isRecord(value: unknown): value is Record<string, unknown> {
@@ -73,6 +75,9 @@ const SHAPES: Record<string, ValidateFunction> = {
   [KIND.cspi]: shapeOf(CSPISchema),
   [KIND.blockDevice]: shapeOf(BlockDeviceSchema),
   [KIND.blockDeviceClaim]: shapeOf(BlockDeviceClaimSchema),
+  [KIND.cvc]: shapeOf(CVCSchema),
+  [KIND.cv]: shapeOf(CVSchema),
+  [KIND.cvr]: shapeOf(CVRSchema),
 };
 const anyObject = shapeOf({ type: "object", required: ["apiVersion", "kind", "metadata"], properties: { apiVersion: { type: "string" }, metadata: ObjectMetaSchema } });
 const metadataOnly = shapeOf({ type: "object", properties: { metadata: ObjectMetaSchema } });
@@ -234,6 +239,7 @@ function requireBody(body: unknown): Record<string, unknown> {
 interface CheckedKinds {
   [KIND.cspc]: CSPC;
   [KIND.cspi]: CSPI;
+  [KIND.cvc]: CVC;
 }
 
 export function parseCompositeRequest<K extends keyof CheckedKinds>(body: unknown, parentKind: K): CompositeSyncRequest<CheckedKinds[K]> {
