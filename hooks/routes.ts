@@ -8,6 +8,8 @@ import { syncCspi } from "./cspi-sync/sync.js";
 import { finalizeCspc } from "./finalize/cspc.js";
 import { finalizeCspi } from "./finalize/cspi.js";
 import { finalizeCvc } from "./finalize/cvc.js";
+import { customizeCv } from "./cv-status/customize.js";
+import { syncCvStatus } from "./cv-status/sync.js";
 import { customizeCvc } from "./cvc-sync/customize.js";
 import { syncCvc } from "./cvc-sync/sync.js";
 
@@ -24,6 +26,8 @@ export function hookRoutes(
     { path: "/hooks/cvc-customize", name: "cvc-customize", handle: (body) => customizeCvc(body) },
     { path: "/hooks/cvc-sync", name: "cvc-sync", handle: (body, ctx) => syncCvc(body, ctx.clock, config) },
     { path: "/hooks/cvc-finalize", name: "cvc-finalize", handle: (body, ctx) => finalizeCvc(body, ctx.clock) },
+    { path: "/hooks/cv-customize", name: "cv-customize", handle: (body) => customizeCv(body) },
+    { path: "/hooks/cv-status", name: "cv-status", handle: (body, ctx) => syncCvStatus(body, ctx.clock) },
     { path: "/admission/cspc", name: "admission-cspc", handle: (body, ctx) => admitCspc(body, admission, ctx.log) },
   ];
 }

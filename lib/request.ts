@@ -5,6 +5,7 @@ import type {
   CSPC,
   CSPI,
   CustomizeRequest,
+  CV,
   CVC,
   DecoratorSyncRequest,
   KubeObject,
@@ -240,6 +241,7 @@ interface CheckedKinds {
   [KIND.cspc]: CSPC;
   [KIND.cspi]: CSPI;
   [KIND.cvc]: CVC;
+  [KIND.cv]: CV;
 }
 
 export function parseCompositeRequest<K extends keyof CheckedKinds>(body: unknown, parentKind: K): CompositeSyncRequest<CheckedKinds[K]> {

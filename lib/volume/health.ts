@@ -2,6 +2,7 @@
 // CStorVolumeConfig status (cvc-sync) and the CStorVolume status (cv-status).
 import type { CVR } from "../../api/types.js";
 import { consistencyFactor } from "./children.js";
+import { quantityBytes } from "./world.js";
 
 export type VolumeHealthPhase = "Init" | "Healthy" | "Degraded" | "Offline";
 
@@ -29,4 +30,17 @@ export function volumeHealth(replicas: readonly CVR[], replicationFactor: number
   if (healthy >= cf) return { phase: "Degraded", healthyReplicas: healthy, message: `${counts}${others}` };
   const starting = replicas.every((r) => r.status?.phase === undefined || r.status.phase === "Init");
   return { phase: starting ? "Init" : "Offline", healthyReplicas: healthy, message: `${counts}${others}` };
+}
+
+/** The capacity every replica has reached: the smallest status.capacity.total, once every replica reports one. */
+export function reachedCapacity(replicas: readonly CVR[], replicaCount: number): string | undefined {
+  if (replicas.length < replicaCount) return undefined;
+  let smallest: { text: string; bytes: bigint } | undefined;
+  for (const replica of replicas) {
+    const text = replica.status?.capacity?.total;
+    const bytes = quantityBytes(text);
+    if (text === undefined || bytes === undefined) return undefined;
+    if (!smallest || bytes < smallest.bytes) smallest = { text, bytes };
+  }
+  return smallest?.text;
 }

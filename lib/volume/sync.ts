@@ -11,7 +11,7 @@ import { BadRequestError } from "../errors.js";
 import { mergeConditions, nextCondition, type ConditionInput } from "../conditions.js";
 import type { VolumeTargetConfig } from "../hook-config.js";
 import { cstorVolume, poolsDisruptionBudget, targetDeployment, targetService, volumeReplica } from "./children.js";
-import { volumeHealth } from "./health.js";
+import { reachedCapacity, volumeHealth } from "./health.js";
 import { place } from "./placement.js";
 import { buildVolumeWorld, quantityBytes, type VolumeWorld } from "./world.js";
 
@@ -181,19 +181,6 @@ function placedText(world: VolumeWorld, pools: readonly string[]): string {
 
 function byKindAndName(a: KubeObject, b: KubeObject): number {
   return a.kind.localeCompare(b.kind) || (a.metadata.name ?? "").localeCompare(b.metadata.name ?? "");
-}
-
-/** The capacity every replica has reached: the smallest status.capacity.total, once every replica reports one. */
-function reachedCapacity(replicas: readonly CVR[], replicaCount: number): string | undefined {
-  if (replicas.length < replicaCount) return undefined;
-  let smallest: { text: string; bytes: bigint } | undefined;
-  for (const replica of replicas) {
-    const text = replica.status?.capacity?.total;
-    const bytes = quantityBytes(text);
-    if (text === undefined || bytes === undefined) return undefined;
-    if (!smallest || bytes < smallest.bytes) smallest = { text, bytes };
-  }
-  return smallest?.text;
 }
 
 export function volumeStatus(world: VolumeWorld, outcome: Outcome, now: Date, extra: ConditionInput[] = []): CVCStatus {

@@ -9,7 +9,7 @@ import { expect } from "chai";
 import { Ajv, type ValidateFunction } from "ajv";
 import { parseAllDocuments } from "yaml";
 import { BlockDeviceClaimSchema, CSPCStatusSchema, CSPISchema, CSPIStatusSchema } from "../../api/schema.js";
-import { CVCStatusSchema, CVRSchema, CVSchema } from "../../api/volume-schema.js";
+import { CVCStatusSchema, CVRSchema, CVSchema, CVStatusSchema } from "../../api/volume-schema.js";
 import { deepEqual } from "../../testkit/merge-patch.js";
 import { FIXTURES, goldenCases } from "../support/golden.js";
 
@@ -24,6 +24,7 @@ const CHILD_SCHEMAS: Record<string, ValidateFunction> = {
   CStorVolumeReplica: ajv.compile(CVRSchema),
 };
 const cvcStatus = ajv.compile(CVCStatusSchema);
+const cvStatus = ajv.compile(CVStatusSchema);
 const cspcStatus = ajv.compile(CSPCStatusSchema);
 const cspiStatus = ajv.compile(CSPIStatusSchema);
 
@@ -92,6 +93,14 @@ describe("golden answers validate against the CRD schemas", () => {
         expectValid(cvcStatus, response.status, `${area}/${c.name} status`, request.parent.status);
       });
     }
+  }
+
+  for (const c of goldenCases("cv-status")) {
+    it(`cv-status/${c.name}: CStorVolume status`, () => {
+      const response = c.read("response.yaml") as { status?: unknown; attachments?: unknown[] };
+      expect(response.attachments).to.deep.equal([]);
+      expectValid(cvStatus, response.status, `cv-status/${c.name} status`);
+    });
   }
 
   // Their attachments are Deployments, which test/hooks/cspi-sync/apiserver.test.ts creates on a real API server.

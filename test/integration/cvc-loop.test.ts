@@ -1,7 +1,7 @@
 // A CStorVolumeConfig through the whole control loop on a real apiserver: applied with kubectl, turned by the
 // test driver (playing Metacontroller by the controller we ship) and the hook server into its Service (with a
 // real ClusterIP), CStorVolume, target Deployment, replicas and disruption budget; the replicas' status (the
-// node daemon's, written here by hand) rolled up; capacity growth reaching the replicas; and deletion in order,
+// node daemon's, written here by hand) rolled up into the CVC and, by the cstor-volume decorator, the CV; capacity growth reaching the replicas; and deletion in order,
 // waiting for the node daemon to release each replica.
 import { expect } from "chai";
 import { API_VERSION, FINALIZER, KIND, LABEL } from "../../api/constants.js";
@@ -129,6 +129,11 @@ describe("integration: a CStorVolumeConfig through the Metacontroller loop (test
     await settle();
     const status = (await get(api("cstorvolumeconfigs", VOLUME))).status;
     expect(status.capacity).to.equal("10Gi");
+    // The CStorVolume's status, which only the cstor-volume decorator writes.
+    await driver.syncDecorator("cstor-volume", API_VERSION, "cstorvolumes", NS, VOLUME);
+    expect((await get(api("cstorvolumes", VOLUME))).status).to.deep.include({ phase: "Healthy", healthyReplicas: 3, capacity: "10Gi" });
+    const { stdout } = await cluster.kubectl(["get", "cv", VOLUME, "-n", NS]);
+    expect(stdout).to.match(/pvc-loop\s+10Gi\s+Healthy\s+3\s+2\s+3/);
     expect(status.conditions.find((c: { type: string }) => c.type === "ReplicasHealthy")).to.deep.include({ status: "True", reason: "Healthy" });
   });
 

@@ -115,6 +115,7 @@ describe("integration: manifests on a real kube-apiserver", function () {
       find(objects, "CompositeController", "cstor-pool-cluster"),
       find(objects, "DecoratorController", "cstor-pool-instance"),
       find(objects, "CompositeController", "cstor-volume-config"),
+      find(objects, "DecoratorController", "cstor-volume"),
     ];
     const named: string[] = [];
     for (const controller of controllers) {
@@ -139,6 +140,11 @@ describe("integration: manifests on a real kube-apiserver", function () {
       "/hooks/cspc-sync",
       "/hooks/cspi-finalize",
       "/hooks/cspi-sync",
+      "/hooks/cv-customize",
+      "/hooks/cv-status",
+      "/hooks/cvc-customize",
+      "/hooks/cvc-finalize",
+      "/hooks/cvc-sync",
     ]);
   });
 
