@@ -5,6 +5,7 @@
 // replica dials the target.
 import { ANNOTATION, API_VERSION, FINALIZER, KIND, LABEL } from "../../api/constants.js";
 import type { CVR, KubeObject } from "../../api/types.js";
+import type { ConditionInput } from "../conditions.js";
 import type { VolumeTargetConfig } from "../hook-config.js";
 import { poolsDisruptionBudgetName, replicaId, replicaName, targetDeploymentName } from "../names.js";
 import { canonicalResources, withoutEmptyFields } from "../pod-template.js";
@@ -171,23 +172,62 @@ export function volumeReplica(world: VolumeWorld, pool: string, targetIP: string
   };
 }
 
+export const DISRUPTION_BUDGET_CONDITION = "DisruptionBudget";
+
+export interface BudgetPlan {
+  budget?: KubeObject;
+  condition: ConditionInput;
+}
+
 /**
  * At three replicas or more, at most replicationFactor − consistencyFactor of the volume's pool pods may be
- * evicted at once (drains, autoscalers): a voluntary disruption never takes the volume below its quorum.
+ * evicted at once (drains, autoscalers), so a voluntary disruption never takes the volume below its quorum.
+ * Kubernetes refuses to evict a pod that two budgets select (the eviction API answers 500 "more than one
+ * PodDisruptionBudget"), which would stop every drain of a node whose pool holds two such volumes. So a volume
+ * makes its budget only when no other volume's budget selects one of its pools; if two appear at once, the
+ * volume whose name sorts later gives its own up. The condition says which budget, if any, protects it.
  */
-export function poolsDisruptionBudget(world: VolumeWorld, pools: readonly string[]): KubeObject | undefined {
+export function planDisruptionBudget(world: VolumeWorld, pools: readonly string[]): BudgetPlan {
+  const type = DISRUPTION_BUDGET_CONDITION;
   const replicas = world.cvc.spec.replicaCount;
-  if (replicas < 3 || pools.length < 3) return undefined;
-  return {
-    apiVersion: "policy/v1",
-    kind: KIND.podDisruptionBudget,
-    metadata: { name: poolsDisruptionBudgetName(world.volume), namespace: world.namespace, labels: volumeLabels(world) },
-    spec: {
-      maxUnavailable: replicas - consistencyFactor(replicas),
-      selector: {
-        matchExpressions: [{ key: LABEL.cspi, operator: "In", values: [...pools].sort() }],
-        matchLabels: { [LABEL.app]: POOL_APP },
+  if (replicas < 3 || pools.length < 3) {
+    return { condition: { type, status: "False", reason: "FewerThanThreeReplicas", message: `no budget for a volume of ${replicas} replica(s): losing any one pool already stops its writes` } };
+  }
+  const maxUnavailable = replicas - consistencyFactor(replicas);
+  const mine = new Set(pools);
+  const overlapping = world.otherBudgets.filter((b) => b.pools.some((p) => mine.has(p)));
+  const yieldTo = overlapping.filter((b) => world.pdb === undefined || b.volume < world.volume);
+  if (yieldTo.length === 0) {
+    const name = poolsDisruptionBudgetName(world.volume);
+    return {
+      budget: {
+        apiVersion: "policy/v1",
+        kind: KIND.podDisruptionBudget,
+        metadata: { name, namespace: world.namespace, labels: volumeLabels(world) },
+        spec: {
+          maxUnavailable,
+          selector: {
+            matchExpressions: [{ key: LABEL.cspi, operator: "In", values: [...pools].sort() }],
+            matchLabels: { [LABEL.app]: POOL_APP },
+          },
+        },
       },
+      condition: { type, status: "True", reason: "Protected", message: `PodDisruptionBudget ${name} lets at most ${maxUnavailable} of the pool pods of ${[...pools].sort().join(", ")} be evicted at once` },
+    };
+  }
+  const cover = yieldTo.find((b) => pools.every((p) => b.pools.includes(p)) && b.maxUnavailable !== undefined && b.maxUnavailable <= maxUnavailable);
+  if (cover) {
+    return { condition: { type, status: "True", reason: "CoveredByOtherBudget", message: `PodDisruptionBudget ${cover.name} of volume ${cover.volume} already protects every pool of this volume` } };
+  }
+  const names = yieldTo.map((b) => `${b.name} (volume ${b.volume})`).join(", ");
+  return {
+    condition: {
+      type,
+      status: "False",
+      reason: "PoolsShareBudget",
+      message:
+        `pool pods of this volume are already selected by ${names}; Kubernetes cannot evict a pod two budgets select, so this volume has ` +
+        `none of its own: drain the nodes of ${[...pools].sort().join(", ")} one at a time`,
     },
   };
 }

@@ -32,9 +32,8 @@ export function finalizeCvcRequest(request: CompositeSyncRequest<CVC>, clock: Cl
   const pools = keptPools(world);
   const status = volumeStatus(
     world,
-    { phase: world.cvc.status?.phase ?? "Pending", placed: pools.length > 0, reason: deleting.reason, message: deleting.message, pools, children },
+    { phase: world.cvc.status?.phase ?? "Pending", placed: pools.length > 0, reason: deleting.reason, message: deleting.message, pools, children, conditions: [deleting] },
     clock(),
-    [deleting],
   );
   return { status, children, finalized };
 }

@@ -10,7 +10,7 @@ import type { Clock, CompositeSyncRequest, CompositeSyncResponse, Condition, CVC
 import { BadRequestError } from "../errors.js";
 import { mergeConditions, nextCondition, type ConditionInput } from "../conditions.js";
 import type { VolumeTargetConfig } from "../hook-config.js";
-import { cstorVolume, poolsDisruptionBudget, targetDeployment, targetService, volumeReplica } from "./children.js";
+import { cstorVolume, planDisruptionBudget, targetDeployment, targetService, volumeReplica } from "./children.js";
 import { reachedCapacity, volumeHealth } from "./health.js";
 import { place } from "./placement.js";
 import { buildVolumeWorld, quantityBytes, type VolumeWorld } from "./world.js";
@@ -32,6 +32,8 @@ export interface Outcome {
   pools: string[];
   skippedPools?: SkippedPool[];
   children: KubeObject[];
+  /** Further conditions this outcome decides (the disruption budget's, teardown's). */
+  conditions?: ConditionInput[];
 }
 
 export function syncCvcRequest(request: CompositeSyncRequest<CVC>, clock: Clock, config: VolumeTargetConfig): CompositeSyncResponse {
@@ -142,8 +144,8 @@ function planVolume(world: VolumeWorld, config: VolumeTargetConfig): Outcome {
     ...pools.map((p) => volumeReplica(world, p, targetIP)),
     ...world.strayReplicas.map(asObserved),
   ];
-  const budget = poolsDisruptionBudget(world, pools);
-  if (budget) children.push(budget);
+  const budget = planDisruptionBudget(world, pools);
+  if (budget.budget) children.push(budget.budget);
   const created = pools.filter((p) => world.ownReplicas.has(p)).length;
   if (created < spec.replicaCount) {
     return {
@@ -153,9 +155,10 @@ function planVolume(world: VolumeWorld, config: VolumeTargetConfig): Outcome {
       message: `${created} of ${spec.replicaCount} replicas exist; creating them on ${pools.filter((p) => !world.ownReplicas.has(p)).join(", ")}`,
       pools,
       children,
+      conditions: [budget.condition],
     };
   }
-  return { phase: "Bound", placed: true, reason: "Bound", message: `every replica exists: ${placedText(world, pools)}`, pools, children };
+  return { phase: "Bound", placed: true, reason: "Bound", message: `every replica exists: ${placedText(world, pools)}`, pools, children, conditions: [budget.condition] };
 }
 
 /**
@@ -183,7 +186,7 @@ function byKindAndName(a: KubeObject, b: KubeObject): number {
   return a.kind.localeCompare(b.kind) || (a.metadata.name ?? "").localeCompare(b.metadata.name ?? "");
 }
 
-export function volumeStatus(world: VolumeWorld, outcome: Outcome, now: Date, extra: ConditionInput[] = []): CVCStatus {
+export function volumeStatus(world: VolumeWorld, outcome: Outcome, now: Date): CVCStatus {
   const { cvc } = world;
   const replicas = outcome.pools.map((p) => world.ownReplicas.get(p)).filter((r): r is CVR => r !== undefined);
   const placed: ConditionInput = outcome.placed
@@ -197,7 +200,7 @@ export function volumeStatus(world: VolumeWorld, outcome: Outcome, now: Date, ex
   const generation = cvc.metadata.generation;
   const previous = cvc.status?.conditions;
   const bound: ConditionInput = { type: CVC_CONDITION.bound, status: outcome.phase === "Bound" ? "True" : "False", reason: outcome.reason, message: outcome.message };
-  const updates: Condition[] = [bound, placed, healthy, ...extra].map((c) => nextCondition(previous, c, now, generation));
+  const updates: Condition[] = [bound, placed, healthy, ...(outcome.conditions ?? [])].map((c) => nextCondition(previous, c, now, generation));
   const status: CVCStatus = {
     phase: outcome.phase,
     reason: outcome.reason,

@@ -27,6 +27,15 @@ export interface VolumeWorld {
   deployment?: KubeObject;
   pdb?: KubeObject;
   pools: PoolView[];
+  /** Other volumes' disruption budgets over this cluster's pool pods. */
+  otherBudgets: VolumeBudget[];
+}
+
+export interface VolumeBudget {
+  name: string;
+  volume: string;
+  pools: string[];
+  maxUnavailable?: number;
 }
 
 /** Whole bytes of a quantity, or undefined when it is not one. */
@@ -103,6 +112,20 @@ export function buildVolumeWorld(request: CompositeSyncRequest<CVC>): VolumeWorl
     };
   });
 
+  const otherBudgets: VolumeBudget[] = [];
+  for (const pdb of objectsOf(request.related, TYPE_KEY.podDisruptionBudget)) {
+    const owner = pdb.metadata.labels?.[LABEL.persistentVolume];
+    if (!inNamespace(pdb) || !owner || owner === volume) continue;
+    const spec = pdb.spec as { maxUnavailable?: unknown; selector?: { matchExpressions?: { key?: string; operator?: string; values?: unknown }[] } } | undefined;
+    const pools = spec?.selector?.matchExpressions?.find((e) => e.key === LABEL.cspi && e.operator === "In")?.values;
+    otherBudgets.push({
+      name: pdb.metadata.name!,
+      volume: owner,
+      pools: Array.isArray(pools) ? pools.filter((p): p is string => typeof p === "string") : [],
+      ...(typeof spec?.maxUnavailable === "number" ? { maxUnavailable: spec.maxUnavailable } : {}),
+    });
+  }
+
   const children = (typeKey: string): KubeObject[] => objectsOf(request.children, typeKey);
   return {
     cvc,
@@ -117,5 +140,6 @@ export function buildVolumeWorld(request: CompositeSyncRequest<CVC>): VolumeWorl
     deployment: only(children(TYPE_KEY.deployment), targetDeploymentName(volume)),
     pdb: only(children(TYPE_KEY.podDisruptionBudget), poolsDisruptionBudgetName(volume)),
     pools,
+    otherBudgets: otherBudgets.sort((a, b) => a.name.localeCompare(b.name)),
   };
 }
