@@ -9,8 +9,7 @@ import { ANNOTATION, LABEL } from "../../api/constants.js";
 import type { Clock, CompositeSyncRequest, CompositeSyncResponse, CVC, CVR, KubeObject } from "../../api/types.js";
 import type { ConditionInput } from "../conditions.js";
 import { isTerminating } from "../inventory.js";
-import { CVC_CONDITION, keptPools, volumeStatus } from "./sync.js";
-import { volumeReplica } from "./children.js";
+import { asObserved, CVC_CONDITION, keptPools, volumeStatus } from "./sync.js";
 import { buildVolumeWorld } from "./world.js";
 
 const LISTED = 20;
@@ -19,7 +18,8 @@ export function finalizeCvcRequest(request: CompositeSyncRequest<CVC>, clock: Cl
   const world = buildVolumeWorld(request);
   const replicas = [...world.ownReplicas.values(), ...world.strayReplicas];
   const targetGone = world.deployment === undefined;
-  const children: KubeObject[] = targetGone ? [] : replicas.filter((r) => !isTerminating(r)).map((r) => volumeReplica(world, poolOf(r), undefined));
+  // Kept exactly as observed: a replica being let go needs no update.
+  const children: KubeObject[] = targetGone ? [] : replicas.filter((r) => !isTerminating(r)).map(asObserved);
   const finalized = replicas.length === 0 && targetGone;
 
   const remaining = replicas.map(replicaText).sort();

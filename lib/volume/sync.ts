@@ -34,6 +34,8 @@ export interface Outcome {
   children: KubeObject[];
   /** Further conditions this outcome decides (the disruption budget's, teardown's). */
   conditions?: ConditionInput[];
+  /** Children are held as observed because one cannot be read: the replicas' health is not judged from the rest. */
+  held?: boolean;
 }
 
 export function syncCvcRequest(request: CompositeSyncRequest<CVC>, clock: Clock, config: VolumeTargetConfig): CompositeSyncResponse {
@@ -48,17 +50,22 @@ function holdChildren(request: CompositeSyncRequest<CVC>, world: VolumeWorld): O
   const unreadable = (request.unreadable ?? []).filter((u) => u.field === "children");
   const all = [...Object.values(request.children).flatMap((objects) => Object.values(objects ?? {})), ...unreadable.map((u) => u.object)];
   const names = unreadable.map((u) => `${u.object.kind} ${u.object.metadata.name}: ${u.problem}`).join("; ");
+  const message = `nothing is created, changed or deleted until these children match the installed CRDs (kubectl edit): ${names}`;
+  const pools = world.cvc.status?.pools ?? [];
   return {
     phase: world.cvc.status?.phase ?? "Pending",
-    placed: false,
+    placed: pools.length > 0,
     reason: "ObjectsUnreadable",
-    message: `nothing is changed until these children match the installed CRDs (kubectl edit): ${names}`,
-    pools: world.cvc.status?.pools ?? [],
+    message,
+    pools,
     children: all.map(asObserved).sort(byKindAndName),
+    conditions: [{ type: CVC_CONDITION.unreadable, status: "True", reason: "ObjectsSkipped", message }],
+    held: true,
   };
 }
 
-function asObserved(object: KubeObject): KubeObject {
+/** An observed child as the hook returns it to keep it unchanged: its identity, labels, annotations, finalizers and spec. */
+export function asObserved(object: KubeObject): KubeObject {
   const { name, namespace, labels, annotations, finalizers } = object.metadata;
   return {
     apiVersion: object.apiVersion,
@@ -200,7 +207,9 @@ export function volumeStatus(world: VolumeWorld, outcome: Outcome, now: Date): C
   const generation = cvc.metadata.generation;
   const previous = cvc.status?.conditions;
   const bound: ConditionInput = { type: CVC_CONDITION.bound, status: outcome.phase === "Bound" ? "True" : "False", reason: outcome.reason, message: outcome.message };
-  const updates: Condition[] = [bound, placed, healthy, ...(outcome.conditions ?? [])].map((c) => nextCondition(previous, c, now, generation));
+  const readable: ConditionInput = { type: CVC_CONDITION.unreadable, status: "False", reason: "AllObjectsRead", message: "every child was read" };
+  const judged = outcome.held ? [] : [healthy, readable];
+  const updates: Condition[] = [bound, placed, ...judged, ...(outcome.conditions ?? [])].map((c) => nextCondition(previous, c, now, generation));
   const status: CVCStatus = {
     phase: outcome.phase,
     reason: outcome.reason,

@@ -85,10 +85,12 @@ describe("golden answers validate against the CRD schemas", () => {
   for (const area of ["cvc-sync", "cvc-finalize"]) {
     for (const c of goldenCases(area)) {
       it(`${area}/${c.name}: volume children and CVC status`, () => {
-        const request = c.read("request.yaml") as { parent: { status?: unknown } };
-        const response = c.read("response.yaml") as { children?: { kind?: string; metadata?: { name?: string } }[]; status?: unknown };
+        const request = c.read("request.yaml") as { parent: { status?: unknown }; children?: Record<string, Record<string, unknown>> };
+        const observedChildren = new Map(Object.values(request.children ?? {}).flatMap((byName) => Object.entries(byName)));
+        const response = c.read("response.yaml") as { children?: { kind?: string; metadata?: { name?: string; namespace?: string } }[]; status?: unknown };
         for (const child of response.children ?? []) {
-          if (child.kind === "CStorVolume" || child.kind === "CStorVolumeReplica") expectValidChild(child, `${area}/${c.name}`);
+          if (child.kind !== "CStorVolume" && child.kind !== "CStorVolumeReplica") continue;
+          expectValidChild(child, `${area}/${c.name}`, observedChildren.get(`${child.metadata?.namespace ?? ""}/${child.metadata?.name}`));
         }
         expectValid(cvcStatus, response.status, `${area}/${c.name} status`, request.parent.status);
       });
