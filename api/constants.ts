@@ -20,6 +20,7 @@ export const KIND = {
 
 /** Metacontroller v2 object-map keys: "<Kind>.<group>/<version>", core group "<Kind>.<version>". */
 export const TYPE_KEY = {
+  cspc: `${KIND.cspc}.${API_VERSION}`,
   cspi: `${KIND.cspi}.${API_VERSION}`,
   blockDevice: `${KIND.blockDevice}.${API_VERSION}`,
   blockDeviceClaim: `${KIND.blockDeviceClaim}.${API_VERSION}`,

@@ -27,6 +27,7 @@ import type {
   CVSchema,
   CVSpecSchema,
   CVStatusSchema,
+  SkippedPoolSchema,
 } from "./volume-schema.js";
 
 export type ObjectMeta = Static<typeof ObjectMetaSchema>;
@@ -53,6 +54,7 @@ export type CV = Static<typeof CVSchema>;
 export type CVRSpec = Static<typeof CVRSpecSchema>;
 export type CVRStatus = Static<typeof CVRStatusSchema>;
 export type CVR = Static<typeof CVRSchema>;
+export type SkippedPool = Static<typeof SkippedPoolSchema>;
 
 /** Any Kubernetes object as it travels in JSON. */
 export interface KubeObject {

@@ -7,6 +7,8 @@ import type {
   CSPC,
   CSPI,
   CustomizeRequest,
+  CV,
+  CVC,
   DecoratorSyncRequest,
   KubeObject,
   ObjectMap,
@@ -16,6 +18,7 @@ import { TypeCompiler } from "@sinclair/typebox/compiler";
 import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
 import { KIND, TYPE_KEY } from "../api/constants.js";
 import { BlockDeviceClaimSchema, BlockDeviceSchema, CSPCSchema, CSPISchema, ObjectMetaSchema } from "../api/schema.js";
+import { CVCSchema, CVRSchema, CVSchema } from "../api/volume-schema.js";
 import { BadRequestError } from "./errors.js";
 
 function isRecord(value: unknown): value is Record<string, unknown> {
@@ -76,6 +79,9 @@ const SHAPES: Record<string, ValidateFunction> = {
   [KIND.cspi]: shapeOf(CSPISchema),
   [KIND.blockDevice]: shapeOf(BlockDeviceSchema),
   [KIND.blockDeviceClaim]: shapeOf(BlockDeviceClaimSchema),
+  [KIND.cvc]: shapeOf(CVCSchema),
+  [KIND.cv]: shapeOf(CVSchema),
+  [KIND.cvr]: shapeOf(CVRSchema),
 };
 const anyObject = shapeOf({ type: "object", required: ["apiVersion", "kind", "metadata"], properties: { apiVersion: { type: "string" }, metadata: ObjectMetaSchema } });
 const metadataOnly = shapeOf({ type: "object", properties: { metadata: ObjectMetaSchema } });
@@ -265,6 +271,8 @@ function requireBody(body: unknown): Record<string, unknown> {
 interface CheckedKinds {
   [KIND.cspc]: CSPC;
   [KIND.cspi]: CSPI;
+  [KIND.cvc]: CVC;
+  [KIND.cv]: CV;
 }
 
 export function parseCompositeRequest<K extends keyof CheckedKinds>(body: unknown, parentKind: K): CompositeSyncRequest<CheckedKinds[K]> {

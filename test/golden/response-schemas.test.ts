@@ -9,6 +9,7 @@ import { expect } from "chai";
 import { Ajv, type ValidateFunction } from "ajv";
 import { parseAllDocuments } from "yaml";
 import { BlockDeviceClaimSchema, CSPCStatusSchema, CSPISchema, CSPIStatusSchema } from "../../api/schema.js";
+import { CVCStatusSchema, CVRSchema, CVSchema, CVStatusSchema } from "../../api/volume-schema.js";
 import { deepEqual } from "../../testkit/merge-patch.js";
 import { FIXTURES, goldenCases } from "../support/golden.js";
 
@@ -19,7 +20,11 @@ ajv.addFormat("date-time", (text: string) => /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{
 const CHILD_SCHEMAS: Record<string, ValidateFunction> = {
   CStorPoolInstance: ajv.compile(CSPISchema),
   BlockDeviceClaim: ajv.compile(BlockDeviceClaimSchema),
+  CStorVolume: ajv.compile(CVSchema),
+  CStorVolumeReplica: ajv.compile(CVRSchema),
 };
+const cvcStatus = ajv.compile(CVCStatusSchema);
+const cvStatus = ajv.compile(CVStatusSchema);
 const cspcStatus = ajv.compile(CSPCStatusSchema);
 const cspiStatus = ajv.compile(CSPIStatusSchema);
 
@@ -73,6 +78,31 @@ describe("golden answers validate against the CRD schemas", () => {
         if (response.status !== undefined) expectValid(cspcStatus, response.status, `${area}/${c.name} status`, request.parent.status);
       });
     }
+  }
+
+  // Services, Deployments and PodDisruptionBudgets are created on a real API server by
+  // test/integration/cvc-loop.test.ts; the volume objects are checked here.
+  for (const area of ["cvc-sync", "cvc-finalize"]) {
+    for (const c of goldenCases(area)) {
+      it(`${area}/${c.name}: volume children and CVC status`, () => {
+        const request = c.read("request.yaml") as { parent: { status?: unknown }; children?: Record<string, Record<string, unknown>> };
+        const observedChildren = new Map(Object.values(request.children ?? {}).flatMap((byName) => Object.entries(byName)));
+        const response = c.read("response.yaml") as { children?: { kind?: string; metadata?: { name?: string; namespace?: string } }[]; status?: unknown };
+        for (const child of response.children ?? []) {
+          if (child.kind !== "CStorVolume" && child.kind !== "CStorVolumeReplica") continue;
+          expectValidChild(child, `${area}/${c.name}`, observedChildren.get(`${child.metadata?.namespace ?? ""}/${child.metadata?.name}`));
+        }
+        expectValid(cvcStatus, response.status, `${area}/${c.name} status`, request.parent.status);
+      });
+    }
+  }
+
+  for (const c of goldenCases("cv-status")) {
+    it(`cv-status/${c.name}: CStorVolume status`, () => {
+      const response = c.read("response.yaml") as { status?: unknown; attachments?: unknown[] };
+      expect(response.attachments).to.deep.equal([]);
+      expectValid(cvStatus, response.status, `cv-status/${c.name} status`);
+    });
   }
 
   // Their attachments are Deployments, which test/hooks/cspi-sync/apiserver.test.ts creates on a real API server.

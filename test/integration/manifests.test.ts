@@ -111,7 +111,12 @@ describe("integration: manifests on a real kube-apiserver", function () {
     const served = new Set(hookRoutes().map((route) => route.path));
     const service = find(objects, "Service", "cstor-pool-hooks");
     const container = find(objects, "Deployment", "cstor-pool-hooks").spec.template.spec.containers[0];
-    const controllers = [find(objects, "CompositeController", "cstor-pool-cluster"), find(objects, "DecoratorController", "cstor-pool-instance")];
+    const controllers = [
+      find(objects, "CompositeController", "cstor-pool-cluster"),
+      find(objects, "DecoratorController", "cstor-pool-instance"),
+      find(objects, "CompositeController", "cstor-volume-config"),
+      find(objects, "DecoratorController", "cstor-volume"),
+    ];
     const named: string[] = [];
     for (const controller of controllers) {
       for (const [hook, spec] of Object.entries<any>(controller.spec.hooks)) {
@@ -135,6 +140,11 @@ describe("integration: manifests on a real kube-apiserver", function () {
       "/hooks/cspc-sync",
       "/hooks/cspi-finalize",
       "/hooks/cspi-sync",
+      "/hooks/cv-customize",
+      "/hooks/cv-status",
+      "/hooks/cvc-customize",
+      "/hooks/cvc-finalize",
+      "/hooks/cvc-sync",
     ]);
   });
 
