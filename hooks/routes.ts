@@ -7,6 +7,8 @@ import { syncCspc } from "./cspc-sync/sync.js";
 import { syncCspi } from "./cspi-sync/sync.js";
 import { finalizeCspc } from "./finalize/cspc.js";
 import { finalizeCspi } from "./finalize/cspi.js";
+import { customizeStorageClass } from "./storageclass/customize.js";
+import { syncStorageClass } from "./storageclass/sync.js";
 
 export function hookRoutes(
   config: HookConfig = DEFAULT_HOOK_CONFIG,
@@ -18,6 +20,9 @@ export function hookRoutes(
     { path: "/hooks/cspc-finalize", name: "cspc-finalize", handle: (body, ctx) => finalizeCspc(body, ctx.clock, config) },
     { path: "/hooks/cspi-sync", name: "cspi-sync", handle: (body, ctx) => syncCspi(body, ctx.clock, config) },
     { path: "/hooks/cspi-finalize", name: "cspi-finalize", handle: (body, ctx) => finalizeCspi(body, ctx.clock, config) },
+    { path: "/hooks/storageclass-customize", name: "storageclass-customize", handle: (body) => customizeStorageClass(body) },
+    { path: "/hooks/storageclass-sync", name: "storageclass-sync", handle: (body, ctx) => syncStorageClass(body, ctx.clock) },
+    { path: "/hooks/storageclass-finalize", name: "storageclass-finalize", handle: (body, ctx) => syncStorageClass(body, ctx.clock) },
     { path: "/admission/cspc", name: "admission-cspc", handle: (body, ctx) => admitCspc(body, admission, ctx.log) },
   ];
 }

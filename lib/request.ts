@@ -14,6 +14,7 @@ import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
 import { KIND } from "../api/constants.js";
 import { BlockDeviceClaimSchema, BlockDeviceSchema, CSPCSchema, CSPISchema, ObjectMetaSchema } from "../api/schema.js";
 import { BadRequestError } from "./errors.js";
+import type { StorageClass } from "./provision/objects.js";
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
@@ -234,6 +235,7 @@ function requireBody(body: unknown): Record<string, unknown> {
 interface CheckedKinds {
   [KIND.cspc]: CSPC;
   [KIND.cspi]: CSPI;
+  [KIND.storageClass]: StorageClass;
 }
 
 export function parseCompositeRequest<K extends keyof CheckedKinds>(body: unknown, parentKind: K): CompositeSyncRequest<CheckedKinds[K]> {

@@ -1,0 +1,68 @@
+// The built-in objects the StorageClass path reads and writes, with only the fields it uses. They come from
+// the API server, so their types are Kubernetes'; every field is optional here and read where it is used.
+import type { KubeObject } from "../../api/types.js";
+
+export interface StorageClass extends KubeObject {
+  provisioner?: string;
+  parameters?: Record<string, string>;
+  reclaimPolicy?: string;
+  allowVolumeExpansion?: boolean;
+  mountOptions?: string[];
+  volumeBindingMode?: string;
+}
+
+export interface PersistentVolumeClaim extends KubeObject {
+  spec?: {
+    storageClassName?: string;
+    accessModes?: string[];
+    resources?: { requests?: Record<string, string> };
+    volumeMode?: string;
+    volumeName?: string;
+    selector?: unknown;
+    dataSource?: { kind?: string; name?: string };
+    dataSourceRef?: { kind?: string; name?: string };
+  };
+}
+
+export interface ClaimReference {
+  apiVersion?: string;
+  kind?: string;
+  namespace?: string;
+  name?: string;
+  uid?: string;
+}
+
+export interface IscsiSource {
+  targetPortal: string;
+  iqn: string;
+  lun: number;
+  fsType?: string;
+  readOnly?: boolean;
+}
+
+export interface PersistentVolumeSpec {
+  capacity?: Record<string, string>;
+  accessModes?: string[];
+  volumeMode?: string;
+  storageClassName?: string;
+  persistentVolumeReclaimPolicy?: string;
+  mountOptions?: string[];
+  claimRef?: ClaimReference;
+  iscsi?: IscsiSource;
+}
+
+export interface PersistentVolume extends KubeObject {
+  spec?: PersistentVolumeSpec;
+  status?: { phase?: string };
+}
+
+export interface CoreEvent extends KubeObject {
+  involvedObject: ClaimReference;
+  reason: string;
+  message: string;
+  type: "Normal" | "Warning";
+  source: { component: string };
+  firstTimestamp: string;
+  lastTimestamp: string;
+  count: number;
+}

@@ -1,0 +1,87 @@
+// A cStor StorageClass's parameters, checked. A StorageClass cannot be edited, so every message says what to
+// write in a new class. The class is judged as a whole: every problem is named, not only the first.
+import { LIMITS, PROVISIONING } from "../../api/constants.js";
+import type { StorageClass } from "./objects.js";
+
+/** Where a CStorPoolCluster named without a namespace is: the install's namespace. */
+export const DEFAULT_POOL_NAMESPACE = "openebs";
+
+export const FS_TYPES = ["ext4", "xfs"] as const;
+export const DEFAULT_FS_TYPE = "ext4";
+/** Upstream cStor's classes carry cas-type: cstor; tolerated so that they can be reused. */
+const UPSTREAM_CAS_TYPE = "cstor";
+const KNOWN_PARAMETERS = ["cstorPoolCluster", "replicaCount", "fsType", "cas-type"];
+
+const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+
+export interface ClassParameters {
+  poolNamespace: string;
+  cstorPoolCluster: string;
+  replicaCount: number;
+  fsType: string;
+}
+
+export type ClassCheck = { ok: true; parameters: ClassParameters } | { ok: false; problems: string[] };
+
+/** The class's parameters, or every reason it cannot provision, each naming the field and the fix. */
+export function checkClass(storageClass: StorageClass): ClassCheck {
+  const name = storageClass.metadata.name;
+  const where = `StorageClass ${name}`;
+  if (storageClass.provisioner !== PROVISIONING.provisioner) {
+    return {
+      ok: false,
+      problems: [
+        `${where} carries the label ${PROVISIONING.classLabel} but its provisioner is ${JSON.stringify(storageClass.provisioner ?? "")}: ` +
+          `remove the label, or create a class with provisioner: ${PROVISIONING.provisioner}`,
+      ],
+    };
+  }
+  const parameters = storageClass.parameters ?? {};
+  const problems: string[] = [];
+  const recreate = "(parameters cannot be edited: create a new class, or delete this one and create it again)";
+  for (const key of Object.keys(parameters).sort()) {
+    if (!KNOWN_PARAMETERS.includes(key)) {
+      problems.push(`${where}: parameters.${key} is not a cStor parameter; the parameters are ${KNOWN_PARAMETERS.join(", ")} ${recreate}`);
+    }
+  }
+  const casType = parameters["cas-type"];
+  if (casType !== undefined && casType !== UPSTREAM_CAS_TYPE) {
+    problems.push(`${where}: parameters.cas-type is ${JSON.stringify(casType)}; only "${UPSTREAM_CAS_TYPE}" is served here: remove it or set it to "${UPSTREAM_CAS_TYPE}" ${recreate}`);
+  }
+
+  const poolCluster = poolClusterOf(parameters.cstorPoolCluster);
+  if (typeof poolCluster === "string") problems.push(`${where}: ${poolCluster} ${recreate}`);
+
+  const replicaText = parameters.replicaCount;
+  const replicaCount = replicaText !== undefined && /^[0-9]+$/.test(replicaText.trim()) ? Number(replicaText.trim()) : undefined;
+  if (replicaText === undefined) {
+    problems.push(`${where}: parameters.replicaCount is missing: set it to the number of pools holding each volume, "1" to "${LIMITS.replicasPerVolume}" (e.g. "3") ${recreate}`);
+  } else if (replicaCount === undefined || replicaCount < 1 || replicaCount > LIMITS.replicasPerVolume) {
+    problems.push(`${where}: parameters.replicaCount is ${JSON.stringify(replicaText)}; it must be a whole number from "1" to "${LIMITS.replicasPerVolume}" ${recreate}`);
+  }
+
+  const fsType = parameters.fsType ?? DEFAULT_FS_TYPE;
+  if (!(FS_TYPES as readonly string[]).includes(fsType)) {
+    problems.push(`${where}: parameters.fsType is ${JSON.stringify(fsType)}; it must be one of ${FS_TYPES.join(", ")} (default ${DEFAULT_FS_TYPE}) ${recreate}`);
+  }
+  if (storageClass.reclaimPolicy !== undefined && !["Delete", "Retain"].includes(storageClass.reclaimPolicy)) {
+    problems.push(`${where}: reclaimPolicy ${storageClass.reclaimPolicy} is not supported: use Delete or Retain`);
+  }
+
+  if (problems.length > 0 || typeof poolCluster === "string" || replicaCount === undefined) return { ok: false, problems };
+  return { ok: true, parameters: { ...poolCluster, replicaCount, fsType } };
+}
+
+/** "<name>" (in the install's namespace) or "<namespace>/<name>"; a string is what is wrong with it. */
+function poolClusterOf(value: string | undefined): { poolNamespace: string; cstorPoolCluster: string } | string {
+  if (value === undefined || value.trim() === "") {
+    return `parameters.cstorPoolCluster is missing: name the CStorPoolCluster whose pools hold the volumes, as "<name>" (in ${DEFAULT_POOL_NAMESPACE}) or "<namespace>/<name>"`;
+  }
+  const parts = value.trim().split("/");
+  const [poolNamespace, cstorPoolCluster] = parts.length === 2 ? parts : [DEFAULT_POOL_NAMESPACE, parts[0]];
+  if (parts.length > 2 || !DNS_LABEL.test(poolNamespace) || !DNS_SUBDOMAIN.test(cstorPoolCluster) || cstorPoolCluster.length > LIMITS.cspcNameLength) {
+    return `parameters.cstorPoolCluster is ${JSON.stringify(value)}; write "<name>" or "<namespace>/<name>" with a CStorPoolCluster name (lowercase letters, digits, "-" and ".", at most ${LIMITS.cspcNameLength} characters)`;
+  }
+  return { poolNamespace, cstorPoolCluster };
+}
