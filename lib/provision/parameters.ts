@@ -1,5 +1,5 @@
-// A cStor StorageClass's parameters, checked. A StorageClass cannot be edited, so every message says what to
-// write in a new class. The class is judged as a whole: every problem is named, not only the first.
+// A cStor StorageClass's parameters, checked. A class's parameters cannot be edited, so the message says how to
+// replace it. The class is judged as a whole: every problem is named, not only the first.
 import { LIMITS, PROVISIONING } from "../../api/constants.js";
 import type { StorageClass } from "./objects.js";
 
@@ -22,61 +22,61 @@ export interface ClassParameters {
   fsType: string;
 }
 
-export type ClassCheck = { ok: true; parameters: ClassParameters } | { ok: false; problems: string[] };
+/** `problem`: every reason the class cannot provision, each naming the field and the fix, in one message. */
+export type ClassCheck = { ok: true; parameters: ClassParameters } | { ok: false; problem: string };
 
 /** The class's parameters, or every reason it cannot provision, each naming the field and the fix. */
 export function checkClass(storageClass: StorageClass): ClassCheck {
-  const name = storageClass.metadata.name;
-  const where = `StorageClass ${name}`;
+  const problems: string[] = [];
   if (storageClass.provisioner !== PROVISIONING.provisioner) {
-    return {
-      ok: false,
-      problems: [
-        `${where} carries the label ${PROVISIONING.classLabel} but its provisioner is ${JSON.stringify(storageClass.provisioner ?? "")}: ` +
-          `remove the label, or create a class with provisioner: ${PROVISIONING.provisioner}`,
-      ],
-    };
+    problems.push(`it carries the label ${PROVISIONING.classLabel} but its provisioner is ${JSON.stringify(storageClass.provisioner ?? "")}: remove the label, or use provisioner ${PROVISIONING.provisioner}`);
+    return refused(storageClass, problems);
   }
   const parameters = storageClass.parameters ?? {};
-  const problems: string[] = [];
-  const recreate = "(parameters cannot be edited: create a new class, or delete this one and create it again)";
   for (const key of Object.keys(parameters).sort()) {
-    if (!KNOWN_PARAMETERS.includes(key)) {
-      problems.push(`${where}: parameters.${key} is not a cStor parameter; the parameters are ${KNOWN_PARAMETERS.join(", ")} ${recreate}`);
-    }
+    if (!KNOWN_PARAMETERS.includes(key)) problems.push(`parameters.${key} is not a cStor parameter (they are ${KNOWN_PARAMETERS.join(", ")})`);
   }
   const casType = parameters["cas-type"];
   if (casType !== undefined && casType !== UPSTREAM_CAS_TYPE) {
-    problems.push(`${where}: parameters.cas-type is ${JSON.stringify(casType)}; only "${UPSTREAM_CAS_TYPE}" is served here: remove it or set it to "${UPSTREAM_CAS_TYPE}" ${recreate}`);
+    problems.push(`parameters.cas-type is ${JSON.stringify(casType)}; only "${UPSTREAM_CAS_TYPE}" is served here: remove it or write "${UPSTREAM_CAS_TYPE}"`);
   }
 
   const poolCluster = poolClusterOf(parameters.cstorPoolCluster);
-  if (typeof poolCluster === "string") problems.push(`${where}: ${poolCluster} ${recreate}`);
+  if (typeof poolCluster === "string") problems.push(poolCluster);
 
   const replicaText = parameters.replicaCount;
   const replicaCount = replicaText !== undefined && /^[0-9]+$/.test(replicaText.trim()) ? Number(replicaText.trim()) : undefined;
   if (replicaText === undefined) {
-    problems.push(`${where}: parameters.replicaCount is missing: set it to the number of pools holding each volume, "1" to "${LIMITS.replicasPerVolume}" (e.g. "3") ${recreate}`);
+    problems.push(`parameters.replicaCount is missing: write how many pools hold each volume, "1" to "${LIMITS.replicasPerVolume}" (e.g. "3")`);
   } else if (replicaCount === undefined || replicaCount < 1 || replicaCount > LIMITS.replicasPerVolume) {
-    problems.push(`${where}: parameters.replicaCount is ${JSON.stringify(replicaText)}; it must be a whole number from "1" to "${LIMITS.replicasPerVolume}" ${recreate}`);
+    problems.push(`parameters.replicaCount is ${JSON.stringify(replicaText)}; write a whole number from "1" to "${LIMITS.replicasPerVolume}"`);
   }
 
   const fsType = parameters.fsType ?? DEFAULT_FS_TYPE;
   if (!(FS_TYPES as readonly string[]).includes(fsType)) {
-    problems.push(`${where}: parameters.fsType is ${JSON.stringify(fsType)}; it must be one of ${FS_TYPES.join(", ")} (default ${DEFAULT_FS_TYPE}) ${recreate}`);
+    problems.push(`parameters.fsType is ${JSON.stringify(fsType)}; write one of ${FS_TYPES.join(", ")} (default ${DEFAULT_FS_TYPE})`);
   }
   if (storageClass.reclaimPolicy !== undefined && !["Delete", "Retain"].includes(storageClass.reclaimPolicy)) {
-    problems.push(`${where}: reclaimPolicy ${storageClass.reclaimPolicy} is not supported: use Delete or Retain`);
+    problems.push(`reclaimPolicy ${storageClass.reclaimPolicy} is not served: write Delete or Retain`);
   }
 
-  if (problems.length > 0 || typeof poolCluster === "string" || replicaCount === undefined) return { ok: false, problems };
+  if (problems.length > 0 || typeof poolCluster === "string" || replicaCount === undefined) return refused(storageClass, problems);
   return { ok: true, parameters: { ...poolCluster, replicaCount, fsType } };
+}
+
+function refused(storageClass: StorageClass, problems: string[]): ClassCheck {
+  return {
+    ok: false,
+    problem:
+      `StorageClass ${storageClass.metadata.name} cannot provision: ${problems.join("; ")}. ` +
+      "A class's provisioner and parameters cannot be edited: create a new class, or delete this one and create it again.",
+  };
 }
 
 /** "<name>" (in the install's namespace) or "<namespace>/<name>"; a string is what is wrong with it. */
 function poolClusterOf(value: string | undefined): { poolNamespace: string; cstorPoolCluster: string } | string {
   if (value === undefined || value.trim() === "") {
-    return `parameters.cstorPoolCluster is missing: name the CStorPoolCluster whose pools hold the volumes, as "<name>" (in ${DEFAULT_POOL_NAMESPACE}) or "<namespace>/<name>"`;
+    return `parameters.cstorPoolCluster is missing: name the CStorPoolCluster whose pools hold the volumes, "<name>" (in ${DEFAULT_POOL_NAMESPACE}) or "<namespace>/<name>"`;
   }
   const parts = value.trim().split("/");
   const [poolNamespace, cstorPoolCluster] = parts.length === 2 ? parts : [DEFAULT_POOL_NAMESPACE, parts[0]];

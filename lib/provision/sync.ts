@@ -52,8 +52,8 @@ export function syncStorageClassRequest(request: DecoratorSyncRequest<StorageCla
   const observed = observe(request);
   const check = checkClass(storageClass);
   const classProblem = request.finalizing
-    ? `StorageClass ${storageClass.metadata.name} is being deleted or lost its label ${PROVISIONING.classLabel}: it provisions no new volume, and goes once the ${observed.cvcs.size + observed.pvs.size} volume objects it made are deleted`
-    : check.ok ? poolClusterProblem(request, check.parameters) : check.problems.join("; ");
+    ? `StorageClass ${storageClass.metadata.name} is being deleted or lost its label ${PROVISIONING.classLabel}: it provisions no new volume, and goes once no CStorVolumeConfig or PersistentVolume it made remains (${observed.cvcs.size + observed.pvs.size} now)`
+    : check.ok ? poolClusterProblem(request, check.parameters) : check.problem;
   const volumes: KubeObject[] = [];
   const notices = new Map<PersistentVolumeClaim, Notice>();
 
@@ -92,7 +92,7 @@ export function syncStorageClassRequest(request: DecoratorSyncRequest<StorageCla
 function plannedVolume(claim: PersistentVolumeClaim, check: ClassCheck, classProblem: string | undefined): { parameters: ClassParameters; capacity: string } | string {
   if (classProblem !== undefined) return classProblem;
   // A class that fails its check always has a classProblem; this narrows the type.
-  if (!check.ok) return check.problems.join("; ");
+  if (!check.ok) return check.problem;
   const claimCheck = checkClaim(claim);
   return claimCheck.ok ? { parameters: check.parameters, capacity: claimCheck.capacity } : claimCheck.problem;
 }

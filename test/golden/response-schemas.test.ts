@@ -9,6 +9,7 @@ import { expect } from "chai";
 import { Ajv, type ValidateFunction } from "ajv";
 import { parseAllDocuments } from "yaml";
 import { BlockDeviceClaimSchema, CSPCStatusSchema, CSPISchema, CSPIStatusSchema } from "../../api/schema.js";
+import { CVCSchema } from "../../api/volume-schema.js";
 import { deepEqual } from "../../testkit/merge-patch.js";
 import { FIXTURES, goldenCases } from "../support/golden.js";
 
@@ -19,6 +20,7 @@ ajv.addFormat("date-time", (text: string) => /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{
 const CHILD_SCHEMAS: Record<string, ValidateFunction> = {
   CStorPoolInstance: ajv.compile(CSPISchema),
   BlockDeviceClaim: ajv.compile(BlockDeviceClaimSchema),
+  CStorVolumeConfig: ajv.compile(CVCSchema),
 };
 const cspcStatus = ajv.compile(CSPCStatusSchema);
 const cspiStatus = ajv.compile(CSPIStatusSchema);
@@ -84,6 +86,14 @@ describe("golden answers validate against the CRD schemas", () => {
         if (response.status !== undefined) expectValid(cspiStatus, response.status, `${area}/${c.name} status`, request.object.status);
       });
     }
+  }
+
+  // Their PVs and Events are built-in objects, which test/hooks/storageclass/apiserver.test.ts sends to a real API server.
+  for (const c of goldenCases("storageclass-sync")) {
+    it(`storageclass-sync/${c.name}: CStorVolumeConfigs`, () => {
+      const response = c.read("response.yaml") as { attachments: { kind?: string; metadata?: { name?: string } }[] };
+      for (const cvc of response.attachments.filter((a) => a.kind === "CStorVolumeConfig")) expectValidChild(cvc, `storageclass-sync/${c.name}`);
+    });
   }
 
   for (const c of goldenCases("node-daemon/planner")) {

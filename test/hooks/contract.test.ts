@@ -17,6 +17,7 @@ const AREAS: Record<string, { path: string; keys: string[]; list: "children" | "
   "cspc-finalize": { path: "/hooks/cspc-finalize", keys: COMPOSITE_KEYS, list: "children" },
   "cspi-sync": { path: "/hooks/cspi-sync", keys: DECORATOR_KEYS, list: "attachments" },
   "cspi-finalize": { path: "/hooks/cspi-finalize", keys: DECORATOR_KEYS, list: "attachments" },
+  "storageclass-sync": { path: "/hooks/storageclass-sync", keys: DECORATOR_KEYS, list: "attachments" },
 };
 const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
 const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
