@@ -100,6 +100,12 @@ export const PROVISIONING = {
   /** The Event reason on a PVC whose volume is being made. */
   waitingReason: "Provisioning",
   eventSource: "cstor-provisioner",
+  /** The class parameters served; upstream cStor's `cas-type: cstor` is tolerated so its classes can be reused. */
+  parameters: ["cstorPoolCluster", "replicaCount", "fsType", "cas-type"],
+  upstreamCasType: "cstor",
+  /** Filesystems the kubelet formats a volume with (the class's fsType). */
+  fsTypes: ["ext4", "xfs"],
+  defaultFsType: "ext4",
 } as const;
 
 /** CSPI condition types. PodAvailable and NodeDaemonHeartbeat belong to cspi-sync, the rest to the node daemon. */

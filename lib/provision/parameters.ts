@@ -6,11 +6,10 @@ import type { StorageClass } from "./objects.js";
 /** Where a CStorPoolCluster named without a namespace is: the install's namespace. */
 export const DEFAULT_POOL_NAMESPACE = "openebs";
 
-export const FS_TYPES = ["ext4", "xfs"] as const;
-export const DEFAULT_FS_TYPE = "ext4";
-/** Upstream cStor's classes carry cas-type: cstor; tolerated so that they can be reused. */
-const UPSTREAM_CAS_TYPE = "cstor";
-const KNOWN_PARAMETERS = ["cstorPoolCluster", "replicaCount", "fsType", "cas-type"];
+const FS_TYPES: readonly string[] = PROVISIONING.fsTypes;
+export const DEFAULT_FS_TYPE = PROVISIONING.defaultFsType;
+const UPSTREAM_CAS_TYPE = PROVISIONING.upstreamCasType;
+const KNOWN_PARAMETERS: readonly string[] = PROVISIONING.parameters;
 
 const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
@@ -53,7 +52,7 @@ export function checkClass(storageClass: StorageClass): ClassCheck {
   }
 
   const fsType = parameters.fsType ?? DEFAULT_FS_TYPE;
-  if (!(FS_TYPES as readonly string[]).includes(fsType)) {
+  if (!FS_TYPES.includes(fsType)) {
     problems.push(`parameters.fsType is ${JSON.stringify(fsType)}; write one of ${FS_TYPES.join(", ")} (default ${DEFAULT_FS_TYPE})`);
   }
   if (storageClass.reclaimPolicy !== undefined && !["Delete", "Retain"].includes(storageClass.reclaimPolicy)) {
