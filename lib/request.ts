@@ -13,6 +13,7 @@ import type {
 import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
 import { KIND } from "../api/constants.js";
 import { BlockDeviceClaimSchema, BlockDeviceSchema, CSPCSchema, CSPISchema, ObjectMetaSchema } from "../api/schema.js";
+import { CVCSchema, CVSchema } from "../api/volume-schema.js";
 import { BadRequestError } from "./errors.js";
 import type { StorageClass } from "./provision/objects.js";
 
@@ -74,6 +75,8 @@ const SHAPES: Record<string, ValidateFunction> = {
   [KIND.cspi]: shapeOf(CSPISchema),
   [KIND.blockDevice]: shapeOf(BlockDeviceSchema),
   [KIND.blockDeviceClaim]: shapeOf(BlockDeviceClaimSchema),
+  [KIND.cvc]: shapeOf(CVCSchema),
+  [KIND.cv]: shapeOf(CVSchema),
 };
 const anyObject = shapeOf({ type: "object", required: ["apiVersion", "kind", "metadata"], properties: { apiVersion: { type: "string" }, metadata: ObjectMetaSchema } });
 const metadataOnly = shapeOf({ type: "object", properties: { metadata: ObjectMetaSchema } });

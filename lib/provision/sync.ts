@@ -21,6 +21,8 @@ interface Notice {
 
 interface Observed {
   claims: Map<string, PersistentVolumeClaim>;
+  /** Attachments the hooks cannot read (stored under an older schema, say), by volume name: held as they are. */
+  held: Map<string, KubeObject[]>;
   cvcs: Map<string, CVC>;
   pvs: Map<string, PersistentVolume>;
   cvs: Map<string, CV>;
@@ -38,8 +40,14 @@ const namespaced = (object: KubeObject): string => `${object.metadata.namespace}
 function observe(request: DecoratorSyncRequest<StorageClass>): Observed {
   // The API server gives every stored object a uid; the volume is named after it.
   const claims = objectsOf<PersistentVolumeClaim>(request.related, TYPE_KEY.persistentVolumeClaim).filter((claim) => claim.metadata.uid);
+  const held = new Map<string, KubeObject[]>();
+  for (const { object } of (request.unreadable ?? []).filter((u) => u.field === "attachments")) {
+    // A volume's objects and its PVC's Event share the volume's name.
+    held.set(nameOf(object), [...(held.get(nameOf(object)) ?? []), object]);
+  }
   return {
     claims: byKey(claims, volumeName),
+    held,
     cvcs: byKey(objectsOf<CVC>(request.attachments, TYPE_KEY.cvc), nameOf),
     pvs: byKey(objectsOf<PersistentVolume>(request.attachments, TYPE_KEY.persistentVolume), nameOf),
     cvs: byKey(objectsOf<CV>(request.related, TYPE_KEY.cv), namespaced),
@@ -57,8 +65,16 @@ export function syncStorageClassRequest(request: DecoratorSyncRequest<StorageCla
   const volumes: KubeObject[] = [];
   const notices = new Map<PersistentVolumeClaim, Notice>();
 
+  // A volume with an object the hooks cannot read is held as it is: what it holds cannot be known, so nothing
+  // of it is created, changed or deleted until that object is fixed (docs/decisions.md, 16).
+  for (const objects of observed.held.values()) volumes.push(...objects.map(heldView));
+
   // Volumes that exist: kept while their claim lives, then by reclaim policy.
   for (const name of [...new Set([...observed.cvcs.keys(), ...observed.pvs.keys()])].sort()) {
+    if (observed.held.has(name)) {
+      volumes.push(...[observed.cvcs.get(name), observed.pvs.get(name)].filter((o) => o !== undefined).map(heldView));
+      continue;
+    }
     const cvc = observed.cvcs.get(name);
     const pv = observed.pvs.get(name);
     const claim = observed.claims.get(name);
@@ -74,18 +90,30 @@ export function syncStorageClassRequest(request: DecoratorSyncRequest<StorageCla
 
   // Claims handed to us that have no volume yet.
   for (const claim of observed.claims.values()) {
-    if (observed.cvcs.has(volumeName(claim)) || observed.pvs.has(volumeName(claim)) || !isHandedToUs(claim, storageClass)) continue;
+    const name = volumeName(claim);
+    if (observed.cvcs.has(name) || observed.pvs.has(name) || observed.held.has(name) || !isHandedToUs(claim, storageClass)) continue;
     const planned = plannedVolume(claim, check, classProblem);
     if (typeof planned === "string") notices.set(claim, { type: "Warning", reason: PROVISIONING.failedReason, message: planned });
     else volumes.push(newCvc(claim, storageClass, planned.parameters, planned.capacity));
   }
 
   const events = [...notices].map(([claim, notice]) => event(claim, notice, observed.events, clock));
+  const unreadable = (request.unreadable ?? []).filter((u) => u.field === "attachments");
+  const heldProblem = unreadable.length === 0 ? undefined : unreadable
+    .map((u) => `cannot read ${u.object.kind} ${u.object.metadata.namespace ? namespaced(u.object) : nameOf(u.object)} (${u.problem}): its volume is held as it is; fix the object`)
+    .join("; ");
   return {
-    annotations: { [PROVISIONING.classAnnotation]: classProblem ?? READY },
+    annotations: { [PROVISIONING.classAnnotation]: [classProblem, heldProblem].filter(Boolean).join("; ") || READY },
     attachments: [...volumes, ...events].sort(byKindAndName),
     ...(request.finalizing ? { finalized: volumes.length === 0 } : {}),
   };
+}
+
+/** An object as observed, without what the API server and other writers own (Metacontroller would revert it). */
+function heldView(object: KubeObject): KubeObject {
+  const { status: _status, ...rest } = object;
+  const { name, namespace, labels, annotations } = object.metadata;
+  return { ...rest, metadata: { name, namespace, labels, annotations } };
 }
 
 /** A new claim's volume, or why it gets none: the class's problem first, then the claim's own. */

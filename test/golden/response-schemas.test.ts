@@ -91,8 +91,12 @@ describe("golden answers validate against the CRD schemas", () => {
   // Their PVs and Events are built-in objects, which test/hooks/storageclass/apiserver.test.ts sends to a real API server.
   for (const c of goldenCases("storageclass-sync")) {
     it(`storageclass-sync/${c.name}: CStorVolumeConfigs`, () => {
-      const response = c.read("response.yaml") as { attachments: { kind?: string; metadata?: { name?: string } }[] };
-      for (const cvc of response.attachments.filter((a) => a.kind === "CStorVolumeConfig")) expectValidChild(cvc, `storageclass-sync/${c.name}`);
+      const request = c.read("request.yaml") as { attachments: Record<string, Record<string, unknown>> };
+      const observed = request.attachments["CStorVolumeConfig.openebs.io/v1alpha1"] ?? {};
+      const response = c.read("response.yaml") as { attachments: { kind?: string; metadata?: { name?: string; namespace?: string } }[] };
+      for (const cvc of response.attachments.filter((a) => a.kind === "CStorVolumeConfig")) {
+        expectValidChild(cvc, `storageclass-sync/${c.name}`, observed[`${cvc.metadata?.namespace}/${cvc.metadata?.name}`]);
+      }
     });
   }
 
