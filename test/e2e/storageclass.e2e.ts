@@ -15,7 +15,7 @@ import { MetacontrollerProcess, pointHooksAt, realMetacontrollerFromEnv } from "
 type Obj = Record<string, any>;
 const NS = "shop";
 const WAIT_MS = 60_000;
-const SAMPLE_CLASS = parse(readFileSync(repoPath("metacontroller/samples/storageclass-cstor.yaml"), "utf8")) as Obj;
+const SAMPLE_CLASS = parse(readFileSync(repoPath("metacontroller/samples/volumes/storageclass-cstor.yaml"), "utf8")) as Obj;
 
 describe("e2e: from a StorageClass to a Bound volume under the real Metacontroller", function () {
   this.timeout(10 * 60_000);
@@ -40,7 +40,7 @@ describe("e2e: from a StorageClass to a Bound volume under the real Metacontroll
     await cluster.kubectl(["create", "namespace", NS]);
     await cluster.kubectl(["apply", "--server-side", "-f", repoPath("metacontroller/samples/cspc-mirror.yaml")]);
     metacontroller = await MetacontrollerProcess.start(real.bin, cluster.admin.kubeconfig);
-    await cluster.kubectl(["apply", "--server-side", "-f", repoPath("metacontroller/samples/storageclass-cstor.yaml")]);
+    await cluster.kubectl(["apply", "--server-side", "-f", repoPath("metacontroller/samples/volumes/storageclass-cstor.yaml")]);
   });
 
   after(async () => {

@@ -14,7 +14,7 @@ import { MetacontrollerDriver, serveHooks, type Obj } from "../support/metacontr
 const NS = "shop";
 const POOLS_NS = "openebs";
 const DECORATOR = "cstor-storage-class";
-const SAMPLE_CLASS = parse(readFileSync(repoPath("metacontroller/samples/storageclass-cstor.yaml"), "utf8")) as Obj;
+const SAMPLE_CLASS = parse(readFileSync(repoPath("metacontroller/samples/volumes/storageclass-cstor.yaml"), "utf8")) as Obj;
 
 describe("integration: from a StorageClass to a Bound volume (real PV controller)", function () {
   this.timeout(20 * 60_000);

@@ -5,7 +5,7 @@ import { customizeStorageClass } from "../../../hooks/storageclass/customize.js"
 import { BadRequestError } from "../../../lib/errors.js";
 import { repoPath } from "../../support/kube.js";
 
-const SAMPLE = parse(readFileSync(repoPath("metacontroller/samples/storageclass-cstor.yaml"), "utf8")) as Record<string, any>;
+const SAMPLE = parse(readFileSync(repoPath("metacontroller/samples/volumes/storageclass-cstor.yaml"), "utf8")) as Record<string, any>;
 const withParameters = (parameters: Record<string, string>) => ({ parent: { ...SAMPLE, parameters } });
 
 describe("storageclass-customize", () => {
