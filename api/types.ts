@@ -118,8 +118,11 @@ export interface DecoratorSyncResponse {
 
 export interface CustomizeRequest {
   controller: KubeObject;
-  /** Customize answers from the parent's metadata alone. */
-  parent: { kind: string; metadata: ObjectMeta };
+  /**
+   * Customize answers from the parent's metadata and, at most, a spec field it reads tolerantly: only the
+   * metadata is checked, every other field is as sent.
+   */
+  parent: { kind: string; metadata: ObjectMeta; [field: string]: unknown };
 }
 
 export interface LabelSelector {

@@ -12,6 +12,8 @@ import { customizeCv } from "./cv-status/customize.js";
 import { syncCvStatus } from "./cv-status/sync.js";
 import { customizeCvc } from "./cvc-sync/customize.js";
 import { syncCvc } from "./cvc-sync/sync.js";
+import { customizeStorageClass } from "./storageclass/customize.js";
+import { syncStorageClass } from "./storageclass/sync.js";
 
 export function hookRoutes(
   config: HookConfig = DEFAULT_HOOK_CONFIG,
@@ -28,6 +30,9 @@ export function hookRoutes(
     { path: "/hooks/cvc-finalize", name: "cvc-finalize", handle: (body, ctx) => finalizeCvc(body, ctx.clock) },
     { path: "/hooks/cv-customize", name: "cv-customize", handle: (body) => customizeCv(body) },
     { path: "/hooks/cv-status", name: "cv-status", handle: (body, ctx) => syncCvStatus(body, ctx.clock) },
+    { path: "/hooks/storageclass-customize", name: "storageclass-customize", handle: (body) => customizeStorageClass(body) },
+    { path: "/hooks/storageclass-sync", name: "storageclass-sync", handle: (body, ctx) => syncStorageClass(body, ctx.clock) },
+    { path: "/hooks/storageclass-finalize", name: "storageclass-finalize", handle: (body, ctx) => syncStorageClass(body, ctx.clock) },
     { path: "/admission/cspc", name: "admission-cspc", handle: (body, ctx) => admitCspc(body, admission, ctx.log) },
   ];
 }

@@ -9,6 +9,7 @@ import type {
   CustomizeRequest,
   CV,
   CVC,
+  CVR,
   DecoratorSyncRequest,
   KubeObject,
   ObjectMap,
@@ -20,6 +21,7 @@ import { KIND, TYPE_KEY } from "../api/constants.js";
 import { BlockDeviceClaimSchema, BlockDeviceSchema, CSPCSchema, CSPISchema, ObjectMetaSchema } from "../api/schema.js";
 import { CVCSchema, CVRSchema, CVSchema } from "../api/volume-schema.js";
 import { BadRequestError } from "./errors.js";
+import type { StorageClass } from "./provision/objects.js";
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
@@ -273,6 +275,7 @@ interface CheckedKinds {
   [KIND.cspi]: CSPI;
   [KIND.cvc]: CVC;
   [KIND.cv]: CV;
+  [KIND.storageClass]: StorageClass;
 }
 
 export function parseCompositeRequest<K extends keyof CheckedKinds>(body: unknown, parentKind: K): CompositeSyncRequest<CheckedKinds[K]> {
@@ -312,7 +315,11 @@ export function parseCustomizeRequest(body: unknown, parentKind: string): Custom
 
 /** The type keys whose objects objectMap checks against their schema's types (SHAPES), and those types. */
 interface CheckedTypeKeys {
+  [TYPE_KEY.cspc]: CSPC;
   [TYPE_KEY.cspi]: CSPI;
+  [TYPE_KEY.cvc]: CVC;
+  [TYPE_KEY.cv]: CV;
+  [TYPE_KEY.cvr]: CVR;
   [TYPE_KEY.blockDevice]: BlockDevice;
   [TYPE_KEY.blockDeviceClaim]: BlockDeviceClaim;
 }
@@ -330,7 +337,7 @@ export function isReadableAs<K extends keyof CheckedTypeKeys>(obj: KubeObject, t
 function requireParentMetadata(value: unknown, kind: string): CustomizeRequest["parent"] {
   const parent = requireNamed(value, "parent", kind);
   const metadata = parent.metadata;
-  if (objectMeta.Check(metadata)) return { kind, metadata };
+  if (objectMeta.Check(metadata)) return { ...parent, kind, metadata };
   throw shapeRefusal(parent, kind, () => "parent", metadataOnly) ?? new BadRequestError("request parent.metadata is not an ObjectMeta");
 }
 

@@ -3,7 +3,7 @@
 // cannot: this decorator does, with the same roll-up cvc-sync puts in the CStorVolumeConfig's conditions.
 // It makes no attachments.
 import { LABEL, TYPE_KEY } from "../../api/constants.js";
-import type { Clock, CV, CVR, CVStatus, DecoratorSyncRequest, DecoratorSyncResponse } from "../../api/types.js";
+import type { Clock, CV, CVStatus, DecoratorSyncRequest, DecoratorSyncResponse } from "../../api/types.js";
 import { mergeConditions, nextCondition } from "../conditions.js";
 import { objectsOf } from "../request.js";
 import { reachedCapacity, volumeHealth } from "./health.js";
@@ -13,7 +13,7 @@ export const CV_CONDITION_REPLICAS_HEALTHY = "ReplicasHealthy";
 export function cvStatusRequest(request: DecoratorSyncRequest<CV>, clock: Clock): DecoratorSyncResponse {
   const cv = request.object;
   const namespace = cv.metadata.namespace ?? "default";
-  const replicas = objectsOf<CVR>(request.related, TYPE_KEY.cvr).filter(
+  const replicas = objectsOf(request.related, TYPE_KEY.cvr).filter(
     (r) => (r.metadata.namespace ?? namespace) === namespace && r.metadata.labels?.[LABEL.replicaVolume] === cv.metadata.name,
   );
   const replicationFactor = cv.spec.replicationFactor;

@@ -55,13 +55,13 @@ export function buildVolumeWorld(request: CompositeSyncRequest<CVC>): VolumeWorl
   const namespace = cvc.metadata.namespace ?? "default";
   const inNamespace = (o: KubeObject): boolean => (o.metadata.namespace ?? namespace) === namespace;
 
-  const cspc = objectsOf<CSPC>(request.related, TYPE_KEY.cspc).find((c) => inNamespace(c) && c.metadata.name === cvc.spec.cstorPoolCluster);
+  const cspc = objectsOf(request.related, TYPE_KEY.cspc).find((c) => inNamespace(c) && c.metadata.name === cvc.spec.cstorPoolCluster);
   const cspis = new Map<string, CSPI>();
-  for (const cspi of objectsOf<CSPI>(request.related, TYPE_KEY.cspi)) if (inNamespace(cspi)) cspis.set(cspi.metadata.name!, cspi);
+  for (const cspi of objectsOf(request.related, TYPE_KEY.cspi)) if (inNamespace(cspi)) cspis.set(cspi.metadata.name!, cspi);
 
   const ownReplicas = new Map<string, CVR>();
   const strayReplicas: CVR[] = [];
-  const own = objectsOf<CVR>(request.children, TYPE_KEY.cvr);
+  const own = objectsOf(request.children, TYPE_KEY.cvr);
   for (const cvr of own) {
     const pool = cvr.metadata.labels?.[LABEL.replicaPool];
     if (pool && !ownReplicas.has(pool)) ownReplicas.set(pool, cvr);
@@ -70,7 +70,7 @@ export function buildVolumeWorld(request: CompositeSyncRequest<CVC>): VolumeWorl
 
   // Every replica on the pools, this volume's included, once each: they reserve their pool's space.
   const replicas = new Map<string, CVR>();
-  for (const cvr of [...objectsOf<CVR>(request.related, TYPE_KEY.cvr), ...own]) {
+  for (const cvr of [...objectsOf(request.related, TYPE_KEY.cvr), ...own]) {
     if (inNamespace(cvr)) replicas.set(cvr.metadata.name!, cvr);
   }
   const reserved = new Map<string, { reserved: bigint; used: bigint }>();

@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { expect } from "chai";
 import { parse } from "yaml";
-import { CRD_DIR, POLICY_PATH, renderCrds, renderPolicy } from "../../scripts/generate-crds.js";
+import { CRD_DIR, POLICY_PATH, renderCrds, renderPolicy, renderStorageClassPolicy, STORAGECLASS_POLICY_PATH } from "../../scripts/generate-crds.js";
 
 describe("generated CRDs", () => {
   const rendered = renderCrds();
@@ -15,6 +15,10 @@ describe("generated CRDs", () => {
 
   it("metacontroller/base/cspc-policy.yaml is up to date with api/policy.ts (run npm run generate)", () => {
     expect(readFileSync(POLICY_PATH, "utf8")).to.equal(renderPolicy());
+  });
+
+  it("metacontroller/base/storageclass-policy.yaml is up to date with api/storageclass-policy.ts (run npm run generate)", () => {
+    expect(readFileSync(STORAGECLASS_POLICY_PATH, "utf8")).to.equal(renderStorageClassPolicy());
   });
 
   it("are structural: no closed objects, no const, every object typed", () => {

@@ -9,7 +9,7 @@ import { expect } from "chai";
 import { Ajv, type ValidateFunction } from "ajv";
 import { parseAllDocuments } from "yaml";
 import { BlockDeviceClaimSchema, CSPCStatusSchema, CSPISchema, CSPIStatusSchema } from "../../api/schema.js";
-import { CVCStatusSchema, CVRSchema, CVSchema, CVStatusSchema } from "../../api/volume-schema.js";
+import { CVCSchema, CVCStatusSchema, CVRSchema, CVSchema, CVStatusSchema } from "../../api/volume-schema.js";
 import { deepEqual } from "../../testkit/merge-patch.js";
 import { FIXTURES, goldenCases } from "../support/golden.js";
 
@@ -22,6 +22,7 @@ const CHILD_SCHEMAS: Record<string, ValidateFunction> = {
   BlockDeviceClaim: ajv.compile(BlockDeviceClaimSchema),
   CStorVolume: ajv.compile(CVSchema),
   CStorVolumeReplica: ajv.compile(CVRSchema),
+  CStorVolumeConfig: ajv.compile(CVCSchema),
 };
 const cvcStatus = ajv.compile(CVCStatusSchema);
 const cvStatus = ajv.compile(CVStatusSchema);
@@ -114,6 +115,18 @@ describe("golden answers validate against the CRD schemas", () => {
         if (response.status !== undefined) expectValid(cspiStatus, response.status, `${area}/${c.name} status`, request.object.status);
       });
     }
+  }
+
+  // Their PVs and Events are built-in objects, which test/hooks/storageclass/apiserver.test.ts sends to a real API server.
+  for (const c of goldenCases("storageclass-sync")) {
+    it(`storageclass-sync/${c.name}: CStorVolumeConfigs`, () => {
+      const request = c.read("request.yaml") as { attachments: Record<string, Record<string, unknown>> };
+      const observed = request.attachments["CStorVolumeConfig.openebs.io/v1alpha1"] ?? {};
+      const response = c.read("response.yaml") as { attachments: { kind?: string; metadata?: { name?: string; namespace?: string } }[] };
+      for (const cvc of response.attachments.filter((a) => a.kind === "CStorVolumeConfig")) {
+        expectValidChild(cvc, `storageclass-sync/${c.name}`, observed[`${cvc.metadata?.namespace}/${cvc.metadata?.name}`]);
+      }
+    });
   }
 
   for (const c of goldenCases("node-daemon/planner")) {
