@@ -162,7 +162,7 @@ function planExisting(
 function planOrphan(orphan: CSPI, cspis: Map<string, KubeObject>, findings: SyncFindings, keep: (c: CSPI) => void): void {
   if (isTerminating(orphan)) return;
   const name = orphan.metadata.name!;
-  if ((orphan.status?.provisionedVolumes ?? 0) > 0) {
+  if ((orphan.status?.provisionedReplicas ?? 0) > 0) {
     findings.removalBlocked.push(name);
     keep(orphan);
     return;
