@@ -12,6 +12,7 @@ import {
   CSPISpecSchema,
   CSPIStatusSchema,
 } from "./schema.js";
+import { CVCSpecSchema, CVCStatusSchema, CVRSpecSchema, CVRStatusSchema, CVSpecSchema, CVStatusSchema } from "./volume-schema.js";
 
 type OpenApi = Record<string, unknown>;
 
@@ -208,11 +209,73 @@ export function blockDeviceClaimCrd(): OpenApi {
   });
 }
 
+export function cvcCrd(): OpenApi {
+  return crd({
+    kind: KIND.cvc,
+    plural: "cstorvolumeconfigs",
+    shortNames: ["cvc"],
+    spec: CVCSpecSchema,
+    status: CVCStatusSchema,
+    statusSubresource: true,
+    columns: [
+      { name: "Capacity", type: "string", jsonPath: ".spec.capacity" },
+      { name: "PoolCluster", type: "string", jsonPath: ".spec.cstorPoolCluster" },
+      { name: "Replicas", type: "integer", jsonPath: ".spec.replicaCount" },
+      { name: "Phase", type: "string", jsonPath: ".status.phase" },
+      age,
+      { name: "Reason", type: "string", jsonPath: ".status.reason", priority: 1 },
+    ],
+  });
+}
+
+export function cvCrd(): OpenApi {
+  return crd({
+    kind: KIND.cv,
+    plural: "cstorvolumes",
+    shortNames: ["cv"],
+    spec: CVSpecSchema,
+    status: CVStatusSchema,
+    statusSubresource: true,
+    columns: [
+      { name: "Capacity", type: "string", jsonPath: ".spec.capacity" },
+      { name: "Phase", type: "string", jsonPath: ".status.phase" },
+      { name: "RF", type: "integer", jsonPath: ".spec.replicationFactor", description: "Replicas of the volume." },
+      { name: "CF", type: "integer", jsonPath: ".spec.consistencyFactor", description: "Replicas a write needs." },
+      { name: "Healthy", type: "integer", jsonPath: ".status.healthyReplicas" },
+      age,
+      { name: "TargetPortal", type: "string", jsonPath: ".spec.targetPortal", priority: 1 },
+    ],
+  });
+}
+
+export function cvrCrd(): OpenApi {
+  return crd({
+    kind: KIND.cvr,
+    plural: "cstorvolumereplicas",
+    shortNames: ["cvr"],
+    spec: CVRSpecSchema,
+    status: CVRStatusSchema,
+    statusSubresource: true,
+    columns: [
+      { name: "Pool", type: "string", jsonPath: ".metadata.labels.cstorpoolinstance\\.openebs\\.io/name" },
+      { name: "Node", type: "string", jsonPath: ".metadata.annotations.cstorpoolinstance\\.openebs\\.io/hostname" },
+      { name: "Allocated", type: "string", jsonPath: ".status.capacity.total" },
+      { name: "Used", type: "string", jsonPath: ".status.capacity.used" },
+      { name: "Phase", type: "string", jsonPath: ".status.phase" },
+      age,
+      { name: "Reason", type: "string", jsonPath: ".status.reason", priority: 1 },
+    ],
+  });
+}
+
 /** File name under metacontroller/crds → CRD. */
 export function allCrds(): Record<string, OpenApi> {
   return {
     "cstorpoolclusters.yaml": cspcCrd(),
     "cstorpoolinstances.yaml": cspiCrd(),
+    "cstorvolumeconfigs.yaml": cvcCrd(),
+    "cstorvolumes.yaml": cvCrd(),
+    "cstorvolumereplicas.yaml": cvrCrd(),
     "ndm/blockdevices.yaml": blockDeviceCrd(),
     "ndm/blockdeviceclaims.yaml": blockDeviceClaimCrd(),
   };

@@ -28,8 +28,8 @@ describe("generated CRDs", () => {
     for (const [file, text] of Object.entries(rendered)) walk(parse(text), file);
   });
 
-  it("give CSPC and CSPI the status subresource Metacontroller needs to write status", () => {
-    for (const file of ["cstorpoolclusters.yaml", "cstorpoolinstances.yaml"]) {
+  it("give CSPC, CSPI and the volume objects the status subresource (Metacontroller and the node daemon write status through it)", () => {
+    for (const file of ["cstorpoolclusters.yaml", "cstorpoolinstances.yaml", "cstorvolumeconfigs.yaml", "cstorvolumes.yaml", "cstorvolumereplicas.yaml"]) {
       const crd = parse(rendered[file]);
       expect(crd.spec.versions[0].subresources, file).to.deep.equal({ status: {} });
     }
@@ -44,5 +44,8 @@ describe("generated CRDs", () => {
     expect(names("cstorpoolinstances.yaml")).to.deep.equal([
       "HOSTNAME", "ALLOCATED", "FREE", "CAPACITY", "HEALTHYREPLICAS", "PROVISIONEDREPLICAS", "STATUS", "AGE",
     ]);
+    expect(names("cstorvolumeconfigs.yaml")).to.deep.equal(["CAPACITY", "POOLCLUSTER", "REPLICAS", "PHASE", "AGE"]);
+    expect(names("cstorvolumes.yaml")).to.deep.equal(["CAPACITY", "PHASE", "RF", "CF", "HEALTHY", "AGE"]);
+    expect(names("cstorvolumereplicas.yaml")).to.deep.equal(["POOL", "NODE", "ALLOCATED", "USED", "PHASE", "AGE"]);
   });
 });
