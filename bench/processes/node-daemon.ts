@@ -42,7 +42,7 @@ const commands: CommandRecord[] = [];
 const runner = createRunner(({ argv, durationMs }) => {
   commands.push({ command: argv.slice(0, 2).join(" "), endedAt: performance.now(), durationMs });
 });
-const host = new ZfsHost(runner, { zpool: ["zpool"], zfs: ["zfs"] });
+const host = new ZfsHost(runner, { zpool: ["zpool"], zfs: ["zfs"], truncate: ["truncate"] });
 
 /** The in-memory API server, telling us when a status patch shows what we wait for. */
 class WatchedKube extends FakeKube {

@@ -21,7 +21,7 @@ function daemonFor(
   kube: FakeKube,
   nodeName: string,
   metrics = createMetrics(),
-  commands: ZfsCommands = { zpool: ["zpool"], zfs: ["zfs"] },
+  commands: ZfsCommands = { zpool: ["zpool"], zfs: ["zfs"], truncate: ["truncate"] },
   clock?: () => Date,
 ): NodeDaemon {
   return new NodeDaemon({
@@ -203,7 +203,7 @@ describe("node-daemon loop (in-memory API, real zfs-fuse)", function () {
     const name = sandbox.name("cut");
     const faulty = new FaultyCommand(sandbox.dir, "/usr/sbin/zpool");
     kube.apply(cspiFor(name, "node-a", [{ type: "mirror", devices: [sandbox.file("d1"), sandbox.file("d2")] }]));
-    const daemon = await started("node-a", createMetrics(), { zpool: [faulty.path], zfs: ["zfs"] });
+    const daemon = await started("node-a", createMetrics(), { zpool: [faulty.path], zfs: ["zfs"], truncate: ["truncate"] });
     await settle(daemon);
     expect(kube.get(name)!.status?.phase).to.equal("ONLINE");
 

@@ -25,7 +25,7 @@ class Node {
 
   async reconcile(cspi: CSPI): Promise<PassResult & { cspi: CSPI }> {
     const result = await reconcilePass(cspi, {
-      host: new ZfsHost(createRunner(), { zpool: ["zpool"], zfs: ["zfs"] }),
+      host: new ZfsHost(createRunner(), { zpool: ["zpool"], zfs: ["zfs"], truncate: ["truncate"] }),
       inspect: inspectDevice,
       nodeName: this.name,
       hostName: this.name,
