@@ -1,5 +1,6 @@
 // The daemon loop against an in-memory API (same interface as the real client) and real zfs-fuse pools:
 // what a cluster user sees on the CSPI (finalizer, status, Events, claims) as objects change.
+import { zvolBackend } from "../../node-daemon/replicas.js";
 import { expect } from "chai";
 import { ANNOTATION, FINALIZER, POOL_REMOVAL_REQUESTED } from "../../api/constants.js";
 import type { CSPI } from "../../api/types.js";
@@ -31,6 +32,7 @@ function daemonFor(
     inspect: inspectDevice,
     nodeName,
     namespace: "openebs",
+    replicaBackend: zvolBackend(),
     deviceRoots: SANDBOX_DEVICE_ROOTS,
     logger: createLogger({ level: "silent" }),
     metrics,
