@@ -238,10 +238,9 @@ export class NodeDaemon {
 
   /** Each CVR's status and Events after a replica pass. */
   private async reportReplicas(result: ReplicaPassResult): Promise<void> {
+    for (const cvr of result.judged) await this.events.record(cvr, replicaEvents(cvr.metadata.name ?? "", result));
     for (const cvr of result.cvrs) {
-      const name = cvr.metadata.name ?? "";
-      const state = result.states[name];
-      await this.events.record(cvr, replicaEvents(name, result));
+      const state = result.states[cvr.metadata.name ?? ""];
       if (!state) continue;
       const write = await this.cvrStatusWriter.write(cvr, replicaStatus(cvr, state, this.clock()));
       if (write.result === "written") this.cvrCache.replace(cvr, write.object);

@@ -24,6 +24,8 @@ export interface ReplicaOutcome {
 }
 
 export interface ReplicaPassResult {
+  /** The CVRs the pass started from: each gets its Events, also one that went during the pass. */
+  judged: readonly CVR[];
   /** The CVRs afterwards (those whose last finalizer was removed are gone). */
   cvrs: CVR[];
   /** By CVR name: the last plan's states, with failures of this pass over them. */
@@ -93,7 +95,7 @@ export async function replicaPass(
   }
   const states = { ...plan.states };
   for (const [name, state] of failed) if (states[name]) states[name] = { ...states[name], ...state };
-  return { cvrs, states, outcomes };
+  return { judged: input.cvrs, cvrs, states, outcomes };
 }
 
 /** What a user reads in `kubectl describe cvr`. */
