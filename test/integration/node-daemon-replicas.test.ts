@@ -159,6 +159,16 @@ describe("integration: the node daemon's replicas (real processes, real apiserve
     sandbox?.cleanup();
   });
 
+  it("refuses to start with an unknown CSTOR_REPLICA_BACKEND: exit 1 naming the variable and the choices, never a fallback", async () => {
+    const daemon = await DaemonProcess.spawn({
+      env: shippedEnv(`rep-bad-${sandbox.id}`),
+      kubeconfig: identity.kubeconfig,
+      overrides: { ZFS_COMMAND_PREFIX: hostA.commandPrefixEnv, CSTOR_REPLICA_BACKEND: "zvols" },
+    });
+    expect((await daemon.exited).code).to.equal(1);
+    expect(daemon.otherOutput.join("")).to.contain('node daemon failed: CSTOR_REPLICA_BACKEND must be one of zvol, file').and.contain('got "zvols"');
+  });
+
   it("a CVR on node A's CSPI becomes a replica on A's pool only: dataset with its properties, replica.img of the capacity rounded up to 4 KiB, Healthy with its capacity; the CSPI counts it", async () => {
     const name = `${volume()}-${cspiA()}`;
     // 10M is 10,000,000 bytes: not a multiple of the 4 KiB block, so the replica is 10,002,432 bytes.
@@ -243,8 +253,10 @@ describe("integration: the node daemon's replicas (real processes, real apiserve
     await cluster.kubectl(["delete", "cvr", name, "-n", NS, "--wait=false"]);
     await waitForCvr(name, "the CVR to go", (c) => c === undefined);
     await waitForEvent(KIND.cvr, name, "ReplicaDestroyed");
-    const reasons = (await events(KIND.cvr, name)).map((e) => e.reason);
-    expect(reasons.indexOf("ReplicaDestroyed"), "destroyed before the finalizer went").to.be.lessThan(reasons.indexOf("FinalizerRemoved"));
+    await waitForEvent(KIND.cvr, name, "FinalizerRemoved");
+    // Events carry whole seconds: the daemon's log (milliseconds, in order) says which came first.
+    const order = daemons[0].lines.filter((l) => l.cvr === name).map((l) => l.action);
+    expect(order.indexOf("destroy-replica"), "destroyed before the finalizer went").to.be.within(0, order.indexOf("remove-replica-finalizer") - 1);
     // The CSPI was deleted with the removal mark: with no CVR left, its pool is destroyed and the CSPI goes.
     await waitForCspi(cspiA(), "the CSPI to go", (c) => c === undefined);
     expect(hostA.imported(zpoolName(cspiA()))).to.equal(false);
