@@ -49,15 +49,20 @@ export interface CoreEvent {
   message: string;
 }
 
+/** A namespace's objects of one kind and the resourceVersion of that list. */
+export type ListFunction<T> = (namespace: string) => Promise<{ items: T[]; resourceVersion: string }>;
+
+/** Watches one kind from a resourceVersion; onProgress gets a bookmark's resourceVersion (progress, no change). */
+export type WatchFunction<T> = (
+  namespace: string,
+  resourceVersion: string,
+  onEvent: (type: WatchEventType, object: T) => void,
+  onProgress?: (resourceVersion: string) => void,
+) => Promise<WatchHandle>;
+
 export interface KubeApi {
-  listCspis(namespace: string): Promise<{ items: CSPI[]; resourceVersion: string }>;
-  /** onProgress gets the resourceVersion of a bookmark: the server's progress, no change. */
-  watchCspis(
-    namespace: string,
-    resourceVersion: string,
-    onEvent: (type: WatchEventType, cspi: CSPI) => void,
-    onProgress?: (resourceVersion: string) => void,
-  ): Promise<WatchHandle>;
+  listCspis: ListFunction<CSPI>;
+  watchCspis: WatchFunction<CSPI>;
   /** Merge patch through the status subresource. */
   patchCspiStatus(namespace: string, name: string, status: StatusPatch): Promise<CSPI>;
   /**
@@ -73,13 +78,8 @@ export interface KubeApi {
   listClaimAnnotations(namespace: string, cspi: string): Promise<Record<string, Record<string, string>>>;
   /** Merge patch that removes one annotation and touches nothing else. */
   removeClaimAnnotation(namespace: string, claim: string, annotation: string): Promise<void>;
-  listCvrs(namespace: string): Promise<{ items: CVR[]; resourceVersion: string }>;
-  watchCvrs(
-    namespace: string,
-    resourceVersion: string,
-    onEvent: (type: WatchEventType, cvr: CVR) => void,
-    onProgress?: (resourceVersion: string) => void,
-  ): Promise<WatchHandle>;
+  listCvrs: ListFunction<CVR>;
+  watchCvrs: WatchFunction<CVR>;
   /** Merge patch through the status subresource. */
   patchCvrStatus(namespace: string, name: string, status: CvrStatusPatch): Promise<CVR>;
   /**
@@ -163,37 +163,37 @@ export function createKubeApi(config: KubeConfig = defaultConfig()): KubeApi {
     onEvent: (type: WatchEventType, object: T) => void,
     onProgress?: (resourceVersion: string) => void,
   ): Promise<WatchHandle> => {
-      let stopped = false;
-      let failure: Error | undefined;
-      let settle!: (error: Error | null | undefined) => void;
-      const done = new Promise<void>((resolve, reject) => {
-        settle = (error) => {
-          const cause = failure ?? (stopped ? undefined : (error ?? undefined));
-          if (cause) reject(cause);
-          else resolve();
-        };
-      });
-      const controller = await watch.watch(
-        `/apis/${GROUP}/${VERSION}/namespaces/${namespace}/${plural}`,
-        { resourceVersion, allowWatchBookmarks: true },
-        (type, object) => {
-          if (type === "ADDED" || type === "MODIFIED" || type === "DELETED") onEvent(type, object as T);
-          else if (type === "BOOKMARK") onProgress?.((object as T).metadata.resourceVersion ?? resourceVersion);
-          else if (type === "ERROR") {
-            const status = object as { code?: number; message?: string };
-            failure ??= new WatchError(status.code, `watch error ${status.code ?? ""}: ${status.message ?? JSON.stringify(object)}`);
-            controller.abort();
-          }
-        },
-        (error: Error | null | undefined) => settle(error),
-      );
-      return {
-        stop: () => {
-          stopped = true;
-          controller.abort();
-        },
-        done,
+    let stopped = false;
+    let failure: Error | undefined;
+    let settle!: (error: Error | null | undefined) => void;
+    const done = new Promise<void>((resolve, reject) => {
+      settle = (error) => {
+        const cause = failure ?? (stopped ? undefined : (error ?? undefined));
+        if (cause) reject(cause);
+        else resolve();
       };
+    });
+    const controller = await watch.watch(
+      `/apis/${GROUP}/${VERSION}/namespaces/${namespace}/${plural}`,
+      { resourceVersion, allowWatchBookmarks: true },
+      (type, object) => {
+        if (type === "ADDED" || type === "MODIFIED" || type === "DELETED") onEvent(type, object as T);
+        else if (type === "BOOKMARK") onProgress?.((object as T).metadata.resourceVersion ?? resourceVersion);
+        else if (type === "ERROR") {
+          const status = object as { code?: number; message?: string };
+          failure ??= new WatchError(status.code, `watch error ${status.code ?? ""}: ${status.message ?? JSON.stringify(object)}`);
+          controller.abort();
+        }
+      },
+      (error: Error | null | undefined) => settle(error),
+    );
+    return {
+      stop: () => {
+        stopped = true;
+        controller.abort();
+      },
+      done,
+    };
   };
   return {
     listCspis: (namespace) => list<CSPI>(namespace, CSPI_PLURAL),

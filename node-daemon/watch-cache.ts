@@ -6,7 +6,7 @@
 // takes to list again, and the view never ages past the relist period.
 import type { CSPI, CVR, ObjectMeta } from "../api/types.js";
 import type { Logger } from "../lib/log.js";
-import type { KubeApi, WatchEventType, WatchHandle } from "./kube.js";
+import type { KubeApi, ListFunction, WatchEventType, WatchFunction, WatchHandle } from "./kube.js";
 
 export type RelistReason = "start" | "watch-ended" | "watch-failed" | "periodic";
 
@@ -17,13 +17,8 @@ interface Watched {
 
 /** How one kind is listed and watched in a namespace (KubeApi's list and watch of that kind). */
 export interface WatchSource<T> {
-  list(namespace: string): Promise<{ items: T[]; resourceVersion: string }>;
-  watch(
-    namespace: string,
-    resourceVersion: string,
-    onEvent: (type: WatchEventType, object: T) => void,
-    onProgress?: (resourceVersion: string) => void,
-  ): Promise<WatchHandle>;
+  list: ListFunction<T>;
+  watch: WatchFunction<T>;
 }
 
 export interface WatchCacheOptions<T> {
