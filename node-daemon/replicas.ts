@@ -157,6 +157,8 @@ const REPLICA_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$/;
 
 export function planReplicas(input: ReplicaPlanInput): ReplicaPlan {
   const plan: ReplicaPlan = { actions: [], states: {} };
+  // By name, once: a pass over a pool of N replicas stays linear in N.
+  const datasets = new Map((input.imported?.datasets ?? []).map((d) => [d.name, d]));
   const cvrs = [...input.cvrs].sort((a, b) => ((a.metadata.name ?? "") < (b.metadata.name ?? "") ? -1 : 1));
   for (const cvr of cvrs) {
     const name = cvr.metadata.name ?? "";
@@ -165,7 +167,7 @@ export function planReplicas(input: ReplicaPlanInput): ReplicaPlan {
       plan.states[name] = { phase: "Error", reason: "InvalidSpec", message: `CStorVolumeReplica ${name}: ${wanted.problem}` };
       continue;
     }
-    plan.states[name] = planOne(input, cvr, wanted.replica, plan.actions);
+    plan.states[name] = planOne(input, datasets, cvr, wanted.replica, plan.actions);
   }
   return plan;
 }
@@ -196,7 +198,7 @@ function alignedBytes(nano: bigint): number | undefined {
   return aligned > 0n && aligned <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(aligned) : undefined;
 }
 
-function planOne(input: ReplicaPlanInput, cvr: CVR, replica: Replica, actions: ReplicaAction[]): ReplicaState {
+function planOne(input: ReplicaPlanInput, datasets: ReadonlyMap<string, DatasetRecord>, cvr: CVR, replica: Replica, actions: ReplicaAction[]): ReplicaState {
   const { backend, imported } = input;
   const deleting = cvr.metadata.deletionTimestamp !== undefined;
   const finalizer = (cvr.metadata.finalizers ?? []).includes(FINALIZER.replicaProtection);
@@ -211,7 +213,7 @@ function planOne(input: ReplicaPlanInput, cvr: CVR, replica: Replica, actions: R
   if (!SERVING_HEALTH.has(imported.health)) {
     return { phase: "Offline", reason: "PoolNotOnline", message: `pool ${input.pool} is ${imported.health}` };
   }
-  const dataset = imported.datasets.find((d) => d.name === replica.dataset);
+  const dataset = datasets.get(replica.dataset);
   const foreign = dataset ? foreignProblem(backend, replica, dataset) : undefined;
   if (deleting) {
     if (dataset && !foreign) {
