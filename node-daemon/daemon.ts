@@ -126,7 +126,10 @@ export class NodeDaemon {
     this.lastResyncAt = this.clock();
     this.timers = [
       setInterval(() => void this.resync(), this.intervalMs),
-      setInterval(() => this.cache.relist(), this.options.relistIntervalMs ?? 10 * 60_000),
+      setInterval(() => {
+        this.cache.relist();
+        this.cvrCache.relist();
+      }, this.options.relistIntervalMs ?? 10 * 60_000),
     ];
   }
 

@@ -189,6 +189,15 @@ describe("integration: the node daemon's replicas (real processes, real apiserve
     for (const event of await events(KIND.cvr, name)) expect(event.source.host, "only node A's daemon acts on it").to.equal(nodeNameA());
   });
 
+  it("the shipped policy lets the daemon's ServiceAccount change nothing of a CVR but its finalizers", async () => {
+    const name = `${volume()}-${cspiA()}`;
+    for (const body of [{ spec: { capacity: "1Gi" } }, { metadata: { annotations: { [ANNOTATION.replicaLost]: REPLICA_LOST_CONFIRM } } }, { metadata: { labels: { [LABEL.replicaPool]: cspiB() } } }]) {
+      const response = await cluster.request(identity, "PATCH", path("cstorvolumereplicas", name), body, "application/merge-patch+json");
+      expect(response.status, JSON.stringify(body)).to.equal(403);
+      expect(JSON.stringify(response.body)).to.contain("may change only the finalizers of");
+    }
+  });
+
   it("a CVR on node B's CSPI is B's alone: node A's daemon neither creates it nor writes its status", async () => {
     const name = `${volume()}-${cspiB()}`;
     await apply(cvrObject(volume(), cspiB(), nodeNameB(), "4Mi"));
