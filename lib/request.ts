@@ -15,7 +15,7 @@ import { KIND } from "../api/constants.js";
 import { BlockDeviceClaimSchema, BlockDeviceSchema, CSPCSchema, CSPISchema, ObjectMetaSchema } from "../api/schema.js";
 import { CVCSchema, CVSchema } from "../api/volume-schema.js";
 import { BadRequestError } from "./errors.js";
-import type { StorageClass } from "./provision/objects.js";
+import { EventSchema, PersistentVolumeClaimSchema, PersistentVolumeSchema, StorageClassSchema, type StorageClass } from "./provision/objects.js";
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
@@ -77,6 +77,10 @@ const SHAPES: Record<string, ValidateFunction> = {
   [KIND.blockDeviceClaim]: shapeOf(BlockDeviceClaimSchema),
   [KIND.cvc]: shapeOf(CVCSchema),
   [KIND.cv]: shapeOf(CVSchema),
+  [KIND.storageClass]: shapeOf(StorageClassSchema),
+  [KIND.persistentVolumeClaim]: shapeOf(PersistentVolumeClaimSchema),
+  [KIND.persistentVolume]: shapeOf(PersistentVolumeSchema),
+  [KIND.event]: shapeOf(EventSchema),
 };
 const anyObject = shapeOf({ type: "object", required: ["apiVersion", "kind", "metadata"], properties: { apiVersion: { type: "string" }, metadata: ObjectMetaSchema } });
 const metadataOnly = shapeOf({ type: "object", properties: { metadata: ObjectMetaSchema } });
@@ -267,12 +271,15 @@ export function parseDecoratorRequest<K extends keyof CheckedKinds>(body: unknow
   };
 }
 
-export function parseCustomizeRequest(body: unknown, parentKind: string): CustomizeRequest {
+/**
+ * `reads`: what of the parent the customize hook reads. The CSPC's reads its namespace only, so only its
+ * metadata has to be well formed; the StorageClass's reads its parameters, so the whole shape is checked.
+ */
+export function parseCustomizeRequest(body: unknown, parentKind: string, reads: "metadata" | "whole" = "metadata"): CustomizeRequest {
   const b = requireBody(body);
   return {
     controller: (isRecord(b.controller) ? b.controller : {}) as KubeObject,
-    // Customize reads the parent's namespace only, so only its metadata has to be well formed.
-    parent: requireObject(b.parent, "parent", parentKind, metadataOnly),
+    parent: requireObject(b.parent, "parent", parentKind, reads === "metadata" ? metadataOnly : undefined),
   };
 }
 

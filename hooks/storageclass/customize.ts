@@ -8,7 +8,7 @@ import { checkClass } from "../../lib/provision/parameters.js";
 import { parseCustomizeRequest } from "../../lib/request.js";
 
 export function customizeStorageClass(body: unknown): CustomizeResponse {
-  const { parent } = parseCustomizeRequest(body, KIND.storageClass);
+  const { parent } = parseCustomizeRequest(body, KIND.storageClass, "whole");
   const check = checkClass(parent);
   const claims = { apiVersion: "v1", resource: "persistentvolumeclaims", labelSelector: {} };
   if (!check.ok) return { relatedResources: [claims] };

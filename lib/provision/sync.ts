@@ -21,7 +21,10 @@ interface Notice {
 
 interface Observed {
   claims: Map<string, PersistentVolumeClaim>;
-  /** Attachments the hooks cannot read (stored under an older schema, say), by volume name: held as they are. */
+  /**
+   * Volumes with an attachment or a PVC the hooks cannot read (stored under an older schema, say), by volume
+   * name, with those attachments: held as they are.
+   */
   held: Map<string, KubeObject[]>;
   cvcs: Map<string, CVC>;
   pvs: Map<string, PersistentVolume>;
@@ -41,9 +44,10 @@ function observe(request: DecoratorSyncRequest<StorageClass>): Observed {
   // The API server gives every stored object a uid; the volume is named after it.
   const claims = objectsOf<PersistentVolumeClaim>(request.related, TYPE_KEY.persistentVolumeClaim).filter((claim) => claim.metadata.uid);
   const held = new Map<string, KubeObject[]>();
-  for (const { object } of (request.unreadable ?? []).filter((u) => u.field === "attachments")) {
-    // A volume's objects and its PVC's Event share the volume's name.
-    held.set(nameOf(object), [...(held.get(nameOf(object)) ?? []), object]);
+  for (const { field, object } of request.unreadable ?? []) {
+    // A volume's objects and its PVC's Event share the volume's name; an unreadable PVC holds its volume too.
+    if (field === "attachments") held.set(nameOf(object), [...(held.get(nameOf(object)) ?? []), object]);
+    else if (object.kind === KIND.persistentVolumeClaim && object.metadata.uid) held.set(volumeName(object), held.get(volumeName(object)) ?? []);
   }
   return {
     claims: byKey(claims, volumeName),
@@ -98,9 +102,9 @@ export function syncStorageClassRequest(request: DecoratorSyncRequest<StorageCla
   }
 
   const events = [...notices].map(([claim, notice]) => event(claim, notice, observed.events, clock));
-  const unreadable = (request.unreadable ?? []).filter((u) => u.field === "attachments");
+  const unreadable = request.unreadable ?? [];
   const heldProblem = unreadable.length === 0 ? undefined : unreadable
-    .map((u) => `cannot read ${u.object.kind} ${u.object.metadata.namespace ? namespaced(u.object) : nameOf(u.object)} (${u.problem}): its volume is held as it is; fix the object`)
+    .map((u) => `cannot read ${u.object.kind} ${u.object.metadata.namespace ? namespaced(u.object) : nameOf(u.object)} (${u.problem}): fix the object; until then its volume is left as it is`)
     .join("; ");
   return {
     annotations: { [PROVISIONING.classAnnotation]: [classProblem, heldProblem].filter(Boolean).join("; ") || READY },
