@@ -5,7 +5,7 @@
 // Order, one observed step at a time: nothing is made until every replica can be placed; then the Service
 // alone, because the CStorVolume needs its ClusterIP; then everything else. A replica that exists is always
 // returned (never deleted by this hook), so no state of the cluster makes Metacontroller delete data.
-import { ANNOTATION } from "../../api/constants.js";
+import { ANNOTATION, LABEL } from "../../api/constants.js";
 import type { Clock, CompositeSyncRequest, CompositeSyncResponse, Condition, CVC, CVCStatus, CVR, KubeObject, SkippedPool } from "../../api/types.js";
 import { BadRequestError } from "../errors.js";
 import { mergeConditions, nextCondition, type ConditionInput } from "../conditions.js";
@@ -75,10 +75,18 @@ export function asObserved(object: KubeObject): KubeObject {
   };
 }
 
-/** The pools holding a replica: every observed replica's, and those status.pools recorded whose pool still exists. */
+/**
+ * The pools holding a replica: every observed replica's (a stray one's too: its data is this volume's on that
+ * pool), and those status.pools recorded whose pool still exists.
+ */
 export function keptPools(world: VolumeWorld): string[] {
   const recorded = (world.cvc.status?.pools ?? []).filter((p) => world.cspis.has(p));
-  return [...new Set([...world.ownReplicas.keys(), ...recorded])].sort();
+  return [...new Set([...world.ownReplicas.keys(), ...strayPools(world), ...recorded])].sort();
+}
+
+/** Pools holding a replica of this volume under another name: never given a second one. */
+function strayPools(world: VolumeWorld): Set<string> {
+  return new Set(world.strayReplicas.map((cvr) => cvr.metadata.labels?.[LABEL.replicaPool]).filter((p): p is string => typeof p === "string" && p !== ""));
 }
 
 function planVolume(world: VolumeWorld, config: VolumeTargetConfig): Outcome {
@@ -144,22 +152,23 @@ function planVolume(world: VolumeWorld, config: VolumeTargetConfig): Outcome {
     };
   }
 
+  const strays = strayPools(world);
   const children: KubeObject[] = [
     targetService(world),
     cstorVolume(world, targetIP, pools),
     deployment,
-    ...pools.map((p) => volumeReplica(world, p, targetIP)),
+    ...pools.filter((p) => !strays.has(p)).map((p) => volumeReplica(world, p, targetIP)),
     ...world.strayReplicas.map(asObserved),
   ];
   const budget = planDisruptionBudget(world, pools);
   if (budget.budget) children.push(budget.budget);
-  const created = pools.filter((p) => world.ownReplicas.has(p)).length;
+  const created = pools.filter((p) => world.ownReplicas.has(p) || strays.has(p)).length;
   if (created < spec.replicaCount) {
     return {
       phase: "Pending",
       placed: true,
       reason: "CreatingReplicas",
-      message: `${created} of ${spec.replicaCount} replicas exist; creating them on ${pools.filter((p) => !world.ownReplicas.has(p)).join(", ")}`,
+      message: `${created} of ${spec.replicaCount} replicas exist; creating them on ${pools.filter((p) => !world.ownReplicas.has(p) && !strays.has(p)).join(", ")}`,
       pools,
       children,
       conditions: [budget.condition],

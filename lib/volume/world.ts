@@ -3,7 +3,7 @@
 import { ANNOTATION, CSPI_CONDITION, LABEL, POOL_REMOVAL_REQUESTED, TYPE_KEY } from "../../api/constants.js";
 import type { CompositeSyncRequest, CSPC, CSPI, CVC, CVR, KubeObject } from "../../api/types.js";
 import { isTerminating } from "../inventory.js";
-import { poolsDisruptionBudgetName, targetDeploymentName } from "../names.js";
+import { poolsDisruptionBudgetName, replicaName, targetDeploymentName } from "../names.js";
 import { parseQuantity } from "../quantity.js";
 import { objectsOf } from "../request.js";
 import type { PoolView } from "./placement.js";
@@ -64,7 +64,9 @@ export function buildVolumeWorld(request: CompositeSyncRequest<CVC>): VolumeWorl
   const own = objectsOf(request.children, TYPE_KEY.cvr);
   for (const cvr of own) {
     const pool = cvr.metadata.labels?.[LABEL.replicaPool];
-    if (pool && !ownReplicas.has(pool)) ownReplicas.set(pool, cvr);
+    // A replica is the pool's only under the name this hook gives it: answering that name for a child named
+    // otherwise would make Metacontroller delete the child, and the node daemon destroy the data both share.
+    if (pool && cvr.metadata.name === replicaName(volume, pool) && !ownReplicas.has(pool)) ownReplicas.set(pool, cvr);
     else strayReplicas.push(cvr);
   }
 

@@ -17,6 +17,9 @@ import { clusterObjects, loadCorpus } from "./support/corpus.js";
 import {
   compositeChildrenProblems,
   customizeProblems,
+  cvcFinalizeProblems,
+  cvcSyncProblems,
+  cvStatusProblems,
   cspiFinalizeProblems,
   cspiSyncProblems,
   finalizeCspcProblems,
@@ -55,6 +58,11 @@ const CHECKS: Record<string, Check> = {
   "storageclass-customize": customizeProblems,
   "storageclass-sync": storageClassProblems,
   "storageclass-finalize": storageClassProblems,
+  "cvc-customize": customizeProblems,
+  "cvc-sync": cvcSyncProblems,
+  "cvc-finalize": cvcFinalizeProblems,
+  "cv-customize": customizeProblems,
+  "cv-status": cvStatusProblems,
 };
 
 const STACK_TRACE = /\n\s+at |\.[cm]?[jt]s:\d+:\d+/;

@@ -63,6 +63,9 @@ const AREA_OF_ROUTE: Record<string, string> = {
   "storageclass-sync": "storageclass-sync",
   // One hook answers both: the finalizing golden cases are among them.
   "storageclass-finalize": "storageclass-sync",
+  "cvc-sync": "cvc-sync",
+  "cvc-finalize": "cvc-finalize",
+  "cv-status": "cv-status",
 };
 
 export interface Corpus {
@@ -87,6 +90,14 @@ export function loadCorpus(): Corpus {
   byRoute.set(
     "storageclass-customize",
     (byRoute.get("storageclass-sync") ?? []).map((r) => ({ controller: { kind: "DecoratorController", metadata: { name: "cstor-storage-class" } }, parent: (r as { object: Json }).object })),
+  );
+  byRoute.set(
+    "cvc-customize",
+    parentsOf(byRoute.get("cvc-sync") ?? []).map((parent) => ({ controller: { kind: "CompositeController", metadata: { name: "cstor-volume-config" } }, parent }) as unknown as Json),
+  );
+  byRoute.set(
+    "cv-customize",
+    (byRoute.get("cv-status") ?? []).map((r) => ({ controller: { kind: "DecoratorController", metadata: { name: "cstor-volume" } }, parent: (r as { object: Json }).object })),
   );
   return { byRoute, all: [...byRoute.values()].flat(), cspcSyncRequests };
 }

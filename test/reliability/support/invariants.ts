@@ -1,6 +1,7 @@
 // What every hook answer must respect, whatever the request was. Each check returns the broken promises as
 // sentences (empty = fine), so a fuzz failure reads like a bug report.
 import { ANNOTATION, POOL_REMOVAL_REQUESTED, PROVISIONING, TYPE_KEY } from "../../../api/constants.js";
+import { CV_PHASES } from "../../../api/volume-schema.js";
 
 type Obj = Record<string, unknown>;
 
@@ -173,5 +174,44 @@ export function storageClassProblems(request: unknown, response: unknown): strin
   }
   const holding = [...answered].filter((key) => key.startsWith("CStorVolumeConfig/") || key.startsWith("PersistentVolume/"));
   if (field(response, "finalized") === true && holding.length > 0) problems.push(`finalized while answering ${holding.join(", ")}`);
+  return problems;
+}
+
+/**
+ * cvc-sync: an observed replica is never dropped (that would delete its data) unless the volume is being
+ * finalized, and no new replica goes to a pool that already holds one of the volume.
+ */
+export function cvcSyncProblems(request: unknown, response: unknown): string[] {
+  if (field(request, "finalizing") === true) return cvcFinalizeProblems(request, response);
+  const problems: string[] = [];
+  const returned = children(response, "CStorVolumeReplica");
+  const names = new Set(returned.map(nameOf));
+  for (const cvr of observed(field(request, "children"), TYPE_KEY.cvr)) {
+    if (!names.has(nameOf(cvr))) problems.push(`observed replica ${nameOf(cvr)} was dropped`);
+  }
+  const observedNames = new Set(observed(field(request, "children"), TYPE_KEY.cvr).map(nameOf));
+  const poolOf = (c: Obj): unknown => field(c, "metadata", "labels", "cstorpoolinstance.openebs.io/name");
+  for (const made of returned.filter((c) => !observedNames.has(nameOf(c)))) {
+    if (returned.some((other) => other !== made && poolOf(other) === poolOf(made))) {
+      problems.push(`new replica ${nameOf(made)} is on pool ${String(poolOf(made))}, which already holds one of the volume`);
+    }
+  }
+  return problems;
+}
+
+/** cvc-finalize: finalized only once no replica is observed (their data is gone from the pools). */
+export function cvcFinalizeProblems(request: unknown, response: unknown): string[] {
+  const replicas = observed(field(request, "children"), TYPE_KEY.cvr);
+  return field(response, "finalized") === true && replicas.length > 0 ? [`finalized while ${replicas.length} replica(s) are observed`] : [];
+}
+
+/** cv-status: the phase is one of the CStorVolume's, and no more replicas are healthy than are related. */
+export function cvStatusProblems(request: unknown, response: unknown): string[] {
+  const problems: string[] = [];
+  const phase = field(response, "status", "phase");
+  if (phase !== undefined && !(CV_PHASES as readonly unknown[]).includes(phase)) problems.push(`phase ${JSON.stringify(phase)} is not a CStorVolume phase`);
+  const healthy = field(response, "status", "healthyReplicas");
+  const related = observed(field(request, "related"), TYPE_KEY.cvr).length;
+  if (typeof healthy === "number" && healthy > related) problems.push(`${healthy} healthy replicas reported, ${related} related`);
   return problems;
 }
