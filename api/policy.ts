@@ -77,7 +77,7 @@ const LIVE_LABEL =
   `'spec.pools[' + string(variables.poolIndex) + '] (nodeSelector ' + ` +
   `variables.pool.nodeSelector.map(k, k + '=' + variables.pool.nodeSelector[k]).join(',') + ') (pool ' + params.metadata.name + '): '`;
 
-const VOLUMES = "(has(params.status) && has(params.status.provisionedVolumes) ? params.status.provisionedVolumes : 0)";
+const VOLUMES = "(has(params.status) && has(params.status.provisionedReplicas) ? params.status.provisionedReplicas : 0)";
 /** volumeCount() of hooks/admission/judge.ts: "1 volume", "2 volumes". */
 const VOLUME_COUNT = `string(${VOLUMES}) + (${VOLUMES} == 1 ? ' volume' : ' volumes')`;
 

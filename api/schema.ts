@@ -203,8 +203,8 @@ export const CSPIStatusSchema = Type.Object(
   {
     phase: Type.Optional(Type.Union(CSPI_PHASES.map((p) => Type.Literal(p)))),
     capacity: Type.Optional(CapacitySchema),
-    healthyVolumes: Type.Optional(Type.Integer({ minimum: 0 })),
-    provisionedVolumes: Type.Optional(Type.Integer({ minimum: 0 })),
+    healthyReplicas: Type.Optional(Type.Integer({ minimum: 0 })),
+    provisionedReplicas: Type.Optional(Type.Integer({ minimum: 0 })),
     readOnly: Type.Optional(Type.Boolean()),
     conditions: Type.Optional(Conditions),
     lastUpdateTime: Type.Optional(Type.String({ format: "date-time", description: "Node daemon heartbeat." })),

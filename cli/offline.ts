@@ -173,7 +173,7 @@ function assumedPools(stored: CSPC, namespace: string, facts: ClusterFacts): CSP
       kind: KIND.cspi,
       metadata: { name, namespace, labels: { [LABEL.cspc]: stored.metadata.name ?? "", [LABEL.hostname]: host } },
       spec: buildCspiSpec(pool, host, inventory),
-      status: { phase: "ONLINE", provisionedVolumes: 0 },
+      status: { phase: "ONLINE", provisionedReplicas: 0 },
     };
   });
 }

@@ -58,8 +58,8 @@ export function report(input: ReportInput): CSPIStatus {
       status.capacity = { total: quantity(used + available), free: quantity(available), used: quantity(used) };
     }
     status.readOnly = pool.readonly ?? false;
-    status.provisionedVolumes = pool.volumes.length;
-    status.healthyVolumes = status.phase === "ONLINE" && !status.readOnly ? pool.volumes.length : 0;
+    status.provisionedReplicas = pool.volumes.length;
+    status.healthyReplicas = status.phase === "ONLINE" && !status.readOnly ? pool.volumes.length : 0;
   }
 
   const updates = [

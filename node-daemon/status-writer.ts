@@ -7,7 +7,7 @@ import type { Logger } from "../lib/log.js";
 import type { KubeApi, StatusPatch } from "./kube.js";
 
 /** Fields the daemon owns in status; removed (null) when a pass no longer reports them. */
-const OWNED_OPTIONAL_FIELDS = ["capacity", "readOnly", "healthyVolumes", "provisionedVolumes"] as const;
+const OWNED_OPTIONAL_FIELDS = ["capacity", "readOnly", "healthyReplicas", "provisionedReplicas"] as const;
 
 export interface StatusWriterOptions {
   kube: KubeApi;

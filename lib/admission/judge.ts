@@ -157,7 +157,7 @@ function judgeSpec(input: AdmissionInput, facts: Partial<ClusterFacts>): Judgeme
 function judgeDelete(input: AdmissionInput, cspis: readonly CSPI[]): Judgement {
   const sorted = [...cspis].sort((a, b) => (a.metadata.name ?? "").localeCompare(b.metadata.name ?? ""));
   // A pool already on its way out still holds its volumes until it is gone: it counts too.
-  const holding = sorted.filter((c) => (c.status?.provisionedVolumes ?? 0) > 0);
+  const holding = sorted.filter((c) => (c.status?.provisionedReplicas ?? 0) > 0);
   const live = sorted.filter((c) => !isTerminating(c));
   if (holding.length > 0) {
     const message =
@@ -172,7 +172,7 @@ function judgeDelete(input: AdmissionInput, cspis: readonly CSPI[]): Judgement {
 }
 
 function volumeCount(cspi: CSPI): string {
-  const n = cspi.status?.provisionedVolumes ?? 0;
+  const n = cspi.status?.provisionedReplicas ?? 0;
   return `${n} volume${n === 1 ? "" : "s"}`;
 }
 

@@ -47,7 +47,7 @@ interface Teardown {
 
 function planTeardown(inventory: Inventory, claims: readonly BlockDeviceClaim[]): Teardown {
   const cspis = [...inventory.cspis.values()];
-  const holdingVolumes = cspis.filter((c) => (c.status?.provisionedVolumes ?? 0) > 0);
+  const holdingVolumes = cspis.filter((c) => (c.status?.provisionedReplicas ?? 0) > 0);
   const live = cspis.filter((c) => !isTerminating(c));
   const teardown: Teardown = {
     children: [],
@@ -100,7 +100,7 @@ function teardownStatus(
   const where = `CStorPoolCluster ${inventory.namespace}/${inventory.cspcName}`;
   const blocked = teardown.holdingVolumes.map(
     (c) =>
-      `pool ${c.metadata.name} on node ${c.spec?.hostName ?? "unknown"} holds ${c.status?.provisionedVolumes} volume(s): ` +
+      `pool ${c.metadata.name} on node ${c.spec?.hostName ?? "unknown"} holds ${c.status?.provisionedReplicas} volume(s): ` +
       `move or delete its volumes; deletion continues by itself once no pool holds volumes`,
   );
   const removal: ConditionInput =

@@ -191,7 +191,7 @@ interface OrphanOutcome extends CspiOutcome {
  */
 function planOrphan(orphan: CSPI): OrphanOutcome {
   if (isTerminating(orphan)) return {};
-  if ((orphan.status?.provisionedVolumes ?? 0) > 0) return { cspi: ownedView(orphan), removalBlocked: orphan.metadata.name! };
+  if ((orphan.status?.provisionedReplicas ?? 0) > 0) return { cspi: ownedView(orphan), removalBlocked: orphan.metadata.name! };
   if (isMarkedForRemoval(orphan)) return {};
   return { cspi: markedForRemoval(orphan) };
 }

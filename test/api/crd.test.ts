@@ -42,7 +42,7 @@ describe("generated CRDs", () => {
         .map((c: { name: string }) => c.name.toUpperCase());
     expect(names("cstorpoolclusters.yaml")).to.deep.equal(["HEALTHYINSTANCES", "PROVISIONEDINSTANCES", "DESIREDINSTANCES", "AGE"]);
     expect(names("cstorpoolinstances.yaml")).to.deep.equal([
-      "HOSTNAME", "ALLOCATED", "FREE", "CAPACITY", "HEALTHYVOLUMES", "PROVISIONEDVOLUMES", "STATUS", "AGE",
+      "HOSTNAME", "ALLOCATED", "FREE", "CAPACITY", "HEALTHYREPLICAS", "PROVISIONEDREPLICAS", "STATUS", "AGE",
     ]);
   });
 });

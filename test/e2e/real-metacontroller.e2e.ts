@@ -165,7 +165,7 @@ describe("e2e: the pool lifecycle under the real Metacontroller (hook server, no
     return String(response.body.message);
   };
   /** The daemon has reported the pool's volumes gone: what the admission policy and the hooks judge by. */
-  const volumesGone = (name: string) => waitFor(`CSPI ${name} to report no volumes`, () => get(cspiPath(name)), (c) => c?.status?.provisionedVolumes === 0);
+  const volumesGone = (name: string) => waitFor(`CSPI ${name} to report no volumes`, () => get(cspiPath(name)), (c) => c?.status?.provisionedReplicas === 0);
 
   // ------------------------------------------------------------------ the pools on the nodes
 
@@ -456,7 +456,7 @@ describe("e2e: the pool lifecycle under the real Metacontroller (hook server, no
     const cspi = await cspiOn("b");
     const name = cspi.metadata.name!;
     const pool = zpoolName(name);
-    expect(cspi.status!.provisionedVolumes).to.equal(1);
+    expect(cspi.status!.provisionedReplicas).to.equal(1);
     const removal = [
       { op: "test", path: "/spec/pools/1/nodeSelector", value: { [LABEL.hostname]: nodeName("b") } },
       { op: "remove", path: "/spec/pools/1" },

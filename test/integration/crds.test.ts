@@ -137,7 +137,7 @@ describe("integration: CRDs through kubectl on a real kube-apiserver", function 
     expect(rows[0].AGE).to.match(/^\d+s$/);
   });
 
-  it("`kubectl get cspi` prints HOSTNAME ALLOCATED FREE CAPACITY HEALTHYVOLUMES PROVISIONEDVOLUMES STATUS AGE", async () => {
+  it("`kubectl get cspi` prints HOSTNAME ALLOCATED FREE CAPACITY HEALTHYREPLICAS PROVISIONEDREPLICAS STATUS AGE", async () => {
     const name = "printer-columns-cspi";
     const cspi = {
       apiVersion: API_VERSION,
@@ -154,8 +154,8 @@ describe("integration: CRDs through kubectl on a real kube-apiserver", function 
     const status = {
       phase: "ONLINE",
       capacity: { total: "9920Mi", free: "9600Mi", used: "320Mi" },
-      healthyVolumes: 2,
-      provisionedVolumes: 3,
+      healthyReplicas: 2,
+      provisionedReplicas: 3,
       readOnly: false,
     };
     const patched = await cluster.request(
@@ -176,8 +176,8 @@ describe("integration: CRDs through kubectl on a real kube-apiserver", function 
       "ALLOCATED",
       "FREE",
       "CAPACITY",
-      "HEALTHYVOLUMES",
-      "PROVISIONEDVOLUMES",
+      "HEALTHYREPLICAS",
+      "PROVISIONEDREPLICAS",
       "STATUS",
       "AGE",
     ]);
@@ -187,8 +187,8 @@ describe("integration: CRDs through kubectl on a real kube-apiserver", function 
       ALLOCATED: "320Mi",
       FREE: "9600Mi",
       CAPACITY: "9920Mi",
-      HEALTHYVOLUMES: "2",
-      PROVISIONEDVOLUMES: "3",
+      HEALTHYREPLICAS: "2",
+      PROVISIONEDREPLICAS: "3",
       STATUS: "ONLINE",
     });
     const wide = await table(cluster, "cspi", name, "-n", INSTALL_NAMESPACE, "-o", "wide");

@@ -51,7 +51,7 @@ function cspi(index: number, volumes = 0): CSPI {
       poolConfig: { compression: "off", roThresholdLimit: 85 },
       raidGroups: pool.raidGroups.map((g) => ({ ...g, type: g.type ?? "stripe" })),
     },
-    ...(volumes ? { status: { provisionedVolumes: volumes } } : {}),
+    ...(volumes ? { status: { provisionedReplicas: volumes } } : {}),
   };
 }
 
@@ -126,9 +126,9 @@ describe("integration: the CSPC admission policy of the default install (no webh
     await waitUntil(async () => (await apply(cluster, REFUSED[0].pools, true)).exitCode !== 0, 30_000, () => "the CSPC policy is never enforced");
   });
 
-  const setVolumes = async (pool: number, provisionedVolumes: number) => {
+  const setVolumes = async (pool: number, provisionedReplicas: number) => {
     const path = `/apis/${API_VERSION}/namespaces/${NS}/cstorpoolinstances/${CSPI_NAMES[pool]}/status`;
-    const patched = await cluster.request(cluster.admin, "PATCH", path, { status: { provisionedVolumes } }, "application/merge-patch+json");
+    const patched = await cluster.request(cluster.admin, "PATCH", path, { status: { provisionedReplicas } }, "application/merge-patch+json");
     expect(patched.status, JSON.stringify(patched.body)).to.equal(200);
   };
 

@@ -136,8 +136,8 @@ describe("integration: the Metacontroller loop (test driver + hook server + real
       phase: "ONLINE",
       capacity: { total: "19Gi", free: "19Gi", used: "0" },
       readOnly: false,
-      healthyVolumes: 0,
-      provisionedVolumes: 0,
+      healthyReplicas: 0,
+      provisionedReplicas: 0,
       lastUpdateTime: new Date().toISOString(),
     });
     expect(online.status, JSON.stringify(online.body)).to.equal(200);

@@ -211,7 +211,7 @@ describe("integration: the node daemon end to end (real processes, real apiserve
       );
       const online = await waitForCspi(name, "phase ONLINE", (c) => c?.status?.phase === "ONLINE");
       expect(online!.metadata.finalizers).to.deep.equal([FINALIZER.poolProtection]);
-      expect(online!.status).to.include({ importedOn: nodeNameA(), poolName: pool, readOnly: false, provisionedVolumes: 0 });
+      expect(online!.status).to.include({ importedOn: nodeNameA(), poolName: pool, readOnly: false, provisionedReplicas: 0 });
       const { total, free, used } = online!.status!.capacity!;
       expect(total, "a 128 MiB mirror holds less than 128 MiB").to.match(/^\d+(\.\d+)?Mi$/);
       expect(parseFloat(total)).to.be.within(64, 128);
@@ -321,7 +321,7 @@ describe("integration: the node daemon end to end (real processes, real apiserve
       await waitForEvent(name, "PoolImported", nodeNameB());
       const moved = await getCspi(name);
       expect(moved!.metadata.finalizers).to.deep.equal([FINALIZER.poolProtection]);
-      expect(moved!.status!.provisionedVolumes).to.equal(1);
+      expect(moved!.status!.provisionedReplicas).to.equal(1);
     });
 
     it("deletion without the removal mark (kubectl delete cspi): the pool is exported with its data, the finalizer removed, the CSPI gone", async () => {

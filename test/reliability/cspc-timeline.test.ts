@@ -69,7 +69,7 @@ const events: fc.Arbitrary<Event> = fc.oneof(
   })),
   fc.tuple(i, fc.constantFrom("OFFLINE", "DEGRADED", "FAULTED", "Pending", "Unknown"), fc.nat({ max: 3 })).map(([k, phase, volumes]) => ({
     describe: `CSPI #${k} ${phase} with ${volumes} volume(s)`,
-    happen: (w: World) => ({ ...w, cspis: edit(w.cspis, k, (c) => (c.status = { ...(c.status as object), phase, provisionedVolumes: volumes })) }),
+    happen: (w: World) => ({ ...w, cspis: edit(w.cspis, k, (c) => (c.status = { ...(c.status as object), phase, provisionedReplicas: volumes })) }),
   })),
   fc.boolean().map((paused) => ({
     describe: paused ? "reconciliation paused" : "reconciliation resumed",

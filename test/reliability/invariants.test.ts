@@ -56,7 +56,7 @@ describe("reliability checks catch a data-losing answer", () => {
   it("catch a null, a finalize that removes a pool holding volumes or finalizes early, and a CSPI answer without its Deployment", () => {
     expect(nullsIn({ status: { conditions: [null] } })).to.deep.equal(["$.status.conditions[0] is null"]);
     const holding = request();
-    for (const c of Object.values(holding.children["CStorPoolInstance.openebs.io/v1alpha1"] as Doc)) c.status.provisionedVolumes = 1;
+    for (const c of Object.values(holding.children["CStorPoolInstance.openebs.io/v1alpha1"] as Doc)) c.status.provisionedReplicas = 1;
     const emptied = { ...response(), children: [], finalized: true };
     expect(finalizeCspcProblems(holding, emptied)).to.include.members([
       "CSPI cstor-pool-mirror-1a264d was removed while a pool holds volumes",

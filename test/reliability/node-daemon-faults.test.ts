@@ -340,7 +340,7 @@ describe("node daemon process killed mid-action, and the API server gone and bac
     expect(before.status?.phase, "no status claims the pool before the daemon has seen it").to.not.equal("ONLINE");
 
     await start();
-    const online = await waitForStatus("phase ONLINE", (s) => s.phase === "ONLINE" && s.provisionedVolumes === 1);
+    const online = await waitForStatus("phase ONLINE", (s) => s.phase === "ONLINE" && s.provisionedReplicas === 1);
     expect(online.status).to.include({ importedOn: node(), poolName: pool, readOnly: false });
     expect(count("create"), "zpool create runs").to.equal(1);
     expect(dataGroups(pool)).to.deep.equal([[devices.d1, devices.d2]]);
@@ -424,10 +424,10 @@ describe("node daemon process killed mid-action, and the API server gone and bac
 
     await proxy.up();
     const readOnly = await waitForStatus("status readOnly", (s) => s.readOnly === true);
-    expect(readOnly.status).to.include({ phase: "ONLINE", healthyVolumes: 0, provisionedVolumes: 2 });
+    expect(readOnly.status).to.include({ phase: "ONLINE", healthyReplicas: 0, provisionedReplicas: 2 });
     await patchCspi([{ op: "replace", path: "/spec/poolConfig/roThresholdLimit", value: 95 }]);
     const writable = await waitForStatus("readOnly cleared after the limit was raised", (s) => s.readOnly === false);
-    expect(writable.status).to.include({ healthyVolumes: 2 });
+    expect(writable.status).to.include({ healthyReplicas: 2 });
     expect(zfs("get", "-H", "-o", "value", "readonly", pool).trim()).to.equal("off");
     expect(checksum(filler.file)).to.equal(filler.sha);
     data.expectIntact("API server away while the pool filled");

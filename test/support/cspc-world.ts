@@ -68,7 +68,7 @@ export function apply(world: World, response: CompositeSyncResponse, options: { 
           ...(observedCspis.get(c.metadata.name)?.status as object),
           phase: "ONLINE",
           importedOn: spec.hostName,
-          provisionedVolumes: 0,
+          provisionedReplicas: 0,
           lastUpdateTime: "2026-11-21T11:59:30Z",
           conditions: [{ type: "PodAvailable", status: "True", reason: "PoolPodAvailable", message: "", lastTransitionTime: "2026-11-21T10:00:00Z" }],
         },

@@ -149,7 +149,7 @@ describe("admission webhook behind a real kube-apiserver", function () {
     };
     await cluster.kubectl(["apply", "-f", "-"], { input: JSON.stringify(pool) });
     const setVolumes = (n: number) =>
-      cluster.kubectl(["patch", "cspi", pool.metadata.name, "-n", NS, "--subresource=status", "--type=merge", "-p", JSON.stringify({ status: { phase: "ONLINE", provisionedVolumes: n } })]);
+      cluster.kubectl(["patch", "cspi", pool.metadata.name, "-n", NS, "--subresource=status", "--type=merge", "-p", JSON.stringify({ status: { phase: "ONLINE", provisionedReplicas: n } })]);
     await setVolumes(3);
 
     const refused = await cluster.kubectl(["delete", "cspc", "adm-e2e-live", "-n", NS], { allowFailure: true });

@@ -116,7 +116,7 @@ export function cspi(p: PoolDef, o: { volumes?: number; gib?: number } = {}): Ku
     },
     status: {
       phase: "ONLINE",
-      provisionedVolumes: o.volumes ?? 0,
+      provisionedReplicas: o.volumes ?? 0,
       importedOn: p.host,
       conditions: [{ type: "PodAvailable", status: "True", reason: "PoolPodAvailable", message: "pool pod is available", lastTransitionTime: "2026-11-21T10:05:00Z" }],
     },

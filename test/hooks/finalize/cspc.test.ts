@@ -96,7 +96,7 @@ describe("cspc-finalize", () => {
     expect(removal.message).to.contain("pool cstor-pool-mirror-8f19f5 on node gke-cstor-it-default-pool-2 holds 3 volume(s)");
     expect(condition(blocked, "Ready")).to.include({ status: "False", reason: "PoolHoldsVolumes" });
 
-    (request.children[CSPI_KEY]["openebs/cstor-pool-mirror-8f19f5"].status as Record<string, unknown>).provisionedVolumes = 0;
+    (request.children[CSPI_KEY]["openebs/cstor-pool-mirror-8f19f5"].status as Record<string, unknown>).provisionedReplicas = 0;
     const unblocked = finalize(request);
     expect(namesOf(unblocked.children, "CStorPoolInstance")).to.deep.equal(["cstor-pool-mirror-8f19f5"]);
     expect(unblocked.children[0].metadata.annotations).to.deep.equal({ "openebs.io/pool-removal": "requested" });

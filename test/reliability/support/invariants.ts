@@ -110,7 +110,7 @@ export function finalizeCspcProblems(request: unknown, response: unknown): strin
   const problems = compositeChildrenProblems(request, response);
   const cspis = observed(field(request, "children"), TYPE_KEY.cspi);
   const claims = observed(field(request, "children"), TYPE_KEY.blockDeviceClaim);
-  const holding = cspis.some((c) => Number(field(c, "status", "provisionedVolumes") ?? 0) > 0);
+  const holding = cspis.some((c) => Number(field(c, "status", "provisionedReplicas") ?? 0) > 0);
   const returned = new Set(children(response, "CStorPoolInstance").map(nameOf));
   if (holding) {
     for (const c of cspis) {
