@@ -12,6 +12,7 @@ import {
   CSPISpecSchema,
   CSPIStatusSchema,
 } from "./schema.js";
+import { CVRSpecSchema, CVRStatusSchema } from "./volume-schema.js";
 
 type OpenApi = Record<string, unknown>;
 
@@ -208,11 +209,32 @@ export function blockDeviceClaimCrd(): OpenApi {
   });
 }
 
+export function cvrCrd(): OpenApi {
+  return crd({
+    kind: KIND.cvr,
+    plural: "cstorvolumereplicas",
+    shortNames: ["cvr"],
+    spec: CVRSpecSchema,
+    status: CVRStatusSchema,
+    statusSubresource: true,
+    columns: [
+      { name: "Pool", type: "string", jsonPath: ".metadata.labels.cstorpoolinstance\\.openebs\\.io/name" },
+      { name: "Node", type: "string", jsonPath: ".metadata.annotations.cstorpoolinstance\\.openebs\\.io/hostname" },
+      { name: "Allocated", type: "string", jsonPath: ".status.capacity.total" },
+      { name: "Used", type: "string", jsonPath: ".status.capacity.used" },
+      { name: "Phase", type: "string", jsonPath: ".status.phase" },
+      age,
+      { name: "Reason", type: "string", jsonPath: ".status.reason", priority: 1 },
+    ],
+  });
+}
+
 /** File name under metacontroller/crds → CRD. */
 export function allCrds(): Record<string, OpenApi> {
   return {
     "cstorpoolclusters.yaml": cspcCrd(),
     "cstorpoolinstances.yaml": cspiCrd(),
+    "cstorvolumereplicas.yaml": cvrCrd(),
     "ndm/blockdevices.yaml": blockDeviceCrd(),
     "ndm/blockdeviceclaims.yaml": blockDeviceClaimCrd(),
   };

@@ -7,6 +7,7 @@ import type {
   CSPC,
   CSPI,
   CustomizeRequest,
+  CVR,
   DecoratorSyncRequest,
   KubeObject,
   ObjectMap,
@@ -16,6 +17,7 @@ import { TypeCompiler } from "@sinclair/typebox/compiler";
 import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
 import { KIND, TYPE_KEY } from "../api/constants.js";
 import { BlockDeviceClaimSchema, BlockDeviceSchema, CSPCSchema, CSPISchema, ObjectMetaSchema } from "../api/schema.js";
+import { CVRSchema } from "../api/volume-schema.js";
 import { BadRequestError } from "./errors.js";
 
 function isRecord(value: unknown): value is Record<string, unknown> {
@@ -76,6 +78,7 @@ const SHAPES: Record<string, ValidateFunction> = {
   [KIND.cspi]: shapeOf(CSPISchema),
   [KIND.blockDevice]: shapeOf(BlockDeviceSchema),
   [KIND.blockDeviceClaim]: shapeOf(BlockDeviceClaimSchema),
+  [KIND.cvr]: shapeOf(CVRSchema),
 };
 const anyObject = shapeOf({ type: "object", required: ["apiVersion", "kind", "metadata"], properties: { apiVersion: { type: "string" }, metadata: ObjectMetaSchema } });
 const metadataOnly = shapeOf({ type: "object", properties: { metadata: ObjectMetaSchema } });
@@ -307,6 +310,7 @@ interface CheckedTypeKeys {
   [TYPE_KEY.cspi]: CSPI;
   [TYPE_KEY.blockDevice]: BlockDevice;
   [TYPE_KEY.blockDeviceClaim]: BlockDeviceClaim;
+  [TYPE_KEY.cvr]: CVR;
 }
 
 /** Why an object is not of its schema's types as the hooks read it (for the CLI's files), or undefined. */
