@@ -139,3 +139,45 @@ export const POOL_RULES: CelRule[] = [
       `'); ZFS would lose the stronger redundancy\\'s guarantees and refuses it without force: give every data raid group the same type and device count'`,
   },
 ];
+
+/**
+ * Rules on a CStorVolumeConfig's spec. Transition rules (oldSelf) run on updates only. Replica scaling and
+ * moving replicas are a later release's edits, so replicaCount and pinnedPools are fixed at creation for
+ * now; the message says so instead of letting the hook ignore the edit. The capacity comparison uses the
+ * Kubernetes quantity() CEL library (1Gi == 1024Mi), guarded by isQuantity() so a value the schema's
+ * pattern already refuses does not also fail inside CEL.
+ */
+export const CVC_SPEC_RULES: CelRule[] = [
+  {
+    rule:
+      "!isQuantity(self.capacity) || !isQuantity(oldSelf.capacity) || " +
+      "quantity(self.capacity).compareTo(quantity(oldSelf.capacity)) >= 0",
+    messageExpression:
+      "'spec.capacity cannot shrink (from ' + oldSelf.capacity + ' to ' + self.capacity + '): a replica is never made smaller; " +
+      "set it back to at least ' + oldSelf.capacity + ', or copy the data to a new, smaller volume'",
+  },
+  {
+    rule: "self.cstorPoolCluster == oldSelf.cstorPoolCluster",
+    messageExpression:
+      "'spec.cstorPoolCluster cannot change (from ' + oldSelf.cstorPoolCluster + ' to ' + self.cstorPoolCluster + '): " +
+      "the replicas live on its pools; set it back, or create a new volume on the other cluster and copy the data'",
+  },
+  {
+    rule: "self.replicaCount == oldSelf.replicaCount",
+    message:
+      "spec.replicaCount cannot change yet: adding or removing replicas of an existing volume is not supported in this release; set it back",
+  },
+  {
+    rule: "(has(self.pinnedPools) ? self.pinnedPools : []) == (has(oldSelf.pinnedPools) ? oldSelf.pinnedPools : [])",
+    message:
+      "spec.pinnedPools cannot change: the replicas already live on the pools chosen at creation and moving them is not supported in this release; set it back",
+  },
+  {
+    rule: "!has(self.pinnedPools) || size(self.pinnedPools) == 0 || size(self.pinnedPools) == self.replicaCount",
+    message: "spec.pinnedPools must name exactly replicaCount pools (one per replica), or be left out to let placement choose",
+  },
+  {
+    rule: "!has(self.pinnedPools) || self.pinnedPools.all(p, self.pinnedPools.exists_one(q, q == p))",
+    message: "spec.pinnedPools names a pool twice: a volume has at most one replica per pool; name each pool once",
+  },
+];

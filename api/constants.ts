@@ -16,10 +16,15 @@ export const KIND = {
   cvr: "CStorVolumeReplica",
   service: "Service",
   podDisruptionBudget: "PodDisruptionBudget",
+  storageClass: "StorageClass",
+  persistentVolumeClaim: "PersistentVolumeClaim",
+  persistentVolume: "PersistentVolume",
+  event: "Event",
 } as const;
 
 /** Metacontroller v2 object-map keys: "<Kind>.<group>/<version>", core group "<Kind>.<version>". */
 export const TYPE_KEY = {
+  cspc: `${KIND.cspc}.${API_VERSION}`,
   cspi: `${KIND.cspi}.${API_VERSION}`,
   blockDevice: `${KIND.blockDevice}.${API_VERSION}`,
   blockDeviceClaim: `${KIND.blockDeviceClaim}.${API_VERSION}`,
@@ -30,6 +35,9 @@ export const TYPE_KEY = {
   cvr: `${KIND.cvr}.${API_VERSION}`,
   service: "Service.v1",
   podDisruptionBudget: "PodDisruptionBudget.policy/v1",
+  persistentVolumeClaim: "PersistentVolumeClaim.v1",
+  persistentVolume: "PersistentVolume.v1",
+  event: "Event.v1",
 } as const;
 
 export const LABEL = {
@@ -65,6 +73,41 @@ export const ANNOTATION = {
 } as const;
 
 export const POOL_REMOVAL_REQUESTED = "requested";
+
+/**
+ * The StorageClass path (docs/decisions.md, 22): a PVC of a class with this provisioner and label gets a
+ * CStorVolumeConfig and, once the volume is served, a PersistentVolume.
+ */
+export const PROVISIONING = {
+  /** The StorageClass provisioner; not upstream cStor's CSI driver name, so the two never both serve a claim. */
+  provisioner: "cstor.openebs.io/provisioner",
+  /** The label that makes Metacontroller hand a StorageClass to the hooks (a decorator selects by labels). */
+  classLabel: "openebs.io/cstor-provisioner",
+  classLabelValue: "true",
+  /** On the StorageClass: "ready", or what keeps the class from provisioning and how to fix it. */
+  classAnnotation: "cstor.openebs.io/provisioning",
+  /** On a CVC: the reclaim policy its PV last had, remembered once the PV is gone. */
+  reclaimPolicyAnnotation: "cstor.openebs.io/reclaim-policy",
+  /** On a CVC: the claim it serves, "<namespace>/<name>", for people reading it. */
+  claimAnnotation: "cstor.openebs.io/claim",
+  /** Kubernetes' annotations on a PVC: the provisioner the PV controller handed it to (GA, then beta name). */
+  claimProvisionerAnnotations: ["volume.kubernetes.io/storage-provisioner", "volume.beta.kubernetes.io/storage-provisioner"],
+  /** Kubernetes' annotation on a PVC of a WaitForFirstConsumer class: the node the scheduler chose. */
+  selectedNodeAnnotation: "volume.kubernetes.io/selected-node",
+  /** Kubernetes' annotation on a PV: who deletes it (the PV controller leaves a Released PV to that provisioner). */
+  provisionedByAnnotation: "pv.kubernetes.io/provisioned-by",
+  /** The Event reason on a PVC that cannot be provisioned (csi-provisioner's reason). */
+  failedReason: "ProvisioningFailed",
+  /** The Event reason on a PVC whose volume is being made. */
+  waitingReason: "Provisioning",
+  eventSource: "cstor-provisioner",
+  /** The class parameters served; upstream cStor's `cas-type: cstor` is tolerated so its classes can be reused. */
+  parameters: ["cstorPoolCluster", "replicaCount", "fsType", "cas-type"],
+  upstreamCasType: "cstor",
+  /** Filesystems the kubelet formats a volume with (the class's fsType). */
+  fsTypes: ["ext4", "xfs"],
+  defaultFsType: "ext4",
+} as const;
 
 /** CSPI condition types. PodAvailable and NodeDaemonHeartbeat belong to cspi-sync, the rest to the node daemon. */
 export const CSPI_CONDITION = {

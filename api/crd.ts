@@ -12,7 +12,7 @@ import {
   CSPISpecSchema,
   CSPIStatusSchema,
 } from "./schema.js";
-import { CVRSpecSchema, CVRStatusSchema } from "./volume-schema.js";
+import { CVCSpecSchema, CVCStatusSchema, CVRSpecSchema, CVRStatusSchema, CVSpecSchema, CVStatusSchema } from "./volume-schema.js";
 
 type OpenApi = Record<string, unknown>;
 
@@ -209,6 +209,52 @@ export function blockDeviceClaimCrd(): OpenApi {
   });
 }
 
+export function cvcCrd(): OpenApi {
+  return crd({
+    kind: KIND.cvc,
+    plural: "cstorvolumeconfigs",
+    shortNames: ["cvc"],
+    spec: CVCSpecSchema,
+    status: CVCStatusSchema,
+    statusSubresource: true,
+    columns: [
+      { name: "Capacity", type: "string", jsonPath: ".spec.capacity" },
+      { name: "PoolCluster", type: "string", jsonPath: ".spec.cstorPoolCluster" },
+      { name: "Replicas", type: "integer", jsonPath: ".spec.replicaCount" },
+      { name: "Phase", type: "string", jsonPath: ".status.phase" },
+      age,
+      { name: "Reason", type: "string", jsonPath: ".status.reason", priority: 1 },
+    ],
+    rootValidations: [
+      {
+        rule: "size(self.metadata.name) <= 63 && self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",
+        message:
+          "a CStorVolumeConfig name must be a DNS label (at most 63 lowercase letters, digits and '-', starting with a letter): it names the volume's Service and is a label value on its replicas",
+      },
+    ],
+  });
+}
+
+export function cvCrd(): OpenApi {
+  return crd({
+    kind: KIND.cv,
+    plural: "cstorvolumes",
+    shortNames: ["cv"],
+    spec: CVSpecSchema,
+    status: CVStatusSchema,
+    statusSubresource: true,
+    columns: [
+      { name: "Capacity", type: "string", jsonPath: ".spec.capacity" },
+      { name: "Phase", type: "string", jsonPath: ".status.phase" },
+      { name: "RF", type: "integer", jsonPath: ".spec.replicationFactor", description: "Replicas of the volume." },
+      { name: "CF", type: "integer", jsonPath: ".spec.consistencyFactor", description: "Replicas a write needs." },
+      { name: "Healthy", type: "integer", jsonPath: ".status.healthyReplicas" },
+      age,
+      { name: "TargetPortal", type: "string", jsonPath: ".spec.targetPortal", priority: 1 },
+    ],
+  });
+}
+
 export function cvrCrd(): OpenApi {
   return crd({
     kind: KIND.cvr,
@@ -234,6 +280,8 @@ export function allCrds(): Record<string, OpenApi> {
   return {
     "cstorpoolclusters.yaml": cspcCrd(),
     "cstorpoolinstances.yaml": cspiCrd(),
+    "cstorvolumeconfigs.yaml": cvcCrd(),
+    "cstorvolumes.yaml": cvCrd(),
     "cstorvolumereplicas.yaml": cvrCrd(),
     "ndm/blockdevices.yaml": blockDeviceCrd(),
     "ndm/blockdeviceclaims.yaml": blockDeviceClaimCrd(),

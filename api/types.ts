@@ -27,6 +27,7 @@ import type {
   CVSchema,
   CVSpecSchema,
   CVStatusSchema,
+  SkippedPoolSchema,
 } from "./volume-schema.js";
 
 export type ObjectMeta = Static<typeof ObjectMetaSchema>;
@@ -53,6 +54,7 @@ export type CV = Static<typeof CVSchema>;
 export type CVRSpec = Static<typeof CVRSpecSchema>;
 export type CVRStatus = Static<typeof CVRStatusSchema>;
 export type CVR = Static<typeof CVRSchema>;
+export type SkippedPool = Static<typeof SkippedPoolSchema>;
 
 /** Any Kubernetes object as it travels in JSON. */
 export interface KubeObject {
@@ -116,8 +118,11 @@ export interface DecoratorSyncResponse {
 
 export interface CustomizeRequest {
   controller: KubeObject;
-  /** Customize answers from the parent's metadata alone. */
-  parent: { kind: string; metadata: ObjectMeta };
+  /**
+   * Customize answers from the parent's metadata and, at most, a spec field it reads tolerantly: only the
+   * metadata is checked, every other field is as sent.
+   */
+  parent: { kind: string; metadata: ObjectMeta; [field: string]: unknown };
 }
 
 export interface LabelSelector {

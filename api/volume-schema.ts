@@ -3,6 +3,7 @@
 // pool's view). All three live in the namespace of the CStorPoolCluster they use. Field names follow
 // upstream cStor's v1 objects where upstream's meaning is kept, so its users recognise them.
 import { Type } from "@sinclair/typebox";
+import { CVC_SPEC_RULES } from "./cel.js";
 import { LIMITS } from "./constants.js";
 import {
   Conditions,
@@ -47,7 +48,7 @@ export const CVCSpecSchema = Type.Object(
     ),
     target: Type.Optional(VolumeTargetSpecSchema),
   },
-  closed,
+  { ...closed, "x-kubernetes-validations": CVC_SPEC_RULES },
 );
 
 export const CVC_PHASES = ["Pending", "Bound", "Failed"] as const;

@@ -6,9 +6,10 @@ import { parseAdmissionReview, reviewResponse } from "../lib/admission/review.js
 import { syncCspc } from "../hooks/cspc-sync/sync.js";
 import { DEFAULT_HOOK_CONFIG } from "../lib/hook-config.js";
 import { syncCspi } from "../hooks/cspi-sync/sync.js";
+import { syncStorageClass } from "../hooks/storageclass/sync.js";
 import { canonicalize } from "../lib/canonical.js";
 import { admissionReview, fleetCluster, fleetFacts, type AdmissionOperation } from "./admission.js";
-import { benchClock, cspcSyncRequest, cspiSyncRequest, editedFleetRequest, type FleetEdit, type FleetState } from "./scenarios.js";
+import { benchClock, cspcSyncRequest, cspiSyncRequest, editedFleetRequest, storageClassSyncRequest, type FleetEdit, type FleetState } from "./scenarios.js";
 import { growth, median, sampleSteps, timed, type Growth, type TimingBudget } from "./stats.js";
 import { num, type Table } from "./table.js";
 
@@ -37,6 +38,8 @@ const LINEAR_EXPONENT_LIMIT = 1.2;
  * quadratic match would double that ratio with every doubling (an exponent 1 above).
  */
 const CONTROL_MARGIN = 0.2;
+/** PVCs in the cluster, each a Bound volume of the class: every sync of a cStor StorageClass carries them all. */
+export const STORAGECLASS_SIZES = [10, 100, 1000, 5000];
 /** Sizes of the per-pool cost table: fine enough to show where the step is. */
 export const CURVE_SIZES = [100, 200, 400, 600, 800, 1000, 1500, 2000];
 
@@ -101,6 +104,7 @@ export interface PureResults {
   /** syncCspc, steady state: minimum and median µs per pool at finely spaced sizes. */
   curve: { pools: number; minMicrosPerPool: number; medianMicrosPerPool: number }[];
   cspiSync: PipelineResult;
+  storageClassSync: (PipelineResult & { claims: number })[];
   admission: Record<AdmissionOperation, SizedResult[]>;
   admissionGrowth: Record<AdmissionOperation, Series>;
 }
@@ -132,12 +136,14 @@ function admissionHook(facts: ClusterFacts): Hook {
 
 const syncHook: Hook = (body) => syncCspc(body, benchClock);
 const cspiHook: Hook = (body) => syncCspi(body, benchClock, DEFAULT_HOOK_CONFIG);
+const storageClassHook: Hook = (body) => syncStorageClass(body, benchClock);
 
 export function runPure(options: {
   sizes: number[];
   editSizes: number[];
   curveSizes: number[];
   admissionSizes: number[];
+  storageClassSizes: number[];
   budget: TimingBudget;
   progress: (line: string) => void;
 }): PureResults {
@@ -173,6 +179,10 @@ export function runPure(options: {
   });
   options.progress("pure cspi-sync");
   const cspiSync = measurePipeline(cspiSyncRequest(), cspiHook, options.budget);
+  const storageClassSync = options.storageClassSizes.map((claims) => {
+    options.progress(`pure storageclass-sync ${claims} PVCs`);
+    return { claims, ...measurePipeline(storageClassSyncRequest(claims), storageClassHook, options.budget) };
+  });
   const admission = {} as PureResults["admission"];
   const admissionGrowth = {} as PureResults["admissionGrowth"];
   for (const operation of ["UPDATE", "CREATE"] as const) {
@@ -183,7 +193,7 @@ export function runPure(options: {
     });
     admissionGrowth[operation] = series(admission[operation].map((r) => ({ pools: r.pools, millis: r.hookMin })));
   }
-  return { cspcSync, edits, curve, growth: growthBy, cspiSync, admission, admissionGrowth };
+  return { cspcSync, edits, curve, growth: growthBy, cspiSync, storageClassSync, admission, admissionGrowth };
 }
 
 /**
@@ -268,6 +278,14 @@ export function pureTables(results: PureResults): Table[] {
     title: "cspi-sync as a pure function (one CSPI, steady state): median per call",
     headers: ["request", "request KB", "response KB", ...stepHeaders, "calls"],
     rows: [["golden case node-daemon-fresh-carried-through", kb(c.requestBytes), kb(c.responseBytes), ...steps(c), c.calls]],
+  });
+  tables.push({
+    title: "storageclass-sync as a pure function (every PVC a Bound volume of the class, steady state): median per call",
+    headers: ["PVCs", "request KB", "response KB", ...stepHeaders, "hook µs/PVC", "calls"],
+    rows: results.storageClassSync.map((r) => [r.claims, kb(r.requestBytes), kb(r.responseBytes), ...steps(r), num((r.hook * 1000) / r.claims), r.calls]),
+    notes: [
+      "Objects as in the golden case volume-bound-steady, without managedFields (Metacontroller sends them; they add about 1 KB per PVC, PV and CVC). A class's request carries every PVC of the cluster: the hook server's body and memory limits (docs/reliability.md) bound how many a cluster can have.",
+    ],
   });
   return tables;
 }

@@ -10,7 +10,7 @@ import { parseArgs } from "node:util";
 import { DAEMON_POOLS, daemonOverheads, daemonTables, IDLE_CPU_TARGET, OVERHEAD_TARGET, runDaemon } from "./daemon.js";
 import { HTTP_SIZES, httpTables, runHttp, type HttpResults } from "./http.js";
 import { describeMachine, machineLines } from "./machine.js";
-import { ADMISSION_SIZES, CURVE_SIZES, EDIT_SIZES, PURE_SIZES, pureTables, runPure, verdict, type PureResults } from "./pure.js";
+import { ADMISSION_SIZES, CURVE_SIZES, EDIT_SIZES, PURE_SIZES, pureTables, runPure, STORAGECLASS_SIZES, verdict, type PureResults } from "./pure.js";
 import type { DaemonResults } from "./processes/node-daemon.js";
 import { num, renderTable, type Table } from "./table.js";
 
@@ -39,7 +39,7 @@ let pure: PureResults | undefined;
 let http: HttpResults | undefined;
 let daemon: DaemonResults | undefined;
 if (only.includes("pure")) {
-  pure = runPure({ sizes: quick ? [1, 10, 100] : PURE_SIZES, editSizes: quick ? [100, 200] : EDIT_SIZES, curveSizes: quick ? [100, 200] : CURVE_SIZES, admissionSizes: quick ? [1, 10, 100] : ADMISSION_SIZES, budget: { millis: quick ? 100 : 600, minCalls: quick ? 2 : 5 }, progress });
+  pure = runPure({ sizes: quick ? [1, 10, 100] : PURE_SIZES, editSizes: quick ? [100, 200] : EDIT_SIZES, curveSizes: quick ? [100, 200] : CURVE_SIZES, admissionSizes: quick ? [1, 10, 100] : ADMISSION_SIZES, storageClassSizes: quick ? [10, 100] : STORAGECLASS_SIZES, budget: { millis: quick ? 100 : 600, minCalls: quick ? 2 : 5 }, progress });
 }
 if (only.includes("http")) {
   http = await runHttp({ sizes: quick ? [1, 100] : HTTP_SIZES, runMillis: quick ? 300 : 2500, progress });

@@ -16,8 +16,16 @@ export interface PoolPodConfig {
   baseDir: string;
 }
 
+export interface VolumeTargetConfig {
+  /** The volume target (decision 11: logs in to the replicas, mirrors them, serves the LUN on 3260). */
+  image: string;
+  /** Secrets the kubelet uses to pull it; the same list as the pool pod's. */
+  imagePullSecrets: string[];
+}
+
 export interface HookConfig {
   poolPod: PoolPodConfig;
+  volumeTarget: VolumeTargetConfig;
   /** A CSPI whose node daemon heartbeat (status.lastUpdateTime) is older than this shows phase Unknown. */
   staleStatusSeconds: number;
   /** Upper bound on the resync period the hooks ask for, so time-based decisions are re-evaluated. */
@@ -31,6 +39,10 @@ export const DEFAULT_HOOK_CONFIG: HookConfig = {
     imagePullSecrets: [],
     baseDir: "/var/openebs",
   },
+  volumeTarget: {
+    image: "ghcr.io/cstor-pool-operator/cstor-volume-target:0.1.0",
+    imagePullSecrets: [],
+  },
   staleStatusSeconds: DEFAULTS.staleStatusSeconds,
   resyncSeconds: DEFAULTS.resyncSeconds,
 };
@@ -39,6 +51,7 @@ export const DEFAULT_HOOK_CONFIG: HookConfig = {
 export const CONFIG_ENV = {
   poolImage: "OPENEBS_IO_CSTOR_POOL_IMAGE",
   exporterImage: "OPENEBS_IO_CSTOR_POOL_EXPORTER_IMAGE",
+  targetImage: "OPENEBS_IO_CSTOR_TARGET_IMAGE",
   imagePullSecrets: "OPENEBS_IO_IMAGE_PULL_SECRETS",
   baseDir: "OPENEBS_IO_BASE_DIR",
   staleStatusSeconds: STALE_STATUS_SECONDS_ENV,
@@ -76,12 +89,17 @@ export function loadHookConfig(env: Readonly<Record<string, string | undefined>>
     throw new ConfigError(`${CONFIG_ENV.baseDir}=${JSON.stringify(baseDir)} must be an absolute host path without "..", e.g. /var/openebs`);
   }
 
+  const imagePullSecrets = [...new Set(pullSecrets)].sort();
   return {
     poolPod: {
       poolImage: image(CONFIG_ENV.poolImage, DEFAULT_HOOK_CONFIG.poolPod.poolImage),
       exporterImage: image(CONFIG_ENV.exporterImage, DEFAULT_HOOK_CONFIG.poolPod.exporterImage),
-      imagePullSecrets: [...new Set(pullSecrets)].sort(),
+      imagePullSecrets,
       baseDir,
+    },
+    volumeTarget: {
+      image: image(CONFIG_ENV.targetImage, DEFAULT_HOOK_CONFIG.volumeTarget.image),
+      imagePullSecrets,
     },
     staleStatusSeconds: seconds(CONFIG_ENV.staleStatusSeconds, DEFAULT_HOOK_CONFIG.staleStatusSeconds),
     resyncSeconds: seconds(CONFIG_ENV.resyncSeconds, DEFAULT_HOOK_CONFIG.resyncSeconds),

@@ -35,6 +35,26 @@ export function zpoolName(cspi: string): string {
   return `cstor-${cspi}`;
 }
 
+/** The target Deployment of a volume: one pod serving the volume's LUN. Its Service and CStorVolume carry the volume's name. */
+export function targetDeploymentName(volume: string): string {
+  return `${volume}-target`;
+}
+
+/** A replica is named after its volume and pool, so a pool can hold only one replica of a volume. */
+export function replicaName(volume: string, cspi: string): string {
+  return `${volume}-${cspi}`;
+}
+
+/** A replica's id, stable for its volume and pool: the same replica keeps it across every sync. */
+export function replicaId(volume: string, cspi: string): string {
+  return shortHash([volume, cspi], 16);
+}
+
+/** The PodDisruptionBudget over the pool pods of a volume's pools. */
+export function poolsDisruptionBudgetName(volume: string): string {
+  return `${volume}-pools`;
+}
+
 export function isValidLabelValue(value: string): boolean {
   return value.length <= MAX_LABEL_VALUE && /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/.test(value);
 }

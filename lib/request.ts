@@ -7,6 +7,8 @@ import type {
   CSPC,
   CSPI,
   CustomizeRequest,
+  CV,
+  CVC,
   CVR,
   DecoratorSyncRequest,
   KubeObject,
@@ -17,8 +19,9 @@ import { TypeCompiler } from "@sinclair/typebox/compiler";
 import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
 import { KIND, TYPE_KEY } from "../api/constants.js";
 import { BlockDeviceClaimSchema, BlockDeviceSchema, CSPCSchema, CSPISchema, ObjectMetaSchema } from "../api/schema.js";
-import { CVRSchema } from "../api/volume-schema.js";
+import { CVCSchema, CVRSchema, CVSchema } from "../api/volume-schema.js";
 import { BadRequestError } from "./errors.js";
+import type { StorageClass } from "./provision/objects.js";
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
@@ -78,6 +81,8 @@ const SHAPES: Record<string, ValidateFunction> = {
   [KIND.cspi]: shapeOf(CSPISchema),
   [KIND.blockDevice]: shapeOf(BlockDeviceSchema),
   [KIND.blockDeviceClaim]: shapeOf(BlockDeviceClaimSchema),
+  [KIND.cvc]: shapeOf(CVCSchema),
+  [KIND.cv]: shapeOf(CVSchema),
   [KIND.cvr]: shapeOf(CVRSchema),
 };
 const anyObject = shapeOf({ type: "object", required: ["apiVersion", "kind", "metadata"], properties: { apiVersion: { type: "string" }, metadata: ObjectMetaSchema } });
@@ -268,6 +273,9 @@ function requireBody(body: unknown): Record<string, unknown> {
 interface CheckedKinds {
   [KIND.cspc]: CSPC;
   [KIND.cspi]: CSPI;
+  [KIND.cvc]: CVC;
+  [KIND.cv]: CV;
+  [KIND.storageClass]: StorageClass;
 }
 
 export function parseCompositeRequest<K extends keyof CheckedKinds>(body: unknown, parentKind: K): CompositeSyncRequest<CheckedKinds[K]> {
@@ -307,10 +315,13 @@ export function parseCustomizeRequest(body: unknown, parentKind: string): Custom
 
 /** The type keys whose objects objectMap checks against their schema's types (SHAPES), and those types. */
 interface CheckedTypeKeys {
+  [TYPE_KEY.cspc]: CSPC;
   [TYPE_KEY.cspi]: CSPI;
+  [TYPE_KEY.cvc]: CVC;
+  [TYPE_KEY.cv]: CV;
+  [TYPE_KEY.cvr]: CVR;
   [TYPE_KEY.blockDevice]: BlockDevice;
   [TYPE_KEY.blockDeviceClaim]: BlockDeviceClaim;
-  [TYPE_KEY.cvr]: CVR;
 }
 
 /** Why an object is not of its schema's types as the hooks read it (for the CLI's files), or undefined. */
@@ -326,7 +337,7 @@ export function isReadableAs<K extends keyof CheckedTypeKeys>(obj: KubeObject, t
 function requireParentMetadata(value: unknown, kind: string): CustomizeRequest["parent"] {
   const parent = requireNamed(value, "parent", kind);
   const metadata = parent.metadata;
-  if (objectMeta.Check(metadata)) return { kind, metadata };
+  if (objectMeta.Check(metadata)) return { ...parent, kind, metadata };
   throw shapeRefusal(parent, kind, () => "parent", metadataOnly) ?? new BadRequestError("request parent.metadata is not an ObjectMeta");
 }
 

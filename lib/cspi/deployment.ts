@@ -7,12 +7,12 @@
 // lives in the pod template, so changing it rolls the pod (Recreate: the old pod stops before the new one
 // starts, as two pods must never serve one pool).
 import { API_VERSION, KIND, LABEL, TYPE_KEY } from "../../api/constants.js";
-import type { CSPI, DecoratorSyncRequest, KubeObject, PoolConfig } from "../../api/types.js";
+import type { CSPI, DecoratorSyncRequest, KubeObject } from "../../api/types.js";
 import { BadRequestError } from "../errors.js";
 import { isValidLabelValue, poolDeploymentName, zpoolName } from "../names.js";
 import { objectsOf } from "../request.js";
 import type { PoolPodConfig } from "../hook-config.js";
-import { parseQuantity, type Quantity } from "../quantity.js";
+import { canonicalResources, withoutEmptyFields } from "../pod-template.js";
 
 export const POOL_APP = "cstor-pool";
 export const POOL_CONTAINER = "cstor-pool";
@@ -24,6 +24,7 @@ const POOL_PORTS = [3232, 3233, 12000];
 /** Where the pool container keeps the cachefile and zrepl its state; a per-pool host directory. */
 const POOL_STATE_PATH = "/var/openebs/cstor-pool";
 const SOCKET_PATH = "/var/tmp/sock";
+const POOL_FIX = "fix it in the CStorPoolCluster's poolConfig";
 
 /** What a CSPI gives its Deployment; everything else about the Deployment is fixed or configured. */
 export function poolDeployment(cspi: CSPI, config: PoolPodConfig): KubeObject {
@@ -83,7 +84,7 @@ export function poolDeployment(cspi: CSPI, config: PoolPodConfig): KubeObject {
           successThreshold: 1,
           timeoutSeconds: 10,
         },
-        resources: resources(poolConfig.resources, `${where} spec.poolConfig.resources`),
+        resources: canonicalResources(poolConfig.resources, `${where} spec.poolConfig.resources`, POOL_FIX),
         securityContext: { privileged: true },
       },
       {
@@ -91,7 +92,7 @@ export function poolDeployment(cspi: CSPI, config: PoolPodConfig): KubeObject {
         command: ["maya-exporter"],
         args: ["-e=pool"],
         ports: [{ containerPort: EXPORTER_PORT, name: "metrics", protocol: "TCP" }],
-        resources: resources(poolConfig.auxResources, `${where} spec.poolConfig.auxResources`),
+        resources: canonicalResources(poolConfig.auxResources, `${where} spec.poolConfig.auxResources`, POOL_FIX),
         securityContext: { privileged: true },
       },
     ],
@@ -184,49 +185,9 @@ function cspcOf(cspi: CSPI): string | undefined {
   return typeof owner?.name === "string" && isValidLabelValue(owner.name) ? owner.name : undefined;
 }
 
-type Resources = NonNullable<PoolConfig["resources"]>;
-
-/**
- * Container resources with canonical quantities. What the API server would reject (not a quantity, a
- * request above its limit) is a 400 naming the field, instead of a Deployment that never gets created.
- */
-function resources(requirements: Resources | undefined, field: string): Record<string, Record<string, string>> {
-  const parsed: Partial<Record<"limits" | "requests", Map<string, Quantity>>> = {};
-  for (const kind of ["limits", "requests"] as const) {
-    for (const [resource, value] of Object.entries(requirements?.[kind] ?? {})) {
-      const quantity = parseQuantity(value);
-      if (!quantity) {
-        throw new BadRequestError(
-          `${field}.${kind}.${resource} ${JSON.stringify(value)} is not a non-negative Kubernetes quantity (e.g. 500m, 2Gi, 1): fix it in the CStorPoolCluster's poolConfig`,
-        );
-      }
-      (parsed[kind] ??= new Map()).set(resource, quantity);
-    }
-  }
-  for (const [resource, request] of parsed.requests ?? []) {
-    const limit = parsed.limits?.get(resource);
-    if (limit && request.nano > limit.nano) {
-      throw new BadRequestError(
-        `${field}.requests.${resource} ${request.canonical} is above its limit ${limit.canonical}: a container cannot request more than its limit; fix the CStorPoolCluster's poolConfig`,
-      );
-    }
-  }
-  const out: Record<string, Record<string, string>> = {};
-  for (const kind of ["limits", "requests"] as const) {
-    const entries = [...(parsed[kind] ?? [])].sort(([a], [b]) => a.localeCompare(b));
-    if (entries.length > 0) out[kind] = Object.fromEntries(entries.map(([resource, q]) => [resource, q.canonical]));
-  }
-  return out;
-}
-
 function stringMap(map: Record<string, string> | undefined, field: string): Record<string, string> {
   for (const [key, value] of Object.entries(map ?? {})) {
     if (typeof value !== "string") throw new BadRequestError(`${field}["${key}"] must be a string label value`);
   }
   return { ...map };
-}
-
-/** The API server drops empty optional strings; emitting them would differ from what it stores. */
-function withoutEmptyFields<T extends object>(item: T): T {
-  return Object.fromEntries(Object.entries(item).filter(([, v]) => v !== "" && v !== undefined && v !== null)) as T;
 }

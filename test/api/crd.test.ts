@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { expect } from "chai";
 import { parse } from "yaml";
-import { CRD_DIR, POLICY_PATH, renderCrds, renderPolicy } from "../../scripts/generate-crds.js";
+import { CRD_DIR, POLICY_PATH, renderCrds, renderPolicy, renderStorageClassPolicy, STORAGECLASS_POLICY_PATH } from "../../scripts/generate-crds.js";
 
 describe("generated CRDs", () => {
   const rendered = renderCrds();
@@ -17,6 +17,10 @@ describe("generated CRDs", () => {
     expect(readFileSync(POLICY_PATH, "utf8")).to.equal(renderPolicy());
   });
 
+  it("metacontroller/base/storageclass-policy.yaml is up to date with api/storageclass-policy.ts (run npm run generate)", () => {
+    expect(readFileSync(STORAGECLASS_POLICY_PATH, "utf8")).to.equal(renderStorageClassPolicy());
+  });
+
   it("are structural: no closed objects, no const, every object typed", () => {
     const walk = (node: unknown, path: string): void => {
       if (!node || typeof node !== "object") return;
@@ -28,8 +32,8 @@ describe("generated CRDs", () => {
     for (const [file, text] of Object.entries(rendered)) walk(parse(text), file);
   });
 
-  it("give CSPC and CSPI the status subresource Metacontroller needs to write status", () => {
-    for (const file of ["cstorpoolclusters.yaml", "cstorpoolinstances.yaml"]) {
+  it("give CSPC, CSPI and the volume objects the status subresource (Metacontroller and the node daemon write status through it)", () => {
+    for (const file of ["cstorpoolclusters.yaml", "cstorpoolinstances.yaml", "cstorvolumeconfigs.yaml", "cstorvolumes.yaml", "cstorvolumereplicas.yaml"]) {
       const crd = parse(rendered[file]);
       expect(crd.spec.versions[0].subresources, file).to.deep.equal({ status: {} });
     }
@@ -44,5 +48,8 @@ describe("generated CRDs", () => {
     expect(names("cstorpoolinstances.yaml")).to.deep.equal([
       "HOSTNAME", "ALLOCATED", "FREE", "CAPACITY", "HEALTHYREPLICAS", "PROVISIONEDREPLICAS", "STATUS", "AGE",
     ]);
+    expect(names("cstorvolumeconfigs.yaml")).to.deep.equal(["CAPACITY", "POOLCLUSTER", "REPLICAS", "PHASE", "AGE"]);
+    expect(names("cstorvolumes.yaml")).to.deep.equal(["CAPACITY", "PHASE", "RF", "CF", "HEALTHY", "AGE"]);
+    expect(names("cstorvolumereplicas.yaml")).to.deep.equal(["POOL", "NODE", "ALLOCATED", "USED", "PHASE", "AGE"]);
   });
 });

@@ -9,6 +9,7 @@ import { expect } from "chai";
 import { Ajv, type ValidateFunction } from "ajv";
 import { parseAllDocuments } from "yaml";
 import { BlockDeviceClaimSchema, CSPCStatusSchema, CSPISchema, CSPIStatusSchema } from "../../api/schema.js";
+import { CVCSchema, CVCStatusSchema, CVRSchema, CVSchema, CVStatusSchema } from "../../api/volume-schema.js";
 import { deepEqual } from "../../testkit/merge-patch.js";
 import { FIXTURES, goldenCases } from "../support/golden.js";
 
@@ -19,7 +20,12 @@ ajv.addFormat("date-time", (text: string) => /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{
 const CHILD_SCHEMAS: Record<string, ValidateFunction> = {
   CStorPoolInstance: ajv.compile(CSPISchema),
   BlockDeviceClaim: ajv.compile(BlockDeviceClaimSchema),
+  CStorVolume: ajv.compile(CVSchema),
+  CStorVolumeReplica: ajv.compile(CVRSchema),
+  CStorVolumeConfig: ajv.compile(CVCSchema),
 };
+const cvcStatus = ajv.compile(CVCStatusSchema);
+const cvStatus = ajv.compile(CVStatusSchema);
 const cspcStatus = ajv.compile(CSPCStatusSchema);
 const cspiStatus = ajv.compile(CSPIStatusSchema);
 
@@ -75,6 +81,31 @@ describe("golden answers validate against the CRD schemas", () => {
     }
   }
 
+  // Services, Deployments and PodDisruptionBudgets are created on a real API server by
+  // test/integration/cvc-loop.test.ts; the volume objects are checked here.
+  for (const area of ["cvc-sync", "cvc-finalize"]) {
+    for (const c of goldenCases(area)) {
+      it(`${area}/${c.name}: volume children and CVC status`, () => {
+        const request = c.read("request.yaml") as { parent: { status?: unknown }; children?: Record<string, Record<string, unknown>> };
+        const observedChildren = new Map(Object.values(request.children ?? {}).flatMap((byName) => Object.entries(byName)));
+        const response = c.read("response.yaml") as { children?: { kind?: string; metadata?: { name?: string; namespace?: string } }[]; status?: unknown };
+        for (const child of response.children ?? []) {
+          if (child.kind !== "CStorVolume" && child.kind !== "CStorVolumeReplica") continue;
+          expectValidChild(child, `${area}/${c.name}`, observedChildren.get(`${child.metadata?.namespace ?? ""}/${child.metadata?.name}`));
+        }
+        expectValid(cvcStatus, response.status, `${area}/${c.name} status`, request.parent.status);
+      });
+    }
+  }
+
+  for (const c of goldenCases("cv-status")) {
+    it(`cv-status/${c.name}: CStorVolume status`, () => {
+      const response = c.read("response.yaml") as { status?: unknown; attachments?: unknown[] };
+      expect(response.attachments).to.deep.equal([]);
+      expectValid(cvStatus, response.status, `cv-status/${c.name} status`);
+    });
+  }
+
   // Their attachments are Deployments, which test/hooks/cspi-sync/apiserver.test.ts creates on a real API server.
   for (const area of ["cspi-sync", "cspi-finalize"]) {
     for (const c of goldenCases(area)) {
@@ -84,6 +115,18 @@ describe("golden answers validate against the CRD schemas", () => {
         if (response.status !== undefined) expectValid(cspiStatus, response.status, `${area}/${c.name} status`, request.object.status);
       });
     }
+  }
+
+  // Their PVs and Events are built-in objects, which test/hooks/storageclass/apiserver.test.ts sends to a real API server.
+  for (const c of goldenCases("storageclass-sync")) {
+    it(`storageclass-sync/${c.name}: CStorVolumeConfigs`, () => {
+      const request = c.read("request.yaml") as { attachments: Record<string, Record<string, unknown>> };
+      const observed = request.attachments["CStorVolumeConfig.openebs.io/v1alpha1"] ?? {};
+      const response = c.read("response.yaml") as { attachments: { kind?: string; metadata?: { name?: string; namespace?: string } }[] };
+      for (const cvc of response.attachments.filter((a) => a.kind === "CStorVolumeConfig")) {
+        expectValidChild(cvc, `storageclass-sync/${c.name}`, observed[`${cvc.metadata?.namespace}/${cvc.metadata?.name}`]);
+      }
+    });
   }
 
   for (const c of goldenCases("node-daemon/planner")) {

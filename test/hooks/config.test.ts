@@ -10,6 +10,7 @@ describe("hook server configuration from the environment", () => {
   it("reads images, pull secrets, the base directory and the time bounds", () => {
     const config = loadHookConfig({
       OPENEBS_IO_CSTOR_POOL_IMAGE: "registry.local/openebs/cstor-pool:3.6.0",
+      OPENEBS_IO_CSTOR_TARGET_IMAGE: "registry.local/cstor-volume-target:0.1.0",
       OPENEBS_IO_CSTOR_POOL_EXPORTER_IMAGE: "registry.local/openebs/m-exporter:3.6.0",
       OPENEBS_IO_IMAGE_PULL_SECRETS: "regcred, mirror-cred,regcred",
       OPENEBS_IO_BASE_DIR: "/data/openebs/",
@@ -23,6 +24,7 @@ describe("hook server configuration from the environment", () => {
         imagePullSecrets: ["mirror-cred", "regcred"],
         baseDir: "/data/openebs",
       },
+      volumeTarget: { image: "registry.local/cstor-volume-target:0.1.0", imagePullSecrets: ["mirror-cred", "regcred"] },
       staleStatusSeconds: 120,
       resyncSeconds: 30,
     });

@@ -17,6 +17,10 @@ const AREAS: Record<string, { path: string; keys: string[]; list: "children" | "
   "cspc-finalize": { path: "/hooks/cspc-finalize", keys: COMPOSITE_KEYS, list: "children" },
   "cspi-sync": { path: "/hooks/cspi-sync", keys: DECORATOR_KEYS, list: "attachments" },
   "cspi-finalize": { path: "/hooks/cspi-finalize", keys: DECORATOR_KEYS, list: "attachments" },
+  "cvc-sync": { path: "/hooks/cvc-sync", keys: COMPOSITE_KEYS, list: "children" },
+  "cvc-finalize": { path: "/hooks/cvc-finalize", keys: COMPOSITE_KEYS, list: "children" },
+  "cv-status": { path: "/hooks/cv-status", keys: DECORATOR_KEYS, list: "attachments" },
+  "storageclass-sync": { path: "/hooks/storageclass-sync", keys: DECORATOR_KEYS, list: "attachments" },
 };
 const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
 const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;

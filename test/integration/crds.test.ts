@@ -1,5 +1,5 @@
-// The CRDs as users meet them through kubectl: the CEL rules refuse invalid CSPCs with their messages (no
-// webhook needed), and `kubectl get cspc` / `kubectl get cspi` print the promised columns.
+// The CRDs as users meet them through kubectl: the CEL rules refuse invalid CSPCs and volume edits with their
+// messages (no webhook needed), and `kubectl get cspc|cspi|cvc|cv|cvr` print the promised columns.
 import { expect } from "chai";
 import { API_VERSION, KIND } from "../../api/constants.js";
 import type { CSPCSpec, PoolSpec } from "../../api/types.js";
@@ -193,5 +193,103 @@ describe("integration: CRDs through kubectl on a real kube-apiserver", function 
     });
     const wide = await table(cluster, "cspi", name, "-n", INSTALL_NAMESPACE, "-o", "wide");
     expect(wide.rows[0]).to.deep.include({ READONLY: "false", TYPE: "mirror" });
+  });
+
+  describe("volume CRDs (cvc, cv, cvr)", () => {
+    const cvc = (name: string, spec: Record<string, unknown>) => ({
+      apiVersion: API_VERSION,
+      kind: KIND.cvc,
+      metadata: { name, namespace: INSTALL_NAMESPACE },
+      spec: { capacity: "10Gi", cstorPoolCluster: "pools", replicaCount: 3, ...spec },
+    });
+    const apply = (object: object, allowFailure = false) =>
+      cluster.kubectl(["apply", "--server-side", "-f", "-"], { input: JSON.stringify(object), allowFailure });
+
+    it("refuse a capacity shrink, compared as quantities (1Gi equals 1024Mi), with the message", async () => {
+      await apply(cvc("shrink", {}));
+      await apply(cvc("shrink", { capacity: "10240Mi" }));
+      await apply(cvc("shrink", { capacity: "11Gi" }));
+      const refused = await apply(cvc("shrink", { capacity: "10Gi" }), true);
+      expect(refused.exitCode).to.equal(1);
+      expect(refused.stderr).to.contain("spec.capacity cannot shrink (from 11Gi to 10Gi)");
+      expect((await getJson(cluster, "cvc", "shrink", "-n", INSTALL_NAMESPACE)).spec.capacity, "nothing changed").to.equal("11Gi");
+    });
+
+    it("refuse a change of cstorPoolCluster, replicaCount or pinnedPools, with the message", async () => {
+      await apply(cvc("immutable", { replicaCount: 2, pinnedPools: ["p-1", "p-2"] }));
+      const edits: [Record<string, unknown>, string][] = [
+        [{ replicaCount: 2, pinnedPools: ["p-1", "p-2"], cstorPoolCluster: "other" }, "spec.cstorPoolCluster cannot change (from pools to other)"],
+        [{ replicaCount: 3, pinnedPools: ["p-1", "p-2", "p-3"] }, "spec.replicaCount cannot change yet"],
+        [{ replicaCount: 2, pinnedPools: ["p-1", "p-3"] }, "spec.pinnedPools cannot change"],
+      ];
+      for (const [spec, says] of edits) {
+        const refused = await apply(cvc("immutable", spec), true);
+        expect(refused.exitCode, says).to.equal(1);
+        expect(refused.stderr).to.contain(says);
+      }
+    });
+
+    it("refuse pinnedPools that name a pool twice or do not match replicaCount", async () => {
+      const twice = await apply(cvc("pins-twice", { replicaCount: 2, pinnedPools: ["p-1", "p-1"] }), true);
+      expect(twice.stderr).to.contain("spec.pinnedPools names a pool twice");
+      const count = await apply(cvc("pins-count", { replicaCount: 3, pinnedPools: ["p-1", "p-2"] }), true);
+      expect(count.stderr).to.contain("spec.pinnedPools must name exactly replicaCount pools");
+      for (const name of ["pins-twice", "pins-count"]) {
+        const after = await cluster.kubectl(["get", "cvc", name, "-n", INSTALL_NAMESPACE], { allowFailure: true });
+        expect(after.stderr, "nothing was created").to.contain("NotFound");
+      }
+    });
+
+    const patchStatus = async (resource: string, name: string, status: object): Promise<void> => {
+      const patched = await cluster.request(
+        cluster.admin,
+        "PATCH",
+        `/apis/${API_VERSION}/namespaces/${INSTALL_NAMESPACE}/${resource}/${name}/status`,
+        { status },
+        "application/merge-patch+json",
+      );
+      expect(patched.status, JSON.stringify(patched.body)).to.equal(200);
+    };
+
+    it("`kubectl get cvc` prints CAPACITY POOLCLUSTER REPLICAS PHASE AGE", async () => {
+      await apply(cvc("columns", {}));
+      await patchStatus("cstorvolumeconfigs", "columns", { phase: "Bound", pools: ["p-1", "p-2", "p-3"] });
+      const { columns, rows } = await table(cluster, "cvc", "columns", "-n", INSTALL_NAMESPACE);
+      expect(columns).to.deep.equal(["NAME", "CAPACITY", "POOLCLUSTER", "REPLICAS", "PHASE", "AGE"]);
+      expect(rows[0]).to.deep.include({ NAME: "columns", CAPACITY: "10Gi", POOLCLUSTER: "pools", REPLICAS: "3", PHASE: "Bound" });
+    });
+
+    it("`kubectl get cv` prints CAPACITY PHASE RF CF HEALTHY AGE", async () => {
+      const cv = {
+        apiVersion: API_VERSION,
+        kind: KIND.cv,
+        metadata: { name: "columns", namespace: INSTALL_NAMESPACE },
+        spec: { capacity: "10Gi", targetPort: "3260", iqn: "iqn.2016-09.com.openebs.cstor:columns", replicationFactor: 3, consistencyFactor: 2, desiredReplicationFactor: 3 },
+      };
+      await apply(cv);
+      await patchStatus("cstorvolumes", "columns", { phase: "Degraded", healthyReplicas: 2 });
+      const { columns, rows } = await table(cluster, "cv", "columns", "-n", INSTALL_NAMESPACE);
+      expect(columns).to.deep.equal(["NAME", "CAPACITY", "PHASE", "RF", "CF", "HEALTHY", "AGE"]);
+      expect(rows[0]).to.deep.include({ NAME: "columns", CAPACITY: "10Gi", PHASE: "Degraded", RF: "3", CF: "2", HEALTHY: "2" });
+    });
+
+    it("`kubectl get cvr` prints POOL NODE ALLOCATED USED PHASE AGE, the pool and node from the replica's label and annotation", async () => {
+      const cvr = {
+        apiVersion: API_VERSION,
+        kind: KIND.cvr,
+        metadata: {
+          name: "columns-p-1",
+          namespace: INSTALL_NAMESPACE,
+          labels: { "cstorpoolinstance.openebs.io/name": "p-1", "cstorvolume.openebs.io/name": "columns" },
+          annotations: { "cstorpoolinstance.openebs.io/hostname": "node-a" },
+        },
+        spec: { capacity: "10Gi", replicaId: "r-1" },
+      };
+      await apply(cvr);
+      await patchStatus("cstorvolumereplicas", "columns-p-1", { phase: "Healthy", capacity: { total: "10Gi", used: "1536Mi" } });
+      const { columns, rows } = await table(cluster, "cvr", "columns-p-1", "-n", INSTALL_NAMESPACE);
+      expect(columns).to.deep.equal(["NAME", "POOL", "NODE", "ALLOCATED", "USED", "PHASE", "AGE"]);
+      expect(rows[0]).to.deep.include({ NAME: "columns-p-1", POOL: "p-1", NODE: "node-a", ALLOCATED: "10Gi", USED: "1536Mi", PHASE: "Healthy" });
+    });
   });
 });

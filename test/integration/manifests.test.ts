@@ -95,6 +95,9 @@ describe("integration: manifests on a real kube-apiserver", function () {
     const result = await cluster.kubectl(["apply", "--server-side", "--dry-run=server", "-f", repoPath("metacontroller/samples/")]);
     expect(result.stdout.trim().split("\n")).to.have.length(3);
     expect(result.stdout).to.match(/cstorpoolcluster\.openebs\.io\/cstor-pool-mirror serverside-applied/);
+    // The StorageClass sample passes the install's StorageClass admission policy as it is.
+    const volumes = await cluster.kubectl(["apply", "--server-side", "--dry-run=server", "-f", repoPath("metacontroller/samples/volumes/")]);
+    expect(volumes.stdout).to.match(/storageclass\.storage\.k8s\.io\/cstor-mirror-3 serverside-applied/);
   });
 
   it("puts every namespaced object in one namespace and no namespace on cluster-scoped ones", async () => {
@@ -112,7 +115,12 @@ describe("integration: manifests on a real kube-apiserver", function () {
     const served = new Set(hookRoutes().map((route) => route.path));
     const service = find(objects, "Service", "cstor-pool-hooks");
     const container = find(objects, "Deployment", "cstor-pool-hooks").spec.template.spec.containers[0];
-    const controllers = [find(objects, "CompositeController", "cstor-pool-cluster"), find(objects, "DecoratorController", "cstor-pool-instance")];
+    const controllers = [
+      find(objects, "CompositeController", "cstor-pool-cluster"),
+      find(objects, "DecoratorController", "cstor-pool-instance"),
+      find(objects, "CompositeController", "cstor-volume-config"),
+      find(objects, "DecoratorController", "cstor-volume"),
+    ];
     const named: string[] = [];
     for (const controller of controllers) {
       for (const [hook, spec] of Object.entries<any>(controller.spec.hooks)) {
@@ -136,6 +144,11 @@ describe("integration: manifests on a real kube-apiserver", function () {
       "/hooks/cspc-sync",
       "/hooks/cspi-finalize",
       "/hooks/cspi-sync",
+      "/hooks/cv-customize",
+      "/hooks/cv-status",
+      "/hooks/cvc-customize",
+      "/hooks/cvc-finalize",
+      "/hooks/cvc-sync",
     ]);
   });
 

@@ -29,6 +29,11 @@ export const GOLDEN_AREAS: Readonly<Record<string, GoldenArea>> = {
   "cspc-finalize": { inputs: ["request.yaml"], outputs: ["response.yaml"] },
   "cspi-sync": { inputs: ["request.yaml"], outputs: ["response.yaml"] },
   "cspi-finalize": { inputs: ["request.yaml"], outputs: ["response.yaml"] },
+  "cvc-sync": { inputs: ["request.yaml"], outputs: ["response.yaml"] },
+  "cvc-finalize": { inputs: ["request.yaml"], outputs: ["response.yaml"] },
+  "cv-status": { inputs: ["request.yaml"], outputs: ["response.yaml"] },
+  // The StorageClass decorator: sync and finalize are one answer, the request's `finalizing` tells them apart.
+  "storageclass-sync": { inputs: ["request.yaml"], outputs: ["response.yaml"] },
   "node-daemon/planner": {
     inputs: ["input.yaml"],
     outputs: ["plan.yaml", "status.yaml"],

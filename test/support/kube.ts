@@ -1,7 +1,8 @@
 // A real Kubernetes API: etcd + kube-apiserver on loopback, started once per test run on first use and shared
 // by every integration test (stopped through onStop). There is no controller-manager: no garbage collector,
 // no namespace controller, no default ServiceAccounts. Tests use their own namespaces and never wait for
-// cascading deletion.
+// cascading deletion. A test's own cluster may run chosen kube-controller-manager controllers (the PV
+// controllers, say).
 //
 // Binaries come from scripts/kube-env.sh (Debian etcd, kubectl, kube-apiserver built once from Go modules).
 import { execFile, spawn, type ChildProcess } from "node:child_process";
@@ -97,11 +98,13 @@ export interface OwnCluster extends KubeCluster {
 export interface OwnClusterOptions {
   /** Extra kube-apiserver flags, e.g. ["--min-request-timeout=5"]. */
   apiserverArgs?: string[];
+  /** kube-controller-manager controllers to run against it (its --controllers), e.g. ["persistentvolume-binder"]. */
+  controllers?: string[];
 }
 
 /** Starts a separate etcd and kube-apiserver (about 10 s); stopped by stop() or at the end of the run. */
 export async function ownCluster(options: OwnClusterOptions = {}): Promise<OwnCluster> {
-  return startCluster(options.apiserverArgs ?? []);
+  return startCluster(options.apiserverArgs ?? [], options.controllers ?? []);
 }
 
 /** Installs this project as projectInstalled() does, into any cluster. */
@@ -137,6 +140,7 @@ export function fixturePath(path: string): string {
 
 interface KubeBinaries {
   KUBE_APISERVER: string;
+  KUBE_CONTROLLER_MANAGER: string;
   ETCD: string;
   KUBECTL: string;
 }
@@ -150,13 +154,13 @@ async function kubeBinaries(): Promise<KubeBinaries> {
       .split("\n")
       .map((line) => line.split("=", 2) as [string, string]),
   );
-  for (const key of ["KUBE_APISERVER", "ETCD", "KUBECTL"]) {
+  for (const key of ["KUBE_APISERVER", "KUBE_CONTROLLER_MANAGER", "ETCD", "KUBECTL"]) {
     if (!env[key]) throw new Error(`scripts/kube-env.sh --print-env did not name ${key}`);
   }
   return env as unknown as KubeBinaries;
 }
 
-async function startCluster(extraApiserverArgs: readonly string[] = []): Promise<OwnCluster> {
+async function startCluster(extraApiserverArgs: readonly string[] = [], controllers: readonly string[] = []): Promise<OwnCluster> {
   const bin = await kubeBinaries();
   // etcd fsyncs on every write; tmpfs keeps a test run's many small writes fast.
   const base = existsSync("/dev/shm") ? "/dev/shm" : tmpdir();
@@ -273,6 +277,19 @@ async function startCluster(extraApiserverArgs: readonly string[] = []): Promise
     30_000,
     () => "namespace default never appeared",
   );
+  if (controllers.length > 0) {
+    // Only the named controllers, as the admin, serving nothing: the test's part of a control plane.
+    const log = join(dir, "kube-controller-manager.log");
+    const child = startProcess(
+      bin.KUBE_CONTROLLER_MANAGER,
+      [`--kubeconfig=${adminKubeconfig}`, `--controllers=${controllers.join(",")}`, "--leader-elect=false", "--secure-port=0"],
+      log,
+    );
+    processes.push(child);
+    // It has no readiness endpoint without serving; a start that fails exits at once.
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    if (child.exitCode !== null) throw new Error(`kube-controller-manager exited: ${logTail(log)}`);
+  }
   return cluster;
 }
 

@@ -1,0 +1,10 @@
+// POST /hooks/cv-status (DecoratorController on CStorVolumes, hook version v2): the request parsed, then the
+// CStorVolume status from lib/volume.
+import { KIND } from "../../api/constants.js";
+import type { Clock, DecoratorSyncResponse } from "../../api/types.js";
+import { parseDecoratorRequest } from "../../lib/request.js";
+import { cvStatusRequest } from "../../lib/volume/cv-status.js";
+
+export function syncCvStatus(body: unknown, clock: Clock): DecoratorSyncResponse {
+  return cvStatusRequest(parseDecoratorRequest(body, KIND.cv), clock);
+}

@@ -1,0 +1,11 @@
+// POST /hooks/storageclass-sync and /hooks/storageclass-finalize (DecoratorController on cStor StorageClasses,
+// hook version v2): the request parsed, then the class's answer from lib/provision. A finalizing request gets
+// the same answer with `finalized` set once the class holds no volume (docs/decisions.md, 22).
+import { KIND } from "../../api/constants.js";
+import type { Clock, DecoratorSyncResponse } from "../../api/types.js";
+import { syncStorageClassRequest } from "../../lib/provision/sync.js";
+import { parseDecoratorRequest } from "../../lib/request.js";
+
+export function syncStorageClass(body: unknown, clock: Clock): DecoratorSyncResponse {
+  return syncStorageClassRequest(parseDecoratorRequest(body, KIND.storageClass), clock);
+}

@@ -1,0 +1,233 @@
+// The children of a CStorVolumeConfig, built from it and the pools placement chose. Pure and deterministic,
+// written the way the API server stores them so Metacontroller's 3-way merge finds nothing to change once
+// they exist. Decision 11 shapes them: the target pod logs in to each replica (exported by its pool's agent)
+// and serves the mirrored LUN on 3260, so the Service carries the LUN and the target's metrics only; no
+// replica dials the target.
+import { ANNOTATION, API_VERSION, FINALIZER, KIND, LABEL } from "../../api/constants.js";
+import type { CVR, KubeObject } from "../../api/types.js";
+import type { ConditionInput } from "../conditions.js";
+import type { VolumeTargetConfig } from "../hook-config.js";
+import { poolsDisruptionBudgetName, replicaId, replicaName, targetDeploymentName } from "../names.js";
+import { canonicalResources, withoutEmptyFields } from "../pod-template.js";
+import { quantityBytes, type VolumeWorld } from "./world.js";
+
+export const TARGET_APP = "cstor-volume-target";
+export const TARGET_CONTAINER = "cstor-target";
+export const ISCSI_PORT = 3260;
+export const TARGET_METRICS_PORT = 9500;
+/** The pool pods' app label (lib/cspi/deployment.ts): the disruption budget selects them. */
+const POOL_APP = "cstor-pool";
+const MANAGED_BY = "cstor-pool-operator";
+/** IQN prefix upstream cStor volumes use, so initiators configured for them recognise ours. */
+export const IQN_PREFIX = "iqn.2016-09.com.openebs.cstor";
+
+/** Upstream's default target tolerations: leave a NotReady or unreachable node after 30 s, not the default 300 s. */
+const DEFAULT_TARGET_TOLERATIONS = ["node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"].map((key) => ({
+  effect: "NoExecute",
+  key,
+  operator: "Exists",
+  tolerationSeconds: 30,
+}));
+
+/** Replicas a write needs: a majority. */
+export function consistencyFactor(replicationFactor: number): number {
+  return Math.floor(replicationFactor / 2) + 1;
+}
+
+function targetLabels(volume: string): Record<string, string> {
+  return { [LABEL.app]: TARGET_APP, [LABEL.persistentVolume]: volume };
+}
+
+function volumeLabels(world: VolumeWorld): Record<string, string> {
+  return { [LABEL.persistentVolume]: world.volume, [LABEL.cspc]: world.cvc.spec.cstorPoolCluster };
+}
+
+export function targetService(world: VolumeWorld): KubeObject {
+  return {
+    apiVersion: "v1",
+    kind: KIND.service,
+    metadata: { name: world.volume, namespace: world.namespace, labels: volumeLabels(world) },
+    spec: {
+      type: "ClusterIP",
+      selector: targetLabels(world.volume),
+      ports: [
+        { name: "iscsi", port: ISCSI_PORT, protocol: "TCP", targetPort: ISCSI_PORT },
+        { name: "metrics", port: TARGET_METRICS_PORT, protocol: "TCP", targetPort: TARGET_METRICS_PORT },
+      ],
+    },
+  };
+}
+
+export function cstorVolume(world: VolumeWorld, targetIP: string, pools: readonly string[]): KubeObject {
+  const replicationFactor = world.cvc.spec.replicaCount;
+  const knownReplicas = Object.fromEntries(pools.map((pool) => [replicaId(world.volume, pool), pool]));
+  return {
+    apiVersion: API_VERSION,
+    kind: KIND.cv,
+    metadata: { name: world.volume, namespace: world.namespace, labels: volumeLabels(world) },
+    spec: {
+      capacity: world.cvc.spec.capacity,
+      targetIP,
+      targetPort: String(ISCSI_PORT),
+      targetPortal: `${targetIP}:${ISCSI_PORT}`,
+      iqn: `${IQN_PREFIX}:${world.volume}`,
+      replicationFactor,
+      consistencyFactor: consistencyFactor(replicationFactor),
+      desiredReplicationFactor: replicationFactor,
+      replicaDetails: { knownReplicas },
+    },
+  };
+}
+
+/** Thrown as a 400 by canonicalResources: a target resource list the API server would refuse. */
+const TARGET_FIX = "fix spec.target.resources of the CStorVolumeConfig";
+
+export function targetDeployment(world: VolumeWorld, config: VolumeTargetConfig): KubeObject {
+  const { cvc, volume, namespace } = world;
+  const target = cvc.spec.target ?? {};
+  const labels = targetLabels(volume);
+  const where = `CStorVolumeConfig ${namespace}/${volume}`;
+  const resources = canonicalResources(target.resources, `${where} spec.target.resources`, TARGET_FIX);
+  const container: Record<string, unknown> = {
+    name: TARGET_CONTAINER,
+    image: config.image,
+    imagePullPolicy: "IfNotPresent",
+    env: [
+      { name: "OPENEBS_IO_CSTOR_VOLUME", value: volume },
+      { name: "NAMESPACE", valueFrom: { fieldRef: { apiVersion: "v1", fieldPath: "metadata.namespace" } } },
+    ],
+    ports: [
+      { containerPort: ISCSI_PORT, name: "iscsi", protocol: "TCP" },
+      { containerPort: TARGET_METRICS_PORT, name: "metrics", protocol: "TCP" },
+    ],
+    // The iSCSI initiator and md (decision 11) need the node's kernel.
+    securityContext: { privileged: true },
+    terminationMessagePath: "/dev/termination-log",
+    terminationMessagePolicy: "File",
+  };
+  if (Object.keys(resources).length > 0) container.resources = resources;
+  const tolerations = target.tolerations ? target.tolerations.map(withoutEmptyFields) : DEFAULT_TARGET_TOLERATIONS;
+  const podSpec: Record<string, unknown> = {
+    containers: [container],
+    dnsPolicy: "ClusterFirst",
+    restartPolicy: "Always",
+    schedulerName: "default-scheduler",
+    securityContext: {},
+    terminationGracePeriodSeconds: 30,
+  };
+  if (tolerations.length > 0) podSpec.tolerations = tolerations;
+  if (target.affinity && Object.keys(target.affinity).length > 0) podSpec.affinity = target.affinity;
+  if (target.nodeSelector && Object.keys(target.nodeSelector).length > 0) podSpec.nodeSelector = { ...target.nodeSelector };
+  if (target.priorityClassName) podSpec.priorityClassName = target.priorityClassName;
+  if (config.imagePullSecrets.length > 0) podSpec.imagePullSecrets = config.imagePullSecrets.map((name) => ({ name }));
+  return {
+    apiVersion: "apps/v1",
+    kind: KIND.deployment,
+    metadata: { name: targetDeploymentName(volume), namespace, labels: { ...labels, [LABEL.managedBy]: MANAGED_BY } },
+    spec: {
+      progressDeadlineSeconds: 600,
+      replicas: 1,
+      revisionHistoryLimit: 10,
+      selector: { matchLabels: labels },
+      // One target per volume: the old pod stops before a new one logs in to the replicas.
+      strategy: { type: "Recreate" },
+      template: { metadata: { labels }, spec: podSpec },
+    },
+  };
+}
+
+/**
+ * The replica on one pool. Its capacity follows the volume's and never goes down: a replica observed larger
+ * (written by an older release, say) keeps its size. The finalizer is the node daemon's to remove, once the
+ * replica is destroyed on its pool.
+ */
+export function volumeReplica(world: VolumeWorld, pool: string, targetIP: string | undefined): CVR {
+  const { cvc, volume, namespace } = world;
+  const observed = world.ownReplicas.get(pool);
+  const host = world.cspis.get(pool)?.spec?.hostName ?? observed?.metadata.annotations?.[ANNOTATION.replicaPoolHost];
+  const observedBytes = quantityBytes(observed?.spec?.capacity);
+  const wantedBytes = quantityBytes(cvc.spec.capacity);
+  const capacity =
+    observedBytes !== undefined && wantedBytes !== undefined && observedBytes > wantedBytes ? observed!.spec.capacity : cvc.spec.capacity;
+  return {
+    apiVersion: API_VERSION,
+    kind: KIND.cvr,
+    metadata: {
+      name: replicaName(volume, pool),
+      namespace,
+      labels: {
+        [LABEL.replicaPool]: pool,
+        [LABEL.replicaVolume]: volume,
+        [LABEL.persistentVolume]: volume,
+        [LABEL.cspc]: cvc.spec.cstorPoolCluster,
+      },
+      ...(host ? { annotations: { [ANNOTATION.replicaPoolHost]: host } } : {}),
+      finalizers: [FINALIZER.replicaProtection],
+    },
+    spec: {
+      capacity,
+      replicaId: observed?.spec?.replicaId ?? replicaId(volume, pool),
+      ...(targetIP ? { targetIP } : {}),
+    },
+  };
+}
+
+export const DISRUPTION_BUDGET_CONDITION = "DisruptionBudget";
+
+export interface BudgetPlan {
+  budget?: KubeObject;
+  condition: ConditionInput;
+}
+
+/**
+ * At three replicas or more, at most replicationFactor − consistencyFactor of the volume's pool pods may be
+ * evicted at once (drains, autoscalers), so a voluntary disruption never takes the volume below its quorum.
+ * Kubernetes refuses to evict a pod that two budgets select (the eviction API answers 500 "more than one
+ * PodDisruptionBudget"), which would stop every drain of a node whose pool holds two such volumes. So a volume
+ * makes its budget only when no other volume's budget selects one of its pools; if two appear at once, the
+ * volume whose name sorts later gives its own up. The condition says which budget, if any, protects it.
+ */
+export function planDisruptionBudget(world: VolumeWorld, pools: readonly string[]): BudgetPlan {
+  const type = DISRUPTION_BUDGET_CONDITION;
+  const replicas = world.cvc.spec.replicaCount;
+  if (replicas < 3 || pools.length < 3) {
+    return { condition: { type, status: "False", reason: "FewerThanThreeReplicas", message: `no budget for a volume of ${replicas} replica(s): losing any one pool already stops its writes` } };
+  }
+  const maxUnavailable = replicas - consistencyFactor(replicas);
+  const mine = new Set(pools);
+  const overlapping = world.otherBudgets.filter((b) => b.pools.some((p) => mine.has(p)));
+  const yieldTo = overlapping.filter((b) => world.pdb === undefined || b.volume < world.volume);
+  if (yieldTo.length === 0) {
+    const name = poolsDisruptionBudgetName(world.volume);
+    return {
+      budget: {
+        apiVersion: "policy/v1",
+        kind: KIND.podDisruptionBudget,
+        metadata: { name, namespace: world.namespace, labels: volumeLabels(world) },
+        spec: {
+          maxUnavailable,
+          selector: {
+            matchExpressions: [{ key: LABEL.cspi, operator: "In", values: [...pools].sort() }],
+            matchLabels: { [LABEL.app]: POOL_APP },
+          },
+        },
+      },
+      condition: { type, status: "True", reason: "Protected", message: `PodDisruptionBudget ${name} lets at most ${maxUnavailable} of the pool pods of ${[...pools].sort().join(", ")} be evicted at once` },
+    };
+  }
+  const cover = yieldTo.find((b) => pools.every((p) => b.pools.includes(p)) && b.maxUnavailable !== undefined && b.maxUnavailable <= maxUnavailable);
+  if (cover) {
+    return { condition: { type, status: "True", reason: "CoveredByOtherBudget", message: `PodDisruptionBudget ${cover.name} of volume ${cover.volume} already protects every pool of this volume` } };
+  }
+  const names = yieldTo.map((b) => `${b.name} (volume ${b.volume})`).join(", ");
+  return {
+    condition: {
+      type,
+      status: "False",
+      reason: "PoolsShareBudget",
+      message:
+        `pool pods of this volume are already selected by ${names}; Kubernetes cannot evict a pod two budgets select, so this volume has ` +
+        `none of its own: drain the nodes of ${[...pools].sort().join(", ")} one at a time`,
+    },
+  };
+}

@@ -1,0 +1,34 @@
+// POST /hooks/cv-status (DecoratorController on CStorVolumes): the CStorVolume's status from its replicas'
+// status, which only the node daemon writes. Metacontroller cannot write a child's status, so cvc-sync
+// cannot: this decorator does, with the same roll-up cvc-sync puts in the CStorVolumeConfig's conditions.
+// It makes no attachments.
+import { LABEL, TYPE_KEY } from "../../api/constants.js";
+import type { Clock, CV, CVStatus, DecoratorSyncRequest, DecoratorSyncResponse } from "../../api/types.js";
+import { mergeConditions, nextCondition } from "../conditions.js";
+import { objectsOf } from "../request.js";
+import { reachedCapacity, volumeHealth } from "./health.js";
+
+export const CV_CONDITION_REPLICAS_HEALTHY = "ReplicasHealthy";
+
+export function cvStatusRequest(request: DecoratorSyncRequest<CV>, clock: Clock): DecoratorSyncResponse {
+  const cv = request.object;
+  const namespace = cv.metadata.namespace ?? "default";
+  const replicas = objectsOf(request.related, TYPE_KEY.cvr).filter(
+    (r) => (r.metadata.namespace ?? namespace) === namespace && r.metadata.labels?.[LABEL.replicaVolume] === cv.metadata.name,
+  );
+  const replicationFactor = cv.spec.replicationFactor;
+  const health = volumeHealth(replicas, replicationFactor);
+  const generation = cv.metadata.generation;
+  const previous = cv.status?.conditions;
+  const condition = nextCondition(
+    previous,
+    { type: CV_CONDITION_REPLICAS_HEALTHY, status: health.phase === "Healthy" ? "True" : "False", reason: health.phase, message: health.message },
+    clock(),
+    generation,
+  );
+  const status: CVStatus = { phase: health.phase, healthyReplicas: health.healthyReplicas, conditions: mergeConditions(previous, [condition]) };
+  const capacity = reachedCapacity(replicas, replicationFactor);
+  if (capacity) status.capacity = capacity;
+  if (generation !== undefined) status.observedGeneration = generation;
+  return { status, attachments: [] };
+}

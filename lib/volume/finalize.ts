@@ -1,0 +1,50 @@
+// POST /hooks/cvc-finalize: the CStorVolumeConfig is being deleted. Teardown, one observed step at a time:
+//   1. the target Deployment, Service, CStorVolume and disruption budget are omitted (Metacontroller deletes
+//      them); the replicas stay, so the target never loses a leg it still uses;
+//   2. once no target Deployment is observed, the replicas are omitted; each stays (Terminating) until the
+//      node daemon has destroyed it on its pool and removed its finalizer;
+//   3. finalized: true once no replica is observed.
+// The status names every replica still there, with its pool, node and finalizers.
+import { ANNOTATION, LABEL } from "../../api/constants.js";
+import type { Clock, CompositeSyncRequest, CompositeSyncResponse, CVC, CVR, KubeObject } from "../../api/types.js";
+import type { ConditionInput } from "../conditions.js";
+import { isTerminating } from "../inventory.js";
+import { asObserved, CVC_CONDITION, keptPools, volumeStatus } from "./sync.js";
+import { buildVolumeWorld } from "./world.js";
+
+const LISTED = 20;
+
+export function finalizeCvcRequest(request: CompositeSyncRequest<CVC>, clock: Clock): CompositeSyncResponse {
+  const world = buildVolumeWorld(request);
+  const replicas = [...world.ownReplicas.values(), ...world.strayReplicas];
+  const targetGone = world.deployment === undefined;
+  // Kept exactly as observed: a replica being let go needs no update.
+  const children: KubeObject[] = targetGone ? [] : replicas.filter((r) => !isTerminating(r)).map(asObserved);
+  const finalized = replicas.length === 0 && targetGone;
+
+  const remaining = replicas.map(replicaText).sort();
+  const shown = remaining.slice(0, LISTED).join("; ") + (remaining.length > LISTED ? `; and ${remaining.length - LISTED} more` : "");
+  const deleting: ConditionInput = finalized
+    ? { type: CVC_CONDITION.deleting, status: "True", reason: "Finalized", message: "the target and every replica are gone" }
+    : !targetGone
+      ? { type: CVC_CONDITION.deleting, status: "True", reason: "RemovingTarget", message: `removing the target Deployment, Service and CStorVolume first; the replicas stay until the target is gone: ${shown}` }
+      : { type: CVC_CONDITION.deleting, status: "True", reason: "DestroyingReplicas", message: `waiting for the node daemons to destroy the replicas on their pools: ${shown}` };
+  const pools = keptPools(world);
+  const status = volumeStatus(
+    world,
+    { phase: world.cvc.status?.phase ?? "Pending", placed: pools.length > 0, reason: deleting.reason, message: deleting.message, pools, children, conditions: [deleting] },
+    clock(),
+  );
+  return { status, children, finalized };
+}
+
+function poolOf(replica: CVR): string {
+  return replica.metadata.labels?.[LABEL.replicaPool] ?? "";
+}
+
+function replicaText(replica: CVR): string {
+  const node = replica.metadata.annotations?.[ANNOTATION.replicaPoolHost] ?? "unknown node";
+  const finalizers = (replica.metadata.finalizers ?? []).slice().sort();
+  const state = isTerminating(replica) ? (finalizers.length > 0 ? `deleting, finalizers ${finalizers.join(", ")}` : "deleting") : "to delete";
+  return `${replica.metadata.name} on pool ${poolOf(replica) || "unknown"} (node ${node}, ${state})`;
+}

@@ -1,0 +1,46 @@
+// A volume's health from its replicas' status, which only the node daemon writes. Shared by the
+// CStorVolumeConfig status (cvc-sync) and the CStorVolume status (cv-status).
+import type { CVR } from "../../api/types.js";
+import { consistencyFactor } from "./children.js";
+import { quantityBytes } from "./world.js";
+
+export type VolumeHealthPhase = "Init" | "Healthy" | "Degraded" | "Offline";
+
+export interface VolumeHealth {
+  phase: VolumeHealthPhase;
+  healthyReplicas: number;
+  message: string;
+}
+
+/**
+ * Healthy with every replica Healthy (at least replicationFactor), Degraded with at least the consistency
+ * factor (writes still have a majority), Init while no replica has reported anything but Init, Offline below
+ * the consistency factor otherwise.
+ */
+export function volumeHealth(replicas: readonly CVR[], replicationFactor: number): VolumeHealth {
+  const cf = consistencyFactor(replicationFactor);
+  const healthy = replicas.filter((r) => r.status?.phase === "Healthy").length;
+  const notHealthy = replicas
+    .filter((r) => r.status?.phase !== "Healthy")
+    .map((r) => `${r.metadata.name} ${r.status?.phase ?? "not reported"}${r.status?.reason ? ` (${r.status.reason})` : ""}`)
+    .sort();
+  const counts = `${healthy} of ${replicationFactor} replicas Healthy, ${cf} needed for writes`;
+  const others = notHealthy.length > 0 ? `; ${notHealthy.join(", ")}` : "";
+  if (healthy >= replicationFactor) return { phase: "Healthy", healthyReplicas: healthy, message: counts };
+  if (healthy >= cf) return { phase: "Degraded", healthyReplicas: healthy, message: `${counts}${others}` };
+  const starting = replicas.every((r) => r.status?.phase === undefined || r.status.phase === "Init");
+  return { phase: starting ? "Init" : "Offline", healthyReplicas: healthy, message: `${counts}${others}` };
+}
+
+/** The capacity every replica has reached: the smallest status.capacity.total, once every replica reports one. */
+export function reachedCapacity(replicas: readonly CVR[], replicaCount: number): string | undefined {
+  if (replicas.length < replicaCount) return undefined;
+  let smallest: { text: string; bytes: bigint } | undefined;
+  for (const replica of replicas) {
+    const text = replica.status?.capacity?.total;
+    const bytes = quantityBytes(text);
+    if (text === undefined || bytes === undefined) return undefined;
+    if (!smallest || bytes < smallest.bytes) smallest = { text, bytes };
+  }
+  return smallest?.text;
+}

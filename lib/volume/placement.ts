@@ -1,0 +1,226 @@
+// Which pools hold a volume's replicas. A pure, deterministic function: the same pools, nodes and volume always
+// give the same answer, and a pool that already holds a replica is kept whatever its state (a replica never
+// moves by itself). New replicas go only to pools that can take them now:
+//   - a CStorPoolInstance of the volume's CStorPoolCluster, not being removed;
+//   - phase ONLINE, not read-only, its pool pod available (PodAvailable True);
+//   - room for the whole volume after what the pool has promised already (thin provisioning): the sizes of
+//     the replicas it holds are reserved, less what they already use of the pool, which "free" counts as
+//     used. With poolConfig.overProvisioning only a full pool is refused;
+//   - at most one replica per pool and per node.
+// Among those, each replica in turn goes to the failure domain (zone, or the node where it has no zone) that
+// holds fewest of the volume's replicas, then to the pool with most room, then by name. Pins are honoured
+// exactly or refused; a placement that cannot place every missing replica places none.
+import type { SkippedPool } from "../../api/types.js";
+
+/** What placement needs to know about one CStorPoolInstance. Byte counts are whole bytes. */
+export interface PoolView {
+  name: string;
+  /** The CStorPoolCluster it belongs to (its label); undefined when it carries none. */
+  cspc?: string;
+  node?: string;
+  /** The node's topology.kubernetes.io/zone, where the node says. */
+  zone?: string;
+  phase?: string;
+  readOnly: boolean;
+  podAvailable: boolean;
+  /** Being deleted, or marked for removal from its CStorPoolCluster. */
+  leaving: boolean;
+  overProvisioning: boolean;
+  /** status.capacity.free; undefined when the node daemon has not reported it. */
+  freeBytes?: bigint;
+  /** Sum of spec.capacity of the replicas (of any volume) on this pool. */
+  reservedBytes: bigint;
+  /** Sum of status.capacity.used of those replicas: already counted as used in freeBytes. */
+  replicaUsedBytes: bigint;
+}
+
+export interface PlacementInput {
+  cspc: string;
+  sizeBytes: bigint;
+  replicaCount: number;
+  /** spec.pinnedPools; empty or undefined lets placement choose. */
+  pinned?: readonly string[];
+  /** Pools that hold (or were given) a replica of this volume: kept as they are. */
+  existing: readonly string[];
+  /** Every CStorPoolInstance the hook sees, of any CStorPoolCluster. */
+  pools: readonly PoolView[];
+}
+
+export interface Placement {
+  /** Pools holding the volume's replicas: the kept ones, then the new ones in the order chosen. */
+  pools: string[];
+  /** The pools chosen now. */
+  added: string[];
+  /** Set when replicas are missing and cannot all be placed: every pool considered and why it was not chosen. */
+  unplaced?: {
+    skipped: SkippedPool[];
+    /** A spec edit is needed (a pin names another cluster's pool): waiting will not help. */
+    permanent: boolean;
+    message: string;
+  };
+}
+
+const GIB = 1024n ** 3n;
+
+/** "10Gi" for whole GiB, else "<n> bytes": for messages people read. */
+export function bytesText(bytes: bigint): string {
+  return bytes % GIB === 0n ? `${bytes / GIB}Gi` : `${bytes} bytes`;
+}
+
+/** Room left for a new replica, after the replicas already placed have reserved their size. */
+export function roomBytes(pool: PoolView): bigint | undefined {
+  if (pool.freeBytes === undefined) return undefined;
+  if (pool.overProvisioning) return pool.freeBytes;
+  return pool.freeBytes - pool.reservedBytes + pool.replicaUsedBytes;
+}
+
+/** Why a pool cannot take a new replica of this volume now, or undefined when it can. */
+export function whyNot(pool: PoolView, input: Pick<PlacementInput, "cspc" | "sizeBytes">): SkippedPool | undefined {
+  const skip = (reason: string, message: string): SkippedPool => ({
+    name: pool.name,
+    ...(pool.node ? { node: pool.node } : {}),
+    reason,
+    message,
+  });
+  if (pool.cspc !== input.cspc) {
+    return skip("OtherPoolCluster", `belongs to CStorPoolCluster ${pool.cspc ?? "(none)"}, not ${input.cspc}`);
+  }
+  if (pool.leaving) return skip("PoolBeingRemoved", "is being removed from its CStorPoolCluster");
+  if (pool.phase !== "ONLINE") return skip("NotOnline", `is ${pool.phase ?? "not yet reported by its node daemon"}, not ONLINE`);
+  if (pool.readOnly) return skip("ReadOnly", "is read-only (its used capacity reached poolConfig.roThresholdLimit)");
+  if (!pool.podAvailable) return skip("PodUnavailable", "has no available pool pod (condition PodAvailable is not True)");
+  const room = roomBytes(pool);
+  if (room === undefined) return skip("CapacityUnknown", "has not reported its capacity yet");
+  if (pool.overProvisioning) {
+    if (room <= 0n) return skip("NoCapacity", "is full (poolConfig.overProvisioning allows promising more than it holds, not a full pool)");
+    return undefined;
+  }
+  if (room < input.sizeBytes) {
+    return skip(
+      "NoCapacity",
+      `has ${bytesText(room > 0n ? room : 0n)} left after reserving ${bytesText(pool.reservedBytes)} for the replicas it holds; the volume needs ${bytesText(input.sizeBytes)}`,
+    );
+  }
+  return undefined;
+}
+
+function domainOf(pool: PoolView): string {
+  return pool.zone !== undefined ? `zone:${pool.zone}` : `node:${pool.node ?? pool.name}`;
+}
+
+export function place(input: PlacementInput): Placement {
+  const byName = new Map(input.pools.map((p) => [p.name, p]));
+  const kept = [...new Set(input.existing)];
+  const missing = input.replicaCount - kept.length;
+  if (missing <= 0) return { pools: kept, added: [] };
+
+  const keptSet = new Set(kept);
+  const usedNodes = new Set(kept.map((name) => byName.get(name)?.node).filter((n): n is string => n !== undefined));
+  const alreadyHolds = (pool: PoolView): SkippedPool | undefined => {
+    if (keptSet.has(pool.name)) return { name: pool.name, ...(pool.node ? { node: pool.node } : {}), reason: "HoldsReplica", message: "already holds a replica of this volume" };
+    if (pool.node !== undefined && usedNodes.has(pool.node)) {
+      return { name: pool.name, node: pool.node, reason: "NodeHoldsReplica", message: `its node ${pool.node} already holds a replica of this volume` };
+    }
+    return undefined;
+  };
+
+  const pins = (input.pinned ?? []).filter((p) => !keptSet.has(p));
+  if ((input.pinned ?? []).length > 0) return placePinned(input, kept, pins, byName, alreadyHolds);
+
+  const considered = input.pools.filter((p) => p.cspc === input.cspc).sort((a, b) => a.name.localeCompare(b.name));
+  const skipped: SkippedPool[] = [];
+  const candidates: PoolView[] = [];
+  for (const pool of considered) {
+    const why = alreadyHolds(pool) ?? whyNot(pool, input);
+    if (why) skipped.push(why);
+    else candidates.push(pool);
+  }
+
+  const domainLoad = new Map<string, number>();
+  for (const name of kept) {
+    const pool = byName.get(name);
+    if (pool) domainLoad.set(domainOf(pool), (domainLoad.get(domainOf(pool)) ?? 0) + 1);
+  }
+  const added: string[] = [];
+  const takenNodes = new Set(usedNodes);
+  let open = candidates;
+  while (added.length < missing && open.length > 0) {
+    const best = open.reduce((a, b) => (better(b, a, domainLoad) ? b : a));
+    added.push(best.name);
+    domainLoad.set(domainOf(best), (domainLoad.get(domainOf(best)) ?? 0) + 1);
+    if (best.node !== undefined) takenNodes.add(best.node);
+    open = open.filter((p) => p !== best && (p.node === undefined || !takenNodes.has(p.node)));
+  }
+  if (added.length === missing) return { pools: [...kept, ...added], added };
+
+  const eligible = candidates.length;
+  for (const pool of candidates) {
+    skipped.push({
+      name: pool.name,
+      ...(pool.node ? { node: pool.node } : {}),
+      reason: "NotEnoughPools",
+      message: `could take a replica, but only ${eligible} pool(s) on distinct nodes can and ${missing} are needed`,
+    });
+  }
+  skipped.sort((a, b) => a.name.localeCompare(b.name));
+  return {
+    pools: kept,
+    added: [],
+    unplaced: {
+      skipped,
+      permanent: false,
+      message: `${missing} replica(s) to place, but only ${eligible} of the ${considered.length} pool(s) of CStorPoolCluster ${input.cspc} can take one now (see status.skippedPools)`,
+    },
+  };
+}
+
+/** b is a better home than a for the next replica: emptier failure domain, then more room, then name. */
+function better(b: PoolView, a: PoolView, domainLoad: ReadonlyMap<string, number>): boolean {
+  const loadA = domainLoad.get(domainOf(a)) ?? 0;
+  const loadB = domainLoad.get(domainOf(b)) ?? 0;
+  if (loadA !== loadB) return loadB < loadA;
+  const roomA = roomBytes(a) ?? 0n;
+  const roomB = roomBytes(b) ?? 0n;
+  if (roomA !== roomB) return roomB > roomA;
+  return b.name < a.name;
+}
+
+function placePinned(
+  input: PlacementInput,
+  kept: string[],
+  pins: readonly string[],
+  byName: ReadonlyMap<string, PoolView>,
+  alreadyHolds: (pool: PoolView) => SkippedPool | undefined,
+): Placement {
+  const skipped: SkippedPool[] = [];
+  let permanent = false;
+  const nodes = new Set<string>();
+  for (const name of pins) {
+    const pool = byName.get(name);
+    if (!pool) {
+      skipped.push({ name, reason: "PoolNotFound", message: `is pinned, but no CStorPoolInstance ${name} exists in this namespace` });
+      continue;
+    }
+    const why = alreadyHolds(pool) ?? whyNot(pool, input);
+    if (why) {
+      if (why.reason === "OtherPoolCluster") permanent = true;
+      skipped.push({ ...why, message: `is pinned, but ${why.message}` });
+    } else if (pool.node !== undefined && nodes.has(pool.node)) {
+      skipped.push({ name, node: pool.node, reason: "NodeHoldsReplica", message: `is pinned, but another pinned pool is on its node ${pool.node}` });
+    } else if (pool.node !== undefined) nodes.add(pool.node);
+  }
+  if (skipped.length === 0) return { pools: [...kept, ...pins], added: [...pins] };
+  skipped.sort((a, b) => a.name.localeCompare(b.name));
+  const names = skipped.map((s) => s.name).join(", ");
+  return {
+    pools: kept,
+    added: [],
+    unplaced: {
+      skipped,
+      permanent,
+      message: permanent
+        ? `spec.pinnedPools names pool(s) that can never hold this volume (${names}): pin pools of CStorPoolCluster ${input.cspc}`
+        : `the pinned pool(s) ${names} cannot take a replica now (see status.skippedPools); pins are honoured exactly, so the volume waits for them`,
+    },
+  };
+}

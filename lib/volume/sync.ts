@@ -1,0 +1,224 @@
+// POST /hooks/cvc-sync: a CStorVolumeConfig and what Metacontroller observed → its children (target Service,
+// CStorVolume, target Deployment, one CStorVolumeReplica per chosen pool, a PodDisruptionBudget at three
+// replicas or more) and its status. A pure function of the request and the clock.
+//
+// Order, one observed step at a time: nothing is made until every replica can be placed; then the Service
+// alone, because the CStorVolume needs its ClusterIP; then everything else. A replica that exists is always
+// returned (never deleted by this hook), so no state of the cluster makes Metacontroller delete data.
+import { ANNOTATION } from "../../api/constants.js";
+import type { Clock, CompositeSyncRequest, CompositeSyncResponse, Condition, CVC, CVCStatus, CVR, KubeObject, SkippedPool } from "../../api/types.js";
+import { BadRequestError } from "../errors.js";
+import { mergeConditions, nextCondition, type ConditionInput } from "../conditions.js";
+import type { VolumeTargetConfig } from "../hook-config.js";
+import { cstorVolume, planDisruptionBudget, targetDeployment, targetService, volumeReplica } from "./children.js";
+import { reachedCapacity, volumeHealth } from "./health.js";
+import { place } from "./placement.js";
+import { buildVolumeWorld, quantityBytes, type VolumeWorld } from "./world.js";
+
+export const CVC_CONDITION = {
+  bound: "Bound",
+  placed: "Placed",
+  replicasHealthy: "ReplicasHealthy",
+  deleting: "Deleting",
+  unreadable: "ObjectsUnreadable",
+} as const;
+
+export interface Outcome {
+  phase: NonNullable<CVCStatus["phase"]>;
+  /** Every replica has its pool. */
+  placed: boolean;
+  reason: string;
+  message: string;
+  pools: string[];
+  skippedPools?: SkippedPool[];
+  children: KubeObject[];
+  /** Further conditions this outcome decides (the disruption budget's, teardown's). */
+  conditions?: ConditionInput[];
+  /** Children are held as observed because one cannot be read: the replicas' health is not judged from the rest. */
+  held?: boolean;
+}
+
+export function syncCvcRequest(request: CompositeSyncRequest<CVC>, clock: Clock, config: VolumeTargetConfig): CompositeSyncResponse {
+  const world = buildVolumeWorld(request);
+  const held = request.unreadable?.filter((u) => u.field === "children") ?? [];
+  const outcome = held.length > 0 ? holdChildren(request, world) : planVolume(world, config);
+  return { status: volumeStatus(world, outcome, clock()), children: outcome.children };
+}
+
+/** A child the hook cannot read: every child is returned as observed, nothing is made, changed or deleted. */
+function holdChildren(request: CompositeSyncRequest<CVC>, world: VolumeWorld): Outcome {
+  const unreadable = (request.unreadable ?? []).filter((u) => u.field === "children");
+  const all = [...Object.values(request.children).flatMap((objects) => Object.values(objects ?? {})), ...unreadable.map((u) => u.object)];
+  const names = unreadable.map((u) => `${u.object.kind} ${u.object.metadata.name}: ${u.problem}`).join("; ");
+  const message = `nothing is created, changed or deleted until these children match the installed CRDs (kubectl edit): ${names}`;
+  const pools = world.cvc.status?.pools ?? [];
+  return {
+    phase: world.cvc.status?.phase ?? "Pending",
+    placed: pools.length > 0,
+    reason: "ObjectsUnreadable",
+    message,
+    pools,
+    children: all.map(asObserved).sort(byKindAndName),
+    conditions: [{ type: CVC_CONDITION.unreadable, status: "True", reason: "ObjectsSkipped", message }],
+    held: true,
+  };
+}
+
+/** An observed child as the hook returns it to keep it unchanged: its identity, labels, annotations, finalizers and spec. */
+export function asObserved(object: KubeObject): KubeObject {
+  const { name, namespace, labels, annotations, finalizers } = object.metadata;
+  return {
+    apiVersion: object.apiVersion,
+    kind: object.kind,
+    metadata: { name, namespace, ...(labels ? { labels } : {}), ...(annotations ? { annotations } : {}), ...(finalizers ? { finalizers } : {}) },
+    ...(object.spec !== undefined ? { spec: object.spec } : {}),
+  };
+}
+
+/** The pools holding a replica: every observed replica's, and those status.pools recorded whose pool still exists. */
+export function keptPools(world: VolumeWorld): string[] {
+  const recorded = (world.cvc.status?.pools ?? []).filter((p) => world.cspis.has(p));
+  return [...new Set([...world.ownReplicas.keys(), ...recorded])].sort();
+}
+
+function planVolume(world: VolumeWorld, config: VolumeTargetConfig): Outcome {
+  const { cvc } = world;
+  const spec = cvc.spec;
+  const kept = keptPools(world);
+  const where = `CStorPoolCluster ${world.namespace}/${spec.cstorPoolCluster}`;
+  const failed = (reason: string, message: string): Outcome => ({ phase: "Failed", placed: false, reason, message, pools: kept, children: keptChildren(world, kept) });
+
+  const sizeBytes = quantityBytes(spec.capacity);
+  if (sizeBytes === undefined || sizeBytes === 0n) {
+    return failed("InvalidCapacity", `spec.capacity ${JSON.stringify(spec.capacity)} is not a size above zero: set e.g. 10Gi`);
+  }
+  if (kept.length < spec.replicaCount) {
+    if (!world.cspc) return failed("CStorPoolClusterNotFound", `${where} does not exist: create it, or name an existing one in a new CStorVolumeConfig`);
+    const poolCount = Array.isArray(world.cspc.spec?.pools) ? world.cspc.spec.pools.length : 0;
+    if (spec.replicaCount > poolCount) {
+      return failed(
+        "NotEnoughPoolsInCluster",
+        `${where} has ${poolCount} pool(s) and the volume needs ${spec.replicaCount} (one replica per pool): add pools to the CStorPoolCluster, or recreate the volume with fewer replicas`,
+      );
+    }
+  }
+
+  const placement = place({
+    cspc: spec.cstorPoolCluster,
+    sizeBytes,
+    replicaCount: spec.replicaCount,
+    ...(spec.pinnedPools ? { pinned: spec.pinnedPools } : {}),
+    existing: kept,
+    pools: world.pools,
+  });
+  const pools = [...placement.pools].sort();
+  if (placement.unplaced) {
+    const { skipped, permanent, message } = placement.unplaced;
+    return {
+      phase: permanent ? "Failed" : "Pending",
+      placed: false,
+      reason: permanent ? "PinnedPoolOfOtherCluster" : "NoPlacement",
+      message,
+      pools,
+      skippedPools: skipped,
+      children: keptChildren(world, pools),
+    };
+  }
+
+  let deployment: KubeObject;
+  try {
+    deployment = targetDeployment(world, config);
+  } catch (error) {
+    if (error instanceof BadRequestError) return failed("InvalidTargetSpec", error.message);
+    throw error;
+  }
+  const targetIP = clusterIP(world.service) ?? (world.cv?.spec as { targetIP?: string } | undefined)?.targetIP;
+  if (!targetIP) {
+    return {
+      phase: "Pending",
+      placed: true,
+      reason: "WaitingForTargetService",
+      message: `waiting for Service ${world.volume} to get its ClusterIP, the volume's target address`,
+      pools,
+      children: [targetService(world), ...pools.filter((p) => world.ownReplicas.has(p)).map((p) => volumeReplica(world, p, undefined)), ...world.strayReplicas.map(asObserved)],
+    };
+  }
+
+  const children: KubeObject[] = [
+    targetService(world),
+    cstorVolume(world, targetIP, pools),
+    deployment,
+    ...pools.map((p) => volumeReplica(world, p, targetIP)),
+    ...world.strayReplicas.map(asObserved),
+  ];
+  const budget = planDisruptionBudget(world, pools);
+  if (budget.budget) children.push(budget.budget);
+  const created = pools.filter((p) => world.ownReplicas.has(p)).length;
+  if (created < spec.replicaCount) {
+    return {
+      phase: "Pending",
+      placed: true,
+      reason: "CreatingReplicas",
+      message: `${created} of ${spec.replicaCount} replicas exist; creating them on ${pools.filter((p) => !world.ownReplicas.has(p)).join(", ")}`,
+      pools,
+      children,
+      conditions: [budget.condition],
+    };
+  }
+  return { phase: "Bound", placed: true, reason: "Bound", message: `every replica exists: ${placedText(world, pools)}`, pools, children, conditions: [budget.condition] };
+}
+
+/**
+ * While nothing new can be made: what exists stays as it is (an existing replica, and the target objects
+ * of a volume that has one). Before the first replica nothing is made at all, so a volume that cannot be
+ * placed leaves no half-made Service or target behind.
+ */
+function keptChildren(world: VolumeWorld, pools: readonly string[]): KubeObject[] {
+  const replicas = pools.filter((p) => world.ownReplicas.has(p));
+  const observed = [world.service, world.cv, world.deployment, world.pdb].filter((o): o is KubeObject => o !== undefined && replicas.length > 0);
+  const targetIP = (world.cv?.spec as { targetIP?: string } | undefined)?.targetIP;
+  return [...observed.map(asObserved), ...replicas.map((p) => volumeReplica(world, p, targetIP)), ...world.strayReplicas.map(asObserved)].sort(byKindAndName);
+}
+
+function clusterIP(service: KubeObject | undefined): string | undefined {
+  const ip = (service?.spec as { clusterIP?: unknown } | undefined)?.clusterIP;
+  return typeof ip === "string" && ip !== "" && ip !== "None" ? ip : undefined;
+}
+
+function placedText(world: VolumeWorld, pools: readonly string[]): string {
+  return pools.map((p) => `${p} (node ${world.cspis.get(p)?.spec?.hostName ?? world.ownReplicas.get(p)?.metadata.annotations?.[ANNOTATION.replicaPoolHost] ?? "unknown"})`).join(", ");
+}
+
+function byKindAndName(a: KubeObject, b: KubeObject): number {
+  return a.kind.localeCompare(b.kind) || (a.metadata.name ?? "").localeCompare(b.metadata.name ?? "");
+}
+
+export function volumeStatus(world: VolumeWorld, outcome: Outcome, now: Date): CVCStatus {
+  const { cvc } = world;
+  const replicas = outcome.pools.map((p) => world.ownReplicas.get(p)).filter((r): r is CVR => r !== undefined);
+  const placed: ConditionInput = outcome.placed
+    ? { type: CVC_CONDITION.placed, status: "True", reason: "Placed", message: `replicas on ${placedText(world, outcome.pools)}` }
+    : { type: CVC_CONDITION.placed, status: "False", reason: outcome.reason, message: outcome.message };
+  const health = volumeHealth(replicas, cvc.spec.replicaCount);
+  const healthy: ConditionInput =
+    replicas.length === 0
+      ? { type: CVC_CONDITION.replicasHealthy, status: "False", reason: "NoReplicas", message: "no replica exists yet" }
+      : { type: CVC_CONDITION.replicasHealthy, status: health.phase === "Healthy" ? "True" : "False", reason: health.phase, message: health.message };
+  const generation = cvc.metadata.generation;
+  const previous = cvc.status?.conditions;
+  const bound: ConditionInput = { type: CVC_CONDITION.bound, status: outcome.phase === "Bound" ? "True" : "False", reason: outcome.reason, message: outcome.message };
+  const readable: ConditionInput = { type: CVC_CONDITION.unreadable, status: "False", reason: "AllObjectsRead", message: "every child was read" };
+  const judged = outcome.held ? [] : [healthy, readable];
+  const updates: Condition[] = [bound, placed, ...judged, ...(outcome.conditions ?? [])].map((c) => nextCondition(previous, c, now, generation));
+  const status: CVCStatus = {
+    phase: outcome.phase,
+    reason: outcome.reason,
+    pools: outcome.pools,
+    conditions: mergeConditions(previous, updates),
+  };
+  const capacity = reachedCapacity(replicas, cvc.spec.replicaCount);
+  if (capacity) status.capacity = capacity;
+  if (outcome.skippedPools) status.skippedPools = outcome.skippedPools;
+  if (generation !== undefined) status.observedGeneration = generation;
+  return status;
+}

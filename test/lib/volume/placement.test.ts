@@ -1,0 +1,116 @@
+// Properties of placement over random pools: the same inputs give the same pools whatever order the pools are
+// listed in; never two replicas on one pool or one node; every chosen pool is one that can take the volume;
+// kept replicas are never moved; and replicas spread over as many failure domains as the eligible pools allow.
+import { expect } from "chai";
+import fc from "fast-check";
+import { place, whyNot, type PlacementInput, type PoolView } from "../../../lib/volume/placement.js";
+
+const GI = 1024n ** 3n;
+
+/** The first value nine times out of ten. */
+function usually<T>(common: T, ...rare: T[]): T[] {
+  return [...Array.from({ length: 9 * Math.max(rare.length, 1) }, () => common), ...rare];
+}
+
+const poolArb = (index: number): fc.Arbitrary<PoolView> =>
+  fc.record({
+    node: fc.constantFrom("n0", "n1", "n2", "n3", "n4", "n5", "n6"),
+    zone: fc.option(fc.constantFrom("z1", "z2", "z3"), { nil: undefined }),
+    // Mostly usable pools, so that most inputs have a placement to check.
+    cspc: fc.constantFrom(...usually("pools", "other")),
+    phase: fc.constantFrom(...usually("ONLINE", "DEGRADED", "OFFLINE")),
+    readOnly: fc.constantFrom(...usually(false, true)),
+    podAvailable: fc.constantFrom(...usually(true, false)),
+    leaving: fc.constantFrom(...usually(false, true)),
+    overProvisioning: fc.boolean(),
+    free: fc.integer({ min: 0, max: 60 }),
+    reserved: fc.integer({ min: 0, max: 20 }),
+    used: fc.integer({ min: 0, max: 5 }),
+  }).map(({ free, reserved, used, zone, ...rest }) => ({
+    ...rest,
+    ...(zone !== undefined ? { zone } : {}),
+    name: `p${index}`,
+    freeBytes: BigInt(free) * GI,
+    reservedBytes: BigInt(reserved) * GI,
+    replicaUsedBytes: BigInt(Math.min(used, reserved)) * GI,
+  }));
+
+const inputArb: fc.Arbitrary<PlacementInput> = fc
+  .integer({ min: 1, max: 10 })
+  .chain((count) => fc.tuple(...Array.from({ length: count }, (_, i) => poolArb(i))))
+  .chain((pools) =>
+    fc.record({
+      replicaCount: fc.integer({ min: 1, max: 5 }),
+      size: fc.integer({ min: 1, max: 20 }),
+      existing: fc.subarray(pools.map((p) => p.name), { maxLength: Math.min(2, pools.length) }),
+    }).map(({ replicaCount, size, existing }) => ({ cspc: "pools", sizeBytes: BigInt(size) * GI, replicaCount, existing, pools })),
+  );
+
+function shuffled<T>(items: readonly T[], seed: number): T[] {
+  const out = [...items];
+  let s = seed;
+  for (let i = out.length - 1; i > 0; i--) {
+    s = (s * 1103515245 + 12345) % 2147483648;
+    const j = s % (i + 1);
+    [out[i], out[j]] = [out[j], out[i]];
+  }
+  return out;
+}
+
+describe("volume placement (properties)", () => {
+  it("is deterministic: the same pools in any order give the same answer", () => {
+    fc.assert(
+      fc.property(inputArb, fc.nat(), (input, seed) => {
+        expect(place({ ...input, pools: shuffled(input.pools, seed) })).to.deep.equal(place(input));
+      }),
+    );
+  });
+
+  it("keeps existing replicas, and puts new ones on distinct, eligible pools of distinct nodes", () => {
+    fc.assert(
+      fc.property(inputArb, (input) => {
+        const result = place(input);
+        expect(result.pools.slice(0, new Set(input.existing).size)).to.deep.equal([...new Set(input.existing)]);
+        expect(new Set(result.pools).size, "one replica per pool").to.equal(result.pools.length);
+        const byName = new Map(input.pools.map((p) => [p.name, p]));
+        const keptNodes = new Set(input.existing.map((p) => byName.get(p)!.node));
+        const addedNodes = result.added.map((p) => byName.get(p)!.node);
+        expect(new Set(addedNodes).size, "one replica per node").to.equal(addedNodes.length);
+        for (const node of addedNodes) expect(keptNodes.has(node), `${node} already holds a replica`).to.equal(false);
+        if (result.added.length > 0) expect(result.pools).to.have.length(input.replicaCount);
+        for (const name of result.added) expect(whyNot(byName.get(name)!, input), name).to.equal(undefined);
+        if (result.unplaced) {
+          expect(result.added).to.deep.equal([]);
+          const named = new Set(result.unplaced.skipped.map((s) => s.name));
+          for (const pool of input.pools.filter((p) => p.cspc === "pools")) expect(named.has(pool.name), `${pool.name} is accounted for`).to.equal(true);
+        }
+      }),
+    );
+  });
+
+  let placedSomewhere = 0;
+  after(() => expect(placedSomewhere, "inputs where two or more replicas were placed").to.be.above(20));
+
+  it("spreads: no failure domain gets a second new replica while an eligible pool in an empty one is left out", () => {
+    fc.assert(
+      fc.property(inputArb, (input) => {
+        const fresh = { ...input, existing: [] };
+        const result = place(fresh);
+        if (result.added.length < 2) return;
+        placedSomewhere++;
+        const domain = (p: PoolView) => (p.zone !== undefined ? `z:${p.zone}` : `n:${p.node}`);
+        const byName = new Map(input.pools.map((p) => [p.name, p]));
+        const chosen = result.added.map((n) => byName.get(n)!);
+        const counts = new Map<string, number>();
+        for (const p of chosen) counts.set(domain(p), (counts.get(domain(p)) ?? 0) + 1);
+        const crowded = [...counts.values()].some((c) => c > 1);
+        if (!crowded) return;
+        const usedNodes = new Set(chosen.map((p) => p.node));
+        const leftOut = input.pools.filter(
+          (p) => !result.added.includes(p.name) && !usedNodes.has(p.node) && !counts.has(domain(p)) && whyNot(p, fresh) === undefined,
+        );
+        expect(leftOut.map((p) => p.name), "eligible pools in domains without a replica").to.deep.equal([]);
+      }),
+    );
+  });
+});
