@@ -70,7 +70,14 @@ export const ANNOTATION = {
   metacontrollerDecorator: "metacontroller.k8s.io/decorator-controller",
   /** On a CStorVolumeReplica: the node of its pool, for people reading it (upstream cStor's annotation). */
   replicaPoolHost: "cstorpoolinstance.openebs.io/hostname",
+  /**
+   * On a deleted CStorVolumeReplica whose pool is gone for good: "confirm" lets a node daemon remove its
+   * finalizer without destroying the replica (docs/operations.md).
+   */
+  replicaLost: "openebs.io/replica-lost",
 } as const;
+
+export const REPLICA_LOST_CONFIRM = "confirm";
 
 export const POOL_REMOVAL_REQUESTED = "requested";
 

@@ -21,7 +21,16 @@ import { KIND, TYPE_KEY } from "../api/constants.js";
 import { BlockDeviceClaimSchema, BlockDeviceSchema, CSPCSchema, CSPISchema, ObjectMetaSchema } from "../api/schema.js";
 import { CVCSchema, CVRSchema, CVSchema } from "../api/volume-schema.js";
 import { BadRequestError } from "./errors.js";
-import type { StorageClass } from "./provision/objects.js";
+import {
+  EventSchema,
+  PersistentVolumeClaimSchema,
+  PersistentVolumeSchema,
+  StorageClassSchema,
+  type ObservedEvent,
+  type PersistentVolume,
+  type PersistentVolumeClaim,
+  type StorageClass,
+} from "./provision/objects.js";
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
@@ -84,6 +93,10 @@ const SHAPES: Record<string, ValidateFunction> = {
   [KIND.cvc]: shapeOf(CVCSchema),
   [KIND.cv]: shapeOf(CVSchema),
   [KIND.cvr]: shapeOf(CVRSchema),
+  [KIND.storageClass]: shapeOf(StorageClassSchema),
+  [KIND.persistentVolumeClaim]: shapeOf(PersistentVolumeClaimSchema),
+  [KIND.persistentVolume]: shapeOf(PersistentVolumeSchema),
+  [KIND.event]: shapeOf(EventSchema),
 };
 const anyObject = shapeOf({ type: "object", required: ["apiVersion", "kind", "metadata"], properties: { apiVersion: { type: "string" }, metadata: ObjectMetaSchema } });
 const metadataOnly = shapeOf({ type: "object", properties: { metadata: ObjectMetaSchema } });
@@ -313,6 +326,14 @@ export function parseCustomizeRequest(body: unknown, parentKind: string): Custom
   };
 }
 
+/**
+ * The parent of a customize hook that reads more than the parent's metadata (the StorageClass's reads its
+ * parameters), checked whole against its kind's shape.
+ */
+export function parseCustomizeParent<K extends keyof CheckedKinds>(body: unknown, parentKind: K): CheckedKinds[K] {
+  return requireObject(requireBody(body).parent, "parent", parentKind) as CheckedKinds[K];
+}
+
 /** The type keys whose objects objectMap checks against their schema's types (SHAPES), and those types. */
 interface CheckedTypeKeys {
   [TYPE_KEY.cspc]: CSPC;
@@ -322,6 +343,9 @@ interface CheckedTypeKeys {
   [TYPE_KEY.cvr]: CVR;
   [TYPE_KEY.blockDevice]: BlockDevice;
   [TYPE_KEY.blockDeviceClaim]: BlockDeviceClaim;
+  [TYPE_KEY.persistentVolumeClaim]: PersistentVolumeClaim;
+  [TYPE_KEY.persistentVolume]: PersistentVolume;
+  [TYPE_KEY.event]: ObservedEvent;
 }
 
 /** Why an object is not of its schema's types as the hooks read it (for the CLI's files), or undefined. */

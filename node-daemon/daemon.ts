@@ -4,8 +4,9 @@
 // write (status-writer.ts) and Events (event-recorder.ts). Every interval a resync passes every CSPI through
 // the queue, so the heartbeat and time-based decisions move without an event; every relist interval the
 // CSPIs are listed again, so the view cannot go stale even if a watch event was lost.
-import { ANNOTATION, FINALIZER } from "../api/constants.js";
-import type { CSPI } from "../api/types.js";
+import { ANNOTATION, FINALIZER, KIND, LABEL, REPLICA_LOST_CONFIRM } from "../api/constants.js";
+import type { CSPI, CVR } from "../api/types.js";
+import { findCondition } from "../lib/conditions.js";
 import type { Logger } from "../lib/log.js";
 import { zpoolName } from "../lib/names.js";
 import { EventRecorder } from "./event-recorder.js";
@@ -17,8 +18,11 @@ import type { DaemonMetrics } from "./metrics.js";
 import type { DeviceInspector } from "./observe.js";
 import type { Action } from "./planner.js";
 import { reconcilePass, type PassResult } from "./reconcile.js";
-import { StatusWriter } from "./status-writer.js";
-import { CspiWatchCache } from "./watch-cache.js";
+import { replicaEvents, replicaPass, type ReplicaPassResult } from "./replica-pass.js";
+import { replicaStatus, type ReplicaBackend } from "./replicas.js";
+import { CONDITION, type ReplicaCounts } from "./reporter.js";
+import { cspiStatusWriter, cvrStatusWriter } from "./status-writer.js";
+import { CspiWatchCache, CvrWatchCache } from "./watch-cache.js";
 import { KeyedWorkQueue, type PassOutcome } from "./work-queue.js";
 
 export interface DaemonOptions {
@@ -40,15 +44,22 @@ export interface DaemonOptions {
   relistIntervalMs?: number;
   /** How long another node's heartbeat stays fresh (CSPI_STALE_STATUS_SECONDS, shared with the hooks); 300. */
   staleStatusSeconds?: number;
+  /** How replicas are made on the pools (CSTOR_REPLICA_BACKEND). */
+  replicaBackend: ReplicaBackend;
 }
+
+/** Work queue keys of lost-replica releases: CSPI names never contain a slash. */
+const LOST_REPLICA_KEY = "cvr/";
 
 /** An action that changed nothing is not tried again for this long. */
 const INEFFECTIVE_BACKOFF_MS = 10 * 60_000;
 
 export class NodeDaemon {
   private readonly cache: CspiWatchCache;
+  private readonly cvrCache: CvrWatchCache;
   private readonly queue: KeyedWorkQueue;
-  private readonly statusWriter: StatusWriter;
+  private readonly statusWriter: ReturnType<typeof cspiStatusWriter>;
+  private readonly cvrStatusWriter: ReturnType<typeof cvrStatusWriter>;
   private readonly events: EventRecorder;
   /** Per CSPI and action key: actions that recently changed nothing. */
   private readonly ineffective = new ExpiringKeys();
@@ -72,9 +83,10 @@ export class NodeDaemon {
     this.clock = options.clock ?? (() => new Date());
     this.hostName = options.hostName ?? options.nodeName;
     this.intervalMs = options.statusIntervalMs ?? 30_000;
-    this.statusWriter = new StatusWriter({ kube, clock: this.clock, logger, heartbeatMs: this.intervalMs });
+    this.statusWriter = cspiStatusWriter({ kube, clock: this.clock, logger, heartbeatMs: this.intervalMs });
+    this.cvrStatusWriter = cvrStatusWriter({ kube, clock: this.clock, logger, heartbeatMs: this.intervalMs });
     this.events = new EventRecorder({ kube, nodeName: options.nodeName, clock: this.clock, logger });
-    this.queue = new KeyedWorkQueue((name) => this.pass(name), {
+    this.queue = new KeyedWorkQueue((key) => (key.startsWith(LOST_REPLICA_KEY) ? this.releaseLostReplica(key.slice(LOST_REPLICA_KEY.length)) : this.pass(key)), {
       retryMaxMs: this.intervalMs,
       onError: (name, error) => logger.error("reconcile failed", { cspi: name, error: error.message }),
     });
@@ -88,18 +100,36 @@ export class NodeDaemon {
       isOwnEcho: (cached, incoming) => this.statusWriter.isOwnEcho(cached, incoming),
       ...(metrics ? { onRelist: (reason: string) => metrics.relisted(reason) } : {}),
     });
+    this.cvrCache = new CvrWatchCache({
+      kube,
+      namespace,
+      clock: this.clock,
+      logger,
+      onChange: (name) => this.replicaChanged(this.cvrCache.get(name)),
+      onDelete: (name, last) => {
+        this.events.forget(name, KIND.cvr);
+        this.replicaChanged(last);
+      },
+      isOwnEcho: (cached, incoming) => this.cvrStatusWriter.isOwnEcho(cached, incoming),
+    });
     metrics?.viewAge(() => this.cache.viewAgeSeconds());
   }
 
   /** Lists the CSPIs, runs a first pass for each, then watches, resyncs and relists until stop(). */
   async start(): Promise<void> {
     await this.refreshHeldPools();
+    // Not awaited: without the CVRs (their CRD not installed yet, the apiserver away) the pools are still looked
+    // after, and everything that needs the CVRs waits (counts unknown, no destroy) until they are listed.
+    this.cvrCache.startInBackground();
     await this.cache.start();
     await this.queue.idle();
     this.lastResyncAt = this.clock();
     this.timers = [
       setInterval(() => void this.resync(), this.intervalMs),
-      setInterval(() => this.cache.relist(), this.options.relistIntervalMs ?? 10 * 60_000),
+      setInterval(() => {
+        this.cache.relist();
+        this.cvrCache.relist();
+      }, this.options.relistIntervalMs ?? 10 * 60_000),
     ];
   }
 
@@ -108,14 +138,76 @@ export class NodeDaemon {
     this.stopping = true;
     this.timers.forEach(clearInterval);
     this.cache.stop();
+    this.cvrCache.stop();
     await this.queue.stop();
   }
 
   /** Runs a pass for every CSPI (those not concerning this node end at once); returns once all are done. */
   async resync(): Promise<void> {
     await this.refreshHeldPools();
-    await Promise.allSettled(this.cache.names().map((name) => this.queue.enqueue(name)));
+    const lost = this.cvrCache.values().filter(releaseRequested).map((cvr) => `${LOST_REPLICA_KEY}${cvr.metadata.name ?? ""}`);
+    await Promise.allSettled([...this.cache.names(), ...lost].map((key) => this.queue.enqueue(key)));
     this.lastResyncAt = this.clock();
+  }
+
+  /** A CVR changed or went: its pool's pass looks after it (and recounts); a release request gets its own. */
+  private replicaChanged(cvr: CVR | undefined): void {
+    const pool = cvr?.metadata.labels?.[LABEL.replicaPool];
+    if (pool && this.cache.get(pool)) void this.queue.enqueue(pool);
+    if (cvr && releaseRequested(cvr)) void this.queue.enqueue(`${LOST_REPLICA_KEY}${cvr.metadata.name ?? ""}`);
+  }
+
+  /** The CVRs naming this CSPI, or undefined while the CVR view is not complete (unknown). */
+  private replicasOf(cspi: string): CVR[] | undefined {
+    if (!this.cvrCache.synced()) return undefined;
+    return this.cvrCache.values().filter((cvr) => cvr.metadata.labels?.[LABEL.replicaPool] === cspi);
+  }
+
+  /**
+   * The way out for a replica whose pool is gone for good (docs/decisions.md, 23): a deleted CVR annotated
+   * openebs.io/replica-lost=confirm loses its finalizer without its replica being destroyed, but only while its
+   * CSPI is gone or reports PoolLost and its pool is not imported here. Any node's daemon may do it: the patch
+   * tests the CVR's resourceVersion, so exactly one succeeds and only on the CVR as judged.
+   */
+  private async releaseLostReplica(name: string): Promise<PassOutcome> {
+    const cvr = this.cvrCache.get(name);
+    if (!cvr || this.stopping || !releaseRequested(cvr) || !this.cache.synced()) return "done";
+    const cspiName = cvr.metadata.labels?.[LABEL.replicaPool] ?? "";
+    const cspi = cspiName ? this.cache.get(cspiName) : undefined;
+    const poolLost = findCondition(cspi?.status?.conditions, CONDITION.poolLost)?.status === "True";
+    if (this.heldPools.has(zpoolName(cspiName)) || (cspi && !poolLost)) {
+      // Said once, by the daemon of the pool's node: the others have nothing to add.
+      if (cspi && cspi.spec?.hostName === this.hostName) {
+        await this.events.record(cvr, [
+          {
+            type: "Warning",
+            reason: "ReleaseRefused",
+            message:
+              `${ANNOTATION.replicaLost}=${REPLICA_LOST_CONFIRM} is refused: pool ${zpoolName(cspiName)} of CStorPoolInstance ${cspiName} is not lost ` +
+              `(phase ${cspi.status?.phase ?? "unknown"}); the node daemon of ${cspi.spec.hostName} destroys the replica when its pool is back. Remove the annotation`,
+          },
+        ]);
+      }
+      return "done";
+    }
+    try {
+      await this.options.kube.removeCvrFinalizer(cvr, FINALIZER.replicaProtection, { exactly: true });
+    } catch (error) {
+      // 422: the CVR changed since it was judged (another daemon released it, or the annotation went): its next event decides.
+      if ((error as { code?: number }).code === 422 || (error as { code?: number }).code === 404) return "done";
+      this.options.logger.warn("cannot release the lost replica", { cvr: name, error: (error as Error).message });
+      return "retry";
+    }
+    const why = cspi ? `CStorPoolInstance ${cspiName} reports its pool lost (PoolLost)` : `CStorPoolInstance ${cspiName || "(none)"} is gone`;
+    this.options.logger.warn("released a lost replica without destroying it", { cvr: name, cspi: cspiName });
+    await this.events.record(cvr, [
+      {
+        type: "Warning",
+        reason: "ReplicaReleased",
+        message: `finalizer removed without destroying the replica, as ${ANNOTATION.replicaLost}=${REPLICA_LOST_CONFIRM} asked: ${why}. If the pool comes back, dataset ${zpoolName(cspiName)}/${cvr.metadata.labels?.[LABEL.replicaVolume] ?? ""} stays on it until removed by hand`,
+      },
+    ]);
+    return "done";
   }
 
   private async refreshHeldPools(): Promise<void> {
@@ -147,9 +239,21 @@ export class NodeDaemon {
     );
   }
 
+  /** Each CVR's status and Events after a replica pass. */
+  private async reportReplicas(result: ReplicaPassResult): Promise<void> {
+    for (const cvr of result.judged) await this.events.record(cvr, replicaEvents(cvr.metadata.name ?? "", result));
+    for (const cvr of result.cvrs) {
+      const state = result.states[cvr.metadata.name ?? ""];
+      if (!state) continue;
+      const write = await this.cvrStatusWriter.write(cvr, replicaStatus(cvr, state, this.clock()));
+      if (write.result === "written") this.cvrCache.replace(cvr, write.object);
+    }
+  }
+
   private async reconcile(cspi: CSPI): Promise<PassOutcome> {
     const { kube, logger, metrics } = this.options;
     const name = cspi.metadata.name ?? "";
+    let replicas: ReplicaPassResult | undefined;
     const api: ApiActions = {
       addFinalizer: (c) => kube.addFinalizer(c, FINALIZER.poolProtection),
       removeFinalizer: (c) => kube.removeFinalizer(c, FINALIZER.poolProtection),
@@ -175,7 +279,24 @@ export class NodeDaemon {
       stopping: () => this.stopping,
       suppressed: (action) => this.ineffective.has(ineffectiveKey(name, action), this.clock().getTime()),
       onAction: (outcome) => metrics?.action(outcome.action.kind, outcome.error ? "failed" : "done"),
+      replicaNames: () => this.replicasOf(name)?.map((cvr) => cvr.metadata.name ?? ""),
+      replicas: async (current, observation, statusOwner) => {
+        const cvrs = this.replicasOf(name);
+        if (!cvrs || !statusOwner) return undefined;
+        replicas = await replicaPass(
+          {
+            host: this.options.host,
+            backend: this.options.replicaBackend,
+            removeFinalizer: (cvr) => kube.removeCvrFinalizer(cvr, FINALIZER.replicaProtection),
+            logger: logger.child({ cspi: name }),
+            stopping: () => this.stopping,
+          },
+          { pool: zpoolName(current.metadata.name ?? ""), observed: observation?.pool, cvrs },
+        );
+        return replicaCounts(replicas);
+      },
     });
+    if (replicas) await this.reportReplicas(replicas);
     const latest = result.cspi;
     this.cache.replace(cspi, latest);
     const now = this.clock().getTime();
@@ -184,13 +305,27 @@ export class NodeDaemon {
     let outcome: PassOutcome = "done";
     if (latest && result.status) {
       const write = await this.statusWriter.write(latest, result.status);
-      if (write.result === "written") this.cache.replace(latest, write.cspi);
+      if (write.result === "written") this.cache.replace(latest, write.object);
       // The heartbeat and what the pass found must reach the apiserver: try again soon, not at the next resync.
       if (write.result === "failed") outcome = "retry";
     }
     if (result.observation && latest) metrics?.observe(latest, result.observation, result.status);
     return outcome;
   }
+}
+
+/** A deleted CVR whose user confirmed its replica is lost (docs/operations.md). */
+function releaseRequested(cvr: CVR): boolean {
+  return (
+    cvr.metadata.deletionTimestamp !== undefined &&
+    cvr.metadata.annotations?.[ANNOTATION.replicaLost] === REPLICA_LOST_CONFIRM &&
+    (cvr.metadata.finalizers ?? []).includes(FINALIZER.replicaProtection)
+  );
+}
+
+/** Provisioned: every CVR naming the pool, deleted ones included (their data is there until destroyed). */
+function replicaCounts(result: ReplicaPassResult): ReplicaCounts {
+  return { provisioned: result.cvrs.length, healthy: result.cvrs.filter((cvr) => result.states[cvr.metadata.name ?? ""]?.phase === "Healthy").length };
 }
 
 function ineffectiveKey(cspi: string, action: Action): string {

@@ -1,10 +1,10 @@
-// Kubernetes Events for a CSPI. A Warning is sent once per object and reason within a TTL, whatever its
+// Kubernetes Events for a CSPI or a CVR. A Warning is sent once per object and reason within a TTL, whatever its
 // message says, so a condition that lasts (a migration waiting for the other node's export) is one Event, not
 // one per pass; Normal Events (an action done) are always sent.
-import type { CSPI } from "../api/types.js";
+import { KIND } from "../api/constants.js";
 import type { Logger } from "../lib/log.js";
 import { ExpiringKeys } from "./expiring-keys.js";
-import type { CoreEvent, KubeApi } from "./kube.js";
+import type { CoreEvent, EventSubject, KubeApi } from "./kube.js";
 
 export const COMPONENT = "cstor-pool-node-daemon";
 
@@ -29,23 +29,23 @@ export class EventRecorder {
     this.sent = new ExpiringKeys(options.maxKeys);
   }
 
-  async record(cspi: CSPI, events: readonly CoreEvent[]): Promise<void> {
+  async record(subject: EventSubject, events: readonly CoreEvent[]): Promise<void> {
     for (const event of events) {
       const now = this.options.clock().getTime();
       if (event.type === "Warning") {
-        const key = `${objectKey(cspi)}\u0000${event.reason}`;
+        const key = `${objectKey(subject)}\u0000${event.reason}`;
         if (this.sent.has(key, now)) continue;
         this.sent.add(key, now + this.repeatAfterMs, now);
       }
       await this.options.kube
-        .createEvent(cspi, event, COMPONENT, this.options.nodeName, this.options.clock())
-        .catch((error: Error) => this.options.logger.warn("event not recorded", { cspi: cspi.metadata.name, error: error.message }));
+        .createEvent(subject, event, COMPONENT, this.options.nodeName, this.options.clock())
+        .catch((error: Error) => this.options.logger.warn("event not recorded", { object: subject.metadata.name, error: error.message }));
     }
   }
 
-  /** The CSPI is gone: its Warnings need not be remembered. */
-  forget(name: string): void {
-    this.sent.forgetWhere((key) => key.startsWith(`${name}\u0000`));
+  /** The object (a CSPI unless said otherwise) is gone: its Warnings need not be remembered. */
+  forget(name: string, kind: string = KIND.cspi): void {
+    this.sent.forgetWhere((key) => key.startsWith(`${kind}\u0000${name}\u0000`));
   }
 
   /** (object, reason) pairs remembered now: bounded by maxKeys. */
@@ -54,7 +54,7 @@ export class EventRecorder {
   }
 }
 
-/** Name and uid: a CSPI deleted and created again under the same name is another object. */
-function objectKey(cspi: CSPI): string {
-  return `${cspi.metadata.name ?? ""}\u0000${cspi.metadata.uid ?? ""}`;
+/** Kind, name and uid: an object deleted and created again under the same name is another object. */
+function objectKey(subject: EventSubject): string {
+  return `${subject.kind ?? KIND.cspi}\u0000${subject.metadata.name ?? ""}\u0000${subject.metadata.uid ?? ""}`;
 }

@@ -4,13 +4,25 @@
 import { constants, mkdir, open, readFile, realpath, stat } from "node:fs/promises";
 import { CommandError, type Runner, type RunOptions } from "./command.js";
 import type { DeviceInfo, ImportSource } from "./observation.js";
-import { parseGetTable, parseImportList, parseSize, parseValueLines, parseZpoolStatus, type PoolStatus } from "./parse.js";
+import {
+  parseDatasetProperties,
+  parseGetTable,
+  parseImportList,
+  parseSize,
+  parseValueLines,
+  parseZpoolStatus,
+  type DatasetRecord,
+  type PoolStatus,
+} from "./parse.js";
+import type { HostCommand } from "./vocabulary.js";
 import { parentDir, type VdevSpec } from "./vocabulary.js";
 
 export interface ZfsCommands {
   /** argv prefix for zpool, e.g. ["zpool"] or ["nsenter", "-t", "1", "-m", "--", "zpool"]. */
   zpool: string[];
   zfs: string[];
+  /** coreutils' truncate in the same namespace as zfs: the file replica backend sizes its file with it. */
+  truncate: string[];
 }
 
 /** From the environment: ZPOOL_BIN, ZFS_BIN, and ZFS_COMMAND_PREFIX as a JSON array (no shell word splitting). */
@@ -23,7 +35,7 @@ export function commandsFromEnv(env: NodeJS.ProcessEnv = process.env, prefixArgs
     }
     prefix = parsed;
   }
-  return { zpool: [...prefix, env.ZPOOL_BIN || "zpool"], zfs: [...prefix, env.ZFS_BIN || "zfs"] };
+  return { zpool: [...prefix, env.ZPOOL_BIN || "zpool"], zfs: [...prefix, env.ZFS_BIN || "zfs"], truncate: [...prefix, "truncate"] };
 }
 
 /** Timeouts: reads are quick; imports scan devices; a replace may wait for its resilver on some ZFS versions. */
@@ -73,14 +85,20 @@ export class ZfsHost {
     return { used: numbers[0], available: numbers[1] };
   }
 
-  /** Datasets and volumes below the root dataset. */
-  async volumes(pool: string): Promise<string[]> {
-    const out = (await this.zfs(["list", "-H", "-o", "name", "-r", "-t", "filesystem,volume", pool])).stdout;
-    return out
-      .split("\n")
-      .map((line) => line.trim())
-      .filter((name) => name.startsWith(`${pool}/`))
-      .sort();
+  /**
+   * Datasets and volumes below the root dataset with the properties asked for, in ONE command however many
+   * replicas the pool holds (snapshots left out). `-p`: sizes in bytes.
+   */
+  async datasets(pool: string, properties: readonly string[]): Promise<DatasetRecord[]> {
+    const out = (await this.zfs(["get", "-H", "-p", "-r", "-o", "name,property,value", ["type", ...properties].join(","), pool])).stdout;
+    return parseDatasetProperties(out)
+      .filter((d) => d.name.startsWith(`${pool}/`) && (d.properties.type === "filesystem" || d.properties.type === "volume"))
+      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  }
+
+  /** A replica backend's command (node-daemon/replicas.ts): zfs or truncate, in the host's namespace. */
+  async runReplicaCommand(command: HostCommand): Promise<void> {
+    await this.runner.run([...this.commands[command.program], ...command.args], CHANGE);
   }
 
   async datasetProperties(dataset: string, properties: string[]): Promise<Record<string, string>> {

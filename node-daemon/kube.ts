@@ -9,7 +9,7 @@ import {
   setHeaderOptions,
 } from "@kubernetes/client-node";
 import { API_VERSION, GROUP, KIND, LABEL, VERSION } from "../api/constants.js";
-import type { CSPI, CSPIStatus } from "../api/types.js";
+import type { CSPI, CSPIStatus, CVR, CVRStatus, ObjectMeta } from "../api/types.js";
 
 export type WatchEventType = "ADDED" | "MODIFIED" | "DELETED";
 
@@ -35,6 +35,13 @@ export class WatchError extends Error {
 
 /** A status patch: our fields, with null for fields to remove (JSON merge patch). */
 export type StatusPatch = { [K in keyof CSPIStatus]?: CSPIStatus[K] | null };
+export type CvrStatusPatch = { [K in keyof CVRStatus]?: CVRStatus[K] | null };
+
+/** What an Event is about: a CSPI or a CVR (kind absent: a CSPI). */
+export interface EventSubject {
+  kind?: string;
+  metadata: ObjectMeta;
+}
 
 export interface CoreEvent {
   type: "Normal" | "Warning";
@@ -42,15 +49,20 @@ export interface CoreEvent {
   message: string;
 }
 
+/** A namespace's objects of one kind and the resourceVersion of that list. */
+export type ListFunction<T> = (namespace: string) => Promise<{ items: T[]; resourceVersion: string }>;
+
+/** Watches one kind from a resourceVersion; onProgress gets a bookmark's resourceVersion (progress, no change). */
+export type WatchFunction<T> = (
+  namespace: string,
+  resourceVersion: string,
+  onEvent: (type: WatchEventType, object: T) => void,
+  onProgress?: (resourceVersion: string) => void,
+) => Promise<WatchHandle>;
+
 export interface KubeApi {
-  listCspis(namespace: string): Promise<{ items: CSPI[]; resourceVersion: string }>;
-  /** onProgress gets the resourceVersion of a bookmark: the server's progress, no change. */
-  watchCspis(
-    namespace: string,
-    resourceVersion: string,
-    onEvent: (type: WatchEventType, cspi: CSPI) => void,
-    onProgress?: (resourceVersion: string) => void,
-  ): Promise<WatchHandle>;
+  listCspis: ListFunction<CSPI>;
+  watchCspis: WatchFunction<CSPI>;
   /** Merge patch through the status subresource. */
   patchCspiStatus(namespace: string, name: string, status: StatusPatch): Promise<CSPI>;
   /**
@@ -61,14 +73,25 @@ export interface KubeApi {
   addFinalizer(cspi: CSPI, finalizer: string): Promise<CSPI>;
   /** JSON patch that removes only our finalizer, guarded by a test of that exact entry (read and retried once, as above); undefined once the CSPI is gone. */
   removeFinalizer(cspi: CSPI, finalizer: string): Promise<CSPI | undefined>;
-  createEvent(cspi: CSPI, event: CoreEvent, component: string, host: string, now: Date): Promise<void>;
+  createEvent(subject: EventSubject, event: CoreEvent, component: string, host: string, now: Date): Promise<void>;
   /** Annotations of the block device claims labelled with this CSPI, by block device name. */
   listClaimAnnotations(namespace: string, cspi: string): Promise<Record<string, Record<string, string>>>;
   /** Merge patch that removes one annotation and touches nothing else. */
   removeClaimAnnotation(namespace: string, claim: string, annotation: string): Promise<void>;
+  listCvrs: ListFunction<CVR>;
+  watchCvrs: WatchFunction<CVR>;
+  /** Merge patch through the status subresource. */
+  patchCvrStatus(namespace: string, name: string, status: CvrStatusPatch): Promise<CVR>;
+  /**
+   * Removes only our finalizer, as removeFinalizer does for a CSPI. With `exactly`, the patch also tests the
+   * CVR's resourceVersion: it applies only to the CVR as it was judged (the lost-replica release), and a CVR
+   * changed since is read again and NOT retried (422): whoever changed it decides again.
+   */
+  removeCvrFinalizer(cvr: CVR, finalizer: string, options?: { exactly?: boolean }): Promise<CVR | undefined>;
 }
 
 export const CSPI_PLURAL = "cstorpoolinstances";
+export const CVR_PLURAL = "cstorvolumereplicas";
 const BDC_PLURAL = "blockdeviceclaims";
 
 /** client-node 1.4 sends PATCH bodies as JSON patch unless told otherwise. */
@@ -84,15 +107,22 @@ export function createKubeApi(config: KubeConfig = defaultConfig()): KubeApi {
   const custom = config.makeApiClient(CustomObjectsApi);
   const core = config.makeApiClient(CoreV1Api);
   const watch = new Watch(config);
-  const target = (cspi: CSPI) => ({ group: GROUP, version: VERSION, namespace: cspi.metadata.namespace ?? "", plural: CSPI_PLURAL, name: cspi.metadata.name ?? "" });
-  const readCspi = async (cspi: CSPI): Promise<CSPI | undefined> => {
+  const target = (object: { metadata: ObjectMeta }, plural = CSPI_PLURAL) => ({
+    group: GROUP,
+    version: VERSION,
+    namespace: object.metadata.namespace ?? "",
+    plural,
+    name: object.metadata.name ?? "",
+  });
+  const read = async <T extends { metadata: ObjectMeta }>(object: T, plural = CSPI_PLURAL): Promise<T | undefined> => {
     try {
-      return (await custom.getNamespacedCustomObject(target(cspi))) as CSPI;
+      return (await custom.getNamespacedCustomObject(target(object, plural))) as T;
     } catch (error) {
       if ((error as { code?: number }).code === 404) return undefined;
       throw error;
     }
   };
+  const readCspi = (cspi: CSPI) => read(cspi);
   const appendFinalizer = async (cspi: CSPI, finalizer: string): Promise<CSPI> => {
     const body = cspi.metadata.finalizers
       ? [{ op: "add", path: "/metadata/finalizers/-", value: finalizer }]
@@ -102,15 +132,16 @@ export function createKubeApi(config: KubeConfig = defaultConfig()): KubeApi {
         ];
     return (await custom.patchNamespacedCustomObject({ ...target(cspi), body }, jsonPatch)) as CSPI;
   };
-  const dropFinalizer = async (cspi: CSPI, finalizer: string): Promise<CSPI | undefined> => {
-    const index = (cspi.metadata.finalizers ?? []).indexOf(finalizer);
-    if (index < 0) return cspi;
+  const dropFinalizer = async <T extends { metadata: ObjectMeta }>(object: T, finalizer: string, plural = CSPI_PLURAL, exactly = false): Promise<T | undefined> => {
+    const index = (object.metadata.finalizers ?? []).indexOf(finalizer);
+    if (index < 0) return object;
     const body = [
+      ...(exactly ? [{ op: "test", path: "/metadata/resourceVersion", value: object.metadata.resourceVersion }] : []),
       { op: "test", path: `/metadata/finalizers/${index}`, value: finalizer },
       { op: "remove", path: `/metadata/finalizers/${index}` },
     ];
     try {
-      const updated = (await custom.patchNamespacedCustomObject({ ...target(cspi), body }, jsonPatch)) as CSPI;
+      const updated = (await custom.patchNamespacedCustomObject({ ...target(object, plural), body }, jsonPatch)) as T;
       // The last finalizer of a deleted CSPI: the apiserver answers with the object as it removes it; it is gone.
       return updated.metadata.deletionTimestamp && !updated.metadata.finalizers?.length ? undefined : updated;
     } catch (error) {
@@ -118,46 +149,75 @@ export function createKubeApi(config: KubeConfig = defaultConfig()): KubeApi {
       throw error;
     }
   };
-  return {
-    async listCspis(namespace) {
-      const list = (await custom.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: CSPI_PLURAL })) as {
-        items: CSPI[];
-        metadata: { resourceVersion: string };
+  const list = async <T>(namespace: string, plural: string): Promise<{ items: T[]; resourceVersion: string }> => {
+    const listed = (await custom.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural })) as {
+      items: T[];
+      metadata: { resourceVersion: string };
+    };
+    return { items: listed.items, resourceVersion: listed.metadata.resourceVersion };
+  };
+  const watchPlural = async <T extends { metadata: ObjectMeta }>(
+    plural: string,
+    namespace: string,
+    resourceVersion: string,
+    onEvent: (type: WatchEventType, object: T) => void,
+    onProgress?: (resourceVersion: string) => void,
+  ): Promise<WatchHandle> => {
+    let stopped = false;
+    let failure: Error | undefined;
+    let settle!: (error: Error | null | undefined) => void;
+    const done = new Promise<void>((resolve, reject) => {
+      settle = (error) => {
+        const cause = failure ?? (stopped ? undefined : (error ?? undefined));
+        if (cause) reject(cause);
+        else resolve();
       };
-      return { items: list.items, resourceVersion: list.metadata.resourceVersion };
-    },
-    async watchCspis(namespace, resourceVersion, onEvent, onProgress) {
-      let stopped = false;
-      let failure: Error | undefined;
-      let settle!: (error: Error | null | undefined) => void;
-      const done = new Promise<void>((resolve, reject) => {
-        settle = (error) => {
-          const cause = failure ?? (stopped ? undefined : (error ?? undefined));
-          if (cause) reject(cause);
-          else resolve();
-        };
-      });
-      const controller = await watch.watch(
-        `/apis/${GROUP}/${VERSION}/namespaces/${namespace}/${CSPI_PLURAL}`,
-        { resourceVersion, allowWatchBookmarks: true },
-        (type, object) => {
-          if (type === "ADDED" || type === "MODIFIED" || type === "DELETED") onEvent(type, object as CSPI);
-          else if (type === "BOOKMARK") onProgress?.((object as CSPI).metadata.resourceVersion ?? resourceVersion);
-          else if (type === "ERROR") {
-            const status = object as { code?: number; message?: string };
-            failure ??= new WatchError(status.code, `watch error ${status.code ?? ""}: ${status.message ?? JSON.stringify(object)}`);
-            controller.abort();
-          }
-        },
-        (error: Error | null | undefined) => settle(error),
-      );
-      return {
-        stop: () => {
-          stopped = true;
+    });
+    const controller = await watch.watch(
+      `/apis/${GROUP}/${VERSION}/namespaces/${namespace}/${plural}`,
+      { resourceVersion, allowWatchBookmarks: true },
+      (type, object) => {
+        if (type === "ADDED" || type === "MODIFIED" || type === "DELETED") onEvent(type, object as T);
+        else if (type === "BOOKMARK") onProgress?.((object as T).metadata.resourceVersion ?? resourceVersion);
+        else if (type === "ERROR") {
+          const status = object as { code?: number; message?: string };
+          failure ??= new WatchError(status.code, `watch error ${status.code ?? ""}: ${status.message ?? JSON.stringify(object)}`);
           controller.abort();
-        },
-        done,
-      };
+        }
+      },
+      (error: Error | null | undefined) => settle(error),
+    );
+    return {
+      stop: () => {
+        stopped = true;
+        controller.abort();
+      },
+      done,
+    };
+  };
+  return {
+    listCspis: (namespace) => list<CSPI>(namespace, CSPI_PLURAL),
+    watchCspis: (namespace, resourceVersion, onEvent, onProgress) => watchPlural(CSPI_PLURAL, namespace, resourceVersion, onEvent, onProgress),
+    listCvrs: (namespace) => list<CVR>(namespace, CVR_PLURAL),
+    watchCvrs: (namespace, resourceVersion, onEvent, onProgress) => watchPlural(CVR_PLURAL, namespace, resourceVersion, onEvent, onProgress),
+    async patchCvrStatus(namespace, name, status) {
+      return (await custom.patchNamespacedCustomObjectStatus(
+        { group: GROUP, version: VERSION, namespace, plural: CVR_PLURAL, name, body: { status } },
+        mergePatch,
+      )) as CVR;
+    },
+    async removeCvrFinalizer(cvr, finalizer, options = {}) {
+      try {
+        return await dropFinalizer(cvr, finalizer, CVR_PLURAL, options.exactly);
+      } catch (error) {
+        if (!isTestFailure(error)) throw error;
+        const fresh = await read(cvr, CVR_PLURAL);
+        if (options.exactly) {
+          if (fresh?.metadata.finalizers?.includes(finalizer)) throw error;
+          return fresh;
+        }
+        return fresh && (await dropFinalizer(fresh, finalizer, CVR_PLURAL));
+      }
     },
     async patchCspiStatus(namespace, name, status) {
       return (await custom.patchNamespacedCustomObjectStatus(
@@ -183,19 +243,20 @@ export function createKubeApi(config: KubeConfig = defaultConfig()): KubeApi {
         return fresh && (await dropFinalizer(fresh, finalizer));
       }
     },
-    async createEvent(cspi, event, component, host, now) {
+    async createEvent(subject, event, component, host, now) {
       const time = now.toISOString();
+      const { metadata } = subject;
       await core.createNamespacedEvent({
-        namespace: cspi.metadata.namespace ?? "",
+        namespace: metadata.namespace ?? "",
         body: {
-          metadata: { generateName: `${cspi.metadata.name}.`, namespace: cspi.metadata.namespace ?? "" },
+          metadata: { generateName: `${metadata.name}.`, namespace: metadata.namespace ?? "" },
           involvedObject: {
             apiVersion: API_VERSION,
-            kind: KIND.cspi,
-            name: cspi.metadata.name ?? "",
-            namespace: cspi.metadata.namespace ?? "",
-            ...(cspi.metadata.uid ? { uid: cspi.metadata.uid } : {}),
-            ...(cspi.metadata.resourceVersion ? { resourceVersion: cspi.metadata.resourceVersion } : {}),
+            kind: subject.kind ?? KIND.cspi,
+            name: metadata.name ?? "",
+            namespace: metadata.namespace ?? "",
+            ...(metadata.uid ? { uid: metadata.uid } : {}),
+            ...(metadata.resourceVersion ? { resourceVersion: metadata.resourceVersion } : {}),
           },
           type: event.type,
           reason: event.reason,

@@ -11,6 +11,7 @@ import { commandsFromEnv, inspectDevice, ZfsHost } from "./host.js";
 import { createKubeApi } from "./kube.js";
 import { tryLock, type HostLock } from "./lock.js";
 import { createMetrics, type DaemonMetrics } from "./metrics.js";
+import { replicaBackendFromEnv } from "./replicas.js";
 import { deviceRootsFromEnv } from "./validate.js";
 
 const LOCK_RETRY_MS = 5_000;
@@ -45,6 +46,7 @@ export async function main(): Promise<void> {
   const namespace = required("NAMESPACE");
   // Checked before anything starts: a wrong value must not mean "no limit" or "no device".
   const deviceRoots = deviceRootsFromEnv(process.env.DEVICE_ROOTS);
+  const replicaBackend = replicaBackendFromEnv(process.env);
   const intervalMs = Number(process.env.STATUS_INTERVAL_SECONDS ?? 30) * 1000;
   // The hooks read the same variable: one setting says when a heartbeat is stale, for both.
   const staleSeconds = staleStatusSeconds(process.env);
@@ -100,13 +102,14 @@ export async function main(): Promise<void> {
     hostName: process.env.HOST_NAME || nodeName,
     namespace,
     deviceRoots,
+    replicaBackend,
     logger,
     metrics,
     statusIntervalMs: intervalMs,
     staleStatusSeconds: staleSeconds,
   });
   await daemon.start();
-  logger.info("node daemon started", { nodeName, namespace, commands: host.commands, deviceRoots, staleStatusSeconds: staleSeconds });
+  logger.info("node daemon started", { nodeName, namespace, commands: host.commands, deviceRoots, staleStatusSeconds: staleSeconds, replicaBackend: replicaBackend.name });
 }
 
 if (isEntryPoint(import.meta.url)) {

@@ -1,7 +1,7 @@
 // What the node daemon sees: the shapes the observer fills in from zpool/zfs/fs and the planner and reporter
 // read. Plain data, so golden fixtures can state an observation in YAML.
 import { basename } from "node:path";
-import { allLeaves, type PoolStatus, type Vdev } from "./parse.js";
+import { allLeaves, type DatasetRecord, type PoolStatus, type Vdev } from "./parse.js";
 
 export interface DeviceInfo {
   /** The devLink exists on the node (a real udev removal makes the node vanish; a deleted file too). */
@@ -33,6 +33,8 @@ export interface PoolObservation {
   space?: { used: number; available: number };
   /** Datasets and volumes under the pool, excluding the root: the volumes the pool holds. */
   volumes: string[];
+  /** The same datasets with their size and io.openebs:* properties: what the replica planner reads. */
+  datasets?: DatasetRecord[];
   compression?: string;
   readonly?: boolean;
   /** The pool's cachefile property; "" when none. */

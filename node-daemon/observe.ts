@@ -5,7 +5,7 @@ import { zpoolName } from "../lib/names.js";
 import type { ZfsHost } from "./host.js";
 import type { DeviceInfo, ImportCandidate, Observation, PoolObservation } from "./observation.js";
 import { cspiProblems, resolvedPathProblems } from "./validate.js";
-import { parentDir } from "./vocabulary.js";
+import { DATASET_PROPERTIES, parentDir } from "./vocabulary.js";
 
 export type DeviceInspector = (path: string) => Promise<DeviceInfo>;
 
@@ -38,14 +38,14 @@ export async function observe(host: ZfsHost, inspect: DeviceInspector, cspi: CSP
 }
 
 async function observePool(host: ZfsHost, pool: string, status: PoolObservation["status"]): Promise<PoolObservation> {
-  const [size, space, volumes, properties, cachefile] = [
+  const [size, space, datasets, properties, cachefile] = [
     await host.poolSize(pool),
     await host.space(pool),
-    await host.volumes(pool),
+    await host.datasets(pool, DATASET_PROPERTIES),
     await host.datasetProperties(pool, ["compression", "readonly"]),
     await host.poolProperty(pool, "cachefile"),
   ];
-  const observed: PoolObservation = { status, space, volumes };
+  const observed: PoolObservation = { status, space, volumes: datasets.map((d) => d.name), datasets };
   if (size !== undefined) observed.size = size;
   if (properties.compression) observed.compression = properties.compression;
   if (properties.readonly) observed.readonly = properties.readonly === "on";

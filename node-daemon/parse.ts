@@ -338,3 +338,28 @@ export function leaves(vdevs: readonly Vdev[]): Vdev[] {
 export function allLeaves(layout: Layout): Vdev[] {
   return (Object.keys(layout) as Section[]).flatMap((section) => leaves(layout[section]));
 }
+
+/** One dataset below a pool with the properties asked for; "-" (unset) is left out. */
+export interface DatasetRecord {
+  name: string;
+  properties: Record<string, string>;
+}
+
+/**
+ * `zfs get -H -p -r -o name,property,value <props> <pool>`: one row per dataset and property. zfs-fuse 0.7 has
+ * no `zfs list -p` and no `zfs get -t`, so this is the one form both read exactly. Rows are grouped by dataset
+ * in the order zfs printed them; a row that is not three tab-separated fields is refused, not skipped.
+ */
+export function parseDatasetProperties(text: string): DatasetRecord[] {
+  const byName = new Map<string, DatasetRecord>();
+  for (const line of text.split("\n")) {
+    if (line === "") continue;
+    const fields = line.split("\t");
+    if (fields.length !== 3 || !fields[0] || !fields[1]) throw new Error(`unreadable zfs get output line: ${JSON.stringify(line.slice(0, 200))}`);
+    const [name, property, value] = fields;
+    let record = byName.get(name);
+    if (!record) byName.set(name, (record = { name, properties: {} }));
+    if (value !== "-") record.properties[property] = value;
+  }
+  return [...byName.values()];
+}

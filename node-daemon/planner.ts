@@ -69,6 +69,11 @@ export interface PlanInput {
   deviceRoots: readonly string[];
   /** How long the holder's heartbeat stays fresh (CSPI_STALE_STATUS_SECONDS, as the hooks read it); default 300. */
   staleStatusSeconds?: number;
+  /**
+   * The CStorVolumeReplicas that name this CSPI; undefined when they cannot be read (their watch is not synced,
+   * or local mode, which has no API): then the pool is never destroyed (fail closed).
+   */
+  replicas?: readonly string[];
 }
 
 const UNIMPORTABLE_STATES = new Set(["FAULTED", "UNAVAIL"]);
@@ -163,6 +168,8 @@ function planDeletion(input: PlanInput, pool: string, handshake: Handshake, stat
   const holds: Hold[] = [];
   if (observation.pool) {
     if (!removal) return { actions: [exportAction(pool)], holds, statusOwner };
+    const replicaHold = replicasHold(pool, input.replicas);
+    if (replicaHold) return { actions: [], holds: [replicaHold], statusOwner };
     const volumes = observation.pool.volumes;
     if (volumes.length > 0) {
       holds.push({
@@ -188,6 +195,24 @@ function planDeletion(input: PlanInput, pool: string, handshake: Handshake, stat
   if (!mine) return { actions: [], holds, statusOwner };
   if (!handshake.allowed) return { actions: [], holds: handshake.hold ? [handshake.hold] : [], statusOwner };
   return { actions: [{ kind: "remove-finalizer", key: "remove-finalizer" }], holds, statusOwner };
+}
+
+/** A pool named by any CStorVolumeReplica, or whose replicas cannot be counted, is never destroyed. */
+function replicasHold(pool: string, replicas: readonly string[] | undefined): Hold | undefined {
+  if (replicas === undefined) {
+    return {
+      reason: "DestroyRefused",
+      message: `pool ${pool}: its CStorVolumeReplicas cannot be read (their watch is not synced), so whether it holds replicas is unknown; the pool is kept until they can be read`,
+    };
+  }
+  if (replicas.length === 0) return undefined;
+  const names = [...replicas].sort();
+  return {
+    reason: "DestroyRefused",
+    message:
+      `pool ${pool} still holds ${names.length} replica(s) (CStorVolumeReplica ${names.slice(0, 5).join(", ")}${names.length > 5 ? ", ..." : ""}): ` +
+      `delete or move those volumes first; the pool is kept`,
+  };
 }
 
 function planBringUp(input: PlanInput, pool: string, handshake: Handshake, actions: Action[], holds: Hold[]): void {

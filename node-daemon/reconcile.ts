@@ -8,7 +8,7 @@ import type { ZfsHost } from "./host.js";
 import type { Observation } from "./observation.js";
 import { observe, type DeviceInspector } from "./observe.js";
 import { plan, type Action, type Plan } from "./planner.js";
-import { CONDITION, report, type Outcome } from "./reporter.js";
+import { CONDITION, report, type Outcome, type ReplicaCounts } from "./reporter.js";
 
 export interface PassDeps {
   host: ZfsHost;
@@ -37,6 +37,13 @@ export interface PassDeps {
   /** Actions that recently did nothing; skipped so a no-op is not repeated every pass. */
   suppressed?: (action: Action) => boolean;
   onAction?: (outcome: Outcome & { durationMs: number }) => void;
+  /** The CStorVolumeReplicas naming the CSPI, for the destroy guard; undefined (or absent) = unknown. */
+  replicaNames?: () => readonly string[] | undefined;
+  /**
+   * Looks after the pool's replicas once the pool itself is done (the daemon's replica pass) and counts them
+   * for the status; undefined when they cannot be counted. Absent in local mode.
+   */
+  replicas?: (cspi: CSPI, observation: Observation | undefined, statusOwner: boolean) => Promise<ReplicaCounts | undefined>;
 }
 
 export interface PassResult {
@@ -93,6 +100,7 @@ export async function reconcilePass(cspi: CSPI, deps: PassDeps): Promise<PassRes
       manageFinalizer: deps.api !== undefined,
       deviceRoots: deps.deviceRoots,
       ...(deps.staleStatusSeconds !== undefined ? { staleStatusSeconds: deps.staleStatusSeconds } : {}),
+      ...replicasInput(deps),
     });
     firstPlan ??= lastPlan;
     if (deps.dryRun || deps.stopping?.()) break;
@@ -122,6 +130,8 @@ export async function reconcilePass(cspi: CSPI, deps: PassDeps): Promise<PassRes
   if (observation) result.observation = observation;
   if (observationError !== undefined) result.observationError = observationError;
   const owner = observationError !== undefined ? target || cspi.status?.importedOn === deps.nodeName : lastPlan.statusOwner;
+  // Replicas are judged on a pool observed: after a failed observation they stay as they were, counts unknown.
+  const replicas = current && observationError === undefined && !deps.dryRun ? await deps.replicas?.(current, observation, owner) : undefined;
   if (current && (owner || outcomes.length > 0)) {
     result.status = report({
       cspi: current,
@@ -131,9 +141,15 @@ export async function reconcilePass(cspi: CSPI, deps: PassDeps): Promise<PassRes
       ...(observationError !== undefined ? { observationError } : {}),
       plan: lastPlan,
       outcomes,
+      ...(replicas ? { replicas } : {}),
     });
   }
   return result;
+}
+
+function replicasInput(deps: PassDeps): { replicas?: readonly string[] } {
+  const names = deps.replicaNames?.();
+  return names ? { replicas: names } : {};
 }
 
 /**

@@ -26,6 +26,16 @@ export interface ReportInput {
   /** The plan made on that observation: what is still to do, and why not. */
   plan: Plan;
   outcomes: readonly Outcome[];
+  /**
+   * The CStorVolumeReplicas naming this CSPI (provisioned) and those Healthy on its pool; absent when they
+   * cannot be read (watch not synced, local mode): the counts are then left out, unknown, never 0.
+   */
+  replicas?: ReplicaCounts;
+}
+
+export interface ReplicaCounts {
+  provisioned: number;
+  healthy: number;
 }
 
 export const CONDITION = {
@@ -58,8 +68,10 @@ export function report(input: ReportInput): CSPIStatus {
       status.capacity = { total: quantity(used + available), free: quantity(available), used: quantity(used) };
     }
     status.readOnly = pool.readonly ?? false;
-    status.provisionedReplicas = pool.volumes.length;
-    status.healthyReplicas = status.phase === "ONLINE" && !status.readOnly ? pool.volumes.length : 0;
+  }
+  if (input.replicas) {
+    status.provisionedReplicas = input.replicas.provisioned;
+    status.healthyReplicas = input.replicas.healthy;
   }
 
   const updates = [

@@ -16,3 +16,21 @@ export function parentDir(path: string): string {
   const cut = path.lastIndexOf("/");
   return cut <= 0 ? "/" : path.slice(0, cut);
 }
+
+/** A command a replica backend plans: which host program (through ZFS_COMMAND_PREFIX) and its arguments. */
+export interface HostCommand {
+  program: "zfs" | "truncate";
+  args: string[];
+}
+
+/** The user properties that make a dataset a replica: written at creation, read back on every pass. */
+export const REPLICA_PROPERTY = {
+  volume: "io.openebs:volume",
+  replicaId: "io.openebs:replica-id",
+  cvr: "io.openebs:cvr",
+  /** File backend only: the size replica.img was last grown to (zfs-fuse has no volsize for it). */
+  fileSize: "io.openebs:file-size",
+} as const;
+
+/** What one `zfs get` reads of every dataset of a pool: sizes, where it is mounted, and the replica's properties. */
+export const DATASET_PROPERTIES: readonly string[] = ["volsize", "used", "mountpoint", ...Object.values(REPLICA_PROPERTY)];

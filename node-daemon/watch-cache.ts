@@ -1,26 +1,37 @@
-// The daemon's view of the CSPIs of its namespace: a list, then a watch from the list's resourceVersion; the
-// watch's events keep the view current and say which CSPI changed. Whenever the watch ends (the apiserver
+// The daemon's view of the CSPIs (and of the CStorVolumeReplicas) of its namespace: a list, then a watch from
+// the list's resourceVersion; the watch's events keep the view current and say which object changed. Whenever the watch ends (the apiserver
 // closes every watch after --min-request-timeout, 30 to 60 minutes by default), fails (connection lost,
 // 410 Gone, apiserver restarted) or is restarted on purpose (the periodic relist), the CSPIs are listed again
 // and every CSPI that differs from the view is reported changed. So no change is lost for longer than it
 // takes to list again, and the view never ages past the relist period.
-import type { CSPI } from "../api/types.js";
+import type { CSPI, CVR, ObjectMeta } from "../api/types.js";
 import type { Logger } from "../lib/log.js";
-import type { KubeApi, WatchHandle } from "./kube.js";
+import type { KubeApi, ListFunction, WatchEventType, WatchFunction, WatchHandle } from "./kube.js";
 
 export type RelistReason = "start" | "watch-ended" | "watch-failed" | "periodic";
 
-export interface WatchCacheOptions {
+/** What the cache keeps: any object with metadata. */
+interface Watched {
+  metadata: ObjectMeta;
+}
+
+/** How one kind is listed and watched in a namespace (KubeApi's list and watch of that kind). */
+export interface WatchSource<T> {
+  list: ListFunction<T>;
+  watch: WatchFunction<T>;
+}
+
+export interface WatchCacheOptions<T> {
   kube: KubeApi;
   namespace: string;
   clock: () => Date;
   logger: Logger;
-  /** A CSPI was added or changed (not by our own status write), or differs after a relist. */
+  /** An object was added or changed (not by our own status write), or differs after a relist. */
   onChange: (name: string) => void;
-  /** A CSPI is gone (deleted, or missing from a relist). */
-  onDelete: (name: string) => void;
+  /** An object is gone (deleted, or missing from a relist): its last version as the cache had it. */
+  onDelete: (name: string, last: T | undefined) => void;
   /** A MODIFIED event that is our own write coming back. */
-  isOwnEcho: (cached: CSPI | undefined, incoming: CSPI) => boolean;
+  isOwnEcho: (cached: T | undefined, incoming: T) => boolean;
   onRelist?: (reason: RelistReason) => void;
   /** Delay before listing again after a failure; doubled per consecutive failure up to retryMaxMs. Default 1 s. */
   retryBaseMs?: number;
@@ -31,24 +42,59 @@ export interface WatchCacheOptions {
 /** A watch shorter than this that ended cleanly still counts as a failure: no busy loop of list and watch. */
 const SHORTEST_HEALTHY_WATCH_MS = 1_000;
 
-export class CspiWatchCache {
-  private readonly objects = new Map<string, CSPI>();
+export class WatchCache<T extends Watched> {
+  private readonly objects = new Map<string, T>();
   private watch?: WatchHandle;
   private stopped = false;
   private restartRequested = false;
   private cancelPause?: () => void;
   /** When the watch last delivered an event or a bookmark. */
   lastEventAt?: Date;
-  /** When the CSPIs were last listed. */
+  /** When the objects were last listed. */
   lastListAt?: Date;
+  /** The view is complete: the last list succeeded and no watch or list failed since. */
+  private complete = false;
 
-  constructor(private readonly options: WatchCacheOptions) {}
+  constructor(
+    private readonly options: WatchCacheOptions<T>,
+    private readonly source: WatchSource<T>,
+    /** For logs: "CSPI", "CVR". */
+    private readonly kind: string,
+  ) {}
+
+  /**
+   * Whether the view holds every object of the namespace: false before the first list and from a failed watch
+   * or list until a list succeeds again. Decisions that need "none" (a pool without replicas) need this.
+   */
+  synced(): boolean {
+    return this.complete && !this.stopped;
+  }
 
   /** Lists (reporting every CSPI as changed) and starts watching; rejects when the first list fails. */
   async start(): Promise<void> {
     const resourceVersion = await this.list("start");
     // Never rejects: every failure in it is logged and retried.
     void this.run(resourceVersion);
+  }
+
+  /**
+   * Lists (trying again after 1 s doubling to 30 s while that fails) and then watches, without ever rejecting:
+   * for a kind the daemon can work without for a while (synced() says whether the view is complete).
+   */
+  startInBackground(): void {
+    void (async () => {
+      for (let failures = 0; !this.stopped; failures++) {
+        if (failures > 0) await this.pause(Math.min((this.options.retryBaseMs ?? 1_000) * 2 ** (failures - 1), this.options.retryMaxMs ?? 30_000));
+        if (this.stopped) return;
+        try {
+          const resourceVersion = await this.list("start");
+          await this.run(resourceVersion);
+          return;
+        } catch (error) {
+          this.options.logger.warn(`cannot list the ${this.kind}s; trying again`, { error: (error as Error).message });
+        }
+      }
+    })();
   }
 
   /**
@@ -61,7 +107,7 @@ export class CspiWatchCache {
     this.watch?.stop();
   }
 
-  get(name: string): CSPI | undefined {
+  get(name: string): T | undefined {
     return this.objects.get(name);
   }
 
@@ -69,15 +115,19 @@ export class CspiWatchCache {
     return [...this.objects.keys()];
   }
 
+  values(): T[] {
+    return [...this.objects.values()];
+  }
+
   /** The result of our own write, unless the watch brought something newer meanwhile. */
-  replace(before: CSPI, after: CSPI | undefined): void {
+  replace(before: T, after: T | undefined): void {
     const name = before.metadata.name ?? "";
     if (this.objects.get(name)?.metadata.resourceVersion !== before.metadata.resourceVersion) return;
     if (after) this.objects.set(name, after);
     else this.objects.delete(name);
   }
 
-  /** Ends the current watch, so that the CSPIs are listed again and watched from there. */
+  /** Ends the current watch, so that the objects are listed again and watched from there. */
   relist(): void {
     this.restartRequested = true;
     this.watch?.stop();
@@ -97,12 +147,12 @@ export class CspiWatchCache {
       const started = this.options.clock().getTime();
       let failure: Error | undefined;
       try {
-        this.watch = await this.options.kube.watchCspis(
+        this.watch = await this.source.watch(
           this.options.namespace,
           resourceVersion,
-          (type, cspi) => {
-            resourceVersion = cspi.metadata.resourceVersion ?? resourceVersion;
-            this.apply(type, cspi);
+          (type, object) => {
+            resourceVersion = object.metadata.resourceVersion ?? resourceVersion;
+            this.apply(type, object);
           },
           (progress) => {
             resourceVersion = progress;
@@ -121,8 +171,10 @@ export class CspiWatchCache {
       failures = failure || (!periodic && lasted < SHORTEST_HEALTHY_WATCH_MS) ? failures + 1 : 0;
       const reason: RelistReason = periodic ? "periodic" : failure ? "watch-failed" : "watch-ended";
       const fields = { reason, lastEventAgeSeconds: this.lastEventAgeSeconds(), ...(failure ? { error: failure.message } : {}) };
-      if (failure) logger.warn("CSPI watch failed; listing the CSPIs again", fields);
-      else logger.info("CSPI watch ended; listing the CSPIs again", fields);
+      if (failure) {
+        this.complete = false;
+        logger.warn(`${this.kind} watch failed; listing the ${this.kind}s again`, fields);
+      } else logger.info(`${this.kind} watch ended; listing the ${this.kind}s again`, fields);
       for (;;) {
         if (failures > 0) await this.pause(Math.min((this.options.retryBaseMs ?? 1_000) * 2 ** (failures - 1), this.options.retryMaxMs ?? 30_000));
         if (this.stopped) return;
@@ -131,44 +183,47 @@ export class CspiWatchCache {
           break;
         } catch (error) {
           failures++;
-          logger.warn("cannot list the CSPIs; trying again", { error: (error as Error).message, lastEventAgeSeconds: this.lastEventAgeSeconds() });
+          this.complete = false;
+          logger.warn(`cannot list the ${this.kind}s; trying again`, { error: (error as Error).message, lastEventAgeSeconds: this.lastEventAgeSeconds() });
         }
       }
     }
   }
 
-  private apply(type: "ADDED" | "MODIFIED" | "DELETED", cspi: CSPI): void {
-    const name = cspi.metadata.name ?? "";
+  private apply(type: WatchEventType, object: T): void {
+    const name = object.metadata.name ?? "";
     this.lastEventAt = this.options.clock();
     if (type === "DELETED") {
+      const last = this.objects.get(name) ?? object;
       this.objects.delete(name);
-      this.options.onDelete(name);
+      this.options.onDelete(name, last);
       return;
     }
     const cached = this.objects.get(name);
-    this.objects.set(name, cspi);
-    if (type === "MODIFIED" && this.options.isOwnEcho(cached, cspi)) return;
+    this.objects.set(name, object);
+    if (type === "MODIFIED" && this.options.isOwnEcho(cached, object)) return;
     this.options.onChange(name);
   }
 
   /** Replaces the view with a fresh list; reports what differs from it. Returns the list's resourceVersion. */
   private async list(reason: RelistReason): Promise<string> {
-    const { items, resourceVersion } = await this.options.kube.listCspis(this.options.namespace);
+    const { items, resourceVersion } = await this.source.list(this.options.namespace);
     if (this.stopped) return resourceVersion;
     this.lastListAt = this.options.clock();
     this.options.onRelist?.(reason);
     const listed = new Set(items.map((c) => c.metadata.name ?? ""));
-    for (const name of [...this.objects.keys()]) {
+    for (const [name, last] of [...this.objects.entries()]) {
       if (listed.has(name)) continue;
       this.objects.delete(name);
-      this.options.onDelete(name);
+      this.options.onDelete(name, last);
     }
-    for (const cspi of items) {
-      const name = cspi.metadata.name ?? "";
+    for (const object of items) {
+      const name = object.metadata.name ?? "";
       const cached = this.objects.get(name);
-      this.objects.set(name, cspi);
-      if (cached?.metadata.resourceVersion !== cspi.metadata.resourceVersion) this.options.onChange(name);
+      this.objects.set(name, object);
+      if (cached?.metadata.resourceVersion !== object.metadata.resourceVersion) this.options.onChange(name);
     }
+    this.complete = true;
     return resourceVersion;
   }
 
@@ -184,5 +239,19 @@ export class CspiWatchCache {
         resolve();
       };
     });
+  }
+}
+
+/** The namespace's CSPIs. */
+export class CspiWatchCache extends WatchCache<CSPI> {
+  constructor(options: WatchCacheOptions<CSPI>) {
+    super(options, { list: (ns) => options.kube.listCspis(ns), watch: (...args) => options.kube.watchCspis(...args) }, "CSPI");
+  }
+}
+
+/** The namespace's CStorVolumeReplicas: which replicas each pool must hold. */
+export class CvrWatchCache extends WatchCache<CVR> {
+  constructor(options: WatchCacheOptions<CVR>) {
+    super(options, { list: (ns) => options.kube.listCvrs(ns), watch: (...args) => options.kube.watchCvrs(...args) }, "CVR");
   }
 }

@@ -2,8 +2,8 @@
 // resourceVersions, watch events, merge-patched status (null removes), finalizers that hold a deleted
 // object until the last one is removed, Events, and claim annotations. Real-apiserver tests come with
 // test/support/kube.ts.
-import type { CSPI } from "../api/types.js";
-import type { CoreEvent, KubeApi, StatusPatch, WatchEventType } from "../node-daemon/kube.js";
+import type { CSPI, CVR } from "../api/types.js";
+import type { CoreEvent, CvrStatusPatch, EventSubject, KubeApi, StatusPatch, WatchEventType } from "../node-daemon/kube.js";
 
 type Listener = (type: WatchEventType, cspi: CSPI) => void;
 
@@ -152,8 +152,73 @@ export class FakeKube implements KubeApi {
     return this.store({ ...existing, metadata: { ...existing.metadata, finalizers } }, "MODIFIED");
   }
 
-  async createEvent(cspi: CSPI, event: CoreEvent, _component: string, host: string) {
-    this.events.push({ ...event, cspi: cspi.metadata.name ?? "", host });
+  async createEvent(subject: EventSubject, event: CoreEvent, _component: string, host: string) {
+    this.events.push({ ...event, cspi: subject.metadata.name ?? "", host });
+  }
+
+  /** CStorVolumeReplicas by name: what a test puts there (the daemon's own changes are status and finalizer). */
+  readonly cvrs = new Map<string, CVR>();
+  private readonly cvrWatches = new Set<(type: WatchEventType, cvr: CVR) => void>();
+
+  /** What cvc-sync does: create or replace a CVR (status kept). */
+  applyCvr(cvr: CVR): void {
+    const existing = this.cvrs.get(cvr.metadata.name ?? "");
+    const next = structuredClone(cvr);
+    if (existing?.status) next.status = existing.status;
+    this.storeCvr(next, existing ? "MODIFIED" : "ADDED");
+  }
+
+  private storeCvr(cvr: CVR, type: WatchEventType): CVR {
+    cvr.metadata.resourceVersion = String(++this.version);
+    this.cvrs.set(cvr.metadata.name ?? "", cvr);
+    for (const listener of this.cvrWatches) listener(type, structuredClone(cvr));
+    return structuredClone(cvr);
+  }
+
+  async listCvrs(namespace: string) {
+    return {
+      items: [...this.cvrs.values()].filter((c) => c.metadata.namespace === namespace).map((c) => structuredClone(c)),
+      resourceVersion: String(this.version),
+    };
+  }
+
+  async watchCvrs(namespace: string, _resourceVersion: string, onEvent: (type: WatchEventType, cvr: CVR) => void) {
+    let end!: () => void;
+    const done = new Promise<void>((resolve) => (end = resolve));
+    const listener = (type: WatchEventType, cvr: CVR) => {
+      if (cvr.metadata.namespace === namespace) onEvent(type, cvr);
+    };
+    this.cvrWatches.add(listener);
+    return {
+      stop: () => {
+        this.cvrWatches.delete(listener);
+        end();
+      },
+      done,
+    };
+  }
+
+  async patchCvrStatus(_namespace: string, name: string, patch: CvrStatusPatch) {
+    const existing = this.cvrs.get(name);
+    if (!existing) throw Object.assign(new Error(`cstorvolumereplicas ${name} not found`), { code: 404 });
+    const status: Record<string, unknown> = { ...existing.status };
+    for (const [key, value] of Object.entries(patch)) {
+      if (value === null) delete status[key];
+      else status[key] = value;
+    }
+    return this.storeCvr({ ...existing, status }, "MODIFIED");
+  }
+
+  async removeCvrFinalizer(cvr: CVR, finalizer: string) {
+    const existing = this.cvrs.get(cvr.metadata.name ?? "");
+    if (!existing) return undefined;
+    const finalizers = (existing.metadata.finalizers ?? []).filter((f) => f !== finalizer);
+    if (finalizers.length === 0 && existing.metadata.deletionTimestamp) {
+      this.cvrs.delete(cvr.metadata.name ?? "");
+      for (const listener of this.cvrWatches) listener("DELETED", structuredClone(existing));
+      return undefined;
+    }
+    return this.storeCvr({ ...existing, metadata: { ...existing.metadata, finalizers } }, "MODIFIED");
   }
 
   async listClaimAnnotations(_namespace: string, cspi: string) {

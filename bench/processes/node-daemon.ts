@@ -6,6 +6,7 @@
 //     against the sum of the zpool/zfs commands' own times in that window (the daemon's overhead);
 //   - a status refresh (daemon.resync(), the 30 s heartbeat) with 1, 10 and 50 pools;
 //   - a 30 s idle window (one heartbeat inside it) with 1 pool and with 50: CPU and RSS.
+import { zvolBackend } from "../../node-daemon/replicas.js";
 import type { CSPI } from "../../api/types.js";
 import { createLogger } from "../../lib/log.js";
 import { createRunner } from "../../node-daemon/command.js";
@@ -42,7 +43,7 @@ const commands: CommandRecord[] = [];
 const runner = createRunner(({ argv, durationMs }) => {
   commands.push({ command: argv.slice(0, 2).join(" "), endedAt: performance.now(), durationMs });
 });
-const host = new ZfsHost(runner, { zpool: ["zpool"], zfs: ["zfs"] });
+const host = new ZfsHost(runner, { zpool: ["zpool"], zfs: ["zfs"], truncate: ["truncate"] });
 
 /** The in-memory API server, telling us when a status patch shows what we wait for. */
 class WatchedKube extends FakeKube {
@@ -76,6 +77,7 @@ function startDaemon(kube: FakeKube): NodeDaemon {
     inspect: inspectDevice,
     nodeName: NODE,
     namespace: NAMESPACE,
+    replicaBackend: zvolBackend(),
     deviceRoots: SANDBOX_DEVICE_ROOTS,
     logger: createLogger({ level: "info", base: { component: "node-daemon" } }),
     statusIntervalMs: STATUS_INTERVAL_MS,

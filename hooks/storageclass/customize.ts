@@ -4,14 +4,12 @@
 // targets listen). Metacontroller caches this per class generation; a class's parameters cannot change.
 import { API_VERSION, KIND } from "../../api/constants.js";
 import type { CustomizeResponse } from "../../api/types.js";
-import type { StorageClass } from "../../lib/provision/objects.js";
 import { checkClass } from "../../lib/provision/parameters.js";
-import { parseCustomizeRequest } from "../../lib/request.js";
+import { parseCustomizeParent } from "../../lib/request.js";
 
 export function customizeStorageClass(body: unknown): CustomizeResponse {
-  const { parent } = parseCustomizeRequest(body, KIND.storageClass);
-  // A StorageClass is a built-in the API server validated: its fields have Kubernetes' types.
-  const check = checkClass(parent as StorageClass);
+  const parent = parseCustomizeParent(body, KIND.storageClass);
+  const check = checkClass(parent);
   const claims = { apiVersion: "v1", resource: "persistentvolumeclaims", labelSelector: {} };
   if (!check.ok) return { relatedResources: [claims] };
   const { poolNamespace: namespace, cstorPoolCluster } = check.parameters;

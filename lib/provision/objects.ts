@@ -1,62 +1,101 @@
-// The built-in objects the StorageClass path reads and writes, with only the fields it uses. They come from
-// the API server, so their types are Kubernetes'; every field is optional here and read where it is used.
-import type { KubeObject, ObjectMap } from "../../api/types.js";
-import { objectsOf } from "../request.js";
+// The built-in objects the StorageClass path reads and writes, described by the fields it uses (types only:
+// every field is optional, and the rest of the object is kept). They come from the API server, so an object
+// that does not fit was never stored: a parent is refused with a 400, an attachment or related object is set
+// aside as unreadable (lib/request.ts).
+import { Type, type Static, type TProperties } from "@sinclair/typebox";
+import { ObjectMetaSchema } from "../../api/schema.js";
+import type { KubeObject } from "../../api/types.js";
 
-export interface StorageClass extends KubeObject {
-  provisioner?: string;
-  parameters?: Record<string, string>;
-  reclaimPolicy?: string;
-  allowVolumeExpansion?: boolean;
-  mountOptions?: string[];
-  volumeBindingMode?: string;
-}
+const open = { additionalProperties: true } as const;
+const Strings = Type.Array(Type.String());
+const StringRecord = Type.Record(Type.String(), Type.String());
+const kubeObject = <T extends TProperties>(fields: T) =>
+  Type.Object({ apiVersion: Type.String(), kind: Type.String(), metadata: ObjectMetaSchema, ...fields }, open);
 
-export interface PersistentVolumeClaim extends KubeObject {
-  spec?: {
-    storageClassName?: string;
-    accessModes?: string[];
-    resources?: { requests?: Record<string, string> };
-    volumeMode?: string;
-    volumeName?: string;
-    selector?: unknown;
-    dataSource?: { kind?: string; name?: string };
-    dataSourceRef?: { kind?: string; name?: string };
-  };
-}
+export const StorageClassSchema = kubeObject({
+  provisioner: Type.Optional(Type.String()),
+  parameters: Type.Optional(StringRecord),
+  reclaimPolicy: Type.Optional(Type.String()),
+  allowVolumeExpansion: Type.Optional(Type.Boolean()),
+  mountOptions: Type.Optional(Strings),
+  volumeBindingMode: Type.Optional(Type.String()),
+});
 
-export interface ClaimReference {
-  apiVersion?: string;
-  kind?: string;
-  namespace?: string;
-  name?: string;
-  uid?: string;
-}
+const ObjectReferenceSchema = Type.Object(
+  {
+    apiVersion: Type.Optional(Type.String()),
+    kind: Type.Optional(Type.String()),
+    namespace: Type.Optional(Type.String()),
+    name: Type.Optional(Type.String()),
+    uid: Type.Optional(Type.String()),
+  },
+  open,
+);
 
-export interface IscsiSource {
-  targetPortal: string;
-  iqn: string;
-  lun: number;
-  fsType?: string;
-  readOnly?: boolean;
-}
+export const PersistentVolumeClaimSchema = kubeObject({
+  spec: Type.Optional(
+    Type.Object(
+      {
+        storageClassName: Type.Optional(Type.String()),
+        accessModes: Type.Optional(Strings),
+        resources: Type.Optional(Type.Object({ requests: Type.Optional(StringRecord) }, open)),
+        volumeMode: Type.Optional(Type.String()),
+        volumeName: Type.Optional(Type.String()),
+        selector: Type.Optional(Type.Unknown()),
+        dataSource: Type.Optional(ObjectReferenceSchema),
+        dataSourceRef: Type.Optional(ObjectReferenceSchema),
+      },
+      open,
+    ),
+  ),
+});
 
-export interface PersistentVolumeSpec {
-  capacity?: Record<string, string>;
-  accessModes?: string[];
-  volumeMode?: string;
-  storageClassName?: string;
-  persistentVolumeReclaimPolicy?: string;
-  mountOptions?: string[];
-  claimRef?: ClaimReference;
-  iscsi?: IscsiSource;
-}
+const IscsiSourceSchema = Type.Object(
+  {
+    targetPortal: Type.String(),
+    iqn: Type.String(),
+    lun: Type.Integer(),
+    fsType: Type.Optional(Type.String()),
+    readOnly: Type.Optional(Type.Boolean()),
+  },
+  open,
+);
 
-export interface PersistentVolume extends KubeObject {
-  spec?: PersistentVolumeSpec;
-  status?: { phase?: string };
-}
+export const PersistentVolumeSchema = kubeObject({
+  spec: Type.Optional(
+    Type.Object(
+      {
+        capacity: Type.Optional(StringRecord),
+        accessModes: Type.Optional(Strings),
+        volumeMode: Type.Optional(Type.String()),
+        storageClassName: Type.Optional(Type.String()),
+        persistentVolumeReclaimPolicy: Type.Optional(Type.String()),
+        mountOptions: Type.Optional(Strings),
+        claimRef: Type.Optional(ObjectReferenceSchema),
+        iscsi: Type.Optional(IscsiSourceSchema),
+      },
+      open,
+    ),
+  ),
+  status: Type.Optional(Type.Object({ phase: Type.Optional(Type.String()) }, open)),
+});
 
+export const EventSchema = kubeObject({
+  reason: Type.Optional(Type.String()),
+  message: Type.Optional(Type.String()),
+  type: Type.Optional(Type.String()),
+  firstTimestamp: Type.Optional(Type.String()),
+});
+
+export type StorageClass = KubeObject & Static<typeof StorageClassSchema>;
+export type PersistentVolumeClaim = KubeObject & Static<typeof PersistentVolumeClaimSchema>;
+export type ClaimReference = Static<typeof ObjectReferenceSchema>;
+export type PersistentVolume = KubeObject & Static<typeof PersistentVolumeSchema>;
+export type PersistentVolumeSpec = NonNullable<PersistentVolume["spec"]>;
+/** An Event as read back: the fields the hook compares, each optional. */
+export type ObservedEvent = KubeObject & Static<typeof EventSchema>;
+
+/** The Event the hooks write on a waiting PVC. */
 export interface CoreEvent extends KubeObject {
   involvedObject: ClaimReference;
   reason: string;
@@ -66,12 +105,4 @@ export interface CoreEvent extends KubeObject {
   firstTimestamp: string;
   lastTimestamp: string;
   count: number;
-}
-
-/**
- * The built-in objects of one type in a request. Their types above declare every field optional and the
- * code checks each field where it reads it, so any object the API server sends is one of them.
- */
-export function builtinsOf<T extends PersistentVolumeClaim | PersistentVolume>(map: ObjectMap, typeKey: string): T[] {
-  return objectsOf(map, typeKey) as T[];
 }

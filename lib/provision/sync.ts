@@ -6,9 +6,8 @@ import { API_VERSION, KIND, LABEL, PROVISIONING, TYPE_KEY } from "../../api/cons
 import type { Clock, CV, CVC, DecoratorSyncRequest, DecoratorSyncResponse, KubeObject } from "../../api/types.js";
 import { formatTime } from "../conditions.js";
 import { objectsOf } from "../request.js";
-import { builtinsOf } from "./objects.js";
 import { checkClaim, claimKey, isHandedToUs, largerCapacity, volumeName } from "./claim.js";
-import type { CoreEvent, PersistentVolume, PersistentVolumeClaim, PersistentVolumeSpec, StorageClass } from "./objects.js";
+import type { CoreEvent, ObservedEvent, PersistentVolume, PersistentVolumeClaim, PersistentVolumeSpec, StorageClass } from "./objects.js";
 import { checkClass, DEFAULT_FS_TYPE, type ClassCheck, type ClassParameters } from "./parameters.js";
 
 const DEFAULT_RECLAIM_POLICY = "Delete";
@@ -22,12 +21,15 @@ interface Notice {
 
 interface Observed {
   claims: Map<string, PersistentVolumeClaim>;
-  /** Attachments the hooks cannot read (stored under an older schema, say), by volume name: held as they are. */
+  /**
+   * Volumes with an attachment or a PVC the hooks cannot read (stored under an older schema, say), by volume
+   * name, with those attachments: held as they are.
+   */
   held: Map<string, KubeObject[]>;
   cvcs: Map<string, CVC>;
   pvs: Map<string, PersistentVolume>;
   cvs: Map<string, CV>;
-  events: Map<string, KubeObject>;
+  events: Map<string, ObservedEvent>;
 }
 
 function byKey<T extends KubeObject>(objects: T[], key: (object: T) => string): Map<string, T> {
@@ -40,17 +42,18 @@ const namespaced = (object: KubeObject): string => `${object.metadata.namespace}
 
 function observe(request: DecoratorSyncRequest<StorageClass>): Observed {
   // The API server gives every stored object a uid; the volume is named after it.
-  const claims = builtinsOf<PersistentVolumeClaim>(request.related, TYPE_KEY.persistentVolumeClaim).filter((claim) => claim.metadata.uid);
+  const claims = objectsOf(request.related, TYPE_KEY.persistentVolumeClaim).filter((claim) => claim.metadata.uid);
   const held = new Map<string, KubeObject[]>();
-  for (const { object } of (request.unreadable ?? []).filter((u) => u.field === "attachments")) {
-    // A volume's objects and its PVC's Event share the volume's name.
-    held.set(nameOf(object), [...(held.get(nameOf(object)) ?? []), object]);
+  for (const { field, object } of request.unreadable ?? []) {
+    // A volume's objects and its PVC's Event share the volume's name; an unreadable PVC holds its volume too.
+    if (field === "attachments") held.set(nameOf(object), [...(held.get(nameOf(object)) ?? []), object]);
+    else if (object.kind === KIND.persistentVolumeClaim && object.metadata.uid) held.set(volumeName(object), held.get(volumeName(object)) ?? []);
   }
   return {
     claims: byKey(claims, volumeName),
     held,
     cvcs: byKey(objectsOf(request.attachments, TYPE_KEY.cvc), nameOf),
-    pvs: byKey(builtinsOf<PersistentVolume>(request.attachments, TYPE_KEY.persistentVolume), nameOf),
+    pvs: byKey(objectsOf(request.attachments, TYPE_KEY.persistentVolume), nameOf),
     cvs: byKey(objectsOf(request.related, TYPE_KEY.cv), namespaced),
     events: byKey(objectsOf(request.attachments, TYPE_KEY.event), namespaced),
   };
@@ -99,9 +102,9 @@ export function syncStorageClassRequest(request: DecoratorSyncRequest<StorageCla
   }
 
   const events = [...notices].map(([claim, notice]) => event(claim, notice, observed.events, clock));
-  const unreadable = (request.unreadable ?? []).filter((u) => u.field === "attachments");
+  const unreadable = request.unreadable ?? [];
   const heldProblem = unreadable.length === 0 ? undefined : unreadable
-    .map((u) => `cannot read ${u.object.kind} ${u.object.metadata.namespace ? namespaced(u.object) : nameOf(u.object)} (${u.problem}): its volume is held as it is; fix the object`)
+    .map((u) => `cannot read ${u.object.kind} ${u.object.metadata.namespace ? namespaced(u.object) : nameOf(u.object)} (${u.problem}): fix the object; until then its volume is left as it is`)
     .join("; ");
   return {
     annotations: { [PROVISIONING.classAnnotation]: [classProblem, heldProblem].filter(Boolean).join("; ") || READY },
@@ -240,7 +243,7 @@ function pvObject(name: string, cspc: string | undefined, spec: PersistentVolume
 }
 
 /** An Event on the claim, named after its volume; its time is carried forward while it says the same. */
-function event(claim: PersistentVolumeClaim, notice: Notice, observed: Map<string, KubeObject>, clock: Clock): CoreEvent {
+function event(claim: PersistentVolumeClaim, notice: Notice, observed: Map<string, ObservedEvent>, clock: Clock): CoreEvent {
   const name = volumeName(claim);
   const namespace = claim.metadata.namespace!;
   const before = observed.get(`${namespace}/${name}`);

@@ -9,7 +9,7 @@ import { expect } from "chai";
 import { Ajv, type ValidateFunction } from "ajv";
 import { parseAllDocuments } from "yaml";
 import { BlockDeviceClaimSchema, CSPCStatusSchema, CSPISchema, CSPIStatusSchema } from "../../api/schema.js";
-import { CVCSchema, CVCStatusSchema, CVRSchema, CVSchema, CVStatusSchema } from "../../api/volume-schema.js";
+import { CVCSchema, CVCStatusSchema, CVRSchema, CVRStatusSchema, CVSchema, CVStatusSchema } from "../../api/volume-schema.js";
 import { deepEqual } from "../../testkit/merge-patch.js";
 import { FIXTURES, goldenCases } from "../support/golden.js";
 
@@ -28,6 +28,7 @@ const cvcStatus = ajv.compile(CVCStatusSchema);
 const cvStatus = ajv.compile(CVStatusSchema);
 const cspcStatus = ajv.compile(CSPCStatusSchema);
 const cspiStatus = ajv.compile(CSPIStatusSchema);
+const cvrStatus = ajv.compile(CVRStatusSchema);
 
 /**
  * Whether the value at `path` of what is written equals what was observed there: list items are matched by
@@ -132,6 +133,12 @@ describe("golden answers validate against the CRD schemas", () => {
   for (const c of goldenCases("node-daemon/planner")) {
     it(`node-daemon/planner/${c.name}: the status the node daemon writes`, () => {
       expectValid(cspiStatus, c.read("status.yaml"), `${c.name}/status.yaml`);
+    });
+  }
+
+  for (const c of goldenCases("node-daemon/replicas")) {
+    it(`node-daemon/replicas/${c.name}: the CVR statuses the node daemon writes`, () => {
+      for (const [name, status] of Object.entries(c.read("status.yaml") as Record<string, unknown>)) expectValid(cvrStatus, status, `${c.name}/status.yaml ${name}`);
     });
   }
 

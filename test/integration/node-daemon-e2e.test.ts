@@ -183,7 +183,9 @@ describe("integration: the node daemon end to end (real processes, real apiserve
       expect(commandsFromEnv(env)).to.deep.equal({
         zpool: ["nsenter", "-t", "1", "-m", "--", "zpool"],
         zfs: ["nsenter", "-t", "1", "-m", "--", "zfs"],
+        truncate: ["nsenter", "-t", "1", "-m", "--", "truncate"],
       });
+      expect(env.CSTOR_REPLICA_BACKEND, "replicas are zvols where the DaemonSet runs (docs/decisions.md, 11)").to.equal("zvol");
     });
 
     it("keeps the default device roots: the daemon touches device paths under /dev/ only", () => {
@@ -321,7 +323,8 @@ describe("integration: the node daemon end to end (real processes, real apiserve
       await waitForEvent(name, "PoolImported", nodeNameB());
       const moved = await getCspi(name);
       expect(moved!.metadata.finalizers).to.deep.equal([FINALIZER.poolProtection]);
-      expect(moved!.status!.provisionedReplicas).to.equal(1);
+      // A dataset is no replica: the counts come from CStorVolumeReplicas, and none names this pool.
+      expect(moved!.status).to.include({ provisionedReplicas: 0, healthyReplicas: 0 });
     });
 
     it("deletion without the removal mark (kubectl delete cspi): the pool is exported with its data, the finalizer removed, the CSPI gone", async () => {

@@ -1,8 +1,8 @@
 // The daemon loop against an in-memory API (same interface as the real client) and real zfs-fuse pools:
 // what a cluster user sees on the CSPI (finalizer, status, Events, claims) as objects change.
 import { expect } from "chai";
-import { ANNOTATION, FINALIZER, POOL_REMOVAL_REQUESTED } from "../../api/constants.js";
-import type { CSPI } from "../../api/types.js";
+import { ANNOTATION, FINALIZER, KIND, LABEL, POOL_REMOVAL_REQUESTED, REPLICA_LOST_CONFIRM } from "../../api/constants.js";
+import type { CSPI, CVR } from "../../api/types.js";
 import { findCondition } from "../../lib/conditions.js";
 import { createLogger } from "../../lib/log.js";
 import { claimName, zpoolName } from "../../lib/names.js";
@@ -11,6 +11,7 @@ import { NodeDaemon } from "../../node-daemon/daemon.js";
 import { commandsFromEnv, inspectDevice, ZfsHost, type ZfsCommands } from "../../node-daemon/host.js";
 import { createMetrics } from "../../node-daemon/metrics.js";
 import { parseZpoolStatus } from "../../node-daemon/parse.js";
+import { zvolBackend } from "../../node-daemon/replicas.js";
 import { cspiFor, requireZfs, SANDBOX_DEVICE_ROOTS, writeData, zpool, ZfsSandbox } from "../../testkit/zfs.js";
 import { FaultyCommand } from "../reliability/support/faulty-zpool.js";
 import { startNode, type ZfsNode } from "../support/zfs-node.js";
@@ -21,7 +22,7 @@ function daemonFor(
   kube: FakeKube,
   nodeName: string,
   metrics = createMetrics(),
-  commands: ZfsCommands = { zpool: ["zpool"], zfs: ["zfs"] },
+  commands: ZfsCommands = { zpool: ["zpool"], zfs: ["zfs"], truncate: ["truncate"] },
   clock?: () => Date,
 ): NodeDaemon {
   return new NodeDaemon({
@@ -31,6 +32,7 @@ function daemonFor(
     inspect: inspectDevice,
     nodeName,
     namespace: "openebs",
+    replicaBackend: zvolBackend(),
     deviceRoots: SANDBOX_DEVICE_ROOTS,
     logger: createLogger({ level: "silent" }),
     metrics,
@@ -203,7 +205,7 @@ describe("node-daemon loop (in-memory API, real zfs-fuse)", function () {
     const name = sandbox.name("cut");
     const faulty = new FaultyCommand(sandbox.dir, "/usr/sbin/zpool");
     kube.apply(cspiFor(name, "node-a", [{ type: "mirror", devices: [sandbox.file("d1"), sandbox.file("d2")] }]));
-    const daemon = await started("node-a", createMetrics(), { zpool: [faulty.path], zfs: ["zfs"] });
+    const daemon = await started("node-a", createMetrics(), { zpool: [faulty.path], zfs: ["zfs"], truncate: ["truncate"] });
     await settle(daemon);
     expect(kube.get(name)!.status?.phase).to.equal("ONLINE");
 
@@ -221,6 +223,40 @@ describe("node-daemon loop (in-memory API, real zfs-fuse)", function () {
     faulty.clear();
     await settle(daemon);
     expect(kube.get(name)!.status?.phase).to.equal("ONLINE");
+  });
+
+  it("a lost-replica release is refused while the CSPI's pool is not reported lost (ReleaseRefused by its node's daemon, finalizer kept), and done once it is", async () => {
+    const name = sandbox.name("lost");
+    // Its device does not exist: the pool is not there, but nothing says it is lost.
+    kube.apply(cspiFor(name, "node-a", [{ devices: [`${sandbox.dir}/never-created`] }]));
+    const cvr: CVR = {
+      apiVersion: "openebs.io/v1alpha1",
+      kind: KIND.cvr,
+      metadata: {
+        name: `vol-${name}`,
+        namespace: "openebs",
+        uid: `uid-vol-${name}`,
+        labels: { [LABEL.replicaPool]: name, [LABEL.replicaVolume]: "vol" },
+        annotations: { [ANNOTATION.replicaLost]: REPLICA_LOST_CONFIRM },
+        finalizers: [FINALIZER.replicaProtection],
+        deletionTimestamp: "2026-03-01T12:00:00Z",
+      },
+      spec: { capacity: "1Gi", replicaId: "r1" },
+    };
+    kube.applyCvr(cvr);
+    const daemon = await started("node-a");
+    await settle(daemon);
+    expect(kube.cvrs.get(cvr.metadata.name!)?.metadata.finalizers).to.deep.equal([FINALIZER.replicaProtection]);
+    const refused = kube.events.filter((e) => e.reason === "ReleaseRefused");
+    expect(refused).to.have.length(1);
+    expect(refused[0].message).to.contain(`pool ${zpoolName(name)}`).and.contain("is not lost");
+
+    await kube.patchCspiStatus("openebs", name, {
+      conditions: [{ type: "PoolLost", status: "True", reason: "ImportFailed", message: "gone", lastTransitionTime: "2026-03-01T12:00:00Z" }],
+    });
+    await settle(daemon);
+    expect(kube.cvrs.has(cvr.metadata.name!), "released: the CVR had no other finalizer").to.equal(false);
+    expect(kube.events.filter((e) => e.reason === "ReplicaReleased")).to.have.length(1);
   });
 
   it("a migration waiting for the other node's export is one Warning, not one per pass", async () => {

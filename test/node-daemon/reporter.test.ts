@@ -6,7 +6,7 @@ import { findCondition } from "../../lib/conditions.js";
 import { plan } from "../../node-daemon/planner.js";
 import { quantity, report, type ReportInput } from "../../node-daemon/reporter.js";
 import { expectGolden, goldenCases } from "../support/golden.js";
-import { planInputOf, plannerCase } from "../support/planner-cases.js";
+import { planInputOf, plannerCase, replicaCountsOf } from "../support/planner-cases.js";
 
 function reportFor(caseName: string, extra: Partial<ReportInput> = {}): ReturnType<typeof report> {
   const goldenCase = plannerCase(caseName);
@@ -18,7 +18,8 @@ describe("node-daemon reporter", () => {
   for (const goldenCase of goldenCases("node-daemon/planner")) {
     it(`status for ${goldenCase.name}`, () => {
       const input = planInputOf(goldenCase);
-      const reportInput = { cspi: input.cspi, nodeName: input.nodeName, now: input.now, observation: input.observation, plan: plan(input), outcomes: [] };
+      const counts = replicaCountsOf(goldenCase);
+      const reportInput = { cspi: input.cspi, nodeName: input.nodeName, now: input.now, observation: input.observation, plan: plan(input), outcomes: [], ...(counts ? { replicas: counts } : {}) };
       const status = report(reportInput);
       expectGolden(goldenCase, "status.yaml", status);
       expect(report(reportInput)).to.deep.equal(status);

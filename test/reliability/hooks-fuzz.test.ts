@@ -21,6 +21,7 @@ import {
   cspiSyncProblems,
   finalizeCspcProblems,
   nullsIn,
+  storageClassProblems,
 } from "./support/invariants.js";
 import { render, shapeKeepingMutation, structuralMutation, textMutation, type Json, type Mutation, type TextMutation } from "./support/mutate.js";
 import { tally } from "./support/tally.js";
@@ -51,6 +52,9 @@ const CHECKS: Record<string, Check> = {
   "cspi-sync": cspiSyncProblems,
   "cspi-finalize": cspiFinalizeProblems,
   "admission-cspc": admissionProblems,
+  "storageclass-customize": customizeProblems,
+  "storageclass-sync": storageClassProblems,
+  "storageclass-finalize": storageClassProblems,
 };
 
 const STACK_TRACE = /\n\s+at |\.[cm]?[jt]s:\d+:\d+/;

@@ -68,7 +68,7 @@ describe("node daemon under zpool faults (reconcile passes on real zfs-fuse pool
       run: (argv, options = {}) => real.run(argv, { ...options, timeoutMs: Math.min(options.timeoutMs ?? 60_000, 1_000), killGraceMs: 200 }),
       idle: () => real.idle(),
     };
-    host = new ZfsHost(runner, { zpool: [faulty.path], zfs: ["zfs"] });
+    host = new ZfsHost(runner, { zpool: [faulty.path], zfs: ["zfs"], truncate: ["truncate"] });
   });
   after(() => sandbox?.cleanup());
 

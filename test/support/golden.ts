@@ -43,6 +43,15 @@ export const GOLDEN_AREAS: Readonly<Record<string, GoldenArea>> = {
       return [input.zpoolStatus, ...(input.importable ?? []).map((entry) => entry.listing)];
     },
   },
+  "node-daemon/replicas": {
+    inputs: ["input.yaml"],
+    outputs: ["plan.yaml", "status.yaml"],
+    // The pool's `zfs get -H -p -r -o name,property,value` output, when the pool is imported.
+    companions: (read) => {
+      const input = read("input.yaml") as { imported?: { zfsGet: string } };
+      return input.imported ? [input.imported.zfsGet] : [];
+    },
+  },
 };
 
 /** Fixture directories that are no golden area: exactly these files, each read by the tests named. */

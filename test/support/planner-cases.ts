@@ -7,6 +7,7 @@ import { zpoolName } from "../../lib/names.js";
 import type { DeviceInfo, ImportSource, Observation, PoolObservation } from "../../node-daemon/observation.js";
 import { parseImportList, parseSize, parseZpoolStatus } from "../../node-daemon/parse.js";
 import type { PlanInput } from "../../node-daemon/planner.js";
+import type { ReplicaCounts } from "../../node-daemon/reporter.js";
 import { goldenCases, type GoldenCase } from "./golden.js";
 
 /** The fixtures' devices are sparse files under /var/openebs/sparse, as on a node whose DEVICE_ROOTS lists it. */
@@ -22,6 +23,15 @@ interface FixtureInput {
   pool?: Omit<PoolObservation, "status" | "size"> & { size?: string };
   devices: Record<string, DeviceInfo>;
   claims?: Record<string, Record<string, string>>;
+  /** CStorVolumeReplicas naming the CSPI; absent: unknown (their watch not synced). */
+  replicas?: string[];
+  /** What the daemon counted of those replicas for the status; absent: unknown. */
+  replicaCounts?: ReplicaCounts;
+}
+
+/** The replica counts a case gives the reporter (absent: unknown, left out of the status). */
+export function replicaCountsOf(goldenCase: GoldenCase): ReplicaCounts | undefined {
+  return (goldenCase.read("input.yaml") as FixtureInput).replicaCounts;
 }
 
 /** The planner's input for a fixture: the same parsing of zpool output as on a node. */
@@ -50,6 +60,7 @@ export function planInputOf(goldenCase: GoldenCase): PlanInput {
     observation,
     manageFinalizer: input.manageFinalizer,
     deviceRoots: FIXTURE_DEVICE_ROOTS,
+    ...(input.replicas ? { replicas: input.replicas } : {}),
   };
 }
 

@@ -60,6 +60,9 @@ const AREA_OF_ROUTE: Record<string, string> = {
   "cspc-finalize": "cspc-finalize",
   "cspi-sync": "cspi-sync",
   "cspi-finalize": "cspi-finalize",
+  "storageclass-sync": "storageclass-sync",
+  // One hook answers both: the finalizing golden cases are among them.
+  "storageclass-finalize": "storageclass-sync",
 };
 
 export interface Corpus {
@@ -81,5 +84,9 @@ export function loadCorpus(): Corpus {
     parentsOf(cspcSyncRequests).map((parent) => ({ controller: { kind: "CompositeController", metadata: { name: "cstor-pool-cluster" } }, parent }) as unknown as Json),
   );
   byRoute.set("admission-cspc", admissionReviews(cspcSyncRequests));
+  byRoute.set(
+    "storageclass-customize",
+    (byRoute.get("storageclass-sync") ?? []).map((r) => ({ controller: { kind: "DecoratorController", metadata: { name: "cstor-storage-class" } }, parent: (r as { object: Json }).object })),
+  );
   return { byRoute, all: [...byRoute.values()].flat(), cspcSyncRequests };
 }

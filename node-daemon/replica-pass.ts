@@ -1,0 +1,128 @@
+// One replica pass over one pool: plan (replicas.ts, pure) → run the first action → read the pool's datasets
+// again → plan again..., as the pool pass does, so every action is decided on what the previous one really
+// did. A failed action marks its CVR Error and the pass goes on with the other CVRs.
+import type { CVR } from "../api/types.js";
+import type { Logger } from "../lib/log.js";
+import type { ZfsHost } from "./host.js";
+import type { CoreEvent } from "./kube.js";
+import type { PoolObservation } from "./observation.js";
+import { planReplicas, type ReplicaAction, type ReplicaBackend, type ReplicaPlan, type ReplicaState } from "./replicas.js";
+import { DATASET_PROPERTIES } from "./vocabulary.js";
+
+export interface ReplicaPassDeps {
+  host: ZfsHost;
+  backend: ReplicaBackend;
+  /** Removes the replica finalizer; the CVR afterwards, undefined once it is gone. */
+  removeFinalizer: (cvr: CVR) => Promise<CVR | undefined>;
+  logger: Logger;
+  stopping?: () => boolean;
+}
+
+export interface ReplicaOutcome {
+  action: ReplicaAction;
+  error?: string;
+}
+
+export interface ReplicaPassResult {
+  /** The CVRs the pass started from: each gets its Events, also one that went during the pass. */
+  judged: readonly CVR[];
+  /** The CVRs afterwards (those whose last finalizer was removed are gone). */
+  cvrs: CVR[];
+  /** By CVR name: the last plan's states, with failures of this pass over them. */
+  states: Record<string, ReplicaState>;
+  outcomes: ReplicaOutcome[];
+}
+
+/** Event reasons per action: Normal on success, Warning on failure (also the CVR's status reason then). */
+export const REPLICA_EVENT_REASONS: Record<ReplicaAction["kind"], { done: string; failed: string }> = {
+  "create-replica": { done: "ReplicaCreated", failed: "CreateFailed" },
+  "grow-replica": { done: "ReplicaGrown", failed: "GrowFailed" },
+  "destroy-replica": { done: "ReplicaDestroyed", failed: "DestroyFailed" },
+  "remove-replica-finalizer": { done: "FinalizerRemoved", failed: "FinalizerFailed" },
+};
+
+/** States that a user must act on: a Warning Event each (repeated at most every 10 minutes). */
+const WARNING_REASONS: ReadonlySet<string> = new Set(["InvalidSpec", "ForeignDataset", "ShrinkRefused"]);
+
+export async function replicaPass(
+  deps: ReplicaPassDeps,
+  input: { pool: string; observed: PoolObservation | undefined; cvrs: readonly CVR[] },
+): Promise<ReplicaPassResult> {
+  let cvrs = [...input.cvrs];
+  const imported = input.observed && {
+    health: input.observed.status.state,
+    readonly: input.observed.readonly ?? false,
+    datasets: input.observed.datasets ?? [],
+  };
+  const outcomes: ReplicaOutcome[] = [];
+  const failed = new Map<string, ReplicaState>();
+  const replan = (): ReplicaPlan => planReplicas({ pool: input.pool, cvrs, backend: deps.backend, ...(imported ? { imported } : {}) });
+  let plan = replan();
+  // Each CVR needs at most create, grow, destroy and its finalizer: more steps would be a loop.
+  for (let step = 0; step < 4 * cvrs.length + 1 && !deps.stopping?.(); step++) {
+    const next = plan.actions.find((a) => !failed.has(a.cvr));
+    if (!next) break;
+    if (outcomes.some((o) => o.action.key === next.key && !o.error)) {
+      // Done, yet wanted again: the pool did not change as the command said (the next pass looks again).
+      failed.set(next.cvr, { phase: "Error", reason: REPLICA_EVENT_REASONS[next.kind].failed, message: `${describeReplicaAction(next)}: succeeded but changed nothing` });
+      continue;
+    }
+    const cvr = cvrs.find((c) => c.metadata.name === next.cvr)!;
+    try {
+      if (next.kind === "remove-replica-finalizer") {
+        const after = await deps.removeFinalizer(cvr);
+        cvrs = cvrs.flatMap((c) => (c === cvr ? (after ? [after] : []) : [c]));
+      } else {
+        for (const command of next.commands) await deps.host.runReplicaCommand(command);
+      }
+      outcomes.push({ action: next });
+      deps.logger.info(describeReplicaAction(next), { cvr: next.cvr, action: next.kind });
+    } catch (error) {
+      const message = (error as Error).message;
+      outcomes.push({ action: next, error: message });
+      failed.set(next.cvr, { phase: "Error", reason: REPLICA_EVENT_REASONS[next.kind].failed, message: `${describeReplicaAction(next)} failed: ${message}` });
+      deps.logger.warn("replica action failed", { cvr: next.cvr, action: next.kind, error: message });
+    }
+    if (imported && next.kind !== "remove-replica-finalizer") {
+      try {
+        imported.datasets = await deps.host.datasets(input.pool, DATASET_PROPERTIES);
+      } catch (error) {
+        deps.logger.warn("cannot read the pool's datasets", { pool: input.pool, error: (error as Error).message });
+        break;
+      }
+    }
+    plan = replan();
+  }
+  const states = { ...plan.states };
+  for (const [name, state] of failed) if (states[name]) states[name] = { ...states[name], ...state };
+  return { judged: input.cvrs, cvrs, states, outcomes };
+}
+
+/** What a user reads in `kubectl describe cvr`. */
+export function describeReplicaAction(action: ReplicaAction): string {
+  switch (action.kind) {
+    case "create-replica":
+      return `created replica ${action.dataset} of ${action.bytes} bytes`;
+    case "grow-replica":
+      return `grew replica ${action.dataset} to ${action.bytes} bytes`;
+    case "destroy-replica":
+      return `destroyed replica ${action.dataset}`;
+    case "remove-replica-finalizer":
+      return `replica ${action.dataset} is gone: removed the finalizer of CStorVolumeReplica ${action.cvr}`;
+  }
+}
+
+/** The Events of one CVR for this pass: its actions, and a Warning for a state the user must act on. */
+export function replicaEvents(cvr: string, result: ReplicaPassResult): CoreEvent[] {
+  const events: CoreEvent[] = result.outcomes
+    .filter((o) => o.action.cvr === cvr)
+    .map((o) => {
+      const reasons = REPLICA_EVENT_REASONS[o.action.kind];
+      return o.error
+        ? { type: "Warning", reason: reasons.failed, message: `${describeReplicaAction(o.action)} failed: ${o.error}` }
+        : { type: "Normal", reason: reasons.done, message: describeReplicaAction(o.action) };
+    });
+  const state = result.states[cvr];
+  if (state?.reason && WARNING_REASONS.has(state.reason)) events.push({ type: "Warning", reason: state.reason, message: state.message ?? state.reason });
+  return events;
+}

@@ -1,0 +1,307 @@
+// The replica planner (docs/decisions.md, 11): pure. From the CStorVolumeReplicas (CVRs) of one CSPI and ONE
+// observation of its pool's datasets it plans the commands that make each CVR's replica exist at its size, or
+// be gone when the CVR is deleted, and says each CVR's state. A replica is `<zpool>/<volume>` carrying the
+// io.openebs:* properties; the backend (zvol or file, chosen by configuration) says which commands make it.
+import { FINALIZER, LABEL } from "../api/constants.js";
+import type { CVR, CVRStatus } from "../api/types.js";
+import { CVR_PHASES } from "../api/volume-schema.js";
+import { formatTime } from "../lib/conditions.js";
+import { parseQuantity } from "../lib/quantity.js";
+import type { DatasetRecord } from "./parse.js";
+import { REPLICA_PROPERTY, type HostCommand } from "./vocabulary.js";
+
+/**
+ * Every replica's size is a multiple of this, its volblocksize: ZFS refuses a volsize that is not ("volume
+ * size must be a multiple of volume block size"), so a capacity such as 1G (10^9 bytes) is rounded UP to the
+ * next 4 KiB. A replica is never smaller than asked; the file backend rounds the same way so both agree.
+ */
+export const REPLICA_BLOCK_BYTES = 4096;
+
+export const REPLICA_BACKENDS = ["zvol", "file"] as const;
+export type ReplicaBackendName = (typeof REPLICA_BACKENDS)[number];
+
+/** What the planner wants on the pool for one CVR. */
+export interface Replica {
+  cvr: string;
+  volume: string;
+  replicaId: string;
+  dataset: string;
+  bytes: number;
+}
+
+/** How a replica is made on the pool: the exact commands, so golden files pin them. */
+export interface ReplicaBackend {
+  readonly name: ReplicaBackendName;
+  /** The ZFS type a replica of this backend is; a dataset of the other type is not ours. */
+  readonly datasetType: "volume" | "filesystem";
+  /** The replica's size as observed; undefined when creation has not finished (file backend: no file yet). */
+  size(dataset: DatasetRecord): number | undefined;
+  create(replica: Replica): HostCommand[];
+  grow(replica: Replica, dataset: DatasetRecord): HostCommand[];
+  destroy(dataset: string): HostCommand[];
+}
+
+function identity(replica: Replica): string[] {
+  return [
+    "-o",
+    `${REPLICA_PROPERTY.volume}=${replica.volume}`,
+    "-o",
+    `${REPLICA_PROPERTY.replicaId}=${replica.replicaId}`,
+    "-o",
+    `${REPLICA_PROPERTY.cvr}=${replica.cvr}`,
+  ];
+}
+
+/** -r: a replica's snapshots (a later release's) go with it; never -f, never -R (clones elsewhere stop it). */
+const destroyDataset = (dataset: string): HostCommand[] => [{ program: "zfs", args: ["destroy", "-r", dataset] }];
+
+function bytesProperty(dataset: DatasetRecord, property: string): number | undefined {
+  const text = dataset.properties[property];
+  return text !== undefined && /^\d+$/.test(text) ? Number(text) : undefined;
+}
+
+/** OpenZFS zvol: sparse, 4K blocks, the pool's compression inherited. What the DaemonSet ships. */
+export function zvolBackend(): ReplicaBackend {
+  return {
+    name: "zvol",
+    datasetType: "volume",
+    size: (dataset) => bytesProperty(dataset, "volsize"),
+    create: (replica) => [
+      { program: "zfs", args: ["create", "-s", "-V", String(replica.bytes), "-b", "4K", ...identity(replica), replica.dataset] },
+    ],
+    grow: (replica) => [{ program: "zfs", args: ["set", `volsize=${replica.bytes}`, replica.dataset] }],
+    destroy: destroyDataset,
+  };
+}
+
+/**
+ * A dataset mounted at <fileDir>/<dataset> holding one sparse file, replica.img (zfs-fuse has no zvols). The
+ * file is sized with `truncate -s '>N'` (grow only: it never cuts a file shorter), then the size is recorded
+ * in io.openebs:file-size, so one `zfs get` tells every replica's size. A failure between the two leaves the
+ * property behind: the next pass grows again, which changes nothing but the property.
+ */
+export function fileBackend(fileDir: string): ReplicaBackend {
+  const mountpoint = (dataset: string) => `${fileDir.replace(/\/+$/, "")}/${dataset}`;
+  const sizeFile = (replica: Replica, dir: string): HostCommand[] => [
+    { program: "truncate", args: ["-s", `>${replica.bytes}`, `${dir}/replica.img`] },
+    { program: "zfs", args: ["set", `${REPLICA_PROPERTY.fileSize}=${replica.bytes}`, replica.dataset] },
+  ];
+  return {
+    name: "file",
+    datasetType: "filesystem",
+    size: (dataset) => bytesProperty(dataset, REPLICA_PROPERTY.fileSize),
+    create: (replica) => [
+      { program: "zfs", args: ["create", "-o", `mountpoint=${mountpoint(replica.dataset)}`, ...identity(replica), replica.dataset] },
+      ...sizeFile(replica, mountpoint(replica.dataset)),
+    ],
+    grow: (replica, dataset) => sizeFile(replica, dataset.properties.mountpoint ?? mountpoint(replica.dataset)),
+    destroy: destroyDataset,
+  };
+}
+
+/**
+ * CSTOR_REPLICA_BACKEND (zvol, the default, or file) and, for file, CSTOR_REPLICA_FILE_DIR (default
+ * /var/openebs/replicas). Any other value is an error at start-up: a replica backend is never guessed.
+ */
+export function replicaBackendFromEnv(env: NodeJS.ProcessEnv): ReplicaBackend {
+  const name = env.CSTOR_REPLICA_BACKEND ?? "zvol";
+  if (name === "zvol") return zvolBackend();
+  if (name === "file") {
+    const dir = env.CSTOR_REPLICA_FILE_DIR || "/var/openebs/replicas";
+    if (!/^(\/[A-Za-z0-9._:+@,=-]+)+\/?$/.test(dir) || dir.split("/").some((part) => part === "." || part === "..")) {
+      throw new Error(`CSTOR_REPLICA_FILE_DIR must be an absolute, normalised directory path, e.g. /var/openebs/replicas; got ${JSON.stringify(dir)}`);
+    }
+    return fileBackend(dir);
+  }
+  throw new Error(
+    `CSTOR_REPLICA_BACKEND must be one of ${REPLICA_BACKENDS.join(", ")} (zvol on OpenZFS; file where ZFS has no zvols, e.g. zfs-fuse); got ${JSON.stringify(name)}`,
+  );
+}
+
+export type ReplicaPhase = (typeof CVR_PHASES)[number];
+
+/** One CVR as the pool shows it; becomes its status (replicaStatus). */
+export interface ReplicaState {
+  phase: ReplicaPhase;
+  reason?: string;
+  message?: string;
+  /** Bytes: the replica's size and what it uses on the pool. */
+  capacity?: { total: number; used: number };
+}
+
+export type ReplicaAction =
+  | { kind: "create-replica" | "grow-replica" | "destroy-replica"; key: string; cvr: string; dataset: string; bytes?: number; commands: HostCommand[] }
+  | { kind: "remove-replica-finalizer"; key: string; cvr: string; dataset: string };
+
+export interface ReplicaPlanInput {
+  /** The zpool (lib/names.ts zpoolName of the CSPI). */
+  pool: string;
+  /** The pool as this node has it; undefined when it is not imported here (exported, lost, or elsewhere). */
+  imported?: { health: string; readonly: boolean; datasets: readonly DatasetRecord[] };
+  /** The CVRs whose LABEL.replicaPool names this CSPI. */
+  cvrs: readonly CVR[];
+  backend: ReplicaBackend;
+}
+
+export interface ReplicaPlan {
+  actions: ReplicaAction[];
+  /** By CVR name. */
+  states: Record<string, ReplicaState>;
+}
+
+const SERVING_HEALTH: ReadonlySet<string> = new Set(["ONLINE", "DEGRADED"]);
+/** A Kubernetes object name (DNS-1123 subdomain): also a valid ZFS dataset component. */
+const VOLUME_NAME = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
+/** Written into a ZFS user property value through an argument array: printable, no separators. */
+const REPLICA_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$/;
+
+export function planReplicas(input: ReplicaPlanInput): ReplicaPlan {
+  const plan: ReplicaPlan = { actions: [], states: {} };
+  // By name, once: a pass over a pool of N replicas stays linear in N.
+  const datasets = new Map((input.imported?.datasets ?? []).map((d) => [d.name, d]));
+  const cvrs = [...input.cvrs].sort((a, b) => ((a.metadata.name ?? "") < (b.metadata.name ?? "") ? -1 : 1));
+  for (const cvr of cvrs) {
+    const name = cvr.metadata.name ?? "";
+    const wanted = wantedReplica(input.pool, cvr);
+    if ("problem" in wanted) {
+      plan.states[name] = { phase: "Error", reason: "InvalidSpec", message: `CStorVolumeReplica ${name}: ${wanted.problem}` };
+      continue;
+    }
+    plan.states[name] = planOne(input, datasets, cvr, wanted.replica, plan.actions);
+  }
+  return plan;
+}
+
+function wantedReplica(pool: string, cvr: CVR): { replica: Replica } | { problem: string } {
+  const name = cvr.metadata.name ?? "";
+  const volume = cvr.metadata.labels?.[LABEL.replicaVolume] ?? "";
+  if (!VOLUME_NAME.test(volume)) {
+    return { problem: `label ${LABEL.replicaVolume} must name the volume (a Kubernetes object name); got ${JSON.stringify(volume)}: the volume's cvc-sync sets it` };
+  }
+  const replicaId = typeof cvr.spec?.replicaId === "string" ? cvr.spec.replicaId : "";
+  if (!REPLICA_ID.test(replicaId)) {
+    return { problem: `spec.replicaId must be 1-64 letters, digits, '.', '_', ':' or '-'; got ${JSON.stringify(replicaId)}` };
+  }
+  const capacity = typeof cvr.spec?.capacity === "string" ? parseQuantity(cvr.spec.capacity) : undefined;
+  const bytes = capacity ? alignedBytes(capacity.nano) : undefined;
+  if (bytes === undefined) {
+    return { problem: `spec.capacity must be a positive size such as 10Gi; got ${JSON.stringify(cvr.spec?.capacity)}` };
+  }
+  return { replica: { cvr: name, volume, replicaId, dataset: `${pool}/${volume}`, bytes } };
+}
+
+/** A quantity (in nano units) in bytes rounded up to the block size; undefined for 0 or beyond 2^53. */
+function alignedBytes(nano: bigint): number | undefined {
+  const block = BigInt(REPLICA_BLOCK_BYTES);
+  const bytes = (nano + 10n ** 9n - 1n) / 10n ** 9n;
+  const aligned = ((bytes + block - 1n) / block) * block;
+  return aligned > 0n && aligned <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(aligned) : undefined;
+}
+
+function planOne(input: ReplicaPlanInput, datasets: ReadonlyMap<string, DatasetRecord>, cvr: CVR, replica: Replica, actions: ReplicaAction[]): ReplicaState {
+  const { backend, imported } = input;
+  const deleting = cvr.metadata.deletionTimestamp !== undefined;
+  const finalizer = (cvr.metadata.finalizers ?? []).includes(FINALIZER.replicaProtection);
+  const base = { cvr: replica.cvr, dataset: replica.dataset };
+  if (!imported) {
+    return {
+      phase: "Offline",
+      reason: "PoolNotImported",
+      message: `pool ${input.pool} is not imported on this node (exported, lost, or held elsewhere)${deleting ? ": the replica is destroyed once it is back" : ""}`,
+    };
+  }
+  if (!SERVING_HEALTH.has(imported.health)) {
+    return { phase: "Offline", reason: "PoolNotOnline", message: `pool ${input.pool} is ${imported.health}` };
+  }
+  const dataset = datasets.get(replica.dataset);
+  const foreign = dataset ? foreignProblem(backend, replica, dataset) : undefined;
+  if (deleting) {
+    if (dataset && !foreign) {
+      actions.push({ kind: "destroy-replica", key: `destroy-replica:${replica.dataset}`, ...base, commands: backend.destroy(replica.dataset) });
+      return existingState(backend, replica, dataset, imported.readonly);
+    }
+    // Nothing of this CVR's is on the pool (a foreign dataset under its name is left alone): it may go.
+    if (finalizer) actions.push({ kind: "remove-replica-finalizer", key: `remove-replica-finalizer:${replica.cvr}`, ...base });
+    return foreign ? { phase: "Error", reason: "ForeignDataset", message: foreign } : { phase: "Init", reason: "Deleted", message: `replica ${replica.dataset} is destroyed` };
+  }
+  if (!dataset) {
+    actions.push({ kind: "create-replica", key: `create-replica:${replica.dataset}`, ...base, bytes: replica.bytes, commands: backend.create(replica) });
+    return { phase: "Init", reason: "Creating", message: `creating replica ${replica.dataset} of ${replica.bytes} bytes (${backend.name})` };
+  }
+  if (foreign) return { phase: "Error", reason: "ForeignDataset", message: foreign };
+  const size = backend.size(dataset);
+  if (size !== undefined && size > replica.bytes) {
+    return {
+      ...existingState(backend, replica, dataset, imported.readonly),
+      phase: "Error",
+      reason: "ShrinkRefused",
+      message:
+        `spec.capacity ${cvr.spec.capacity} (${replica.bytes} bytes once rounded up to ${REPLICA_BLOCK_BYTES}) is smaller than replica ` +
+        `${replica.dataset} (${size} bytes): a replica is never shrunk; set the volume's capacity back to at least its size`,
+    };
+  }
+  if (size === undefined || size < replica.bytes) {
+    actions.push({ kind: "grow-replica", key: `grow-replica:${replica.dataset}:${replica.bytes}`, ...base, bytes: replica.bytes, commands: backend.grow(replica, dataset) });
+    if (size === undefined) return { phase: "Init", reason: "Creating", message: `sizing replica ${replica.dataset} to ${replica.bytes} bytes (${backend.name})` };
+  }
+  return existingState(backend, replica, dataset, imported.readonly);
+}
+
+/** Why a dataset under the replica's name is not this CVR's replica; undefined when it is (adopted as is). */
+function foreignProblem(backend: ReplicaBackend, replica: Replica, dataset: DatasetRecord): string | undefined {
+  const expected: Record<string, string> = {
+    type: backend.datasetType,
+    [REPLICA_PROPERTY.volume]: replica.volume,
+    [REPLICA_PROPERTY.replicaId]: replica.replicaId,
+    [REPLICA_PROPERTY.cvr]: replica.cvr,
+  };
+  const wrong = Object.entries(expected).filter(([property, value]) => dataset.properties[property] !== value);
+  if (wrong.length === 0) return undefined;
+  const found = wrong.map(([property]) => `${property}=${dataset.properties[property] ?? "(unset)"}`).join(", ");
+  const wanted = wrong.map(([property, value]) => `${property}=${value}`).join(", ");
+  return (
+    `dataset ${replica.dataset} exists but is not this replica (${found}; expected ${wanted}): it is never adopted or overwritten. ` +
+    `Rename or destroy it by hand if it is not needed, or delete this CStorVolumeReplica`
+  );
+}
+
+function existingState(backend: ReplicaBackend, replica: Replica, dataset: DatasetRecord, readonly: boolean): ReplicaState {
+  const capacity = { total: backend.size(dataset) ?? 0, used: bytesProperty(dataset, "used") ?? 0 };
+  if (readonly) {
+    return { phase: "Offline", reason: "PoolReadOnly", message: `pool of ${replica.dataset} is read-only (its roThresholdLimit is reached)`, capacity };
+  }
+  return { phase: "Healthy", capacity };
+}
+
+/**
+ * A CVR's status from its state: lastTransitionTime moves only when the phase or reason changes, so the same
+ * pool gives the same status but for the heartbeat (lastUpdateTime).
+ */
+export function replicaStatus(cvr: CVR, state: ReplicaState, now: Date): CVRStatus {
+  const previous = cvr.status ?? {};
+  const time = formatTime(now);
+  const moved = previous.phase !== state.phase || previous.reason !== state.reason || !previous.lastTransitionTime;
+  const status: CVRStatus = {
+    phase: state.phase,
+    lastTransitionTime: moved ? time : previous.lastTransitionTime,
+    lastUpdateTime: time,
+  };
+  if (state.reason !== undefined) status.reason = state.reason;
+  if (state.message !== undefined) status.message = state.message;
+  if (state.capacity) status.capacity = { total: exactQuantity(state.capacity.total), used: exactQuantity(state.capacity.used) };
+  if (cvr.metadata.generation !== undefined) status.observedGeneration = cvr.metadata.generation;
+  return status;
+}
+
+const BINARY_SUFFIXES = ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"];
+
+/** Bytes as a quantity that means exactly that many bytes: the largest binary suffix that divides them. */
+export function exactQuantity(bytes: number): string {
+  let value = Math.max(0, Math.round(bytes));
+  let unit = 0;
+  while (value !== 0 && value % 1024 === 0 && unit < BINARY_SUFFIXES.length - 1) {
+    value /= 1024;
+    unit++;
+  }
+  return `${value}${BINARY_SUFFIXES[unit]}`;
+}
