@@ -77,9 +77,24 @@ const LIVE_LABEL =
   `'spec.pools[' + string(variables.poolIndex) + '] (nodeSelector ' + ` +
   `variables.pool.nodeSelector.map(k, k + '=' + variables.pool.nodeSelector[k]).join(',') + ') (pool ' + params.metadata.name + '): '`;
 
-const VOLUMES = "(has(params.status) && has(params.status.provisionedReplicas) ? params.status.provisionedReplicas : 0)";
-/** volumeCount() of hooks/admission/judge.ts: "1 volume", "2 volumes". */
-const VOLUME_COUNT = `string(${VOLUMES}) + (${VOLUMES} == 1 ? ' volume' : ' volumes')`;
+// The count half of lib/rules/held-volumes.ts (the params are CSPIs; the webhook and the hooks also count the
+// CStorVolumeReplicas that name a pool): a pool holds volumes unless its node daemon reported 0 replicas.
+const COUNT_KNOWN = "has(params.status) && has(params.status.provisionedReplicas)";
+const HOLDS_NONE = `(${COUNT_KNOWN} && params.status.provisionedReplicas == 0)`;
+/** heldVolumesFix() of lib/rules/held-volumes.ts for an unknown count. */
+const UNKNOWN_FIX =
+  `'bring the node daemon on ' + params.spec.hostName + ' back so it reports the count; if the node is gone for good and no volume ` +
+  `was ever on the pool, record that by hand: kubectl patch cspi ' + params.metadata.name + ' -n ' + params.metadata.namespace + ` +
+  `' --subresource=status --type=merge -p \\'{"status":{"provisionedReplicas":0}}\\''`;
+/** heldPredicate() of lib/rules/held-volumes.ts, from the CSPI alone. */
+const HELD_PREDICATE =
+  `(${COUNT_KNOWN} ? 'holds ' + string(params.status.provisionedReplicas) + ` +
+  `(params.status.provisionedReplicas == 1 ? ' volume replica' : ' volume replicas') + ' (as its node daemon reports)' : ` +
+  `'may hold volumes: the replica count is unknown (the node daemon has not reported it)')`;
+/** describeHeld() of lib/rules/held-volumes.ts. */
+const HELD = `'pool ' + params.metadata.name + ' on node ' + params.spec.hostName + ' ' + ${HELD_PREDICATE}`;
+/** heldWithFix() of lib/admission/judge.ts. */
+const HELD_WITH_FIX = `${HELD} + (${COUNT_KNOWN} ? '' : ' (' + ${UNKNOWN_FIX} + ')')`;
 
 export const CSPC_POLICY_NAME = "cstor-pool-cluster-safety";
 
@@ -141,22 +156,21 @@ export function cspcPolicy(): object[] {
       ],
       validations: [
         {
-          expression: `request.operation != 'DELETE' || !variables.ours || ${VOLUMES} == 0`,
+          expression: `request.operation != 'DELETE' || !variables.ours || ${HOLDS_NONE}`,
           messageExpression:
             `'CStorPoolCluster ' + oldObject.metadata.namespace + '/' + oldObject.metadata.name + ` +
-            `' cannot be deleted while its pools hold volumes: pool ' + params.metadata.name + ' on node ' + params.spec.hostName + ` +
-            `' holds ' + ${VOLUME_COUNT} + '. Deleting it would destroy those pools and every volume on them: ` +
+            `' cannot be deleted while its pools hold volumes: ' + ${HELD_WITH_FIX} + '. Deleting it would destroy those pools and every volume on them: ` +
             `move or delete those volumes first, then delete the CStorPoolCluster'`,
           reason: "Forbidden",
         },
         {
           // No pool spec has any of its devices: cspc-sync would retire it (or refuse the edit) and keeps it.
           expression:
-            `request.operation != 'UPDATE' || !variables.ours || ${VOLUMES} == 0 || !has(object.spec) || ` +
+            `request.operation != 'UPDATE' || !variables.ours || ${HOLDS_NONE} || !has(object.spec) || ` +
             "object.spec.pools.exists(p, p.raidGroups.exists(g, g.blockDevices.exists(d, d.blockDeviceName in variables.groupOf)))",
           messageExpression:
-            `'spec.pools no longer lists pool ' + params.metadata.name + ' (node ' + params.spec.hostName + '), which holds ' + ` +
-            `${VOLUME_COUNT} + ': removing it would destroy them; put its pool spec back, or move or delete those volumes first'`,
+            `'spec.pools no longer lists pool ' + params.metadata.name + ' (node ' + params.spec.hostName + '), which ' + ${HELD_PREDICATE} + ` +
+            `': removing it would destroy them; put its pool spec back, or ' + (${COUNT_KNOWN} ? 'move or delete its volumes first' : ${UNKNOWN_FIX})`,
           reason: "Invalid",
         },
         {

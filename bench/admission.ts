@@ -1,7 +1,7 @@
 // The admission webhook's benchmark inputs: AdmissionReviews about the fleet CSPC, and the cluster the
 // webhook looks up (the fleet's Nodes, BlockDevices, claims and CSPIs), from the shared fleet generator.
 import { KIND, TYPE_KEY } from "../api/constants.js";
-import type { BlockDevice, BlockDeviceClaim, CSPI, KubeObject } from "../api/types.js";
+import type { BlockDevice, BlockDeviceClaim, CSPI, CVR, KubeObject } from "../api/types.js";
 import type { ClusterFacts } from "../lib/admission/lookup.js";
 import { ADMISSION_API_VERSION } from "../lib/admission/review.js";
 import { fleetRequest } from "../testkit/fleet.js";
@@ -31,6 +31,7 @@ export function fleetFacts(cluster: readonly KubeObject[], operation: AdmissionO
     blockDevices: ofKind<BlockDevice>(KIND.blockDevice),
     claims: operation === "CREATE" ? [] : ofKind<BlockDeviceClaim>(KIND.blockDeviceClaim),
     cspis: operation === "CREATE" ? [] : ofKind<CSPI>(KIND.cspi),
+    replicas: operation === "CREATE" ? [] : ofKind<CVR>(KIND.cvr),
   };
 }
 

@@ -3,7 +3,7 @@
 // the same input. A CSPC without a namespace is taken to be in the install's namespace, where NDM keeps the
 // BlockDevices, unless -n says otherwise.
 import { KIND, LABEL, TYPE_KEY } from "../api/constants.js";
-import type { CSPC, CSPI, KubeObject, PoolSpec } from "../api/types.js";
+import type { CSPC, CSPI, CVR, KubeObject, PoolSpec } from "../api/types.js";
 import { inventoryOf } from "../lib/admission/judge.js";
 import type { ClusterFacts } from "../lib/admission/lookup.js";
 import { buildCspiSpec, devicesOf } from "../lib/cspc/build.js";
@@ -20,15 +20,22 @@ export const INSTALL_NAMESPACE = "openebs";
 export interface ClusterFiles {
   /** From --block-devices: BlockDevices, BlockDeviceClaims, CStorPoolInstances; undefined without the flag. */
   cluster?: KubeObject[];
-  /** The CStorPoolInstances of --block-devices, each checked as the hooks read one. */
+  /** The CStorPoolInstances and CStorVolumeReplicas of --block-devices, each checked as the hooks read one. */
   cspis?: CSPI[];
+  replicas?: CVR[];
   nodes?: KubeObject[];
 }
 
 export function readClusterFiles(io: CliIO, options: CommonOptions): ClusterFiles {
   const cluster = options.blockDevices ? readAll(io, [options.blockDevices]) : undefined;
   return {
-    ...(cluster ? { cluster, cspis: ofKind(cluster, KIND.cspi).map(readableCspi) } : {}),
+    ...(cluster
+      ? {
+          cluster,
+          cspis: ofKind(cluster, KIND.cspi).map((o) => readable(o, TYPE_KEY.cspi)),
+          replicas: ofKind(cluster, KIND.cvr).map((o) => readable(o, TYPE_KEY.cvr)),
+        }
+      : {}),
     ...(options.nodes ? { nodes: readAll(io, [options.nodes]).filter((o) => o.kind === KIND.node) } : {}),
   };
 }
@@ -102,17 +109,18 @@ export function offlineFacts(proposed: CSPC, stored: CSPC | null, files: Cluster
     .filter((c) => inNamespace(c) && c.metadata.labels?.[LABEL.cspc] === proposed.metadata.name)
     .map((o) => inNamespaceOf(o, namespace));
   if (stored && cspis.length === 0) {
-    cspis = assumedPools(stored, namespace, { blockDevices: blockDevices as ClusterFacts["blockDevices"], claims: claims as ClusterFacts["claims"], nodes, cspis: [] });
+    cspis = assumedPools(stored, namespace, { blockDevices: blockDevices as ClusterFacts["blockDevices"], claims: claims as ClusterFacts["claims"], nodes, cspis: [], replicas: [] });
     notes.push("no CStorPoolInstances given: the pools of --old are assumed built, ONLINE and without volumes (give them with --block-devices to check pool removal)");
   }
-  return { blockDevices: blockDevices as ClusterFacts["blockDevices"], claims: claims as ClusterFacts["claims"], nodes, cspis };
+  const replicas = (files.replicas ?? []).filter(inNamespace).map((o) => inNamespaceOf(o, namespace));
+  return { blockDevices: blockDevices as ClusterFacts["blockDevices"], claims: claims as ClusterFacts["claims"], nodes, cspis, replicas };
 }
 
-/** A CSPI of --block-devices, of the types the hooks read; else the object, the field and the fix. */
-function readableCspi(object: KubeObject): CSPI {
-  if (isReadableAs(object, TYPE_KEY.cspi)) return object;
-  const where = `${KIND.cspi} ${object.metadata.namespace ? `${object.metadata.namespace}/` : ""}${object.metadata.name ?? ""}`;
-  throw new InputError(`${where} in --block-devices: ${readProblem(object) ?? "is not readable"}: fix it (kubectl get cspi -o yaml writes it whole) or leave it out`);
+/** An object of --block-devices, of the types the hooks read; else the object, the field and the fix. */
+function readable<K extends typeof TYPE_KEY.cspi | typeof TYPE_KEY.cvr>(object: KubeObject, typeKey: K) {
+  if (isReadableAs(object, typeKey)) return object;
+  const where = `${object.kind} ${object.metadata.namespace ? `${object.metadata.namespace}/` : ""}${object.metadata.name ?? ""}`;
+  throw new InputError(`${where} in --block-devices: ${readProblem(object) ?? "is not readable"}: fix it (kubectl get -o yaml writes it whole) or leave it out`);
 }
 
 function inNamespaceOf<T extends KubeObject>(object: T, namespace: string): T {

@@ -24,9 +24,9 @@ Prints what the hooks would create for each CStorPoolCluster: BlockDeviceClaims,
 Deployments, as YAML to review or apply. Claims are shown as NDM would bind them.
   -f, --filename       the CSPC(s): a file, a directory of .yaml/.yml/.json files, or "-" (standard input);
                        may be repeated
-  --block-devices      BlockDevices, and optionally BlockDeviceClaims and CStorPoolInstances, to render a change
-                       against what exists (kubectl get bd,bdc,cspi -n openebs -o yaml); without it every
-                       device is assumed to exist, be Active, empty, unclaimed and on its pool's node
+  --block-devices      BlockDevices, and optionally BlockDeviceClaims, CStorPoolInstances and CStorVolumeReplicas,
+                       to render a change against what exists (kubectl get bd,bdc,cspi,cvr -n openebs -o yaml);
+                       without it every device is assumed to exist, be Active, empty, unclaimed and on its pool's node
   --nodes              Nodes (kubectl get nodes -o yaml); without it each nodeSelector selects a node of its own
   -n, --namespace      the namespace of a CSPC without metadata.namespace (default openebs, the install's)
   -o, --output         yaml or json: the verdicts for programs (pools, provisioned, problems with pool, field,

@@ -16,8 +16,8 @@ Checks CStorPoolClusters as the admission webhook would, without a cluster.
   -f, --filename       the CSPC(s) to check: a file, a directory of .yaml/.yml/.json files, or "-" (standard
                        input); may be repeated
   --old                the CSPC(s) as stored now, to check a change (kubectl get cspc <name> -n <namespace> -o yaml)
-  --block-devices      BlockDevices, and optionally BlockDeviceClaims and CStorPoolInstances
-                       (kubectl get bd,bdc,cspi -n openebs -o yaml); without it every device is assumed to
+  --block-devices      BlockDevices, and optionally BlockDeviceClaims, CStorPoolInstances and CStorVolumeReplicas
+                       (kubectl get bd,bdc,cspi,cvr -n openebs -o yaml); without it every device is assumed to
                        exist, be Active, empty, unclaimed and on its pool's node
   --nodes              Nodes (kubectl get nodes -o yaml); without it each nodeSelector selects a node of its own
   -n, --namespace      the namespace of a CSPC without metadata.namespace (default openebs, the install's)

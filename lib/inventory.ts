@@ -1,8 +1,9 @@
 // What the cluster looks like to a hook: the objects of a request indexed once, so every rule and every
 // pool lookup is a map access (no quadratic scans over pools × devices × children).
 import { ANNOTATION, LABEL, TYPE_KEY } from "../api/constants.js";
-import type { BlockDevice, BlockDeviceClaim, CSPI, KubeObject, ObjectMap } from "../api/types.js";
+import type { BlockDevice, BlockDeviceClaim, CSPI, KubeObject, ObjectMap, UnreadableObject } from "../api/types.js";
 import { objectsOf } from "./request.js";
+import { indexReplicas, type ReplicaIndex } from "./rules/held-volumes.js";
 
 export interface Inventory {
   namespace: string;
@@ -22,9 +23,11 @@ export interface Inventory {
   cspis: Map<string, CSPI>;
   /** Which observed CSPI lists a device. */
   cspiByDevice: Map<string, CSPI>;
+  /** This CSPC's CStorVolumeReplicas (related), unreadable ones included, by the pool they name. */
+  replicas: ReplicaIndex;
 }
 
-export function buildInventory(cspc: KubeObject, children: ObjectMap, related: ObjectMap): Inventory {
+export function buildInventory(cspc: KubeObject, children: ObjectMap, related: ObjectMap, unreadable: readonly UnreadableObject[] = []): Inventory {
   const namespace = cspc.metadata.namespace ?? "default";
   const blockDevices = new Map<string, BlockDevice>();
   for (const bd of objectsOf(related, TYPE_KEY.blockDevice)) {
@@ -72,6 +75,8 @@ export function buildInventory(cspc: KubeObject, children: ObjectMap, related: O
       list.push(node);
     }
   }
+  // An unreadable replica still names its pool in its metadata: it holds that pool like any other.
+  const replicas = [...objectsOf(related, TYPE_KEY.cvr), ...unreadable.filter((u) => u.field === "related" && u.typeKey === TYPE_KEY.cvr).map((u) => u.object)];
   return {
     namespace,
     cspcName: cspc.metadata.name ?? "",
@@ -84,6 +89,7 @@ export function buildInventory(cspc: KubeObject, children: ObjectMap, related: O
     ownClaimByPredecessor,
     cspis,
     cspiByDevice,
+    replicas: indexReplicas(replicas.filter((r) => (r.metadata.namespace ?? namespace) === namespace)),
   };
 }
 

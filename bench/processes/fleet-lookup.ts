@@ -1,7 +1,7 @@
 // The admission webhook's cluster lookups, answered in-process for the benchmark: the fleet's objects are kept
 // as the JSON text a list call returns and parsed again on every call, as the Kubernetes client would. The
 // API server's own time is not the webhook's cost and is left out.
-import type { BlockDevice, BlockDeviceClaim, CSPI, KubeObject } from "../../api/types.js";
+import type { BlockDevice, BlockDeviceClaim, CSPI, CVR, KubeObject } from "../../api/types.js";
 import type { ClusterFacts, ClusterLookup } from "../../lib/admission/lookup.js";
 
 export class FleetLookup implements ClusterLookup {
@@ -13,6 +13,7 @@ export class FleetLookup implements ClusterLookup {
       claims: JSON.stringify(facts.claims),
       nodes: JSON.stringify(facts.nodes),
       cspis: JSON.stringify(facts.cspis),
+      replicas: JSON.stringify(facts.replicas),
     };
   }
 
@@ -30,6 +31,10 @@ export class FleetLookup implements ClusterLookup {
 
   poolInstances(): Promise<CSPI[]> {
     return this.answer("cspis");
+  }
+
+  volumeReplicas(): Promise<CVR[]> {
+    return this.answer("replicas");
   }
 
   private answer<T>(fact: keyof ClusterFacts): Promise<T> {

@@ -11,7 +11,7 @@ import {
   type ObservableMiddleware,
 } from "@kubernetes/client-node";
 import { GROUP, LABEL, VERSION } from "../../api/constants.js";
-import type { BlockDevice, BlockDeviceClaim, CSPI, KubeObject } from "../../api/types.js";
+import type { BlockDevice, BlockDeviceClaim, CSPI, CVR, KubeObject } from "../../api/types.js";
 import { GENERIC_HINT, LookupError, type ClusterLookup } from "../../lib/admission/lookup.js";
 
 export interface Resource {
@@ -28,6 +28,7 @@ export const RESOURCES = {
   blockDevices: { title: "BlockDevices", rbac: `blockdevices.${GROUP}`, plural: "blockdevices", install: "install NDM, or apply metacontroller/crds/ndm" },
   claims: { title: "BlockDeviceClaims", rbac: `blockdeviceclaims.${GROUP}`, plural: "blockdeviceclaims", install: "install NDM, or apply metacontroller/crds/ndm" },
   cspis: { title: "CStorPoolInstances", rbac: `cstorpoolinstances.${GROUP}`, plural: "cstorpoolinstances", install: "apply metacontroller/crds" },
+  replicas: { title: "CStorVolumeReplicas", rbac: `cstorvolumereplicas.${GROUP}`, plural: "cstorvolumereplicas", install: "apply metacontroller/crds" },
   nodes: { title: "Nodes", rbac: "nodes" },
 } satisfies Record<string, Resource>;
 
@@ -57,6 +58,10 @@ export class KubeClusterLookup implements ClusterLookup {
 
   poolInstances(namespace: string, cspc: string, signal: AbortSignal): Promise<CSPI[]> {
     return this.listCustom(RESOURCES.cspis, namespace, `${LABEL.cspc}=${cspc}`, signal) as Promise<CSPI[]>;
+  }
+
+  volumeReplicas(namespace: string, cspc: string, signal: AbortSignal): Promise<CVR[]> {
+    return this.listCustom(RESOURCES.replicas, namespace, `${LABEL.cspc}=${cspc}`, signal) as Promise<CVR[]>;
   }
 
   async nodes(signal: AbortSignal): Promise<KubeObject[]> {

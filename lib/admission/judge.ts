@@ -11,6 +11,7 @@ import { canonicalJson } from "../canonical.js";
 import { buildInventory, isTerminating, type Inventory } from "../inventory.js";
 import { checkCspcShape } from "../rules/admission-shape.js";
 import { selectorKeyCaseWarnings } from "../rules/admission-warnings.js";
+import { describeHeld, heldPredicate, heldVolumes, heldVolumesFix, indexReplicas, type HeldVolumes, type ReplicaIndex } from "../rules/held-volumes.js";
 import type { Violation } from "../rules/pool-spec.js";
 import { devicesOf, isMarkedForRemoval } from "../cspc/build.js";
 import { planChildren } from "../cspc/sync.js";
@@ -70,12 +71,12 @@ function specUnchanged(input: AdmissionInput): boolean {
 export function factsNeeded(input: AdmissionInput): FactName[] {
   switch (input.operation) {
     case "DELETE":
-      return ["cspis"];
+      return ["cspis", "replicas"];
     case "CREATE":
     case "UPDATE":
       if (specUnchanged(input) || checkCspcShape(withNamespace(input)).length > 0) return [];
       // CSPIs for a CREATE too: a CSPC re-created under its old name finds its old pools, as cspc-sync will.
-      return ["blockDevices", "claims", "nodes", "cspis"];
+      return ["blockDevices", "claims", "nodes", "cspis", "replicas"];
     default:
       return [];
   }
@@ -84,7 +85,7 @@ export function factsNeeded(input: AdmissionInput): FactName[] {
 export function judgeCspc(input: AdmissionInput, facts: Partial<ClusterFacts>): Judgement {
   switch (input.operation) {
     case "DELETE":
-      return judgeDelete(input, facts.cspis ?? []);
+      return judgeDelete(input, facts.cspis ?? [], indexReplicas(facts.replicas ?? []));
     case "CREATE":
     case "UPDATE": {
       if (specUnchanged(input)) return allow([]);
@@ -119,9 +120,8 @@ function judgeSpec(input: AdmissionInput, facts: Partial<ClusterFacts>): Judgeme
   const introduced: Violation[] = [];
   const standing: Violation[] = [];
   for (const v of [...findings.blocked, ...findings.rejected]) (v.pool < 0 || changed[v.pool] ? introduced : standing).push(v);
-  for (const name of findings.removalBlocked) {
-    const cspi = inventory.cspis.get(name)!;
-    const removal = removalWithVolumes(cspi);
+  for (const { cspi, held } of findings.removalBlocked) {
+    const removal = removalWithVolumes(cspi, held);
     // Removed by this edit if the stored spec still listed one of its devices; otherwise an old story.
     (devicesOf(cspi.spec?.raidGroups).some((d) => oldDevices.has(d)) ? introduced : standing).push(removal);
   }
@@ -154,14 +154,17 @@ function judgeSpec(input: AdmissionInput, facts: Partial<ClusterFacts>): Judgeme
   return allow(warnings);
 }
 
-function judgeDelete(input: AdmissionInput, cspis: readonly CSPI[]): Judgement {
+function judgeDelete(input: AdmissionInput, cspis: readonly CSPI[], replicas: ReplicaIndex): Judgement {
   const sorted = [...cspis].sort((a, b) => (a.metadata.name ?? "").localeCompare(b.metadata.name ?? ""));
   // A pool already on its way out still holds its volumes until it is gone: it counts too.
-  const holding = sorted.filter((c) => (c.status?.provisionedReplicas ?? 0) > 0);
+  const holding = sorted.flatMap((cspi) => {
+    const held = heldVolumes(cspi, replicas);
+    return held ? [heldWithFix(cspi, held)] : [];
+  });
   const live = sorted.filter((c) => !isTerminating(c));
   if (holding.length > 0) {
     const message =
-      `${subject(input)} cannot be deleted while its pools hold volumes: ${holding.map(holdsVolumes).join("; ")}. ` +
+      `${subject(input)} cannot be deleted while its pools hold volumes: ${holding.join("; ")}. ` +
       "Deleting it would destroy those pools and every volume on them: move or delete those volumes first, then delete the CStorPoolCluster";
     return { allowed: false, status: { ...REFUSAL.forbidden, message }, warnings: [], violations: [] };
   }
@@ -171,22 +174,19 @@ function judgeDelete(input: AdmissionInput, cspis: readonly CSPI[]): Judgement {
   ]);
 }
 
-function volumeCount(cspi: CSPI): string {
-  const n = cspi.status?.provisionedReplicas ?? 0;
-  return `${n} volume${n === 1 ? "" : "s"}`;
+/** What a pool holds and, when its count is unknown, how to settle it (the ValidatingAdmissionPolicy says the same). */
+function heldWithFix(cspi: CSPI, held: HeldVolumes): string {
+  const unknown = held.replicas.length === 0 && held.reported === undefined;
+  return unknown ? `${describeHeld(cspi, held)} (${heldVolumesFix(cspi, held)})` : describeHeld(cspi, held);
 }
 
-function holdsVolumes(cspi: CSPI): string {
-  return `pool ${cspi.metadata.name} on node ${cspi.spec?.hostName} holds ${volumeCount(cspi)}`;
-}
-
-function removalWithVolumes(cspi: CSPI): Violation {
+function removalWithVolumes(cspi: CSPI, held: HeldVolumes): Violation {
   return {
     pool: -1,
     reason: "PoolRemovalWithVolumes",
     message:
-      `spec.pools no longer lists pool ${cspi.metadata.name} (node ${cspi.spec?.hostName}), which holds ${volumeCount(cspi)}: ` +
-      "removing it would destroy them; put its pool spec back, or move or delete those volumes first",
+      `spec.pools no longer lists pool ${cspi.metadata.name} (node ${cspi.spec?.hostName}), which ${heldPredicate(held)}: ` +
+      `removing it would destroy them; put its pool spec back, or ${heldVolumesFix(cspi, held)}`,
   };
 }
 
@@ -224,6 +224,7 @@ export function inventoryOf(cspc: CSPC, facts: Partial<ClusterFacts>): Inventory
     [TYPE_KEY.blockDevice]: byKey(facts.blockDevices),
     [TYPE_KEY.blockDeviceClaim]: byKey(claims),
     [TYPE_KEY.node]: byKey(facts.nodes),
+    [TYPE_KEY.cvr]: byKey(facts.replicas),
   };
   return buildInventory(cspc, children, related);
 }

@@ -2,7 +2,7 @@
 // (kube-lookup.ts), a fake that follows the same interface in tests. All lookups of one review run in parallel
 // under one deadline, well inside the API server's webhook timeout, so a slow API server gives a clear
 // answer from us instead of "context deadline exceeded" from the API server.
-import type { BlockDevice, BlockDeviceClaim, CSPI, KubeObject } from "../../api/types.js";
+import type { BlockDevice, BlockDeviceClaim, CSPI, CVR, KubeObject } from "../../api/types.js";
 
 export interface ClusterLookup {
   blockDevices(namespace: string, signal: AbortSignal): Promise<BlockDevice[]>;
@@ -10,6 +10,8 @@ export interface ClusterLookup {
   nodes(signal: AbortSignal): Promise<KubeObject[]>;
   /** The CSPIs of one CSPC (label openebs.io/cstor-pool-cluster=<cspc>). */
   poolInstances(namespace: string, cspc: string, signal: AbortSignal): Promise<CSPI[]>;
+  /** The CStorVolumeReplicas on the pools of one CSPC (label openebs.io/cstor-pool-cluster=<cspc>). */
+  volumeReplicas(namespace: string, cspc: string, signal: AbortSignal): Promise<CVR[]>;
 }
 
 export interface ClusterFacts {
@@ -17,6 +19,7 @@ export interface ClusterFacts {
   claims: BlockDeviceClaim[];
   nodes: KubeObject[];
   cspis: CSPI[];
+  replicas: CVR[];
 }
 
 export type FactName = keyof ClusterFacts;
@@ -88,6 +91,8 @@ function fetchFact(lookup: ClusterLookup, fact: FactName, scope: { namespace: st
       return lookup.nodes(signal);
     case "cspis":
       return lookup.poolInstances(scope.namespace, scope.cspc, signal);
+    case "replicas":
+      return lookup.volumeReplicas(scope.namespace, scope.cspc, signal);
   }
 }
 
@@ -102,10 +107,12 @@ function describeFact(fact: FactName, scope: { namespace: string; cspc: string }
       return "Nodes";
     case "cspis":
       return `the CStorPoolInstances of ${scope.namespace}/${scope.cspc}`;
+    case "replicas":
+      return `the CStorVolumeReplicas of ${scope.namespace}/${scope.cspc}`;
   }
 }
 
 export const TIMEOUT_HINT =
   "check that the API server is healthy and reachable from the webhook pod (its logs show each lookup), then retry";
 export const GENERIC_HINT =
-  "check the webhook pod's logs and that its ServiceAccount may list blockdevices, blockdeviceclaims and cstorpoolinstances (openebs.io) and nodes, then retry";
+  "check the webhook pod's logs and that its ServiceAccount may list blockdevices, blockdeviceclaims, cstorpoolinstances and cstorvolumereplicas (openebs.io) and nodes, then retry";

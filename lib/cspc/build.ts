@@ -130,3 +130,12 @@ export function markedForRemoval(cspi: CSPI): KubeObject {
   marked.metadata.annotations = { ...marked.metadata.annotations, [ANNOTATION.poolRemoval]: POOL_REMOVAL_REQUESTED };
   return marked;
 }
+
+/** The observed CSPI as the hook returns it, without a removal mark: its pool must not be destroyed. */
+export function withoutRemovalMark(cspi: CSPI): KubeObject {
+  const kept = ownedView(cspi);
+  const { [ANNOTATION.poolRemoval]: _mark, ...annotations } = kept.metadata.annotations ?? {};
+  if (Object.keys(annotations).length > 0) kept.metadata.annotations = annotations;
+  else delete kept.metadata.annotations;
+  return kept;
+}

@@ -4,22 +4,24 @@
 //   2. marked CSPIs are omitted, so Metacontroller deletes them; each stays until its pool is destroyed;
 //   3. once no CSPI is observed, the BlockDeviceClaims are omitted and NDM releases the devices;
 //   4. finalized: true once neither a CSPI nor a claim is observed.
-// A pool that holds volumes stops all of it: every CSPI and claim is kept and the status names the pool.
+// A pool that holds volumes, or may (lib/rules/held-volumes.ts), stops all of it: every CSPI and claim is
+// kept, that pool loses its removal mark, and the status names the pool.
 import { TYPE_KEY } from "../../api/constants.js";
 import type { BlockDeviceClaim, Clock, CompositeSyncRequest, CompositeSyncResponse, Condition, CSPC, CSPCStatus, CSPI, KubeObject } from "../../api/types.js";
 import { mergeConditions, nextCondition, type ConditionInput } from "../conditions.js";
 import { buildInventory, isTerminating, type Inventory } from "../inventory.js";
 import { objectsOf } from "../request.js";
 import type { HookConfig } from "../hook-config.js";
-import { claimObject, devicesOf, isMarkedForRemoval, markedForRemoval, ownedView } from "./build.js";
-import { CSPC_CONDITION, isCspiHealthy, joinMessages } from "./status.js";
+import { describeHeld, heldVolumes, heldVolumesFix } from "../rules/held-volumes.js";
+import { claimObject, devicesOf, isMarkedForRemoval, markedForRemoval, ownedView, withoutRemovalMark } from "./build.js";
+import { CSPC_CONDITION, isCspiHealthy, joinMessages, type RemovalBlocked } from "./status.js";
 import { hasUnreadableChild, heldChildren, unreadableCondition } from "./unreadable.js";
 
 /** Written only while the CSPC is being deleted: which teardown step it is in and what it waits for. */
 export const DELETING_CONDITION = "Deleting";
 
 export function finalizeCspcRequest(request: CompositeSyncRequest<CSPC>, clock: Clock, config: HookConfig): CompositeSyncResponse {
-  const inventory = buildInventory(request.parent, request.children, request.related);
+  const inventory = buildInventory(request.parent, request.children, request.related, request.unreadable);
   const claims = objectsOf(request.children, TYPE_KEY.blockDeviceClaim);
   const teardown = planTeardown(inventory, claims);
   const unreadable = request.unreadable ?? [];
@@ -37,8 +39,8 @@ export function finalizeCspcRequest(request: CompositeSyncRequest<CSPC>, clock: 
 
 interface Teardown {
   children: KubeObject[];
-  /** CSPIs whose pools hold volumes: nothing is removed while there is one. */
-  holdingVolumes: CSPI[];
+  /** CSPIs whose pools hold volumes, or may: nothing is removed while there is one. */
+  holdingVolumes: RemovalBlocked[];
   markedNow: string[];
   removedNow: string[];
   /** Deleted, waiting for their finalizers (the node daemon destroying the pool, the pool Deployment going). */
@@ -47,7 +49,11 @@ interface Teardown {
 
 function planTeardown(inventory: Inventory, claims: readonly BlockDeviceClaim[]): Teardown {
   const cspis = [...inventory.cspis.values()];
-  const holdingVolumes = cspis.filter((c) => (c.status?.provisionedReplicas ?? 0) > 0);
+  const holdingVolumes = cspis.flatMap((cspi) => {
+    const held = heldVolumes(cspi, inventory.replicas);
+    return held ? [{ cspi, held }] : [];
+  });
+  const holding = new Set(holdingVolumes.map((h) => h.cspi.metadata.name));
   const live = cspis.filter((c) => !isTerminating(c));
   const teardown: Teardown = {
     children: [],
@@ -59,7 +65,8 @@ function planTeardown(inventory: Inventory, claims: readonly BlockDeviceClaim[])
 
   for (const cspi of live) {
     const name = cspi.metadata.name!;
-    if (holdingVolumes.length > 0) teardown.children.push(ownedView(cspi));
+    if (holding.has(name)) teardown.children.push(withoutRemovalMark(cspi));
+    else if (holding.size > 0) teardown.children.push(ownedView(cspi));
     else if (!isMarkedForRemoval(cspi)) {
       teardown.children.push(markedForRemoval(cspi));
       teardown.markedNow.push(name);
@@ -99,9 +106,7 @@ function teardownStatus(
   const cspis = [...inventory.cspis.values()];
   const where = `CStorPoolCluster ${inventory.namespace}/${inventory.cspcName}`;
   const blocked = teardown.holdingVolumes.map(
-    (c) =>
-      `pool ${c.metadata.name} on node ${c.spec?.hostName ?? "unknown"} holds ${c.status?.provisionedReplicas} volume(s): ` +
-      `move or delete its volumes; deletion continues by itself once no pool holds volumes`,
+    ({ cspi, held }) => `${describeHeld(cspi, held)}: ${heldVolumesFix(cspi, held)}; deletion continues by itself once no pool holds volumes`,
   );
   const removal: ConditionInput =
     blocked.length > 0

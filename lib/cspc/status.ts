@@ -3,6 +3,7 @@
 import { CSPI_CONDITION } from "../../api/constants.js";
 import type { Condition, CSPC, CSPCStatus, CSPI, UnreadableObject } from "../../api/types.js";
 import { findCondition, nextCondition, type ConditionInput } from "../conditions.js";
+import { describeHeld, heldVolumesFix, type HeldVolumes } from "../rules/held-volumes.js";
 import type { Violation } from "../rules/pool-spec.js";
 import { UNREADABLE_CONDITION, unreadableCondition } from "./unreadable.js";
 
@@ -17,6 +18,11 @@ export const CSPC_CONDITION = {
   unreadable: UNREADABLE_CONDITION,
 } as const;
 
+export interface RemovalBlocked {
+  cspi: CSPI;
+  held: HeldVolumes;
+}
+
 /** What the sync decided, as far as status needs to know. */
 export interface SyncFindings {
   /** Pools not provisioned (or not changed) because of a violation. */
@@ -28,8 +34,8 @@ export interface SyncFindings {
   /** Disruptive day-2 changes: the pool being changed now and the pools waiting for it. */
   progressing: { active: string[]; waiting: string[] };
   paused: boolean;
-  /** CSPIs whose pool spec is gone but which still hold volumes. */
-  removalBlocked: string[];
+  /** CSPIs whose pool spec is gone but which still hold volumes, or may. */
+  removalBlocked: RemovalBlocked[];
   /** Children and related objects of the request the hook could not use. */
   unreadable: UnreadableObject[];
 }
@@ -122,7 +128,7 @@ export function computeStatus(cspc: CSPC, observed: readonly CSPI[], findings: S
     "PoolHoldsVolumes",
     joinMessages(
       findings.removalBlocked.map(
-        (name) => `pool ${name} was removed from the spec but still holds volumes: move or delete its volumes first, or add its pool spec back`,
+        ({ cspi, held }) => `${describeHeld(cspi, held)} and was removed from the spec, so it is kept: ${heldVolumesFix(cspi, held)}, or add its pool spec back`,
       ),
     ),
     "NoneBlocked",

@@ -7,11 +7,12 @@ import { buildInventory, isClaimBound, isTerminating, type Inventory } from "../
 import { checkDevices, checkOneNodePerPool, resolveNode, type Placement } from "../rules/placement.js";
 import { diffPool, type PoolDiff } from "../rules/day2.js";
 import { checkCspcSpec, type Violation } from "../rules/pool-spec.js";
-import { buildCspiSpec, claimObject, cspiObject, devicesOf, isMarkedForRemoval, markedForRemoval, ownedView } from "./build.js";
+import { heldVolumes } from "../rules/held-volumes.js";
+import { buildCspiSpec, claimObject, cspiObject, devicesOf, isMarkedForRemoval, markedForRemoval, ownedView, withoutRemovalMark } from "./build.js";
 import { claimObjects, claimsAsObserved, claimsListedByCspis, claimsOfReplacedDevices, mergeClaims, type ClaimPart, type ClaimWant } from "./claims.js";
 import { gateDisruptions, planExistingPool, type ExistingPoolPlan } from "./day2.js";
 import { matchPools, type PoolMatch } from "./match.js";
-import { computeStatus, type SyncFindings } from "./status.js";
+import { computeStatus, type RemovalBlocked, type SyncFindings } from "./status.js";
 import { hasUnreadableChild, heldChildren } from "./unreadable.js";
 
 export function syncCspcRequest(request: CompositeSyncRequest<CSPC>, clock: Clock): CompositeSyncResponse {
@@ -19,7 +20,7 @@ export function syncCspcRequest(request: CompositeSyncRequest<CSPC>, clock: Cloc
   if (!cspc.spec || !Array.isArray(cspc.spec.pools)) {
     throw new BadRequestError(`CStorPoolCluster ${cspc.metadata.namespace}/${cspc.metadata.name} has no spec.pools list`);
   }
-  const inventory = buildInventory(request.parent, request.children, request.related);
+  const inventory = buildInventory(request.parent, request.children, request.related, request.unreadable);
   const plan = planChildren(cspc, inventory);
   const findings = { ...plan.findings, unreadable: request.unreadable ?? [] };
   return {
@@ -66,7 +67,7 @@ export function planChildren(cspc: CSPC, inventory: Inventory): ChildrenPlan {
     }),
   );
   const dayTwo = carryDayTwo(poolPlans.flatMap((p) => (p.dayTwo ? [p.dayTwo] : [])), inventory);
-  const orphans = matched.orphans.map((orphan) => (frozen ? { cspi: ownedView(orphan) } : planOrphan(orphan)));
+  const orphans = matched.orphans.map((orphan) => (frozen ? { cspi: ownedView(orphan) } : planOrphan(orphan, inventory)));
 
   const claimParts: ClaimPart[] = [
     { source: "newPool", wants: poolPlans.flatMap((p) => p.claims) },
@@ -181,17 +182,19 @@ function carryDayTwo(plans: readonly ExistingPoolPlan[], inventory: Inventory): 
 }
 
 interface OrphanOutcome extends CspiOutcome {
-  /** The CSPI's name, when it is kept because its pool holds volumes. */
-  removalBlocked?: string;
+  /** Set when the CSPI is kept because its pool holds volumes (or may: lib/rules/held-volumes.ts). */
+  removalBlocked?: RemovalBlocked;
 }
 
 /**
  * A CSPI whose pool spec is gone. Removal takes two syncs: first the CSPI is marked, so the node daemon
- * knows the pool may be destroyed; only a later sync omits it. A pool that holds volumes is never removed.
+ * knows the pool may be destroyed; only a later sync omits it. A pool that holds volumes is never removed,
+ * and loses a mark it got before its volumes came (or before its count became unknown).
  */
-function planOrphan(orphan: CSPI): OrphanOutcome {
+function planOrphan(orphan: CSPI, inventory: Inventory): OrphanOutcome {
   if (isTerminating(orphan)) return {};
-  if ((orphan.status?.provisionedReplicas ?? 0) > 0) return { cspi: ownedView(orphan), removalBlocked: orphan.metadata.name! };
+  const held = heldVolumes(orphan, inventory.replicas);
+  if (held) return { cspi: withoutRemovalMark(orphan), removalBlocked: { cspi: orphan, held } };
   if (isMarkedForRemoval(orphan)) return {};
   return { cspi: markedForRemoval(orphan) };
 }

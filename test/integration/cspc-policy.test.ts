@@ -117,20 +117,24 @@ describe("integration: the CSPC admission policy of the default install (no webh
   this.timeout(10 * 60_000);
   let cluster: KubeCluster;
 
+  /** What the node daemon reports: `null` removes the count (a pool whose daemon has not reported it). */
+  const setVolumes = async (pool: number, provisionedReplicas: number | null) => {
+    const path = `/apis/${API_VERSION}/namespaces/${NS}/cstorpoolinstances/${CSPI_NAMES[pool]}/status`;
+    const patched = await cluster.request(cluster.admin, "PATCH", path, { status: { provisionedReplicas } }, "application/merge-patch+json");
+    expect(patched.status, JSON.stringify(patched.body)).to.equal(200);
+  };
+
   before(async () => {
     cluster = await projectInstalled();
     const created = await apply(cluster, STORED_SPEC, false);
     expect(created.exitCode, created.stderr).to.equal(0);
     for (const i of [0, 1]) await cluster.kubectl(["apply", "--server-side", "-f", "-"], { input: JSON.stringify(cspi(i)) });
+    // Both node daemons reported their pools empty (an unreported count holds a pool: tested below).
+    for (const i of [0, 1]) await setVolumes(i, 0);
     // The apiserver enforces a new policy, and sees new params, a moment after they are created.
     await waitUntil(async () => (await apply(cluster, REFUSED[0].pools, true)).exitCode !== 0, 30_000, () => "the CSPC policy is never enforced");
   });
 
-  const setVolumes = async (pool: number, provisionedReplicas: number) => {
-    const path = `/apis/${API_VERSION}/namespaces/${NS}/cstorpoolinstances/${CSPI_NAMES[pool]}/status`;
-    const patched = await cluster.request(cluster.admin, "PATCH", path, { status: { provisionedReplicas } }, "application/merge-patch+json");
-    expect(patched.status, JSON.stringify(patched.body)).to.equal(200);
-  };
 
   after(async () => {
     await cluster.kubectl(["delete", "cspi", ...CSPI_NAMES, "-n", NS, "--ignore-not-found"]);
@@ -197,7 +201,28 @@ describe("integration: the CSPC admission policy of the default install (no webh
     await waitUntil(async () => (await apply(cluster, withoutPool, true)).exitCode !== 0, 30_000, () => "the policy never sees the volume");
     const refused = await apply(cluster, withoutPool, false);
     expect(refused.stderr).to.contain(
-      `spec.pools no longer lists pool ${CSPI_NAMES[1]} (node node-2), which holds 1 volume: removing it would destroy them; put its pool spec back, or move or delete those volumes first`,
+      `spec.pools no longer lists pool ${CSPI_NAMES[1]} (node node-2), which holds 1 volume replica (as its node daemon reports): removing it would destroy them; put its pool spec back, or move or delete its volumes first`,
+    );
+    await setVolumes(1, 0);
+    await waitUntil(async () => (await apply(cluster, withoutPool, true)).exitCode === 0, 30_000, () => "the policy still refuses the removal");
+  });
+
+  it("refuses removing a pool, and deleting the CSPC, while the pool's replica count is unknown, in the webhook's words", async () => {
+    await setVolumes(1, null);
+    const withoutPool = edit((p) => p.splice(1, 1));
+    await waitUntil(async () => (await apply(cluster, withoutPool, true)).exitCode !== 0, 30_000, () => "the policy never sees the unknown count");
+    const fix =
+      `bring the node daemon on node-2 back so it reports the count; if the node is gone for good and no volume was ever on the pool, record that by hand: ` +
+      `kubectl patch cspi ${CSPI_NAMES[1]} -n ${NS} --subresource=status --type=merge -p '{"status":{"provisionedReplicas":0}}'`;
+    const refused = await apply(cluster, withoutPool, false);
+    expect(refused.stderr).to.contain(
+      `spec.pools no longer lists pool ${CSPI_NAMES[1]} (node node-2), which may hold volumes: the replica count is unknown (the node daemon has not reported it): ` +
+        `removing it would destroy them; put its pool spec back, or ${fix}`,
+    );
+    const deleted = await cluster.kubectl(["delete", "cspc", NAME, "-n", NS, "--dry-run=server"], { allowFailure: true });
+    expect(deleted.exitCode).to.equal(1);
+    expect(deleted.stderr).to.contain(
+      `cannot be deleted while its pools hold volumes: pool ${CSPI_NAMES[1]} on node node-2 may hold volumes: the replica count is unknown (the node daemon has not reported it) (${fix})`,
     );
     await setVolumes(1, 0);
     await waitUntil(async () => (await apply(cluster, withoutPool, true)).exitCode === 0, 30_000, () => "the policy still refuses the removal");
@@ -212,7 +237,7 @@ describe("integration: the CSPC admission policy of the default install (no webh
     );
     const refused = await cluster.kubectl(["delete", "cspc", NAME, "-n", NS], { allowFailure: true });
     expect(refused.stderr).to.contain(
-      `CStorPoolCluster ${NS}/${NAME} cannot be deleted while its pools hold volumes: pool ${CSPI_NAMES[1]} on node node-2 holds 2 volumes. ` +
+      `CStorPoolCluster ${NS}/${NAME} cannot be deleted while its pools hold volumes: pool ${CSPI_NAMES[1]} on node node-2 holds 2 volume replicas (as its node daemon reports). ` +
         "Deleting it would destroy those pools and every volume on them: move or delete those volumes first, then delete the CStorPoolCluster",
     );
     expect((await cluster.kubectl(["get", "cspc", NAME, "-n", NS])).exitCode).to.equal(0);

@@ -62,8 +62,8 @@ describe("integration: manifests on a real kube-apiserver", function () {
     expect(diff.exitCode, diff.stdout + diff.stderr).to.equal(0);
   });
 
-  it("makes every CRD Established: CSPC and CSPI (ours), BlockDevice and BlockDeviceClaim (NDM's shape)", async () => {
-    for (const crd of ["cstorpoolclusters", "cstorpoolinstances", "blockdevices", "blockdeviceclaims"]) {
+  it("makes every CRD Established: CSPC, CSPI and CStorVolumeReplica (ours), BlockDevice and BlockDeviceClaim (NDM's shape)", async () => {
+    for (const crd of ["cstorpoolclusters", "cstorpoolinstances", "cstorvolumereplicas", "blockdevices", "blockdeviceclaims"]) {
       const object = await getJson(cluster, "crd", `${crd}.openebs.io`);
       const established = object.status.conditions.find((c: { type: string }) => c.type === "Established");
       expect(established?.status, crd).to.equal("True");
@@ -72,6 +72,7 @@ describe("integration: manifests on a real kube-apiserver", function () {
     expect(stdout.split("\n")).to.include.members([
       "cstorpoolclusters.openebs.io",
       "cstorpoolinstances.openebs.io",
+      "cstorvolumereplicas.openebs.io",
       "blockdevices.openebs.io",
       "blockdeviceclaims.openebs.io",
     ]);

@@ -192,8 +192,8 @@ describe("integration: RBAC and policy for each identity, on a real kube-apiserv
         await cluster.kubectl(["apply", "--server-side", "-f", repoPath("metacontroller/components/admission/hook-server-rbac.yaml")]);
       });
 
-      it("gets and lists what the admission lookups need: BlockDevices, claims, CSPIs, Nodes", async () => {
-        for (const path of [...readable, crd("blockdevices", NS, DEVICE), crd("cstorpoolinstances", NS, CSPI), crd("blockdeviceclaims", NS, CLAIM)]) {
+      it("gets and lists what the admission lookups need: BlockDevices, claims, CSPIs, CStorVolumeReplicas, Nodes", async () => {
+        for (const path of [...readable, crd("blockdevices", NS, DEVICE), crd("cstorpoolinstances", NS, CSPI), crd("blockdeviceclaims", NS, CLAIM), crd("cstorvolumereplicas", NS)]) {
           const response = await cluster.request(hooks, "GET", path);
           expect(response.status, `${path}: ${JSON.stringify(response.body)}`).to.equal(200);
         }

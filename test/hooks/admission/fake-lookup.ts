@@ -4,7 +4,7 @@
 // answers, to exercise the deadline.
 import { ApiException } from "@kubernetes/client-node";
 import { KIND, LABEL } from "../../../api/constants.js";
-import type { BlockDevice, BlockDeviceClaim, CSPI, KubeObject } from "../../../api/types.js";
+import type { BlockDevice, BlockDeviceClaim, CSPI, CVR, KubeObject } from "../../../api/types.js";
 import { explain, RESOURCES } from "../../../hooks/admission/kube-lookup.js";
 import type { ClusterLookup, FactName } from "../../../lib/admission/lookup.js";
 
@@ -40,6 +40,10 @@ export class FakeClusterLookup implements ClusterLookup {
       signal,
       () => this.ofKind(KIND.cspi, namespace).filter((o) => o.metadata.labels?.[LABEL.cspc] === cspc) as unknown as CSPI[],
     );
+  }
+
+  volumeReplicas(namespace: string, cspc: string, signal: AbortSignal): Promise<CVR[]> {
+    return this.answer("replicas", namespace, signal, () => this.ofKind(KIND.cvr, namespace).filter((o) => o.metadata.labels?.[LABEL.cspc] === cspc) as CVR[]);
   }
 
   private ofKind(kind: string, namespace: string | undefined): KubeObject[] {

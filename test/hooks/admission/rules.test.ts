@@ -313,7 +313,7 @@ describe("admission rules", () => {
         rule: "PoolRemovalWithVolumes",
         input: update(STORED, [B, C]),
         cluster: live(),
-        expect: { allowed: false, reason: "PoolRemovalWithVolumes", message: /spec\.pools no longer lists pool pools-[0-9a-f]+ \(node node-a\), which holds 2 volumes: removing it would destroy them/ },
+        expect: { allowed: false, reason: "PoolRemovalWithVolumes", message: /spec\.pools no longer lists pool pools-[0-9a-f]+ \(node node-a\), which holds 2 volume replicas \(as its node daemon reports\): removing it would destroy them/ },
       },
       {
         rule: "removal of a pool without volumes",
@@ -443,7 +443,7 @@ describe("admission rules", () => {
           allowed: false,
           reason: "",
           code: 403,
-          message: /cannot be deleted while its pools hold volumes: pool pools-[0-9a-f]+ on node node-a holds 2 volumes\. Deleting it would destroy those pools and every volume on them: move or delete those volumes first/,
+          message: /cannot be deleted while its pools hold volumes: pool pools-[0-9a-f]+ on node node-a holds 2 volume replicas \(as its node daemon reports\)\. Deleting it would destroy those pools and every volume on them: move or delete those volumes first/,
         },
       },
       {

@@ -155,7 +155,7 @@ describe("admission webhook behind a real kube-apiserver", function () {
     const refused = await cluster.kubectl(["delete", "cspc", "adm-e2e-live", "-n", NS], { allowFailure: true });
     expect(refused.exitCode).to.equal(1);
     expect(refused.stderr).to.include("Error from server (Forbidden)");
-    expect(refused.stderr).to.include(`pool adm-e2e-live-1a2b3c on node ${NODE_A} holds 3 volumes`);
+    expect(refused.stderr).to.include(`pool adm-e2e-live-1a2b3c on node ${NODE_A} holds 3 volume replicas (as its node daemon reports)`);
 
     const shrunk = await apply(cspc("adm-e2e-live", [{ host: NODE_A, devices: ["adm-e2e-a1"] }]));
     expect(shrunk.exitCode).to.equal(1);

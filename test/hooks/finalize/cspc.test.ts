@@ -93,7 +93,7 @@ describe("cspc-finalize", () => {
     expect(blocked.finalized).to.equal(false);
     const removal = condition(blocked, "PoolRemovalBlocked");
     expect(removal).to.include({ status: "True", reason: "PoolHoldsVolumes" });
-    expect(removal.message).to.contain("pool cstor-pool-mirror-8f19f5 on node gke-cstor-it-default-pool-2 holds 3 volume(s)");
+    expect(removal.message).to.contain("pool cstor-pool-mirror-8f19f5 on node gke-cstor-it-default-pool-2 holds 3 volume replicas (as its node daemon reports)");
     expect(condition(blocked, "Ready")).to.include({ status: "False", reason: "PoolHoldsVolumes" });
 
     (request.children[CSPI_KEY]["openebs/cstor-pool-mirror-8f19f5"].status as Record<string, unknown>).provisionedReplicas = 0;

@@ -1,6 +1,6 @@
 // What every hook answer must respect, whatever the request was. Each check returns the broken promises as
 // sentences (empty = fine), so a fuzz failure reads like a bug report.
-import { ANNOTATION, POOL_REMOVAL_REQUESTED, PROVISIONING, TYPE_KEY } from "../../../api/constants.js";
+import { ANNOTATION, LABEL, POOL_REMOVAL_REQUESTED, PROVISIONING, TYPE_KEY } from "../../../api/constants.js";
 import { CV_PHASES } from "../../../api/volume-schema.js";
 
 type Obj = Record<string, unknown>;
@@ -106,12 +106,16 @@ export function compositeChildrenProblems(request: unknown, response: unknown): 
   return problems;
 }
 
-/** cspc-finalize: nothing is removed while a pool holds volumes, and finalized only once nothing is left. */
+/**
+ * cspc-finalize: nothing is removed while a pool holds volumes, and finalized only once nothing is left. A pool
+ * holds volumes unless its node daemon reported 0 replicas and no CStorVolumeReplica names it (fail closed).
+ */
 export function finalizeCspcProblems(request: unknown, response: unknown): string[] {
   const problems = compositeChildrenProblems(request, response);
   const cspis = observed(field(request, "children"), TYPE_KEY.cspi);
   const claims = observed(field(request, "children"), TYPE_KEY.blockDeviceClaim);
-  const holding = cspis.some((c) => Number(field(c, "status", "provisionedReplicas") ?? 0) > 0);
+  const named = new Set(observed(field(request, "related"), TYPE_KEY.cvr).map((r) => field(r, "metadata", "labels", LABEL.replicaPool)));
+  const holding = cspis.some((c) => field(c, "status", "provisionedReplicas") !== 0 || named.has(nameOf(c)));
   const returned = new Set(children(response, "CStorPoolInstance").map(nameOf));
   if (holding) {
     for (const c of cspis) {
@@ -190,7 +194,7 @@ export function cvcSyncProblems(request: unknown, response: unknown): string[] {
     if (!names.has(nameOf(cvr))) problems.push(`observed replica ${nameOf(cvr)} was dropped`);
   }
   const observedNames = new Set(observed(field(request, "children"), TYPE_KEY.cvr).map(nameOf));
-  const poolOf = (c: Obj): unknown => field(c, "metadata", "labels", "cstorpoolinstance.openebs.io/name");
+  const poolOf = (c: Obj): unknown => field(c, "metadata", "labels", LABEL.replicaPool);
   for (const made of returned.filter((c) => !observedNames.has(nameOf(c)))) {
     if (returned.some((other) => other !== made && poolOf(other) === poolOf(made))) {
       problems.push(`new replica ${nameOf(made)} is on pool ${String(poolOf(made))}, which already holds one of the volume`);
