@@ -154,6 +154,7 @@ export class NodeDaemon {
       addFinalizer: (c) => kube.addFinalizer(c, FINALIZER.poolProtection),
       removeFinalizer: (c) => kube.removeFinalizer(c, FINALIZER.poolProtection),
       clearPredecessor: (namespace, claim) => kube.removeClaimAnnotation(namespace, claim, ANNOTATION.bdPredecessor),
+      confirmRemoval: (namespace, claim) => kube.removeClaimAnnotation(namespace, claim, ANNOTATION.bdRemoval),
     };
     const result = await reconcilePass(cspi, {
       host: this.options.host,
@@ -230,9 +231,12 @@ function deviceKey(cspi: CSPI): string {
   return listedDevices(cspi).sort().join("\u0000");
 }
 
-/** Every listed device has its claim and no claim still names a predecessor. */
+/** Every listed device has its claim, no claim still names a predecessor, and none waits for its removal. */
 function claimsSettled(cspi: CSPI, claims: Record<string, Record<string, string>>): boolean {
-  return listedDevices(cspi).every((device) => claims[device] !== undefined && !claims[device][ANNOTATION.bdPredecessor]);
+  return (
+    listedDevices(cspi).every((device) => claims[device] !== undefined && !claims[device][ANNOTATION.bdPredecessor]) &&
+    Object.values(claims).every((annotations) => annotations[ANNOTATION.bdRemoval] === undefined)
+  );
 }
 
 /** Read-only threshold changes get upstream's event reason, so existing alerts keep matching. */

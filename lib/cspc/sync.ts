@@ -8,7 +8,7 @@ import { checkDevices, checkOneNodePerPool, resolveNode } from "../rules/placeme
 import { diffPool } from "../rules/day2.js";
 import { checkCspcSpec, type Violation } from "../rules/pool-spec.js";
 import { buildCspiSpec, claimObject, cspiObject, devicesOf, isMarkedForRemoval, markedForRemoval, ownedView } from "./build.js";
-import { gateDisruptions, planExistingPool, type ExistingPoolPlan } from "./day2.js";
+import { gateDisruptions, planExistingPool, withoutDevices, type ExistingPoolPlan } from "./day2.js";
 import { matchPools } from "./match.js";
 import { computeStatus, emptyFindings, type SyncFindings } from "./status.js";
 import { hasUnreadableChild, heldChildren } from "./unreadable.js";
@@ -50,11 +50,11 @@ export function planChildren(cspc: CSPC, inventory: Inventory): ChildrenPlan {
 
   const cspis = new Map<string, KubeObject>();
   const claims = new Map<string, BlockDeviceClaim>();
-  const claim = (device: string, cspi: string, predecessor?: string): void => {
+  const claim = (device: string, cspi: string, predecessor?: string, removing?: string): void => {
     if (claims.has(device)) return;
     // A replacement's mark stays until the node daemon removes it after the resilver.
     const marked = predecessor ?? inventory.ownClaims.get(device)?.metadata.annotations?.[ANNOTATION.bdPredecessor];
-    claims.set(device, claimObject(device, inventory, { cspi, ...(marked ? { predecessor: marked } : {}) }));
+    claims.set(device, claimObject(device, inventory, { cspi, ...(marked ? { predecessor: marked } : {}), ...(removing !== undefined ? { removing } : {}) }));
   };
   const keep = (observed: CSPI): void => {
     cspis.set(observed.metadata.name!, ownedView(observed));
@@ -103,7 +103,11 @@ export function planChildren(cspc: CSPC, inventory: Inventory): ChildrenPlan {
   const gate = gateDisruptions(plans, inventory);
   for (const plan of plans) {
     const spec = plan.disruptive && gate.go.has(plan.name) ? plan.disruptive.spec : plan.calm;
-    cspis.set(plan.name, cspiObject(plan.name, inventory, spec));
+    // A device leaves the CSPI only once its claim carries the removal mark, so the node daemon, which reads
+    // the claims when the CSPI's devices change, always finds the mark it must clear.
+    const marked = new Map([...plan.removed].filter(([device]) => inventory.ownClaims.get(device)?.metadata.annotations?.[ANNOTATION.bdRemoval] !== undefined));
+    cspis.set(plan.name, cspiObject(plan.name, inventory, withoutDevices(spec, marked)));
+    for (const [device, devLink] of plan.removed) claim(device, plan.name, undefined, devLink);
     for (const [device, predecessor] of plan.claims) claim(device, plan.name, predecessor);
     if (plan.pendingClaims.length > 0) findings.pendingClaims.set(plan.name, plan.pendingClaims);
   }
@@ -114,6 +118,13 @@ export function planChildren(cspc: CSPC, inventory: Inventory): ChildrenPlan {
     else planOrphan(orphan, cspis, findings, keep);
   }
 
+  // A spare or read cache device removed from the spec keeps its claim, marked, until the node daemon has
+  // taken it out of the pool and removed the mark (docs/decisions.md ADR 21).
+  for (const [device, own] of inventory.ownClaims) {
+    const removing = own.metadata.annotations?.[ANNOTATION.bdRemoval];
+    const cspi = own.metadata.labels?.[LABEL.cspi];
+    if (removing !== undefined && cspi && inventory.cspis.has(cspi)) claim(device, cspi, undefined, removing);
+  }
   // Every device an observed CSPI lists keeps its claim while the CSPI exists (the node daemon may still
   // use it), and so does a device being replaced until its successor's resilver is done.
   for (const cspi of inventory.cspis.values()) {

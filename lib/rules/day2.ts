@@ -21,9 +21,17 @@ export interface Expansion {
   devices: string[];
 }
 
+/** Spare or read cache devices leaving the pool (they hold no data): `zpool remove` on the node. */
+export interface Removal {
+  /** Index of the group in the observed CSPI. */
+  group: number;
+  devices: string[];
+}
+
 export interface PoolDiff {
   replacements: Replacement[];
   expansions: Expansion[];
+  removals: Removal[];
   violations: Violation[];
 }
 
@@ -44,6 +52,12 @@ function observedRole(group: CSPIRaidGroup): GroupRole {
   return groupRole(group);
 }
 
+/** Spares and read caches: ZFS removes their devices from a live pool (`zpool remove`) without touching data. */
+function holdsNoData(group: CSPIRaidGroup): boolean {
+  const role = observedRole(group);
+  return role === "spare" || role === "readCache";
+}
+
 /** Pairs each spec group with the observed group it shares devices with. */
 function pairGroups(specGroups: readonly RaidGroup[], observedGroups: readonly CSPIRaidGroup[]) {
   const groupOfDevice = new Map<string, number>();
@@ -54,7 +68,7 @@ function pairGroups(specGroups: readonly RaidGroup[], observedGroups: readonly C
 export function diffPool(input: DiffInput): PoolDiff {
   const { pool, poolIndex, observed, inventory } = input;
   const cspiName = observed.metadata.name ?? "";
-  const diff: PoolDiff = { replacements: [], expansions: [], violations: [] };
+  const diff: PoolDiff = { replacements: [], expansions: [], removals: [], violations: [] };
   const reject = (reason: string, message: string): void => {
     diff.violations.push({ pool: poolIndex, reason, message: `${poolLabel(pool, poolIndex)} (pool ${cspiName}): ${message}` });
   };
@@ -82,6 +96,10 @@ export function diffPool(input: DiffInput): PoolDiff {
   const unpairedSpec = pairs.map((p, s) => (p.length === 0 ? s : -1)).filter((s) => s >= 0);
   observedGroups.forEach((g, o) => {
     if (matchedObserved.has(o)) return;
+    if (holdsNoData(g)) {
+      diff.removals.push({ group: o, devices: names(g) });
+      return;
+    }
     const lookalike = unpairedSpec.find((s) => {
       const spec = pool.raidGroups[s];
       return groupRole(spec) === observedRole(g) && resolvedType(spec, pool) === g.type && names(spec).length === names(g).length;
@@ -128,6 +146,11 @@ export function diffPool(input: DiffInput): PoolDiff {
     const addedDevices = names(specGroup).filter((d) => !beforeNames.includes(d));
     const replaceable = REPLACEABLE.has(before.type) && observedRole(before) !== "spare" && observedRole(before) !== "readCache";
 
+    if (holdsNoData(before)) {
+      if (removed.length > 0) diff.removals.push({ group: o, devices: removed });
+      if (addedDevices.length > 0 && !checkNewDevices(addedDevices, label)) diff.expansions.push({ group: o, specGroup: s, devices: addedDevices });
+      return;
+    }
     if (!replaceable) {
       if (removed.length > 0 && addedDevices.length > 0) {
         reject(
