@@ -57,6 +57,12 @@ export const LABEL = {
 export const ANNOTATION = {
   /** On a replacement device's claim: the device it replaces. The node daemon removes it after resilver. */
   bdPredecessor: "openebs.io/bd-predecessor",
+  /**
+   * On the claim of a spare or read cache device removed from the spec: the device path the node daemon
+   * removes from the pool (zpool remove). The daemon removes the annotation once the pool no longer has
+   * the device; only then does cspc-sync release the claim.
+   */
+  bdRemoval: "openebs.io/bd-removal",
   /** On a CSPI: the pool spec is gone from the CSPC; the node daemon may destroy the pool. */
   poolRemoval: "openebs.io/pool-removal",
   /** On a CSPC: hold all day-2 changes. */

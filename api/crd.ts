@@ -140,6 +140,7 @@ export function cspcCrd(): OpenApi {
       { name: "HealthyInstances", type: "integer", jsonPath: ".status.healthyInstances" },
       { name: "ProvisionedInstances", type: "integer", jsonPath: ".status.provisionedInstances" },
       { name: "DesiredInstances", type: "integer", jsonPath: ".status.desiredInstances" },
+      { name: "Phase", type: "string", jsonPath: ".status.phase" },
       age,
     ],
     rootValidations: [

@@ -52,7 +52,8 @@ const CHANGED_GROUP_PROBLEM =
   `${resolvedType(C)} != g.type ? ${LABEL_OF_G} + ' changed type from ' + g.type + ' to ' + ` +
   `(${resolvedType(C)} == '' ? '(none)' : ${resolvedType(C)}) + '; ZFS cannot convert a raid group: restore type ' + g.type + ` +
   `(has(${C}.type) ? '' : ' (the group has no type, so poolConfig.defaultRaidGroupType decides it: set raidGroups[].type explicitly)') : ` +
-  `${removed}.size() == 0 && g.type == 'stripe' ? '' : ` +
+  // Spares and read caches hold no data: devices may leave them (zpool remove) and join them freely.
+  `${role("g")} in ${STRIPE_ROLES} || ${removed}.size() == 0 && g.type == 'stripe' ? '' : ` +
   `g.type == 'stripe' ? (${added}.size() > 0 ? ${LABEL_OF_G} + ': replacing ' + ${removed}.join(', ') + ' with ' + ${added}.join(', ') + ` +
   `' is not possible in a stripe group, which has no redundancy to rebuild from: restore ' + ${removed}.join(', ') + ` +
   `'; to retire a failing stripe device, move the volumes away and remove the pool' : ` +
@@ -66,8 +67,8 @@ const CHANGED_GROUP_PROBLEM =
 
 /** The problem of CSPI group g (index gi): gone, split, or changed (above). */
 const GROUP_PROBLEM =
-  `variables.carriers[gi].size() == 0 ? 'raid group ' + ${describe("g")} + ' was removed; ZFS cannot take a raid group out of a pool ` +
-  `without destroying it and its data: put the group back (to retire the whole pool, remove the pool spec)' : ` +
+  `variables.carriers[gi].size() == 0 ? (${role("g")} in ${STRIPE_ROLES} ? '' : 'raid group ' + ${describe("g")} + ' was removed; ZFS cannot take a raid group out of a pool ` +
+  `without destroying it and its data: put the group back (to retire the whole pool, remove the pool spec)') : ` +
   `variables.carriers[gi].size() > 1 ? 'the devices of existing raid group ' + ${describe("g")} + ' are now spread over raidGroups[' + ` +
   `string(variables.carriers[gi][0]) + '] and raidGroups[' + string(variables.carriers[gi][1]) + ']; a raid group cannot be split: restore it' : ` +
   `${CHANGED_GROUP_PROBLEM}`;

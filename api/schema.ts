@@ -121,7 +121,10 @@ export const ConditionSchema = Type.Object(
     status: Type.Union([Type.Literal("True"), Type.Literal("False"), Type.Literal("Unknown")]),
     reason: Type.String({ minLength: 1, maxLength: 1024 }),
     message: Type.String({ maxLength: 32768 }),
-    lastTransitionTime: Type.String({ format: "date-time" }),
+    lastTransitionTime: Type.String({ format: "date-time", description: "When status last changed." }),
+    lastUpdateTime: Type.Optional(
+      Type.String({ format: "date-time", description: "When status, reason or message last changed." }),
+    ),
     observedGeneration: Type.Optional(Type.Integer({ minimum: 0 })),
   },
   closed,
@@ -140,8 +143,22 @@ export const CSPCSpecSchema = Type.Object(
   { ...closed, "x-kubernetes-validations": SPEC_RULES },
 );
 
+/**
+ * The CSPC's summary (lib/cspc/status.ts cspcPhase), first match wins: Deleting; Pending (no pool exists
+ * yet); Provisioning (fewer pools than the spec lists); Blocked (the user must act: part of the spec is
+ * refused, paused, unreadable, or a removed pool holds volumes); Changing (a day-2 change, a claim to bind or
+ * a pool removal in flight); Degraded (a pool is not ONLINE with its pod available); Healthy.
+ */
+export const CSPC_PHASES = ["Pending", "Provisioning", "Changing", "Healthy", "Blocked", "Degraded", "Deleting"] as const;
+
+const PhaseTransitionTime = Type.Optional(
+  Type.String({ format: "date-time", description: "When phase last changed." }),
+);
+
 export const CSPCStatusSchema = Type.Object(
   {
+    phase: Type.Optional(Type.Union(CSPC_PHASES.map((p) => Type.Literal(p)))),
+    phaseLastTransitionTime: PhaseTransitionTime,
     desiredInstances: Type.Optional(Type.Integer({ minimum: 0 })),
     provisionedInstances: Type.Optional(Type.Integer({ minimum: 0 })),
     healthyInstances: Type.Optional(Type.Integer({ minimum: 0 })),
@@ -159,6 +176,9 @@ export const CSPI_PHASES = [
   "OFFLINE",
   "UNAVAIL",
   "REMOVED",
+  // The pool is ONLINE or DEGRADED on its node but its pool pod is not available (lib/cspi/phase.ts); named
+  // apart from the zpool state UNAVAIL, which says the pool's devices cannot be opened.
+  "PodUnavailable",
   "Exported",
   "Unknown",
   "Error",
@@ -202,6 +222,7 @@ export const CapacitySchema = Type.Object(
 export const CSPIStatusSchema = Type.Object(
   {
     phase: Type.Optional(Type.Union(CSPI_PHASES.map((p) => Type.Literal(p)))),
+    phaseLastTransitionTime: PhaseTransitionTime,
     capacity: Type.Optional(CapacitySchema),
     healthyReplicas: Type.Optional(Type.Integer({ minimum: 0 })),
     provisionedReplicas: Type.Optional(Type.Integer({ minimum: 0 })),

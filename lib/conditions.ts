@@ -10,8 +10,10 @@ export interface ConditionInput {
 }
 
 /**
- * The next condition, given the previous list: lastTransitionTime moves only when status flips (as
- * apimachinery's SetStatusCondition), so the same observation always yields the same condition.
+ * The next condition, given the previous list. lastTransitionTime moves only when status flips (as
+ * apimachinery's SetStatusCondition); lastUpdateTime moves when status, reason or message changes. Both
+ * come from `now` only on a change, so the same observation always yields the same condition. A condition
+ * an older release wrote has no lastUpdateTime: its lastTransitionTime is the latest change on record.
  */
 export function nextCondition(
   previous: readonly Condition[] | undefined,
@@ -20,13 +22,26 @@ export function nextCondition(
   observedGeneration?: number,
 ): Condition {
   const before = previous?.find((c) => c.type === input.type);
-  const lastTransitionTime =
-    before && before.status === input.status && before.lastTransitionTime
-      ? before.lastTransitionTime
-      : formatTime(now);
-  const condition: Condition = { ...input, lastTransitionTime };
+  const sameStatus = !!before && before.status === input.status && !!before.lastTransitionTime;
+  const lastTransitionTime = sameStatus ? before.lastTransitionTime : formatTime(now);
+  const sameContent = sameStatus && before.reason === input.reason && before.message === input.message;
+  const lastUpdateTime = sameContent ? (before.lastUpdateTime ?? before.lastTransitionTime) : formatTime(now);
+  const condition: Condition = { ...input, lastTransitionTime, lastUpdateTime };
   if (observedGeneration !== undefined) condition.observedGeneration = observedGeneration;
   return condition;
+}
+
+/**
+ * The phase with the time it last changed: carried from the observed status while the phase stays, the
+ * clock's time when it changes (or when an older status has none on record).
+ */
+export function phaseWithTime<P extends string>(
+  observed: { phase?: string; phaseLastTransitionTime?: string } | undefined,
+  phase: P,
+  now: Date,
+): { phase: P; phaseLastTransitionTime: string } {
+  const kept = observed?.phase === phase && observed.phaseLastTransitionTime;
+  return { phase, phaseLastTransitionTime: kept || formatTime(now) };
 }
 
 /** Replaces or adds conditions by type, keeping the others in their order; sorted by type for stable output. */

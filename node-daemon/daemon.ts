@@ -11,7 +11,7 @@ import type { Logger } from "../lib/log.js";
 import { zpoolName } from "../lib/names.js";
 import { EventRecorder } from "./event-recorder.js";
 import { describeAction, EVENT_REASONS, type ApiActions } from "./executor.js";
-import { ExpiringKeys } from "./expiring-keys.js";
+import { IneffectiveBackoff } from "./backoff.js";
 import type { ZfsHost } from "./host.js";
 import type { CoreEvent, KubeApi } from "./kube.js";
 import type { DaemonMetrics } from "./metrics.js";
@@ -51,8 +51,9 @@ export interface DaemonOptions {
 /** Work queue keys of lost-replica releases: CSPI names never contain a slash. */
 const LOST_REPLICA_KEY = "cvr/";
 
-/** An action that changed nothing is not tried again for this long. */
+/** An action that changed nothing is not tried again for this long, doubled at each further try, up to the maximum. */
 const INEFFECTIVE_BACKOFF_MS = 10 * 60_000;
+const INEFFECTIVE_BACKOFF_MAX_MS = 6 * 60 * 60_000;
 
 export class NodeDaemon {
   private readonly cache: CspiWatchCache;
@@ -62,7 +63,7 @@ export class NodeDaemon {
   private readonly cvrStatusWriter: ReturnType<typeof cvrStatusWriter>;
   private readonly events: EventRecorder;
   /** Per CSPI and action key: actions that recently changed nothing. */
-  private readonly ineffective = new ExpiringKeys();
+  private readonly ineffective = new IneffectiveBackoff(INEFFECTIVE_BACKOFF_MS, INEFFECTIVE_BACKOFF_MAX_MS);
   /**
    * Per CSPI, the devices whose claims were last read settled (each claimed, none marked with a predecessor).
    * Until then, and whenever the devices change, every pass reads the claims: a mark left by a replacement
@@ -258,6 +259,7 @@ export class NodeDaemon {
       addFinalizer: (c) => kube.addFinalizer(c, FINALIZER.poolProtection),
       removeFinalizer: (c) => kube.removeFinalizer(c, FINALIZER.poolProtection),
       clearPredecessor: (namespace, claim) => kube.removeClaimAnnotation(namespace, claim, ANNOTATION.bdPredecessor),
+      confirmRemoval: (namespace, claim) => kube.removeClaimAnnotation(namespace, claim, ANNOTATION.bdRemoval),
     };
     const result = await reconcilePass(cspi, {
       host: this.options.host,
@@ -277,7 +279,7 @@ export class NodeDaemon {
       clock: this.clock,
       logger: logger.child({ cspi: name }),
       stopping: () => this.stopping,
-      suppressed: (action) => this.ineffective.has(ineffectiveKey(name, action), this.clock().getTime()),
+      suppressed: (action) => this.ineffective.suppressed(ineffectiveKey(name, action), this.clock().getTime()),
       onAction: (outcome) => metrics?.action(outcome.action.kind, outcome.error ? "failed" : "done"),
       replicaNames: () => this.replicasOf(name)?.map((cvr) => cvr.metadata.name ?? ""),
       replicas: async (current, observation, statusOwner) => {
@@ -300,8 +302,11 @@ export class NodeDaemon {
     const latest = result.cspi;
     this.cache.replace(cspi, latest);
     const now = this.clock().getTime();
-    for (const action of result.ineffective) this.ineffective.add(ineffectiveKey(name, action), now + INEFFECTIVE_BACKOFF_MS, now);
-    await this.events.record(latest ?? cspi, passEvents(result));
+    const ofThisPool = (key: string) => key.startsWith(`${name}\u0000`);
+    // Only a pass that saw the pool can tell that an action is no longer planned.
+    if (result.observation) this.ineffective.settle(ofThisPool, new Set(result.plan.actions.map((action) => ineffectiveKey(name, action))));
+    const windows = result.ineffective.map((action) => this.ineffective.strike(ineffectiveKey(name, action), now));
+    await this.events.record(latest ?? cspi, passEvents(result, windows));
     let outcome: PassOutcome = "done";
     if (latest && result.status) {
       const write = await this.statusWriter.write(latest, result.status);
@@ -333,7 +338,7 @@ function ineffectiveKey(cspi: string, action: Action): string {
 }
 
 /** What a pass tells the user: each action done or failed, each ineffective action, each hold. */
-function passEvents(result: PassResult): CoreEvent[] {
+function passEvents(result: PassResult, ineffectiveWindowsMs: readonly number[]): CoreEvent[] {
   const events: CoreEvent[] = [];
   for (const outcome of result.outcomes) {
     const reasons = EVENT_REASONS[outcome.action.kind];
@@ -343,11 +348,11 @@ function passEvents(result: PassResult): CoreEvent[] {
         : { type: "Normal", reason: reasonFor(outcome.action, reasons.done), message: describeAction(outcome.action) },
     );
   }
-  for (const action of result.ineffective) {
+  for (const [i, action] of result.ineffective.entries()) {
     events.push({
       type: "Warning",
       reason: "ActionIneffective",
-      message: `${describeAction(action)}: the command succeeded but changed nothing (zfs-fuse, for one, grows vdevs only on import with autoexpand=on); not retried for ${INEFFECTIVE_BACKOFF_MS / 60_000} minutes`,
+      message: `${describeAction(action)}: the command succeeded but changed nothing (zfs-fuse, for one, grows vdevs only on import with autoexpand=on); not retried for ${ineffectiveWindowsMs[i] / 60_000} minutes`,
     });
   }
   for (const hold of result.plan.holds) events.push({ type: "Warning", reason: hold.reason, message: hold.message });
@@ -365,9 +370,12 @@ function deviceKey(cspi: CSPI): string {
   return listedDevices(cspi).sort().join("\u0000");
 }
 
-/** Every listed device has its claim and no claim still names a predecessor. */
+/** Every listed device has its claim, no claim still names a predecessor, and none waits for its removal. */
 function claimsSettled(cspi: CSPI, claims: Record<string, Record<string, string>>): boolean {
-  return listedDevices(cspi).every((device) => claims[device] !== undefined && !claims[device][ANNOTATION.bdPredecessor]);
+  return (
+    listedDevices(cspi).every((device) => claims[device] !== undefined && !claims[device][ANNOTATION.bdPredecessor]) &&
+    Object.values(claims).every((annotations) => annotations[ANNOTATION.bdRemoval] === undefined)
+  );
 }
 
 /** Read-only threshold changes get upstream's event reason, so existing alerts keep matching. */

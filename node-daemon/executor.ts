@@ -10,6 +10,8 @@ export interface ApiActions {
   /** Returns the CSPI afterwards, or undefined when removing the last finalizer let it go. */
   removeFinalizer(cspi: CSPI): Promise<CSPI | undefined>;
   clearPredecessor(namespace: string, claim: string): Promise<void>;
+  /** The pool no longer has the claim's device: removes the claim's removal mark. */
+  confirmRemoval(namespace: string, claim: string): Promise<void>;
 }
 
 /** Runs one action; returns the CSPI afterwards (changed only by finalizer actions; undefined once deleted). */
@@ -21,6 +23,9 @@ export async function execute(action: Action, cspi: CSPI, host: ZfsHost, api?: A
       return requireApi(api, action).removeFinalizer(cspi);
     case "clear-predecessor":
       await requireApi(api, action).clearPredecessor(cspi.metadata.namespace ?? "", action.claim);
+      return cspi;
+    case "confirm-removal":
+      await requireApi(api, action).confirmRemoval(cspi.metadata.namespace ?? "", action.claim);
       return cspi;
     default:
       await executeOnHost(action, host);
@@ -68,6 +73,7 @@ export const EVENT_REASONS: Record<Action["kind"], { done: string; failed: strin
   "add-finalizer": { done: "FinalizerAdded", failed: "FinalizerFailed" },
   "remove-finalizer": { done: "FinalizerRemoved", failed: "FinalizerFailed" },
   "clear-predecessor": { done: "ReplacementCompleted", failed: "ReplacementCleanupFailed" },
+  "confirm-removal": { done: "RemovalCompleted", failed: "RemovalCleanupFailed" },
   import: { done: "PoolImported", failed: "ImportFailed" },
   create: { done: "PoolCreated", failed: "PoolCreateFailed" },
   add: { done: "PoolExpanded", failed: "PoolExpansionFailed" },
@@ -89,6 +95,8 @@ export function describeAction(action: Action): string {
       return `${action.kind === "add-finalizer" ? "added" : "removed"} finalizer openebs.io/pool-protection`;
     case "clear-predecessor":
       return `replacement of${devices} completed: removed openebs.io/bd-predecessor from claim ${action.claim}`;
+    case "confirm-removal":
+      return `removal of${devices} from the pool completed: removed openebs.io/bd-removal from claim ${action.claim}, which cspc-sync now releases`;
     case "import":
       return `imported pool ${action.pool}${action.force ? " (forced)" : ""} from ${action.from.cachefile ? `cachefile ${action.from.cachefile}` : `a scan of ${action.from.dirs?.join(", ")}`}`;
     case "create":

@@ -38,6 +38,7 @@ export type Action = ActionBase &
     | { kind: "export"; pool: string }
     | { kind: "destroy"; pool: string; clearLabels: string[] }
     | { kind: "clear-predecessor"; claim: string }
+    | { kind: "confirm-removal"; claim: string }
   );
 
 export type ActionKind = Action["kind"];
@@ -404,12 +405,6 @@ function planDayTwo(input: PlanInput, pool: string, observed: PoolObservation, a
 
     if (role === "spare" || role === "readCache") {
       if (usable.length > 0) additions.push(addAction(pool, { role, type: "stripe", devices: usable.map((d) => d.devLink) }, force, usable));
-      for (const leaf of leaves(section)) {
-        if (isListed(leaf)) continue;
-        if (leaf.state === "INUSE") {
-          holds.push({ reason: "SpareInUse", message: `spare ${leaf.name} is no longer listed but is in use; it is removed once the pool no longer needs it` });
-        } else removals.push({ kind: "remove", key: `remove:${pool}:${leaf.name}`, pool, device: leaf.name });
-      }
       return;
     }
     if (group.type === "stripe") {
@@ -467,11 +462,49 @@ function planDayTwo(input: PlanInput, pool: string, observed: PoolObservation, a
     });
   }
 
+  // Spares and read caches no group lists any more (a device or a whole group removed): they hold no data,
+  // so they leave the pool; a spare standing in for a failed device stays until it is no longer needed.
+  for (const leaf of [...leaves(layout.spares), ...leaves(layout.cache)]) {
+    if (isListed(leaf)) continue;
+    if (leaf.state === "INUSE") {
+      holds.push({ reason: "SpareInUse", message: `spare ${leaf.name} is no longer listed but is in use; it is removed once the pool no longer needs it` });
+    } else removals.push({ kind: "remove", key: `remove:${pool}:${leaf.name}`, pool, device: removalTarget(leaf) });
+  }
+
   actions.push(...replacements, ...additions, ...removals);
   const grow = growAction(pool, observed, listed, observation);
   if (grow) actions.push(grow);
   actions.push(...propertyActions(cspi, pool, observed));
-  if (observation.claims) actions.push(...predecessorActions(cspi, observed.status, observation));
+  if (observation.claims) {
+    actions.push(...predecessorActions(cspi, observed.status, observation));
+    actions.push(...removalConfirmations(cspi, observed.status, observation));
+  }
+}
+
+/**
+ * Claims marked for removal (ANNOTATION.bdRemoval: the device's path) whose device the CSPI no longer lists
+ * and the pool no longer has: the mark goes, and with it cspc-sync releases the claim.
+ */
+function removalConfirmations(cspi: CSPI, status: PoolStatus, observation: Observation): Action[] {
+  const listed = new Set(devicesOf(cspi).map((d) => d.blockDeviceName));
+  const out: Action[] = [];
+  for (const [device, annotations] of Object.entries(observation.claims ?? {})) {
+    const devLink = annotations[ANNOTATION.bdRemoval];
+    if (devLink === undefined || listed.has(device)) continue;
+    const info = devLink ? observation.devices[devLink] : undefined;
+    if (devLink && allLeaves(status.layout).some((leaf) => sameDevice(leaf, devLink, info))) continue;
+    out.push({ kind: "confirm-removal", key: `confirm-removal:${device}`, claim: claimName(device), blockDevices: [device] });
+  }
+  return out.sort((a, b) => a.key.localeCompare(b.key));
+}
+
+/**
+ * What `zpool remove` is given for a leaf: a short name as `zpool status` shows it ("loop3") is made a /dev
+ * path, which zfs-fuse needs for a cache device ("no such device in pool" otherwise); paths and guids as shown.
+ */
+function removalTarget(leaf: Vdev): string {
+  const shown = leaf.device ?? leaf.name;
+  return shown.includes("/") || /^\d+$/.test(shown) ? shown : `/dev/${shown}`;
 }
 
 /** How `zpool status` shows a group of each type at the top of its section. */

@@ -3,7 +3,8 @@
 // lastTransitionTime unless their status flips, and nothing but lastUpdateTime (the heartbeat) moves.
 import type { Condition, CSPI, CSPIStatus } from "../api/types.js";
 import { CSPI_PHASES } from "../api/schema.js";
-import { findCondition, formatTime, mergeConditions, nextCondition, type ConditionInput } from "../lib/conditions.js";
+import { findCondition, formatTime, mergeConditions, nextCondition, phaseWithTime, type ConditionInput } from "../lib/conditions.js";
+import { servingPhase } from "../lib/cspi/phase.js";
 import { zpoolName } from "../lib/names.js";
 import { groupRole } from "../lib/rules/pool-spec.js";
 import { sameDevice, type Observation } from "./observation.js";
@@ -61,7 +62,7 @@ export function report(input: ReportInput): CSPIStatus {
   else if (previous.importedOn === nodeName || did("export") || did("destroy")) status.importedOn = "";
   else if (previous.importedOn !== undefined) status.importedOn = previous.importedOn;
 
-  status.phase = phaseOf(input);
+  Object.assign(status, phaseWithTime(previous, servingPhase(phaseOf(input), previous.conditions), now));
   if (pool) {
     if (pool.space) {
       const { used, available } = pool.space;

@@ -64,11 +64,19 @@ export function cspiObject(
 export interface ClaimOptions {
   cspi: string;
   predecessor?: string;
+  /** The device leaves the pool: its path, until the node daemon confirms it gone (ANNOTATION.bdRemoval). */
+  removing?: string;
 }
 
 export function claimObject(device: string, inventory: Inventory, options: ClaimOptions): BlockDeviceClaim {
   const bd = inventory.blockDevices.get(device);
-  const annotations = options.predecessor ? { [ANNOTATION.bdPredecessor]: options.predecessor } : undefined;
+  const annotations =
+    options.predecessor !== undefined || options.removing !== undefined
+      ? {
+          ...(options.predecessor !== undefined ? { [ANNOTATION.bdPredecessor]: options.predecessor } : {}),
+          ...(options.removing !== undefined ? { [ANNOTATION.bdRemoval]: options.removing } : {}),
+        }
+      : undefined;
   const capacity = bd && deviceCapacity(bd);
   const host = bd && deviceHost(bd);
   const claim: BlockDeviceClaim = {
@@ -97,7 +105,7 @@ export function devicesOf(groups: readonly { blockDevices?: readonly { blockDevi
 }
 
 const HOOK_LABELS: readonly string[] = [LABEL.cspc, LABEL.cspi, LABEL.hostname];
-const HOOK_ANNOTATIONS: readonly string[] = [ANNOTATION.poolRemoval, ANNOTATION.bdPredecessor];
+const HOOK_ANNOTATIONS: readonly string[] = [ANNOTATION.poolRemoval, ANNOTATION.bdPredecessor, ANNOTATION.bdRemoval];
 
 function pick(map: Record<string, string> | undefined, keys: readonly string[]): Record<string, string> {
   const out: Record<string, string> = {};

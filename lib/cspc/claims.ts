@@ -10,8 +10,13 @@ import { claimObject, devicesOf } from "./build.js";
 export const CLAIM_PRECEDENCE = [
   /** A new pool's devices, claimed before its CSPI is created. */
   "newPool",
-  /** A live pool's day-2 plan: devices it expands onto, and each replacement's new device with the device it replaces. */
+  /**
+   * A live pool's day-2 plan: devices it expands onto, each replacement's new device with the device it
+   * replaces, and each spare or read cache device leaving the pool, marked with the path to remove.
+   */
   "dayTwo",
+  /** A spare or read cache device whose removal the node daemon has not confirmed yet: it keeps its mark. */
+  "removalPending",
   /** Every device an observed CSPI lists: the node daemon may still use it. */
   "listedByCspi",
   /** Paused, or the spec refused as a whole: every claim stays as observed. */
@@ -22,11 +27,15 @@ export const CLAIM_PRECEDENCE = [
 
 export type ClaimSource = (typeof CLAIM_PRECEDENCE)[number];
 
-/** One step wants the claim of `device` to exist, naming `cspi`, and marked as replacing `predecessor`. */
+/**
+ * One step wants the claim of `device` to exist, naming `cspi`, marked as replacing `predecessor`, or as
+ * leaving the pool (`removing`: the device path the node daemon removes).
+ */
 export interface ClaimWant {
   device: string;
   cspi: string;
   predecessor?: string;
+  removing?: string;
 }
 
 export interface ClaimPart {
@@ -54,6 +63,18 @@ export function mergeClaims(parts: readonly ClaimPart[]): Map<string, ClaimWant>
 /** Every device an observed CSPI lists keeps its claim while the CSPI exists. */
 export function claimsListedByCspis(inventory: Inventory): ClaimWant[] {
   return [...inventory.cspis.values()].flatMap((cspi) => devicesOf(cspi.spec?.raidGroups).map((device) => ({ device, cspi: cspi.metadata.name! })));
+}
+
+/**
+ * Every claim marked for removal whose CSPI still exists, mark kept: the node daemon clears the mark once
+ * `zpool remove` is done, and only then is the claim released (docs/decisions.md, 26).
+ */
+export function claimsBeingRemoved(inventory: Inventory): ClaimWant[] {
+  return [...inventory.ownClaims].flatMap(([device, own]) => {
+    const removing = own.metadata.annotations?.[ANNOTATION.bdRemoval];
+    const cspi = own.metadata.labels?.[LABEL.cspi];
+    return removing !== undefined && cspi && inventory.cspis.has(cspi) ? [{ device, cspi, removing }] : [];
+  });
 }
 
 /** Every observed claim as it is: nothing changes, so no claim goes away either. */
@@ -91,9 +112,9 @@ export function claimsOfReplacedDevices(inventory: Inventory, kept: ReadonlySet<
  */
 export function claimObjects(wants: ReadonlyMap<string, ClaimWant>, inventory: Inventory): BlockDeviceClaim[] {
   return [...wants.values()]
-    .map(({ device, cspi, predecessor }) => {
+    .map(({ device, cspi, predecessor, removing }) => {
       const marked = predecessor ?? inventory.ownClaims.get(device)?.metadata.annotations?.[ANNOTATION.bdPredecessor];
-      return claimObject(device, inventory, { cspi, ...(marked ? { predecessor: marked } : {}) });
+      return claimObject(device, inventory, { cspi, ...(marked ? { predecessor: marked } : {}), ...(removing !== undefined ? { removing } : {}) });
     })
     .sort((a, b) => (a.metadata.name ?? "").localeCompare(b.metadata.name ?? ""));
 }

@@ -24,6 +24,8 @@ export interface ExistingPoolPlan {
   claims: Map<string, string | undefined>;
   /** Devices of this plan whose claims are not Bound yet. */
   pendingClaims: string[];
+  /** Spare and read cache devices leaving the pool, by name, with the path the node daemon removes. */
+  removed: Map<string, string>;
 }
 
 interface PlanInput {
@@ -40,7 +42,7 @@ export function planExistingPool(input: PlanInput): ExistingPoolPlan {
   const spec = observed.spec;
   const calm: CSPISpec = { ...spec, poolConfig: resolvePoolConfig(pool.poolConfig) };
   if (host === spec.hostName) calm.nodeSelector = { ...pool.nodeSelector };
-  const plan: ExistingPoolPlan = { name, observed, calm, claims: new Map(), pendingClaims: [] };
+  const plan: ExistingPoolPlan = { name, observed, calm, claims: new Map(), pendingClaims: [], removed: removedDevices(spec, diff) };
 
   if (!isCreated(observed)) {
     if (diff.expansions.length + diff.replacements.length > 0 || host !== spec.hostName) {
@@ -191,4 +193,22 @@ export function gateDisruptions(plans: readonly ExistingPoolPlan[], inventory: I
   }
   for (const p of plans) if (p.waiting) waiting.push(p.waiting);
   return { go, active: [...active, ...[...go].map((n) => plans.find((p) => p.name === n)!.disruptive!.describe)], waiting };
+}
+
+function removedDevices(spec: CSPISpec, diff: PoolDiff): Map<string, string> {
+  const leaving = new Set(diff.removals.flatMap((r) => r.devices));
+  const out = new Map<string, string>();
+  for (const device of spec.raidGroups.flatMap((g) => g.blockDevices)) {
+    if (leaving.has(device.blockDeviceName)) out.set(device.blockDeviceName, device.devLink ?? "");
+  }
+  return out;
+}
+
+/** The spec without the removed devices, and without a group they leave empty. */
+export function withoutDevices(spec: CSPISpec, removed: ReadonlyMap<string, string>): CSPISpec {
+  if (removed.size === 0) return spec;
+  const raidGroups = spec.raidGroups
+    .map((g) => ({ ...g, blockDevices: g.blockDevices.filter((d) => !removed.has(d.blockDeviceName)) }))
+    .filter((g) => g.blockDevices.length > 0);
+  return { ...spec, raidGroups };
 }

@@ -8,7 +8,7 @@
 // kept, that pool loses its removal mark, and the status names the pool.
 import { TYPE_KEY } from "../../api/constants.js";
 import type { BlockDeviceClaim, Clock, CompositeSyncRequest, CompositeSyncResponse, Condition, CSPC, CSPCStatus, CSPI, KubeObject } from "../../api/types.js";
-import { mergeConditions, nextCondition, type ConditionInput } from "../conditions.js";
+import { mergeConditions, nextCondition, phaseWithTime, type ConditionInput } from "../conditions.js";
 import { buildInventory, isTerminating, type Inventory } from "../inventory.js";
 import { objectsOf } from "../request.js";
 import type { HookConfig } from "../hook-config.js";
@@ -128,6 +128,7 @@ function teardownStatus(
     provisionedInstances: cspis.length,
     healthyInstances: cspis.filter(isCspiHealthy).length,
     conditions: mergeConditions(previous, updates),
+    ...phaseWithTime(cspc.status, "Deleting", now),
   };
   if (generation !== undefined) status.observedGeneration = generation;
   return status;

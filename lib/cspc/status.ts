@@ -2,7 +2,8 @@
 // always present, so `kubectl get cspc -o yaml` shows the whole picture and nothing appears or vanishes.
 import { CSPI_CONDITION } from "../../api/constants.js";
 import type { Condition, CSPC, CSPCStatus, CSPI, UnreadableObject } from "../../api/types.js";
-import { findCondition, nextCondition, type ConditionInput } from "../conditions.js";
+import type { CSPC_PHASES } from "../../api/schema.js";
+import { findCondition, nextCondition, phaseWithTime, type ConditionInput } from "../conditions.js";
 import { describeHeld, heldVolumesFix, type HeldVolumes } from "../rules/held-volumes.js";
 import type { Violation } from "../rules/pool-spec.js";
 import { UNREADABLE_CONDITION, unreadableCondition } from "./unreadable.js";
@@ -153,12 +154,42 @@ export function computeStatus(cspc: CSPC, observed: readonly CSPI[], findings: S
   const conditions: Condition[] = inputs
     .map((input) => nextCondition(previous, input, now, generation))
     .sort((a, b) => a.type.localeCompare(b.type));
+  const phase = cspcPhase({
+    desired,
+    provisioned,
+    healthy,
+    changing: active.length + waiting.length > 0 || findings.pendingClaims.size > 0,
+    blocked: problems.some((c) => c.type !== CSPC_CONDITION.claimsPending),
+  });
   const status: CSPCStatus = {
     desiredInstances: desired,
     provisionedInstances: provisioned,
     healthyInstances: healthy,
     conditions,
+    ...phaseWithTime(cspc.status, phase, now),
   };
   if (generation !== undefined) status.observedGeneration = generation;
   return status;
+}
+
+export type CspcPhase = (typeof CSPC_PHASES)[number];
+
+export interface PhaseInputs {
+  desired: number;
+  provisioned: number;
+  healthy: number;
+  /** A day-2 change in flight or waiting, or claims of a pool not yet Bound. */
+  changing: boolean;
+  /** A condition says the user must act: refused, blocked, paused, unreadable, a removal held by volumes. */
+  blocked: boolean;
+}
+
+/** The CSPC's phase (api/schema.ts CSPC_PHASES says what each means), first match wins. */
+export function cspcPhase(inputs: PhaseInputs): CspcPhase {
+  const { desired, provisioned, healthy } = inputs;
+  if (provisioned === 0) return "Pending";
+  if (provisioned < desired) return "Provisioning";
+  if (inputs.blocked) return "Blocked";
+  if (inputs.changing || provisioned > desired) return "Changing";
+  return healthy < provisioned ? "Degraded" : "Healthy";
 }

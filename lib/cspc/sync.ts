@@ -9,8 +9,8 @@ import { diffPool, type PoolDiff } from "../rules/day2.js";
 import { checkCspcSpec, type Violation } from "../rules/pool-spec.js";
 import { heldVolumes } from "../rules/held-volumes.js";
 import { buildCspiSpec, claimObject, cspiObject, devicesOf, isMarkedForRemoval, markedForRemoval, ownedView, withoutRemovalMark } from "./build.js";
-import { claimObjects, claimsAsObserved, claimsListedByCspis, claimsOfReplacedDevices, mergeClaims, type ClaimPart, type ClaimWant } from "./claims.js";
-import { gateDisruptions, planExistingPool, type ExistingPoolPlan } from "./day2.js";
+import { claimObjects, claimsAsObserved, claimsBeingRemoved, claimsListedByCspis, claimsOfReplacedDevices, mergeClaims, type ClaimPart, type ClaimWant } from "./claims.js";
+import { gateDisruptions, planExistingPool, withoutDevices, type ExistingPoolPlan } from "./day2.js";
 import { matchPools, type PoolMatch } from "./match.js";
 import { computeStatus, type RemovalBlocked, type SyncFindings } from "./status.js";
 import { hasUnreadableChild, heldChildren } from "./unreadable.js";
@@ -72,6 +72,7 @@ export function planChildren(cspc: CSPC, inventory: Inventory): ChildrenPlan {
   const claimParts: ClaimPart[] = [
     { source: "newPool", wants: poolPlans.flatMap((p) => p.claims) },
     { source: "dayTwo", wants: dayTwo.claims },
+    { source: "removalPending", wants: claimsBeingRemoved(inventory) },
     { source: "listedByCspi", wants: claimsListedByCspis(inventory) },
     { source: "heldWhileFrozen", wants: frozen ? claimsAsObserved(inventory) : [] },
   ];
@@ -174,10 +175,16 @@ function carryDayTwo(plans: readonly ExistingPoolPlan[], inventory: Inventory): 
   const gate = gateDisruptions(plans, inventory);
   const pools = plans.map((plan): CspiOutcome => {
     const spec = plan.disruptive && gate.go.has(plan.name) ? plan.disruptive.spec : plan.calm;
-    const cspi = cspiObject(plan.name, inventory, spec);
+    // A device leaves the CSPI only once its claim carries the removal mark, so the node daemon, which reads
+    // the claims when the CSPI's devices change, always finds the mark it must clear.
+    const marked = new Map([...plan.removed].filter(([device]) => inventory.ownClaims.get(device)?.metadata.annotations?.[ANNOTATION.bdRemoval] !== undefined));
+    const cspi = cspiObject(plan.name, inventory, withoutDevices(spec, marked));
     return plan.pendingClaims.length > 0 ? { cspi, pendingClaims: [plan.name, plan.pendingClaims] } : { cspi };
   });
-  const claims = plans.flatMap((plan) => [...plan.claims].map(([device, predecessor]) => ({ device, cspi: plan.name, ...(predecessor ? { predecessor } : {}) })));
+  const claims = plans.flatMap((plan) => [
+    ...[...plan.removed].map(([device, removing]) => ({ device, cspi: plan.name, removing })),
+    ...[...plan.claims].map(([device, predecessor]) => ({ device, cspi: plan.name, ...(predecessor ? { predecessor } : {}) })),
+  ]);
   return { pools, claims, progressing: { active: gate.active, waiting: gate.waiting } };
 }
 

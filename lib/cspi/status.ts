@@ -1,14 +1,17 @@
 // The CSPI status fields this hook owns (docs/architecture.md, "Status ownership"): the PodAvailable and
-// NodeDaemonHeartbeat conditions, and phase Unknown while the node daemon's heartbeat is stale. Everything
+// NodeDaemonHeartbeat conditions, phase Unknown while the node daemon's heartbeat is stale, and phase
+// PodUnavailable while the pool pod is not (lib/cspi/phase.ts; the node daemon writes the zpool's state back
+// once the pod is available again). Everything
 // else is the node daemon's and is returned exactly as observed, in the observed order, so the hook and the
 // node daemon never undo each other's writes. Messages carry no clock-derived values: the same observation
 // gives the same status, and a stale CSPI is written once, not on every resync.
 import { CSPI_CONDITION } from "../../api/constants.js";
 import { CSPIStatusSchema } from "../../api/schema.js";
 import type { Condition, CSPI, CSPIStatus, KubeObject } from "../../api/types.js";
-import { formatTime, nextCondition, type ConditionInput } from "../conditions.js";
+import { formatTime, nextCondition, phaseWithTime, type ConditionInput } from "../conditions.js";
 import { poolDeploymentName } from "../names.js";
 import { isTerminating } from "../inventory.js";
+import { servingPhase } from "./phase.js";
 
 export { CSPI_CONDITION };
 
@@ -42,11 +45,12 @@ export function cspiHealth(
 
   // Only the fields the CRD knows: the API server prunes any other when the status is written.
   const status = Object.fromEntries(Object.entries(observed).filter(([key]) => STATUS_FIELDS.has(key))) as CSPIStatus;
-  if (heartbeat.stale) status.phase = "Unknown";
   status.conditions = replaceConditions(observed.conditions, [
     nextCondition(observed.conditions, podAvailable, now),
     nextCondition(observed.conditions, heartbeat.condition, now),
   ]);
+  if (heartbeat.stale) Object.assign(status, phaseWithTime(observed, "Unknown", now));
+  else if (observed.phase) Object.assign(status, phaseWithTime(observed, servingPhase(observed.phase, status.conditions), now));
   return { status, resyncAfterSeconds: heartbeat.resyncAfterSeconds };
 }
 

@@ -21,9 +21,17 @@ export interface Expansion {
   devices: string[];
 }
 
+/** Spare or read cache devices leaving the pool (they hold no data): `zpool remove` on the node. */
+export interface Removal {
+  /** Index of the group in the observed CSPI. */
+  group: number;
+  devices: string[];
+}
+
 export interface PoolDiff {
   replacements: Replacement[];
   expansions: Expansion[];
+  removals: Removal[];
   violations: Violation[];
 }
 
@@ -65,6 +73,7 @@ interface GroupDiff {
   violations: Violation[];
   expansion?: Expansion;
   replacement?: Replacement;
+  removal?: Removal;
 }
 
 export function diffPool(input: DiffInput): PoolDiff {
@@ -73,15 +82,18 @@ export function diffPool(input: DiffInput): PoolDiff {
   const ctx: DiffContext = { pool, poolIndex, cspiName: observed.metadata.name ?? "", inventory, observedGroups };
   const pairs = pairGroups(pool.raidGroups, observedGroups);
   const regrouped = checkGroupsKept(ctx, pairs);
-  if (regrouped.length > 0) return { replacements: [], expansions: [], violations: regrouped };
+  if (regrouped.length > 0) return { replacements: [], expansions: [], removals: [], violations: regrouped };
 
-  const diff: PoolDiff = { replacements: [], expansions: [], violations: [] };
+  const paired = new Set(pairs.flat());
+  const removals = observedGroups.flatMap((g, o) => (!paired.has(o) && holdsNoData(g) ? [{ group: o, devices: names(g) }] : []));
+  const diff: PoolDiff = { replacements: [], expansions: [], removals, violations: [] };
   pool.raidGroups.forEach((specGroup, s) => {
     const o = pairs[s][0];
     const group = o === undefined ? diffNewGroup(ctx, specGroup, s) : diffGroup(ctx, specGroup, s, o);
     diff.violations.push(...group.violations);
     if (group.expansion) diff.expansions.push(group.expansion);
     if (group.replacement) diff.replacements.push(group.replacement);
+    if (group.removal) diff.removals.push(group.removal);
   });
   return diff;
 }
@@ -120,7 +132,8 @@ function checkGroupsKept(ctx: DiffContext, pairs: readonly number[][]): Violatio
   });
   const unpairedSpec = pairs.map((p, s) => (p.length === 0 ? s : -1)).filter((s) => s >= 0);
   observedGroups.forEach((g, o) => {
-    if (matchedObserved.has(o)) return;
+    // A whole spare or read cache group may go: diffPool lists it as a removal.
+    if (matchedObserved.has(o) || holdsNoData(g)) return;
     const lookalike = unpairedSpec.find((s) => {
       const spec = pool.raidGroups[s];
       return groupRole(spec) === observedRole(g) && resolvedType(spec, pool) === g.type && names(spec).length === names(g).length;
@@ -176,8 +189,25 @@ function diffGroup(ctx: DiffContext, specGroup: RaidGroup, s: number, o: number)
     removed: beforeNames.filter((d) => !names(specGroup).includes(d)),
     added: names(specGroup).filter((d) => !beforeNames.includes(d)),
   };
-  const replaceable = REPLACEABLE.has(before.type) && observedRole(before) !== "spare" && observedRole(before) !== "readCache";
-  return replaceable ? diffRedundantGroup(ctx, change) : diffStripeLikeGroup(ctx, change);
+  if (holdsNoData(before)) return diffNoDataGroup(ctx, change);
+  return REPLACEABLE.has(before.type) ? diffRedundantGroup(ctx, change) : diffStripeLikeGroup(ctx, change);
+}
+
+/** Spares and read caches: ZFS removes their devices from a live pool (`zpool remove`) without touching data. */
+function holdsNoData(group: CSPIRaidGroup): boolean {
+  const role = observedRole(group);
+  return role === "spare" || role === "readCache";
+}
+
+/** A spare or read cache group: devices may leave (a removal) and join (an expansion) in one edit. */
+function diffNoDataGroup(ctx: DiffContext, change: GroupChange): GroupDiff {
+  const { group, specGroup, label, removed, added } = change;
+  const violations = added.length > 0 ? checkNewDevices(ctx, added, label) : [];
+  return {
+    violations,
+    ...(removed.length > 0 ? { removal: { group, devices: removed } } : {}),
+    ...(added.length > 0 && violations.length === 0 ? { expansion: { group, specGroup, devices: added } } : {}),
+  };
 }
 
 /** The devices an existing group lost and gained in the edit. */

@@ -44,7 +44,7 @@ describe("generated CRDs", () => {
       parse(rendered[file]).spec.versions[0].additionalPrinterColumns
         .filter((c: { priority?: number }) => !c.priority)
         .map((c: { name: string }) => c.name.toUpperCase());
-    expect(names("cstorpoolclusters.yaml")).to.deep.equal(["HEALTHYINSTANCES", "PROVISIONEDINSTANCES", "DESIREDINSTANCES", "AGE"]);
+    expect(names("cstorpoolclusters.yaml")).to.deep.equal(["HEALTHYINSTANCES", "PROVISIONEDINSTANCES", "DESIREDINSTANCES", "PHASE", "AGE"]);
     expect(names("cstorpoolinstances.yaml")).to.deep.equal([
       "HOSTNAME", "ALLOCATED", "FREE", "CAPACITY", "HEALTHYREPLICAS", "PROVISIONEDREPLICAS", "STATUS", "AGE",
     ]);

@@ -115,12 +115,12 @@ describe("integration: CRDs through kubectl on a real kube-apiserver", function 
     });
   });
 
-  it("`kubectl get cspc` prints HEALTHYINSTANCES PROVISIONEDINSTANCES DESIREDINSTANCES AGE from the status", async () => {
+  it("`kubectl get cspc` prints HEALTHYINSTANCES PROVISIONEDINSTANCES DESIREDINSTANCES PHASE AGE from the status", async () => {
     const name = "printer-columns";
     await cluster.kubectl(["apply", "--server-side", "-f", "-"], {
       input: JSON.stringify(cspc(name, { pools: [pool([{ type: "stripe", blockDevices: devices("pc", 1) }])] })),
     });
-    const status = { desiredInstances: 3, provisionedInstances: 2, healthyInstances: 1, observedGeneration: 1 };
+    const status = { desiredInstances: 3, provisionedInstances: 2, healthyInstances: 1, observedGeneration: 1, phase: "Provisioning" };
     const patched = await cluster.request(
       cluster.admin,
       "PATCH",
@@ -131,9 +131,9 @@ describe("integration: CRDs through kubectl on a real kube-apiserver", function 
     expect(patched.status, JSON.stringify(patched.body)).to.equal(200);
 
     const { columns, rows } = await table(cluster, "cspc", name, "-n", INSTALL_NAMESPACE);
-    expect(columns).to.deep.equal(["NAME", "HEALTHYINSTANCES", "PROVISIONEDINSTANCES", "DESIREDINSTANCES", "AGE"]);
+    expect(columns).to.deep.equal(["NAME", "HEALTHYINSTANCES", "PROVISIONEDINSTANCES", "DESIREDINSTANCES", "PHASE", "AGE"]);
     expect(rows).to.have.length(1);
-    expect(rows[0]).to.deep.include({ NAME: name, HEALTHYINSTANCES: "1", PROVISIONEDINSTANCES: "2", DESIREDINSTANCES: "3" });
+    expect(rows[0]).to.deep.include({ NAME: name, HEALTHYINSTANCES: "1", PROVISIONEDINSTANCES: "2", DESIREDINSTANCES: "3", PHASE: "Provisioning" });
     expect(rows[0].AGE).to.match(/^\d+s$/);
   });
 

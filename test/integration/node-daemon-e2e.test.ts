@@ -424,7 +424,7 @@ describe("integration: the node daemon end to end (real processes, real apiserve
       );
     });
 
-    it("a CSPC applied, its claims bound: the CSPI appears and the daemon brings its pool ONLINE", async () => {
+    it("a CSPC applied, its claims bound: the CSPI appears and the daemon creates its pool, PodUnavailable until a pool pod runs", async () => {
       await apply({
         apiVersion: API_VERSION,
         kind: KIND.cspc,
@@ -446,7 +446,8 @@ describe("integration: the node daemon end to end (real processes, real apiserve
       expect(cspi.spec.hostName).to.equal(nodeNameA());
       expect(cspi.spec.raidGroups[0].blockDevices.map((d: { devLink: string }) => d.devLink)).to.deep.equal(devices);
 
-      const online = await waitForCspi(cspi.metadata.name, "phase ONLINE", (c) => c?.status?.phase === "ONLINE");
+      // The pool is ONLINE on the node, but no kubelet runs its pool pod here: the phase says so.
+      const online = await waitForCspi(cspi.metadata.name, "phase PodUnavailable", (c) => c?.status?.phase === "PodUnavailable");
       expect(online!.metadata.finalizers).to.include(FINALIZER.poolProtection);
       expect(dataGroups(hostA, zpoolName(cspi.metadata.name))).to.deep.equal([devices]);
     });
@@ -454,7 +455,7 @@ describe("integration: the node daemon end to end (real processes, real apiserve
     it("the CSPC counts the pool provisioned; healthy only once the pool pod is available (no kubelet here: the test writes that)", async () => {
       await syncLoop();
       const [cspi] = await loopCspis();
-      expect(cspi.status.phase, "the daemon's word").to.equal("ONLINE");
+      expect(cspi.status.phase, "the daemon's ONLINE, without a pool pod").to.equal("PodUnavailable");
       expect(condition(cspi, "PodAvailable")).to.include({ status: "False" });
       expect((await get(cspcPath())).status).to.include({ desiredInstances: 1, provisionedInstances: 1, healthyInstances: 0 });
 
@@ -469,7 +470,7 @@ describe("integration: the node daemon end to end (real processes, real apiserve
         () => `healthyInstances never reached 1${tails()}`,
       );
       const healthy = (await loopCspis())[0];
-      expect(healthy.status.phase).to.equal("ONLINE");
+      expect(healthy.status.phase, "the daemon writes the zpool's state again once the pod is available").to.equal("ONLINE");
       expect(condition(healthy, "PodAvailable")).to.include({ status: "True" });
     });
 

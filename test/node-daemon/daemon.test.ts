@@ -259,6 +259,60 @@ describe("node-daemon loop (in-memory API, real zfs-fuse)", function () {
     expect(kube.events.filter((e) => e.reason === "ReplicaReleased")).to.have.length(1);
   });
 
+  it("backs off an action that changes nothing (zpool online -e on zfs-fuse): one try and one ActionIneffective Warning per window, each window twice the last, starting over once the pool has grown", async () => {
+    let now = Date.parse("2026-11-24T00:00:00Z");
+    const minutes = async (n: number): Promise<void> => {
+      now += n * 60_000;
+      await settle(daemon);
+    };
+    const name = sandbox.name("ineffective");
+    const pool = zpoolName(name);
+    const device = sandbox.file("d1", 128);
+    kube.apply(cspiFor(name, "node-a", [{ devices: [device] }]));
+    const daemon = daemonFor(kube, "node-a", createMetrics(), undefined, () => new Date(now));
+    daemons.push(daemon);
+    await daemon.start();
+    await settle(daemon);
+    const warnings = () => kube.events.filter((e) => e.cspi === name && e.reason === "ActionIneffective").map((e) => e.message);
+    const tries = () => kube.events.filter((e) => e.cspi === name && e.reason === "PoolGrown").length;
+
+    sandbox.grow(device, 512);
+    await settle(daemon);
+    expect(tries(), "zpool online -e ran").to.equal(1);
+    expect(warnings()).to.have.length(1);
+    expect(warnings()[0]).to.match(/changed nothing .*not retried for 10 minutes$/);
+    await minutes(9);
+    expect([tries(), warnings().length], "held back within the first window").to.deep.equal([1, 1]);
+    await minutes(2);
+    expect([tries(), warnings().length], "tried again after it").to.deep.equal([2, 2]);
+    expect(warnings()[1]).to.match(/not retried for 20 minutes$/);
+    await minutes(15);
+    expect([tries(), warnings().length], "the second window is twice the first").to.deep.equal([2, 2]);
+    await minutes(6);
+    expect([tries(), warnings().length]).to.deep.equal([3, 3]);
+    expect(warnings()[2]).to.match(/not retried for 40 minutes$/);
+
+    // The change takes effect: zfs-fuse grows a vdev when the pool is imported with autoexpand=on.
+    // zfs-fuse's zpool list has no -p: sizes as "123M", "1.2G".
+    const size = (): number => {
+      const [, value, unit] = /^([\d.]+)([KMGT]?)$/.exec(zpool("list", "-H", "-o", "size", pool).trim())!;
+      return Number(value) * 1024 ** " KMGT".indexOf(unit || " ");
+    };
+    const before = size();
+    zpool("set", "autoexpand=on", pool);
+    zpool("export", pool);
+    zpool("import", "-d", sandbox.dir, pool);
+    expect(size()).to.be.greaterThan(before * 2);
+    await minutes(41);
+    expect([tries(), warnings().length], "nothing left to grow").to.deep.equal([3, 3]);
+
+    // A later growth that again has no effect starts from the first window.
+    sandbox.grow(device, 1024);
+    await minutes(1);
+    expect([tries(), warnings().length]).to.deep.equal([4, 4]);
+    expect(warnings()[3]).to.match(/not retried for 10 minutes$/);
+  });
+
   it("a migration waiting for the other node's export is one Warning, not one per pass", async () => {
     const name = sandbox.name("wait");
     kube.apply(cspiFor(name, "node-b", [{ type: "stripe", devices: [sandbox.file("d1")] }]));

@@ -7,13 +7,13 @@ import { ANNOTATION, FINALIZER, POOL_REMOVAL_REQUESTED } from "../../api/constan
 import type { CSPI } from "../../api/types.js";
 import { findCondition } from "../../lib/conditions.js";
 import { createLogger } from "../../lib/log.js";
-import { zpoolName } from "../../lib/names.js";
+import { claimName, zpoolName } from "../../lib/names.js";
 import { createRunner } from "../../node-daemon/command.js";
 import type { ApiActions } from "../../node-daemon/executor.js";
 import { inspectDevice, ZfsHost } from "../../node-daemon/host.js";
-import { parseZpoolStatus } from "../../node-daemon/parse.js";
+import { allLeaves, leaves, parseZpoolStatus } from "../../node-daemon/parse.js";
 import { reconcilePass, type PassResult } from "../../node-daemon/reconcile.js";
-import { checksum, cspiFor, requireZfs, SANDBOX_DEVICE_ROOTS, writeData, zfs, zpool, ZfsSandbox } from "../../testkit/zfs.js";
+import { blockDeviceName, checksum, cspiFor, requireZfs, SANDBOX_DEVICE_ROOTS, writeData, zfs, zpool, ZfsSandbox } from "../../testkit/zfs.js";
 
 /** One node's daemon without an API server: the CSPI's status is carried from pass to pass as the API would. */
 class Node {
@@ -170,6 +170,57 @@ describe("node-daemon on real zfs-fuse pools", function () {
     });
   }
 
+  it("removes a spare and a read cache device (loop device) from a live pool (zpool remove), and clears their claims' removal marks only once the pool no longer has them", async () => {
+    const name = sandbox.name("remove-spare-cache");
+    const data = { type: "mirror" as const, devices: [sandbox.file("d1"), sandbox.file("d2")] };
+    const [s1, s2, c1] = [sandbox.file("s1"), sandbox.file("s2"), sandbox.loop("c1")];
+    const pool = zpoolName(name);
+    const claims: Record<string, Record<string, string>> = {};
+    const confirmed: string[] = [];
+    const api: ApiActions = {
+      addFinalizer: async (c) => ({ ...c, metadata: { ...c.metadata, finalizers: [FINALIZER.poolProtection] } }),
+      removeFinalizer: async (c) => c,
+      clearPredecessor: async () => expect.fail("nothing is replaced here"),
+      confirmRemoval: async (_namespace, claim) => {
+        const device = claim.replace(/^bdc-/, "");
+        const path = claims[device][ANNOTATION.bdRemoval];
+        expect(allLeaves(layoutOf(pool).layout).map((leaf) => leaf.device), `${path} is out of the pool before its mark goes`).not.to.include(path);
+        confirmed.push(claim);
+        delete claims[device][ANNOTATION.bdRemoval];
+      },
+    };
+    const node = new Node("node-a", api, claims);
+    const everything = [data, { role: "spare" as const, devices: [s1, s2] }, { role: "readCache" as const, devices: [c1] }];
+    const created = await node.reconcile(cspiFor(name, "node-a", everything));
+    expect(leaves(layoutOf(pool).layout.spares).map((v) => v.device)).to.deep.equal([s1, s2]);
+    expect(leaves(layoutOf(pool).layout.cache)).to.have.length(1);
+
+    // cspc-sync marks the claims first, while the CSPI still lists the devices: nothing to do yet.
+    claims[blockDeviceName(s2)] = { [ANNOTATION.bdRemoval]: s2 };
+    claims[blockDeviceName(c1)] = { [ANNOTATION.bdRemoval]: c1 };
+    const marked = await node.reconcile(created.cspi);
+    expect(marked.outcomes).to.deep.equal([]);
+
+    // Then the CSPI drops s2 and the read cache group.
+    const without = { ...cspiFor(name, "node-a", [data, { role: "spare", devices: [s1] }]), metadata: created.cspi.metadata, status: marked.cspi.status };
+    const removed = await node.reconcile(without);
+    expect(removed.outcomes.map((o) => [o.action.kind, o.error])).to.deep.equal([
+      ["remove", undefined],
+      ["remove", undefined],
+      ["confirm-removal", undefined],
+      ["confirm-removal", undefined],
+    ]);
+    expect(confirmed.sort()).to.deep.equal([claimName(blockDeviceName(c1)), claimName(blockDeviceName(s2))].sort());
+    const layout = layoutOf(pool).layout;
+    expect(leaves(layout.spares).map((v) => v.device)).to.deep.equal([s1]);
+    expect(layout.cache).to.deep.equal([]);
+    expect(layout.data.map((v) => v.children.map((c) => c.device)), "the data vdevs are untouched").to.deep.equal([data.devices]);
+    expect(removed.status?.phase).to.equal("ONLINE");
+
+    const again = await node.reconcile(removed.cspi);
+    expect(again.outcomes, "a second pass has nothing to do").to.deep.equal([]);
+  });
+
   it("replaces a mirror member through resilver and removes the predecessor mark from the new claim", async () => {
     const name = sandbox.name("replace");
     const [d1, d2, d3] = [sandbox.file("d1"), sandbox.file("d2"), sandbox.file("d3")];
@@ -182,6 +233,7 @@ describe("node-daemon on real zfs-fuse pools", function () {
         cleared.push(claim);
         delete claims["bd-d3"][ANNOTATION.bdPredecessor];
       },
+      confirmRemoval: async () => expect.fail("nothing is removed here"),
     };
     const node = new Node("node-a", api, claims);
     const created = await node.reconcile(cspiFor(name, "node-a", [{ type: "mirror", devices: [d1, d2] }]));

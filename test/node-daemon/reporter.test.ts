@@ -36,6 +36,24 @@ describe("node-daemon reporter", () => {
     expect(second.lastUpdateTime).to.equal("2026-03-01T12:00:30Z");
   });
 
+  it("agrees with cspi-sync on the phase: an ONLINE pool whose pool pod is not available is PodUnavailable, and ONLINE again once it is", () => {
+    const goldenCase = plannerCase("replacement-resilvering-openzfs");
+    const input = planInputOf(goldenCase);
+    const online = report({ cspi: input.cspi, nodeName: input.nodeName, now: input.now, observation: input.observation, plan: plan(input), outcomes: [] });
+    const podDown = { type: "PodAvailable", status: "False" as const, reason: "PoolPodNotReady", message: "no pod", lastTransitionTime: "2026-03-01T12:00:00Z" };
+    const withPodDown = { ...input.cspi, status: { ...online, phase: "PodUnavailable" as const, conditions: [...(online.conditions ?? []), podDown] } };
+    const later = new Date(input.now.getTime() + 60_000);
+    const down = report({ cspi: withPodDown, nodeName: input.nodeName, now: later, observation: input.observation, plan: plan(input), outcomes: [] });
+    expect(online.phase).to.be.oneOf(["ONLINE", "DEGRADED"]);
+    expect(down.phase).to.equal("PodUnavailable");
+    // The hook wrote this phase: the daemon keeps its time, so the two never rewrite each other.
+    expect(down.phaseLastTransitionTime).to.equal(withPodDown.status.phaseLastTransitionTime);
+    const podBack = { ...podDown, status: "True" as const, reason: "PoolPodAvailable" };
+    const back = report({ cspi: { ...withPodDown, status: { ...down, conditions: [...(online.conditions ?? []), podBack] } }, nodeName: input.nodeName, now: later, observation: input.observation, plan: plan(input), outcomes: [] });
+    expect(back.phase).to.equal(online.phase);
+    expect(back.phaseLastTransitionTime).to.equal("2026-03-01T12:01:00Z");
+  });
+
   it("reports a completed expansion with the documented reason and the devices added", () => {
     const goldenCase = plannerCase("expand-raid-group");
     const input = planInputOf(goldenCase);

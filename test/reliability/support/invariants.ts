@@ -66,7 +66,9 @@ export function nullsIn(value: unknown, path = "$"): string[] {
 /**
  * A parent's children after a sync or finalize: no observed CSPI disappears unless it was already marked for
  * removal (or is already being deleted), no device leaves a CSPI except through a replacement whose successor
- * sits in the same group, and every device of every observed CSPI keeps its claim.
+ * sits in the same group, or as a spare or read cache device whose claim is kept with the removal mark (the
+ * node daemon confirms `zpool remove` before the claim goes), and every device of every observed CSPI keeps
+ * its claim.
  */
 export function compositeChildrenProblems(request: unknown, response: unknown): string[] {
   const problems: string[] = [];
@@ -75,6 +77,7 @@ export function compositeChildrenProblems(request: unknown, response: unknown): 
   const claims = children(response, "BlockDeviceClaim");
   const claimed = new Set(claims.map((c) => field(c, "spec", "blockDeviceName")));
   const successorOf = new Map<unknown, string>();
+  const removing = new Set(claims.filter((c) => typeof field(c, "metadata", "annotations", ANNOTATION.bdRemoval) === "string").map((c) => field(c, "spec", "blockDeviceName")));
   for (const c of claims) {
     const predecessor = field(c, "metadata", "annotations", ANNOTATION.bdPredecessor);
     const successor = field(c, "spec", "blockDeviceName");
@@ -94,9 +97,11 @@ export function compositeChildrenProblems(request: unknown, response: unknown): 
       continue;
     }
     const after = devicesByGroup(now) ?? [];
+    const groups = field(cspi, "spec", "raidGroups") as unknown[];
+    const holdsNoData = (g: number): boolean => field(groups[g], "isSpare") === true || field(groups[g], "isReadCache") === true;
     before?.forEach((devices, g) => {
       for (const device of devices) {
-        if (after[g]?.includes(device)) continue;
+        if (after[g]?.includes(device) || (holdsNoData(g) && removing.has(device) && !after.flat().includes(device))) continue;
         const successor = successorOf.get(device);
         if (successor === undefined) problems.push(`device ${device} left raidGroups[${g}] of CSPI ${name} without a replacement`);
         else if (!after[g]?.includes(successor)) problems.push(`device ${device} of CSPI ${name} was replaced by ${successor}, which is not in its group`);
