@@ -427,7 +427,7 @@ describe("node daemon process killed mid-action, and the API server gone and bac
     const readOnly = await waitForStatus("status readOnly", (s) => s.readOnly === true);
     expect(readOnly.status).to.include({ phase: "ONLINE", readOnly: true });
     await patchCspi([{ op: "replace", path: "/spec/poolConfig/roThresholdLimit", value: 95 }]);
-    const writable = await waitForStatus("readOnly cleared after the limit was raised", (s) => s.readOnly === false);
+    await waitForStatus("readOnly cleared after the limit was raised", (s) => s.readOnly === false);
     expect(zfs("get", "-H", "-o", "value", "readonly", pool).trim()).to.equal("off");
     expect(checksum(filler.file)).to.equal(filler.sha);
     data.expectIntact("API server away while the pool filled");
