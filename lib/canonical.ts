@@ -4,7 +4,10 @@ import { stringify as yamlStringify } from "yaml";
 
 export type Json = string | number | boolean | null | Json[] | { [key: string]: Json };
 
-/** Recursively sorts object keys and removes null and undefined object fields. Throws on non-plain values. */
+/**
+ * Recursively sorts object keys and removes null and undefined object fields and list items (the API server
+ * stores neither in a typed field, and Metacontroller's strict decoding trips on them). Throws on non-plain values.
+ */
 export function canonicalize(value: unknown): Json {
   if (value === null || value === undefined) return null;
   if (typeof value === "string" || typeof value === "boolean") return value;
@@ -12,7 +15,7 @@ export function canonicalize(value: unknown): Json {
     if (!Number.isFinite(value)) throw new TypeError(`cannot render non-finite number ${value}`);
     return value;
   }
-  if (Array.isArray(value)) return value.map((item) => canonicalize(item));
+  if (Array.isArray(value)) return value.filter((item) => item !== null && item !== undefined).map((item) => canonicalize(item));
   if (typeof value === "object") {
     const proto = Object.getPrototypeOf(value) as { constructor?: { name?: string } } | null;
     if (proto !== Object.prototype && proto !== null) {

@@ -64,6 +64,10 @@ function holdChildren(request: CompositeSyncRequest<CVC>, world: VolumeWorld): O
   };
 }
 
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
 /** An observed child as the hook returns it to keep it unchanged: its identity, labels, annotations, finalizers and spec. */
 export function asObserved(object: KubeObject): KubeObject {
   const { name, namespace, labels, annotations, finalizers } = object.metadata;
@@ -71,7 +75,8 @@ export function asObserved(object: KubeObject): KubeObject {
     apiVersion: object.apiVersion,
     kind: object.kind,
     metadata: { name, namespace, ...(labels ? { labels } : {}), ...(annotations ? { annotations } : {}), ...(finalizers ? { finalizers } : {}) },
-    ...(object.spec !== undefined ? { spec: object.spec } : {}),
+    // A spec the API server could not have stored (not an object) is not echoed back.
+    ...(isRecord(object.spec) ? { spec: object.spec } : {}),
   };
 }
 

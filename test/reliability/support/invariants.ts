@@ -100,11 +100,15 @@ export function compositeChildrenProblems(request: unknown, response: unknown): 
     const groups = field(cspi, "spec", "raidGroups") as unknown[];
     const holdsNoData = (g: number): boolean => field(groups[g], "isSpare") === true || field(groups[g], "isReadCache") === true;
     before?.forEach((devices, g) => {
+      // The group as it is now: the one that kept any of its devices (a group emptied by a removal before it
+      // shifts the later groups' indexes), else the same index.
+      const kept = after.findIndex((group) => devices.some((d) => group.includes(d)));
+      const current = after[kept >= 0 ? kept : g];
       for (const device of devices) {
-        if (after[g]?.includes(device) || (holdsNoData(g) && removing.has(device) && !after.flat().includes(device))) continue;
+        if (current?.includes(device) || (holdsNoData(g) && removing.has(device) && !after.flat().includes(device))) continue;
         const successor = successorOf.get(device);
         if (successor === undefined) problems.push(`device ${device} left raidGroups[${g}] of CSPI ${name} without a replacement`);
-        else if (!after[g]?.includes(successor)) problems.push(`device ${device} of CSPI ${name} was replaced by ${successor}, which is not in its group`);
+        else if (!current?.includes(successor)) problems.push(`device ${device} of CSPI ${name} was replaced by ${successor}, which is not in its group`);
       }
     });
   }
