@@ -102,6 +102,9 @@ export function emptyLayout(): Layout {
   return { data: [], logs: [], cache: [], spares: [], special: [], dedup: [] };
 }
 
+/** A pool that could not be opened has no error count, so zpool prints no errors: line for it. */
+const UNOPENED_POOL_STATES = new Set(["FAULTED", "UNAVAIL"]);
+
 /** `zpool status [pool...]`: every pool printed. "no pools available" gives []; anything not understood throws. */
 export function parseZpoolStatus(text: string): PoolStatus[] {
   return parseListing(text, STATUS_FORMAT);
@@ -181,13 +184,13 @@ function parsePool(reader: LineReader, format: ListingFormat): PoolStatus {
   }
   if (!fields.state) throw reader.error(`pool ${name} has no state: line`, first);
   const layout = parseTree(reader, format, name);
-  if (format.closedByErrors) {
+  if (format.closedByErrors && !UNOPENED_POOL_STATES.has(fields.state)) {
     reader.skipBlank();
     if (reader.done()) throw reader.error(`pool ${name} ends before its errors: line`);
     const line = reader.next();
     if (!line.text.startsWith("errors: ")) throw reader.error(`pool ${name}: expected its errors: line after the vdev tree`, line);
   } else {
-    // Import listings may explain the pool after its tree, in tab-indented lines.
+    // Import listings (and a pool that could not be opened) may explain the pool after its tree, in tab-indented lines.
     for (reader.skipBlank(); !reader.done() && !POOL_LINE.test(reader.peek()); reader.skipBlank()) {
       const line = reader.next();
       if (!line.text.startsWith("\t")) throw reader.error(`pool ${name}: neither a note on the pool nor the next pool`, line);

@@ -70,6 +70,38 @@ config:
 /** Lines 1..n of a text, as \`head -n\` cuts it. */
 const head = (text: string, lines: number) => `${text.split("\n").slice(0, lines).join("\n")}\n`;
 
+/**
+ * zfs-fuse 0.7 on this machine: a pool whose only device lost its label (the link was re-pointed), as
+ * zpool status printed it after a restart, followed by a healthy pool. A pool that cannot be opened
+ * has no error count, so zpool prints no errors: line for it (OpenZFS does the same).
+ */
+const ZFS_FUSE_FAULTED_THEN_ONLINE = `  pool: cstor-moved-b91754
+ state: FAULTED
+status: One or more devices could not be used because the label is missing 
+	or invalid.  There are insufficient replicas for the pool to continue
+	functioning.
+action: Destroy and re-create the pool from
+	a backup source.
+   see: http://www.sun.com/msg/ZFS-8000-5E
+ scrub: none requested
+config:
+
+	NAME                                        STATE     READ WRITE CKSUM
+	cstor-moved-b91754                          FAULTED      0     0     0  corrupted data
+	  /tmp/cstor-nd-xXeQPb/roots-destroy/disk0  UNAVAIL      0     0     0  corrupted data
+
+  pool: cstor-outside-b91754
+ state: ONLINE
+ scrub: none requested
+config:
+
+	NAME                            STATE     READ WRITE CKSUM
+	cstor-outside-b91754            ONLINE       0     0     0
+	  /tmp/cstor-nd-xXeQPb/outside  ONLINE       0     0     0
+
+errors: No known data errors
+`;
+
 const OPENZFS_SPARE_IN_USE = `  pool: tank
  state: DEGRADED
 status: One or more devices could not be used because the label is missing or
@@ -173,6 +205,17 @@ describe("node-daemon zpool output parsers", () => {
     expect(listed.layout.logs.map((v) => v.device)).to.deep.equal(["/tmp/pt/l1"]);
     // zfs-fuse lists nothing, exit 0, when every pool of a cachefile is already imported.
     expect(parseImportList("")).to.deep.equal([]);
+  });
+
+  it("reads a pool that could not be opened, which has no errors: line, and the pool after it", () => {
+    const [faulted, online] = parseZpoolStatus(ZFS_FUSE_FAULTED_THEN_ONLINE);
+    expect([faulted.name, faulted.state, online.name, online.state]).to.deep.equal(["cstor-moved-b91754", "FAULTED", "cstor-outside-b91754", "ONLINE"]);
+    expect(allLeaves(faulted.layout).map((l) => [l.device, l.state, l.note])).to.deep.equal([["/tmp/cstor-nd-xXeQPb/roots-destroy/disk0", "UNAVAIL", "corrupted data"]]);
+    expect(faulted.status).to.match(/^One or more devices could not be used because the label is missing or invalid/);
+    // Alone, or last: the output ends with its tree.
+    expect(parseZpoolStatus(head(ZFS_FUSE_FAULTED_THEN_ONLINE, 14)).map((p) => p.state)).to.deep.equal(["FAULTED"]);
+    // A pool that is open still needs its errors: line, so a cut-short listing is not read as whole.
+    expect(unreadable(parseZpoolStatus, head(ZFS_FUSE_FAULTED_THEN_ONLINE, 23)).message).to.equal("unreadable zpool status output: pool cstor-outside-b91754 ends before its errors: line");
   });
 
   it("refuses garbage instead of reading it as no pools", () => {
