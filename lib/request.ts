@@ -32,7 +32,7 @@ import {
   type StorageClass,
 } from "./provision/objects.js";
 
-function isRecord(value: unknown): value is Record<string, unknown> {
+export function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 

@@ -2,13 +2,13 @@
 // generation; it depends only on the CVC's namespace and spec.cstorPoolCluster, which cannot change.
 import { API_VERSION, KIND, LABEL } from "../../api/constants.js";
 import type { CustomizeResponse } from "../../api/types.js";
-import { parseCustomizeRequest } from "../../lib/request.js";
+import { isRecord, parseCustomizeRequest } from "../../lib/request.js";
 
 export function customizeCvc(body: unknown): CustomizeResponse {
   const { parent } = parseCustomizeRequest(body, KIND.cvc);
   const namespace = parent.metadata.namespace ?? "default";
   const spec = parent.spec;
-  const cspc = typeof spec === "object" && spec !== null ? (spec as Record<string, unknown>).cstorPoolCluster : undefined;
+  const cspc = isRecord(spec) ? spec.cstorPoolCluster : undefined;
   const rules: CustomizeResponse["relatedResources"] = [
     // Every pool of the namespace: a pin naming another cluster's pool is refused by name.
     { apiVersion: API_VERSION, resource: "cstorpoolinstances", namespace, labelSelector: {} },

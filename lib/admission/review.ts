@@ -2,7 +2,7 @@
 // Only the fields this webhook reads or writes; the response always echoes request.uid.
 import type { KubeObject } from "../../api/types.js";
 import { BadRequestError } from "../errors.js";
-import { isKubeObject, jsonKind } from "../request.js";
+import { isKubeObject, isRecord, jsonKind } from "../request.js";
 
 export const ADMISSION_API_VERSION = "admission.k8s.io/v1";
 
@@ -46,9 +46,6 @@ export interface AdmissionReview {
 
 const OPERATIONS: readonly string[] = ["CREATE", "UPDATE", "DELETE", "CONNECT"] satisfies Operation[];
 
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
 
 /** The request of an AdmissionReview v1; anything else is a 400 naming what is wrong. */
 export function parseAdmissionReview(body: unknown): AdmissionRequest {

@@ -14,6 +14,7 @@ import { cstorVolume, planDisruptionBudget, targetDeployment, targetService, vol
 import { reachedCapacity, volumeHealth } from "./health.js";
 import { place } from "./placement.js";
 import { buildVolumeWorld, quantityBytes, type VolumeWorld } from "./world.js";
+import { isRecord } from "../request.js";
 
 export const CVC_CONDITION = {
   bound: "Bound",
@@ -64,9 +65,6 @@ function holdChildren(request: CompositeSyncRequest<CVC>, world: VolumeWorld): O
   };
 }
 
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
 
 /** An observed child as the hook returns it to keep it unchanged: its identity, labels, annotations, finalizers and spec. */
 export function asObserved(object: KubeObject): KubeObject {

@@ -5,7 +5,7 @@
 // waiting for the node daemon to release each replica.
 import { expect } from "chai";
 import { API_VERSION, FINALIZER, KIND, LABEL } from "../../api/constants.js";
-import { projectInstalled, type KubeCluster } from "../support/kube.js";
+import { getIfPresent, projectInstalled, type KubeCluster } from "../support/kube.js";
 import { MetacontrollerDriver, serveHooks } from "../support/metacontroller-driver.js";
 
 const NS = "vol-loop";
@@ -24,10 +24,7 @@ describe("integration: a CStorVolumeConfig through the Metacontroller loop (test
   let cluster: KubeCluster;
   let driver: MetacontrollerDriver;
 
-  const get = async (path: string): Promise<any> => {
-    const response = await cluster.request(cluster.admin, "GET", path);
-    return response.status === 200 ? response.body : undefined;
-  };
+  const get = (path: string): Promise<any> => getIfPresent(cluster, path);
   const items = async (path: string): Promise<any[]> => ((await get(path))?.items ?? []) as any[];
   const patch = async (path: string, body: object): Promise<void> => {
     const response = await cluster.request(cluster.admin, "PATCH", path, body, "application/merge-patch+json");

@@ -5,7 +5,7 @@ import type { AddressInfo } from "node:net";
 import { expect } from "chai";
 import express from "express";
 import { API_VERSION, KIND } from "../../api/constants.js";
-import { projectInstalled, type KubeCluster } from "../support/kube.js";
+import { getIfPresent, projectInstalled, type KubeCluster } from "../support/kube.js";
 import { CONTROLLER_UID, HookCallError, LAST_APPLIED, MetacontrollerDriver } from "../support/metacontroller-driver.js";
 import { MetacontrollerLoop } from "../support/metacontroller-loop.js";
 import { onStop } from "../support/processes.js";
@@ -39,14 +39,8 @@ describe("integration: the Metacontroller test driver keeps the v2 contract", fu
     metadata: { name, ...extra },
     data,
   });
-  const getConfigMap = async (name: string): Promise<any> => {
-    const response = await cluster.request(cluster.admin, "GET", `/api/v1/namespaces/${NS}/configmaps/${name}`);
-    return response.status === 200 ? response.body : undefined;
-  };
-  const getCspc = async (name: string): Promise<any> => {
-    const response = await cluster.request(cluster.admin, "GET", `/apis/${API_VERSION}/namespaces/${NS}/cstorpoolclusters/${name}`);
-    return response.status === 200 ? response.body : undefined;
-  };
+  const getConfigMap = (name: string): Promise<any> => getIfPresent(cluster, `/api/v1/namespaces/${NS}/configmaps/${name}`);
+  const getCspc = (name: string): Promise<any> => getIfPresent(cluster, `/apis/${API_VERSION}/namespaces/${NS}/cstorpoolclusters/${name}`);
   const newParent = async (name: string): Promise<any> => {
     await cluster.kubectl(["apply", "--server-side", "-f", "-"], { input: JSON.stringify(cspcObject(name)) });
     return getCspc(name);

@@ -4,7 +4,7 @@
 import { expect } from "chai";
 import { ANNOTATION, API_VERSION, KIND, LABEL } from "../../api/constants.js";
 import { claimName, poolDeploymentName } from "../../lib/names.js";
-import { projectInstalled, type KubeCluster } from "../support/kube.js";
+import { getIfPresent, projectInstalled, type KubeCluster } from "../support/kube.js";
 import { CONTROLLER_UID, DECORATOR_ANNOTATION, MetacontrollerDriver, serveHooks } from "../support/metacontroller-driver.js";
 
 const NS = "mc-loop";
@@ -53,10 +53,7 @@ describe("integration: the Metacontroller loop (test driver + hook server + real
   let cluster: KubeCluster;
   let driver: MetacontrollerDriver;
 
-  const get = async (path: string): Promise<any> => {
-    const response = await cluster.request(cluster.admin, "GET", path);
-    return response.status === 200 ? response.body : undefined;
-  };
+  const get = (path: string): Promise<any> => getIfPresent(cluster, path);
   const list = async (resource: string, group = `apis/${API_VERSION}`): Promise<any[]> =>
     (await get(`/${group}/namespaces/${NS}/${resource}`)).items;
   const theCspc = () => get(`${cspcPath}/${CSPC}`);

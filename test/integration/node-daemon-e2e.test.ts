@@ -14,7 +14,7 @@ import { commandsFromEnv } from "../../node-daemon/host.js";
 import { createKubeApi, type KubeApi } from "../../node-daemon/kube.js";
 import { leaves, parseZpoolStatus } from "../../node-daemon/parse.js";
 import { deviceRootsFromEnv } from "../../node-daemon/validate.js";
-import { INSTALL_NAMESPACE, markDeploymentAvailable, projectInstalled, waitUntil, type Identity, type KubeCluster } from "../support/kube.js";
+import { getIfPresent, INSTALL_NAMESPACE, markDeploymentAvailable, projectInstalled, waitUntil, type Identity, type KubeCluster } from "../support/kube.js";
 import { MetacontrollerDriver, serveHooks } from "../support/metacontroller-driver.js";
 import { DaemonProcess, shippedDaemonEnv } from "../support/node-daemon-process.js";
 import { startNode, type ZfsNode } from "../support/zfs-node.js";
@@ -382,10 +382,7 @@ describe("integration: the node daemon end to end (real processes, real apiserve
     let cspc: string;
     let devices: string[];
     const cspcPath = () => `/apis/${API_VERSION}/namespaces/${NS}/cstorpoolclusters/${cspc}`;
-    const get = async (path: string): Promise<any> => {
-      const response = await cluster.request(cluster.admin, "GET", path);
-      return response.status === 200 ? response.body : undefined;
-    };
+    const get = (path: string): Promise<any> => getIfPresent(cluster, path);
     const owned = async (path: string): Promise<any[]> =>
       ((await get(`${path}?labelSelector=${encodeURIComponent(`${LABEL.cspc}=${cspc}`)}`))?.items ?? []) as any[];
     const loopCspis = () => owned(cspiPath());

@@ -8,7 +8,7 @@ import { API_VERSION, KIND, LABEL } from "../../api/constants.js";
 import type { CSPI } from "../../api/types.js";
 import { resolvePoolConfig } from "../../lib/cspc/build.js";
 import { zpoolName } from "../../lib/names.js";
-import { installProject, INSTALL_NAMESPACE, ownCluster, waitUntil, type Identity, type OwnCluster } from "../support/kube.js";
+import { getIfPresent, installProject, INSTALL_NAMESPACE, ownCluster, waitUntil, type Identity, type OwnCluster } from "../support/kube.js";
 import { DaemonProcess, shippedDaemonEnv } from "../support/node-daemon-process.js";
 import { startNode, type ZfsNode } from "../support/zfs-node.js";
 import { blockDeviceName, MiB, requireZfs, ZfsSandbox } from "../../testkit/zfs.js";
@@ -34,10 +34,7 @@ describe("integration: the node daemon's view of its CSPIs stays current (watch 
   const cspiPath = (cspi = "") => `/apis/${API_VERSION}/namespaces/${NS}/cstorpoolinstances${cspi ? `/${cspi}` : ""}`;
   const tails = () => [daemonA, daemonB].map((d) => d?.tail() ?? "").join("");
 
-  const getCspi = async (): Promise<CSPI | undefined> => {
-    const response = await cluster.request(cluster.admin, "GET", cspiPath(name));
-    return response.status === 200 ? response.body : undefined;
-  };
+  const getCspi = (): Promise<CSPI | undefined> => getIfPresent(cluster, cspiPath(name));
   const waitForCspi = async (what: string, done: (cspi: CSPI | undefined) => boolean): Promise<void> => {
     let last: CSPI | undefined;
     await waitUntil(

@@ -5,7 +5,7 @@
 // There is no garbage collector here: the test does the GC's orphaning itself, and says where.
 import { expect } from "chai";
 import { ANNOTATION, API_VERSION, KIND, LABEL } from "../../api/constants.js";
-import { projectInstalled, repoPath, type KubeCluster } from "../support/kube.js";
+import { getIfPresent, projectInstalled, repoPath, type KubeCluster } from "../support/kube.js";
 import { CONTROLLER_UID, MetacontrollerDriver, serveHooks } from "../support/metacontroller-driver.js";
 
 const NS = "mc-uninstall";
@@ -37,10 +37,7 @@ describe("integration: uninstall without losing data, and reinstall (docs/instal
   let cluster: KubeCluster;
   let driver: MetacontrollerDriver;
   const api = (resource: string, name = "", group = `apis/${API_VERSION}`) => `/${group}/namespaces/${NS}/${resource}${name ? `/${name}` : ""}`;
-  const get = async (path: string): Promise<any> => {
-    const response = await cluster.request(cluster.admin, "GET", path);
-    return response.status === 200 ? response.body : undefined;
-  };
+  const get = (path: string): Promise<any> => getIfPresent(cluster, path);
   const items = async (path: string): Promise<any[]> => (await get(path)).items;
   const patch = async (path: string, body: unknown): Promise<void> => {
     const response = await cluster.request(cluster.admin, "PATCH", path, body, MERGE);

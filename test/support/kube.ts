@@ -334,6 +334,12 @@ export async function freePorts(count: number): Promise<number[]> {
 }
 
 /** Polls until check() is true; check() may throw to give up at once. */
+/** The object at `path` as the admin reads it, or undefined when the API server does not answer it with 200. */
+export async function getIfPresent(cluster: KubeCluster, path: string): Promise<any> {
+  const response = await cluster.request(cluster.admin, "GET", path);
+  return response.status === 200 ? response.body : undefined;
+}
+
 export async function waitUntil(check: () => Promise<boolean>, timeoutMs: number, describe: () => string): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
