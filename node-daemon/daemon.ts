@@ -122,8 +122,13 @@ export class NodeDaemon {
     // Not awaited: without the CVRs (their CRD not installed yet, the apiserver away) the pools are still looked
     // after, and everything that needs the CVRs waits (counts unknown, no destroy) until they are listed.
     this.cvrCache.startInBackground();
-    await this.cache.start();
-    await this.queue.idle();
+    const release = this.options.host.shareSnapshots();
+    try {
+      await this.cache.start();
+      await this.queue.idle();
+    } finally {
+      release();
+    }
     this.lastResyncAt = this.clock();
     this.timers = [
       setInterval(() => void this.resync(), this.intervalMs),
@@ -145,9 +150,15 @@ export class NodeDaemon {
 
   /** Runs a pass for every CSPI (those not concerning this node end at once); returns once all are done. */
   async resync(): Promise<void> {
-    await this.refreshHeldPools();
-    const lost = this.cvrCache.values().filter(releaseRequested).map((cvr) => `${LOST_REPLICA_KEY}${cvr.metadata.name ?? ""}`);
-    await Promise.allSettled([...this.cache.names(), ...lost].map((key) => this.queue.enqueue(key)));
+    // The round's passes share one look at the host: a refresh costs the same few commands for 1 or 50 pools.
+    const release = this.options.host.shareSnapshots();
+    try {
+      await this.refreshHeldPools();
+      const lost = this.cvrCache.values().filter(releaseRequested).map((cvr) => `${LOST_REPLICA_KEY}${cvr.metadata.name ?? ""}`);
+      await Promise.allSettled([...this.cache.names(), ...lost].map((key) => this.queue.enqueue(key)));
+    } finally {
+      release();
+    }
     this.lastResyncAt = this.clock();
   }
 

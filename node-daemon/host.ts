@@ -3,11 +3,13 @@
 // prefix such as `nsenter -t 1 -m --` or `chroot /host`.
 import { constants, mkdir, open, readFile, realpath, stat } from "node:fs/promises";
 import { CommandError, type Runner, type RunOptions } from "./command.js";
-import type { DeviceInfo, ImportSource } from "./observation.js";
+import type { DeviceInfo, ImportSource, PoolFacts } from "./observation.js";
 import {
+  cachefileSetting,
   parseDatasetProperties,
   parseGetTable,
   parseImportList,
+  parsePoolFacts,
   parseSize,
   parseValueLines,
   parseZpoolStatus,
@@ -15,7 +17,7 @@ import {
   type PoolStatus,
 } from "./parse.js";
 import type { HostCommand } from "./vocabulary.js";
-import { parentDir, type VdevSpec } from "./vocabulary.js";
+import { DATASET_PROPERTIES, parentDir, type VdevSpec } from "./vocabulary.js";
 
 export interface ZfsCommands {
   /** argv prefix for zpool, e.g. ["zpool"] or ["nsenter", "-t", "1", "-m", "--", "zpool"]. */
@@ -47,8 +49,27 @@ const BUSY_DELAY_MS = 1_000;
 const LABEL_BYTES = 512 * 1024;
 const LABEL_ALIGN = 256 * 1024;
 
+/**
+ * One look at the node's ZFS: every imported pool's status, and the facts of each of our pools (cstor-*),
+ * read with one command of each kind for all of them. A pool missing from `facts` is read on its own.
+ */
+export interface HostSnapshot {
+  pools: PoolStatus[];
+  facts: Map<string, PoolFacts>;
+}
+
+/** Our pools are named cstor-<cspi> (lib/names.ts); other pools on the host are never read in the batch. */
+const OUR_POOL_PREFIX = "cstor-";
+/** A pool in these states cannot be opened: its datasets cannot be read, and it would fail the whole batch. */
+const UNREADABLE_STATES = new Set(["FAULTED", "UNAVAIL"]);
+const POOL_PROPERTIES = ["type", "used", "available", "compression", "readonly"];
+
 export class ZfsHost {
   private labelclearMissing = false;
+  /** Bumped before and after every command that changes the host: a snapshot read across it is not reused. */
+  private generation = 0;
+  private sharers = 0;
+  private shared?: { generation: number; snapshot: Promise<HostSnapshot> };
 
   constructor(
     private readonly runner: Runner,
@@ -61,6 +82,85 @@ export class ZfsHost {
 
   private zfs(args: string[], options: RunOptions = READ) {
     return this.runner.run([...this.commands.zfs, ...args], options);
+  }
+
+  private zpoolChange(args: string[], options: RunOptions = CHANGE) {
+    return this.change(() => this.zpool(args, options));
+  }
+
+  /**
+   * Commands that change pools or datasets go through here, so a shared snapshot taken before them is not
+   * served after them.
+   */
+  private async change<T>(run: () => Promise<T>): Promise<T> {
+    this.generation++;
+    try {
+      return await run();
+    } finally {
+      this.generation++;
+    }
+  }
+
+  /**
+   * Until the returned release is called, snapshot() answers every caller with one look at the host (a
+   * resync's round of passes), taken again after any change. Outside such a window every call reads anew.
+   */
+  shareSnapshots(): () => void {
+    this.sharers++;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      if (--this.sharers === 0) this.shared = undefined;
+    };
+  }
+
+  snapshot(): Promise<HostSnapshot> {
+    if (this.sharers === 0) return this.readSnapshot();
+    if (!this.shared || this.shared.generation !== this.generation) {
+      const snapshot = this.readSnapshot();
+      const entry = { generation: this.generation, snapshot };
+      // A failed look is not shared: the next caller tries again.
+      snapshot.catch(() => this.shared === entry && (this.shared = undefined));
+      this.shared = entry;
+    }
+    return this.shared.snapshot;
+  }
+
+  /** Four commands however many pools: zpool status, zpool list, zfs get and zpool get over all of ours. */
+  private async readSnapshot(): Promise<HostSnapshot> {
+    const pools = await this.pools();
+    const ours = pools.filter((p) => p.name.startsWith(OUR_POOL_PREFIX) && !UNREADABLE_STATES.has(p.state)).map((p) => p.name);
+    const facts = new Map<string, PoolFacts>();
+    if (ours.length === 0) return { pools, facts };
+    try {
+      const sizes = (await this.zpool(["list", "-H", "-o", "name,size", ...ours])).stdout;
+      const properties = [...new Set([...POOL_PROPERTIES, ...DATASET_PROPERTIES])].join(",");
+      const datasets = (await this.zfs(["get", "-H", "-p", "-r", "-o", "name,property,value", properties, ...ours])).stdout;
+      const cachefiles = (await this.zpool(["get", "cachefile", ...ours])).stdout;
+      for (const [pool, poolFacts] of parsePoolFacts(ours, { sizes, datasets, cachefiles }, DATASET_PROPERTIES)) facts.set(pool, poolFacts);
+    } catch {
+      // One pool that cannot be read (lost while we looked) fails the batch: each pool is then read on its own,
+      // so only that one fails, as it would have without the batch.
+    }
+    return { pools, facts };
+  }
+
+  /** One pool's facts read on its own, when the batch could not read them: five commands. */
+  async poolFacts(pool: string): Promise<PoolFacts> {
+    const [size, space, datasets, properties, cachefile] = [
+      await this.poolSize(pool),
+      await this.space(pool),
+      await this.datasets(pool, DATASET_PROPERTIES),
+      await this.datasetProperties(pool, ["compression", "readonly"]),
+      await this.poolProperty(pool, "cachefile"),
+    ];
+    const facts: PoolFacts = { space, datasets };
+    if (size !== undefined) facts.size = size;
+    if (properties.compression) facts.compression = properties.compression;
+    if (properties.readonly) facts.readonly = properties.readonly === "on";
+    if (cachefile !== undefined) facts.cachefile = cachefileSetting(cachefile);
+    return facts;
   }
 
   /** Every imported pool with its layout. */
@@ -98,7 +198,7 @@ export class ZfsHost {
 
   /** A replica backend's command (node-daemon/replicas.ts): zfs or truncate, in the host's namespace. */
   async runReplicaCommand(command: HostCommand): Promise<void> {
-    await this.runner.run([...this.commands[command.program], ...command.args], CHANGE);
+    await this.change(() => this.runner.run([...this.commands[command.program], ...command.args], CHANGE));
   }
 
   async datasetProperties(dataset: string, properties: string[]): Promise<Record<string, string>> {
@@ -126,7 +226,7 @@ export class ZfsHost {
 
   async create(pool: string, vdevs: VdevSpec[], options: { compression: string; cachefile?: string; force: boolean }): Promise<void> {
     if (options.cachefile) await mkdir(parentDir(options.cachefile), { recursive: true });
-    await this.zpool(
+    await this.zpoolChange(
       [
         "create",
         ...(options.force ? ["-f"] : []),
@@ -144,24 +244,24 @@ export class ZfsHost {
   }
 
   async add(pool: string, vdevs: VdevSpec[], force: boolean): Promise<void> {
-    await this.zpool(["add", ...(force ? ["-f"] : []), pool, ...vdevs.flatMap(vdevArgs)], CHANGE);
+    await this.zpoolChange(["add", ...(force ? ["-f"] : []), pool, ...vdevs.flatMap(vdevArgs)], CHANGE);
   }
 
   async replace(pool: string, old: string, device: string): Promise<void> {
-    await this.zpool(["replace", pool, old, device], LONG);
+    await this.zpoolChange(["replace", pool, old, device], LONG);
   }
 
   async remove(pool: string, device: string): Promise<void> {
-    await this.zpool(["remove", pool, device], CHANGE);
+    await this.zpoolChange(["remove", pool, device], CHANGE);
   }
 
   async grow(pool: string, devices: string[]): Promise<void> {
-    await this.zpool(["online", "-e", pool, ...devices], CHANGE);
+    await this.zpoolChange(["online", "-e", pool, ...devices], CHANGE);
   }
 
   async import(options: { id?: string; pool: string; from: ImportSource; cachefile?: string; force: boolean }): Promise<void> {
     if (options.cachefile) await mkdir(parentDir(options.cachefile), { recursive: true });
-    await this.zpool(
+    await this.zpoolChange(
       [
         "import",
         ...(options.force ? ["-f"] : []),
@@ -174,20 +274,20 @@ export class ZfsHost {
   }
 
   async export(pool: string): Promise<void> {
-    await retryWhileBusy(() => this.zpool(["export", pool], CHANGE));
+    await retryWhileBusy(() => this.zpoolChange(["export", pool], CHANGE));
   }
 
   async destroy(pool: string): Promise<void> {
-    await retryWhileBusy(() => this.zpool(["destroy", pool], CHANGE));
+    await retryWhileBusy(() => this.zpoolChange(["destroy", pool], CHANGE));
   }
 
   async setPoolProperty(pool: string, property: string, value: string): Promise<void> {
     if (property === "cachefile" && value !== "none") await mkdir(parentDir(value), { recursive: true });
-    await this.zpool(["set", `${property}=${value}`, pool], CHANGE);
+    await this.zpoolChange(["set", `${property}=${value}`, pool], CHANGE);
   }
 
   async setDatasetProperty(dataset: string, property: string, value: string): Promise<void> {
-    await this.zfs(["set", `${property}=${value}`, dataset], CHANGE);
+    await this.change(() => this.zfs(["set", `${property}=${value}`, dataset], CHANGE));
   }
 
   /**
@@ -197,14 +297,14 @@ export class ZfsHost {
   async clearLabel(device: string): Promise<void> {
     if (!this.labelclearMissing) {
       try {
-        await this.zpool(["labelclear", "-f", device], CHANGE);
+        await this.zpoolChange(["labelclear", "-f", device], CHANGE);
         return;
       } catch (error) {
         if (!(error instanceof CommandError && /unrecognized command/.test(error.stderr))) throw error;
         this.labelclearMissing = true;
       }
     }
-    await zeroLabels(device);
+    await this.change(() => zeroLabels(device));
   }
 }
 

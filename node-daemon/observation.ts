@@ -41,6 +41,9 @@ export interface PoolObservation {
   cachefile?: string;
 }
 
+/** What an observation reads of one imported pool besides its status. */
+export type PoolFacts = Omit<PoolObservation, "status" | "volumes">;
+
 export interface Observation {
   /** Every pool imported on the node, ours included: devices in use elsewhere are never reused. */
   imported: PoolStatus[];

@@ -3,9 +3,9 @@
 import type { CSPI } from "../api/types.js";
 import { zpoolName } from "../lib/names.js";
 import type { ZfsHost } from "./host.js";
-import type { DeviceInfo, ImportCandidate, Observation, PoolObservation } from "./observation.js";
+import type { DeviceInfo, ImportCandidate, Observation } from "./observation.js";
 import { cspiProblems, resolvedPathProblems } from "./validate.js";
-import { DATASET_PROPERTIES, parentDir } from "./vocabulary.js";
+import { parentDir } from "./vocabulary.js";
 
 export type DeviceInspector = (path: string) => Promise<DeviceInfo>;
 
@@ -24,34 +24,19 @@ export async function observe(host: ZfsHost, inspect: DeviceInspector, cspi: CSP
   const devices: Record<string, DeviceInfo> = {};
   for (const devLink of devLinks) devices[devLink] = await inspect(devLink);
 
-  const imported = await host.pools();
+  const snapshot = await host.snapshot();
+  const imported = snapshot.pools;
   const ours = imported.find((p) => p.name === pool);
   const observation: Observation = { imported, importable: [], devices };
   if (ours) {
-    observation.pool = await observePool(host, pool, ours);
+    const facts = snapshot.facts.get(pool) ?? (await host.poolFacts(pool));
+    observation.pool = { status: ours, volumes: (facts.datasets ?? []).map((d) => d.name), ...facts };
     return observation;
   }
   // A device that resolves outside the roots stops the CSPI (the planner says so): no scan of where it leads.
   const contained = valid && resolvedPathProblems(cspi, devices, options.deviceRoots).length === 0;
   if (contained && options.scanImportable) observation.importable = await findImportable(host, cspi, devices);
   return observation;
-}
-
-async function observePool(host: ZfsHost, pool: string, status: PoolObservation["status"]): Promise<PoolObservation> {
-  const [size, space, datasets, properties, cachefile] = [
-    await host.poolSize(pool),
-    await host.space(pool),
-    await host.datasets(pool, DATASET_PROPERTIES),
-    await host.datasetProperties(pool, ["compression", "readonly"]),
-    await host.poolProperty(pool, "cachefile"),
-  ];
-  const observed: PoolObservation = { status, space, volumes: datasets.map((d) => d.name), datasets };
-  if (size !== undefined) observed.size = size;
-  if (properties.compression) observed.compression = properties.compression;
-  if (properties.readonly) observed.readonly = properties.readonly === "on";
-  // "-" (zfs-fuse) and "none" both mean no cachefile; OpenZFS prints "-" for the default one.
-  if (cachefile !== undefined) observed.cachefile = cachefile === "-" || cachefile === "none" ? "" : cachefile;
-  return observed;
 }
 
 /** Cachefile first (fast, and the pool's own record), then a scan of the directories holding the devices. */

@@ -3,6 +3,7 @@
 // prints "scan:", and lists logs after spares in `zpool import`. Pool listings are read whole or not at all:
 // a line that fits nowhere, a pool cut short or garbage is a ZpoolOutputError, never a guess, so the daemon
 // does not act on a pool it half saw (read as missing, or as holding none of its devices).
+import type { PoolFacts } from "./observation.js";
 
 /** Where a vdev sits in the pool layout. */
 export type Section = "data" | "logs" | "cache" | "spares" | "special" | "dedup";
@@ -365,4 +366,56 @@ export function parseDatasetProperties(text: string): DatasetRecord[] {
     if (value !== "-") record.properties[property] = value;
   }
   return [...byName.values()];
+}
+
+/**
+ * The facts of several pools from one command of each kind (node-daemon/host.ts, snapshot): `zpool list -H -o
+ * name,size`, `zfs get -H -p -r -o name,property,value` over the pools, and the `zpool get cachefile` table. A
+ * pool is left out when any of its facts is missing, so that it is read on its own, exactly as before.
+ */
+export function parsePoolFacts(
+  pools: readonly string[],
+  output: { sizes: string; datasets: string; cachefiles: string },
+  datasetProperties: readonly string[],
+): Map<string, PoolFacts> {
+  const sizes = new Map(output.sizes.split("\n").filter((line) => line !== "").map((line) => line.split("\t") as [string, string]));
+  const cachefiles = new Map<string, string>();
+  for (const line of output.cachefiles.split("\n").slice(1)) {
+    const [name, property, value] = line.trim().split(/\s+/);
+    if (name && property === "cachefile" && value !== undefined) cachefiles.set(name, value);
+  }
+  const byPool = new Map<string, DatasetRecord[]>();
+  for (const record of parseDatasetProperties(output.datasets)) {
+    const pool = record.name.split("/")[0];
+    const list = byPool.get(pool);
+    if (list) list.push(record);
+    else byPool.set(pool, [record]);
+  }
+  const kept = ["type", ...datasetProperties];
+  const facts = new Map<string, PoolFacts>();
+  for (const pool of pools) {
+    const records = byPool.get(pool) ?? [];
+    const root = records.find((record) => record.name === pool)?.properties;
+    const used = Number(root?.used);
+    const available = Number(root?.available);
+    const size = sizes.get(pool);
+    const cachefile = cachefiles.get(pool);
+    if (!root || !Number.isFinite(used) || !Number.isFinite(available) || size === undefined || cachefile === undefined) continue;
+    const datasets = records
+      .filter((d) => d.name !== pool && (d.properties.type === "filesystem" || d.properties.type === "volume"))
+      .map((d) => ({ name: d.name, properties: Object.fromEntries(kept.filter((p) => p in d.properties).map((p) => [p, d.properties[p]])) }))
+      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    const poolFacts: PoolFacts = { space: { used, available }, datasets, cachefile: cachefileSetting(cachefile) };
+    const parsedSize = parseSize(size);
+    if (parsedSize !== undefined) poolFacts.size = parsedSize;
+    if (root.compression !== undefined) poolFacts.compression = root.compression;
+    if (root.readonly !== undefined) poolFacts.readonly = root.readonly === "on";
+    facts.set(pool, poolFacts);
+  }
+  return facts;
+}
+
+/** "-" (zfs-fuse) and "none" both mean no cachefile; OpenZFS prints "-" for the default one. */
+export function cachefileSetting(value: string): string {
+  return value === "-" || value === "none" ? "" : value;
 }

@@ -120,6 +120,29 @@ describe("node-daemon loop (in-memory API, real zfs-fuse)", function () {
     expect(commands.length, "no pass after the daemon's own status write echoes back").to.equal(settledCount);
   });
 
+  it("refreshes three pools with as many zpool and zfs commands as one pool", async () => {
+    const names = ["one", "two", "three"].map((n) => sandbox.name(`refresh-${n}`));
+    const commands: string[] = [];
+    const metrics = createMetrics();
+    const counting = { ...metrics, onCommand: (c: Parameters<typeof metrics.onCommand>[0]) => (commands.push(c.argv.join(" ")), metrics.onCommand(c)) };
+    const refresh = async () => {
+      const before = commands.length;
+      await daemon.resync();
+      return commands.slice(before);
+    };
+    kube.apply(cspiFor(names[0], "node-a", [{ type: "stripe", devices: [sandbox.file("d0")] }]));
+    const daemon = await started("node-a", counting);
+    await settle(daemon);
+    const onePool = await refresh();
+    names.slice(1).forEach((name, i) => kube.apply(cspiFor(name, "node-a", [{ type: "stripe", devices: [sandbox.file(`d${i + 1}`)] }])));
+    await settle(daemon);
+    expect(names.map((name) => kube.get(name)!.status?.phase)).to.deep.equal(["ONLINE", "ONLINE", "ONLINE"]);
+    const threePools = await refresh();
+    expect(threePools.length, threePools.join("\n")).to.equal(onePool.length);
+    // One listing of each kind names all three pools: each was read, in the same commands.
+    for (const name of names) expect(threePools.filter((argv) => argv.includes(zpoolName(name))).length, zpoolName(name)).to.be.greaterThan(0);
+  });
+
   it("leaves CSPIs of other nodes alone: no finalizer, no status, no pool", async () => {
     const name = sandbox.name("other");
     kube.apply(cspiFor(name, "node-b", [{ type: "stripe", devices: [sandbox.file("d1")] }]));

@@ -2,7 +2,7 @@
 // (its documented `zpool status` layout: scan: lines, replacing-N, spares INUSE, human error counts).
 import { readdirSync, readFileSync } from "node:fs";
 import { expect } from "chai";
-import { allLeaves, parseGetTable, parseImportList, parseSize, parseZpoolStatus, ZpoolOutputError } from "../../node-daemon/parse.js";
+import { allLeaves, parseGetTable, parseImportList, parsePoolFacts, parseSize, parseZpoolStatus, ZpoolOutputError } from "../../node-daemon/parse.js";
 import { FIXTURES } from "../support/golden.js";
 
 const fixture = (path: string) => readFileSync(`${FIXTURES}node-daemon/planner/${path}`, "utf8");
@@ -264,5 +264,49 @@ describe("node-daemon zpool output parsers", () => {
 
   it("reads zpool get tables (zfs-fuse has no -H)", () => {
     expect(parseGetTable("NAME  PROPERTY   VALUE      SOURCE\ntp    cachefile  -          default\n")).to.deep.equal({ cachefile: "-" });
+  });
+
+  it("reads the facts of several pools from one listing of each kind, and leaves out a pool whose facts are incomplete", () => {
+    // Captured from zfs-fuse 0.7 with three pools: cstor-a (one dataset, default cachefile), cstor-b (cachefile=none),
+    // and cstor-c, which the zfs listing does not show (a pool lost while it was read).
+    const facts = parsePoolFacts(
+      ["cstor-a", "cstor-b", "cstor-c"],
+      {
+        sizes: "cstor-a\t123M\ncstor-b\t123M\ncstor-c\t123M\n",
+        datasets: [
+          "cstor-a\ttype\tfilesystem",
+          "cstor-a\tused\t524288",
+          "cstor-a\tavailable\t94896128",
+          "cstor-a\tcompression\toff",
+          "cstor-a\treadonly\toff",
+          "cstor-a/pvc-1\ttype\tfilesystem",
+          "cstor-a/pvc-1\tused\t114688",
+          "cstor-a/pvc-1\tavailable\t94896128",
+          "cstor-a/pvc-1\tcompression\toff",
+          "cstor-a/pvc-1\treadonly\toff",
+          "cstor-a/pvc-1\tio.openebs:volume\tpvc-1",
+          "cstor-b\ttype\tfilesystem",
+          "cstor-b\tused\t360448",
+          "cstor-b\tavailable\t95059968",
+          "cstor-b\tcompression\tlzjb",
+          "cstor-b\treadonly\ton",
+          "",
+        ].join("\n"),
+        cachefiles: "NAME     PROPERTY   VALUE      SOURCE\ncstor-a  cachefile  -          default\ncstor-b  cachefile  none       local\ncstor-c  cachefile  -          default\n",
+      },
+      ["used", "io.openebs:volume"],
+    );
+    expect(Object.fromEntries(facts)).to.deep.equal({
+      "cstor-a": {
+        size: 123 * 1024 * 1024,
+        space: { used: 524288, available: 94896128 },
+        compression: "off",
+        readonly: false,
+        cachefile: "",
+        // Only the properties asked for: the batch reads more of the root than of the replicas.
+        datasets: [{ name: "cstor-a/pvc-1", properties: { type: "filesystem", used: "114688", "io.openebs:volume": "pvc-1" } }],
+      },
+      "cstor-b": { size: 123 * 1024 * 1024, space: { used: 360448, available: 95059968 }, compression: "lzjb", readonly: true, cachefile: "", datasets: [] },
+    });
   });
 });
