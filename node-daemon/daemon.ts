@@ -171,8 +171,7 @@ export class NodeDaemon {
 
   /** The CVRs naming this CSPI, or undefined while the CVR view is not complete (unknown). */
   private replicasOf(cspi: string): CVR[] | undefined {
-    if (!this.cvrCache.synced()) return undefined;
-    return this.cvrCache.values().filter((cvr) => cvr.metadata.labels?.[LABEL.replicaPool] === cspi);
+    return replicasOnPool(this.cvrCache, cspi);
   }
 
   /**
@@ -328,6 +327,12 @@ export class NodeDaemon {
     if (result.observation && latest) metrics?.observe(latest, result.observation, result.status);
     return outcome;
   }
+}
+
+/** The CVRs naming this CSPI, or undefined while the CVR view is not complete (unknown). */
+export function replicasOnPool(cvrs: CvrWatchCache, cspi: string): CVR[] | undefined {
+  if (!cvrs.synced()) return undefined;
+  return cvrs.values().filter((cvr) => cvr.metadata.labels?.[LABEL.replicaPool] === cspi);
 }
 
 /** A deleted CVR whose user confirmed its replica is lost (docs/operations.md). */

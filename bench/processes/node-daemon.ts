@@ -2,19 +2,23 @@
 // NodeDaemon loop (watch, passes, status writes) against real zfs-fuse pools on sparse files, with an
 // in-memory API server (testkit/fake-kube.ts) in place of Kubernetes. Measures, and sends the
 // results to the parent over IPC:
-//   - converging a create and an expansion: wall time from the CSPI change to the status that shows it,
+//   - converging a create, an expansion and a device replacement: wall time from the CSPI change to the status that shows it,
 //     against the sum of the zpool/zfs commands' own times in that window (the daemon's overhead);
 //   - a status refresh (daemon.resync(), the 30 s heartbeat) with 1, 10 and 50 pools;
 //   - a 30 s idle window (one heartbeat inside it) with 1 pool and with 50: CPU and RSS.
 import { zvolBackend } from "../../node-daemon/replicas.js";
+import { ANNOTATION } from "../../api/constants.js";
 import type { CSPI } from "../../api/types.js";
+import { findCondition } from "../../lib/conditions.js";
+import { claimName } from "../../lib/names.js";
+import { CONDITION } from "../../node-daemon/reporter.js";
 import { createLogger } from "../../lib/log.js";
 import { createRunner } from "../../node-daemon/command.js";
 import { NodeDaemon } from "../../node-daemon/daemon.js";
 import { inspectDevice, ZfsHost } from "../../node-daemon/host.js";
 import type { StatusPatch } from "../../node-daemon/kube.js";
 import { FakeKube } from "../../testkit/fake-kube.js";
-import { cspiFor, requireZfs, SANDBOX_DEVICE_ROOTS, ZfsSandbox } from "../../testkit/zfs.js";
+import { blockDeviceName, cspiFor, requireZfs, SANDBOX_DEVICE_ROOTS, ZfsSandbox } from "../../testkit/zfs.js";
 import { cpuTimes, MiB, peakRssBytes, rssBytes } from "../process.js";
 
 const NODE = "bench-node";
@@ -188,6 +192,64 @@ async function convergeCreateAndExpand(progress: (line: string) => void): Promis
   return { create, expand };
 }
 
+/** Windows one after another, as one: their times and counts summed, the gaps between them left out. */
+function sumWindows(windows: readonly Window[]): Window {
+  const byCommand: Record<string, number> = {};
+  for (const w of windows) for (const [command, count] of Object.entries(w.byCommand)) byCommand[command] = (byCommand[command] ?? 0) + count;
+  const total = (key: "wallMs" | "ownCpuMs" | "commandCpuMs" | "commands" | "commandMs"): number => windows.reduce((sum, w) => sum + w[key], 0);
+  return { wallMs: total("wallMs"), ownCpuMs: total("ownCpuMs"), commandCpuMs: total("commandCpuMs"), commands: total("commands"), commandMs: total("commandMs"), byCommand };
+}
+
+/** Resync rounds before a replacement must have been seen done (a resilver of a few MB takes one or two). */
+const REPLACE_ROUNDS = 30;
+
+/**
+ * A mirror member swapped for a new device, its claim marked with its predecessor as cspc-sync leaves it: the
+ * pass the spec change starts runs zpool replace; the heartbeat resyncs (run at once here) watch the resilver
+ * and write the status that says it is done. Each run has a daemon of its own holding only this pool, so a
+ * resync round is this pool's work alone.
+ */
+async function convergeReplace(progress: (line: string) => void): Promise<Window[]> {
+  const sandbox = newSandbox();
+  const runs: Window[] = [];
+  const done = (cspi: CSPI): boolean => findCondition(cspi.status?.conditions, CONDITION.diskReplacement)?.status === "False";
+  try {
+    for (let i = 0; i < convergeReps; i++) {
+      progress(`daemon: replace, ${i + 1} of ${convergeReps}`);
+      const kube = new WatchedKube();
+      const daemon = startDaemon(kube);
+      try {
+        const name = sandbox.name(`replace-${i}`);
+        const [d1, d2, d3] = ["d1", "d2", "d3"].map((d) => sandbox.file(`${name}-${d}`));
+        kube.apply(cspiFor(name, NODE, [{ type: "mirror", devices: [d1, d2] }]));
+        await daemon.start();
+        await kube.until(name, online);
+        await quiet();
+        const newDevice = blockDeviceName(d3);
+        kube.claims.set(claimName(newDevice), { blockDeviceName: newDevice, cspi: name, annotations: { [ANNOTATION.bdPredecessor]: blockDeviceName(d2) } });
+        const steps = [
+          await measure(async () => {
+            kube.apply({ ...kube.get(name)!, spec: cspiFor(name, NODE, [{ type: "mirror", devices: [d1, d3] }]).spec });
+            await kube.until(name, (c) => findCondition(c.status?.conditions, CONDITION.diskReplacement) !== undefined);
+          }),
+        ];
+        for (let round = 0; !done(kube.get(name)!); round++) {
+          if (round === REPLACE_ROUNDS) throw new Error(`${name}: the replacement was not reported done after ${REPLACE_ROUNDS} resync rounds`);
+          await new Promise((resolve) => setTimeout(resolve, 100));
+          steps.push(await measure(() => daemon.resync()));
+        }
+        runs.push(sumWindows(steps));
+      } finally {
+        await daemon.stop();
+        await runner.idle();
+      }
+    }
+  } finally {
+    cleanup(sandbox);
+  }
+  return runs;
+}
+
 export interface RefreshResult {
   pools: number;
   runs: Window[];
@@ -242,6 +304,7 @@ export interface DaemonResults {
   startRssMiB: number;
   create: Window[];
   expand: Window[];
+  replace: Window[];
   refresh: RefreshResult[];
   idle: IdleResult[];
 }
@@ -251,8 +314,9 @@ async function main(): Promise<void> {
   const progress = (line: string): void => void process.send?.({ progress: line });
   const startRssMiB = rssBytes("self") / MiB;
   const converge = await convergeCreateAndExpand(progress);
+  const replace = await convergeReplace(progress);
   const { refresh, idle } = await refreshAndIdle(progress);
-  const results: DaemonResults = { startRssMiB, ...converge, refresh, idle };
+  const results: DaemonResults = { startRssMiB, ...converge, replace, refresh, idle };
   process.send?.({ results }, () => process.exit(0));
 }
 
