@@ -4,7 +4,7 @@ import js from "@eslint/js";
 import tseslint from "typescript-eslint";
 
 export default tseslint.config(
-  { ignores: ["dist/**", "node_modules/**", "coverage/**", "test/fixtures/**"] },
+  { ignores: ["dist/**", "node_modules/**", "coverage/**", "test/fixtures/**", "bench/.build/**"] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {
