@@ -122,8 +122,8 @@ function targets(): Target[] {
   if (volumes) out.push(...volumeTargets(volumes));
   if (daemon) {
     const d = daemonOverheads(daemon);
-    for (const [change, overhead] of [["create", d.create], ["expansion", d.expand], ["replacement", d.replace]] as const) {
-      out.push({ target: `node daemon: converging a ${change}, overhead under ${pct(OVERHEAD_TARGET)} of zpool time`, measured: pct(overhead), met: overhead < OVERHEAD_TARGET });
+    for (const [change, overhead] of [["a create", d.create], ["an expansion", d.expand], ["a replacement", d.replace]] as const) {
+      out.push({ target: `node daemon: converging ${change}, overhead under ${pct(OVERHEAD_TARGET)} of zpool time`, measured: pct(overhead), met: overhead < OVERHEAD_TARGET });
     }
     const counts = d.commandsPerRefresh;
     const first = counts[0];
