@@ -45,6 +45,18 @@ export interface InjectedFault {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** A part stopped, down for `downMs`, started again. */
+function restart(target: string, stop: () => Promise<void>, downMs: number, start: () => Promise<void>) {
+  return {
+    target,
+    run: async () => {
+      await stop();
+      await sleep(downMs);
+      await start();
+    },
+  };
+}
+
 export class FaultScheduler {
   readonly injected: InjectedFault[] = [];
   private readonly busy = new Set<string>();
@@ -116,35 +128,28 @@ export class FaultScheduler {
     switch (kind) {
       case "daemon-sigkill":
       case "daemon-sigterm":
-        return {
-          target: `daemon ${node.key}`,
-          run: async () => {
-            await node.stopDaemon(kind === "daemon-sigkill" ? "SIGKILL" : "SIGTERM");
-            await sleep(short(500, 5000));
-            await node.startDaemon();
-          },
-        };
+        return restart(`daemon ${node.key}`, () => node.stopDaemon(kind === "daemon-sigkill" ? "SIGKILL" : "SIGTERM"), short(500, 5000), () => node.startDaemon());
       case "hook-server-restart":
-        return {
-          target: "hook server",
-          run: async () => {
-            await hooks.stop();
-            await sleep(short(0, 3000));
-            await hooks.start();
-            await retrying("pointing Metacontroller at the hook server", () => metacontroller.hooksMoved(hooks.process.url));
-          },
-        };
+        return restart("hook server", () => hooks.stop(), short(0, 3000), async () => {
+          await hooks.start();
+          await retrying("pointing Metacontroller at the hook server", () => metacontroller.hooksMoved(hooks.process.url));
+        });
       case "metacontroller-restart":
+        return restart("metacontroller", () => metacontroller.stop(), short(500, 5000), () => metacontroller.start());
+      case "apiserver-restart":
         return {
-          target: "metacontroller",
+          target: "apiserver",
           run: async () => {
-            await metacontroller.stop();
-            await sleep(short(500, 5000));
-            await metacontroller.start();
+            try {
+              await cluster.restartApiserver();
+            } catch (error) {
+              // Slower than the support's 90 s to get ready on a loaded machine: it may still get there.
+              await retrying(`kube-apiserver ready after a restart (${(error as Error).message.slice(0, 200)})`, async () => {
+                if ((await cluster.request(cluster.admin, "GET", "/readyz")).status !== 200) throw new Error("not ready");
+              });
+            }
           },
         };
-      case "apiserver-restart":
-        return { target: "apiserver", run: () => cluster.restartApiserver() };
       case "zfs-fuse-pause": {
         const long = durationRoll < this.options.longPauseChance;
         const ms = long ? READ_TIMEOUT_MS + 5_000 : short(1000, 10_000);
