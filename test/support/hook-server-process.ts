@@ -25,7 +25,11 @@ export class HookServerProcess extends LoggedProcess {
       },
       60_000,
       () => `the hook server did not start: ${server.tail()}`,
-    );
+    ).catch(async (error: unknown) => {
+      // Stopped, not left running beside the next one.
+      await server.kill();
+      throw error;
+    });
     return server;
   }
 

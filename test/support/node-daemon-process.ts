@@ -84,6 +84,7 @@ export class DaemonProcess extends LoggedProcess {
   /** Starts a daemon; resolves once it has listed its CSPIs and started watching ("node daemon started"). */
   static async start(options: DaemonOptions): Promise<DaemonProcess> {
     const daemon = await DaemonProcess.spawn(options);
+    // A daemon that did not start is stopped, not left running beside the next one (on a loaded machine).
     await waitUntil(
       async () => {
         if (daemon.ended()) throw new Error(`node daemon ${daemon.nodeName} exited at start: ${daemon.tail()}`);
@@ -91,7 +92,10 @@ export class DaemonProcess extends LoggedProcess {
       },
       60_000,
       () => `node daemon ${daemon.nodeName} did not start: ${daemon.tail()}`,
-    );
+    ).catch(async (error: unknown) => {
+      await daemon.kill();
+      throw error;
+    });
     return daemon;
   }
 

@@ -1,0 +1,182 @@
+// The seeded fault schedule: at random moments (exponential gaps), a fault of a random kind on a random
+// target, each one undone by itself (a killed part restarted, a stopped zfs-fuse continued, a moved device file
+// put back). At most two faults run at once, never two on the same target, so faults overlap each other and
+// every lifecycle step.
+import { renameSync } from "node:fs";
+import type { OwnCluster } from "../support/kube.js";
+import type { ChaosNode, HookServer, Metacontroller } from "./parts.js";
+import type { Prng } from "./prng.js";
+import { retrying } from "./retrying.js";
+
+export const FAULT_KINDS = ["daemon-sigkill", "daemon-sigterm", "hook-server-restart", "metacontroller-restart", "apiserver-restart", "zfs-fuse-pause", "device-file-gone"] as const;
+export type FaultKind = (typeof FAULT_KINDS)[number];
+
+/** The node daemon's timeout for a reading zpool command (node-daemon/host.ts READ): a long pause outlasts it. */
+const READ_TIMEOUT_MS = 60_000;
+
+export interface FaultTargets {
+  cluster: OwnCluster;
+  nodes: ChaosNode[];
+  hooks: HookServer;
+  metacontroller: Metacontroller;
+  /** Device files a fault may move away now (members of a live pool that is not being imported); none: skip. */
+  removableDevices(): string[];
+}
+
+export interface FaultOptions {
+  kinds: readonly FaultKind[];
+  /** Mean gap between two faults' starts. */
+  meanGapMs: number;
+  /** Chance that a zfs-fuse pause outlasts the daemon's command timeout (65 s instead of 1 to 10 s). */
+  longPauseChance: number;
+}
+
+export interface InjectedFault {
+  kind: FaultKind;
+  target: string;
+  detail?: string;
+  /** Seconds since the run started. */
+  at: number;
+  ms: number;
+  step: string;
+  /** When the undo failed: the run cannot go on. */
+  error?: string;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** A part stopped, down for `downMs`, started again. */
+function restart(target: string, stop: () => Promise<void>, downMs: number, start: () => Promise<void>) {
+  return {
+    target,
+    run: async () => {
+      await stop();
+      await sleep(downMs);
+      await start();
+    },
+  };
+}
+
+export class FaultScheduler {
+  readonly injected: InjectedFault[] = [];
+  private readonly busy = new Set<string>();
+  private readonly running = new Set<Promise<void>>();
+  private stopped = false;
+  private loop: Promise<void> | undefined;
+
+  constructor(
+    private readonly prng: Prng,
+    private readonly targets: FaultTargets,
+    private readonly options: FaultOptions,
+    private readonly step: () => string,
+    private readonly startedAt: number,
+    private readonly say: (line: string) => void,
+  ) {}
+
+  start(): void {
+    this.loop = this.schedule();
+  }
+
+  /** No new fault; waits for the running ones to undo themselves. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.loop;
+    while (this.running.size > 0) await Promise.allSettled([...this.running]);
+  }
+
+  counts(): Record<string, number> {
+    const counts: Record<string, number> = {};
+    for (const f of this.injected) counts[f.kind] = (counts[f.kind] ?? 0) + 1;
+    return counts;
+  }
+
+  private async schedule(): Promise<void> {
+    while (!this.stopped) {
+      // Exponential gaps, drawn whether or not a fault can start, so the schedule depends on the seed alone.
+      const gap = -Math.log(1 - this.prng.next()) * this.options.meanGapMs;
+      const kind = this.prng.pick(this.options.kinds);
+      const roll = this.prng.next();
+      const durationRoll = this.prng.next();
+      await this.sleepUnlessStopped(gap);
+      if (this.stopped || this.running.size >= 2) continue;
+      const fault = this.plan(kind, roll, durationRoll);
+      if (!fault || this.busy.has(fault.target)) continue;
+      const record: InjectedFault = { kind, target: fault.target, detail: fault.detail, at: (Date.now() - this.startedAt) / 1000, ms: 0, step: this.step() };
+      this.injected.push(record);
+      this.busy.add(fault.target);
+      this.say(`fault ${kind} on ${fault.target}${fault.detail ? ` (${fault.detail})` : ""}, during ${record.step}`);
+      const started = Date.now();
+      const done = fault
+        .run()
+        .catch((error: Error) => {
+          record.error = error.message;
+          this.say(`fault ${kind} on ${fault.target}: undo failed: ${error.message}`);
+        })
+        .finally(() => {
+          record.ms = Date.now() - started;
+          this.busy.delete(fault.target);
+          this.running.delete(done);
+        });
+      this.running.add(done);
+    }
+  }
+
+  private plan(kind: FaultKind, roll: number, durationRoll: number): { target: string; detail?: string; run: () => Promise<void> } | undefined {
+    const { nodes, hooks, metacontroller, cluster } = this.targets;
+    const node = nodes[Math.floor(roll * nodes.length)];
+    const short = (min: number, max: number) => min + (max - min) * durationRoll;
+    switch (kind) {
+      case "daemon-sigkill":
+      case "daemon-sigterm":
+        return restart(`daemon ${node.key}`, () => node.stopDaemon(kind === "daemon-sigkill" ? "SIGKILL" : "SIGTERM"), short(500, 5000), () => node.startDaemon());
+      case "hook-server-restart":
+        return restart("hook server", () => hooks.stop(), short(0, 3000), async () => {
+          await hooks.start();
+          await retrying("pointing Metacontroller at the hook server", () => metacontroller.hooksMoved(hooks.process.url));
+        });
+      case "metacontroller-restart":
+        return restart("metacontroller", () => metacontroller.stop(), short(500, 5000), () => metacontroller.start());
+      case "apiserver-restart":
+        return {
+          target: "apiserver",
+          run: async () => {
+            try {
+              await cluster.restartApiserver();
+            } catch (error) {
+              // Slower than the support's 90 s to get ready on a loaded machine: it may still get there.
+              await retrying(`kube-apiserver ready after a restart (${(error as Error).message.slice(0, 200)})`, async () => {
+                if ((await cluster.request(cluster.admin, "GET", "/readyz")).status !== 200) throw new Error("not ready");
+              });
+            }
+          },
+        };
+      case "zfs-fuse-pause": {
+        const long = durationRoll < this.options.longPauseChance;
+        const ms = long ? READ_TIMEOUT_MS + 5_000 : short(1000, 10_000);
+        return { target: `zfs-fuse ${node.key}`, detail: `${Math.round(ms / 1000)} s${long ? ", past the command timeout" : ""}`, run: () => node.pauseZfs(ms) };
+      }
+      case "device-file-gone": {
+        const devices = this.targets.removableDevices();
+        if (devices.length === 0) return undefined;
+        const device = devices[Math.floor(roll * devices.length)];
+        return {
+          target: `device ${device.split("/").pop()}`,
+          run: async () => {
+            // A rename: zfs-fuse keeps the open file, so the pool's I/O goes on; the path is what disappears.
+            renameSync(device, `${device}.gone`);
+            try {
+              await sleep(short(1000, 5000));
+            } finally {
+              renameSync(`${device}.gone`, device);
+            }
+          },
+        };
+      }
+    }
+  }
+
+  private async sleepUnlessStopped(ms: number): Promise<void> {
+    const until = Date.now() + ms;
+    while (!this.stopped && Date.now() < until) await sleep(Math.min(250, until - Date.now()));
+  }
+}

@@ -1,0 +1,396 @@
+// One chaos run: the CSPC lifecycle of the end-to-end suites on a real apiserver with two simulated nodes,
+// driven through the CSPC as a user drives it (provision with data, expand, replace a disk, remove a pool,
+// migrate the other, delete the CSPC), while FaultScheduler kills and restarts parts. Each step ends when the
+// cluster and the nodes' pools have converged to the spec, within a bound; the time it took is the step's
+// convergence time. Then the invariants: data, claims, devices, finalizers, forced commands.
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { ANNOTATION, API_VERSION, KIND, LABEL } from "../../api/constants.js";
+import type { CSPI } from "../../api/types.js";
+import { claimName, zpoolName } from "../../lib/names.js";
+import { leaves, parseZpoolStatus } from "../../node-daemon/parse.js";
+import { markDeploymentAvailable, type ApiResponse, type OwnCluster } from "../support/kube.js";
+import { shippedDaemonEnv } from "../support/node-daemon-process.js";
+import { startNode } from "../support/zfs-node.js";
+import { blockDeviceName, MiB, ZfsSandbox } from "../../testkit/zfs.js";
+import { FaultScheduler, type FaultOptions } from "./faults.js";
+import { InvariantMonitor, type Violation } from "./invariants.js";
+import { ChaosNode, commandLogDir, HookServer, metacontrollerFor, NS, type Metacontroller } from "./parts.js";
+import { Prng } from "./prng.js";
+import { retrying } from "./retrying.js";
+
+const DEVICE_MIB = 64;
+type LifecycleStep = "provision" | "expand" | "replace" | "remove-pool" | "migrate" | "delete";
+type Step = LifecycleStep | "setup" | "checks";
+
+export interface RunOptions {
+  seed: number;
+  /** The bound each step must converge within. */
+  boundMs: number;
+  faults: FaultOptions;
+  /** Where a failed run's logs are written. */
+  logDir: string;
+  say: (line: string) => void;
+}
+
+export interface RunReport {
+  seed: number;
+  passed: boolean;
+  failure?: { step: string; message: string };
+  /** Seconds each step took to converge. */
+  convergence: Partial<Record<LifecycleStep, number>>;
+  faults: Record<string, number>;
+  faultsInjected: number;
+  violations: Violation[];
+  checksumsVerified: number;
+  releasesChecked: number;
+  commandsLogged: number;
+  seconds: number;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const cspcPath = (name = "") => `/apis/${API_VERSION}/namespaces/${NS}/cstorpoolclusters${name ? `/${name}` : ""}`;
+const list = (resource: string, selector: string) => `/apis/${API_VERSION}/namespaces/${NS}/${resource}?labelSelector=${encodeURIComponent(selector)}`;
+/** zpool/zfs subcommands where -f forces past a safety check; `labelclear -f` is the only form labelclear has. */
+const FORCEABLE = /^(zpool (create|add|import|export|destroy|replace|attach|detach|offline|online)|zfs (destroy|rollback|receive|unmount|umount))$/;
+
+class StepFailure extends Error {
+  override readonly name = "StepFailure";
+}
+
+export async function chaosRun(cluster: OwnCluster, options: RunOptions): Promise<RunReport> {
+  const { seed, say } = options;
+  const startedAt = Date.now();
+  const elapsed = () => ((Date.now() - startedAt) / 1000).toFixed(1);
+  const log = (line: string) => say(`[seed ${seed} +${elapsed()}s] ${line}`);
+  let step: Step = "setup";
+  const report: RunReport = { seed, passed: false, convergence: {}, faults: {}, faultsInjected: 0, violations: [], checksumsVerified: 0, releasesChecked: 0, commandsLogged: 0, seconds: 0 };
+
+  const sandbox = new ZfsSandbox();
+  const cspc = `chaos-${sandbox.id}`;
+  const nodeName = (key: string) => `chaos-${key.toLowerCase()}-${sandbox.id}`;
+  const files = Object.fromEntries(["a1", "a2", "a3", "a4", "a5", "b1", "b2"].map((d) => [d, sandbox.file(`chaos-${d}`, DEVICE_MIB)]));
+  const bd = (d: string) => blockDeviceName(files[d]);
+  const paths = new Map(Object.values(files).map((path) => [blockDeviceName(path), path]));
+
+  const api = (method: string, path: string, body?: unknown, contentType?: string): Promise<ApiResponse> =>
+    retrying(`${method} ${path}`, async () => {
+      const response = await cluster.request(cluster.admin, method, path, body, contentType);
+      if (response.status >= 500 || response.status === 429) throw new Error(`${response.status} ${JSON.stringify(response.body).slice(0, 300)}`);
+      return response;
+    });
+  const items = async (path: string): Promise<any[]> => (await api("GET", path)).body.items ?? [];
+  const cspis = (): Promise<CSPI[]> => items(list("cstorpoolinstances", `${LABEL.cspc}=${cspc}`));
+  const claims = () => items(list("blockdeviceclaims", `${LABEL.cspc}=${cspc}`));
+
+  const nodes: ChaosNode[] = [];
+  const hooks = new HookServer(cluster);
+  let metacontroller: Metacontroller | undefined;
+  let scheduler: FaultScheduler | undefined;
+  let monitor: InvariantMonitor | undefined;
+  let helping = true;
+  let helper: Promise<void> | undefined;
+  /** Pools (by CSPI) holding data whose checksum is owed until the pool is deliberately destroyed. */
+  const data: { cspi: string; file: string; sha: string; live: boolean }[] = [];
+  /** CSPI names of the pools first made on node A and on node B. */
+  const pool: { A?: string; B?: string } = {};
+  /** Device files of pools set to failmode=continue: one may disappear under them without hanging zfs-fuse. */
+  let removableNow: string[] = [];
+
+  const nodeOf = (name: string | undefined) => nodes.find((n) => n.name === name);
+  const cspiOf = async (name: string) => {
+    const response = await api("GET", `/apis/${API_VERSION}/namespaces/${NS}/cstorpoolinstances/${name}`);
+    return response.status === 200 ? (response.body as CSPI) : undefined;
+  };
+
+  /** What stops the CSPI's pool from matching its spec on its node, or undefined when it does. */
+  const poolMismatch = async (cspi: CSPI): Promise<string | undefined> => {
+    const name = cspi.metadata.name!;
+    if (cspi.status?.phase !== "ONLINE") return `CSPI ${name} phase ${cspi.status?.phase}`;
+    if (cspi.status.importedOn !== cspi.spec.hostName) return `CSPI ${name} importedOn ${cspi.status.importedOn}, spec.hostName ${cspi.spec.hostName}`;
+    const home = nodeOf(cspi.spec.hostName);
+    for (const node of nodes) {
+      const text = await node.zpoolStatus();
+      if (text === undefined) return `node ${node.key}'s zpool does not answer`;
+      const status = parseZpoolStatus(text).find((p) => p.name === zpoolName(name));
+      if (node !== home) {
+        if (status) return `pool ${zpoolName(name)} imported on node ${node.key}, not its node`;
+        continue;
+      }
+      if (!status) return `pool ${zpoolName(name)} not imported on node ${node.key}`;
+      if (status.state !== "ONLINE") return `pool ${zpoolName(name)} is ${status.state}`;
+      const groups = status.layout.data.map((vdev) => leaves([vdev]).map((leaf) => leaf.device ?? leaf.name));
+      const wanted = cspi.spec.raidGroups.map((g) => g.blockDevices.map((d) => d.devLink));
+      if (JSON.stringify(groups) !== JSON.stringify(wanted)) return `pool ${zpoolName(name)} has ${JSON.stringify(groups)}, spec ${JSON.stringify(wanted)}`;
+    }
+    return undefined;
+  };
+
+  /** Polls until `mismatch` answers undefined; the step's convergence time, or a failure after the bound. */
+  const converge = async (name: LifecycleStep, since: number, mismatch: () => Promise<string | undefined>): Promise<void> => {
+    let last: string | undefined;
+    while ((last = await mismatch().catch((error: Error) => `check failed: ${error.message}`)) !== undefined) {
+      if (Date.now() - since > options.boundMs) throw new StepFailure(`did not converge within ${options.boundMs / 1000} s: ${last}`);
+      await sleep(1000);
+    }
+    report.convergence[name] = Math.round((Date.now() - since) / 100) / 10;
+    log(`${name}: converged in ${report.convergence[name]} s`);
+  };
+
+  /** Every checksum owed is read back from the node that has the pool; `retire` ends the debt of one pool and deletes its data. */
+  const verifyData = async (retire?: string): Promise<void> => {
+    for (const entry of data.filter((d) => d.live)) {
+      const cspi = await cspiOf(entry.cspi);
+      const node = nodeOf(cspi?.status?.importedOn);
+      if (!node) throw new StepFailure(`data of ${entry.cspi}: its pool is imported nowhere (CSPI ${cspi ? `importedOn ${cspi.status?.importedOn}` : "gone"})`);
+      const sha = await node.whenRunning(() => node.zfs.checksum(entry.file));
+      report.checksumsVerified += 1;
+      if (sha !== entry.sha) throw new StepFailure(`data of ${entry.cspi}: ${entry.file} reads back with sha256 ${sha}, written ${entry.sha}`);
+      if (entry.cspi !== retire) continue;
+      // As a user deletes the volumes before removing their pool: the daemon refuses to destroy a pool holding any.
+      const dataset = `${zpoolName(entry.cspi)}/vol1`;
+      await retrying(`deleting ${dataset}`, () =>
+        node.whenRunning(() => {
+          // zfs-fuse calls a dataset just read from busy for a moment: unmount first, again until it lets go.
+          if (node.zfs.zfs("get", "-H", "-o", "value", "mounted", dataset).trim() === "yes") node.zfs.zfs("unmount", dataset);
+          node.zfs.zfs("destroy", "-r", dataset);
+        }),
+      60_000);
+      entry.live = false;
+    }
+  };
+
+  const editCspc = (what: string, change: (spec: any) => void) =>
+    retrying(`editing CSPC ${cspc} (${what})`, async () => {
+      const current = (await api("GET", cspcPath(cspc))).body;
+      change(current.spec);
+      const response = await api("PATCH", cspcPath(cspc), { spec: current.spec }, "application/merge-patch+json");
+      if (response.status !== 200) throw new StepFailure(`${what}: the CSPC edit was refused: ${response.status} ${JSON.stringify(response.body).slice(0, 500)}`);
+    });
+
+  /** NDM binding claims and a kubelet running pool pods, as the end-to-end suite plays them, every second. */
+  const helpCluster = async () => {
+    while (helping) {
+      try {
+        for (const claim of await claims()) {
+          if (claim.status?.phase !== "Bound" && !claim.metadata.deletionTimestamp) {
+            await cluster.request(cluster.admin, "PATCH", `/apis/${API_VERSION}/namespaces/${NS}/blockdeviceclaims/${claim.metadata.name}`, { status: { phase: "Bound" } }, "application/merge-patch+json");
+          }
+        }
+        const deployments = (await cluster.request(cluster.admin, "GET", `/apis/apps/v1/namespaces/${NS}/deployments?labelSelector=${encodeURIComponent(LABEL.cspi)}`)).body.items ?? [];
+        for (const d of deployments) {
+          if (d.status?.observedGeneration !== d.metadata.generation || d.status?.availableReplicas !== 1) await markDeploymentAvailable(cluster, d);
+        }
+      } catch {
+        // The apiserver is restarting: next round.
+      }
+      await sleep(1000);
+    }
+  };
+
+  try {
+    const identity = await cluster.serviceAccount(NS, "cstor-pool-node");
+    const env = await shippedDaemonEnv(cluster, NS);
+    for (const key of ["A", "B"]) {
+      const zfs = await startNode(nodeName(key));
+      const node = new ChaosNode(key, nodeName(key), zfs, commandLogDir(sandbox.dir, key), env(nodeName(key)), identity);
+      nodes.push(node);
+      await node.startDaemon();
+    }
+    await hooks.start();
+    metacontroller = await metacontrollerFor(cluster, hooks.process.url);
+    log(`Metacontroller: ${metacontroller.description}`);
+    await metacontroller.start();
+    helper = helpCluster();
+    monitor = new InvariantMonitor(cluster, cspc, nodes, paths, () => step, startedAt);
+    monitor.start();
+    // A device file may disappear only under a pool set to failmode=continue, and not while a pool is imported.
+    const removable = () => (step === "expand" || step === "replace" ? removableNow : []);
+    scheduler = new FaultScheduler(new Prng(seed), { cluster, nodes, hooks, metacontroller, removableDevices: removable }, options.faults, () => step, startedAt, log);
+    scheduler.start();
+
+    // provision: two pools, one per node, each a mirror; then data in each.
+    step = "provision";
+    let since = Date.now();
+    const objects = [
+      ...nodes.map((n) => ({ apiVersion: "v1", kind: "Node", metadata: { name: n.name, labels: { [LABEL.hostname]: n.name, "kubernetes.io/os": "linux" } } })),
+      ...Object.entries(files).map(([key, path]) => blockDevice(path, nodeName(key.startsWith("a") ? "A" : "B"))),
+      {
+        apiVersion: API_VERSION,
+        kind: KIND.cspc,
+        metadata: { name: cspc, namespace: NS },
+        spec: {
+          pools: ["A", "B"].map((key) => ({
+            nodeSelector: { [LABEL.hostname]: nodeName(key) },
+            raidGroups: [{ type: "mirror", blockDevices: (key === "A" ? ["a1", "a2"] : ["b1", "b2"]).map((d) => ({ blockDeviceName: bd(d) })) }],
+          })),
+        },
+      },
+    ];
+    await retrying("applying the CSPC, Nodes and BlockDevices", () => cluster.kubectl(["apply", "--server-side", "-f", "-"], { input: objects.map((o) => JSON.stringify(o)).join("\n") }));
+    await converge("provision", since, async () => {
+      const all = await cspis();
+      if (all.length !== 2) return `${all.length} CSPIs`;
+      for (const cspi of all) {
+        const mismatch = await poolMismatch(cspi);
+        if (mismatch) return mismatch;
+      }
+      for (const cspi of all) pool[cspi.spec.hostName === nodeName("A") ? "A" : "B"] = cspi.metadata.name!;
+      return undefined;
+    });
+    for (const key of ["A", "B"] as const) {
+      const node = nodes.find((n) => n.key === key)!;
+      const name = zpoolName(pool[key]!);
+      const written = await node.whenRunning(() => {
+        node.zfs.zpool("set", "failmode=continue", name);
+        return node.zfs.writeData(sandbox, `${name}/vol1`, 4);
+      });
+      data.push({ cspi: pool[key]!, ...written, live: true });
+    }
+    removableNow = [files.a1, files.a2, files.b1, files.b2];
+    await verifyData();
+
+    step = "expand";
+    since = Date.now();
+    await editCspc("a mirror added to pool A", (spec) => spec.pools[0].raidGroups.push({ type: "mirror", blockDevices: [{ blockDeviceName: bd("a3") }, { blockDeviceName: bd("a4") }] }));
+    await converge("expand", since, async () => {
+      const cspi = await cspiOf(pool.A!);
+      if (cspi?.spec.raidGroups.length !== 2) return `CSPI ${pool.A} has ${cspi?.spec.raidGroups.length} raid groups`;
+      return poolMismatch(cspi);
+    });
+    removableNow = [files.a1, files.a2, files.a3, files.a4, files.b1, files.b2];
+    await verifyData();
+
+    step = "replace";
+    since = Date.now();
+    await editCspc("a2 replaced by a5", (spec) => (spec.pools[0].raidGroups[0].blockDevices[1] = { blockDeviceName: bd("a5") }));
+    await converge("replace", since, async () => {
+      const cspi = await cspiOf(pool.A!);
+      if (cspi?.spec.raidGroups[0].blockDevices[1]?.devLink !== files.a5) return `CSPI ${pool.A} does not list a5 yet`;
+      const mismatch = await poolMismatch(cspi);
+      if (mismatch) return mismatch;
+      const byName = new Map((await claims()).map((c) => [c.metadata.name, c]));
+      if (byName.has(claimName(bd("a2")))) return `the claim of a2 is still there`;
+      if (byName.get(claimName(bd("a5")))?.metadata.annotations?.[ANNOTATION.bdPredecessor]) return `the claim of a5 still has its predecessor mark`;
+      return undefined;
+    });
+    await verifyData();
+
+    step = "remove-pool";
+    await verifyData(pool.B);
+    since = Date.now();
+    await editCspc("pool B removed", (spec) => spec.pools.splice(1, 1));
+    await converge("remove-pool", since, async () => {
+      if (await cspiOf(pool.B!)) return `CSPI ${pool.B} still there`;
+      const left = (await claims()).filter((c) => [bd("b1"), bd("b2")].includes(c.spec.blockDeviceName));
+      if (left.length > 0) return `${left.length} claims of pool B's devices left`;
+      for (const node of nodes) {
+        const text = await node.zpoolStatus();
+        if (text === undefined) return `node ${node.key}'s zpool does not answer`;
+        if (parseZpoolStatus(text).some((p) => p.name === zpoolName(pool.B!))) return `pool B still imported on node ${node.key}`;
+      }
+      return undefined;
+    });
+    await verifyData();
+
+    step = "migrate";
+    since = Date.now();
+    // The disks attached to node B (NDM reports them there), then the pool's nodeSelector moved.
+    for (const key of ["a1", "a3", "a4", "a5"]) {
+      const moved = blockDevice(files[key], nodeName("B"));
+      await api("PATCH", `/apis/${API_VERSION}/namespaces/${NS}/blockdevices/${bd(key)}`, { metadata: { labels: moved.metadata.labels }, spec: { nodeAttributes: moved.spec.nodeAttributes } }, "application/merge-patch+json");
+    }
+    await editCspc("pool A moved to node B", (spec) => (spec.pools[0].nodeSelector = { [LABEL.hostname]: nodeName("B") }));
+    await converge("migrate", since, async () => {
+      const cspi = await cspiOf(pool.A!);
+      if (cspi?.spec.hostName !== nodeName("B")) return `CSPI ${pool.A} spec.hostName ${cspi?.spec.hostName}`;
+      return poolMismatch(cspi);
+    });
+    await verifyData();
+
+    step = "delete";
+    await verifyData(pool.A);
+    since = Date.now();
+    await api("DELETE", cspcPath(cspc));
+    await converge("delete", since, async () => {
+      if ((await api("GET", cspcPath(cspc))).status !== 404) return `CSPC ${cspc} still there`;
+      const left = [...(await cspis()).map((c) => `CSPI ${c.metadata.name}`), ...(await claims()).map((c) => `claim ${c.metadata.name}`)];
+      return left.length > 0 ? `left: ${left.join(", ")}` : undefined;
+    });
+
+    step = "checks";
+    await scheduler.stop();
+    await monitor.stop();
+    report.violations.push(...monitor.violations);
+    // Nothing left behind, nothing stuck Terminating (a finalizer nobody removes).
+    const everything = [
+      ...(await items(`/apis/${API_VERSION}/namespaces/${NS}/cstorpoolclusters`)),
+      ...(await items(`/apis/${API_VERSION}/namespaces/${NS}/cstorpoolinstances`)),
+      ...(await items(`/apis/${API_VERSION}/namespaces/${NS}/blockdeviceclaims`)),
+      ...(await items(`/apis/apps/v1/namespaces/${NS}/deployments`)),
+    ];
+    for (const object of everything) {
+      if (object.metadata.deletionTimestamp) report.violations.push({ at: Number(elapsed()), step, what: `${object.kind ?? "object"} ${object.metadata.name} stuck Terminating with finalizers ${JSON.stringify(object.metadata.finalizers)}` });
+      else if (object.metadata.labels?.[LABEL.cspc] === cspc || object.metadata.labels?.[LABEL.cspi]?.startsWith(cspc)) report.violations.push({ at: Number(elapsed()), step, what: `${object.metadata.name} left after the CSPC was deleted` });
+    }
+    for (const node of nodes) {
+      const text = await node.zpoolStatus();
+      for (const p of parseZpoolStatus(text ?? "")) report.violations.push({ at: Number(elapsed()), step, what: `pool ${p.name} still imported on node ${node.key}` });
+    }
+    // Nothing forced: no -f on a zpool or zfs command that has a safety check to force past (nothing here asked).
+    for (const node of nodes) {
+      const commands = node.commandLog();
+      report.commandsLogged += commands.length;
+      for (const argv of commands) {
+        if (FORCEABLE.test(argv.slice(0, 2).join(" ")) && argv.includes("-f")) report.violations.push({ at: Number(elapsed()), step, what: `node ${node.key} ran ${argv.join(" ")} (forced, unasked)` });
+      }
+    }
+    report.passed = report.violations.length === 0;
+    if (!report.passed) report.failure = { step: report.violations[0].step, message: report.violations.map((v) => `[+${v.at}s, ${v.step}] ${v.what}`).join("\n") };
+  } catch (error) {
+    const message = error instanceof StepFailure ? error.message : String((error as Error).stack ?? error);
+    report.failure = { step, message };
+    if (monitor) report.violations.push(...monitor.violations);
+  } finally {
+    helping = false;
+    await scheduler?.stop().catch(() => undefined);
+    await monitor?.stop().catch(() => undefined);
+    report.faults = scheduler?.counts() ?? {};
+    report.faultsInjected = scheduler?.injected.length ?? 0;
+    report.releasesChecked = monitor?.releasesChecked ?? 0;
+    if (report.failure) {
+      const dir = join(options.logDir, `seed-${seed}`);
+      mkdirSync(dir, { recursive: true });
+      for (const node of nodes) node.daemons.forEach((d, i) => d.writeLog(join(dir, `daemon-${node.key}-${i}.log`)));
+      hooks.processes.forEach((p, i) => p.writeLog(join(dir, `hook-server-${i}.log`)));
+      log(`logs of the failed run: ${dir}; Metacontroller errors: ${JSON.stringify(metacontroller?.errors().slice(-5) ?? [])}`);
+    }
+    await helper;
+    await metacontroller?.stop().catch(() => undefined);
+    await hooks.stop().catch(() => undefined);
+    for (const node of nodes) {
+      await node.stopDaemon("SIGTERM").catch(() => undefined);
+      await node.zfs.stop().catch(() => undefined);
+    }
+    sandbox.cleanup();
+    report.seconds = Math.round((Date.now() - startedAt) / 1000);
+  }
+  return report;
+}
+
+/** A BlockDevice as NDM reports it on a node. */
+function blockDevice(path: string, node: string) {
+  return {
+    apiVersion: API_VERSION,
+    kind: KIND.blockDevice,
+    metadata: { name: blockDeviceName(path), namespace: NS, labels: { [LABEL.hostname]: node, "ndm.io/blockdevice-type": "blockdevice" } },
+    spec: {
+      path,
+      capacity: { storage: DEVICE_MIB * MiB },
+      devlinks: [{ kind: "by-id", links: [path] }],
+      filesystem: {},
+      nodeAttributes: { nodeName: node },
+    },
+    status: { claimState: "Unclaimed", state: "Active" },
+  };
+}

@@ -1,0 +1,95 @@
+// `npm run chaos`: the CSPC lifecycle under a seeded random fault schedule, run after run (docs/reliability.md,
+// docs/decisions.md 35). Not part of `npm test`: a run takes minutes.
+//   npm run chaos                                  3 runs, seeds 1, 2, 3
+//   npm run chaos -- --runs 20 --seed 100          20 runs, seeds 100 to 119
+//   npm run chaos -- --runs 1 --seed 107           replays run 107's fault schedule
+//   npm run chaos -- --kinds daemon-sigkill,apiserver-restart --gap 5 --bound 300 --long-pause 0.3 --json out.json
+// Each run prints its faults as they happen and its convergence times; a failed run prints its seed, the step
+// it failed in and what broke, and keeps the processes' logs. The exit code is 1 if any run failed.
+import { writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { installProject, ownCluster } from "../support/kube.js";
+import { stopAll } from "../support/processes.js";
+import { requireZfs } from "../../testkit/zfs.js";
+import { FAULT_KINDS, type FaultKind } from "./faults.js";
+import { chaosRun, type RunReport } from "./lifecycle.js";
+
+const { values } = parseArgs({
+  options: {
+    runs: { type: "string", default: "3" },
+    seed: { type: "string", default: "1" },
+    bound: { type: "string", default: "420" },
+    gap: { type: "string", default: "8" },
+    "long-pause": { type: "string", default: "0.15" },
+    kinds: { type: "string", default: FAULT_KINDS.join(",") },
+    json: { type: "string" },
+  },
+});
+const runs = Number(values.runs);
+const firstSeed = Number(values.seed);
+const kinds = values.kinds.split(",").map((k) => k.trim()) as FaultKind[];
+for (const kind of kinds) if (!FAULT_KINDS.includes(kind)) throw new Error(`--kinds: ${kind} is not a fault kind; the kinds are ${FAULT_KINDS.join(", ")}`);
+for (const [flag, value] of [["runs", runs], ["seed", firstSeed], ["bound", Number(values.bound)], ["gap", Number(values.gap)]] as const) {
+  if (!Number.isInteger(value) || value < (flag === "seed" ? 0 : 1)) throw new Error(`--${flag} ${value}: a whole number${flag === "seed" ? "" : " above 0"} is needed`);
+}
+
+const say = (line: string) => process.stdout.write(`${line}\n`);
+const logDir = join(tmpdir(), `cstor-chaos-${process.pid}`);
+
+requireZfs();
+say(`chaos: ${runs} run(s), seeds ${firstSeed}..${firstSeed + runs - 1}, faults ${kinds.join(", ")}, mean gap ${values.gap} s, bound ${values.bound} s per step`);
+const cluster = await ownCluster();
+// Interrupted (Ctrl-C, a timeout): the apiserver, etcd, the nodes' zfs-fuse and every daemon go with the run.
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  process.once(signal, () => void cluster.stop().then(stopAll).finally(() => process.exit(130)));
+}
+const reports: RunReport[] = [];
+try {
+  await installProject(cluster);
+  for (let i = 0; i < runs; i++) {
+    const seed = firstSeed + i;
+    const report = await chaosRun(cluster, {
+      seed,
+      boundMs: Number(values.bound) * 1000,
+      faults: { kinds, meanGapMs: Number(values.gap) * 1000, longPauseChance: Number(values["long-pause"]) },
+      logDir,
+      say,
+    });
+    reports.push(report);
+    say(summaryLine(report));
+    if (report.failure) say(`FAILED seed ${seed}, step ${report.failure.step}:\n${report.failure.message}\nreplay: npm run chaos -- --runs 1 --seed ${seed}`);
+    if (values.json) writeFileSync(values.json, JSON.stringify(reports, null, 2) + "\n");
+  }
+} finally {
+  await cluster.stop();
+  await stopAll();
+}
+say(summary(reports));
+process.exit(reports.every((r) => r.passed) ? 0 : 1);
+
+function summaryLine(r: RunReport): string {
+  const convergence = Object.entries(r.convergence).map(([step, s]) => `${step} ${s}s`).join(", ");
+  const faults = Object.entries(r.faults).map(([kind, n]) => `${kind} ${n}`).join(", ");
+  return `run seed ${r.seed}: ${r.passed ? "PASSED" : "FAILED"} in ${r.seconds} s; ${r.faultsInjected} faults (${faults}); converged: ${convergence}; ${r.checksumsVerified} checksums verified, ${r.releasesChecked} claim releases checked, ${r.commandsLogged} commands checked for -f`;
+}
+
+function summary(all: RunReport[]): string {
+  const faults: Record<string, number> = {};
+  for (const r of all) for (const [kind, n] of Object.entries(r.faults)) faults[kind] = (faults[kind] ?? 0) + n;
+  const steps = [...new Set(all.flatMap((r) => Object.keys(r.convergence)))];
+  const lines = [
+    `\nchaos summary: ${all.filter((r) => r.passed).length}/${all.length} runs passed (seeds ${all.map((r) => r.seed).join(", ")})`,
+    `faults injected: ${Object.values(faults).reduce((a, b) => a + b, 0)} (${Object.entries(faults).map(([k, n]) => `${k} ${n}`).join(", ")})`,
+    `checksums verified: ${all.reduce((a, r) => a + r.checksumsVerified, 0)}, claim releases checked: ${all.reduce((a, r) => a + r.releasesChecked, 0)}, commands checked for -f: ${all.reduce((a, r) => a + r.commandsLogged, 0)}`,
+    "convergence per step, seconds (min / median / max over the runs that reached it):",
+  ];
+  for (const step of steps) {
+    const times = all.map((r) => r.convergence[step as keyof RunReport["convergence"]]).filter((t): t is number => t !== undefined).sort((a, b) => a - b);
+    lines.push(`  ${step}: ${times[0]} / ${times[Math.floor(times.length / 2)]} / ${times.at(-1)} (${times.length} runs)`);
+  }
+  const failed = all.filter((r) => !r.passed);
+  for (const r of failed) lines.push(`FAILED seed ${r.seed} at step ${r.failure?.step}: replay with npm run chaos -- --runs 1 --seed ${r.seed}`);
+  return lines.join("\n");
+}
