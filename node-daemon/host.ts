@@ -159,7 +159,8 @@ export class ZfsHost {
     await this.zpool(["online", "-e", pool, ...devices], CHANGE);
   }
 
-  async import(options: { id?: string; pool: string; from: ImportSource; cachefile?: string; force: boolean }): Promise<void> {
+  /** Imports by id when known; renamedFrom: the pool has another name on disk and is imported as `pool`. */
+  async import(options: { id?: string; pool: string; from: ImportSource; cachefile?: string; force: boolean; renamedFrom?: string }): Promise<void> {
     if (options.cachefile) await mkdir(parentDir(options.cachefile), { recursive: true });
     await this.zpool(
       [
@@ -167,7 +168,7 @@ export class ZfsHost {
         ...(options.force ? ["-f"] : []),
         ...(options.cachefile ? ["-o", `cachefile=${options.cachefile}`] : []),
         ...importSourceArgs(options.from),
-        options.id ?? options.pool,
+        ...(options.renamedFrom ? [options.id ?? options.renamedFrom, options.pool] : [options.id ?? options.pool]),
       ],
       LONG,
     );
