@@ -68,6 +68,14 @@ export const PoolConfigSchema = Type.Object(
         description: "Used capacity (percent) at which the pool turns read-only. 100 never. Default 85.",
       }),
     ),
+    existingPoolName: Type.Optional(
+      Type.String({
+        pattern: "^[A-Za-z][A-Za-z0-9_.:-]*$",
+        maxLength: 255,
+        description:
+          "The zpool as another operator made it (cstor-<uid>): imported from the pool's devices and renamed cstor-<CSPI name>, never created over. Kept as the record of the old name (docs/migration.md).",
+      }),
+    ),
   },
   closed,
 );

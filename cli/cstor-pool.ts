@@ -7,12 +7,14 @@ import { basename } from "node:path";
 import { isEntryPoint } from "../lib/entry.js";
 import { runNodeDaemonCommand } from "../node-daemon/local.js";
 import { didYouMean, EXIT, EXIT_CODES_HELP } from "./args.js";
+import { runConvert } from "./convert.js";
 import { runRender } from "./render.js";
 import { runValidate } from "./validate.js";
 
 const COMMANDS: Record<string, { run: (argv: string[]) => Promise<number>; summary: string }> = {
   validate: { run: (argv) => runValidate(argv), summary: "judge a CSPC (and an edit of it) offline, as the admission webhook would" },
   render: { run: (argv) => runRender(argv), summary: "print the CSPIs and BlockDeviceClaims the hooks would create" },
+  convert: { run: (argv) => runConvert(argv), summary: "turn StoragePoolClaims or cstor.openebs.io/v1 CSPCs into CSPCs that adopt their pools" },
   "node-daemon": { run: (argv) => runNodeDaemonCommand(argv), summary: "plan (and apply) one CSPI against this machine's zpool" },
 };
 

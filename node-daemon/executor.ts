@@ -98,7 +98,7 @@ export function describeAction(action: Action): string {
     case "confirm-removal":
       return `removal of${devices} from the pool completed: removed openebs.io/bd-removal from claim ${action.claim}, which cspc-sync now releases`;
     case "import":
-      return `imported pool ${action.pool}${action.force ? " (forced)" : ""} from ${action.from.cachefile ? `cachefile ${action.from.cachefile}` : `a scan of ${action.from.dirs?.join(", ")}`}`;
+      return `imported pool ${action.pool}${action.renamedFrom ? ` (until now ${action.renamedFrom})` : ""}${action.force ? " (forced)" : ""} from ${action.from.cachefile ? `cachefile ${action.from.cachefile}` : `a scan of ${action.from.dirs?.join(", ")}`}`;
     case "create":
       return `created pool ${action.pool} with${devices}`;
     case "add":

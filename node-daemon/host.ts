@@ -259,7 +259,8 @@ export class ZfsHost {
     await this.zpoolChange(["online", "-e", pool, ...devices], CHANGE);
   }
 
-  async import(options: { id?: string; pool: string; from: ImportSource; cachefile?: string; force: boolean }): Promise<void> {
+  /** Imports by id when known; renamedFrom: the pool has another name on disk and is imported as `pool`. */
+  async import(options: { id?: string; pool: string; from: ImportSource; cachefile?: string; force: boolean; renamedFrom?: string }): Promise<void> {
     if (options.cachefile) await mkdir(parentDir(options.cachefile), { recursive: true });
     await this.zpoolChange(
       [
@@ -267,7 +268,7 @@ export class ZfsHost {
         ...(options.force ? ["-f"] : []),
         ...(options.cachefile ? ["-o", `cachefile=${options.cachefile}`] : []),
         ...importSourceArgs(options.from),
-        options.id ?? options.pool,
+        ...(options.renamedFrom ? [options.id ?? options.renamedFrom, options.pool] : [options.id ?? options.pool]),
       ],
       LONG,
     );

@@ -27,7 +27,7 @@ export type Action = ActionBase &
   (
     | { kind: "add-finalizer" }
     | { kind: "remove-finalizer" }
-    | { kind: "import"; pool: string; id?: string; from: { cachefile?: string; dirs?: string[] }; cachefile?: string; force: boolean }
+    | { kind: "import"; pool: string; id?: string; from: { cachefile?: string; dirs?: string[] }; cachefile?: string; force: boolean; renamedFrom?: string }
     | { kind: "create"; pool: string; vdevs: VdevSpec[]; compression: string; cachefile?: string; force: boolean }
     | { kind: "add"; pool: string; vdevs: VdevSpec[]; force: boolean }
     | { kind: "replace"; pool: string; old: string; oldDevice: string; newDevice: string }
@@ -245,6 +245,13 @@ function planBringUp(input: PlanInput, pool: string, handshake: Handshake, actio
     });
     return;
   }
+  const existing = cspi.spec.poolConfig?.existingPoolName;
+  if (existing && existing !== pool) {
+    // Another operator's pool, taken over (docs/decisions.md, 30): imported and renamed, never created over.
+    const adopted = adoptionCandidate(existing, pool, input, holds);
+    if (adopted) actions.push(importAction(pool, adopted, input, false, existing));
+    return;
+  }
   const force = cspi.metadata.annotations?.[ANNOTATION.forceCreate] === "true";
   const devices = devicesOf(cspi);
   const blocked = deviceBlocks(devices, observation, pool, force);
@@ -286,7 +293,42 @@ function importCandidate(pool: string, input: PlanInput, holds: Hold[]): ImportC
   return undefined;
 }
 
-function importAction(pool: string, candidate: ImportCandidate, input: PlanInput, force: boolean): Action {
+/**
+ * The pool named `existing` (poolConfig.existingPoolName) to import as `pool`: only when it is found exactly
+ * once on the CSPI's devices, can be opened, and holds exactly the CSPI's devices. Otherwise a hold says why.
+ */
+function adoptionCandidate(existing: string, pool: string, input: PlanInput, holds: Hold[]): ImportCandidate | undefined {
+  const { observation } = input;
+  const hold = (reason: string, message: string): undefined => void holds.push({ reason, message: `pool ${existing} (poolConfig.existingPoolName) ${message}` });
+  if (observation.imported.some((p) => p.name === existing)) {
+    return hold("AdoptionWaiting", `is imported on this node under its old name: export it (zpool export ${existing}) and it is imported as ${pool}; nothing is created over its devices`);
+  }
+  const byId = new Map<string, ImportCandidate>();
+  for (const c of observation.importable) if (c.pool.name === existing && !byId.has(c.pool.id ?? "")) byId.set(c.pool.id ?? "", c);
+  const found = [...byId.values()];
+  if (found.length === 0) {
+    return hold("AdoptionWaiting", `is not importable from ${importDescription(input)}: check that its devices are attached to node ${input.hostName} and nothing else has it open (a pool left open by the old pool pod: zpool import -f ${existing} && zpool export ${existing}); nothing is created over its devices`);
+  }
+  if (found.length > 1) {
+    return hold("ImportAmbiguous", `names ${found.length} different pools (ids ${found.map((c) => c.pool.id).join(", ")}): import the right one by hand with zpool import <id> ${pool}`);
+  }
+  const candidate = found[0];
+  if (UNIMPORTABLE_STATES.has(candidate.pool.state)) return hold("ImportFailed", `was found on the devices but cannot be imported: it is ${candidate.pool.state}`);
+  const devices = devicesOf(input.cspi);
+  const leaves = allLeaves(candidate.pool.layout);
+  const same = (leaf: Vdev, d: ListedDevice) => sameDevice(leaf, d.devLink, observation.devices[d.devLink]);
+  const unlisted = leaves.filter((leaf) => !devices.some((d) => same(leaf, d))).map((leaf) => leaf.name);
+  const absent = devices.filter((d) => !leaves.some((leaf) => same(leaf, d))).map((d) => d.blockDeviceName);
+  if (unlisted.length > 0 || absent.length > 0) {
+    return hold(
+      "AdoptionMismatch",
+      `does not hold exactly the CSPI's devices (${[unlisted.length > 0 ? `in the pool, not listed: ${unlisted.join(", ")}` : "", absent.length > 0 ? `listed, not in the pool: ${absent.join(", ")}` : ""].filter(Boolean).join("; ")}): fix the CStorPoolCluster's pool spec to what zpool import shows; nothing is imported or created`,
+    );
+  }
+  return candidate;
+}
+
+function importAction(pool: string, candidate: ImportCandidate, input: PlanInput, force: boolean, renamedFrom?: string): Action {
   const cachefile = input.cspi.spec.poolConfig?.cacheFile;
   return {
     kind: "import",
@@ -296,6 +338,7 @@ function importAction(pool: string, candidate: ImportCandidate, input: PlanInput
     from: candidate.source,
     ...(cachefile ? { cachefile } : {}),
     force,
+    ...(renamedFrom ? { renamedFrom } : {}),
   };
 }
 

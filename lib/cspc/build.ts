@@ -83,7 +83,9 @@ export function claimObject(device: string, inventory: Inventory, options: Claim
     apiVersion: API_VERSION,
     kind: KIND.blockDeviceClaim,
     metadata: {
-      name: claimName(device),
+      // An adopted claim (another operator's, docs/migration.md) keeps its name: returning another one would
+      // have Metacontroller delete it, and NDM wipe the device.
+      name: inventory.ownClaims.get(device)?.metadata.name ?? claimName(device),
       namespace: inventory.namespace,
       labels: { [LABEL.cspc]: inventory.cspcName, [LABEL.cspi]: options.cspi },
       ...(annotations ? { annotations } : {}),

@@ -144,7 +144,7 @@ function leftoverClaim(device: string, inventory: Inventory): string | undefined
 
 /** A claim on the device that is not this CSPC's own, described for a message; undefined if none. */
 export function foreignClaim(device: string, inventory: Inventory): string | undefined {
-  const own = claimName(device);
+  const own = inventory.ownClaims.get(device)?.metadata.name ?? claimName(device);
   for (const claim of inventory.claimsByDevice.get(device) ?? []) {
     if (claim.metadata.name === own && inventory.ownClaims.get(device)?.metadata.name === own) continue;
     return `BlockDeviceClaim ${claim.metadata.namespace ?? inventory.namespace}/${claim.metadata.name}`;

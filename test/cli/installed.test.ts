@@ -2,9 +2,11 @@
 // the checkout, the kubectl plugin mechanism), from a directory whose path holds a space. The module tests
 // import the code; these catch what only the artefact can get wrong (the entry check, the bin paths, the files
 // the tarball holds).
-import { copyFileSync, lstatSync, mkdirSync, realpathSync, symlinkSync } from "node:fs";
+import { copyFileSync, lstatSync, mkdirSync, readFileSync, realpathSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
 import { expect } from "chai";
+import { parseAllDocuments } from "yaml";
+import { readYaml } from "../support/golden.js";
 import { installedBins, installedPackage, REPO, runProgram, type Installed } from "../support/installed.js";
 
 const MIRROR = join(REPO, "metacontroller/samples/cspc-mirror.yaml");
@@ -53,6 +55,19 @@ describe("cstor-pool as installed from the packed tarball", function () {
     const missing = await runProgram(cstorPool, ["validate", "-f", "/nonexistent.yaml"]);
     expect(missing.code).to.equal(2);
     expect(missing.stderr).to.contain("cannot read /nonexistent.yaml");
+  });
+
+  it("converts the old operator's objects read from stdin: the CSPCs on stdout as YAML, exit 0; a refused input names object and field, exit 1, stdout empty", async () => {
+    const seed = join(REPO, "test/fixtures/convert/spc-seed-example");
+    const run = await runProgram(cstorPool, ["convert", "-f", "-"], { input: readFileSync(join(seed, "input.yaml"), "utf8") });
+    expect(run.code, run.stderr).to.equal(0);
+    const expected = (readYaml(join(seed, "output.yaml")) as { cspcs: unknown[] }).cspcs;
+    expect(parseAllDocuments(run.stdout).map((d) => d.toJS() as unknown)).to.deep.equal(expected);
+    expect(run.stderr).to.match(/^note: CStorPoolCluster openebs\/pool1: adopt the BlockDeviceClaims of its 3 block device/m);
+    const refused = await runProgram(cstorPool, ["convert", "-f", join(REPO, "test/fixtures/convert/refused-v1-unknown-raid-type/input.yaml")]);
+    expect(refused.code).to.equal(1);
+    expect(refused.stdout).to.equal("");
+    expect(refused.stderr).to.contain('error: CStorPoolCluster openebs/cspc-odd: spec.pools[0].poolConfig.dataRaidGroupType: spec.pools[0].poolConfig.dataRaidGroupType "raid5" is not a raid type');
   });
 
   it("reads files whose path holds a space, from a working directory whose path holds one", async () => {
