@@ -8,10 +8,11 @@ import {
   parseDatasetProperties,
   parseGetTable,
   parseImportList,
-  parseSize,
   parseValueLines,
+  parseZpoolList,
   parseZpoolStatus,
   type DatasetRecord,
+  type PoolListing,
   type PoolStatus,
 } from "./parse.js";
 import type { HostCommand } from "./vocabulary.js";
@@ -73,9 +74,9 @@ export class ZfsHost {
     return (await this.zpool(["list", "-H", "-o", "name"])).stdout.split("\n").map((l) => l.trim()).filter((l) => l && l !== "no pools available");
   }
 
-  /** Raw size of the data vdevs. zfs-fuse has no `zpool list -p`, so the human size is parsed. */
-  async poolSize(pool: string): Promise<number | undefined> {
-    return parseSize((await this.zpool(["list", "-H", "-o", "size", pool])).stdout.trim());
+  /** Raw size, allocation and fragmentation of the pool. zfs-fuse has no `zpool list -p`, so human sizes are parsed. */
+  async poolListing(pool: string): Promise<PoolListing> {
+    return parseZpoolList((await this.zpool(["list", pool])).stdout, pool);
   }
 
   async space(pool: string): Promise<{ used: number; available: number }> {

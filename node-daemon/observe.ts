@@ -38,15 +38,14 @@ export async function observe(host: ZfsHost, inspect: DeviceInspector, cspi: CSP
 }
 
 async function observePool(host: ZfsHost, pool: string, status: PoolObservation["status"]): Promise<PoolObservation> {
-  const [size, space, datasets, properties, cachefile] = [
-    await host.poolSize(pool),
+  const [listing, space, datasets, properties, cachefile] = [
+    await host.poolListing(pool),
     await host.space(pool),
     await host.datasets(pool, DATASET_PROPERTIES),
     await host.datasetProperties(pool, ["compression", "readonly"]),
     await host.poolProperty(pool, "cachefile"),
   ];
-  const observed: PoolObservation = { status, space, volumes: datasets.map((d) => d.name), datasets };
-  if (size !== undefined) observed.size = size;
+  const observed: PoolObservation = { status, space, volumes: datasets.map((d) => d.name), datasets, ...listing };
   if (properties.compression) observed.compression = properties.compression;
   if (properties.readonly) observed.readonly = properties.readonly === "on";
   // "-" (zfs-fuse) and "none" both mean no cachefile; OpenZFS prints "-" for the default one.

@@ -307,6 +307,49 @@ export function parseSize(text: string): number | undefined {
   return Number(match[1]) * UNITS[match[2]];
 }
 
+/** What `zpool list POOL` prints of a pool's raw space: sizes in bytes, fragmentation as a ratio (0..1). */
+export interface PoolListing {
+  size?: number;
+  allocated?: number;
+  free?: number;
+  /** OpenZFS only (FRAG); zfs-fuse 0.7 has no such column. */
+  fragmentation?: number;
+}
+
+/**
+ * `zpool list POOL` with its header, read by column name: the default columns are all either knows (zfs-fuse
+ * 0.7: SIZE ALLOC FREE CAP DEDUP HEALTH; OpenZFS adds FRAG), so one command serves both, and a value printed
+ * as "-" is left out.
+ */
+export function parseZpoolList(text: string, pool: string): PoolListing {
+  const lines = text.split("\n").filter((line) => line.trim() !== "");
+  const header = lines[0]?.trim().split(/\s+/) ?? [];
+  const row = lines.slice(1).map((line) => line.trim().split(/\s+/)).find((cells) => cells[0] === pool);
+  if (header[0] !== "NAME" || !row || row.length !== header.length) {
+    throw new ZpoolOutputError("zpool list", `no row for pool ${pool} under a NAME header`);
+  }
+  const cell = (column: string) => {
+    const index = header.indexOf(column);
+    return index < 0 ? undefined : row[index];
+  };
+  const listing: PoolListing = {};
+  const sizes = { size: "SIZE", allocated: "ALLOC", free: "FREE" } as const;
+  for (const [field, column] of Object.entries(sizes) as [keyof typeof sizes, string][]) {
+    const bytes = parseSize(cell(column) ?? "-");
+    if (bytes !== undefined) listing[field] = bytes;
+  }
+  const frag = /^(\d+(?:\.\d+)?)%$/.exec(cell("FRAG") ?? "");
+  if (frag) listing.fragmentation = Number(frag[1]) / 100;
+  return listing;
+}
+
+/** How far a running scan is, 0..1, from its "NN.NN% done" (both zfs-fuse and OpenZFS print it); undefined when none. */
+export function scanProgress(scan: Scan): number | undefined {
+  if (!scan.inProgress) return undefined;
+  const match = /(\d+(?:\.\d+)?)% done/.exec(scan.text);
+  return match ? Math.min(1, Number(match[1]) / 100) : undefined;
+}
+
 /** `zfs get -H -p -o value a,b pool`: one value per line, in the order asked. */
 export function parseValueLines(text: string, expected: number): string[] {
   const values = text.split("\n").filter((line) => line !== "");

@@ -93,8 +93,9 @@ describe("node-daemon loop (in-memory API, real zfs-fuse)", function () {
     expect(kube.statusPatches.length).to.equal(patches);
 
     const exposition = await metrics.registry.metrics();
-    expect(exposition).to.match(new RegExp(`cstor_pool_health\\{pool="${zpoolName(name)}",cspi="${name}"\\} 0`));
-    expect(exposition).to.match(/cstor_pool_command_duration_seconds_count\{command="zpool create"\} 1/);
+    expect(exposition).to.contain(`cstor_pool_phase{cspi="${name}",pool="${zpoolName(name)}",phase="ONLINE"} 1`);
+    expect(exposition).to.contain(`cstor_pool_phase{cspi="${name}",pool="${zpoolName(name)}",phase="DEGRADED"} 0`);
+    expect(exposition).to.match(/cstor_node_daemon_command_duration_seconds_count\{command="zpool create",outcome="ok"\} 1/);
   });
 
   it("does not observe the pool again when its own status write comes back through the watch", async () => {
