@@ -10,16 +10,14 @@ import { mkdirSync, renameSync } from "node:fs";
 import { dirname, join } from "node:path";
 import type { AddressInfo } from "node:net";
 import type { Server } from "node:http";
-import { createLogger } from "../../lib/log.js";
 import { zpoolName } from "../../lib/names.js";
-import { createRunner } from "../../node-daemon/command.js";
 import { NodeDaemon } from "../../node-daemon/daemon.js";
-import { commandsFromEnv, inspectDevice, ZfsHost } from "../../node-daemon/host.js";
+import { commandsFromEnv } from "../../node-daemon/host.js";
 import { metricsServer } from "../../node-daemon/main.js";
 import { createMetrics } from "../../node-daemon/metrics.js";
-import { zvolBackend } from "../../node-daemon/replicas.js";
 import { FakeKube } from "../../testkit/fake-kube.js";
-import { cspiFor, requireZfs, SANDBOX_DEVICE_ROOTS, ZfsSandbox } from "../../testkit/zfs.js";
+import { cspiFor, requireZfs, ZfsSandbox } from "../../testkit/zfs.js";
+import { daemonFor } from "../support/in-memory-daemon.js";
 import { testRules } from "../support/monitoring.js";
 import { startNode, type ZfsNode } from "../support/zfs-node.js";
 
@@ -62,18 +60,7 @@ describe("monitoring: a real pool degraded and back, seen in metrics, status and
     node.zpool("create", "-o", "failmode=continue", "-O", "canmount=off", "-O", "compression=off", pool, "mirror", d1, d2);
     kube.apply(cspiFor(name, "node-a", [{ type: "mirror", devices: [d1, d2] }]));
     const metrics = createMetrics();
-    daemon = new NodeDaemon({
-      kube,
-      host: new ZfsHost(createRunner(metrics.onCommand), commandsFromEnv({ ZFS_COMMAND_PREFIX: node.commandPrefixEnv })),
-      inspect: inspectDevice,
-      nodeName: "node-a",
-      namespace: "openebs",
-      replicaBackend: zvolBackend(),
-      deviceRoots: SANDBOX_DEVICE_ROOTS,
-      logger: createLogger({ level: "silent" }),
-      metrics,
-      statusIntervalMs: 3_600_000, // passes are driven by the test
-    });
+    daemon = daemonFor(kube, "node-a", metrics, commandsFromEnv({ ZFS_COMMAND_PREFIX: node.commandPrefixEnv }));
     server = metricsServer(metrics, () => true).listen(0, "127.0.0.1");
     await new Promise((resolve) => server.once("listening", resolve));
     const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/metrics`;
