@@ -227,6 +227,26 @@ export const CapacitySchema = Type.Object(
   { ...closed, description: "Kubernetes quantities (binary SI), as ZFS reports them." },
 );
 
+const ErrorCount = (what: string) =>
+  Type.Integer({ minimum: 0, description: `${what} errors ZFS counted since the pool was imported or last cleared (zpool clear resets them).` });
+
+export const DeviceHealthSchema = Type.Object(
+  {
+    blockDeviceName: Type.Optional(Type.String({ maxLength: 253, description: "The CSPI's block device this pool member is; absent for a member the spec does not list." })),
+    devLink: Type.Optional(Type.String({ maxLength: 4096, description: "The block device's stable link (by-id), from the spec." })),
+    path: Type.String({ maxLength: 4096, description: "The member as zpool status names it." }),
+    section: Type.Union(["data", "logs", "cache", "spares", "special", "dedup"].map((s) => Type.Literal(s)), {
+      description: "Where the member sits: data vdevs, write cache (logs), read cache, spares.",
+    }),
+    state: Type.String({ description: "ONLINE, DEGRADED, FAULTED, OFFLINE, UNAVAIL, REMOVED (AVAIL, INUSE for spares), as zpool prints it." }),
+    readErrors: ErrorCount("Read"),
+    writeErrors: ErrorCount("Write"),
+    checksumErrors: ErrorCount("Checksum"),
+    note: Type.Optional(Type.String({ maxLength: 1024, description: "What zpool prints after the counts: cannot open, (resilvering)..." })),
+  },
+  closed,
+);
+
 export const CSPIStatusSchema = Type.Object(
   {
     phase: Type.Optional(Type.Union(CSPI_PHASES.map((p) => Type.Literal(p)))),
@@ -235,6 +255,12 @@ export const CSPIStatusSchema = Type.Object(
     healthyReplicas: Type.Optional(Type.Integer({ minimum: 0 })),
     provisionedReplicas: Type.Optional(Type.Integer({ minimum: 0 })),
     readOnly: Type.Optional(Type.Boolean()),
+    devices: Type.Optional(
+      Type.Array(DeviceHealthSchema, {
+        maxItems: LIMITS.raidGroupsPerPool * LIMITS.blockDevicesPerGroup,
+        description: "Every device of the imported pool with its state and error counts (zpool status), from the node daemon.",
+      }),
+    ),
     conditions: Type.Optional(Conditions),
     lastUpdateTime: Type.Optional(Type.String({ format: "date-time", description: "Node daemon heartbeat." })),
     poolName: Type.Optional(Type.String({ description: "The zpool's name on the node." })),

@@ -10,6 +10,7 @@ import type {
   CSPCStatusSchema,
   CSPIRaidGroupSchema,
   CSPISchema,
+  DeviceHealthSchema,
   CSPISpecSchema,
   CSPIStatusSchema,
   ObjectMetaSchema,
@@ -42,6 +43,7 @@ export type CSPC = Static<typeof CSPCSchema>;
 export type CSPIRaidGroup = Static<typeof CSPIRaidGroupSchema>;
 export type CSPISpec = Static<typeof CSPISpecSchema>;
 export type CSPIStatus = Static<typeof CSPIStatusSchema>;
+export type DeviceHealth = Static<typeof DeviceHealthSchema>;
 export type CSPI = Static<typeof CSPISchema>;
 export type BlockDevice = Static<typeof BlockDeviceSchema>;
 export type BlockDeviceClaim = Static<typeof BlockDeviceClaimSchema>;

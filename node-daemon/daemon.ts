@@ -230,6 +230,7 @@ export class NodeDaemon {
   }
 
   private forget(name: string): void {
+    this.options.metrics?.forget(name);
     this.queue.forget(name);
     this.settledClaims.delete(name);
     this.events.forget(name);
@@ -238,7 +239,11 @@ export class NodeDaemon {
 
   private async pass(name: string): Promise<PassOutcome> {
     const cspi = this.cache.get(name);
-    if (!cspi || this.stopping || !this.concernsThisNode(cspi)) return "done";
+    if (!cspi || this.stopping) return "done";
+    if (!this.concernsThisNode(cspi)) {
+      this.options.metrics?.forget(name);
+      return "done";
+    }
     return this.reconcile(cspi);
   }
 
@@ -251,8 +256,9 @@ export class NodeDaemon {
   }
 
   /** Each CVR's status and Events after a replica pass. */
-  private async reportReplicas(result: ReplicaPassResult): Promise<void> {
+  private async reportReplicas(cspi: string, result: ReplicaPassResult): Promise<void> {
     for (const cvr of result.judged) await this.events.record(cvr, replicaEvents(cvr.metadata.name ?? "", result));
+    this.options.metrics?.replicas(cspi, result.cvrs, result.states, this.cvrCache.values());
     for (const cvr of result.cvrs) {
       const state = result.states[cvr.metadata.name ?? ""];
       if (!state) continue;
@@ -271,6 +277,7 @@ export class NodeDaemon {
       clearPredecessor: (namespace, claim) => kube.removeClaimAnnotation(namespace, claim, ANNOTATION.bdPredecessor),
       confirmRemoval: (namespace, claim) => kube.removeClaimAnnotation(namespace, claim, ANNOTATION.bdRemoval),
     };
+    const started = performance.now();
     const result = await reconcilePass(cspi, {
       host: this.options.host,
       inspect: this.options.inspect,
@@ -308,7 +315,7 @@ export class NodeDaemon {
         return replicaCounts(replicas);
       },
     });
-    if (replicas) await this.reportReplicas(replicas);
+    if (replicas) await this.reportReplicas(name, replicas);
     const latest = result.cspi;
     this.cache.replace(cspi, latest);
     const now = this.clock().getTime();
@@ -324,7 +331,9 @@ export class NodeDaemon {
       // The heartbeat and what the pass found must reach the apiserver: try again soon, not at the next resync.
       if (write.result === "failed") outcome = "retry";
     }
-    if (result.observation && latest) metrics?.observe(latest, result.observation, result.status);
+    if (latest) {
+      metrics?.passed({ cspi: latest, seconds: (performance.now() - started) / 1000, now: this.clock(), ...(result.observation ? { observation: result.observation } : {}), ...(result.status ? { status: result.status } : {}) });
+    } else metrics?.forget(name);
     return outcome;
   }
 }

@@ -10,10 +10,11 @@ import {
   parseGetTable,
   parseImportList,
   parsePoolFacts,
-  parseSize,
   parseValueLines,
+  parseZpoolList,
   parseZpoolStatus,
   type DatasetRecord,
+  type PoolListing,
   type PoolStatus,
 } from "./parse.js";
 import type { HostCommand } from "./vocabulary.js";
@@ -127,14 +128,14 @@ export class ZfsHost {
     return this.shared.snapshot;
   }
 
-  /** Four commands however many pools: zpool status, zpool list, zfs get and zpool get over all of ours. */
+  /** Four commands however many pools: zpool status, then zpool list, zfs get and zpool get over all of ours. */
   private async readSnapshot(): Promise<HostSnapshot> {
     const pools = await this.pools();
     const ours = pools.filter((p) => p.name.startsWith(OUR_POOL_PREFIX) && !UNREADABLE_STATES.has(p.state)).map((p) => p.name);
     const facts = new Map<string, PoolFacts>();
     if (ours.length === 0) return { pools, facts };
     try {
-      const sizes = (await this.zpool(["list", "-H", "-o", "name,size", ...ours])).stdout;
+      const sizes = (await this.zpool(["list", ...ours])).stdout;
       const properties = [...new Set([...POOL_PROPERTIES, ...DATASET_PROPERTIES])].join(",");
       const datasets = (await this.zfs(["get", "-H", "-p", "-r", "-o", "name,property,value", properties, ...ours])).stdout;
       const cachefiles = (await this.zpool(["get", "cachefile", ...ours])).stdout;
@@ -148,15 +149,14 @@ export class ZfsHost {
 
   /** One pool's facts read on its own, when the batch could not read them: five commands. */
   async poolFacts(pool: string): Promise<PoolFacts> {
-    const [size, space, datasets, properties, cachefile] = [
-      await this.poolSize(pool),
+    const [listing, space, datasets, properties, cachefile] = [
+      await this.poolListing(pool),
       await this.space(pool),
       await this.datasets(pool, DATASET_PROPERTIES),
       await this.datasetProperties(pool, ["compression", "readonly"]),
       await this.poolProperty(pool, "cachefile"),
     ];
-    const facts: PoolFacts = { space, datasets };
-    if (size !== undefined) facts.size = size;
+    const facts: PoolFacts = { space, datasets, ...listing };
     if (properties.compression) facts.compression = properties.compression;
     if (properties.readonly) facts.readonly = properties.readonly === "on";
     if (cachefile !== undefined) facts.cachefile = cachefileSetting(cachefile);
@@ -173,9 +173,9 @@ export class ZfsHost {
     return (await this.zpool(["list", "-H", "-o", "name"])).stdout.split("\n").map((l) => l.trim()).filter((l) => l && l !== "no pools available");
   }
 
-  /** Raw size of the data vdevs. zfs-fuse has no `zpool list -p`, so the human size is parsed. */
-  async poolSize(pool: string): Promise<number | undefined> {
-    return parseSize((await this.zpool(["list", "-H", "-o", "size", pool])).stdout.trim());
+  /** Raw size, allocation and fragmentation of the pool. zfs-fuse has no `zpool list -p`, so human sizes are parsed. */
+  async poolListing(pool: string): Promise<PoolListing> {
+    return parseZpoolList((await this.zpool(["list", pool])).stdout, pool);
   }
 
   async space(pool: string): Promise<{ used: number; available: number }> {

@@ -1,41 +1,115 @@
 // Prometheus metrics on the daemon's own registry (no global default registry, so tests and several
-// daemons in one process never collide).
+// daemons in one process never collide). Names and labels follow Prometheus conventions (docs/decisions.md,
+// 31): units in names, _total only on counters, states as a state set (one series per state, 1 for the
+// current one), labels no wider than cspi/pool, device and volume. ZFS error counts are gauges, not
+// counters: `zpool clear` and an export/import reset them. A pool's series exist only while this node
+// looks after it, so a pool that moved to another node is never reported twice.
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
-import type { CSPI, CSPIStatus } from "../api/types.js";
+import { CSPI_PHASES } from "../api/schema.js";
+import { DEFAULTS, LABEL } from "../api/constants.js";
+import type { CSPI, CSPIStatus, CVR } from "../api/types.js";
 import { zpoolName } from "../lib/names.js";
+import { consistencyFactor } from "../lib/volume/children.js";
 import type { CommandListener } from "./command.js";
+import { deviceHealth } from "./devices.js";
 import type { Observation } from "./observation.js";
-import { allLeaves } from "./parse.js";
+import { scanProgress } from "./parse.js";
+import type { ReplicaState } from "./replicas.js";
 
-/** Pool health as a number: 0 is healthy, higher is worse; -1 when the pool is not imported here. */
-export const HEALTH_VALUE: Record<string, number> = { ONLINE: 0, DEGRADED: 1, FAULTED: 2, OFFLINE: 3, UNAVAIL: 4, REMOVED: 5 };
+/** Device states of the cstor_pool_device_state state set: what zpool prints for a leaf (spares: AVAIL, INUSE). */
+export const DEVICE_STATES = ["ONLINE", "DEGRADED", "FAULTED", "OFFLINE", "UNAVAIL", "REMOVED", "AVAIL", "INUSE"] as const;
 
 export interface DaemonMetrics {
   registry: Registry;
   onCommand: CommandListener;
   action(kind: string, result: "done" | "failed"): void;
-  observe(cspi: CSPI, observation: Observation, status: CSPIStatus | undefined): void;
+  /** A reconcile pass of a CSPI concerning this node ended: its duration, and what it observed and reported. */
+  passed(pass: PassRecord): void;
+  /** The replica pass's states of the CVRs on this CSPI's pool; `all` is every CVR the daemon knows (for each volume's replica count). */
+  replicas(cspi: string, cvrs: readonly CVR[], states: Record<string, ReplicaState>, all: readonly CVR[]): void;
+  /** The CSPI no longer concerns this node (deleted, or its pool is elsewhere): its series go. */
+  forget(cspi: string): void;
   /** The CSPIs were listed (at start, after the watch ended or failed, or periodically). */
   relisted(reason: string): void;
   /** Where the age of the daemon's view of its CSPIs is read at each scrape (undefined: not listed yet). */
   viewAge(read: () => number | undefined): void;
 }
 
+export interface PassRecord {
+  cspi: CSPI;
+  seconds: number;
+  now: Date;
+  observation?: Observation;
+  status?: CSPIStatus;
+}
+
+type Labels = Record<string, string>;
+
+/** The series one CSPI wrote last: replaced whole at its next write, so a device or replica that went loses its series. */
+class SeriesOf {
+  private readonly written = new Map<string, [Gauge, Labels][]>();
+
+  replace(cspi: string, values: readonly [Gauge, Labels, number][]): void {
+    this.clear(cspi);
+    for (const [gauge, labels, value] of values) gauge.set(labels, value);
+    this.written.set(
+      cspi,
+      values.map(([gauge, labels]) => [gauge, labels]),
+    );
+  }
+
+  clear(cspi: string): void {
+    for (const [gauge, labels] of this.written.get(cspi) ?? []) gauge.remove(labels);
+    this.written.delete(cspi);
+  }
+}
+
 export function createMetrics(): DaemonMetrics {
   const registry = new Registry();
-  const health = new Gauge({ name: "cstor_pool_health", help: "Pool health: 0 ONLINE, 1 DEGRADED, 2 FAULTED, 3 OFFLINE, 4 UNAVAIL, 5 REMOVED, 6 other, -1 not imported here", labelNames: ["pool", "cspi"], registers: [registry] });
-  const capacity = new Gauge({ name: "cstor_pool_capacity_bytes", help: "Pool capacity of the root dataset in bytes", labelNames: ["pool", "kind"], registers: [registry] });
-  const readOnly = new Gauge({ name: "cstor_pool_readonly", help: "1 when the pool is read-only (roThresholdLimit reached)", labelNames: ["pool"], registers: [registry] });
-  const vdevErrors = new Gauge({ name: "cstor_pool_vdev_errors", help: "Read, write and checksum errors ZFS counts per device", labelNames: ["pool", "vdev", "type"], registers: [registry] });
+  const gauge = (name: string, help: string, labelNames: readonly string[]) => new Gauge({ name, help, labelNames, registers: [registry] });
+  const POOL = ["cspi", "pool"];
+  const pool = {
+    phase: gauge("cstor_pool_phase", "The CSPI's phase as the daemon reports it (status.phase), one series per phase: 1 for the current one, 0 for the others", [...POOL, "phase"]),
+    size: gauge("cstor_pool_size_bytes", "Raw size of the pool's data vdevs (zpool list SIZE)", POOL),
+    allocated: gauge("cstor_pool_allocated_bytes", "Raw bytes allocated in the pool (zpool list ALLOC)", POOL),
+    free: gauge("cstor_pool_free_bytes", "Raw bytes free in the pool (zpool list FREE)", POOL),
+    fragmentation: gauge("cstor_pool_fragmentation_ratio", "Free space fragmentation, 0 to 1 (zpool list FRAG; OpenZFS only)", POOL),
+    used: gauge("cstor_pool_dataset_used_bytes", "Bytes used by the pool's root dataset and its children (what roThresholdLimit is measured on)", POOL),
+    available: gauge("cstor_pool_dataset_available_bytes", "Bytes still available to the pool's datasets", POOL),
+    readOnly: gauge("cstor_pool_readonly", "1 when the pool is read-only (its used capacity reached roThresholdLimit)", POOL),
+    threshold: gauge("cstor_pool_readonly_threshold_ratio", "poolConfig.roThresholdLimit as a ratio: used / (used + available) at which the pool turns read-only", POOL),
+    resilvering: gauge("cstor_pool_resilver_active", "1 while a resilver runs", POOL),
+    resilverProgress: gauge("cstor_pool_resilver_progress_ratio", "How far the running resilver is, 0 to 1 (only while one runs)", POOL),
+    scrubbing: gauge("cstor_pool_scrub_active", "1 while a scrub runs", POOL),
+    scrubProgress: gauge("cstor_pool_scrub_progress_ratio", "How far the running scrub is, 0 to 1 (only while one runs)", POOL),
+    observed: gauge("cstor_pool_last_observation_timestamp_seconds", "When the daemon last read the pool's state successfully (Unix time)", POOL),
+  };
+  const DEVICE = [...POOL, "device", "blockdevice"];
+  const device = {
+    state: gauge("cstor_pool_device_state", "Each pool member's state as zpool prints it, one series per state: 1 for the current one", [...DEVICE, "state"]),
+    errors: gauge("cstor_pool_device_errors", "Read, write and checksum errors ZFS counted on the device since import or the last zpool clear (reset by both: not a counter)", [...DEVICE, "type"]),
+  };
+  const replica = {
+    size: gauge("cstor_volume_replica_size_bytes", "A volume replica's logical size on this pool (its volsize)", [...POOL, "volume"]),
+    used: gauge("cstor_volume_replica_used_bytes", "Bytes a volume replica uses on this pool", [...POOL, "volume"]),
+    healthy: gauge("cstor_volume_replica_healthy", "1 when the volume's replica on this pool is Healthy (CVR phase), 0 otherwise", [...POOL, "volume"]),
+    consistency: gauge("cstor_volume_consistency_factor", "Healthy replicas a volume needs for writes (replicas/2 + 1, from its CVRs), beside each of its replicas", [...POOL, "volume"]),
+  };
   const duration = new Histogram({
-    name: "cstor_pool_command_duration_seconds",
-    help: "Duration of zpool/zfs commands",
-    labelNames: ["command"],
+    name: "cstor_node_daemon_command_duration_seconds",
+    help: "Duration of zpool/zfs commands by command and outcome (ok, or why it failed: exit, timeout, signal, spawn...)",
+    labelNames: ["command", "outcome"],
     buckets: [0.01, 0.05, 0.1, 0.5, 1, 5, 30, 120, 600],
     registers: [registry],
   });
-  const failures = new Counter({ name: "cstor_pool_command_failures_total", help: "zpool/zfs commands that failed", labelNames: ["command", "kind"], registers: [registry] });
-  const actions = new Counter({ name: "cstor_pool_actions_total", help: "Planned actions executed", labelNames: ["action", "result"], registers: [registry] });
+  const reconcile = new Histogram({
+    name: "cstor_node_daemon_reconcile_duration_seconds",
+    help: "Duration of one reconcile pass of a CSPI (observe, plan, act, report), by whether the pool could be observed",
+    labelNames: ["result"],
+    buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 120, 600],
+    registers: [registry],
+  });
+  const actions = new Counter({ name: "cstor_node_daemon_actions_total", help: "Planned actions executed, by action and result", labelNames: ["action", "result"], registers: [registry] });
   const relists = new Counter({ name: "cstor_node_daemon_cspi_lists_total", help: "Lists of the namespace's CSPIs, by why: start, watch-ended, watch-failed, periodic", labelNames: ["reason"], registers: [registry] });
   let readViewAge: () => number | undefined = () => undefined;
   new Gauge({
@@ -46,37 +120,81 @@ export function createMetrics(): DaemonMetrics {
       this.set(readViewAge() ?? -1);
     },
   });
+  const poolSeries = new SeriesOf();
+  const replicaSeries = new SeriesOf();
 
   return {
     registry,
-    onCommand: ({ argv, durationMs, error }) => {
-      const command = commandLabel(argv);
-      duration.observe({ command }, durationMs / 1000);
-      if (error) failures.inc({ command, kind: error.kind });
-    },
+    onCommand: ({ argv, durationMs, error }) => duration.observe({ command: commandLabel(argv), outcome: error?.kind ?? "ok" }, durationMs / 1000),
     action: (kind, result) => actions.inc({ action: kind, result }),
     relisted: (reason) => relists.inc({ reason }),
     viewAge: (read) => {
       readViewAge = read;
     },
-    observe: (cspi, observation, status) => {
-      const pool = zpoolName(cspi.metadata.name ?? "");
-      const imported = observation.pool;
-      health.set({ pool, cspi: cspi.metadata.name ?? "" }, imported ? (HEALTH_VALUE[imported.status.state] ?? 6) : -1);
-      if (!imported) return;
-      if (imported.space) {
-        capacity.set({ pool, kind: "used" }, imported.space.used);
-        capacity.set({ pool, kind: "free" }, imported.space.available);
-        capacity.set({ pool, kind: "total" }, imported.space.used + imported.space.available);
+    passed: ({ cspi, seconds, now, observation, status }) => {
+      const name = cspi.metadata.name ?? "";
+      reconcile.observe({ result: observation ? "observed" : "failed" }, seconds);
+      const labels = { cspi: name, pool: zpoolName(name) };
+      const values: [Gauge, Labels, number][] = [];
+      const phase = status?.phase;
+      if (phase) for (const each of CSPI_PHASES) values.push([pool.phase, { ...labels, phase: each }, each === phase ? 1 : 0]);
+      const imported = observation?.pool;
+      if (imported) {
+        values.push([pool.observed, labels, now.getTime() / 1000]);
+        const optional = { size: imported.size, allocated: imported.allocated, free: imported.free, fragmentation: imported.fragmentation } as const;
+        for (const [key, value] of Object.entries(optional) as [keyof typeof optional, number | undefined][]) {
+          if (value !== undefined) values.push([pool[key], labels, value]);
+        }
+        if (imported.space) values.push([pool.used, labels, imported.space.used], [pool.available, labels, imported.space.available]);
+        values.push([pool.readOnly, labels, imported.readonly ? 1 : 0]);
+        values.push([pool.threshold, labels, (cspi.spec.poolConfig?.roThresholdLimit ?? DEFAULTS.roThresholdLimit) / 100]);
+        const scan = imported.status.scan;
+        const progress = scanProgress(scan);
+        for (const [activity, active, ratio] of [
+          ["resilver", pool.resilvering, pool.resilverProgress],
+          ["scrub", pool.scrubbing, pool.scrubProgress],
+        ] as const) {
+          const running = scan.activity === activity && scan.inProgress;
+          values.push([active, labels, running ? 1 : 0]);
+          if (running && progress !== undefined) values.push([ratio, labels, progress]);
+        }
+        for (const member of deviceHealth(cspi, observation)) {
+          const at = { ...labels, device: member.path, blockdevice: member.blockDeviceName ?? "" };
+          for (const state of DEVICE_STATES) values.push([device.state, { ...at, state }, member.state === state ? 1 : 0]);
+          values.push(
+            [device.errors, { ...at, type: "read" }, member.readErrors],
+            [device.errors, { ...at, type: "write" }, member.writeErrors],
+            [device.errors, { ...at, type: "checksum" }, member.checksumErrors],
+          );
+        }
+      } else {
+        // Its replicas are not on this node any more either (the replica pass reports them Offline, from elsewhere).
+        replicaSeries.clear(name);
       }
-      readOnly.set({ pool }, status?.readOnly ? 1 : 0);
-      for (const leaf of allLeaves(imported.status.layout)) {
-        if (!leaf.errors) continue;
-        const vdev = leaf.device ?? leaf.name;
-        vdevErrors.set({ pool, vdev, type: "read" }, leaf.errors.read);
-        vdevErrors.set({ pool, vdev, type: "write" }, leaf.errors.write);
-        vdevErrors.set({ pool, vdev, type: "checksum" }, leaf.errors.checksum);
+      poolSeries.replace(name, values);
+    },
+    replicas: (cspi, cvrs, states, all) => {
+      const labels = { cspi, pool: zpoolName(cspi) };
+      const values: [Gauge, Labels, number][] = [];
+      const volumes = new Set<string>();
+      for (const cvr of cvrs) {
+        const volume = cvr.metadata.labels?.[LABEL.replicaVolume];
+        const state = states[cvr.metadata.name ?? ""];
+        if (!volume || !state || cvr.metadata.deletionTimestamp) continue;
+        volumes.add(volume);
+        const at = { ...labels, volume };
+        values.push([replica.healthy, at, state.phase === "Healthy" ? 1 : 0]);
+        if (state.capacity) values.push([replica.size, at, state.capacity.total], [replica.used, at, state.capacity.used]);
       }
+      for (const volume of volumes) {
+        const count = all.filter((cvr) => cvr.metadata.labels?.[LABEL.replicaVolume] === volume && !cvr.metadata.deletionTimestamp).length;
+        values.push([replica.consistency, { ...labels, volume }, consistencyFactor(count)]);
+      }
+      replicaSeries.replace(cspi, values);
+    },
+    forget: (cspi) => {
+      poolSeries.clear(cspi);
+      replicaSeries.clear(cspi);
     },
   };
 }

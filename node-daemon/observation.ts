@@ -27,8 +27,12 @@ export interface ImportCandidate {
 /** The CSPI's own pool, when it is imported on this node. */
 export interface PoolObservation {
   status: PoolStatus;
-  /** `zpool list -o size`: raw size of the data vdevs, bytes. */
+  /** `zpool list`: raw size of the data vdevs, bytes. */
   size?: number;
+  /** `zpool list`: raw bytes allocated and free, and fragmentation (0..1, OpenZFS only). */
+  allocated?: number;
+  free?: number;
+  fragmentation?: number;
   /** Root dataset space, bytes (`zfs get -p used,available`). */
   space?: { used: number; available: number };
   /** Datasets and volumes under the pool, excluding the root: the volumes the pool holds. */

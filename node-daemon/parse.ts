@@ -308,6 +308,49 @@ export function parseSize(text: string): number | undefined {
   return Number(match[1]) * UNITS[match[2]];
 }
 
+/** What `zpool list POOL` prints of a pool's raw space: sizes in bytes, fragmentation as a ratio (0..1). */
+export interface PoolListing {
+  size?: number;
+  allocated?: number;
+  free?: number;
+  /** OpenZFS only (FRAG); zfs-fuse 0.7 has no such column. */
+  fragmentation?: number;
+}
+
+/**
+ * `zpool list POOL` with its header, read by column name: the default columns are all either knows (zfs-fuse
+ * 0.7: SIZE ALLOC FREE CAP DEDUP HEALTH; OpenZFS adds FRAG), so one command serves both, and a value printed
+ * as "-" is left out.
+ */
+export function parseZpoolList(text: string, pool: string): PoolListing {
+  const lines = text.split("\n").filter((line) => line.trim() !== "");
+  const header = lines[0]?.trim().split(/\s+/) ?? [];
+  const row = lines.slice(1).map((line) => line.trim().split(/\s+/)).find((cells) => cells[0] === pool);
+  if (header[0] !== "NAME" || !row || row.length !== header.length) {
+    throw new ZpoolOutputError("zpool list", `no row for pool ${pool} under a NAME header`);
+  }
+  const cell = (column: string) => {
+    const index = header.indexOf(column);
+    return index < 0 ? undefined : row[index];
+  };
+  const listing: PoolListing = {};
+  const sizes = { size: "SIZE", allocated: "ALLOC", free: "FREE" } as const;
+  for (const [field, column] of Object.entries(sizes) as [keyof typeof sizes, string][]) {
+    const bytes = parseSize(cell(column) ?? "-");
+    if (bytes !== undefined) listing[field] = bytes;
+  }
+  const frag = /^(\d+(?:\.\d+)?)%$/.exec(cell("FRAG") ?? "");
+  if (frag) listing.fragmentation = Number(frag[1]) / 100;
+  return listing;
+}
+
+/** How far a running scan is, 0..1, from its "NN.NN% done" (both zfs-fuse and OpenZFS print it); undefined when none. */
+export function scanProgress(scan: Scan): number | undefined {
+  if (!scan.inProgress) return undefined;
+  const match = /(\d+(?:\.\d+)?)% done/.exec(scan.text);
+  return match ? Math.min(1, Number(match[1]) / 100) : undefined;
+}
+
 /** `zfs get -H -p -o value a,b pool`: one value per line, in the order asked. */
 export function parseValueLines(text: string, expected: number): string[] {
   const values = text.split("\n").filter((line) => line !== "");
@@ -369,8 +412,8 @@ export function parseDatasetProperties(text: string): DatasetRecord[] {
 }
 
 /**
- * The facts of several pools from one command of each kind (node-daemon/host.ts, snapshot): `zpool list -H -o
- * name,size`, `zfs get -H -p -r -o name,property,value` over the pools, and the `zpool get cachefile` table. A
+ * The facts of several pools from one command of each kind (node-daemon/host.ts, snapshot): `zpool list
+ * <pools>` (with its header), `zfs get -H -p -r -o name,property,value` over the pools, and the `zpool get cachefile` table. A
  * pool is left out when any of its facts is missing, so that it is read on its own, exactly as before.
  */
 export function parsePoolFacts(
@@ -378,7 +421,6 @@ export function parsePoolFacts(
   output: { sizes: string; datasets: string; cachefiles: string },
   datasetProperties: readonly string[],
 ): Map<string, PoolFacts> {
-  const sizes = new Map(output.sizes.split("\n").filter((line) => line !== "").map((line) => line.split("\t") as [string, string]));
   const cachefiles = new Map<string, string>();
   for (const line of output.cachefiles.split("\n").slice(1)) {
     const [name, property, value] = line.trim().split(/\s+/);
@@ -398,21 +440,28 @@ export function parsePoolFacts(
     const root = records.find((record) => record.name === pool)?.properties;
     const used = Number(root?.used);
     const available = Number(root?.available);
-    const size = sizes.get(pool);
     const cachefile = cachefiles.get(pool);
-    if (!root || !Number.isFinite(used) || !Number.isFinite(available) || size === undefined || cachefile === undefined) continue;
+    const listing = listingOf(output.sizes, pool);
+    if (!root || !Number.isFinite(used) || !Number.isFinite(available) || !listing || cachefile === undefined) continue;
     const datasets = records
       .filter((d) => d.name !== pool && (d.properties.type === "filesystem" || d.properties.type === "volume"))
       .map((d) => ({ name: d.name, properties: Object.fromEntries(kept.filter((p) => p in d.properties).map((p) => [p, d.properties[p]])) }))
       .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-    const poolFacts: PoolFacts = { space: { used, available }, datasets, cachefile: cachefileSetting(cachefile) };
-    const parsedSize = parseSize(size);
-    if (parsedSize !== undefined) poolFacts.size = parsedSize;
+    const poolFacts: PoolFacts = { space: { used, available }, datasets, cachefile: cachefileSetting(cachefile), ...listing };
     if (root.compression !== undefined) poolFacts.compression = root.compression;
     if (root.readonly !== undefined) poolFacts.readonly = root.readonly === "on";
     facts.set(pool, poolFacts);
   }
   return facts;
+}
+
+/** The pool's row of a `zpool list` of several pools; undefined when it has none. */
+function listingOf(text: string, pool: string): PoolListing | undefined {
+  try {
+    return parseZpoolList(text, pool);
+  } catch {
+    return undefined;
+  }
 }
 
 /** "-" (zfs-fuse) and "none" both mean no cachefile; OpenZFS prints "-" for the default one. */

@@ -7,6 +7,7 @@ import { findCondition, formatTime, mergeConditions, nextCondition, phaseWithTim
 import { servingPhase } from "../lib/cspi/phase.js";
 import { zpoolName } from "../lib/names.js";
 import { groupRole } from "../lib/rules/pool-spec.js";
+import { deviceHealth } from "./devices.js";
 import { sameDevice, type Observation } from "./observation.js";
 import { allLeaves, type Vdev } from "./parse.js";
 import type { Action, ActionKind, Plan } from "./planner.js";
@@ -69,6 +70,7 @@ export function report(input: ReportInput): CSPIStatus {
       status.capacity = { total: quantity(used + available), free: quantity(available), used: quantity(used) };
     }
     status.readOnly = pool.readonly ?? false;
+    status.devices = deviceHealth(cspi, observation);
   }
   if (input.replicas) {
     status.provisionedReplicas = input.replicas.provisioned;

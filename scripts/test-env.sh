@@ -28,6 +28,17 @@ ensure_zfs_fuse() {
 }
 ensure_zfs_fuse
 
+# promtool (Debian's prometheus package) checks the daemon's /metrics and unit-tests the alerts
+# (docs/operations.md#alerts). Only the binary is used: no Prometheus server is started.
+ensure_promtool() {
+  if ! command -v promtool >/dev/null 2>&1; then
+    echo "test-env: installing promtool (prometheus)" >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >&2 2>/dev/null \
+      || { DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >&2; }
+  fi
+}
+ensure_promtool
+
 # etcd, kubectl and kube-apiserver for test/integration (kube-apiserver is built once from Go modules).
 bash "$(dirname "$0")/kube-env.sh"
 

@@ -225,6 +225,21 @@ describe("integration: manifests on a real kube-apiserver", function () {
     expect(lockDir.startsWith(`${openebs.mountPath}/`), "the host lock lives on the host").to.equal(true);
   });
 
+  it("metacontroller/monitoring adds PodMonitors that select the daemon's and the hook server's pods on their metrics ports, and the alerts", async () => {
+    const objects = await render(cluster, "metacontroller/monitoring");
+    for (const [monitor, workload] of [
+      ["cstor-pool-node", find(objects, "DaemonSet", "cstor-pool-node")],
+      ["cstor-pool-hooks", find(objects, "Deployment", "cstor-pool-hooks")],
+    ] as const) {
+      const spec = find(objects, "PodMonitor", monitor).spec;
+      const template = workload.spec.template;
+      for (const [key, value] of Object.entries(spec.selector.matchLabels as Record<string, string>)) expect(template.metadata.labels[key], `${monitor} selects ${key}`).to.equal(value);
+      const ports = template.spec.containers.flatMap((c: any) => (c.ports ?? []).map((p: any) => p.name));
+      expect(ports, `${monitor} scrapes a port the pod names`).to.include(spec.podMetricsEndpoints[0].port);
+    }
+    expect(find(objects, "PrometheusRule", "cstor-pool").metadata.namespace).to.equal(INSTALL_NAMESPACE);
+  });
+
   it("gives the hook server and the node daemon one stale-heartbeat setting: the same ConfigMap key", async () => {
     const settings = await getJson(cluster, "configmap", "cstor-pool-settings", "-n", INSTALL_NAMESPACE);
     expect(settings.data).to.deep.equal({ [STALE_STATUS_SECONDS_ENV]: "300" });

@@ -227,7 +227,7 @@ describe("integration: the node daemon end to end (real processes, real apiserve
       for (const event of recorded) expect(event.source).to.deep.equal({ component: "cstor-pool-node-daemon", host: nodeNameA() });
 
       const metrics = await (await fetch(`http://127.0.0.1:${nodeA!.metricsPort}/metrics`)).text();
-      expect(metrics).to.contain(`cstor_pool_health{pool="${pool}",cspi="${name}"} 0`);
+      expect(metrics).to.contain(`cstor_pool_phase{cspi="${name}",pool="${pool}",phase="ONLINE"} 1`);
       expect((await fetch(`http://127.0.0.1:${nodeA!.metricsPort}/healthz`)).status).to.equal(200);
     });
 

@@ -4,41 +4,16 @@ import { expect } from "chai";
 import { ANNOTATION, FINALIZER, KIND, LABEL, POOL_REMOVAL_REQUESTED, REPLICA_LOST_CONFIRM } from "../../api/constants.js";
 import type { CSPI, CVR } from "../../api/types.js";
 import { findCondition } from "../../lib/conditions.js";
-import { createLogger } from "../../lib/log.js";
 import { claimName, zpoolName } from "../../lib/names.js";
-import { createRunner } from "../../node-daemon/command.js";
 import { NodeDaemon } from "../../node-daemon/daemon.js";
-import { commandsFromEnv, inspectDevice, ZfsHost, type ZfsCommands } from "../../node-daemon/host.js";
+import { commandsFromEnv, type ZfsCommands } from "../../node-daemon/host.js";
 import { createMetrics } from "../../node-daemon/metrics.js";
 import { parseZpoolStatus } from "../../node-daemon/parse.js";
-import { zvolBackend } from "../../node-daemon/replicas.js";
-import { cspiFor, requireZfs, SANDBOX_DEVICE_ROOTS, writeData, zpool, ZfsSandbox } from "../../testkit/zfs.js";
+import { cspiFor, requireZfs, writeData, zpool, ZfsSandbox } from "../../testkit/zfs.js";
 import { FaultyCommand } from "../reliability/support/faulty-zpool.js";
 import { startNode, type ZfsNode } from "../support/zfs-node.js";
 import { FakeKube } from "../../testkit/fake-kube.js";
-
-/** A daemon on the shared zfs-fuse, or with `commands` on a simulated node of its own (test/support/zfs-node.ts). */
-function daemonFor(
-  kube: FakeKube,
-  nodeName: string,
-  metrics = createMetrics(),
-  commands: ZfsCommands = { zpool: ["zpool"], zfs: ["zfs"], truncate: ["truncate"] },
-  clock?: () => Date,
-): NodeDaemon {
-  return new NodeDaemon({
-    ...(clock ? { clock } : {}),
-    kube,
-    host: new ZfsHost(createRunner(metrics.onCommand), commands),
-    inspect: inspectDevice,
-    nodeName,
-    namespace: "openebs",
-    replicaBackend: zvolBackend(),
-    deviceRoots: SANDBOX_DEVICE_ROOTS,
-    logger: createLogger({ level: "silent" }),
-    metrics,
-    statusIntervalMs: 3_600_000, // resyncs are driven by the test
-  });
-}
+import { daemonFor } from "../support/in-memory-daemon.js";
 
 function poolExists(pool: string): boolean {
   return parseZpoolStatus(zpool("status")).some((p) => p.name === pool);
@@ -93,8 +68,9 @@ describe("node-daemon loop (in-memory API, real zfs-fuse)", function () {
     expect(kube.statusPatches.length).to.equal(patches);
 
     const exposition = await metrics.registry.metrics();
-    expect(exposition).to.match(new RegExp(`cstor_pool_health\\{pool="${zpoolName(name)}",cspi="${name}"\\} 0`));
-    expect(exposition).to.match(/cstor_pool_command_duration_seconds_count\{command="zpool create"\} 1/);
+    expect(exposition).to.contain(`cstor_pool_phase{cspi="${name}",pool="${zpoolName(name)}",phase="ONLINE"} 1`);
+    expect(exposition).to.contain(`cstor_pool_phase{cspi="${name}",pool="${zpoolName(name)}",phase="DEGRADED"} 0`);
+    expect(exposition).to.match(/cstor_node_daemon_command_duration_seconds_count\{command="zpool create",outcome="ok"\} 1/);
   });
 
   it("does not observe the pool again when its own status write comes back through the watch", async () => {

@@ -2,7 +2,7 @@
 // (its documented `zpool status` layout: scan: lines, replacing-N, spares INUSE, human error counts).
 import { readdirSync, readFileSync } from "node:fs";
 import { expect } from "chai";
-import { allLeaves, parseGetTable, parseImportList, parsePoolFacts, parseSize, parseZpoolStatus, ZpoolOutputError } from "../../node-daemon/parse.js";
+import { allLeaves, parseGetTable, parseImportList, parsePoolFacts, parseSize, parseZpoolList, parseZpoolStatus, scanProgress, ZpoolOutputError } from "../../node-daemon/parse.js";
 import { FIXTURES } from "../support/golden.js";
 
 const fixture = (path: string) => readFileSync(`${FIXTURES}node-daemon/planner/${path}`, "utf8");
@@ -150,6 +150,7 @@ describe("node-daemon zpool output parsers", () => {
     const [pool] = parseZpoolStatus(fixture("replacement-resilvering-openzfs/zpool-status.txt"));
     expect(pool.scan).to.deep.include({ activity: "resilver", inProgress: true });
     expect(pool.scan.text).to.contain("25.00% done");
+    expect(scanProgress(pool.scan)).to.equal(0.25);
     const replacing = pool.layout.data[0].children[1];
     expect(replacing.kind).to.equal("replacing");
     expect(replacing.children.map((c) => [c.device, c.state, c.note])).to.deep.equal([
@@ -161,6 +162,11 @@ describe("node-daemon zpool output parsers", () => {
   it("reads zfs-fuse's completed resilver", () => {
     const [pool] = parseZpoolStatus(fixture("replacement-complete/zpool-status.txt"));
     expect(pool.scan).to.deep.include({ activity: "resilver", inProgress: false });
+    expect(scanProgress(pool.scan), "no progress once it is over").to.equal(undefined);
+  });
+
+  it("reads zfs-fuse's scan progress line", () => {
+    expect(scanProgress({ activity: "scrub", inProgress: true, text: "scrub in progress for 0h0m, 42.17% done, 0h0m to go" })).to.equal(0.4217);
   });
 
   it("reads OpenZFS short device names, an active spare, human error counts and sections", () => {
@@ -262,6 +268,15 @@ describe("node-daemon zpool output parsers", () => {
     expect(parseSize("lots")).to.equal(undefined);
   });
 
+  it("reads zpool list by its header: zfs-fuse without FRAG, OpenZFS with it, '-' left out, another pool's row refused", () => {
+    const fuse = "NAME     SIZE  ALLOC   FREE    CAP  DEDUP  HEALTH  ALTROOT\ntp      59.5M   128K  59.4M     0%  1.00x  ONLINE  -\n";
+    expect(parseZpoolList(fuse, "tp")).to.deep.equal({ size: 59.5 * 2 ** 20, allocated: 128 * 2 ** 10, free: 59.4 * 2 ** 20 });
+    const openzfs = "NAME   SIZE  ALLOC   FREE  CKPOINT  EXPANDSZ   FRAG    CAP  DEDUP    HEALTH  ALTROOT\ntp    1.88G   612K  1.87G        -         -    12%     0%  1.00x    ONLINE  -\n";
+    expect(parseZpoolList(openzfs, "tp")).to.deep.include({ allocated: 612 * 2 ** 10, fragmentation: 0.12 });
+    expect(parseZpoolList(openzfs.replace("12%", "-"), "tp")).to.not.have.property("fragmentation");
+    expect(() => parseZpoolList(fuse, "other")).to.throw(ZpoolOutputError, /no row for pool other/);
+  });
+
   it("reads zpool get tables (zfs-fuse has no -H)", () => {
     expect(parseGetTable("NAME  PROPERTY   VALUE      SOURCE\ntp    cachefile  -          default\n")).to.deep.equal({ cachefile: "-" });
   });
@@ -272,7 +287,13 @@ describe("node-daemon zpool output parsers", () => {
     const facts = parsePoolFacts(
       ["cstor-a", "cstor-b", "cstor-c"],
       {
-        sizes: "cstor-a\t123M\ncstor-b\t123M\ncstor-c\t123M\n",
+        sizes: [
+          "NAME      SIZE   ALLOC   FREE    CAP  DEDUP  HEALTH  ALTROOT",
+          "cstor-a   123M    776K   122M     0%  1.00x  ONLINE  -",
+          "cstor-b   123M    432K   123M     0%  1.00x  ONLINE  -",
+          "cstor-c   123M    432K   123M     0%  1.00x  ONLINE  -",
+          "",
+        ].join("\n"),
         datasets: [
           "cstor-a\ttype\tfilesystem",
           "cstor-a\tused\t524288",
@@ -299,6 +320,8 @@ describe("node-daemon zpool output parsers", () => {
     expect(Object.fromEntries(facts)).to.deep.equal({
       "cstor-a": {
         size: 123 * 1024 * 1024,
+        allocated: 776 * 1024,
+        free: 122 * 1024 * 1024,
         space: { used: 524288, available: 94896128 },
         compression: "off",
         readonly: false,
@@ -306,7 +329,7 @@ describe("node-daemon zpool output parsers", () => {
         // Only the properties asked for: the batch reads more of the root than of the replicas.
         datasets: [{ name: "cstor-a/pvc-1", properties: { type: "filesystem", used: "114688", "io.openebs:volume": "pvc-1" } }],
       },
-      "cstor-b": { size: 123 * 1024 * 1024, space: { used: 360448, available: 95059968 }, compression: "lzjb", readonly: true, cachefile: "", datasets: [] },
+      "cstor-b": { size: 123 * 1024 * 1024, allocated: 432 * 1024, free: 123 * 1024 * 1024, space: { used: 360448, available: 95059968 }, compression: "lzjb", readonly: true, cachefile: "", datasets: [] },
     });
   });
 });
