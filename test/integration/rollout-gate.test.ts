@@ -99,7 +99,7 @@ describe("integration: pool pod rollouts one pool at a time (test driver + hook 
       hookServer: await serveHooks(),
       onHookCall: async (path, request) => {
         if (!path.endsWith("/cspc-sync")) return;
-        const children = Object.values(request.children?.[`${KIND.cspi}.${API_VERSION}`] ?? {}) as any[];
+        const children = Object.values<any>(request.children?.[`${KIND.cspi}.${API_VERSION}`] ?? {});
         permitsSeen.push(children.filter((c) => permitOf(c) !== undefined).map((c) => c.metadata.name).sort());
       },
     });
