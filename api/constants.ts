@@ -81,6 +81,11 @@ export const ANNOTATION = {
    * finalizer without destroying the replica (docs/operations.md).
    */
   replicaLost: "openebs.io/replica-lost",
+  /**
+   * On a CSPI: cspi-sync may roll the pool pod to the template with this hash. cspc-sync grants it to one pool
+   * of a CSPC at a time (docs/decisions.md, 28).
+   */
+  rolloutPermit: "openebs.io/rollout-permit",
 } as const;
 
 export const REPLICA_LOST_CONFIRM = "confirm";
@@ -130,6 +135,8 @@ export const CSPI_CONDITION = {
   diskReplacement: "DiskReplacement",
   diskUnavailable: "DiskUnavailable",
   poolLost: "PoolLost",
+  /** cspi-sync's: the pool pod's template differs from the wanted one; Waiting, Permitted or RolledOut. */
+  rolloutPending: "RolloutPending",
 } as const;
 
 export const FINALIZER = {

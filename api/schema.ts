@@ -263,6 +263,12 @@ export const CSPIStatusSchema = Type.Object(
     ),
     conditions: Type.Optional(Conditions),
     lastUpdateTime: Type.Optional(Type.String({ format: "date-time", description: "Node daemon heartbeat." })),
+    pendingRollout: Type.Optional(
+      Type.String({
+        maxLength: 64,
+        description: "Hash of the pool pod template cspi-sync wants while the pod still runs another; the rollout permit names it.",
+      }),
+    ),
     poolName: Type.Optional(Type.String({ description: "The zpool's name on the node." })),
     importedOn: Type.Optional(
       Type.String({

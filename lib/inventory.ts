@@ -1,7 +1,7 @@
 // What the cluster looks like to a hook: the objects of a request indexed once, so every rule and every
 // pool lookup is a map access (no quadratic scans over pools × devices × children).
 import { ANNOTATION, LABEL, TYPE_KEY } from "../api/constants.js";
-import type { BlockDevice, BlockDeviceClaim, CSPI, KubeObject, ObjectMap, UnreadableObject } from "../api/types.js";
+import type { BlockDevice, BlockDeviceClaim, CSPI, CV, CVR, KubeObject, ObjectMap, UnreadableObject } from "../api/types.js";
 import { objectsOf } from "./request.js";
 import { indexReplicas, type ReplicaIndex } from "./rules/held-volumes.js";
 
@@ -25,6 +25,10 @@ export interface Inventory {
   cspiByDevice: Map<string, CSPI>;
   /** This CSPC's CStorVolumeReplicas (related), unreadable ones included, by the pool they name. */
   replicas: ReplicaIndex;
+  /** The readable ones among them, by name: their status says which are Healthy. */
+  readableReplicas: Map<string, CVR>;
+  /** This CSPC's CStorVolumes (related), by name: their consistency factors. */
+  volumes: Map<string, CV>;
 }
 
 export function buildInventory(cspc: KubeObject, children: ObjectMap, related: ObjectMap, unreadable: readonly UnreadableObject[] = []): Inventory {
@@ -76,7 +80,9 @@ export function buildInventory(cspc: KubeObject, children: ObjectMap, related: O
     }
   }
   // An unreadable replica still names its pool in its metadata: it holds that pool like any other.
-  const replicas = [...objectsOf(related, TYPE_KEY.cvr), ...unreadable.filter((u) => u.field === "related" && u.typeKey === TYPE_KEY.cvr).map((u) => u.object)];
+  const inNamespace = <T extends KubeObject>(list: readonly T[]): T[] => list.filter((o) => (o.metadata.namespace ?? namespace) === namespace);
+  const readable = inNamespace(objectsOf(related, TYPE_KEY.cvr));
+  const replicas = [...readable, ...unreadable.filter((u) => u.field === "related" && u.typeKey === TYPE_KEY.cvr).map((u) => u.object)];
   return {
     namespace,
     cspcName: cspc.metadata.name ?? "",
@@ -89,7 +95,9 @@ export function buildInventory(cspc: KubeObject, children: ObjectMap, related: O
     ownClaimByPredecessor,
     cspis,
     cspiByDevice,
-    replicas: indexReplicas(replicas.filter((r) => (r.metadata.namespace ?? namespace) === namespace)),
+    replicas: indexReplicas(inNamespace(replicas)),
+    readableReplicas: new Map(readable.map((r) => [r.metadata.name ?? "", r])),
+    volumes: new Map(inNamespace(objectsOf(related, TYPE_KEY.cv)).map((v) => [v.metadata.name ?? "", v])),
   };
 }
 

@@ -12,6 +12,7 @@ import { buildCspiSpec, claimObject, cspiObject, devicesOf, isMarkedForRemoval, 
 import { claimObjects, claimsAsObserved, claimsBeingRemoved, claimsListedByCspis, claimsOfReplacedDevices, mergeClaims, type ClaimPart, type ClaimWant } from "./claims.js";
 import { gateDisruptions, planExistingPool, withoutDevices, type ExistingPoolPlan } from "./day2.js";
 import { matchPools, type PoolMatch } from "./match.js";
+import { planRollouts, withRolloutPermit } from "./rollout.js";
 import { computeStatus, type RemovalBlocked, type SyncFindings } from "./status.js";
 import { hasUnreadableChild, heldChildren } from "./unreadable.js";
 
@@ -79,13 +80,14 @@ export function planChildren(cspc: CSPC, inventory: Inventory): ChildrenPlan {
   const kept = new Set(claimParts.flatMap((part) => part.wants.map((want) => want.device)));
   const claims = mergeClaims([...claimParts, { source: "replacedDevice", wants: claimsOfReplacedDevices(inventory, kept) }]);
 
-  const cspis = [...poolPlans, ...dayTwo.pools, ...orphans].flatMap((p) => (p.cspi ? [p.cspi] : []));
+  const rollout = planRollouts(inventory, { frozen, dayTwoActive: dayTwo.progressing.active.length > 0 });
+  const cspis = [...poolPlans, ...dayTwo.pools, ...orphans].flatMap((p) => (p.cspi ? [withRolloutPermit(p.cspi, rollout)] : []));
   const findings: SyncFindings = {
     paused,
     blocked: [...(refusedWhole ?? []), ...poolPlans.flatMap((p) => p.blocked)],
     rejected: poolPlans.flatMap((p) => p.rejected),
     pendingClaims: new Map([...poolPlans, ...dayTwo.pools].flatMap((p) => (p.pendingClaims ? [p.pendingClaims] : []))),
-    progressing: dayTwo.progressing,
+    progressing: { active: [...dayTwo.progressing.active, ...rollout.active], waiting: [...dayTwo.progressing.waiting, ...rollout.waiting] },
     removalBlocked: orphans.flatMap((o) => (o.removalBlocked ? [o.removalBlocked] : [])),
     unreadable: [],
   };

@@ -157,7 +157,8 @@ export function isApplied(desired: KubeObject, observed: KubeObject | undefined)
   return observed !== undefined && !observed.metadata.deletionTimestamp && contains(observed, desired);
 }
 
-function contains(observed: unknown, desired: unknown): boolean {
+/** Whether `observed` holds every field of `desired` with the same value (lists item by item). */
+export function contains(observed: unknown, desired: unknown): boolean {
   if (Array.isArray(desired)) {
     return Array.isArray(observed) && observed.length === desired.length && desired.every((item, i) => contains(observed[i], item));
   }

@@ -1,8 +1,7 @@
-// The CSPI status fields this hook owns (docs/architecture.md, "Status ownership"): the PodAvailable and
-// NodeDaemonHeartbeat conditions, phase Unknown while the node daemon's heartbeat is stale, and phase
-// PodUnavailable while the pool pod is not (lib/cspi/phase.ts; the node daemon writes the zpool's state back
-// once the pod is available again). Everything
-// else is the node daemon's and is returned exactly as observed, in the observed order, so the hook and the
+// The CSPI status fields this hook owns (docs/architecture.md, "Status ownership"): the PodAvailable,
+// NodeDaemonHeartbeat and RolloutPending conditions, pendingRollout (lib/cspi/rollout.ts), phase Unknown while
+// the node daemon's heartbeat is stale, and phase PodUnavailable while the pool pod is not (lib/cspi/phase.ts;
+// the node daemon writes the zpool's state back once the pod is available again). Everything else is the node daemon's and is returned exactly as observed, in the observed order, so the hook and the
 // node daemon never undo each other's writes. Messages carry no clock-derived values: the same observation
 // gives the same status, and a stale CSPI is written once, not on every resync.
 import { CSPI_CONDITION } from "../../api/constants.js";
@@ -12,6 +11,7 @@ import { formatTime, nextCondition, phaseWithTime, type ConditionInput } from ".
 import { poolDeploymentName } from "../names.js";
 import { isTerminating } from "../inventory.js";
 import { servingPhase } from "./phase.js";
+import type { RolloutDecision } from "./rollout.js";
 
 export { CSPI_CONDITION };
 
@@ -38,6 +38,7 @@ export function cspiHealth(
   now: Date,
   settings: HealthSettings,
   deleting = false,
+  rollout?: Pick<RolloutDecision, "condition" | "pending">,
 ): HealthResult {
   const observed: CSPIStatus = cspi.status ?? {};
   const podAvailable = podAvailability(cspi, deployment, deleting);
@@ -48,13 +49,16 @@ export function cspiHealth(
   status.conditions = replaceConditions(observed.conditions, [
     nextCondition(observed.conditions, podAvailable, now),
     nextCondition(observed.conditions, heartbeat.condition, now),
+    ...(rollout ? [nextCondition(observed.conditions, rollout.condition, now)] : []),
   ]);
+  if (rollout?.pending) status.pendingRollout = rollout.pending;
+  else if (rollout) delete status.pendingRollout;
   if (heartbeat.stale) Object.assign(status, phaseWithTime(observed, "Unknown", now));
   else if (observed.phase) Object.assign(status, phaseWithTime(observed, servingPhase(observed.phase, status.conditions), now));
   return { status, resyncAfterSeconds: heartbeat.resyncAfterSeconds };
 }
 
-function podAvailability(cspi: CSPI, deployment: KubeObject | undefined, deleting: boolean): ConditionInput {
+export function podAvailability(cspi: CSPI, deployment: KubeObject | undefined, deleting: boolean): ConditionInput {
   const namespace = cspi.metadata.namespace ?? "default";
   const name = `${namespace}/${poolDeploymentName(cspi.metadata.name ?? "")}`;
   const type = CSPI_CONDITION.podAvailable;

@@ -1,20 +1,23 @@
-// cspi-sync's answer: a CSPI and its observed pool Deployment → the desired Deployment and the CSPI status
-// fields the hook owns. A pure function of the parsed request, the clock and the configuration.
+// cspi-sync's answer: a CSPI and its observed pool Deployment → the desired Deployment (a running pod keeps its
+// template until its rollout is permitted: lib/cspi/rollout.ts) and the CSPI status fields the hook owns. A pure function of the parsed request, the clock and the configuration.
 import { DEFAULTS } from "../../api/constants.js";
 import type { Clock, CSPI, DecoratorSyncRequest, DecoratorSyncResponse } from "../../api/types.js";
 import { isTerminating } from "../inventory.js";
 import type { HookConfig } from "../hook-config.js";
 import { finalizeCspiRequest } from "./finalize.js";
 import { isApplied, observedPoolDeployment, poolDeployment } from "./deployment.js";
-import { cspiHealth } from "./status.js";
+import { gateRollout } from "./rollout.js";
+import { cspiHealth, podAvailability } from "./status.js";
 
 export function syncCspiRequest(request: DecoratorSyncRequest<CSPI>, clock: Clock, config: HookConfig): DecoratorSyncResponse {
   // The finalize hook may point here too; answering a plain sync would never let the CSPI go.
   if (request.finalizing) return finalizeCspiRequest(request, clock, config);
   const cspi = request.object;
   const deployment = observedPoolDeployment(request);
-  const desired = poolDeployment(cspi, config.poolPod);
-  const health = cspiHealth(cspi, deployment, clock(), config, isTerminating(request.object));
+  const deleting = isTerminating(request.object);
+  const rollout = gateRollout(cspi, poolDeployment(cspi, config.poolPod), deployment, podAvailability(cspi, deployment, deleting).status === "True");
+  const desired = rollout.deployment;
+  const health = cspiHealth(cspi, deployment, clock(), config, deleting, rollout);
   // Until Metacontroller has applied the Deployment, this sync may be given up on a conflict with nothing
   // else to trigger the next one (docs/decisions.md, 15).
   const resyncAfterSeconds = isApplied(desired, deployment)

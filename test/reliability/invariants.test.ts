@@ -67,4 +67,28 @@ describe("reliability checks catch a data-losing answer", () => {
       "finalized while 1 attachment(s) are observed",
     ]);
   });
+
+  it("catch two rollout permits in one CSPC, a permit for a template no CSPI reports pending, and accept the one permit of a golden answer", () => {
+    const oneGoes = goldenCases("cspc-sync").find((c) => c.name === "rollout-two-pools-one-goes")!;
+    const permitted = oneGoes.read("request.yaml") as Doc;
+    const answer = oneGoes.read("response.yaml") as Doc;
+    expect(compositeChildrenProblems(permitted, answer)).to.deep.equal([]);
+    const twice = structuredClone(answer);
+    cspi(twice, "pools-e5074c").metadata.annotations = { [ANNOTATION.rolloutPermit]: "8e2f4a6c1d" };
+    expect(compositeChildrenProblems(permitted, twice)).to.deep.equal(["2 CSPIs carry a rollout permit (pools-2e5b28, pools-e5074c), want at most 1"]);
+    const unrequested = structuredClone(answer);
+    cspi(unrequested, "pools-2e5b28").metadata.annotations[ANNOTATION.rolloutPermit] = "0000000000";
+    expect(compositeChildrenProblems(permitted, unrequested)).to.deep.equal([
+      'CSPI pools-2e5b28 got rollout permit "0000000000" for a template it does not report pending',
+    ]);
+  });
+
+  it("catch an available pool pod given a new template without a permit, and accept the waiting answer that keeps it", () => {
+    const waits = goldenCases("cspi-sync").find((c) => c.name === "rollout-node-changed-waits")!;
+    const waiting = waits.read("request.yaml") as Doc;
+    const answer = waits.read("response.yaml") as Doc;
+    expect(cspiSyncProblems(waiting, answer)).to.deep.equal([]);
+    const rolled = goldenCases("cspi-sync").find((c) => c.name === "rollout-node-changed-permitted")!.read("response.yaml") as Doc;
+    expect(cspiSyncProblems(waiting, rolled)).to.deep.equal(["the available pool pod of cstor-pool-mirror-1a264d got a new template without a rollout permit"]);
+  });
 });

@@ -50,7 +50,7 @@ describe("pool Deployments on a real kube-apiserver", function () {
     const before = desiredDeployment("seed-4-mirror-pool-1");
     before.metadata.name = "moving-pool";
     const stored = await create(before);
-    const after = desiredDeployment("node-changed-rolls");
+    const after = desiredDeployment("rollout-node-changed-permitted");
     // What Metacontroller's in-place update sends: the stored object with the hook's fields applied.
     const updated = { ...stored, metadata: { ...stored.metadata, labels: after.metadata.labels }, spec: after.spec };
     const replaced = JSON.parse((await kube.kubectl(["replace", "-f", "-", "-o", "json"], { input: JSON.stringify(updated) })).stdout);

@@ -176,11 +176,24 @@ describe("cspi-sync", () => {
 
     it("asks again within seconds while the Deployment differs from the answer, or is being deleted", () => {
       const changed = justReported();
-      observedOf(changed).spec.template.spec.containers[0].image = "openebs/cstor-pool:3.5.0";
+      observedOf(changed).spec.strategy = { type: "RollingUpdate" };
       expect(sync(changed).resyncAfterSeconds).to.equal(DEFAULTS.attachmentResyncSeconds);
       const deleting = justReported();
       observedOf(deleting).metadata.deletionTimestamp = "2026-11-21T09:59:00Z";
       expect(sync(deleting).resyncAfterSeconds).to.equal(DEFAULTS.attachmentResyncSeconds);
+    });
+
+    it("asks only for the heartbeat's resync while a rollout waits for its permit (the answer keeps the observed template), within seconds once permitted", () => {
+      const waiting = justReported();
+      observedOf(waiting).spec.template.spec.containers[0].image = "openebs/cstor-pool:3.5.0";
+      const answer = sync(waiting);
+      expect(deploymentOf(answer).spec.template.spec.containers[0].image).to.equal("openebs/cstor-pool:3.5.0");
+      expect(answer.resyncAfterSeconds).to.equal(DEFAULT_HOOK_CONFIG.resyncSeconds);
+      const hash = (answer.status as CSPI["status"])!.pendingRollout!;
+      waiting.object.metadata.annotations = { "openebs.io/rollout-permit": hash };
+      const permitted = sync(waiting);
+      expect(deploymentOf(permitted).spec.template.spec.containers[0].image).to.equal(DEFAULT_HOOK_CONFIG.poolPod.poolImage);
+      expect(permitted.resyncAfterSeconds).to.equal(DEFAULTS.attachmentResyncSeconds);
     });
 
     it("asks only for the heartbeat's resync once the Deployment holds the answer, whatever the server added", () => {

@@ -161,6 +161,7 @@ describe("hook server HTTP layer", () => {
       { apiVersion: "openebs.io/v1alpha1", labelSelector: {}, namespace: "storage", resource: "blockdeviceclaims" },
       { apiVersion: "v1", labelSelector: {}, resource: "nodes" },
       { apiVersion: "openebs.io/v1alpha1", labelSelector: { matchLabels: { "openebs.io/cstor-pool-cluster": "c" } }, namespace: "storage", resource: "cstorvolumereplicas" },
+      { apiVersion: "openebs.io/v1alpha1", labelSelector: { matchLabels: { "openebs.io/cstor-pool-cluster": "c" } }, namespace: "storage", resource: "cstorvolumes" },
     ]);
   });
 });

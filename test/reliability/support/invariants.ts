@@ -2,6 +2,8 @@
 // sentences (empty = fine), so a fuzz failure reads like a bug report.
 import { ANNOTATION, LABEL, POOL_REMOVAL_REQUESTED, PROVISIONING, TYPE_KEY } from "../../../api/constants.js";
 import { CV_PHASES } from "../../../api/volume-schema.js";
+import { canonicalize } from "../../../lib/canonical.js";
+import { contains } from "../../../lib/cspi/deployment.js";
 
 type Obj = Record<string, unknown>;
 
@@ -67,11 +69,13 @@ export function nullsIn(value: unknown, path = "$"): string[] {
  * A parent's children after a sync or finalize: no observed CSPI disappears unless it was already marked for
  * removal (or is already being deleted), no device leaves a CSPI except through a replacement whose successor
  * sits in the same group, or as a spare or read cache device whose claim is kept with the removal mark (the
- * node daemon confirms `zpool remove` before the claim goes), and every device of every observed CSPI keeps
- * its claim.
+ * node daemon confirms `zpool remove` before the claim goes), every device of every observed CSPI keeps
+ * its claim, and at most one CSPI carries a rollout permit, for the template hash its CSPI reports pending.
  */
 export function compositeChildrenProblems(request: unknown, response: unknown): string[] {
   const problems: string[] = [];
+  const permitted = children(response, "CStorPoolInstance").filter((c) => field(c, "metadata", "annotations", ANNOTATION.rolloutPermit) !== undefined);
+  if (permitted.length > 1) problems.push(`${permitted.length} CSPIs carry a rollout permit (${permitted.map(nameOf).join(", ")}), want at most 1`);
   const observedCspis = observed(field(request, "children"), TYPE_KEY.cspi);
   const returned = new Map(children(response, "CStorPoolInstance").map((c) => [nameOf(c), c]));
   const claims = children(response, "BlockDeviceClaim");
@@ -92,6 +96,10 @@ export function compositeChildrenProblems(request: unknown, response: unknown): 
       if (!claimed.has(device)) problems.push(`claim of device ${device} of observed CSPI ${name} is missing`);
     }
     const now = returned.get(name);
+    const permit = field(now, "metadata", "annotations", ANNOTATION.rolloutPermit);
+    if (permit !== undefined && permit !== field(cspi, "status", "pendingRollout")) {
+      problems.push(`CSPI ${name} got rollout permit ${JSON.stringify(permit)} for a template it does not report pending`);
+    }
     if (!now) {
       if (!isMarked(cspi) && !isTerminating(cspi)) problems.push(`observed CSPI ${name} was dropped without being marked for removal`);
       continue;
@@ -137,12 +145,30 @@ export function finalizeCspcProblems(request: unknown, response: unknown): strin
   return problems;
 }
 
-/** cspi-sync: a live CSPI always gets its one pool Deployment back (omitting it would delete the pool pod). */
+/**
+ * cspi-sync: a live CSPI always gets its one pool Deployment back (omitting it would delete the pool pod), and
+ * an available pool pod keeps its template unless the CSPI carries a rollout permit.
+ */
 export function cspiSyncProblems(request: unknown, response: unknown): string[] {
   if (field(request, "finalizing") === true) return cspiFinalizeProblems(request, response);
   const attachments = field(response, "attachments");
   const deployments = Array.isArray(attachments) ? attachments.filter((a) => field(a, "kind") === "Deployment") : [];
-  return deployments.length === 1 ? [] : [`answer has ${deployments.length} pool Deployments, want exactly 1`];
+  if (deployments.length !== 1) return [`answer has ${deployments.length} pool Deployments, want exactly 1`];
+  const running = observed(field(request, "attachments"), TYPE_KEY.deployment).find((d) => nameOf(d) === nameOf(deployments[0]));
+  const permit = field(request, "object", "metadata", "annotations", ANNOTATION.rolloutPermit);
+  if (!running || isTerminating(running) || permit !== undefined || !isAvailable(running)) return [];
+  // As a hook answer carries it: without nulls (a null list item too), which the server never stores.
+  const before = canonicalize(field(running, "spec", "template"));
+  return contains(before, field(deployments[0], "spec", "template")) ? [] : [`the available pool pod of ${nameOf(running)} got a new template without a rollout permit`];
+}
+
+function isAvailable(deployment: Obj): boolean {
+  const count = (...path: string[]) => {
+    const value = field(deployment, "status", ...path);
+    return typeof value === "number" ? value : 0;
+  };
+  const generation = field(deployment, "metadata", "generation");
+  return count("availableReplicas") >= 1 && count("updatedReplicas") >= 1 && count("observedGeneration") >= (typeof generation === "number" ? generation : 0);
 }
 
 /** cspi-finalize: finalized only once Metacontroller observes no attachment. */

@@ -1,0 +1,57 @@
+// cspi-sync's half of the rollout gate (docs/decisions.md, 28): a running pool pod moves to a new template only
+// with the permit cspc-sync grants to one pool of a CSPC at a time. Pure: the decision follows from the CSPI,
+// the wanted and the observed Deployment, and whether the pool pod is available.
+import { ANNOTATION, CSPI_CONDITION } from "../../api/constants.js";
+import type { CSPI, KubeObject } from "../../api/types.js";
+import { canonicalJson } from "../canonical.js";
+import type { ConditionInput } from "../conditions.js";
+import { shortHash } from "../hash.js";
+import { isTerminating } from "../inventory.js";
+import { contains } from "./deployment.js";
+
+export interface RolloutDecision {
+  /** The Deployment to answer: the wanted one, or the wanted one with the observed pod template kept. */
+  deployment: KubeObject;
+  condition: ConditionInput;
+  /** status.pendingRollout: the wanted template's hash while the running pod has another. */
+  pending?: string;
+}
+
+/** The hash a permit names: of the pod template as cspi-sync writes it (canonical, so stable). */
+export function podTemplateHash(deployment: KubeObject): string {
+  return shortHash([canonicalJson(templateOf(deployment))], 10);
+}
+
+export function gateRollout(cspi: CSPI, wanted: KubeObject, observed: KubeObject | undefined, podAvailable: boolean): RolloutDecision {
+  const type = CSPI_CONDITION.rolloutPending;
+  const rolledOut = (message: string): RolloutDecision => ({ deployment: wanted, condition: { type, status: "False", reason: "RolledOut", message } });
+  // Nothing runs to be kept: the Deployment is created (again) as wanted.
+  if (!observed || isTerminating(observed)) return rolledOut("no pool pod runs yet: the pool Deployment is created with the wanted pod template");
+  if (contains(templateOf(observed), templateOf(wanted))) return rolledOut("the pool pod runs the wanted pod template");
+
+  const hash = podTemplateHash(wanted);
+  const permitted = (message: string): RolloutDecision => ({ deployment: wanted, pending: hash, condition: { type, status: "True", reason: "Permitted", message } });
+  if (!podAvailable) {
+    return permitted(`the pool pod is not available, so it moves to pod template ${hash} without waiting: restarting a pod that serves nothing takes nothing away`);
+  }
+  if (cspi.metadata.annotations?.[ANNOTATION.rolloutPermit] === hash) {
+    return permitted(`the pool pod is restarted with pod template ${hash} (permit ${ANNOTATION.rolloutPermit}=${hash})`);
+  }
+  const spec = { ...(wanted.spec as Record<string, unknown>), template: templateOf(observed) };
+  return {
+    deployment: { ...wanted, spec },
+    pending: hash,
+    condition: {
+      type,
+      status: "True",
+      reason: "Waiting",
+      message:
+        `the pool pod keeps its pod template until cspc-sync permits pod template ${hash} (annotation ${ANNOTATION.rolloutPermit}), one pool of the ` +
+        `CStorPoolCluster at a time, while the others are ONLINE with their pods available and every volume keeps its consistency factor elsewhere`,
+    },
+  };
+}
+
+function templateOf(deployment: KubeObject): unknown {
+  return (deployment.spec as { template?: unknown } | undefined)?.template;
+}
