@@ -2,7 +2,9 @@
 // in the admission webhook and in `cstor-pool validate`; the CRD carries the CEL twins of most of them.
 import { COMPRESSION_VALUES, LIMITS, RAID_TYPES, ZFS_MIN_DEVICE_BYTES, type RaidType } from "../../api/constants.js";
 import type { CSPCSpec, PoolSpec, RaidGroup } from "../../api/types.js";
+import { MESSAGES } from "../../api/cel.js";
 import { parseQuantity, type Quantity } from "../quantity.js";
+import { checkDeviceSets, checkDuplicateDeviceSets, deviceSetPvcCount } from "./device-sets.js";
 
 export interface Violation {
   /** Index in spec.pools, or -1 when the violation is about the CSPC as a whole. */
@@ -36,10 +38,11 @@ export function resolvedType(group: RaidGroup, pool: PoolSpec): RaidType | undef
 }
 
 export function poolLabel(pool: PoolSpec | undefined, index: number): string {
+  if (pool?.deviceSets) return `spec.pools[${index}] (deviceSets ${pool.deviceSets.map((s) => s.name).join(",")})`;
   const selector = pool?.nodeSelector
     ? Object.keys(pool.nodeSelector)
         .sort()
-        .map((k) => `${k}=${pool.nodeSelector[k]}`)
+        .map((k) => `${k}=${pool.nodeSelector![k]}`)
         .join(",")
     : "";
   return selector ? `spec.pools[${index}] (nodeSelector ${selector})` : `spec.pools[${index}]`;
@@ -104,11 +107,11 @@ export function checkPoolSpec(pool: PoolSpec, index: number): Violation[] {
     out.push({ pool: index, reason, message });
   };
 
-  if (!pool.nodeSelector || Object.keys(pool.nodeSelector).length === 0) {
-    add("MissingNodeSelector", `${where()} has no nodeSelector: set one that selects exactly one node, e.g. kubernetes.io/hostname: <node>`);
-  }
+  if (pool.deviceSets) out.push(...checkDeviceSets(pool, index));
+  else if (!pool.raidGroups) add("NoDevices", `${where()} ${MESSAGES.noDevices}`);
+  else if (!pool.nodeSelector || Object.keys(pool.nodeSelector).length === 0) add("MissingNodeSelector", `${where()} ${MESSAGES.missingNodeSelector}`);
   const groups = pool.raidGroups ?? [];
-  if (groups.length === 0) {
+  if (pool.raidGroups && groups.length === 0) {
     add("NoRaidGroups", `${where()} has no raid groups: add at least one data raid group with block devices`);
   }
   if (groups.length > LIMITS.raidGroupsPerPool) {
@@ -289,7 +292,7 @@ export function checkCspcSpec(spec: CSPCSpec): Violation[] {
   if (pools.length > LIMITS.pools) {
     out.push({ pool: -1, reason: "TooManyPools", message: `spec.pools has ${pools.length} pools; at most ${LIMITS.pools} are supported per CSPC` });
   }
-  const devices = pools.reduce((sum, pool) => sum + (pool.raidGroups ?? []).reduce((n, group) => n + (group.blockDevices ?? []).length, 0), 0);
+  const devices = pools.reduce((sum, pool) => sum + deviceSetPvcCount(pool) + (pool.raidGroups ?? []).reduce((n, group) => n + (group.blockDevices ?? []).length, 0), 0);
   if (devices > LIMITS.blockDevicesPerCspc) {
     out.push({
       pool: -1,
@@ -298,6 +301,6 @@ export function checkCspcSpec(spec: CSPCSpec): Violation[] {
     });
   }
   pools.forEach((pool, i) => out.push(...checkPoolSpec(pool, i)));
-  out.push(...checkDuplicateDevices(spec));
+  out.push(...checkDuplicateDevices(spec), ...checkDuplicateDeviceSets(spec));
   return out.sort((a, b) => a.pool - b.pool);
 }
