@@ -64,7 +64,7 @@ export function checkDuplicateDeviceSets(spec: CSPCSpec): Violation[] {
       out.push({
         pool: p,
         reason: "DuplicateDeviceSet",
-        message: `device set ${name} is named ${pools.length} times (${places}): its PVCs are named after it, so each set of a CSPC needs its own name`,
+        message: `${places} name device set ${name} ${pools.length} times: its PVCs are named after it, so each set of a CSPC needs its own name`,
       });
     }
   }
