@@ -86,7 +86,9 @@ export function planChildren(cspc: CSPC, inventory: Inventory): ChildrenPlan {
   const claims = mergeClaims([...claimParts, { source: "replacedDevice", wants: claimsOfReplacedDevices(inventory, kept) }]);
   // A device set's PVC is its own claim: no BlockDeviceClaim is made for it.
   for (const device of inventory.setDevices) claims.delete(device);
-  const pvcs = frozen ? pvcsAsObserved(inventory) : planSetPvcs(pools, (i) => (byPool.get(i) ?? []).length === 0 && poolPlans[i].rejected.length === 0, inventory);
+  // A set's PVCs are made, and waited for, only for a pool the sync acts on: not one refused or paused.
+  const actsOn = (i: number): boolean => !frozen && (byPool.get(i) ?? []).length === 0 && poolPlans[i].rejected.length === 0;
+  const pvcs = frozen ? pvcsAsObserved(inventory) : planSetPvcs(pools, actsOn, inventory);
 
   const cspis = [...poolPlans, ...dayTwo.pools, ...orphans].flatMap((p) => (p.cspi ? [p.cspi] : []));
   const findings: SyncFindings = {
@@ -94,7 +96,7 @@ export function planChildren(cspc: CSPC, inventory: Inventory): ChildrenPlan {
     blocked: [...(refusedWhole ?? []), ...poolPlans.flatMap((p) => p.blocked)],
     rejected: poolPlans.flatMap((p) => p.rejected),
     pendingClaims: new Map([...poolPlans, ...dayTwo.pools].flatMap((p) => (p.pendingClaims ? [p.pendingClaims] : []))),
-    pendingVolumeClaims: new Map(setPools.flatMap((p) => (p && p.pending.length > 0 ? [[p.name, p.pending] as [string, string[]]] : []))),
+    pendingVolumeClaims: new Map(setPools.flatMap((p, i) => (p && p.pending.length > 0 && actsOn(i) ? [[p.name, p.pending] as [string, string[]]] : []))),
     progressing: dayTwo.progressing,
     removalBlocked: orphans.flatMap((o) => (o.removalBlocked ? [o.removalBlocked] : [])),
     unreadable: [],

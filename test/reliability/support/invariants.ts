@@ -68,14 +68,15 @@ export function nullsIn(value: unknown, path = "$"): string[] {
  * removal (or is already being deleted), no device leaves a CSPI except through a replacement whose successor
  * sits in the same group, or as a spare or read cache device whose claim is kept with the removal mark (the
  * node daemon confirms `zpool remove` before the claim goes), and every device of every observed CSPI keeps
- * its claim.
+ * its claim (its BlockDeviceClaim, or its PVC for a pool on device sets).
  */
 export function compositeChildrenProblems(request: unknown, response: unknown): string[] {
   const problems: string[] = [];
   const observedCspis = observed(field(request, "children"), TYPE_KEY.cspi);
   const returned = new Map(children(response, "CStorPoolInstance").map((c) => [nameOf(c), c]));
   const claims = children(response, "BlockDeviceClaim");
-  const claimed = new Set(claims.map((c) => field(c, "spec", "blockDeviceName")));
+  // A device set's PVC is its device's claim (docs/decisions.md, 33).
+  const claimed = new Set([...claims.map((c) => field(c, "spec", "blockDeviceName")), ...children(response, "PersistentVolumeClaim").map(nameOf)]);
   const successorOf = new Map<unknown, string>();
   const removing = new Set(claims.filter((c) => typeof field(c, "metadata", "annotations", ANNOTATION.bdRemoval) === "string").map((c) => field(c, "spec", "blockDeviceName")));
   for (const c of claims) {
