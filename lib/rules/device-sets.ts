@@ -4,7 +4,7 @@ import { MESSAGES } from "../../api/cel.js";
 import { LIMITS, RAID_TYPES, ZFS_MIN_DEVICE_BYTES } from "../../api/constants.js";
 import type { BlockPoolSpec, CSPCSpec, DeviceSet, PoolSpec } from "../../api/types.js";
 import { parseQuantity } from "../quantity.js";
-import { deviceCountProblem, poolLabel, type Violation } from "./pool-spec.js";
+import { deviceCountProblem, namedTwice, poolLabel, type Violation } from "./pool-spec.js";
 
 export function setLabel(pool: PoolSpec, poolIndex: number, setIndex: number): string {
   return `${poolLabel(pool, poolIndex)} deviceSets[${setIndex}]`;
@@ -56,19 +56,7 @@ export function checkDuplicateDeviceSets(spec: CSPCSpec): Violation[] {
   (spec.pools ?? []).forEach((pool, p) => {
     for (const set of pool.deviceSets ?? []) seen.set(set.name, [...(seen.get(set.name) ?? []), p]);
   });
-  const out: Violation[] = [];
-  for (const [name, pools] of [...seen.entries()].sort(([a], [b]) => a.localeCompare(b))) {
-    if (pools.length < 2) continue;
-    const places = [...new Set(pools)].map((p) => `spec.pools[${p}]`).join(" and ");
-    for (const p of new Set(pools)) {
-      out.push({
-        pool: p,
-        reason: "DuplicateDeviceSet",
-        message: `${places} name device set ${name} ${pools.length} times: its PVCs are named after it, so each set of a CSPC needs its own name`,
-      });
-    }
-  }
-  return out;
+  return namedTwice(seen, "DuplicateDeviceSet", (name, times, places) => `${places} name device set ${name} ${times} times: its PVCs are named after it, so each set of a CSPC needs its own name`);
 }
 
 /** PVCs of a pool's device sets, for the CSPC-wide device limit. */

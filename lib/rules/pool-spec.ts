@@ -267,17 +267,19 @@ export function checkDuplicateDevices(spec: CSPCSpec): Violation[] {
       }
     }
   });
+  return namedTwice(seen, "DuplicateBlockDevice", (device, times, places) => `block device ${device} is listed ${times} times (${places}): a device can belong to one raid group only, remove the extra entries`);
+}
+
+/**
+ * A violation for each pool touched by a name listed more than once (`seen`: name → the pool index of each
+ * listing), in name order; `places` reads "spec.pools[i] and spec.pools[k]".
+ */
+export function namedTwice(seen: ReadonlyMap<string, readonly number[]>, reason: string, message: (name: string, times: number, places: string) => string): Violation[] {
   const out: Violation[] = [];
-  for (const [device, pools] of [...seen.entries()].sort(([a], [b]) => a.localeCompare(b))) {
+  for (const [name, pools] of [...seen.entries()].sort(([a], [b]) => a.localeCompare(b))) {
     if (pools.length < 2) continue;
     const places = [...new Set(pools)].map((p) => `spec.pools[${p}]`).join(" and ");
-    for (const p of new Set(pools)) {
-      out.push({
-        pool: p,
-        reason: "DuplicateBlockDevice",
-        message: `block device ${device} is listed ${pools.length} times (${places}): a device can belong to one raid group only, remove the extra entries`,
-      });
-    }
+    for (const p of new Set(pools)) out.push({ pool: p, reason, message: message(name, pools.length, places) });
   }
   return out;
 }

@@ -6,7 +6,7 @@
 // daemon's part (the pool ONLINE) is played by the test here; no kubelet runs, so no pod binds a claim.
 import { expect } from "chai";
 import { API_VERSION, KIND, LABEL } from "../../api/constants.js";
-import { installProject, ownCluster, waitUntil, type OwnCluster } from "../support/kube.js";
+import { getIfPresent, installProject, ownCluster, waitUntil, type OwnCluster } from "../support/kube.js";
 import { MetacontrollerDriver, serveHooks, type Obj } from "../support/metacontroller-driver.js";
 
 const NS = "ds-pools";
@@ -18,10 +18,7 @@ describe("integration: a pool on a device set of local PVs (real PV controller a
   let cluster: OwnCluster;
   let driver: MetacontrollerDriver;
 
-  const get = async (path: string): Promise<Obj | undefined> => {
-    const response = await cluster.request(cluster.admin, "GET", path);
-    return response.status === 200 ? (response.body as Obj) : undefined;
-  };
+  const get = (path: string): Promise<Obj | undefined> => getIfPresent(cluster, path);
   const pvcPath = (name: string) => `/api/v1/namespaces/${NS}/persistentvolumeclaims/${name}`;
   const cspcPath = `/apis/${API_VERSION}/namespaces/${NS}/cstorpoolclusters/${CSPC}`;
   const cspis = async (): Promise<Obj[]> => ((await get(`/apis/${API_VERSION}/namespaces/${NS}/cstorpoolinstances`))?.items ?? []) as Obj[];

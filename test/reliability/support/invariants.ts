@@ -75,8 +75,11 @@ export function compositeChildrenProblems(request: unknown, response: unknown): 
   const observedCspis = observed(field(request, "children"), TYPE_KEY.cspi);
   const returned = new Map(children(response, "CStorPoolInstance").map((c) => [nameOf(c), c]));
   const claims = children(response, "BlockDeviceClaim");
-  // A device set's PVC is its device's claim (docs/decisions.md, 33).
-  const claimed = new Set([...claims.map((c) => field(c, "spec", "blockDeviceName")), ...children(response, "PersistentVolumeClaim").map(nameOf)]);
+  const claimed = new Set(claims.map((c) => field(c, "spec", "blockDeviceName")));
+  // A device set's PVC is its device's claim (docs/decisions.md, 33): an observed one is never dropped, and a
+  // missing one is never made again (a new PVC would bind another PV, without the pool's data).
+  const observedPvcs = new Set(observed(field(request, "children"), "PersistentVolumeClaim.v1").map(nameOf));
+  for (const name of children(response, "PersistentVolumeClaim").map(nameOf)) claimed.add(name);
   const successorOf = new Map<unknown, string>();
   const removing = new Set(claims.filter((c) => typeof field(c, "metadata", "annotations", ANNOTATION.bdRemoval) === "string").map((c) => field(c, "spec", "blockDeviceName")));
   for (const c of claims) {
@@ -90,7 +93,8 @@ export function compositeChildrenProblems(request: unknown, response: unknown): 
     if (name === undefined) continue;
     const before = devicesByGroup(cspi);
     for (const device of before?.flat() ?? []) {
-      if (!claimed.has(device)) problems.push(`claim of device ${device} of observed CSPI ${name} is missing`);
+      const onSets = field(cspi, "metadata", "labels", "openebs.io/on-device-sets") === "true";
+      if (!claimed.has(device) && (!onSets || observedPvcs.has(device))) problems.push(`claim of device ${device} of observed CSPI ${name} is missing`);
     }
     const now = returned.get(name);
     if (!now) {
