@@ -6,7 +6,25 @@
 // raid groups for a group rule) and refuses a CRD over 10^8 in total. So: no string(int) in messages (its size
 // is unbounded to the estimator; counts are looked up in a literal list instead), no O(n²) comprehensions, and
 // the duplicate-device rule across groups and pools is left to the webhook and cspc-sync (docs/validation.md).
-import { LIMITS } from "./constants.js";
+import { LIMITS, ZFS_MIN_DEVICE_BYTES } from "./constants.js";
+
+const ZFS_MIN_DEVICE_MIB = ZFS_MIN_DEVICE_BYTES / 2 ** 20;
+
+/** Words the CEL rules share with their TypeScript twins (lib/rules/device-sets.ts, lib/rules/pool-spec.ts). */
+export const MESSAGES = {
+  bothDevicesAndSets: "names both raidGroups and deviceSets: a pool is on block devices or on PVCs, not both; move one of them to a pool of its own",
+  noDevices: "names neither raidGroups nor deviceSets: add raid groups of block devices (with a nodeSelector), or device sets of PVCs",
+  missingNodeSelector: "has no nodeSelector: set one that selects exactly one node, e.g. kubernetes.io/hostname: <node>",
+  nodeSelectorWithDeviceSets:
+    "has a nodeSelector and deviceSets: a pool on PVCs lives on the node its PVs are bound on; remove nodeSelector (choose the nodes with the StorageClass or the PVs)",
+  mixedDeviceSets:
+    "mixes device sets of different type or groupSize; ZFS would lose the stronger redundancy's guarantees and refuses it without force: give every device set of the pool the same type and groupSize",
+  countNotWholeGroups:
+    "count is not a multiple of groupSize: the set's PVCs make raid groups of groupSize each, and a partial group would have another redundancy; set count to a multiple of groupSize",
+  notBlockMode:
+    "volumeClaimTemplate.spec.volumeMode must be Block: ZFS takes the raw device, a Filesystem PVC would give it a mounted directory; set volumeMode: Block",
+  claimTooSmall: `volumeClaimTemplate.spec.resources.requests.storage must be a quantity of at least ${ZFS_MIN_DEVICE_MIB}Mi, ZFS's smallest device: use e.g. 10Gi`,
+} as const;
 
 const isSet = (group: string, flag: string): string => `(has(${group}.${flag}) && ${group}.${flag})`;
 export const celIsWriteCache = (group: string): string => isSet(group, "isWriteCache");
@@ -102,41 +120,91 @@ const shapeText = (code: string): string =>
 const MIN_SHAPE = shapeText(SMALLEST_SHAPE);
 const MAX_SHAPE = shapeText(LARGEST_SHAPE);
 
+/**
+ * Rules on one device set (docs/decisions.md, 33): its PVCs, groupSize at a time, are raid groups of its type, so
+ * groupSize is checked as a group's device count and count must be whole groups.
+ */
+export const DEVICE_SET_RULES: CelRule[] = [
+  {
+    rule: countOk("self.type", "self.groupSize"),
+    messageExpression: `'groupSize: ' + ${countProblem("self.type", "self.groupSize")}`,
+  },
+  {
+    rule: "self.count % self.groupSize == 0",
+    message: MESSAGES.countNotWholeGroups,
+  },
+];
+
+/** Rules on a device set's volumeClaimTemplate.spec. */
+export const VOLUME_CLAIM_TEMPLATE_RULES: CelRule[] = [
+  {
+    rule: "has(self.volumeMode) && self.volumeMode == 'Block'",
+    message: MESSAGES.notBlockMode,
+  },
+  {
+    rule: `isQuantity(self.resources.requests.storage) && quantity(self.resources.requests.storage).compareTo(quantity('${ZFS_MIN_DEVICE_MIB}Mi')) >= 0`,
+    message: MESSAGES.claimTooSmall,
+  },
+];
+
 /** Rules on the CSPC spec as a whole. A sum over pools and groups: linear, about 3·10^4 at the limits. */
 export const SPEC_RULES: CelRule[] = [
   {
-    rule: `self.pools.map(p, p.raidGroups.map(g, size(g.blockDevices)).sum()).sum() <= ${LIMITS.blockDevicesPerCspc}`,
+    rule:
+      `self.pools.map(p, (has(p.raidGroups) ? p.raidGroups.map(g, size(g.blockDevices)).sum() : 0) + ` +
+      `(has(p.deviceSets) ? p.deviceSets.map(s, s.count).sum() : 0)).sum() <= ${LIMITS.blockDevicesPerCspc}`,
     message: `spec.pools lists more than ${LIMITS.blockDevicesPerCspc} block devices; at most ${LIMITS.blockDevicesPerCspc} are supported per CSPC: split the pools over several CSPCs`,
   },
 ];
 
 export const POOL_RULES: CelRule[] = [
   {
-    rule: `self.raidGroups.all(g, has(g.type) || ${isStripeRole("g")} || ${HAS_DEFAULT})`,
+    rule: `!has(self.raidGroups) || self.raidGroups.all(g, has(g.type) || ${isStripeRole("g")} || ${HAS_DEFAULT})`,
     message: "a raid group has no type and the pool has no poolConfig.defaultRaidGroupType: set one of them",
   },
   {
-    rule: `self.raidGroups.exists(g, ${celIsData("g")})`,
+    rule: `!has(self.raidGroups) || self.raidGroups.exists(g, ${celIsData("g")})`,
     message: "this pool has only write cache, spare or read cache groups: add a data raid group",
   },
   {
-    rule: `!self.raidGroups.exists(g, ${badDefaultCount("g")})`,
+    rule: `!has(self.raidGroups) || !self.raidGroups.exists(g, ${badDefaultCount("g")})`,
     messageExpression:
       `'a raid group without a type is a ' + ${DEFAULT} + ' (poolConfig.defaultRaidGroupType): ' + ` +
       countProblem(DEFAULT, `size(self.raidGroups.filter(g, ${badDefaultCount("g")})[0].blockDevices)`),
   },
   {
-    rule: `!self.raidGroups.exists(g, ${celIsWriteCache("g")} && ${takesDefault("g")} && !(${DEFAULT} in ${LOG_TYPES}))`,
+    rule: `!has(self.raidGroups) || !self.raidGroups.exists(g, ${celIsWriteCache("g")} && ${takesDefault("g")} && !(${DEFAULT} in ${LOG_TYPES}))`,
     messageExpression:
       `'a write cache raid group without a type takes poolConfig.defaultRaidGroupType, so it is a write cache of type ' + ` +
       `${DEFAULT} + '; ZFS log devices can only be stripe or mirror'`,
   },
   {
-    rule: `${SMALLEST_SHAPE} >= ${LARGEST_SHAPE}`,
+    rule: `!has(self.raidGroups) || ${SMALLEST_SHAPE} >= ${LARGEST_SHAPE}`,
     messageExpression:
       `'this pool mixes data raid groups of different redundancy (' + ` +
       `(${MIN_SHAPE} < ${MAX_SHAPE} ? ${MIN_SHAPE} + ', ' + ${MAX_SHAPE} : ${MAX_SHAPE} + ', ' + ${MIN_SHAPE}) + ` +
       `'); ZFS would lose the stronger redundancy\\'s guarantees and refuses it without force: give every data raid group the same type and device count'`,
+  },
+  {
+    rule: "has(self.raidGroups) != has(self.deviceSets)",
+    messageExpression:
+      `has(self.raidGroups) ? '${MESSAGES.bothDevicesAndSets}' : '${MESSAGES.noDevices}'`,
+  },
+  {
+    rule: "!has(self.raidGroups) || has(self.nodeSelector)",
+    message: `this pool on block devices ${MESSAGES.missingNodeSelector}`,
+  },
+  {
+    rule: "!has(self.deviceSets) || !has(self.nodeSelector)",
+    message: `this pool ${MESSAGES.nodeSelectorWithDeviceSets}`,
+  },
+  {
+    rule: "!has(self.deviceSets) || self.deviceSets.all(s, s.type == self.deviceSets[0].type && s.groupSize == self.deviceSets[0].groupSize)",
+    message: `this pool ${MESSAGES.mixedDeviceSets}`,
+  },
+  {
+    rule: `!has(self.deviceSets) || self.deviceSets.map(s, s.count / s.groupSize).sum() <= ${LIMITS.raidGroupsPerPool}`,
+    message: `this pool's device sets make more than ${LIMITS.raidGroupsPerPool} raid groups (count / groupSize); at most ${LIMITS.raidGroupsPerPool} are supported: lower count or raise groupSize`,
   },
 ];
 

@@ -19,6 +19,7 @@ export const KIND = {
   storageClass: "StorageClass",
   persistentVolumeClaim: "PersistentVolumeClaim",
   persistentVolume: "PersistentVolume",
+  namespace: "Namespace",
   event: "Event",
 } as const;
 
@@ -37,6 +38,7 @@ export const TYPE_KEY = {
   podDisruptionBudget: "PodDisruptionBudget.policy/v1",
   persistentVolumeClaim: "PersistentVolumeClaim.v1",
   persistentVolume: "PersistentVolume.v1",
+  namespace: "Namespace.v1",
   event: "Event.v1",
 } as const;
 
@@ -52,6 +54,11 @@ export const LABEL = {
   /** On a CStorVolumeReplica and the volume's other children: the volume (upstream cStor's labels). */
   replicaVolume: "cstorvolume.openebs.io/name",
   persistentVolume: "openebs.io/persistent-volume",
+  /** On a device set's PVC: the set's name and the PVC's index in it (docs/decisions.md, 33). */
+  deviceSet: "openebs.io/device-set",
+  deviceSetIndex: "openebs.io/device-set-index",
+  /** On a CSPI of a pool on device sets: "true". Its devices are PVCs, never BlockDevices with claims. */
+  onDeviceSets: "openebs.io/on-device-sets",
 } as const;
 
 export const ANNOTATION = {
@@ -188,5 +195,9 @@ export const LIMITS = {
    */
   blockDevicesPerCspc: 4096,
   cspcNameLength: 56,
+  /** Device sets of one pool, and PVCs of one set (the raid groups they make count against raidGroupsPerPool). */
+  deviceSetsPerPool: 4,
+  devicesPerSet: 256,
+  deviceSetNameLength: 40,
   replicasPerVolume: 5,
 };

@@ -137,7 +137,7 @@ export function cspcPolicy(): object[] {
         {
           name: "matches",
           expression:
-            "object.spec.pools.transformList(i, p, p.nodeSelector == params.spec.nodeSelector && " +
+            "object.spec.pools.transformList(i, p, has(p.nodeSelector) && has(p.raidGroups) && p.nodeSelector == params.spec.nodeSelector && " +
             "p.raidGroups.exists(g, g.blockDevices.exists(d, d.blockDeviceName in variables.groupOf)) ? i : -1).filter(i, i >= 0)",
         },
         {
@@ -168,7 +168,7 @@ export function cspcPolicy(): object[] {
           // No pool spec has any of its devices: cspc-sync would retire it (or refuse the edit) and keeps it.
           expression:
             `request.operation != 'UPDATE' || !variables.ours || ${HOLDS_NONE} || !has(object.spec) || ` +
-            "object.spec.pools.exists(p, p.raidGroups.exists(g, g.blockDevices.exists(d, d.blockDeviceName in variables.groupOf)))",
+            "object.spec.pools.exists(p, has(p.raidGroups) && p.raidGroups.exists(g, g.blockDevices.exists(d, d.blockDeviceName in variables.groupOf)))",
           messageExpression:
             `'spec.pools no longer lists pool ' + params.metadata.name + ' (node ' + params.spec.hostName + '), which ' + ${HELD_PREDICATE} + ` +
             `': removing it would destroy them; put its pool spec back, or ' + (${COUNT_KNOWN} ? 'move or delete its volumes first' : ${UNKNOWN_FIX})`,
@@ -190,8 +190,15 @@ export function cspcPolicy(): object[] {
       policyName: CSPC_POLICY_NAME,
       validationActions: ["Deny"],
       // Every CSPI of the CSPC's namespace that belongs to some CSPC; the policy keeps those of this CSPC.
+      // Pools on device sets are judged by the webhook and cspc-sync only: their devices are PVCs named
+      // from the sets, which this policy's device matching does not know (docs/decisions.md, 33).
       paramRef: {
-        selector: { matchExpressions: [{ key: LABEL.cspc, operator: "Exists" }] },
+        selector: {
+          matchExpressions: [
+            { key: LABEL.cspc, operator: "Exists" },
+            { key: LABEL.onDeviceSets, operator: "DoesNotExist" },
+          ],
+        },
         parameterNotFoundAction: "Allow",
       },
     },

@@ -4,7 +4,7 @@
 // Schemas are closed (additionalProperties: false) so our own validation catches typos; the CRD generator
 // drops that keyword because structural CRD schemas forbid it (the API server prunes unknown fields instead).
 import { Type, type TSchema, type TUnsafe } from "@sinclair/typebox";
-import { POOL_RULES, RAID_GROUP_RULES, SPEC_RULES } from "./cel.js";
+import { DEVICE_SET_RULES, POOL_RULES, RAID_GROUP_RULES, SPEC_RULES, VOLUME_CLAIM_TEMPLATE_RULES } from "./cel.js";
 import { COMPRESSION_VALUES, LIMITS, RAID_TYPES } from "./constants.js";
 
 const closed = { additionalProperties: false } as const;
@@ -108,13 +108,74 @@ export const RaidGroupSchema = Type.Object(
   },
 );
 
+export const CLAIM_RETENTION = ["Retain", "Delete"] as const;
+export const ACCESS_MODES = ["ReadWriteOnce", "ReadWriteOncePod", "ReadOnlyMany", "ReadWriteMany"] as const;
+
+/** The PVC every index of a device set is made from: a PersistentVolumeClaim's metadata and spec, the parts a pool needs. */
+export const VolumeClaimTemplateSchema = Type.Object(
+  {
+    metadata: Type.Optional(
+      Type.Object({ labels: Type.Optional(StringMap("Copied onto each PVC.")), annotations: Type.Optional(StringMap("Copied onto each PVC.")) }, closed),
+    ),
+    spec: Type.Object(
+      {
+        storageClassName: Type.Optional(Type.String({ minLength: 1, maxLength: 253, description: "Empty: the cluster's default StorageClass." })),
+        accessModes: Type.Optional(Type.Array(Type.Union(ACCESS_MODES.map((m) => Type.Literal(m))), { minItems: 1, maxItems: 4, description: "Default [ReadWriteOnce]." })),
+        volumeMode: Type.Optional(Type.String({ maxLength: 16, description: "Must be Block: ZFS takes the raw device." })),
+        resources: Type.Object(
+          { requests: Type.Object({ storage: Type.String({ minLength: 1, maxLength: 64, description: "Size of each PVC, a quantity (10Gi)." }) }, closed) },
+          closed,
+        ),
+      },
+      { ...closed, "x-kubernetes-validations": VOLUME_CLAIM_TEMPLATE_RULES },
+    ),
+  },
+  closed,
+);
+
+export const DeviceSetSchema = Type.Object(
+  {
+    name: Type.String({
+      minLength: 1,
+      maxLength: LIMITS.deviceSetNameLength,
+      pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
+      description: "Names the set's PVCs (<cspc>-<name>-<index>); unique in the CSPC; never changes.",
+    }),
+    count: Type.Integer({ minimum: 1, maximum: LIMITS.devicesPerSet, description: "PVCs in the set; only grows while the pool lives." }),
+    type: RaidTypeSchema,
+    groupSize: Type.Integer({
+      minimum: 1,
+      maximum: LIMITS.blockDevicesPerGroup,
+      description: "PVCs per raid group: the set's PVCs in index order, groupSize at a time, are its raid groups.",
+    }),
+    volumeClaimTemplate: VolumeClaimTemplateSchema,
+    claimRetention: Type.Optional(
+      Type.Union(CLAIM_RETENTION.map((r) => Type.Literal(r)), {
+        description: "Retain (default): the PVCs outlive the pool and the CSPC until you delete them. Delete: they go with their pool.",
+      }),
+    ),
+  },
+  { ...closed, "x-kubernetes-validations": DEVICE_SET_RULES },
+);
+
 export const PoolSpecSchema = Type.Object(
   {
-    nodeSelector: Type.Record(Type.String(), Type.String(), {
-      minProperties: 1,
-      description: "Labels that select exactly one node, e.g. kubernetes.io/hostname.",
-    }),
-    raidGroups: Type.Array(RaidGroupSchema, { minItems: 1, maxItems: LIMITS.raidGroupsPerPool }),
+    nodeSelector: Type.Optional(
+      Type.Record(Type.String(), Type.String(), {
+        minProperties: 1,
+        description: "Labels that select exactly one node, e.g. kubernetes.io/hostname. Pools on block devices only.",
+      }),
+    ),
+    raidGroups: Type.Optional(Type.Array(RaidGroupSchema, { minItems: 1, maxItems: LIMITS.raidGroupsPerPool })),
+    deviceSets: Type.Optional(
+      Type.Array(DeviceSetSchema, {
+        minItems: 1,
+        maxItems: LIMITS.deviceSetsPerPool,
+        "x-kubernetes-list-type": "map",
+        "x-kubernetes-list-map-keys": ["name"],
+        description: "Instead of raidGroups: the pool's devices as sets of block-mode PVCs; its node is where their PVs are.",
+      }),
+    ),
     poolConfig: Type.Optional(PoolConfigSchema),
   },
   {

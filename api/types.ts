@@ -13,6 +13,7 @@ import type {
   DeviceHealthSchema,
   CSPISpecSchema,
   CSPIStatusSchema,
+  DeviceSetSchema,
   ObjectMetaSchema,
   PoolConfigSchema,
   PoolSpecSchema,
@@ -37,6 +38,9 @@ export type PoolConfig = Static<typeof PoolConfigSchema>;
 export type BlockDeviceRef = Static<typeof BlockDeviceRefSchema>;
 export type RaidGroup = Static<typeof RaidGroupSchema>;
 export type PoolSpec = Static<typeof PoolSpecSchema>;
+export type DeviceSet = Static<typeof DeviceSetSchema>;
+/** A pool on block devices, or a pool on device sets lowered to one (lib/cspc/device-sets.ts): what the planner builds from. */
+export type BlockPoolSpec = PoolSpec & { nodeSelector: Record<string, string>; raidGroups: RaidGroup[] };
 export type CSPCSpec = Static<typeof CSPCSpecSchema>;
 export type CSPCStatus = Static<typeof CSPCStatusSchema>;
 export type CSPC = Static<typeof CSPCSchema>;

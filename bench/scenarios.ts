@@ -2,7 +2,7 @@
 // deterministic generator), and the cspi-sync request of a steady-state golden case.
 import { join } from "node:path";
 import { LABEL, TYPE_KEY } from "../api/constants.js";
-import type { CompositeSyncRequest, CSPC, KubeObject } from "../api/types.js";
+import type { BlockPoolSpec, CompositeSyncRequest, KubeObject } from "../api/types.js";
 import { syncCspc } from "../hooks/cspc-sync/sync.js";
 import { FIXTURES, readCaseDocument, readYaml } from "../testkit/case-documents.js";
 import { fleetRequest } from "../testkit/fleet.js";
@@ -40,7 +40,7 @@ export type FleetEdit = "expansion" | "replacement" | "selector-typo";
 export function editedFleetRequest(pools: number, edit: FleetEdit): CompositeSyncRequest {
   if (edit === "selector-typo") {
     const request = fleetRequest({ pools });
-    for (const pool of (request.parent as unknown as CSPC).spec.pools) {
+    for (const pool of (request.parent as unknown as { spec: { pools: BlockPoolSpec[] } }).spec.pools) {
       pool.nodeSelector = { "kubernetes.io/hostName": pool.nodeSelector[LABEL.hostname] };
     }
     return request;
@@ -55,7 +55,7 @@ export function editedFleetRequest(pools: number, edit: FleetEdit): CompositeSyn
     blockDevices[`${copy.metadata.namespace}/${name}`] = copy;
     return name;
   };
-  for (const pool of (request.parent as unknown as CSPC).spec.pools) {
+  for (const pool of (request.parent as unknown as { spec: { pools: BlockPoolSpec[] } }).spec.pools) {
     const [first, second] = pool.raidGroups;
     const device = first.blockDevices[0].blockDeviceName;
     if (edit === "expansion") {

@@ -9,6 +9,7 @@ import type { ClusterFacts } from "../lib/admission/lookup.js";
 import { buildCspiSpec, devicesOf } from "../lib/cspc/build.js";
 import { cspiName } from "../lib/names.js";
 import { isReadableAs, readProblem } from "../lib/request.js";
+import { isBlockPool } from "../lib/rules/device-sets.js";
 import { resolveNode } from "../lib/rules/placement.js";
 import { InputError, UsageError, type CommonOptions } from "./args.js";
 import { readAll, type CliIO } from "./input.js";
@@ -173,15 +174,17 @@ function assumedDevices(proposed: CSPC, stored: CSPC | null, nodes: KubeObject[]
 /** The stored CSPC's pools as cspc-sync would have built them. */
 function assumedPools(stored: CSPC, namespace: string, facts: ClusterFacts): CSPI[] {
   const inventory = inventoryOf({ ...stored, metadata: { ...stored.metadata, namespace } }, facts);
-  return (stored.spec?.pools ?? []).map((pool, i) => {
+  // Pools on device sets are left out: their CSPIs are named and placed from PVCs, which offline files do not have.
+  return (stored.spec?.pools ?? []).flatMap((pool, i) => {
+    if (!isBlockPool(pool)) return [];
     const host = resolveNode(pool, i, inventory).host ?? hostnameOf(pool.nodeSelector ?? {}) ?? "";
     const name = cspiName(namespace, stored.metadata.name ?? "", devicesOf(pool.raidGroups));
-    return {
+    return [{
       apiVersion: "openebs.io/v1alpha1",
       kind: KIND.cspi,
       metadata: { name, namespace, labels: { [LABEL.cspc]: stored.metadata.name ?? "", [LABEL.hostname]: host } },
       spec: buildCspiSpec(pool, host, inventory),
       status: { phase: "ONLINE", provisionedReplicas: 0 },
-    };
+    }];
   });
 }

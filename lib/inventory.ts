@@ -2,6 +2,7 @@
 // pool lookup is a map access (no quadratic scans over pools × devices × children).
 import { ANNOTATION, LABEL, TYPE_KEY } from "../api/constants.js";
 import type { BlockDevice, BlockDeviceClaim, CSPI, CV, CVR, KubeObject, ObjectMap, UnreadableObject } from "../api/types.js";
+import type { PersistentVolume, PersistentVolumeClaim } from "./provision/objects.js";
 import { objectsOf } from "./request.js";
 import { indexReplicas, type ReplicaIndex } from "./rules/held-volumes.js";
 
@@ -29,6 +30,14 @@ export interface Inventory {
   readableReplicas: Map<string, CVR>;
   /** This CSPC's CStorVolumes (related), by name: their consistency factors. */
   volumes: Map<string, CV>;
+  /** This CSPC's PVCs of device sets (its children), by name. */
+  pvcs: Map<string, PersistentVolumeClaim>;
+  /** PersistentVolumes (related, cluster-wide), by name: where a device set's PVCs are bound. */
+  pvs: Map<string, PersistentVolume>;
+  /** The uid of the CSPC's Namespace (related), the second owner of retained PVCs; undefined until seen. */
+  namespaceUid?: string;
+  /** Devices that are PVCs of device sets (own PVCs, and the devices of CSPIs on device sets): never claimed through NDM. */
+  setDevices: Set<string>;
 }
 
 export function buildInventory(cspc: KubeObject, children: ObjectMap, related: ObjectMap, unreadable: readonly UnreadableObject[] = []): Inventory {
@@ -83,7 +92,18 @@ export function buildInventory(cspc: KubeObject, children: ObjectMap, related: O
   const inNamespace = <T extends KubeObject>(list: readonly T[]): T[] => list.filter((o) => (o.metadata.namespace ?? namespace) === namespace);
   const readable = inNamespace(objectsOf(related, TYPE_KEY.cvr));
   const replicas = [...readable, ...unreadable.filter((u) => u.field === "related" && u.typeKey === TYPE_KEY.cvr).map((u) => u.object)];
+  const pvcs = new Map(objectsOf(children, TYPE_KEY.persistentVolumeClaim).map((pvc) => [pvc.metadata.name ?? "", pvc]));
+  const setDevices = new Set(pvcs.keys());
+  for (const cspi of cspis.values()) {
+    if (cspi.metadata.labels?.[LABEL.onDeviceSets] !== "true") continue;
+    for (const group of cspi.spec?.raidGroups ?? []) for (const d of group.blockDevices ?? []) setDevices.add(d.blockDeviceName);
+  }
+  const namespaceObject = objectsOf(related, TYPE_KEY.namespace).find((n) => n.metadata.name === namespace);
   return {
+    pvcs,
+    pvs: new Map(objectsOf(related, TYPE_KEY.persistentVolume).map((pv) => [pv.metadata.name ?? "", pv])),
+    ...(namespaceObject?.metadata.uid ? { namespaceUid: namespaceObject.metadata.uid } : {}),
+    setDevices,
     namespace,
     cspcName: cspc.metadata.name ?? "",
     cspcUid: cspc.metadata.uid ?? "",
@@ -124,6 +144,12 @@ export function nodeHostname(node: KubeObject): string {
 
 export function isClaimBound(claim: BlockDeviceClaim | undefined): boolean {
   return claim?.status?.phase === "Bound";
+}
+
+/** A pool's device is claimed for it: its BlockDeviceClaim is Bound, or, for a device set's PVC, the PVC is. */
+export function isDeviceBound(device: string, inventory: Inventory): boolean {
+  if (inventory.setDevices.has(device)) return inventory.pvcs.get(device)?.status?.phase === "Bound";
+  return isClaimBound(inventory.ownClaims.get(device));
 }
 
 export function isTerminating(obj: KubeObject): boolean {

@@ -22,6 +22,16 @@ export function claimName(blockDeviceName: string): string {
   return `${name.slice(0, MAX_NAME - 11)}-${shortHash([blockDeviceName], 10)}`;
 }
 
+/**
+ * A device set's PVC: "<cspc>-<set>-<index>", hashed down past 253 characters (it is used as the CSPI's device
+ * name and the pool pod's volume). Deterministic, so a sync can be answered twice the same (docs/decisions.md, 33).
+ */
+export function deviceSetClaimName(cspc: string, set: string, index: number): string {
+  const name = `${cspc}-${set}-${index}`;
+  if (name.length <= MAX_NAME) return name;
+  return `${name.slice(0, MAX_NAME - 11).replace(/-+$/, "")}-${shortHash([cspc, set, String(index)], 10)}`;
+}
+
 /** The pool Deployment carries the CSPI's name, so `kubectl get deploy <cspi>` finds it. */
 export function poolDeploymentName(cspi: string): string {
   return cspi;

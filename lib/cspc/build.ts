@@ -1,6 +1,6 @@
 // Desired objects, built from a pool spec and the observed cluster. Pure and deterministic.
 import { ANNOTATION, API_VERSION, DEFAULTS, KIND, LABEL, POOL_REMOVAL_REQUESTED } from "../../api/constants.js";
-import type { BlockDeviceClaim, CSPI, CSPIRaidGroup, CSPISpec, KubeObject, PoolConfig, PoolSpec } from "../../api/types.js";
+import type { BlockDeviceClaim, BlockPoolSpec, CSPI, CSPIRaidGroup, CSPISpec, KubeObject, PoolConfig } from "../../api/types.js";
 import { deviceCapacity, deviceHost, deviceLink, type Inventory } from "../inventory.js";
 import { claimName } from "../names.js";
 import { groupRole, resolvedType } from "../rules/pool-spec.js";
@@ -16,7 +16,7 @@ export function resolvePoolConfig(config: PoolConfig | undefined): PoolConfig {
 }
 
 /** A raid group as the CSPI carries it: type resolved, role flags explicit only when set, devices filled in. */
-export function resolveRaidGroup(group: PoolSpec["raidGroups"][number], pool: PoolSpec, inventory: Inventory): CSPIRaidGroup {
+export function resolveRaidGroup(group: BlockPoolSpec["raidGroups"][number], pool: BlockPoolSpec, inventory: Inventory): CSPIRaidGroup {
   const role = groupRole(group);
   const resolved: CSPIRaidGroup = {
     type: resolvedType(group, pool) ?? "stripe",
@@ -37,7 +37,7 @@ export function resolveRaidGroup(group: PoolSpec["raidGroups"][number], pool: Po
   return resolved;
 }
 
-export function buildCspiSpec(pool: PoolSpec, host: string, inventory: Inventory): CSPISpec {
+export function buildCspiSpec(pool: BlockPoolSpec, host: string, inventory: Inventory): CSPISpec {
   return {
     hostName: host,
     nodeSelector: { ...pool.nodeSelector },
@@ -57,6 +57,8 @@ export function cspiObject(
     namespace: inventory.namespace,
     labels: { [LABEL.cspc]: inventory.cspcName, [LABEL.hostname]: spec.hostName },
   };
+  // A pool on device sets: its devices are PVCs (the pool Deployment mounts them, no BlockDeviceClaim is made).
+  if (devicesOf(spec.raidGroups).some((d) => inventory.setDevices.has(d))) metadata.labels![LABEL.onDeviceSets] = "true";
   if (annotations && Object.keys(annotations).length > 0) metadata.annotations = annotations;
   return { apiVersion: API_VERSION, kind: KIND.cspi, metadata, spec };
 }
@@ -106,7 +108,7 @@ export function devicesOf(groups: readonly { blockDevices?: readonly { blockDevi
   return out;
 }
 
-const HOOK_LABELS: readonly string[] = [LABEL.cspc, LABEL.cspi, LABEL.hostname];
+const HOOK_LABELS: readonly string[] = [LABEL.cspc, LABEL.cspi, LABEL.hostname, LABEL.onDeviceSets];
 const HOOK_ANNOTATIONS: readonly string[] = [ANNOTATION.poolRemoval, ANNOTATION.bdPredecessor, ANNOTATION.bdRemoval];
 
 function pick(map: Record<string, string> | undefined, keys: readonly string[]): Record<string, string> {

@@ -2,9 +2,9 @@
 // Within a pool: migration, then expansion, then replacement. Across the CSPC: a migration or replacement
 // starts only when no other pool is mid-change and every other pool is ONLINE (the health gate of Rook's lesson, docs/decisions.md 7).
 import { ANNOTATION, CSPI_CONDITION } from "../../api/constants.js";
-import type { CSPI, CSPIRaidGroup, CSPISpec, PoolSpec } from "../../api/types.js";
+import type { BlockPoolSpec, CSPI, CSPIRaidGroup, CSPISpec } from "../../api/types.js";
 import { findCondition } from "../conditions.js";
-import { deviceHost, isClaimBound, isTerminating, type Inventory } from "../inventory.js";
+import { deviceHost, isDeviceBound, isTerminating, type Inventory } from "../inventory.js";
 import type { PoolDiff } from "../rules/day2.js";
 import { resolvePoolConfig, resolveRaidGroup } from "./build.js";
 
@@ -30,7 +30,7 @@ export interface ExistingPoolPlan {
 
 interface PlanInput {
   name: string;
-  pool: PoolSpec;
+  pool: BlockPoolSpec;
   observed: CSPI;
   host: string;
   diff: PoolDiff;
@@ -84,7 +84,7 @@ function planExpansion(input: PlanInput, calm: CSPISpec): StepPlan {
   const { name, pool, diff, inventory } = input;
   const claims = new Map<string, string | undefined>();
   for (const e of diff.expansions) for (const d of e.devices) claims.set(d, undefined);
-  const pendingClaims = [...claims.keys()].filter((d) => !isClaimBound(inventory.ownClaims.get(d)));
+  const pendingClaims = [...claims.keys()].filter((d) => !isDeviceBound(d, inventory));
   return {
     claims,
     pendingClaims,
@@ -97,7 +97,7 @@ function planExpansion(input: PlanInput, calm: CSPISpec): StepPlan {
 function planReplacement(input: PlanInput, calm: CSPISpec): StepPlan {
   const { name, pool, diff, inventory } = input;
   const claims = new Map(diff.replacements.map((r) => [r.new, r.old] as [string, string | undefined]));
-  const pendingClaims = diff.replacements.map((r) => r.new).filter((d) => !isClaimBound(inventory.ownClaims.get(d)));
+  const pendingClaims = diff.replacements.map((r) => r.new).filter((d) => !isDeviceBound(d, inventory));
   if (pendingClaims.length > 0) return { claims, pendingClaims };
   const raidGroups = calm.raidGroups.map((g, i) => {
     const swaps = diff.replacements.filter((r) => r.group === i);
@@ -115,7 +115,7 @@ function planReplacement(input: PlanInput, calm: CSPISpec): StepPlan {
   };
 }
 
-function expand(spec: CSPISpec, pool: PoolSpec, diff: PoolDiff, inventory: Inventory): CSPISpec {
+function expand(spec: CSPISpec, pool: BlockPoolSpec, diff: PoolDiff, inventory: Inventory): CSPISpec {
   const raidGroups = spec.raidGroups.map((g) => ({ ...g, blockDevices: [...g.blockDevices] }));
   for (const e of diff.expansions) {
     const resolved = resolveRaidGroup(pool.raidGroups[e.specGroup], pool, inventory);
@@ -129,7 +129,7 @@ function expand(spec: CSPISpec, pool: PoolSpec, diff: PoolDiff, inventory: Inven
   return { ...spec, raidGroups };
 }
 
-function replaceDevices(group: CSPIRaidGroup, swaps: PoolDiff["replacements"], pool: PoolSpec, inventory: Inventory): CSPIRaidGroup {
+function replaceDevices(group: CSPIRaidGroup, swaps: PoolDiff["replacements"], pool: BlockPoolSpec, inventory: Inventory): CSPIRaidGroup {
   const fresh = resolveRaidGroup({ type: group.type, blockDevices: swaps.map((s) => ({ blockDeviceName: s.new })) }, pool, inventory);
   return {
     ...group,

@@ -4,9 +4,11 @@
 //   2. marked CSPIs are omitted, so Metacontroller deletes them; each stays until its pool is destroyed;
 //   3. once no CSPI is observed, the BlockDeviceClaims are omitted and NDM releases the devices;
 //   4. finalized: true once neither a CSPI nor a claim is observed.
+// PVCs of device sets are kept throughout, with their Namespace as second owner, so they outlive the CSPC; those
+// whose set says claimRetention: Delete go with the claims, once no CSPI is left (docs/decisions.md, 33).
 // A pool that holds volumes, or may (lib/rules/held-volumes.ts), stops all of it: every CSPI and claim is
 // kept, that pool loses its removal mark, and the status names the pool.
-import { TYPE_KEY } from "../../api/constants.js";
+import { KIND, TYPE_KEY } from "../../api/constants.js";
 import type { BlockDeviceClaim, Clock, CompositeSyncRequest, CompositeSyncResponse, Condition, CSPC, CSPCStatus, CSPI, KubeObject } from "../../api/types.js";
 import { mergeConditions, nextCondition, phaseWithTime, type ConditionInput } from "../conditions.js";
 import { buildInventory, isTerminating, type Inventory } from "../inventory.js";
@@ -16,6 +18,7 @@ import { describeHeld, heldVolumes, heldVolumesFix } from "../rules/held-volumes
 import { claimObject, devicesOf, isMarkedForRemoval, markedForRemoval, ownedView, withoutRemovalMark } from "./build.js";
 import { CSPC_CONDITION, isCspiHealthy, joinMessages, type RemovalBlocked } from "./status.js";
 import { hasUnreadableChild, heldChildren, unreadableCondition } from "./unreadable.js";
+import { goesWithPool, pvcsAsObserved } from "./device-sets.js";
 
 /** Written only while the CSPC is being deleted: which teardown step it is in and what it waits for. */
 export const DELETING_CONDITION = "Deleting";
@@ -26,11 +29,14 @@ export function finalizeCspcRequest(request: CompositeSyncRequest<CSPC>, clock: 
   const teardown = planTeardown(inventory, claims);
   const unreadable = request.unreadable ?? [];
   // A child the hook cannot read still exists: it is kept, and the CSPC waits for it to be fixed.
-  const finalized = inventory.cspis.size === 0 && claims.length === 0 && !hasUnreadableChild(unreadable);
-  const status = teardownStatus(request.parent, inventory, teardown, claims, clock(), unreadableCondition(unreadable, joinMessages));
+  const leaving = [...inventory.pvcs.values()].filter(goesWithPool);
+  const finalized = inventory.cspis.size === 0 && claims.length === 0 && leaving.length === 0 && !hasUnreadableChild(unreadable);
+  const status = teardownStatus(request.parent, inventory, teardown, [...claims, ...leaving], clock(), unreadableCondition(unreadable, joinMessages));
   const response: CompositeSyncResponse = {
     status: status,
-    children: hasUnreadableChild(unreadable) ? heldChildren(request.children, unreadable, (device, cspi) => claimObject(device, inventory, { cspi })) : teardown.children,
+    children: hasUnreadableChild(unreadable)
+      ? heldChildren(request.children, unreadable, (device, cspi) => claimObject(device, inventory, { cspi }))
+      : [...teardown.children, ...pvcsAsObserved(inventory, (pvc) => !goesWithPool(pvc) || inventory.cspis.size > 0)],
     finalized,
   };
   if (!finalized) response.resyncAfterSeconds = config.resyncSeconds;
@@ -85,7 +91,7 @@ function planTeardown(inventory: Inventory, claims: readonly BlockDeviceClaim[])
     }
     for (const cspi of cspis) {
       for (const device of devicesOf(cspi.spec?.raidGroups)) {
-        if (observed.has(device)) continue;
+        if (observed.has(device) || inventory.setDevices.has(device)) continue;
         observed.add(device);
         kept.push(claimObject(device, inventory, { cspi: cspi.metadata.name! }));
       }
@@ -99,7 +105,7 @@ function teardownStatus(
   cspc: CSPC,
   inventory: Inventory,
   teardown: Teardown,
-  claims: readonly BlockDeviceClaim[],
+  claims: readonly KubeObject[],
   now: Date,
   unreadable: ConditionInput,
 ): CSPCStatus {
@@ -134,7 +140,8 @@ function teardownStatus(
   return status;
 }
 
-function deletingCondition(teardown: Teardown, claims: readonly BlockDeviceClaim[], blocked: boolean): ConditionInput {
+/** `claims`: the BlockDeviceClaims, and the PVCs of device sets that go with their pools. */
+function deletingCondition(teardown: Teardown, claims: readonly KubeObject[], blocked: boolean): ConditionInput {
   const type = DELETING_CONDITION;
   if (blocked) {
     return { type, status: "True", reason: "BlockedByVolumes", message: "no pool or claim is removed while a pool holds volumes (see PoolRemovalBlocked)" };
@@ -152,7 +159,8 @@ function deletingCondition(teardown: Teardown, claims: readonly BlockDeviceClaim
   if (steps.length > 0) return { type, status: "True", reason: "RemovingPools", message: steps.join("; ") };
   const names = claims.map((c) => c.metadata.name ?? "").sort();
   if (names.length > 0) {
-    return { type, status: "True", reason: "ReleasingClaims", message: `releasing BlockDeviceClaims (no pool is left): ${nameList(names)}` };
+    const what = claims.some((c) => c.kind !== KIND.blockDeviceClaim) ? "BlockDeviceClaims and the PVCs of device sets with claimRetention: Delete" : "BlockDeviceClaims";
+    return { type, status: "True", reason: "ReleasingClaims", message: `releasing ${what} (no pool is left): ${nameList(names)}` };
   }
   return { type, status: "True", reason: "Finalized", message: "every pool and BlockDeviceClaim is gone" };
 }

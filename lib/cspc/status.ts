@@ -30,6 +30,8 @@ export interface SyncFindings {
   blocked: Violation[];
   /** Devices whose claims are not Bound yet, per CSPI name. */
   pendingClaims: Map<string, string[]>;
+  /** Pools on device sets and their PVCs not Bound yet (docs/decisions.md, 33). */
+  pendingVolumeClaims?: Map<string, string[]>;
   /** Day-2 changes refused; the CSPI keeps its spec. */
   rejected: Violation[];
   /** Disruptive day-2 changes: the pool being changed now and the pools waiting for it. */
@@ -80,16 +82,21 @@ export function computeStatus(cspc: CSPC, observed: readonly CSPI[], findings: S
     "every pool spec is valid and its block devices are usable",
   );
   const pending = [...findings.pendingClaims.entries()].sort(([a], [b]) => a.localeCompare(b));
+  const pendingVolumes = [...(findings.pendingVolumeClaims ?? new Map<string, string[]>()).entries()].sort(([a], [b]) => a.localeCompare(b));
   flag(
     CSPC_CONDITION.claimsPending,
-    pending.length > 0,
+    pending.length + pendingVolumes.length > 0,
     "WaitingForClaims",
-    joinMessages(
-      pending.map(
+    joinMessages([
+      ...pending.map(
         ([cspi, devices]) =>
           `pool ${cspi} waits for ${devices.length} BlockDeviceClaim(s) to be Bound (${devices.join(", ")}); NDM binds them, without NDM bind them by hand`,
       ),
-    ),
+      ...pendingVolumes.map(
+        ([cspi, pvcs]) =>
+          `pool ${cspi} waits for ${pvcs.length} PersistentVolumeClaim(s) of its device sets to be Bound (${pvcs.join(", ")}); their StorageClass binds them: kubectl -n ${cspc.metadata.namespace ?? "default"} describe pvc ${pvcs[0]}`,
+      ),
+    ]),
     "AllClaimsBound",
     "every block device of every pool is claimed",
   );
@@ -158,7 +165,7 @@ export function computeStatus(cspc: CSPC, observed: readonly CSPI[], findings: S
     desired,
     provisioned,
     healthy,
-    changing: active.length + waiting.length > 0 || findings.pendingClaims.size > 0,
+    changing: active.length + waiting.length > 0 || findings.pendingClaims.size > 0 || (findings.pendingVolumeClaims?.size ?? 0) > 0,
     blocked: problems.some((c) => c.type !== CSPC_CONDITION.claimsPending),
   });
   const status: CSPCStatus = {

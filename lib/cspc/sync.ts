@@ -1,9 +1,9 @@
 // POST /hooks/cspc-sync: a CSPC and what Metacontroller observed → desired CSPIs and BlockDeviceClaims, and
 // the CSPC status. A pure function of the request and the clock.
 import { ANNOTATION } from "../../api/constants.js";
-import type { Clock, CompositeSyncRequest, CompositeSyncResponse, CSPC, CSPI, KubeObject, PoolSpec } from "../../api/types.js";
+import type { BlockPoolSpec, Clock, CompositeSyncRequest, CompositeSyncResponse, CSPC, CSPI, KubeObject } from "../../api/types.js";
 import { BadRequestError } from "../errors.js";
-import { buildInventory, isClaimBound, isTerminating, type Inventory } from "../inventory.js";
+import { buildInventory, isDeviceBound, isTerminating, type Inventory } from "../inventory.js";
 import { checkDevices, checkOneNodePerPool, resolveNode, type Placement } from "../rules/placement.js";
 import { diffPool, type PoolDiff } from "../rules/day2.js";
 import { checkCspcSpec, type Violation } from "../rules/pool-spec.js";
@@ -15,6 +15,8 @@ import { matchPools, type PoolMatch } from "./match.js";
 import { planRollouts, withRolloutPermit } from "./rollout.js";
 import { computeStatus, type RemovalBlocked, type SyncFindings } from "./status.js";
 import { hasUnreadableChild, heldChildren } from "./unreadable.js";
+import { isBlockPool } from "../rules/device-sets.js";
+import { lowerSetPool, planSetPvcs, pvcsAsObserved, type SetPool } from "./device-sets.js";
 
 export function syncCspcRequest(request: CompositeSyncRequest<CSPC>, clock: Clock): CompositeSyncResponse {
   const cspc = request.parent;
@@ -50,21 +52,25 @@ export function planChildren(cspc: CSPC, inventory: Inventory): ChildrenPlan {
   // created, changed or removed for any part of it; what exists is returned as observed.
   const refusedWhole = byPool.get(-1);
   const frozen = paused || refusedWhole !== undefined;
-  const placements = pools.map((pool, i) => resolveNode(pool, i, inventory));
+  // A pool on device sets is built like one on block devices once its PVCs say where it lives (device-sets.ts).
+  const setPools = pools.map((pool, i) => (pool.deviceSets && !pool.raidGroups ? lowerSetPool({ ...pool, deviceSets: pool.deviceSets }, i, inventory) : undefined));
+  const buildable = pools.map((pool, i) => setPools[i]?.pool ?? (isBlockPool(pool) ? pool : undefined));
+  const placements = buildable.map((pool, i): Placement => (pool ? resolveNode(pool, i, inventory) : {}));
   const hosts = placements.map((p) => p.host);
   for (const v of checkOneNodePerPool(hosts)) addTo(byPool, v);
-  const matched = matchPools(pools, hosts, inventory);
+  const matched = matchPools(pools.map((pool, i) => buildable[i] ?? pool), hosts, inventory);
 
-  const poolPlans = pools.map((pool, index) =>
+  const poolPlans = pools.map((_pool, index) =>
     planPool({
-      pool,
+      pool: buildable[index],
       index,
-      match: matched.pools[index],
+      match: setPools[index] ? { name: setPools[index].name, observed: setPools[index].observed, alsoHolding: [] } : matched.pools[index],
       placement: placements[index],
       violations: byPool.get(index) ?? [],
       refusedWhole: refusedWhole !== undefined,
       paused,
       inventory,
+      setPool: setPools[index],
     }),
   );
   const dayTwo = carryDayTwo(poolPlans.flatMap((p) => (p.dayTwo ? [p.dayTwo] : [])), inventory);
@@ -79,6 +85,11 @@ export function planChildren(cspc: CSPC, inventory: Inventory): ChildrenPlan {
   ];
   const kept = new Set(claimParts.flatMap((part) => part.wants.map((want) => want.device)));
   const claims = mergeClaims([...claimParts, { source: "replacedDevice", wants: claimsOfReplacedDevices(inventory, kept) }]);
+  // A device set's PVC is its own claim: no BlockDeviceClaim is made for it.
+  for (const device of inventory.setDevices) claims.delete(device);
+  // A set's PVCs are made, and waited for, only for a pool the sync acts on: not one refused or paused.
+  const actsOn = (i: number): boolean => !frozen && (byPool.get(i) ?? []).length === 0 && poolPlans[i].rejected.length === 0;
+  const pvcs = frozen ? pvcsAsObserved(inventory) : planSetPvcs(pools, actsOn, inventory);
 
   const rollout = planRollouts(inventory, { frozen, dayTwoActive: dayTwo.progressing.active.length > 0 });
   const cspis = [...poolPlans, ...dayTwo.pools, ...orphans].flatMap((p) => (p.cspi ? [withRolloutPermit(p.cspi, rollout)] : []));
@@ -87,11 +98,12 @@ export function planChildren(cspc: CSPC, inventory: Inventory): ChildrenPlan {
     blocked: [...(refusedWhole ?? []), ...poolPlans.flatMap((p) => p.blocked)],
     rejected: poolPlans.flatMap((p) => p.rejected),
     pendingClaims: new Map([...poolPlans, ...dayTwo.pools].flatMap((p) => (p.pendingClaims ? [p.pendingClaims] : []))),
+    pendingVolumeClaims: new Map(setPools.flatMap((p, i) => (p && p.pending.length > 0 && actsOn(i) ? [[p.name, p.pending] as [string, string[]]] : []))),
     progressing: { active: [...dayTwo.progressing.active, ...rollout.active], waiting: [...dayTwo.progressing.waiting, ...rollout.waiting] },
     removalBlocked: orphans.flatMap((o) => (o.removalBlocked ? [o.removalBlocked] : [])),
     unreadable: [],
   };
-  return { children: [...cspis.sort(byName), ...claimObjects(claims, inventory)], findings };
+  return { children: [...cspis.sort(byName), ...claimObjects(claims, inventory), ...pvcs.sort(byName)], findings };
 }
 
 /** What one step decided for one CSPI. */
@@ -112,7 +124,8 @@ interface PoolPlan extends CspiOutcome {
 }
 
 interface PoolInput {
-  pool: PoolSpec;
+  /** The pool as the planner builds it; none for a pool on device sets that cannot be built yet. */
+  pool?: BlockPoolSpec;
   index: number;
   match: PoolMatch;
   placement: Placement;
@@ -121,6 +134,8 @@ interface PoolInput {
   refusedWhole: boolean;
   paused: boolean;
   inventory: Inventory;
+  /** A pool on device sets: its PVCs were checked, and its devices are claimed by them. */
+  setPool?: SetPool;
 }
 
 /** One pool spec: blocked, kept as it is, a live pool's day-2 plan, or a new pool. */
@@ -130,38 +145,40 @@ function planPool(input: PoolInput): PoolPlan {
   const kept = observed ? ownedView(observed) : undefined;
   const plan: PoolPlan = { cspi: kept, claims: [], blocked: [], rejected: [] };
   if (refusedWhole) return { ...plan, blocked: [...input.violations] };
+  if (observed && input.setPool && input.setPool.violations.length > 0) return { ...plan, blocked: [...input.violations], rejected: input.setPool.violations };
 
-  const violations = placement.violation ? [...input.violations, placement.violation] : [...input.violations];
+  const violations = [...input.violations, ...(placement.violation ? [placement.violation] : []), ...(input.setPool?.violations ?? [])];
   const host = placement.host;
-  if (violations.length > 0 || !host) {
+  if (violations.length > 0 || !host || !pool) {
     // Say also what the edit would do to the live pool, so one round of fixes is enough.
-    const rejected = observed ? diffPool({ pool, poolIndex: index, observed, inventory }).violations : [];
+    const rejected = observed && pool ? diffPool({ pool, poolIndex: index, observed, inventory }).violations : [];
     return { ...plan, blocked: violations, rejected };
   }
   if (observed) {
     if (paused) return plan;
-    const refused = refusedDayTwo(pool, index, host, observed, inventory);
+    const refused = refusedDayTwo(pool, index, host, observed, inventory, input.setPool !== undefined);
     if (refused.violations.length > 0) return { ...plan, rejected: refused.violations };
     return { claims: [], blocked: [], rejected: [], dayTwo: planExistingPool({ name: match.name, pool, observed, host, diff: refused.diff, inventory }) };
   }
-  return planNewPool(pool, index, host, match.name, paused, inventory);
+  return planNewPool(pool, index, host, match.name, paused, inventory, input.setPool !== undefined);
 }
 
 /** A live pool's edit: what diffPool refuses, and the devices entering the pool that cannot be used. */
-function refusedDayTwo(pool: PoolSpec, index: number, host: string, observed: CSPI, inventory: Inventory): { diff: PoolDiff; violations: Violation[] } {
+function refusedDayTwo(pool: BlockPoolSpec, index: number, host: string, observed: CSPI, inventory: Inventory, onSets: boolean): { diff: PoolDiff; violations: Violation[] } {
   const diff = diffPool({ pool, poolIndex: index, observed, inventory });
+  if (onSets) return { diff, violations: diff.violations };
   const incoming = [...diff.expansions.flatMap((e) => e.devices), ...diff.replacements.map((r) => r.new)];
   return { diff, violations: [...diff.violations, ...checkDevices(pool, index, host, inventory, incoming)] };
 }
 
 /** A pool without a CSPI: its claims first, its CSPI once they are all Bound. */
-function planNewPool(pool: PoolSpec, index: number, host: string, name: string, paused: boolean, inventory: Inventory): PoolPlan {
-  const blocked = checkDevices(pool, index, host, inventory, devicesOf(pool.raidGroups));
+function planNewPool(pool: BlockPoolSpec, index: number, host: string, name: string, paused: boolean, inventory: Inventory, onSets: boolean): PoolPlan {
+  const blocked = onSets ? [] : checkDevices(pool, index, host, inventory, devicesOf(pool.raidGroups));
   if (blocked.length > 0 || paused) return { claims: [], blocked, rejected: [] };
   const spec = buildCspiSpec(pool, host, inventory);
   const devices = devicesOf(spec.raidGroups);
-  const claims = devices.map((device) => ({ device, cspi: name }));
-  const pending = devices.filter((d) => !isClaimBound(inventory.ownClaims.get(d)));
+  const claims = onSets ? [] : devices.map((device) => ({ device, cspi: name }));
+  const pending = devices.filter((d) => !isDeviceBound(d, inventory));
   if (pending.length > 0) return { claims, blocked: [], rejected: [], pendingClaims: [name, pending] };
   return { claims, blocked: [], rejected: [], cspi: cspiObject(name, inventory, spec) };
 }

@@ -48,7 +48,17 @@ export const PersistentVolumeClaimSchema = kubeObject({
       open,
     ),
   ),
+  status: Type.Optional(Type.Object({ phase: Type.Optional(Type.String()), capacity: Type.Optional(StringRecord) }, open)),
 });
+
+const NodeSelectorTermSchema = Type.Object(
+  {
+    matchExpressions: Type.Optional(
+      Type.Array(Type.Object({ key: Type.String(), operator: Type.String(), values: Type.Optional(Strings) }, open)),
+    ),
+  },
+  open,
+);
 
 const IscsiSourceSchema = Type.Object(
   {
@@ -73,6 +83,14 @@ export const PersistentVolumeSchema = kubeObject({
         mountOptions: Type.Optional(Strings),
         claimRef: Type.Optional(ObjectReferenceSchema),
         iscsi: Type.Optional(IscsiSourceSchema),
+        /** A local PV: the device or directory on its node (pools on device sets use its path, docs/decisions.md 33). */
+        local: Type.Optional(Type.Object({ path: Type.String() }, open)),
+        nodeAffinity: Type.Optional(
+          Type.Object(
+            { required: Type.Optional(Type.Object({ nodeSelectorTerms: Type.Array(NodeSelectorTermSchema) }, open)) },
+            open,
+          ),
+        ),
       },
       open,
     ),

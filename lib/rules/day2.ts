@@ -2,7 +2,7 @@
 // what the pool holds; the new pool spec is what the user asks for. Shared by cspc-sync (which applies what
 // is allowed) and the admission webhook (which refuses what is not), so the two can never disagree.
 import { ANNOTATION } from "../../api/constants.js";
-import type { CSPI, CSPIRaidGroup, PoolSpec, RaidGroup } from "../../api/types.js";
+import type { BlockPoolSpec, CSPI, CSPIRaidGroup, RaidGroup } from "../../api/types.js";
 import { deviceCapacity, type Inventory } from "../inventory.js";
 import { groupRole, poolLabel, resolvedType, type GroupRole, type Violation } from "./pool-spec.js";
 
@@ -36,7 +36,7 @@ export interface PoolDiff {
 }
 
 export interface DiffInput {
-  pool: PoolSpec;
+  pool: BlockPoolSpec;
   poolIndex: number;
   observed: CSPI;
   inventory: Inventory;
@@ -61,7 +61,7 @@ function pairGroups(specGroups: readonly RaidGroup[], observedGroups: readonly C
 
 /** What one observed pool and its edited pool spec share, for every step of the diff. */
 interface DiffContext {
-  pool: PoolSpec;
+  pool: BlockPoolSpec;
   poolIndex: number;
   cspiName: string;
   inventory: Inventory;

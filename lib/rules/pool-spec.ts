@@ -2,7 +2,9 @@
 // in the admission webhook and in `cstor-pool validate`; the CRD carries the CEL twins of most of them.
 import { COMPRESSION_VALUES, LIMITS, RAID_TYPES, ZFS_MIN_DEVICE_BYTES, type RaidType } from "../../api/constants.js";
 import type { CSPCSpec, PoolSpec, RaidGroup } from "../../api/types.js";
+import { MESSAGES } from "../../api/cel.js";
 import { parseQuantity, type Quantity } from "../quantity.js";
+import { checkDeviceSets, checkDuplicateDeviceSets, deviceSetPvcCount } from "./device-sets.js";
 
 export interface Violation {
   /** Index in spec.pools, or -1 when the violation is about the CSPC as a whole. */
@@ -36,10 +38,11 @@ export function resolvedType(group: RaidGroup, pool: PoolSpec): RaidType | undef
 }
 
 export function poolLabel(pool: PoolSpec | undefined, index: number): string {
+  if (pool?.deviceSets) return `spec.pools[${index}] (deviceSets ${pool.deviceSets.map((s) => s.name).join(",")})`;
   const selector = pool?.nodeSelector
     ? Object.keys(pool.nodeSelector)
         .sort()
-        .map((k) => `${k}=${pool.nodeSelector[k]}`)
+        .map((k) => `${k}=${pool.nodeSelector![k]}`)
         .join(",")
     : "";
   return selector ? `spec.pools[${index}] (nodeSelector ${selector})` : `spec.pools[${index}]`;
@@ -104,11 +107,11 @@ export function checkPoolSpec(pool: PoolSpec, index: number): Violation[] {
     out.push({ pool: index, reason, message });
   };
 
-  if (!pool.nodeSelector || Object.keys(pool.nodeSelector).length === 0) {
-    add("MissingNodeSelector", `${where()} has no nodeSelector: set one that selects exactly one node, e.g. kubernetes.io/hostname: <node>`);
-  }
+  if (pool.deviceSets) out.push(...checkDeviceSets(pool, index));
+  else if (!pool.raidGroups) add("NoDevices", `${where()} ${MESSAGES.noDevices}`);
+  else if (!pool.nodeSelector || Object.keys(pool.nodeSelector).length === 0) add("MissingNodeSelector", `${where()} ${MESSAGES.missingNodeSelector}`);
   const groups = pool.raidGroups ?? [];
-  if (groups.length === 0) {
+  if (pool.raidGroups && groups.length === 0) {
     add("NoRaidGroups", `${where()} has no raid groups: add at least one data raid group with block devices`);
   }
   if (groups.length > LIMITS.raidGroupsPerPool) {
@@ -264,17 +267,19 @@ export function checkDuplicateDevices(spec: CSPCSpec): Violation[] {
       }
     }
   });
+  return namedTwice(seen, "DuplicateBlockDevice", (device, times, places) => `block device ${device} is listed ${times} times (${places}): a device can belong to one raid group only, remove the extra entries`);
+}
+
+/**
+ * A violation for each pool touched by a name listed more than once (`seen`: name → the pool index of each
+ * listing), in name order; `places` reads "spec.pools[i] and spec.pools[k]".
+ */
+export function namedTwice(seen: ReadonlyMap<string, readonly number[]>, reason: string, message: (name: string, times: number, places: string) => string): Violation[] {
   const out: Violation[] = [];
-  for (const [device, pools] of [...seen.entries()].sort(([a], [b]) => a.localeCompare(b))) {
+  for (const [name, pools] of [...seen.entries()].sort(([a], [b]) => a.localeCompare(b))) {
     if (pools.length < 2) continue;
     const places = [...new Set(pools)].map((p) => `spec.pools[${p}]`).join(" and ");
-    for (const p of new Set(pools)) {
-      out.push({
-        pool: p,
-        reason: "DuplicateBlockDevice",
-        message: `block device ${device} is listed ${pools.length} times (${places}): a device can belong to one raid group only, remove the extra entries`,
-      });
-    }
+    for (const p of new Set(pools)) out.push({ pool: p, reason, message: message(name, pools.length, places) });
   }
   return out;
 }
@@ -289,7 +294,7 @@ export function checkCspcSpec(spec: CSPCSpec): Violation[] {
   if (pools.length > LIMITS.pools) {
     out.push({ pool: -1, reason: "TooManyPools", message: `spec.pools has ${pools.length} pools; at most ${LIMITS.pools} are supported per CSPC` });
   }
-  const devices = pools.reduce((sum, pool) => sum + (pool.raidGroups ?? []).reduce((n, group) => n + (group.blockDevices ?? []).length, 0), 0);
+  const devices = pools.reduce((sum, pool) => sum + deviceSetPvcCount(pool) + (pool.raidGroups ?? []).reduce((n, group) => n + (group.blockDevices ?? []).length, 0), 0);
   if (devices > LIMITS.blockDevicesPerCspc) {
     out.push({
       pool: -1,
@@ -298,6 +303,6 @@ export function checkCspcSpec(spec: CSPCSpec): Violation[] {
     });
   }
   pools.forEach((pool, i) => out.push(...checkPoolSpec(pool, i)));
-  out.push(...checkDuplicateDevices(spec));
+  out.push(...checkDuplicateDevices(spec), ...checkDuplicateDeviceSets(spec));
   return out.sort((a, b) => a.pool - b.pool);
 }

@@ -3,7 +3,7 @@
 // legal one is accepted, and a CSPC whose pools hold volumes cannot be deleted.
 import { expect } from "chai";
 import { API_VERSION, KIND, LABEL, TYPE_KEY } from "../../api/constants.js";
-import type { CSPC, CSPI, PoolSpec } from "../../api/types.js";
+import type { BlockPoolSpec, CSPC, CSPI } from "../../api/types.js";
 import { buildInventory } from "../../lib/inventory.js";
 import { diffPool } from "../../lib/rules/day2.js";
 import { INSTALL_NAMESPACE as NS, projectInstalled, waitUntil, type KubeCluster } from "../support/kube.js";
@@ -13,7 +13,7 @@ const bds = (...names: string[]) => names.map((blockDeviceName) => ({ blockDevic
 const node = (host: string) => ({ "kubernetes.io/hostname": host });
 
 /** Pool 0: two 3-way mirrors, a mirrored write cache, a spare and a read cache. Pool 1: a stripe. */
-const STORED: PoolSpec[] = [
+const STORED: BlockPoolSpec[] = [
   {
     nodeSelector: node("node-1"),
     raidGroups: [
@@ -27,14 +27,14 @@ const STORED: PoolSpec[] = [
   { nodeSelector: node("node-2"), raidGroups: [{ type: "stripe", blockDevices: bds("b1", "b2") }] },
 ];
 /** What each pool holds (its CSPI): pool 1's b3 is listed in the stored spec but not yet in the pool. */
-const HELD: PoolSpec[] = [
+const HELD: BlockPoolSpec[] = [
   STORED[0],
   { nodeSelector: node("node-2"), raidGroups: [{ type: "stripe", blockDevices: bds("b1", "b2") }] },
 ];
-const STORED_SPEC: PoolSpec[] = [STORED[0], { ...STORED[1], raidGroups: [{ type: "stripe", blockDevices: bds("b1", "b2", "b3") }] }];
+const STORED_SPEC: BlockPoolSpec[] = [STORED[0], { ...STORED[1], raidGroups: [{ type: "stripe", blockDevices: bds("b1", "b2", "b3") }] }];
 const CSPI_NAMES = ["policy-day2-pool-1", "policy-day2-pool-2"];
 
-function cspc(pools: PoolSpec[]): CSPC {
+function cspc(pools: BlockPoolSpec[]): CSPC {
   return { apiVersion: API_VERSION, kind: KIND.cspc, metadata: { name: NAME, namespace: NS }, spec: { pools } };
 }
 
@@ -56,23 +56,23 @@ function cspi(index: number, volumes = 0): CSPI {
 }
 
 /** What lib/rules/day2.ts says about pool `index` of `pools` against what its CSPI holds. */
-function day2Violations(pools: PoolSpec[], index: number) {
+function day2Violations(pools: BlockPoolSpec[], index: number) {
   const held = CSPI_NAMES.map((_, i) => cspi(i));
   const children = { [TYPE_KEY.cspi]: Object.fromEntries(held.map((c) => [`${NS}/${c.metadata.name}`, c])) };
   const inventory = buildInventory(cspc(pools), children, {});
   return diffPool({ pool: pools[index], poolIndex: index, observed: held[index], inventory }).violations;
 }
 
-const edit = (change: (pools: PoolSpec[]) => void): PoolSpec[] => {
+const edit = (change: (pools: BlockPoolSpec[]) => void): BlockPoolSpec[] => {
   const pools = structuredClone(STORED_SPEC);
   change(pools);
   return pools;
 };
-const group = (pools: PoolSpec[], p: number, g: number) => pools[p].raidGroups[g];
+const group = (pools: BlockPoolSpec[], p: number, g: number) => pools[p].raidGroups[g];
 
 interface RefusedCase {
   name: string;
-  pools: PoolSpec[];
+  pools: BlockPoolSpec[];
   pool: number;
   reason: string;
 }
@@ -103,7 +103,7 @@ const REFUSED: RefusedCase[] = [
   },
 ];
 
-async function apply(cluster: KubeCluster, pools: PoolSpec[], dryRun: boolean) {
+async function apply(cluster: KubeCluster, pools: BlockPoolSpec[], dryRun: boolean) {
   return cluster.kubectl(["apply", "--server-side", "--force-conflicts", ...(dryRun ? ["--dry-run=server"] : []), "-f", "-"], {
     input: JSON.stringify(cspc(pools)),
     allowFailure: true,
@@ -152,7 +152,7 @@ describe("integration: the CSPC admission policy of the default install (no webh
     });
   }
 
-  const LEGAL: [string, PoolSpec[]][] = [
+  const LEGAL: [string, BlockPoolSpec[]][] = [
     ["a stripe expanded", edit((p) => group(p, 1, 0).blockDevices.push(...bds("b4")))],
     ["a new raid group", edit((p) => p[0].raidGroups.push({ type: "mirror", blockDevices: bds("a7", "a8", "a9") }))],
     [

@@ -11,13 +11,28 @@ import { SPEC_CASES, specCaseObject } from "./spec-cases.js";
 
 const NAMESPACE = "admission-cel";
 /** Reasons whose CEL twin carries the TypeScript message word for word (after the field path). */
-const CEL_WORDED = new Set(["InvalidDeviceCount", "MissingRaidType", "UnsupportedWriteCacheType", "ConflictingGroupRoles", "NoDataRaidGroup", "MixedRedundancy"]);
+const CEL_WORDED = new Set([
+  "InvalidDeviceCount",
+  "MissingRaidType",
+  "UnsupportedWriteCacheType",
+  "ConflictingGroupRoles",
+  "NoDataRaidGroup",
+  "MixedRedundancy",
+  "BothDevicesAndSets",
+  "NoDevices",
+  "NodeSelectorWithDeviceSets",
+  "MixedDeviceSets",
+  "InvalidGroupSize",
+  "CountNotWholeGroups",
+  "NotBlockMode",
+  "ClaimTooSmall",
+]);
 /** Refused by the webhook and cspc-sync only: a CEL version costs far over the API server's budget. */
 const WEBHOOK_ONLY = new Set(["DuplicateBlockDevice"]);
 
-/** "spec.pools[0] (nodeSelector k=v) raidGroups[1]: a mirror raid group needs…" → "a mirror raid group needs…" */
+/** "spec.pools[0] (nodeSelector k=v) raidGroups[1]: a mirror raid group needs…" → "a mirror raid group needs…" (deviceSets alike) */
 function withoutLocation(message: string): string {
-  return message.replace(/^spec\.pools\[\d+\](?: \(nodeSelector [^)]*\))?(?: raidGroups\[\d+\])?(?:: | )/, "");
+  return message.replace(/^spec\.pools\[\d+\](?: \((?:nodeSelector|deviceSets) [^)]*\))?(?: (?:raidGroups|deviceSets)\[\d+\])?(?:: | )/, "");
 }
 
 function spec_only(object: KubeObject) {

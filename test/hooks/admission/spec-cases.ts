@@ -30,7 +30,47 @@ function manyDevices(count: number): unknown[] {
   return pools;
 }
 
+/** A device set of local block PVCs; `over` changes its fields, `template` its volumeClaimTemplate.spec. */
+const set = (name: string, over: object = {}, template: object = {}) => ({
+  name,
+  count: 3,
+  type: "raidz",
+  groupSize: 3,
+  volumeClaimTemplate: { spec: { storageClassName: "local-block", volumeMode: "Block", resources: { requests: { storage: "10Gi" } }, ...template } },
+  ...over,
+});
+
 export const SPEC_CASES: SpecCase[] = [
+  { name: "a device set of 3 PVCs in a raidz group", pools: [{ deviceSets: [set("data")] }], reasons: [] },
+  { name: "a device set of 6 PVCs in raidz groups of 3", pools: [{ deviceSets: [set("data", { count: 6 })] }], reasons: [] },
+  { name: "a device set whose count is not whole groups", pools: [{ deviceSets: [set("data", { count: 4 })] }], reasons: ["CountNotWholeGroups"] },
+  { name: "a raidz device set with groupSize 4", pools: [{ deviceSets: [set("data", { count: 4, groupSize: 4 })] }], reasons: ["InvalidGroupSize"] },
+  { name: "a device set of Filesystem PVCs", pools: [{ deviceSets: [set("data", {}, { volumeMode: "Filesystem" })] }], reasons: ["NotBlockMode"] },
+  { name: "a device set without volumeMode", pools: [{ deviceSets: [set("data", {}, { volumeMode: undefined })] }], reasons: ["NotBlockMode"] },
+  { name: "a device set of 10Mi PVCs", pools: [{ deviceSets: [set("data", {}, { resources: { requests: { storage: "10Mi" } } })] }], reasons: ["ClaimTooSmall"] },
+  {
+    name: "a pool with raid groups and device sets",
+    pools: [{ raidGroups: [{ type: "stripe", blockDevices: dev("d1") }], deviceSets: [set("data")] }],
+    reasons: ["BothDevicesAndSets"],
+  },
+  {
+    name: "a pool on device sets with a nodeSelector",
+    pools: [{ nodeSelector: { "kubernetes.io/hostname": "node-0" }, deviceSets: [set("data")] }],
+    reasons: ["NodeSelectorWithDeviceSets"],
+  },
+  { name: "a pool with neither raid groups nor device sets", pools: [{}], reasons: ["NoDevices"] },
+  {
+    name: "a pool mixing a raidz set and a mirror set",
+    pools: [{ deviceSets: [set("fast"), set("slow", { type: "mirror", groupSize: 2, count: 2 })] }],
+    reasons: ["MixedDeviceSets"],
+  },
+  { name: "a device set making 33 raid groups", pools: [{ deviceSets: [set("data", { count: 99 })] }], reasons: ["TooManyRaidGroups"] },
+  {
+    name: "one device set name in two pools",
+    pools: [{ deviceSets: [set("data")] }, { deviceSets: [set("data")] }],
+    reasons: ["DuplicateDeviceSet"],
+    celToo: false,
+  },
   { name: "a stripe of one device", pools: [on("node-0", [{ type: "stripe", blockDevices: dev("d1") }])], reasons: [] },
   {
     name: "two 2-device mirrors",

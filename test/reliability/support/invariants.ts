@@ -70,7 +70,8 @@ export function nullsIn(value: unknown, path = "$"): string[] {
  * removal (or is already being deleted), no device leaves a CSPI except through a replacement whose successor
  * sits in the same group, or as a spare or read cache device whose claim is kept with the removal mark (the
  * node daemon confirms `zpool remove` before the claim goes), every device of every observed CSPI keeps
- * its claim, and at most one CSPI carries a rollout permit, for the template hash its CSPI reports pending.
+ * its claim (its BlockDeviceClaim, or its PVC for a pool on device sets), and at most one CSPI carries a
+ * rollout permit, for the template hash its CSPI reports pending.
  */
 export function compositeChildrenProblems(request: unknown, response: unknown): string[] {
   const problems: string[] = [];
@@ -80,6 +81,10 @@ export function compositeChildrenProblems(request: unknown, response: unknown): 
   const returned = new Map(children(response, "CStorPoolInstance").map((c) => [nameOf(c), c]));
   const claims = children(response, "BlockDeviceClaim");
   const claimed = new Set(claims.map((c) => field(c, "spec", "blockDeviceName")));
+  // A device set's PVC is its device's claim (docs/decisions.md, 33): an observed one is never dropped, and a
+  // missing one is never made again (a new PVC would bind another PV, without the pool's data).
+  const observedPvcs = new Set(observed(field(request, "children"), "PersistentVolumeClaim.v1").map(nameOf));
+  for (const name of children(response, "PersistentVolumeClaim").map(nameOf)) claimed.add(name);
   const successorOf = new Map<unknown, string>();
   const removing = new Set(claims.filter((c) => typeof field(c, "metadata", "annotations", ANNOTATION.bdRemoval) === "string").map((c) => field(c, "spec", "blockDeviceName")));
   for (const c of claims) {
@@ -93,7 +98,8 @@ export function compositeChildrenProblems(request: unknown, response: unknown): 
     if (name === undefined) continue;
     const before = devicesByGroup(cspi);
     for (const device of before?.flat() ?? []) {
-      if (!claimed.has(device)) problems.push(`claim of device ${device} of observed CSPI ${name} is missing`);
+      const onSets = field(cspi, "metadata", "labels", "openebs.io/on-device-sets") === "true";
+      if (!claimed.has(device) && (!onSets || observedPvcs.has(device))) problems.push(`claim of device ${device} of observed CSPI ${name} is missing`);
     }
     const now = returned.get(name);
     const permit = field(now, "metadata", "annotations", ANNOTATION.rolloutPermit);
