@@ -21,11 +21,38 @@ export interface DaemonMetrics {
   viewAge(read: () => number | undefined): void;
 }
 
-export function createMetrics(): DaemonMetrics {
-  const registry = new Registry();
+/** One pool as a process reporting it sees it; state undefined: not imported here. */
+export interface PoolReading {
+  pool: string;
+  cspi: string;
+  state?: string;
+  space?: { used: number; available: number };
+  readOnly?: boolean;
+}
+
+/**
+ * The pool's health, capacity and read-only gauges, under the same names in every process that reports a
+ * pool (the node daemon, the pool agent), so dashboards read either.
+ */
+export function poolGauges(registry: Registry): (reading: PoolReading) => void {
   const health = new Gauge({ name: "cstor_pool_health", help: "Pool health: 0 ONLINE, 1 DEGRADED, 2 FAULTED, 3 OFFLINE, 4 UNAVAIL, 5 REMOVED, 6 other, -1 not imported here", labelNames: ["pool", "cspi"], registers: [registry] });
   const capacity = new Gauge({ name: "cstor_pool_capacity_bytes", help: "Pool capacity of the root dataset in bytes", labelNames: ["pool", "kind"], registers: [registry] });
   const readOnly = new Gauge({ name: "cstor_pool_readonly", help: "1 when the pool is read-only (roThresholdLimit reached)", labelNames: ["pool"], registers: [registry] });
+  return ({ pool, cspi, state, space, readOnly: ro }) => {
+    health.set({ pool, cspi }, state === undefined ? -1 : (HEALTH_VALUE[state] ?? 6));
+    if (state === undefined) return;
+    if (space) {
+      capacity.set({ pool, kind: "used" }, space.used);
+      capacity.set({ pool, kind: "free" }, space.available);
+      capacity.set({ pool, kind: "total" }, space.used + space.available);
+    }
+    readOnly.set({ pool }, ro ? 1 : 0);
+  };
+}
+
+export function createMetrics(): DaemonMetrics {
+  const registry = new Registry();
+  const setPool = poolGauges(registry);
   const vdevErrors = new Gauge({ name: "cstor_pool_vdev_errors", help: "Read, write and checksum errors ZFS counts per device", labelNames: ["pool", "vdev", "type"], registers: [registry] });
   const duration = new Histogram({
     name: "cstor_pool_command_duration_seconds",
@@ -62,14 +89,8 @@ export function createMetrics(): DaemonMetrics {
     observe: (cspi, observation, status) => {
       const pool = zpoolName(cspi.metadata.name ?? "");
       const imported = observation.pool;
-      health.set({ pool, cspi: cspi.metadata.name ?? "" }, imported ? (HEALTH_VALUE[imported.status.state] ?? 6) : -1);
+      setPool({ pool, cspi: cspi.metadata.name ?? "", state: imported?.status.state, space: imported?.space, readOnly: status?.readOnly });
       if (!imported) return;
-      if (imported.space) {
-        capacity.set({ pool, kind: "used" }, imported.space.used);
-        capacity.set({ pool, kind: "free" }, imported.space.available);
-        capacity.set({ pool, kind: "total" }, imported.space.used + imported.space.available);
-      }
-      readOnly.set({ pool }, status?.readOnly ? 1 : 0);
       for (const leaf of allLeaves(imported.status.layout)) {
         if (!leaf.errors) continue;
         const vdev = leaf.device ?? leaf.name;

@@ -37,7 +37,8 @@ export async function observe(host: ZfsHost, inspect: DeviceInspector, cspi: CSP
   return observation;
 }
 
-async function observePool(host: ZfsHost, pool: string, status: PoolObservation["status"]): Promise<PoolObservation> {
+/** An imported pool's space, datasets and properties: what the node daemon and the pool agent read of it. */
+export async function observePool(host: ZfsHost, pool: string, status: PoolObservation["status"]): Promise<PoolObservation> {
   const [size, space, datasets, properties, cachefile] = [
     await host.poolSize(pool),
     await host.space(pool),
