@@ -47,19 +47,20 @@ export function loadAgentConfig(env: Readonly<Record<string, string | undefined>
   return {
     cspi,
     pool,
-    port: port(env, AGENT_ENV.port, AGENT_DEFAULTS.port, 1),
+    port: port(env, AGENT_ENV.port, AGENT_DEFAULTS.port, 1, 65535),
     pollIntervalMs: wholeSeconds(env, AGENT_ENV.pollSeconds, AGENT_DEFAULTS.pollSeconds) * 1000,
     zfs,
-    tgtadm: ["tgtadm", "-C", String(port(env, AGENT_ENV.tgtControlPort, AGENT_DEFAULTS.tgtControlPort, 0))],
+    // tgtd refuses control ports above 32767.
+    tgtadm: ["tgtadm", "-C", String(port(env, AGENT_ENV.tgtControlPort, AGENT_DEFAULTS.tgtControlPort, 0, 32767))],
   };
 }
 
-function port(env: Readonly<Record<string, string | undefined>>, name: string, fallback: number, lowest: number): number {
+function port(env: Readonly<Record<string, string | undefined>>, name: string, fallback: number, lowest: number, highest: number): number {
   const text = env[name]?.trim();
   if (!text) return fallback;
   const value = /^\d{1,5}$/.test(text) ? Number(text) : NaN;
-  if (!(value >= lowest && value <= 65535)) {
-    throw new ConfigError(`${name}=${JSON.stringify(text)} is not a port number (${lowest}-65535): set e.g. ${name}=${fallback}`);
+  if (!(value >= lowest && value <= highest)) {
+    throw new ConfigError(`${name}=${JSON.stringify(text)} is not a port number (${lowest}-${highest}): set e.g. ${name}=${fallback}`);
   }
   return value;
 }

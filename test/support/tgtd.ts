@@ -23,7 +23,9 @@ export class Tgtd {
   }
 
   static async start(node: ZfsNode): Promise<Tgtd> {
-    const [iscsiPort, controlPort] = await freePorts(2);
+    const [iscsiPort] = await freePorts(1);
+    // tgtd takes control ports up to 32767 (it refuses 43899 as out of range).
+    const controlPort = 1 + (iscsiPort % 32767);
     const portal = `127.0.0.1:${iscsiPort}`;
     const [enter, ...enterArgs] = node.commandPrefix;
     const child = spawn(enter, [...enterArgs, "tgtd", "-f", "-C", String(controlPort), "--iscsi", `portal=${portal}`], { stdio: ["ignore", "pipe", "pipe"] });
