@@ -101,7 +101,23 @@ describe("pool agent: replicas exported over iSCSI through tgtd (file backend, z
     node.zfs("set", `${REPLICA_PROPERTY.destroying}=on`, replica.dataset);
     await waitForTargets(`no ${iqn}`, (iqns) => !iqns.includes(iqn));
     expect((await targets()).map((t) => t.iqn), "the other target stays").to.deep.equal(["iqn.2026-11.org.example:other"]);
-    node.zfs("destroy", "-r", replica.dataset);
+    // As the daemon's next pass does: zfs-fuse may still call the dataset busy a moment after tgtd let go.
+    let busy = "";
+    await waitUntil(
+      async () => {
+        try {
+          node.zfs("destroy", "-r", replica.dataset);
+          return true;
+        } catch (error) {
+          busy = String((error as { stderr?: string }).stderr ?? error);
+          if (!/busy/.test(busy)) throw error;
+          return false;
+        }
+      },
+      30_000,
+      () => `zfs destroy stayed busy after the export was removed: ${busy}`,
+    );
+    expect(node.zfs("list", "-H", "-o", "name", "-r", pool)).to.not.contain(replica.dataset);
     expect(agent.lines.filter((l) => l.level === "warn" && /export/.test(l.msg))).to.deep.equal([]);
   });
 

@@ -5,7 +5,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { freePorts, REPO_ROOT, waitUntil, type KubeCluster } from "./kube.js";
+import { freePorts, REPO_ROOT, type KubeCluster } from "./kube.js";
 import { LoggedProcess } from "./logged-process.js";
 import { SANDBOX_DEVICE_ROOTS } from "../../testkit/zfs.js";
 
@@ -84,14 +84,7 @@ export class DaemonProcess extends LoggedProcess {
   /** Starts a daemon; resolves once it has listed its CSPIs and started watching ("node daemon started"). */
   static async start(options: DaemonOptions): Promise<DaemonProcess> {
     const daemon = await DaemonProcess.spawn(options);
-    await waitUntil(
-      async () => {
-        if (daemon.ended()) throw new Error(`node daemon ${daemon.nodeName} exited at start: ${daemon.tail()}`);
-        return daemon.lines.some((l) => l.msg === "node daemon started");
-      },
-      60_000,
-      () => `node daemon ${daemon.nodeName} did not start: ${daemon.tail()}`,
-    );
+    await daemon.logged("node daemon started");
     return daemon;
   }
 

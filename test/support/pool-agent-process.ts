@@ -38,14 +38,7 @@ export class PoolAgentProcess extends LoggedProcess {
       ...overrides,
     };
     const agent = new PoolAgentProcess(cspi.metadata.name ?? "", port, env);
-    await waitUntil(
-      async () => {
-        if (agent.ended()) throw new Error(`pool agent ${agent.cspi} exited at start: ${agent.tail()}`);
-        return agent.lines.some((l) => l.msg === "pool agent started");
-      },
-      60_000,
-      () => `pool agent ${agent.cspi} did not start: ${agent.tail()}`,
-    );
+    await agent.logged("pool agent started");
     return agent;
   }
 
