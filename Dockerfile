@@ -1,7 +1,8 @@
 # syntax=docker/dockerfile:1
-# Two images from one build (no Docker on the development machine: this file is checked by review and CI):
+# Three images from one build (no Docker on the development machine: this file is checked by review and CI):
 #   docker build --target hooks       -t <registry>/cstor-pool-hooks:0.1.0 .
 #   docker build --target node-daemon -t <registry>/cstor-pool-node-daemon:0.1.0 .
+#   docker build --target pool-agent  -t <registry>/cstor-pool-agent:0.1.0 .
 # Node 24 LTS, Debian bookworm slim (glibc, util-linux's nsenter), production dependencies only.
 
 FROM node:24-bookworm-slim AS build
@@ -13,6 +14,7 @@ COPY api api
 COPY lib lib
 COPY hooks hooks
 COPY node-daemon node-daemon
+COPY pool-agent pool-agent
 COPY cli cli
 RUN npm run build && npm prune --omit=dev
 
@@ -35,3 +37,13 @@ ENTRYPOINT ["node", "dist/hooks/main.js"]
 FROM runtime AS node-daemon
 EXPOSE 9500
 ENTRYPOINT ["node", "dist/node-daemon/main.js"]
+
+# The pool pod (docs/decisions.md, 10 and 32): the pool agent as the entrypoint (root: it runs the host's
+# zpool/zfs through `nsenter -t 1 -m --`), and tgt, whose tgtd the pool Deployment runs in a second container
+# from this same image to serve the pool's replicas over iSCSI.
+FROM runtime AS pool-agent
+RUN apt-get update \
+    && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends tgt \
+    && rm -rf /var/lib/apt/lists/*
+EXPOSE 9500 3260
+ENTRYPOINT ["node", "dist/pool-agent/main.js"]

@@ -6,11 +6,9 @@ import { ConfigError, STALE_STATUS_SECONDS_ENV, wholeSeconds } from "./settings.
 export { ConfigError };
 
 export interface PoolPodConfig {
-  /** The cStor pool data plane (zrepl). */
+  /** The project's image with the pool agent as its entrypoint and tgt (Dockerfile target pool-agent). */
   poolImage: string;
-  /** The pool metrics exporter side container. */
-  exporterImage: string;
-  /** Secrets the kubelet uses to pull both images; empty for public registries. */
+  /** Secrets the kubelet uses to pull it; empty for public registries. */
   imagePullSecrets: string[];
   /** Host directory under which every pool gets its own directory (cachefile, sockets, cores). */
   baseDir: string;
@@ -34,8 +32,7 @@ export interface HookConfig {
 
 export const DEFAULT_HOOK_CONFIG: HookConfig = {
   poolPod: {
-    poolImage: "openebs/cstor-pool:3.6.0",
-    exporterImage: "openebs/m-exporter:3.6.0",
+    poolImage: "ghcr.io/cstor-pool-operator/cstor-pool-agent:0.1.0",
     imagePullSecrets: [],
     baseDir: "/var/openebs",
   },
@@ -50,13 +47,17 @@ export const DEFAULT_HOOK_CONFIG: HookConfig = {
 /** Environment variables, named as upstream cStor names them where it has a name for the setting. */
 export const CONFIG_ENV = {
   poolImage: "OPENEBS_IO_CSTOR_POOL_IMAGE",
-  exporterImage: "OPENEBS_IO_CSTOR_POOL_EXPORTER_IMAGE",
   targetImage: "OPENEBS_IO_CSTOR_TARGET_IMAGE",
   imagePullSecrets: "OPENEBS_IO_IMAGE_PULL_SECRETS",
   baseDir: "OPENEBS_IO_BASE_DIR",
   staleStatusSeconds: STALE_STATUS_SECONDS_ENV,
   resyncSeconds: "HOOK_RESYNC_SECONDS",
 } as const;
+
+/** Upstream's zrepl pool image, by repository name (any registry or mirror). */
+const UPSTREAM_POOL_IMAGE = /(^|\/)cstor-pool(:|@|$)/;
+/** The exporter side container's image, set by earlier releases' manifests. */
+const REMOVED_EXPORTER_IMAGE_ENV = "OPENEBS_IO_CSTOR_POOL_EXPORTER_IMAGE";
 
 const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
@@ -72,6 +73,17 @@ export function loadHookConfig(env: Readonly<Record<string, string | undefined>>
     if (/\s/.test(value)) throw new ConfigError(`${name}=${JSON.stringify(value)} is not an image reference: it contains whitespace`);
     return value;
   };
+
+  // Left over from a release that ran upstream's pool image: fail at start, not with pools that never get ready.
+  if (text(REMOVED_EXPORTER_IMAGE_ENV)) {
+    throw new ConfigError(`${REMOVED_EXPORTER_IMAGE_ENV} is no longer used: the pool agent exports the pool's metrics itself; remove it from the hook server's environment`);
+  }
+  const poolImage = image(CONFIG_ENV.poolImage, DEFAULT_HOOK_CONFIG.poolPod.poolImage);
+  if (UPSTREAM_POOL_IMAGE.test(poolImage)) {
+    throw new ConfigError(
+      `${CONFIG_ENV.poolImage}=${JSON.stringify(poolImage)} is upstream's cStor pool image (zrepl): the pool Deployment runs the project's pool agent (docs/decisions.md, 10); set the image built from the Dockerfile's pool-agent target, or unset it`,
+    );
+  }
 
   const pullSecrets = (text(CONFIG_ENV.imagePullSecrets) ?? "")
     .split(",")
@@ -92,8 +104,7 @@ export function loadHookConfig(env: Readonly<Record<string, string | undefined>>
   const imagePullSecrets = [...new Set(pullSecrets)].sort();
   return {
     poolPod: {
-      poolImage: image(CONFIG_ENV.poolImage, DEFAULT_HOOK_CONFIG.poolPod.poolImage),
-      exporterImage: image(CONFIG_ENV.exporterImage, DEFAULT_HOOK_CONFIG.poolPod.exporterImage),
+      poolImage,
       imagePullSecrets,
       baseDir,
     },

@@ -32,7 +32,12 @@ export interface ZfsCommands {
 export function commandsFromEnv(env: NodeJS.ProcessEnv = process.env, prefixArgs?: string[]): ZfsCommands {
   let prefix: string[] = prefixArgs ?? [];
   if (!prefixArgs && env.ZFS_COMMAND_PREFIX) {
-    const parsed: unknown = JSON.parse(env.ZFS_COMMAND_PREFIX);
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(env.ZFS_COMMAND_PREFIX);
+    } catch {
+      parsed = undefined;
+    }
     if (!Array.isArray(parsed) || !parsed.every((p) => typeof p === "string")) {
       throw new Error(`ZFS_COMMAND_PREFIX must be a JSON array of strings, e.g. ["nsenter","-t","1","-m","--"]; got ${env.ZFS_COMMAND_PREFIX}`);
     }

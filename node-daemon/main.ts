@@ -1,9 +1,10 @@
 // The DaemonSet process: NODE_NAME and NAMESPACE from the environment (downward API), /metrics and /healthz
 // on METRICS_PORT, a host lock so that one daemon per node acts, and SIGTERM that lets a running zpool
 // command finish before exiting.
-import { createServer, type Server } from "node:http";
+import type { Server } from "node:http";
 import { isEntryPoint } from "../lib/entry.js";
 import { createLogger } from "../lib/log.js";
+import { probeServer } from "../lib/probe-server.js";
 import { staleStatusSeconds } from "../lib/settings.js";
 import { createRunner } from "./command.js";
 import { NodeDaemon } from "./daemon.js";
@@ -24,19 +25,8 @@ function required(name: string): string {
 
 /** /metrics, and /healthz that fails when the resync loop has not completed for three intervals. */
 export function metricsServer(metrics: DaemonMetrics, healthy: () => boolean): Server {
-  return createServer((request, response) => {
-    if (request.url === "/metrics") {
-      void metrics.registry.metrics().then((body) => {
-        response.writeHead(200, { "Content-Type": metrics.registry.contentType });
-        response.end(body);
-      });
-    } else if (request.url === "/healthz") {
-      const ok = healthy();
-      response.writeHead(ok ? 200 : 503, { "Content-Type": "text/plain" });
-      response.end(ok ? "ok\n" : "resync loop stalled\n");
-    } else {
-      response.writeHead(404).end();
-    }
+  return probeServer(metrics.registry, {
+    "/healthz": () => (healthy() ? { ok: true, message: "ok" } : { ok: false, message: "resync loop stalled" }),
   });
 }
 

@@ -3,7 +3,7 @@
 import type { CSPI } from "../api/types.js";
 import { zpoolName } from "../lib/names.js";
 import type { ZfsHost } from "./host.js";
-import type { DeviceInfo, ImportCandidate, Observation } from "./observation.js";
+import type { DeviceInfo, ImportCandidate, Observation, PoolObservation } from "./observation.js";
 import { cspiProblems, resolvedPathProblems } from "./validate.js";
 import { parentDir } from "./vocabulary.js";
 
@@ -37,6 +37,12 @@ export async function observe(host: ZfsHost, inspect: DeviceInspector, cspi: CSP
   const contained = valid && resolvedPathProblems(cspi, devices, options.deviceRoots).length === 0;
   if (contained && options.scanImportable) observation.importable = await findImportable(host, cspi, devices);
   return observation;
+}
+
+/** An imported pool's space, datasets and properties read on their own: what the pool agent reads of its pool. */
+export async function observePool(host: ZfsHost, pool: string, status: PoolObservation["status"]): Promise<PoolObservation> {
+  const facts = await host.poolFacts(pool);
+  return { status, volumes: (facts.datasets ?? []).map((d) => d.name), ...facts };
 }
 
 /** Cachefile first (fast, and the pool's own record), then a scan of the directories holding the devices. */

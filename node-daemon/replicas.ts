@@ -52,10 +52,20 @@ function identity(replica: Replica): string[] {
   ];
 }
 
-/** -r: a replica's snapshots (a later release's) go with it; never -f, never -R (clones elsewhere stop it). */
-const destroyDataset = (dataset: string): HostCommand[] => [{ program: "zfs", args: ["destroy", "-r", dataset] }];
+/**
+ * Marked first, so the pool agent drops its iSCSI export, which holds the replica open (decision 32): until it
+ * has, the destroy fails as busy and the next pass tries again. -r: a replica's snapshots (a later release's)
+ * go with it; never -f, never -R (clones elsewhere stop it).
+ */
+const destroyDataset = (dataset: string): HostCommand[] => [
+  { program: "zfs", args: ["set", `${REPLICA_PROPERTY.destroying}=on`, dataset] },
+  { program: "zfs", args: ["destroy", "-r", dataset] },
+];
 
-function bytesProperty(dataset: DatasetRecord, property: string): number | undefined {
+/** The file backend's one file in its dataset's mountpoint: what the pool agent exports as the LUN. */
+export const REPLICA_FILE = "replica.img";
+
+export function bytesProperty(dataset: DatasetRecord, property: string): number | undefined {
   const text = dataset.properties[property];
   return text !== undefined && /^\d+$/.test(text) ? Number(text) : undefined;
 }
@@ -75,7 +85,7 @@ export function zvolBackend(): ReplicaBackend {
 }
 
 /**
- * A dataset mounted at <fileDir>/<dataset> holding one sparse file, replica.img (zfs-fuse has no zvols). The
+ * A dataset mounted at <fileDir>/<dataset> holding one sparse file, REPLICA_FILE (zfs-fuse has no zvols). The
  * file is sized with `truncate -s '>N'` (grow only: it never cuts a file shorter), then the size is recorded
  * in io.openebs:file-size, so one `zfs get` tells every replica's size. A failure between the two leaves the
  * property behind: the next pass grows again, which changes nothing but the property.
@@ -83,7 +93,7 @@ export function zvolBackend(): ReplicaBackend {
 export function fileBackend(fileDir: string): ReplicaBackend {
   const mountpoint = (dataset: string) => `${fileDir.replace(/\/+$/, "")}/${dataset}`;
   const sizeFile = (replica: Replica, dir: string): HostCommand[] => [
-    { program: "truncate", args: ["-s", `>${replica.bytes}`, `${dir}/replica.img`] },
+    { program: "truncate", args: ["-s", `>${replica.bytes}`, `${dir}/${REPLICA_FILE}`] },
     { program: "zfs", args: ["set", `${REPLICA_PROPERTY.fileSize}=${replica.bytes}`, replica.dataset] },
   ];
   return {

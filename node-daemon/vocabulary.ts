@@ -30,6 +30,8 @@ export const REPLICA_PROPERTY = {
   cvr: "io.openebs:cvr",
   /** File backend only: the size replica.img was last grown to (zfs-fuse has no volsize for it). */
   fileSize: "io.openebs:file-size",
+  /** Set (to "on") just before the replica is destroyed: its pool agent stops exporting it (docs/decisions.md, 32). */
+  destroying: "io.openebs:destroying",
 } as const;
 
 /** What one `zfs get` reads of every dataset of a pool: sizes, where it is mounted, and the replica's properties. */

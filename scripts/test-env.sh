@@ -38,6 +38,16 @@ ensure_promtool() {
   fi
 }
 ensure_promtool
+# tgt (tgtd, tgtadm), libiscsi's tools and qemu-img with libiscsi for the pool agent's iSCSI export tests.
+ensure_iscsi_tools() {
+  if ! command -v tgtd >/dev/null 2>&1 || ! command -v iscsi-ls >/dev/null 2>&1 || ! command -v qemu-img >/dev/null 2>&1; then
+    echo "test-env: installing tgt, libiscsi-bin and qemu-utils" >&2
+    local packages=(tgt libiscsi-bin qemu-utils)
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${packages[@]}" >&2 2>/dev/null \
+      || { DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${packages[@]}" >&2; }
+  fi
+}
+ensure_iscsi_tools
 
 # etcd, kubectl and kube-apiserver for test/integration (kube-apiserver is built once from Go modules).
 bash "$(dirname "$0")/kube-env.sh"

@@ -8,6 +8,9 @@ import type { BlockDevice, KubeObject, PoolConfig, PoolSpec } from "../../api/ty
 import { isRecord } from "../request.js";
 import { cspcObject, DeviceRegistry, Problems, upstreamPoolName, uidOf, type Converted } from "./common.js";
 
+/** A converted pool always names its raid groups (device sets have no v1 equivalent). */
+type RaidGroups = NonNullable<PoolSpec["raidGroups"]>;
+
 export const V1_GROUP = "cstor.openebs.io/";
 
 const RAID_TYPES = ["stripe", "mirror", "raidz", "raidz2"] as const;
@@ -58,7 +61,7 @@ export function convertV1Cspc(
     if (!out) return undefined;
     const cspi = cspis.length > 0 ? matchCspi(cspc, mine, out.pool, field, problems) : undefined;
     if (cspi) matched.add(cspi);
-    const host = (cspi && isRecord(cspi.spec) && typeof cspi.spec.hostName === "string" ? cspi.spec.hostName : undefined) ?? out.pool.nodeSelector[LABEL.hostname];
+    const host = (cspi && isRecord(cspi.spec) && typeof cspi.spec.hostName === "string" ? cspi.spec.hostName : undefined) ?? out.pool.nodeSelector?.[LABEL.hostname];
     out.devices.forEach(({ name: device, field: at }) => devices.take(cspc, at, device, host));
     return out.pool;
   });
@@ -92,7 +95,7 @@ function convertPool(cspc: KubeObject, spec: Record<string, unknown>, pool: Reco
   }
   const config = poolConfig(cspc, spec, v1Config, field, problems);
   const devices: ConvertedPool["devices"] = [];
-  const groups = (list: unknown, at: string, type: PoolSpec["raidGroups"][number]["type"], writeCacheGroup: boolean): PoolSpec["raidGroups"] =>
+  const groups = (list: unknown, at: string, type: RaidGroups[number]["type"], writeCacheGroup: boolean): RaidGroups =>
     (Array.isArray(list) ? list : []).map((group: unknown, g) => {
       const gField = `${field}.${at}[${g}]`;
       problems.unknownFields(cspc, gField, group, GROUP_FIELDS, DESIGN_NAMES);
@@ -149,7 +152,7 @@ function poolConfig(cspc: KubeObject, spec: Record<string, unknown>, v1: Record<
 
 /** The CSPI holding the pool's devices; a problem when none does or when its devices differ. */
 function matchCspi(cspc: KubeObject, cspis: readonly KubeObject[], pool: PoolSpec, field: string, problems: Problems): KubeObject | undefined {
-  const wanted = pool.raidGroups.flatMap((g) => g.blockDevices.map((d) => d.blockDeviceName));
+  const wanted = (pool.raidGroups ?? []).flatMap((g) => g.blockDevices.map((d) => d.blockDeviceName));
   const devicesOf = (cspi: KubeObject): string[] => {
     const spec = isRecord(cspi.spec) ? cspi.spec : {};
     return ["dataRaidGroups", "writeCacheRaidGroups"].flatMap((key) =>

@@ -71,7 +71,7 @@ export function convertObjects(objects: readonly KubeObject[], namespace: string
     cspcs: done.map((c) => canonicalize(c.cspc) as unknown as CSPC).sort((a, b) => `${a.metadata.namespace}/${a.metadata.name}`.localeCompare(`${b.metadata.namespace}/${b.metadata.name}`)),
     notes: done.flatMap((c) => [
       ...c.notes,
-      `CStorPoolCluster ${c.cspc.metadata.namespace}/${c.cspc.metadata.name}: adopt the BlockDeviceClaims of its ${c.cspc.spec.pools.flatMap((p) => p.raidGroups.flatMap((g) => g.blockDevices)).length} block device(s) before applying it, never release them (docs/migration.md)`,
+      `CStorPoolCluster ${c.cspc.metadata.namespace}/${c.cspc.metadata.name}: adopt the BlockDeviceClaims of its ${c.cspc.spec.pools.flatMap((p) => (p.raidGroups ?? []).flatMap((g) => g.blockDevices)).length} block device(s) before applying it, never release them (docs/migration.md)`,
     ]),
     problems: [],
   };

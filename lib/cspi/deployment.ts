@@ -1,5 +1,7 @@
 // The pool Deployment of a CSPI: one pod on the CSPI's node that serves the pool's data plane. It never
-// creates, imports or changes the zpool (the node daemon does); its readiness says the pool is there.
+// creates, imports or changes the zpool (the node daemon does). Its first container is the project's pool
+// agent (docs/decisions.md, 10 and 32): ready only when the pool is imported on the node and healthy, the
+// pool's metrics, and the replicas' iSCSI exports, made in the second container's tgtd.
 //
 // Every field is written the way the API server stores it (defaults explicit, quantities canonical, no
 // empty strings, lists or nulls the server would drop), so Metacontroller's 3-way merge finds nothing to
@@ -15,15 +17,20 @@ import type { PoolPodConfig } from "../hook-config.js";
 import { canonicalResources, withoutEmptyFields } from "../pod-template.js";
 
 export const POOL_APP = "cstor-pool";
+/** The pool agent (pool-agent/main.ts, the image's entrypoint). */
 export const POOL_CONTAINER = "cstor-pool";
-export const EXPORTER_CONTAINER = "pool-exporter";
+/** tgtd, from the same image: serves the agent's exports on the iSCSI port. */
+export const TGT_CONTAINER = "tgtd";
 const MANAGED_BY = "cstor-pool-operator";
-const EXPORTER_PORT = 9500;
-/** zrepl's replica data and management ports, as the upstream pool pod declares them. */
-const POOL_PORTS = [3232, 3233, 12000];
-/** Where the pool container keeps the cachefile and zrepl its state; a per-pool host directory. */
+/** The agent's /readyz, /healthz and /metrics (pool-agent/config.ts AGENT_DEFAULTS.port). */
+const AGENT_PORT = 9500;
+const ISCSI_PORT = 3260;
+/** The pool's own host directory (BASE_DIR/cstor-pool/<cspi>). */
 const POOL_STATE_PATH = "/var/openebs/cstor-pool";
-const SOCKET_PATH = "/var/tmp/sock";
+/** tgtd's control socket, shared by the two containers: the agent's tgtadm talks to tgtd through it. */
+const TGT_SOCKET_PATH = "/var/run/tgtd";
+/** The host's zpool and zfs: the node daemon's prefix, so both run the same ZFS (hostPID makes PID 1 the host's). */
+const HOST_ZFS_PREFIX = JSON.stringify(["nsenter", "-t", "1", "-m", "--"]);
 const POOL_FIX = "fix it in the CStorPoolCluster's poolConfig";
 
 /** What a CSPI gives its Deployment; everything else about the Deployment is fixed or configured. */
@@ -48,56 +55,56 @@ export function poolDeployment(cspi: CSPI, config: PoolPodConfig): KubeObject {
   const cspc = cspcOf(cspi);
   if (cspc) labels[LABEL.cspc] = cspc;
 
-  const env = [
-    { name: "OPENEBS_IO_CSPI_NAME", value: name },
-    { name: "OPENEBS_IO_ZPOOL_NAME", value: zpool },
-    { name: "POD_NAME", valueFrom: { fieldRef: { apiVersion: "v1", fieldPath: "metadata.name" } } },
-    { name: "NAMESPACE", valueFrom: { fieldRef: { apiVersion: "v1", fieldPath: "metadata.namespace" } } },
-  ];
   const mounts = [
     { mountPath: "/dev", name: "device" },
-    { mountPath: "/run/udev", name: "udev" },
     { mountPath: POOL_STATE_PATH, name: "storagepath" },
-    { mountPath: SOCKET_PATH, name: "sockfile" },
+    { mountPath: TGT_SOCKET_PATH, name: "tgt-socket" },
   ];
-  const container = (containerName: string, image: string) => ({
+  const container = (containerName: string) => ({
     name: containerName,
-    image,
+    image: config.poolImage,
     imagePullPolicy: "IfNotPresent",
-    env,
     volumeMounts: mounts,
     terminationMessagePath: "/dev/termination-log",
     terminationMessagePolicy: "File",
+    // The agent reaches the host's ZFS through nsenter; tgtd opens the replicas' zvols under the host's /dev.
+    securityContext: { privileged: true },
+  });
+  const probe = (path: string, periodSeconds: number) => ({
+    httpGet: { path, port: AGENT_PORT, scheme: "HTTP" },
+    failureThreshold: 3,
+    periodSeconds,
+    successThreshold: 1,
+    timeoutSeconds: 5,
   });
 
   const podSpec: Record<string, unknown> = {
     automountServiceAccountToken: false,
     containers: [
       {
-        ...container(POOL_CONTAINER, config.poolImage),
-        ports: POOL_PORTS.map((port) => ({ containerPort: port, protocol: "TCP" })),
-        readinessProbe: {
-          // Ready once the pool is imported and answers: zrepl serves nothing before that.
-          exec: { command: ["zpool", "list", "-H", "-o", "health", zpool] },
-          failureThreshold: 3,
-          periodSeconds: 10,
-          successThreshold: 1,
-          timeoutSeconds: 10,
-        },
+        ...container(POOL_CONTAINER),
+        env: [
+          { name: "OPENEBS_IO_CSPI_NAME", value: name },
+          { name: "OPENEBS_IO_ZPOOL_NAME", value: zpool },
+          { name: "ZFS_COMMAND_PREFIX", value: HOST_ZFS_PREFIX },
+          { name: "PORT", value: String(AGENT_PORT) },
+        ],
+        ports: [{ containerPort: AGENT_PORT, name: "metrics", protocol: "TCP" }],
+        // Ready once the pool is imported on this node and ONLINE or DEGRADED (the agent's /readyz says why not).
+        readinessProbe: probe("/readyz", 10),
+        livenessProbe: probe("/healthz", 30),
         resources: canonicalResources(poolConfig.resources, `${where} spec.poolConfig.resources`, POOL_FIX),
-        securityContext: { privileged: true },
       },
       {
-        ...container(EXPORTER_CONTAINER, config.exporterImage),
-        command: ["maya-exporter"],
-        args: ["-e=pool"],
-        ports: [{ containerPort: EXPORTER_PORT, name: "metrics", protocol: "TCP" }],
+        ...container(TGT_CONTAINER),
+        command: ["tgtd", "-f", "--iscsi", `portal=0.0.0.0:${ISCSI_PORT}`],
+        ports: [{ containerPort: ISCSI_PORT, name: "iscsi", protocol: "TCP" }],
         resources: canonicalResources(poolConfig.auxResources, `${where} spec.poolConfig.auxResources`, POOL_FIX),
-        securityContext: { privileged: true },
       },
     ],
     dnsPolicy: "ClusterFirst",
     enableServiceLinks: true,
+    hostPID: true,
     nodeSelector: { ...stringMap(cspi.spec.nodeSelector, `${where} spec.nodeSelector`), [LABEL.hostname]: hostName },
     restartPolicy: "Always",
     schedulerName: "default-scheduler",
@@ -105,9 +112,8 @@ export function poolDeployment(cspi: CSPI, config: PoolPodConfig): KubeObject {
     terminationGracePeriodSeconds: 30,
     volumes: [
       { name: "device", hostPath: { path: "/dev", type: "Directory" } },
-      { name: "udev", hostPath: { path: "/run/udev", type: "Directory" } },
       { name: "storagepath", hostPath: { path: `${config.baseDir}/cstor-pool/${name}`, type: "DirectoryOrCreate" } },
-      { name: "sockfile", emptyDir: {} },
+      { name: "tgt-socket", emptyDir: {} },
     ],
   };
   if (poolConfig.priorityClassName) podSpec.priorityClassName = poolConfig.priorityClassName;
@@ -132,7 +138,7 @@ export function poolDeployment(cspi: CSPI, config: PoolPodConfig): KubeObject {
           annotations: {
             "cluster-autoscaler.kubernetes.io/safe-to-evict": "false",
             "prometheus.io/path": "/metrics",
-            "prometheus.io/port": String(EXPORTER_PORT),
+            "prometheus.io/port": String(AGENT_PORT),
             "prometheus.io/scrape": "true",
           },
         },

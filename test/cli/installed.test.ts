@@ -24,7 +24,7 @@ describe("cstor-pool as installed from the packed tarball", function () {
   });
 
   it("ships the built JavaScript and no tests or TypeScript sources", () => {
-    expect(installed.files).to.include.members(["package.json", "dist/cli/cstor-pool.js", "dist/node-daemon/main.js", "dist/hooks/main.js"]);
+    expect(installed.files).to.include.members(["package.json", "dist/cli/cstor-pool.js", "dist/node-daemon/main.js", "dist/pool-agent/main.js", "dist/hooks/main.js"]);
     expect(installed.files.filter((f) => f.startsWith("test/") || /\.ts$/.test(f) || f.endsWith(".map"))).to.deep.equal([]);
   });
 

@@ -9,9 +9,8 @@ describe("hook server configuration from the environment", () => {
 
   it("reads images, pull secrets, the base directory and the time bounds", () => {
     const config = loadHookConfig({
-      OPENEBS_IO_CSTOR_POOL_IMAGE: "registry.local/openebs/cstor-pool:3.6.0",
+      OPENEBS_IO_CSTOR_POOL_IMAGE: "registry.local/cstor-pool-agent:0.1.0",
       OPENEBS_IO_CSTOR_TARGET_IMAGE: "registry.local/cstor-volume-target:0.1.0",
-      OPENEBS_IO_CSTOR_POOL_EXPORTER_IMAGE: "registry.local/openebs/m-exporter:3.6.0",
       OPENEBS_IO_IMAGE_PULL_SECRETS: "regcred, mirror-cred,regcred",
       OPENEBS_IO_BASE_DIR: "/data/openebs/",
       CSPI_STALE_STATUS_SECONDS: "120",
@@ -19,8 +18,7 @@ describe("hook server configuration from the environment", () => {
     });
     expect(config).to.deep.equal({
       poolPod: {
-        poolImage: "registry.local/openebs/cstor-pool:3.6.0",
-        exporterImage: "registry.local/openebs/m-exporter:3.6.0",
+        poolImage: "registry.local/cstor-pool-agent:0.1.0",
         imagePullSecrets: ["mirror-cred", "regcred"],
         baseDir: "/data/openebs",
       },
@@ -37,6 +35,14 @@ describe("hook server configuration from the environment", () => {
       [{ OPENEBS_IO_BASE_DIR: "var/openebs" }, 'OPENEBS_IO_BASE_DIR="var/openebs" must be an absolute host path without "..", e.g. /var/openebs'],
       [{ OPENEBS_IO_BASE_DIR: "/var/../etc" }, 'OPENEBS_IO_BASE_DIR="/var/../etc" must be an absolute host path without "..", e.g. /var/openebs'],
       [{ OPENEBS_IO_IMAGE_PULL_SECRETS: "Reg_Cred" }, 'OPENEBS_IO_IMAGE_PULL_SECRETS names "Reg_Cred", which is not a Secret name: give a comma-separated list of Secret names'],
+      [
+        { OPENEBS_IO_CSTOR_POOL_IMAGE: "registry.local/openebs/cstor-pool:3.6.0" },
+        'OPENEBS_IO_CSTOR_POOL_IMAGE="registry.local/openebs/cstor-pool:3.6.0" is upstream\'s cStor pool image (zrepl): the pool Deployment runs the project\'s pool agent (docs/decisions.md, 10); set the image built from the Dockerfile\'s pool-agent target, or unset it',
+      ],
+      [
+        { OPENEBS_IO_CSTOR_POOL_EXPORTER_IMAGE: "openebs/m-exporter:3.6.0" },
+        "OPENEBS_IO_CSTOR_POOL_EXPORTER_IMAGE is no longer used: the pool agent exports the pool's metrics itself; remove it from the hook server's environment",
+      ],
       [{ OPENEBS_IO_CSTOR_POOL_IMAGE: "openebs/cstor-pool :3.6.0" }, 'OPENEBS_IO_CSTOR_POOL_IMAGE="openebs/cstor-pool :3.6.0" is not an image reference: it contains whitespace'],
     ];
     for (const [env, message] of refused) expect(() => loadHookConfig(env), JSON.stringify(env)).to.throw(ConfigError, message);

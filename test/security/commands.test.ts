@@ -10,7 +10,7 @@ import { commandsFromEnv } from "../../node-daemon/host.js";
 import { REPO_ROOT } from "../support/kube.js";
 
 /** Shipped TypeScript: what runs in the hook server, the node daemon and the CLI. */
-const SHIPPED = ["api", "lib", "hooks", "node-daemon", "cli"];
+const SHIPPED = ["api", "lib", "hooks", "node-daemon", "pool-agent", "cli"];
 
 function sources(dir: string): string[] {
   return readdirSync(dir).flatMap((entry) => {

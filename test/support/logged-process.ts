@@ -2,6 +2,7 @@
 // zap), kept in memory for assertions and failure messages. Killed if the test process exits without stopping it.
 import { spawn, type ChildProcess } from "node:child_process";
 import { writeFileSync } from "node:fs";
+import { waitUntil } from "./kube.js";
 import { onStop } from "./processes.js";
 
 const running = new Set<ChildProcess>();
@@ -75,6 +76,18 @@ export class LoggedProcess {
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  /** Resolves once the process logs `msg` (e.g. that it started); fails at once if it exits first. */
+  async logged(msg: string, timeoutMs = 60_000): Promise<void> {
+    await waitUntil(
+      async () => {
+        if (this.ended()) throw new Error(`${this.label} exited before logging "${msg}": ${this.tail()}`);
+        return this.lines.some((l) => l.msg === msg);
+      },
+      timeoutMs,
+      () => `${this.label} did not log "${msg}": ${this.tail()}`,
+    );
   }
 
   /** The last lines of output, for failure messages. */

@@ -23,7 +23,7 @@ export type ConfigMapData = Record<string, Record<string, string>>;
  * `nodeName` in the workload's namespace: fieldRefs, and configMapKeyRefs from `configMaps` (a missing one
  * fails, as the pod would not start).
  */
-function resolvedContainerEnv(workload: any, nodeName: string, configMaps: ConfigMapData): Record<string, string> {
+export function resolvedContainerEnv(workload: any, nodeName: string, configMaps: ConfigMapData): Record<string, string> {
   const fields: Record<string, string> = { "spec.nodeName": nodeName, "metadata.namespace": workload.metadata.namespace };
   const env: Record<string, string> = {};
   for (const variable of (workload.spec.template.spec.containers[0].env ?? []) as EnvVar[]) {

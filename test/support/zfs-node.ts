@@ -28,10 +28,12 @@ export class ZfsNode {
   /** ZFS_COMMAND_PREFIX of a node daemon on this node: its zpool and zfs run inside the node. */
   readonly commandPrefix: string[];
 
+  private zfsFuse!: ChildProcess;
+  private readonly log: string[] = [];
+
   private constructor(
     readonly name: string,
     private readonly holder: ChildProcess,
-    private readonly zfsFuse: ChildProcess,
   ) {
     this.commandPrefix = ["nsenter", `--mount=/proc/${holder.pid}/ns/mnt`, "--"];
   }
@@ -55,28 +57,42 @@ export class ZfsNode {
     );
     const enter = ["nsenter", `--mount=/proc/${holder.pid}/ns/mnt`, "--"];
     for (const dir of PER_NODE_DIRS) execFileSync(enter[0], [...enter.slice(1), "mount", "-t", "tmpfs", "-o", "size=16m,mode=0755", `zfs-node-${name}`, dir]);
-    const zfsFuse = spawn(enter[0], [...enter.slice(1), "zfs-fuse", "--no-daemon", "--no-kstat-mount", "--max-arc-size", String(ARC_MIB), "--pidfile", "/var/run/zfs/zfs-fuse.pid"], {
+    const node = new ZfsNode(name, holder);
+    onStop(() => node.stop());
+    await node.startZfsFuse();
+    return node;
+  }
+
+  /** Starts the node's zfs-fuse (it imports the pools of the node's zpool.cache); resolves once its zpool answers. */
+  private async startZfsFuse(): Promise<void> {
+    const zfsFuse = spawn(this.commandPrefix[0], [...this.commandPrefix.slice(1), "zfs-fuse", "--no-daemon", "--no-kstat-mount", "--max-arc-size", String(ARC_MIB), "--pidfile", "/var/run/zfs/zfs-fuse.pid"], {
       stdio: ["ignore", "pipe", "pipe"],
     });
+    this.zfsFuse = zfsFuse;
     started.add(zfsFuse);
-    const log: string[] = [];
-    for (const stream of [zfsFuse.stdout, zfsFuse.stderr]) stream.on("data", (chunk: Buffer) => log.push(chunk.toString("utf8")));
-    const node = new ZfsNode(name, holder, zfsFuse);
-    onStop(() => node.stop());
+    for (const stream of [zfsFuse.stdout, zfsFuse.stderr]) stream.on("data", (chunk: Buffer) => this.log.push(chunk.toString("utf8")));
     await waitUntil(
       async () => {
-        if (zfsFuse.exitCode !== null) throw new Error(`node ${name}: zfs-fuse exited with ${zfsFuse.exitCode}: ${log.join("")}`);
+        if (zfsFuse.exitCode !== null) throw new Error(`node ${this.name}: zfs-fuse exited with ${zfsFuse.exitCode}: ${this.log.join("")}`);
         try {
-          node.zpool("list");
+          this.zpool("list");
           return true;
         } catch {
           return false;
         }
       },
       30_000,
-      () => `node ${name}: zfs-fuse did not answer: ${log.join("")}`,
+      () => `node ${this.name}: zfs-fuse did not answer: ${this.log.join("")}`,
     );
-    return node;
+  }
+
+  /**
+   * Stops the node's zfs-fuse without exporting its pools and starts it again, as a node reboots: it imports
+   * what its zpool.cache lists, and a pool whose devices are gone comes back FAULTED or UNAVAIL.
+   */
+  async restartZfs(): Promise<void> {
+    await stopChild(this.zfsFuse);
+    await this.startZfsFuse();
   }
 
   /** ZFS_COMMAND_PREFIX as the daemon reads it: a JSON array. */

@@ -118,13 +118,13 @@ describe("cspi-sync", () => {
       expect(canonicalize(deploymentOf(sync(request)))).to.deep.equal(canonicalize(before));
     });
 
-    it("takes images, pull secrets and the host base directory from the configuration", () => {
+    it("takes the image, pull secrets and the host base directory from the configuration", () => {
       const config: HookConfig = {
         ...DEFAULT_HOOK_CONFIG,
-        poolPod: { poolImage: "registry.local/pool:1", exporterImage: "registry.local/exporter:1", imagePullSecrets: ["regcred"], baseDir: "/data/openebs" },
+        poolPod: { poolImage: "registry.local/pool-agent:1", imagePullSecrets: ["regcred"], baseDir: "/data/openebs" },
       };
       const spec = deploymentOf(sync(requestOf("seed-1-stripe"), NOW, config)).spec.template.spec;
-      expect(spec.containers.map((c: { image: string }) => c.image)).to.deep.equal(["registry.local/pool:1", "registry.local/exporter:1"]);
+      expect(spec.containers.map((c: { image: string }) => c.image), "the agent and tgtd, one image").to.deep.equal(["registry.local/pool-agent:1", "registry.local/pool-agent:1"]);
       expect(spec.imagePullSecrets).to.deep.equal([{ name: "regcred" }]);
       expect(spec.volumes.find((v: { name: string }) => v.name === "storagepath").hostPath).to.deep.equal({
         path: "/data/openebs/cstor-pool/cstor-pool-stripe-57f22c",
@@ -132,13 +132,22 @@ describe("cspi-sync", () => {
       });
     });
 
-    it("checks the pool's readiness with zpool, as an argument list, without a shell", () => {
-      const pool = deploymentOf(sync(requestOf("seed-1-stripe"))).spec.template.spec.containers[0];
-      expect(pool.readinessProbe.exec.command).to.deep.equal(["zpool", "list", "-H", "-o", "health", "cstor-cstor-pool-stripe-57f22c"]);
-      expect(pool.env.slice(0, 2)).to.deep.equal([
+    it("runs the pool agent, ready from its /readyz, on the host's ZFS; tgtd beside it on the iSCSI port", () => {
+      const spec = deploymentOf(sync(requestOf("seed-1-stripe"))).spec.template.spec;
+      const [agent, tgtd] = spec.containers;
+      expect(agent.readinessProbe.httpGet).to.deep.equal({ path: "/readyz", port: 9500, scheme: "HTTP" });
+      expect(agent.livenessProbe.httpGet).to.deep.equal({ path: "/healthz", port: 9500, scheme: "HTTP" });
+      expect(agent.command, "the image's entrypoint is the agent").to.equal(undefined);
+      expect(agent.env).to.deep.equal([
         { name: "OPENEBS_IO_CSPI_NAME", value: "cstor-pool-stripe-57f22c" },
         { name: "OPENEBS_IO_ZPOOL_NAME", value: "cstor-cstor-pool-stripe-57f22c" },
+        { name: "ZFS_COMMAND_PREFIX", value: '["nsenter","-t","1","-m","--"]' },
+        { name: "PORT", value: "9500" },
       ]);
+      expect(spec.hostPID, "nsenter -t 1 reaches the host's mount namespace only with the host's PIDs").to.equal(true);
+      expect(tgtd.command).to.deep.equal(["tgtd", "-f", "--iscsi", "portal=0.0.0.0:3260"]);
+      expect(spec.containers.map((c: any) => c.name)).to.deep.equal(["cstor-pool", "tgtd"]);
+      expect(JSON.stringify(spec), "no upstream pool data plane or exporter").to.not.match(/maya-exporter|m-exporter|zrepl|cstor-pool:3/);
     });
   });
 

@@ -1,0 +1,153 @@
+// The pool agent's iSCSI exports (docs/decisions.md, 11 and 32), end to end: a tgtd of the test's own inside a
+// zfs-fuse node, the agent as the pool Deployment starts it driving that tgtd, a `file`-backend replica made
+// with the node daemon's own commands, and data written and read back over iSCSI by qemu-img (libiscsi).
+import { createHash, randomBytes } from "node:crypto";
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { expect } from "chai";
+import { zpoolName } from "../../lib/names.js";
+import { replicaIqn } from "../../lib/volume/iqn.js";
+import { fileBackend, REPLICA_FILE, type Replica } from "../../node-daemon/replicas.js";
+import { REPLICA_PROPERTY } from "../../node-daemon/vocabulary.js";
+import { parseTargets } from "../../pool-agent/tgt.js";
+import { runProgram } from "../support/installed.js";
+import { waitUntil } from "../support/kube.js";
+import { PoolAgentProcess } from "../support/pool-agent-process.js";
+import { Tgtd } from "../support/tgtd.js";
+import { startNode, type ZfsNode } from "../support/zfs-node.js";
+import { cspiFor, MiB, requireZfs, ZfsSandbox } from "../../testkit/zfs.js";
+
+const sha256 = (data: Buffer) => createHash("sha256").update(data).digest("hex");
+
+describe("pool agent: replicas exported over iSCSI through tgtd (file backend, zfs-fuse node)", function () {
+  this.timeout(3 * 60_000);
+  let sandbox: ZfsSandbox;
+  let node: ZfsNode;
+  let tgtd: Tgtd;
+  let agent: PoolAgentProcess | undefined;
+
+  before(() => requireZfs());
+  beforeEach(async () => {
+    sandbox = new ZfsSandbox();
+    node = await startNode(`pax-${sandbox.id}`);
+    tgtd = await Tgtd.start(node);
+  });
+  afterEach(async () => {
+    await agent?.stop();
+    agent = undefined;
+    await tgtd.stop();
+    await node.stop();
+    sandbox.cleanup();
+  });
+
+  const startAgent = async (cspi: string) =>
+    PoolAgentProcess.start(cspiFor(cspi, node.name, []), node.name, { ZFS_COMMAND_PREFIX: node.commandPrefixEnv, TGT_CONTROL_PORT: String(tgtd.controlPort) });
+  const targets = async () => {
+    const shown = await tgtd.tgtadm("--mode", "target", "--op", "show");
+    if (shown.code !== 0) throw new Error(`tgtadm show: ${shown.stderr}`);
+    return parseTargets(shown.stdout);
+  };
+  const waitForTargets = async (what: string, done: (iqns: string[]) => boolean) => {
+    let iqns: string[] = [];
+    await waitUntil(
+      async () => done((iqns = (await targets()).map((t) => t.iqn))),
+      60_000,
+      () => `tgtd never had ${what}: it has ${JSON.stringify(iqns)}${agent?.tail() ?? ""}`,
+    );
+  };
+  const qemuImg = async (...args: string[]) => {
+    const result = await runProgram("qemu-img", args);
+    if (result.code !== 0) throw new Error(`qemu-img ${args.join(" ")}: ${result.stderr}`);
+  };
+
+  it("serves a replica as LUN 1 of a target named after its volume: data written over iSCSI is in the replica file and reads back", async () => {
+    const cspi = sandbox.name("exp");
+    const pool = zpoolName(cspi);
+    node.zpool("create", "-o", "failmode=continue", "-O", "canmount=off", pool, sandbox.file("d1"));
+    const volume = `vol-${sandbox.id}`;
+    const replica: Replica = { cvr: `${volume}-${cspi}`, volume, replicaId: `${volume}-r1`, dataset: `${pool}/${volume}`, bytes: 4 * MiB };
+    const replicaDir = join(sandbox.dir, "replicas");
+    for (const command of fileBackend(replicaDir).create(replica)) node.run([command.program, ...command.args]);
+    const replicaFile = join(replicaDir, replica.dataset, REPLICA_FILE);
+    // Another tgt target on the same tgtd is not the agent's: left alone.
+    expect((await tgtd.tgtadm("--mode", "target", "--op", "new", "--tid", "1", "--targetname", "iqn.2026-11.org.example:other")).code).to.equal(0);
+
+    agent = await startAgent(cspi);
+    const iqn = replicaIqn(volume);
+    await waitForTargets(iqn, (iqns) => iqns.includes(iqn));
+    const target = (await targets()).find((t) => t.iqn === iqn)!;
+    expect(target).to.deep.include({ tid: 2, luns: { 1: replicaFile }, acl: ["ALL"] });
+    expect(await agent.metric(`cstor_pool_replica_exports{pool="${pool}"}`)).to.equal(1);
+
+    const url = `iscsi://${tgtd.portal}/${iqn}/1`;
+    const data = randomBytes(replica.bytes);
+    const written = join(sandbox.dir, "written.bin");
+    const readBack = join(sandbox.dir, "read-back.bin");
+    writeFileSync(written, data);
+    await qemuImg("convert", "-n", "-f", "raw", "-O", "raw", written, url);
+    expect(node.checksum(replicaFile), "the replica file holds what the initiator wrote").to.equal(sha256(data));
+    await qemuImg("convert", "-f", "raw", "-O", "raw", url, readBack);
+    expect(sha256(readFileSync(readBack)), "and reads it back over iSCSI").to.equal(sha256(data));
+
+    // A restarted agent adopts the export: SIGTERM leaves it in tgtd, the next agent changes nothing.
+    expect(await agent.stop()).to.deep.equal({ code: 0, signal: null });
+    expect((await targets()).find((t) => t.iqn === iqn), "the export outlives the agent").to.deep.equal(target);
+    agent = await startAgent(cspi);
+    await agent.readyz(200, /is ONLINE/);
+    await waitUntil(async () => (await agent!.metric(`cstor_pool_replica_exports{pool="${pool}"}`)) === 1, 30_000, () => `no exports metric${agent!.tail()}`);
+    expect(agent.lines.filter((l) => /export/.test(l.msg)), "nothing exported or removed again").to.deep.equal([]);
+
+    // The node daemon's destroy handshake: marked, unexported by the agent, then destroyed (the file is free).
+    node.zfs("set", `${REPLICA_PROPERTY.destroying}=on`, replica.dataset);
+    await waitForTargets(`no ${iqn}`, (iqns) => !iqns.includes(iqn));
+    expect((await targets()).map((t) => t.iqn), "the other target stays").to.deep.equal(["iqn.2026-11.org.example:other"]);
+    // As the daemon's next pass does: zfs-fuse may still call the dataset busy a moment after tgtd let go.
+    let busy = "";
+    await waitUntil(
+      async () => {
+        try {
+          node.zfs("destroy", "-r", replica.dataset);
+          return true;
+        } catch (error) {
+          busy = String((error as { stderr?: string }).stderr ?? error);
+          if (!/busy/.test(busy)) throw error;
+          return false;
+        }
+      },
+      30_000,
+      () => `zfs destroy stayed busy after the export was removed: ${busy}`,
+    );
+    expect(node.zfs("list", "-H", "-o", "name", "-r", pool)).to.not.contain(replica.dataset);
+    expect(agent.lines.filter((l) => l.level === "warn" && /export/.test(l.msg))).to.deep.equal([]);
+  });
+
+  it("holds the pool busy while it serves it, so the pool moves only once the pool pod is gone; exports again when the pool is back", async () => {
+    const cspi = sandbox.name("move");
+    const pool = zpoolName(cspi);
+    node.zpool("create", "-o", "failmode=continue", "-O", "canmount=off", pool, sandbox.file("d1"));
+    const volume = `vol-${sandbox.id}`;
+    const replica: Replica = { cvr: `${volume}-${cspi}`, volume, replicaId: `${volume}-r1`, dataset: `${pool}/${volume}`, bytes: MiB };
+    for (const command of fileBackend(join(sandbox.dir, "replicas")).create(replica)) node.run([command.program, ...command.args]);
+    const iqn = replicaIqn(volume);
+    agent = await startAgent(cspi);
+    await waitForTargets(iqn, (iqns) => iqns.includes(iqn));
+
+    expect(() => node.zpool("export", pool), "tgtd holds the replica open").to.throw(/busy/);
+    // The pool pod is deleted (a CSPI's node changes: its Deployment rolls, Recreate): agent and tgtd end.
+    await agent.stop();
+    agent = undefined;
+    await tgtd.stop();
+    node.zpool("export", pool);
+
+    // A pool pod on a node without the pool: not ready, nothing served.
+    tgtd = await Tgtd.start(node);
+    agent = await startAgent(cspi);
+    await agent.readyz(503, /not imported/);
+    await waitUntil(async () => (await agent!.metric(`cstor_pool_replica_exports{pool="${pool}"}`)) === 0, 30_000, () => `no exports metric${agent!.tail()}`);
+    expect(await targets()).to.deep.equal([]);
+
+    node.zpool("import", "-d", sandbox.dir, pool);
+    await agent.readyz(200, /is ONLINE/);
+    await waitForTargets(iqn, (iqns) => iqns.includes(iqn));
+  });
+});

@@ -1,0 +1,70 @@
+// The pool agent as a real process (`node --import tsx pool-agent/main.ts`), started the way the pool
+// Deployment starts it: its first container's env as cspi-sync renders it for the CSPI (the hooks' default
+// configuration), resolved as the kubelet would. Only what cannot be the same on a test host is overridden:
+// ZFS_COMMAND_PREFIX (the simulated node instead of PID 1), PORT (a free one) and TGT_CONTROL_PORT (the
+// test's own tgtd), and a short POLL_INTERVAL_SECONDS. Stopped with SIGTERM.
+import { join } from "node:path";
+import type { CSPI } from "../../api/types.js";
+import { poolDeployment } from "../../lib/cspi/deployment.js";
+import { DEFAULT_HOOK_CONFIG } from "../../lib/hook-config.js";
+import { freePorts, REPO_ROOT, waitUntil } from "./kube.js";
+import { LoggedProcess } from "./logged-process.js";
+import { resolvedContainerEnv } from "./node-daemon-process.js";
+
+export interface Probe {
+  status: number;
+  body: string;
+}
+
+export class PoolAgentProcess extends LoggedProcess {
+  private constructor(
+    readonly cspi: string,
+    readonly port: number,
+    env: Record<string, string>,
+  ) {
+    super(`pool agent ${cspi}`, process.execPath, ["--import", "tsx", join(REPO_ROOT, "pool-agent/main.ts")], { cwd: REPO_ROOT, env });
+  }
+
+  /** Starts the agent of `cspi` on `nodeName`; resolves once it listens ("pool agent started"). */
+  static async start(cspi: CSPI, nodeName: string, overrides: Record<string, string>): Promise<PoolAgentProcess> {
+    const [port] = await freePorts(1);
+    const deployment = poolDeployment(cspi, DEFAULT_HOOK_CONFIG.poolPod);
+    const env = {
+      PATH: process.env.PATH ?? "/usr/sbin:/usr/bin:/sbin:/bin",
+      HOME: process.env.HOME ?? "/root",
+      ...resolvedContainerEnv(deployment, nodeName, {}),
+      PORT: String(port),
+      POLL_INTERVAL_SECONDS: "1",
+      ...overrides,
+    };
+    const agent = new PoolAgentProcess(cspi.metadata.name ?? "", port, env);
+    await agent.logged("pool agent started");
+    return agent;
+  }
+
+  async get(path: string): Promise<Probe> {
+    const response = await fetch(`http://127.0.0.1:${this.port}${path}`);
+    return { status: response.status, body: await response.text() };
+  }
+
+  /** Waits until /readyz answers `status` with a body matching `reason`; returns the body. */
+  async readyz(status: number, reason: RegExp, timeoutMs = 60_000): Promise<string> {
+    let last: Probe | undefined;
+    await waitUntil(
+      async () => {
+        last = await this.get("/readyz");
+        return last.status === status && reason.test(last.body);
+      },
+      timeoutMs,
+      () => `/readyz of ${this.cspi} never answered ${status} ${reason}: last ${JSON.stringify(last)}${this.tail()}`,
+    );
+    return last!.body;
+  }
+
+  /** The value of one series of /metrics (exact labels, in the order prom-client prints them); undefined if absent. */
+  async metric(series: string): Promise<number | undefined> {
+    const body = (await this.get("/metrics")).body;
+    const line = body.split("\n").find((l) => l.startsWith(`${series} `));
+    return line === undefined ? undefined : Number(line.slice(series.length + 1));
+  }
+}
