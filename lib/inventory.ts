@@ -25,6 +25,8 @@ export interface Inventory {
   cspiByDevice: Map<string, CSPI>;
   /** This CSPC's CStorVolumeReplicas (related), unreadable ones included, by the pool they name. */
   replicas: ReplicaIndex;
+  /** Names of the replicas that could not be read: their volumes cannot move them (decision 27). */
+  unreadableReplicas: ReadonlySet<string>;
 }
 
 export function buildInventory(cspc: KubeObject, children: ObjectMap, related: ObjectMap, unreadable: readonly UnreadableObject[] = []): Inventory {
@@ -76,7 +78,8 @@ export function buildInventory(cspc: KubeObject, children: ObjectMap, related: O
     }
   }
   // An unreadable replica still names its pool in its metadata: it holds that pool like any other.
-  const replicas = [...objectsOf(related, TYPE_KEY.cvr), ...unreadable.filter((u) => u.field === "related" && u.typeKey === TYPE_KEY.cvr).map((u) => u.object)];
+  const unreadableReplicas = unreadable.filter((u) => u.field === "related" && u.typeKey === TYPE_KEY.cvr).map((u) => u.object);
+  const replicas = [...objectsOf(related, TYPE_KEY.cvr), ...unreadableReplicas];
   return {
     namespace,
     cspcName: cspc.metadata.name ?? "",
@@ -90,6 +93,7 @@ export function buildInventory(cspc: KubeObject, children: ObjectMap, related: O
     cspis,
     cspiByDevice,
     replicas: indexReplicas(replicas.filter((r) => (r.metadata.namespace ?? namespace) === namespace)),
+    unreadableReplicas: new Set(unreadableReplicas.map((r) => r.metadata.name ?? "")),
   };
 }
 
