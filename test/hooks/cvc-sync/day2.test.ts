@@ -239,18 +239,26 @@ function snapshot(cluster: Cluster): string {
   return canonicalJson({ children: [...cluster.children.entries()].sort(), status: cluster.parent.status ?? null });
 }
 
+/** A settled volume of `initial` replicas, then each event followed by a checked sync. */
+function run(initial: number, events: readonly Event[]): Cluster {
+  const cluster = newCluster(initial);
+  settle(cluster);
+  for (const event of events) {
+    happen(cluster, event);
+    checkedSync(cluster);
+  }
+  return cluster;
+}
+
+const scenario = [fc.integer({ min: 1, max: 3 }), fc.array(eventArb, { maxLength: 30 })] as const;
+
 describe("cvc-sync day-2 properties (decision 27)", function () {
   // Thousands of pure syncs; a few seconds alone, longer on a shared machine.
   this.timeout(120_000);
   it("over random edits: never two replicas of the volume on one pool, never below the consistency factor of Healthy caught-up replicas because of the hook, at most one removed per answer", () => {
     fc.assert(
-      fc.property(fc.integer({ min: 1, max: 3 }), fc.array(eventArb, { maxLength: 30 }), (initial, events) => {
-        const cluster = newCluster(initial);
-        settle(cluster);
-        for (const event of events) {
-          happen(cluster, event);
-          checkedSync(cluster);
-        }
+      fc.property(...scenario, (initial, events) => {
+        run(initial, events);
       }),
       { seed: 20261124, numRuns: 80 },
     );
@@ -258,13 +266,8 @@ describe("cvc-sync day-2 properties (decision 27)", function () {
 
   it("once nodes and target have done their part, the answer fed back is a fixed point: replicaCount replicas, none on a pool marked for removal, ReplicaChange Settled", () => {
     fc.assert(
-      fc.property(fc.integer({ min: 1, max: 3 }), fc.array(eventArb, { maxLength: 30 }), (initial, events) => {
-        const cluster = newCluster(initial);
-        settle(cluster);
-        for (const event of events) {
-          happen(cluster, event);
-          checkedSync(cluster);
-        }
+      fc.property(...scenario, (initial, events) => {
+        const cluster = run(initial, events);
         // Lost replicas are replaced and released; what a person declared stays declared.
         settle(cluster);
         const at = snapshot(cluster);
