@@ -209,9 +209,9 @@ export const POOL_RULES: CelRule[] = [
 ];
 
 /**
- * Rules on a CStorVolumeConfig's spec. Transition rules (oldSelf) run on updates only. Replica scaling and
- * moving replicas are a later release's edits, so replicaCount and pinnedPools are fixed at creation for
- * now; the message says so instead of letting the hook ignore the edit. The capacity comparison uses the
+ * Rules on a CStorVolumeConfig's spec. Transition rules (oldSelf) run on updates only. replicaCount may change
+ * (decision 27) except on a pinned volume, whose pins are exact and fixed at creation: the message says so
+ * instead of letting the hook ignore the edit. The capacity comparison uses the
  * Kubernetes quantity() CEL library (1Gi == 1024Mi), guarded by isQuantity() so a value the schema's
  * pattern already refuses does not also fail inside CEL.
  */
@@ -231,9 +231,9 @@ export const CVC_SPEC_RULES: CelRule[] = [
       "the replicas live on its pools; set it back, or create a new volume on the other cluster and copy the data'",
   },
   {
-    rule: "self.replicaCount == oldSelf.replicaCount",
+    rule: "self.replicaCount == oldSelf.replicaCount || !has(oldSelf.pinnedPools) || size(oldSelf.pinnedPools) == 0",
     message:
-      "spec.replicaCount cannot change yet: adding or removing replicas of an existing volume is not supported in this release; set it back",
+      "spec.replicaCount of a volume with spec.pinnedPools cannot change: the pins name exactly one pool per replica and cannot change; set it back, or create a new volume",
   },
   {
     rule: "(has(self.pinnedPools) ? self.pinnedPools : []) == (has(oldSelf.pinnedPools) ? oldSelf.pinnedPools : [])",

@@ -93,6 +93,13 @@ export const ANNOTATION = {
    * of a CSPC at a time (docs/decisions.md, 28).
    */
   rolloutPermit: "openebs.io/rollout-permit",
+  /**
+   * On a CStorVolumeReplica cvc-sync added to a volume that already had data (scale-up, a move, a lost
+   * replica's replacement): when it was added (RFC 3339). Removed by cvc-sync once the replica caught up.
+   */
+  rebuildingSince: "openebs.io/rebuilding-since",
+  /** On a rebuilding CStorVolumeReplica: "true" once the target copied the volume's data into it (decision 27). */
+  replicaCaughtUp: "openebs.io/replica-caught-up",
 } as const;
 
 export const REPLICA_LOST_CONFIRM = "confirm";

@@ -165,13 +165,14 @@ export function cspcPolicy(): object[] {
           reason: "Forbidden",
         },
         {
-          // No pool spec has any of its devices: cspc-sync would retire it (or refuse the edit) and keeps it.
+          // No pool spec has any of its devices while its replica count is unknown: refused. With a known count the
+          // webhook and cspc-sync judge the replicas (decision 27 moves those CVRs name; other data holds the pool).
           expression:
-            `request.operation != 'UPDATE' || !variables.ours || ${HOLDS_NONE} || !has(object.spec) || ` +
+            `request.operation != 'UPDATE' || !variables.ours || ${COUNT_KNOWN} || !has(object.spec) || ` +
             "object.spec.pools.exists(p, has(p.raidGroups) && p.raidGroups.exists(g, g.blockDevices.exists(d, d.blockDeviceName in variables.groupOf)))",
           messageExpression:
             `'spec.pools no longer lists pool ' + params.metadata.name + ' (node ' + params.spec.hostName + '), which ' + ${HELD_PREDICATE} + ` +
-            `': removing it would destroy them; put its pool spec back, or ' + (${COUNT_KNOWN} ? 'move or delete its volumes first' : ${UNKNOWN_FIX})`,
+            `': removing it would destroy them; put its pool spec back, or ' + ${UNKNOWN_FIX}`,
           reason: "Invalid",
         },
         {

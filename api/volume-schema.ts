@@ -68,7 +68,29 @@ export const CVCStatusSchema = Type.Object(
     phase: Type.Optional(Type.Union(CVC_PHASES.map((p) => Type.Literal(p)))),
     reason: Type.Optional(Type.String({ description: "Why the volume is Pending or Failed." })),
     pools: Type.Optional(
-      Type.Array(Type.String(), { maxItems: LIMITS.replicasPerVolume, description: "Pools holding a replica now." }),
+      Type.Array(Type.String(), {
+        maxItems: LIMITS.replicasPerVolume + 1,
+        description: "Pools holding a replica now (one more than replicaCount while a replica moves).",
+      }),
+    ),
+    rebuildingReplicas: Type.Optional(
+      Type.Array(
+        Type.Object(
+          {
+            name: Type.String({ description: "The CStorVolumeReplica." }),
+            pool: Type.String({ description: "Its CStorPoolInstance." }),
+            since: Type.String({ description: "When it was added (RFC 3339)." }),
+          },
+          closed,
+        ),
+        {
+          maxItems: LIMITS.replicasPerVolume + 1,
+          description: "Replicas added to a volume that has data, until the target confirms they caught up (docs/volumes.md).",
+        },
+      ),
+    ),
+    replicasToMove: Type.Optional(
+      Type.Integer({ minimum: 0, description: "Replicas still on pools marked for removal; absent when none." }),
     ),
     capacity: Type.Optional(Type.String({ description: "The capacity every replica has reached." })),
     skippedPools: Type.Optional(
@@ -92,10 +114,14 @@ export const CVSpecSchema = Type.Object(
     targetPort: Type.String({ description: "The iSCSI port, 3260." }),
     targetPortal: Type.Optional(Type.String({ description: "<targetIP>:<targetPort>." })),
     iqn: Type.String({ description: "The iSCSI qualified name of the volume's LUN." }),
-    replicationFactor: Type.Integer({ minimum: 1, maximum: LIMITS.replicasPerVolume }),
+    replicationFactor: Type.Integer({
+      minimum: 1,
+      maximum: LIMITS.replicasPerVolume + 1,
+      description: "Replicas that are not rebuilding (one more than desiredReplicationFactor while a replica moves).",
+    }),
     consistencyFactor: Type.Integer({
       minimum: 1,
-      maximum: LIMITS.replicasPerVolume,
+      maximum: LIMITS.replicasPerVolume + 1,
       description: "Replicas that must hold a write: replicationFactor/2 + 1.",
     }),
     desiredReplicationFactor: Type.Integer({ minimum: 1, maximum: LIMITS.replicasPerVolume }),

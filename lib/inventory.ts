@@ -38,6 +38,8 @@ export interface Inventory {
   namespaceUid?: string;
   /** Devices that are PVCs of device sets (own PVCs, and the devices of CSPIs on device sets): never claimed through NDM. */
   setDevices: Set<string>;
+  /** Names of the replicas that could not be read: their volumes cannot move them (decision 27). */
+  unreadableReplicas: ReadonlySet<string>;
 }
 
 export function buildInventory(cspc: KubeObject, children: ObjectMap, related: ObjectMap, unreadable: readonly UnreadableObject[] = []): Inventory {
@@ -91,7 +93,8 @@ export function buildInventory(cspc: KubeObject, children: ObjectMap, related: O
   // An unreadable replica still names its pool in its metadata: it holds that pool like any other.
   const inNamespace = <T extends KubeObject>(list: readonly T[]): T[] => list.filter((o) => (o.metadata.namespace ?? namespace) === namespace);
   const readable = inNamespace(objectsOf(related, TYPE_KEY.cvr));
-  const replicas = [...readable, ...unreadable.filter((u) => u.field === "related" && u.typeKey === TYPE_KEY.cvr).map((u) => u.object)];
+  const unreadableReplicas = unreadable.filter((u) => u.field === "related" && u.typeKey === TYPE_KEY.cvr).map((u) => u.object);
+  const replicas = [...readable, ...unreadableReplicas];
   const pvcs = new Map(objectsOf(children, TYPE_KEY.persistentVolumeClaim).map((pvc) => [pvc.metadata.name ?? "", pvc]));
   const setDevices = new Set(pvcs.keys());
   for (const cspi of cspis.values()) {
@@ -118,6 +121,7 @@ export function buildInventory(cspc: KubeObject, children: ObjectMap, related: O
     replicas: indexReplicas(inNamespace(replicas)),
     readableReplicas: new Map(readable.map((r) => [r.metadata.name ?? "", r])),
     volumes: new Map(inNamespace(objectsOf(related, TYPE_KEY.cv)).map((v) => [v.metadata.name ?? "", v])),
+    unreadableReplicas: new Set(unreadableReplicas.map((r) => r.metadata.name ?? "")),
   };
 }
 

@@ -120,13 +120,17 @@ function judgeSpec(input: AdmissionInput, facts: Partial<ClusterFacts>): Judgeme
   const introduced: Violation[] = [];
   const standing: Violation[] = [];
   for (const v of [...findings.blocked, ...findings.rejected]) (v.pool < 0 || changed[v.pool] ? introduced : standing).push(v);
-  for (const { cspi, held } of findings.removalBlocked) {
+  const warnings: string[] = [];
+  for (const { cspi, held, moving } of findings.removalBlocked) {
+    if (moving) {
+      warnings.push(`spec.pools no longer lists pool ${cspi.metadata.name} (node ${cspi.spec?.hostName}), which ${heldPredicate(held)}: its volumes move their replicas to other pools first, one at a time; the pool is destroyed only once it holds none`);
+      continue;
+    }
     const removal = removalWithVolumes(cspi, held);
     // Removed by this edit if the stored spec still listed one of its devices; otherwise an old story.
     (devicesOf(cspi.spec?.raidGroups).some((d) => oldDevices.has(d)) ? introduced : standing).push(removal);
   }
 
-  const warnings: string[] = [];
   if (paused) {
     warnings.push(`${ANNOTATION.reconcilePaused} is "true": cspc-sync holds this change until the annotation is removed`);
   }
@@ -137,7 +141,8 @@ function judgeSpec(input: AdmissionInput, facts: Partial<ClusterFacts>): Judgeme
   });
   for (const child of children) {
     const observed = inventory.cspis.get(child.metadata.name ?? "");
-    if (child.kind === KIND.cspi && observed && isMarkedForRemoval(child as CSPI) && !isMarkedForRemoval(observed)) {
+    const moving = findings.removalBlocked.some((b) => b.moving && b.cspi.metadata.name === child.metadata.name);
+    if (child.kind === KIND.cspi && observed && !moving && isMarkedForRemoval(child as CSPI) && !isMarkedForRemoval(observed)) {
       warnings.push(
         `pool ${observed.metadata.name} on node ${observed.spec?.hostName} is no longer in spec.pools: cspc-sync will destroy it and the data on it`,
       );

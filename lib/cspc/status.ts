@@ -22,6 +22,19 @@ export const CSPC_CONDITION = {
 export interface RemovalBlocked {
   cspi: CSPI;
   held: HeldVolumes;
+  /** Kept marked while its volumes move their replicas off it (decision 27): every replica on it is a readable CVR. */
+  moving?: boolean;
+}
+
+/** Why a removed pool is kept: moving its replicas, or held with what to do. */
+export function removalBlockedText({ cspi, held, moving }: RemovalBlocked): string {
+  if (moving) {
+    return (
+      `${describeHeld(cspi, held)} and was removed from the spec: it stays, marked for removal, while its volumes move their replicas to other pools ` +
+      `(condition ReplicaChange of each CStorVolumeConfig); it is removed once it holds none`
+    );
+  }
+  return `${describeHeld(cspi, held)} and was removed from the spec, so it is kept: ${heldVolumesFix(cspi, held)}, or add its pool spec back`;
 }
 
 /** What the sync decided, as far as status needs to know. */
@@ -133,12 +146,8 @@ export function computeStatus(cspc: CSPC, observed: readonly CSPI[], findings: S
   flag(
     CSPC_CONDITION.removalBlocked,
     findings.removalBlocked.length > 0,
-    "PoolHoldsVolumes",
-    joinMessages(
-      findings.removalBlocked.map(
-        ({ cspi, held }) => `${describeHeld(cspi, held)} and was removed from the spec, so it is kept: ${heldVolumesFix(cspi, held)}, or add its pool spec back`,
-      ),
-    ),
+    findings.removalBlocked.every((b) => b.moving) ? "ReplicasMoving" : "PoolHoldsVolumes",
+    joinMessages(findings.removalBlocked.map(removalBlockedText)),
     "NoneBlocked",
     "no removed pool holds volumes",
   );

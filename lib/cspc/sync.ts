@@ -7,7 +7,7 @@ import { buildInventory, isDeviceBound, isTerminating, type Inventory } from "..
 import { checkDevices, checkOneNodePerPool, resolveNode, type Placement } from "../rules/placement.js";
 import { diffPool, type PoolDiff } from "../rules/day2.js";
 import { checkCspcSpec, type Violation } from "../rules/pool-spec.js";
-import { heldVolumes } from "../rules/held-volumes.js";
+import { heldVolumes, type HeldVolumes } from "../rules/held-volumes.js";
 import { buildCspiSpec, claimObject, cspiObject, devicesOf, isMarkedForRemoval, markedForRemoval, ownedView, withoutRemovalMark } from "./build.js";
 import { claimObjects, claimsAsObserved, claimsBeingRemoved, claimsListedByCspis, claimsOfReplacedDevices, mergeClaims, type ClaimPart, type ClaimWant } from "./claims.js";
 import { gateDisruptions, planExistingPool, withoutDevices, type ExistingPoolPlan } from "./day2.js";
@@ -214,15 +214,25 @@ interface OrphanOutcome extends CspiOutcome {
 
 /**
  * A CSPI whose pool spec is gone. Removal takes two syncs: first the CSPI is marked, so the node daemon
- * knows the pool may be destroyed; only a later sync omits it. A pool that holds volumes is never removed,
- * and loses a mark it got before its volumes came (or before its count became unknown).
+ * knows the pool may be destroyed; only a later sync omits it. A pool that holds volumes is never removed.
+ * When every replica on it is a CStorVolumeReplica naming it and its node daemon reported a count, it keeps
+ * (or gets) the mark, which makes its volumes move their replicas off it (decision 27); otherwise (an unknown
+ * count, a replica naming no pool, data without a CVR) it loses a mark it got before.
  */
 function planOrphan(orphan: CSPI, inventory: Inventory): OrphanOutcome {
   if (isTerminating(orphan)) return {};
   const held = heldVolumes(orphan, inventory.replicas);
+  if (held && movable(orphan, held, inventory)) return { cspi: markedForRemoval(orphan), removalBlocked: { cspi: orphan, held, moving: true } };
   if (held) return { cspi: withoutRemovalMark(orphan), removalBlocked: { cspi: orphan, held } };
   if (isMarkedForRemoval(orphan)) return {};
   return { cspi: markedForRemoval(orphan) };
+}
+
+/** The volumes can move everything off the pool: readable CVRs name it, none names no pool, and the count is known. */
+function movable(cspi: CSPI, held: HeldVolumes, inventory: Inventory): boolean {
+  const named = inventory.replicas.byPool.get(cspi.metadata.name ?? "") ?? [];
+  const readable = named.every((name) => !inventory.unreadableReplicas.has(name));
+  return named.length > 0 && readable && inventory.replicas.unplaced.length === 0 && held.reported !== undefined;
 }
 
 function groupByPool(violations: readonly Violation[]): Map<number, Violation[]> {

@@ -58,8 +58,13 @@ export function targetService(world: VolumeWorld): KubeObject {
   };
 }
 
-export function cstorVolume(world: VolumeWorld, targetIP: string, pools: readonly string[]): KubeObject {
-  const replicationFactor = world.cvc.spec.replicaCount;
+/**
+ * The target's view. Its replicationFactor counts the replicas that are not rebuilding (decision 27), as
+ * upstream's target expects: a replica being added raises desiredReplicationFactor first, so adding a second
+ * replica to a one-replica volume does not make writes wait for the empty one.
+ */
+export function cstorVolume(world: VolumeWorld, targetIP: string, pools: readonly string[], rebuilding: ReadonlySet<string> = new Set()): KubeObject {
+  const replicationFactor = Math.max(1, pools.filter((p) => !rebuilding.has(p)).length);
   const knownReplicas = Object.fromEntries(pools.map((pool) => [replicaId(world.volume, pool), pool]));
   return {
     apiVersion: API_VERSION,
@@ -73,7 +78,7 @@ export function cstorVolume(world: VolumeWorld, targetIP: string, pools: readonl
       iqn: `${IQN_PREFIX}:${world.volume}`,
       replicationFactor,
       consistencyFactor: consistencyFactor(replicationFactor),
-      desiredReplicationFactor: replicationFactor,
+      desiredReplicationFactor: world.cvc.spec.replicaCount,
       replicaDetails: { knownReplicas },
     },
   };
@@ -139,9 +144,9 @@ export function targetDeployment(world: VolumeWorld, config: VolumeTargetConfig)
 /**
  * The replica on one pool. Its capacity follows the volume's and never goes down: a replica observed larger
  * (written by an older release, say) keeps its size. The finalizer is the node daemon's to remove, once the
- * replica is destroyed on its pool.
+ * replica is destroyed on its pool. A replica added to a volume with data carries when it started rebuilding.
  */
-export function volumeReplica(world: VolumeWorld, pool: string, targetIP: string | undefined): CVR {
+export function volumeReplica(world: VolumeWorld, pool: string, targetIP: string | undefined, rebuildingSince?: string): CVR {
   const { cvc, volume, namespace } = world;
   const observed = world.ownReplicas.get(pool);
   const host = world.cspis.get(pool)?.spec?.hostName ?? observed?.metadata.annotations?.[ANNOTATION.replicaPoolHost];
@@ -161,7 +166,9 @@ export function volumeReplica(world: VolumeWorld, pool: string, targetIP: string
         [LABEL.persistentVolume]: volume,
         [LABEL.cspc]: cvc.spec.cstorPoolCluster,
       },
-      ...(host ? { annotations: { [ANNOTATION.replicaPoolHost]: host } } : {}),
+      ...(host || rebuildingSince
+        ? { annotations: { ...(host ? { [ANNOTATION.replicaPoolHost]: host } : {}), ...(rebuildingSince ? { [ANNOTATION.rebuildingSince]: rebuildingSince } : {}) } }
+        : {}),
       finalizers: [FINALIZER.replicaProtection],
     },
     spec: {
@@ -181,15 +188,14 @@ export interface BudgetPlan {
 
 /**
  * At three replicas or more, at most replicationFactor − consistencyFactor of the volume's pool pods may be
- * evicted at once (drains, autoscalers), so a voluntary disruption never takes the volume below its quorum.
+ * evicted at once (replicationFactor: the replicas that are not rebuilding, as the CStorVolume counts them) (drains, autoscalers), so a voluntary disruption never takes the volume below its quorum.
  * Kubernetes refuses to evict a pod that two budgets select (the eviction API answers 500 "more than one
  * PodDisruptionBudget"), which would stop every drain of a node whose pool holds two such volumes. So a volume
  * makes its budget only when no other volume's budget selects one of its pools; if two appear at once, the
  * volume whose name sorts later gives its own up. The condition says which budget, if any, protects it.
  */
-export function planDisruptionBudget(world: VolumeWorld, pools: readonly string[]): BudgetPlan {
+export function planDisruptionBudget(world: VolumeWorld, pools: readonly string[], replicas: number): BudgetPlan {
   const type = DISRUPTION_BUDGET_CONDITION;
-  const replicas = world.cvc.spec.replicaCount;
   if (replicas < 3 || pools.length < 3) {
     return { condition: { type, status: "False", reason: "FewerThanThreeReplicas", message: `no budget for a volume of ${replicas} replica(s): losing any one pool already stops its writes` } };
   }

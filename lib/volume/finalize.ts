@@ -4,13 +4,14 @@
 //   2. once no target Deployment is observed, the replicas are omitted; each stays (Terminating) until the
 //      node daemon has destroyed it on its pool and removed its finalizer;
 //   3. finalized: true once no replica is observed.
-// The status names every replica still there, with its pool, node and finalizers.
-import { ANNOTATION, LABEL } from "../../api/constants.js";
+// The status names every replica still there, with its pool, node and finalizers, and reports one whose pool
+// cannot be reached (CSPI gone, pool not ONLINE) with decision 23's way out.
+import { ANNOTATION, LABEL, REPLICA_LOST_CONFIRM } from "../../api/constants.js";
 import type { Clock, CompositeSyncRequest, CompositeSyncResponse, CVC, CVR, KubeObject } from "../../api/types.js";
 import type { ConditionInput } from "../conditions.js";
 import { isTerminating } from "../inventory.js";
 import { asObserved, CVC_CONDITION, keptPools, volumeStatus } from "./sync.js";
-import { buildVolumeWorld } from "./world.js";
+import { buildVolumeWorld, type VolumeWorld } from "./world.js";
 
 const LISTED = 20;
 
@@ -22,7 +23,7 @@ export function finalizeCvcRequest(request: CompositeSyncRequest<CVC>, clock: Cl
   const children: KubeObject[] = targetGone ? [] : replicas.filter((r) => !isTerminating(r)).map(asObserved);
   const finalized = replicas.length === 0 && targetGone;
 
-  const remaining = replicas.map(replicaText).sort();
+  const remaining = replicas.map((r) => replicaText(r, world)).sort();
   const shown = remaining.slice(0, LISTED).join("; ") + (remaining.length > LISTED ? `; and ${remaining.length - LISTED} more` : "");
   const deleting: ConditionInput = finalized
     ? { type: CVC_CONDITION.deleting, status: "True", reason: "Finalized", message: "the target and every replica are gone" }
@@ -42,9 +43,15 @@ function poolOf(replica: CVR): string {
   return replica.metadata.labels?.[LABEL.replicaPool] ?? "";
 }
 
-function replicaText(replica: CVR): string {
+/** One remaining replica; one on a pool its node daemon cannot reach is reported with the way out, not left silently. */
+function replicaText(replica: CVR, world: VolumeWorld): string {
   const node = replica.metadata.annotations?.[ANNOTATION.replicaPoolHost] ?? "unknown node";
   const finalizers = (replica.metadata.finalizers ?? []).slice().sort();
   const state = isTerminating(replica) ? (finalizers.length > 0 ? `deleting, finalizers ${finalizers.join(", ")}` : "deleting") : "to delete";
-  return `${replica.metadata.name} on pool ${poolOf(replica) || "unknown"} (node ${node}, ${state})`;
+  const pool = world.cspis.get(poolOf(replica));
+  const unreachable = !pool ? "its CSPI is gone" : pool.status?.phase !== "ONLINE" ? `its pool is ${pool.status?.phase ?? "not reported"}` : undefined;
+  const lost = unreachable
+    ? `; unreachable (${unreachable}): if the pool will not come back, annotate the replica ${ANNOTATION.replicaLost}=${REPLICA_LOST_CONFIRM}`
+    : "";
+  return `${replica.metadata.name} on pool ${poolOf(replica) || "unknown"} (node ${node}, ${state}${lost})`;
 }

@@ -42,6 +42,11 @@ export interface PlacementInput {
   pinned?: readonly string[];
   /** Pools that hold (or were given) a replica of this volume: kept as they are. */
   existing: readonly string[];
+  /**
+   * Pools where a replica of this volume is still being deleted (decision 27): not counted, never chosen,
+   * since the new replica's name would be the deleted one's until its node daemon destroyed it.
+   */
+  avoid?: readonly string[];
   /** Every CStorPoolInstance the hook sees, of any CStorPoolCluster. */
   pools: readonly PoolView[];
 }
@@ -115,9 +120,14 @@ export function place(input: PlacementInput): Placement {
   if (missing <= 0) return { pools: kept, added: [] };
 
   const keptSet = new Set(kept);
+  const avoided = new Set(input.avoid ?? []);
   const usedNodes = new Set(kept.map((name) => byName.get(name)?.node).filter((n): n is string => n !== undefined));
   const alreadyHolds = (pool: PoolView): SkippedPool | undefined => {
-    if (keptSet.has(pool.name)) return { name: pool.name, ...(pool.node ? { node: pool.node } : {}), reason: "HoldsReplica", message: "already holds a replica of this volume" };
+    const where = pool.node ? { node: pool.node } : {};
+    if (keptSet.has(pool.name)) return { name: pool.name, ...where, reason: "HoldsReplica", message: "already holds a replica of this volume" };
+    if (avoided.has(pool.name)) {
+      return { name: pool.name, ...where, reason: "ReplicaNameTaken", message: "holds a replica of this volume that is being deleted; a new one can go there once its node daemon destroyed it" };
+    }
     if (pool.node !== undefined && usedNodes.has(pool.node)) {
       return { name: pool.name, node: pool.node, reason: "NodeHoldsReplica", message: `its node ${pool.node} already holds a replica of this volume` };
     }

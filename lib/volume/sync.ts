@@ -8,11 +8,12 @@
 import { ANNOTATION, LABEL } from "../../api/constants.js";
 import type { Clock, CompositeSyncRequest, CompositeSyncResponse, Condition, CVC, CVCStatus, CVR, KubeObject, SkippedPool } from "../../api/types.js";
 import { BadRequestError } from "../errors.js";
-import { mergeConditions, nextCondition, type ConditionInput } from "../conditions.js";
+import { formatTime, mergeConditions, nextCondition, type ConditionInput } from "../conditions.js";
+import { replicaName } from "../names.js";
 import type { VolumeTargetConfig } from "../hook-config.js";
 import { cstorVolume, planDisruptionBudget, targetDeployment, targetService, volumeReplica } from "./children.js";
 import { reachedCapacity, volumeHealth } from "./health.js";
-import { place } from "./placement.js";
+import { planReplicas, REPLICA_CHANGE_CONDITION } from "./replica-change.js";
 import { buildVolumeWorld, quantityBytes, type VolumeWorld } from "./world.js";
 import { isRecord } from "../request.js";
 
@@ -37,13 +38,18 @@ export interface Outcome {
   conditions?: ConditionInput[];
   /** Children are held as observed because one cannot be read: the replicas' health is not judged from the rest. */
   held?: boolean;
+  /** Rebuilding replicas (decision 27): pool → since. */
+  rebuilding?: ReadonlyMap<string, string>;
+  /** Replicas still on pools marked for removal. */
+  replicasToMove?: number;
 }
 
 export function syncCvcRequest(request: CompositeSyncRequest<CVC>, clock: Clock, config: VolumeTargetConfig): CompositeSyncResponse {
   const world = buildVolumeWorld(request);
   const held = request.unreadable?.filter((u) => u.field === "children") ?? [];
-  const outcome = held.length > 0 ? holdChildren(request, world) : planVolume(world, config);
-  return { status: volumeStatus(world, outcome, clock()), children: outcome.children };
+  const now = clock();
+  const outcome = held.length > 0 ? holdChildren(request, world) : planVolume(world, config, now);
+  return { status: volumeStatus(world, outcome, now), children: outcome.children };
 }
 
 /** A child the hook cannot read: every child is returned as observed, nothing is made, changed or deleted. */
@@ -92,7 +98,7 @@ function strayPools(world: VolumeWorld): Set<string> {
   return new Set(world.strayReplicas.map((cvr) => cvr.metadata.labels?.[LABEL.replicaPool]).filter((p): p is string => typeof p === "string" && p !== ""));
 }
 
-function planVolume(world: VolumeWorld, config: VolumeTargetConfig): Outcome {
+function planVolume(world: VolumeWorld, config: VolumeTargetConfig, now: Date): Outcome {
   const { cvc } = world;
   const spec = cvc.spec;
   const kept = keptPools(world);
@@ -103,7 +109,9 @@ function planVolume(world: VolumeWorld, config: VolumeTargetConfig): Outcome {
   if (sizeBytes === undefined || sizeBytes === 0n) {
     return failed("InvalidCapacity", `spec.capacity ${JSON.stringify(spec.capacity)} is not a size above zero: set e.g. 10Gi`);
   }
-  if (kept.length < spec.replicaCount) {
+  // A volume with replicas is never failed for a later change it cannot make yet: ReplicaChange says why.
+  const first = world.ownReplicas.size === 0 && world.strayReplicas.length === 0;
+  if (first && kept.length < spec.replicaCount) {
     if (!world.cspc) return failed("CStorPoolClusterNotFound", `${where} does not exist: create it, or name an existing one in a new CStorVolumeConfig`);
     const poolCount = Array.isArray(world.cspc.spec?.pools) ? world.cspc.spec.pools.length : 0;
     if (spec.replicaCount > poolCount) {
@@ -114,25 +122,20 @@ function planVolume(world: VolumeWorld, config: VolumeTargetConfig): Outcome {
     }
   }
 
-  const placement = place({
-    cspc: spec.cstorPoolCluster,
-    sizeBytes,
-    replicaCount: spec.replicaCount,
-    ...(spec.pinnedPools ? { pinned: spec.pinnedPools } : {}),
-    existing: kept,
-    pools: world.pools,
-  });
-  const pools = [...placement.pools].sort();
-  if (placement.unplaced) {
-    const { skipped, permanent, message } = placement.unplaced;
+  const plan = planReplicas(world, kept, sizeBytes, formatTime(now));
+  const { pools, rebuilding } = plan;
+  const day2 = { rebuilding, replicasToMove: plan.replicasToMove, ...(plan.skippedPools ? { skippedPools: plan.skippedPools } : {}) };
+  if (plan.firstUnplaced) {
+    const { permanent, message } = plan.firstUnplaced;
     return {
       phase: permanent ? "Failed" : "Pending",
       placed: false,
       reason: permanent ? "PinnedPoolOfOtherCluster" : "NoPlacement",
       message,
       pools,
-      skippedPools: skipped,
+      ...day2,
       children: keptChildren(world, pools),
+      conditions: [plan.condition],
     };
   }
 
@@ -143,6 +146,11 @@ function planVolume(world: VolumeWorld, config: VolumeTargetConfig): Outcome {
     if (error instanceof BadRequestError) return failed("InvalidTargetSpec", error.message);
     throw error;
   }
+  const strays = strayPools(world);
+  // A stray replica (made by hand under another name) holds its pool; the real replica beside it is still
+  // returned, or Metacontroller would delete it.
+  const replicas = (targetIP: string | undefined): CVR[] =>
+    pools.filter((p) => world.ownReplicas.has(p) || !strays.has(p)).map((p) => volumeReplica(world, p, targetIP, rebuilding.get(p)));
   const targetIP = clusterIP(world.service) ?? (world.cv?.spec as { targetIP?: string } | undefined)?.targetIP;
   if (!targetIP) {
     return {
@@ -151,33 +159,42 @@ function planVolume(world: VolumeWorld, config: VolumeTargetConfig): Outcome {
       reason: "WaitingForTargetService",
       message: `waiting for Service ${world.volume} to get its ClusterIP, the volume's target address`,
       pools,
-      children: [targetService(world), ...pools.filter((p) => world.ownReplicas.has(p)).map((p) => volumeReplica(world, p, undefined)), ...world.strayReplicas.map(asObserved)],
+      ...day2,
+      children: [targetService(world), ...pools.filter((p) => world.ownReplicas.has(p)).map((p) => volumeReplica(world, p, undefined, rebuilding.get(p))), ...world.strayReplicas.map(asObserved)],
+      conditions: [plan.condition],
     };
   }
 
-  const strays = strayPools(world);
   const children: KubeObject[] = [
     targetService(world),
-    cstorVolume(world, targetIP, pools),
+    cstorVolume(world, targetIP, pools, new Set(rebuilding.keys())),
     deployment,
-    ...pools.filter((p) => !strays.has(p)).map((p) => volumeReplica(world, p, targetIP)),
+    ...replicas(targetIP),
     ...world.strayReplicas.map(asObserved),
   ];
-  const budget = planDisruptionBudget(world, pools);
+  const budget = planDisruptionBudget(world, pools, pools.filter((p) => !rebuilding.has(p)).length);
   if (budget.budget) children.push(budget.budget);
-  const created = pools.filter((p) => world.ownReplicas.has(p) || strays.has(p)).length;
-  if (created < spec.replicaCount) {
+  const conditions = [budget.condition, plan.condition];
+  const missing = pools.filter((p) => !world.ownReplicas.has(p) && !strays.has(p));
+  // A Bound volume stays Bound while a replica is added to it: its data is served meanwhile.
+  if (missing.length > 0 && cvc.status?.phase !== "Bound") {
     return {
       phase: "Pending",
       placed: true,
       reason: "CreatingReplicas",
-      message: `${created} of ${spec.replicaCount} replicas exist; creating them on ${pools.filter((p) => !world.ownReplicas.has(p) && !strays.has(p)).join(", ")}`,
+      message: `${pools.length - missing.length} of ${pools.length} replicas exist; creating them on ${missing.join(", ")}`,
       pools,
+      ...day2,
       children,
-      conditions: [budget.condition],
+      conditions,
     };
   }
-  return { phase: "Bound", placed: true, reason: "Bound", message: `every replica exists: ${placedText(world, pools)}`, pools, children, conditions: [budget.condition] };
+  const existing = pools.filter((p) => !missing.includes(p));
+  const message =
+    missing.length > 0
+      ? `replicas on ${placedText(world, existing)}; creating ${missing.join(", ")} (see condition ${REPLICA_CHANGE_CONDITION})`
+      : `every replica exists: ${placedText(world, existing)}`;
+  return { phase: "Bound", placed: true, reason: "Bound", message, pools, ...day2, children, conditions };
 }
 
 /**
@@ -189,7 +206,8 @@ function keptChildren(world: VolumeWorld, pools: readonly string[]): KubeObject[
   const replicas = pools.filter((p) => world.ownReplicas.has(p));
   const observed = [world.service, world.cv, world.deployment, world.pdb].filter((o): o is KubeObject => o !== undefined && replicas.length > 0);
   const targetIP = (world.cv?.spec as { targetIP?: string } | undefined)?.targetIP;
-  return [...observed.map(asObserved), ...replicas.map((p) => volumeReplica(world, p, targetIP)), ...world.strayReplicas.map(asObserved)].sort(byKindAndName);
+  const since = (p: string) => world.ownReplicas.get(p)?.metadata.annotations?.[ANNOTATION.rebuildingSince];
+  return [...observed.map(asObserved), ...replicas.map((p) => volumeReplica(world, p, targetIP, since(p))), ...world.strayReplicas.map(asObserved)].sort(byKindAndName);
 }
 
 function clusterIP(service: KubeObject | undefined): string | undefined {
@@ -211,7 +229,12 @@ export function volumeStatus(world: VolumeWorld, outcome: Outcome, now: Date): C
   const placed: ConditionInput = outcome.placed
     ? { type: CVC_CONDITION.placed, status: "True", reason: "Placed", message: `replicas on ${placedText(world, outcome.pools)}` }
     : { type: CVC_CONDITION.placed, status: "False", reason: outcome.reason, message: outcome.message };
-  const health = volumeHealth(replicas, cvc.spec.replicaCount);
+  const rebuilding = outcome.rebuilding;
+  // Healthy means every replica of the volume, also while it holds more than replicaCount (a scale-down, a move).
+  const factor = Math.max(cvc.spec.replicaCount, replicas.length);
+  const health = rebuilding
+    ? volumeHealth(replicas, factor, (r) => rebuilding.get(r.metadata.labels?.[LABEL.replicaPool] ?? ""))
+    : volumeHealth(replicas, factor);
   const healthy: ConditionInput =
     replicas.length === 0
       ? { type: CVC_CONDITION.replicasHealthy, status: "False", reason: "NoReplicas", message: "no replica exists yet" }
@@ -231,6 +254,10 @@ export function volumeStatus(world: VolumeWorld, outcome: Outcome, now: Date): C
   const capacity = reachedCapacity(replicas, cvc.spec.replicaCount);
   if (capacity) status.capacity = capacity;
   if (outcome.skippedPools) status.skippedPools = outcome.skippedPools;
+  if (rebuilding && rebuilding.size > 0) {
+    status.rebuildingReplicas = [...rebuilding].map(([pool, since]) => ({ name: replicaName(world.volume, pool), pool, since })).sort((a, b) => a.pool.localeCompare(b.pool));
+  }
+  if (outcome.replicasToMove) status.replicasToMove = outcome.replicasToMove;
   if (generation !== undefined) status.observedGeneration = generation;
   return status;
 }

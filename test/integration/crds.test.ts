@@ -215,11 +215,22 @@ describe("integration: CRDs through kubectl on a real kube-apiserver", function 
       expect((await getJson(cluster, "cvc", "shrink", "-n", INSTALL_NAMESPACE)).spec.capacity, "nothing changed").to.equal("11Gi");
     });
 
-    it("refuse a change of cstorPoolCluster, replicaCount or pinnedPools, with the message", async () => {
+    it("let an unpinned volume's replicaCount change within 1..5 (decision 27), and refuse 6", async () => {
+      await apply(cvc("scaled", {}));
+      await apply(cvc("scaled", { replicaCount: 4 }));
+      await apply(cvc("scaled", { replicaCount: 1 }));
+      expect((await getJson(cluster, "cvc", "scaled", "-n", INSTALL_NAMESPACE)).spec.replicaCount).to.equal(1);
+      const refused = await apply(cvc("scaled", { replicaCount: 6 }), true);
+      expect(refused.exitCode).to.equal(1);
+      expect(refused.stderr).to.contain("spec.replicaCount");
+      expect((await getJson(cluster, "cvc", "scaled", "-n", INSTALL_NAMESPACE)).spec.replicaCount, "nothing changed").to.equal(1);
+    });
+
+    it("refuse a change of cstorPoolCluster, a pinned volume's replicaCount, or pinnedPools, with the message", async () => {
       await apply(cvc("immutable", { replicaCount: 2, pinnedPools: ["p-1", "p-2"] }));
       const edits: [Record<string, unknown>, string][] = [
         [{ replicaCount: 2, pinnedPools: ["p-1", "p-2"], cstorPoolCluster: "other" }, "spec.cstorPoolCluster cannot change (from pools to other)"],
-        [{ replicaCount: 3, pinnedPools: ["p-1", "p-2", "p-3"] }, "spec.replicaCount cannot change yet"],
+        [{ replicaCount: 3, pinnedPools: ["p-1", "p-2", "p-3"] }, "spec.replicaCount of a volume with spec.pinnedPools cannot change"],
         [{ replicaCount: 2, pinnedPools: ["p-1", "p-3"] }, "spec.pinnedPools cannot change"],
       ];
       for (const [spec, says] of edits) {

@@ -1,6 +1,6 @@
 // What every hook answer must respect, whatever the request was. Each check returns the broken promises as
 // sentences (empty = fine), so a fuzz failure reads like a bug report.
-import { ANNOTATION, LABEL, POOL_REMOVAL_REQUESTED, PROVISIONING, TYPE_KEY } from "../../../api/constants.js";
+import { ANNOTATION, LABEL, POOL_REMOVAL_REQUESTED, PROVISIONING, REPLICA_LOST_CONFIRM, TYPE_KEY } from "../../../api/constants.js";
 import { CV_PHASES } from "../../../api/volume-schema.js";
 import { canonicalize } from "../../../lib/canonical.js";
 import { contains } from "../../../lib/cspi/deployment.js";
@@ -223,19 +223,40 @@ export function storageClassProblems(request: unknown, response: unknown): strin
 }
 
 /**
- * cvc-sync: an observed replica is never dropped (that would delete its data) unless the volume is being
- * finalized, and no new replica goes to a pool that already holds one of the volume.
+ * cvc-sync: an observed replica is dropped (Metacontroller deletes it and its data) only when it is already
+ * being deleted, declared lost (openebs.io/replica-lost=confirm) and not reported Healthy, or removed by a
+ * scale-down or a move (decision 27): then one at most, never a replica made by hand under another name, and
+ * only while every replica that stays exists, is Healthy and caught up, and they are at least replicaCount.
+ * No new replica goes to a pool that already holds one of the volume.
  */
 export function cvcSyncProblems(request: unknown, response: unknown): string[] {
   if (field(request, "finalizing") === true) return cvcFinalizeProblems(request, response);
   const problems: string[] = [];
   const returned = children(response, "CStorVolumeReplica");
   const names = new Set(returned.map(nameOf));
-  for (const cvr of observed(field(request, "children"), TYPE_KEY.cvr)) {
-    if (!names.has(nameOf(cvr))) problems.push(`observed replica ${nameOf(cvr)} was dropped`);
-  }
-  const observedNames = new Set(observed(field(request, "children"), TYPE_KEY.cvr).map(nameOf));
+  const volume = field(request, "parent", "metadata", "name");
   const poolOf = (c: Obj): unknown => field(c, "metadata", "labels", LABEL.replicaPool);
+  const annotation = (c: Obj, key: string): unknown => field(c, "metadata", "annotations", key);
+  const healthy = (c: Obj): boolean => field(c, "status", "phase") === "Healthy";
+  const caughtUp = (c: Obj): boolean => healthy(c) && (annotation(c, ANNOTATION.rebuildingSince) === undefined || annotation(c, ANNOTATION.replicaCaughtUp) === "true");
+  const observedReplicas = observed(field(request, "children"), TYPE_KEY.cvr);
+  const removed = observedReplicas.filter((cvr) => {
+    if (names.has(nameOf(cvr)) || field(cvr, "metadata", "deletionTimestamp") !== undefined) return false;
+    return !(annotation(cvr, ANNOTATION.replicaLost) === REPLICA_LOST_CONFIRM && !healthy(cvr));
+  });
+  for (const cvr of removed) {
+    if (nameOf(cvr) !== `${String(volume)}-${String(poolOf(cvr))}`) problems.push(`replica ${nameOf(cvr)}, made by hand under another name, was dropped`);
+  }
+  if (removed.length > 1) problems.push(`${removed.length} replicas dropped at once: ${removed.map(nameOf).join(", ")}`);
+  if (removed.length > 0) {
+    const stay = observedReplicas.filter((cvr) => names.has(nameOf(cvr)));
+    const unsafe = stay.filter((cvr) => !caughtUp(cvr)).map(nameOf);
+    if (unsafe.length > 0) problems.push(`${removed.map(nameOf).join(", ")} dropped while ${unsafe.join(", ")} are not Healthy and caught up`);
+    if (stay.length < returned.length) problems.push(`${removed.map(nameOf).join(", ")} dropped while a new replica is being made`);
+    const count = field(request, "parent", "spec", "replicaCount");
+    if (typeof count === "number" && stay.length < count) problems.push(`${removed.map(nameOf).join(", ")} dropped, leaving ${stay.length} of ${count} replicas`);
+  }
+  const observedNames = new Set(observedReplicas.map(nameOf));
   for (const made of returned.filter((c) => !observedNames.has(nameOf(c)))) {
     if (returned.some((other) => other !== made && poolOf(other) === poolOf(made))) {
       problems.push(`new replica ${nameOf(made)} is on pool ${String(poolOf(made))}, which already holds one of the volume`);
