@@ -151,7 +151,7 @@ describe("hook server HTTP layer", () => {
     expect(res.body.children.filter((c: { kind: string }) => c.kind === "BlockDeviceClaim")).to.have.length(devices);
   });
 
-  it("answers the customize hook with the BlockDevices, claims, Nodes and the CSPC's volume replicas the sync needs", async () => {
+  it("answers the customize hook with the BlockDevices, claims, Nodes, PersistentVolumes, the Namespace and the CSPC's volume replicas and volumes the sync needs", async () => {
     const res = await request(app())
       .post("/hooks/cspc-customize")
       .send({ parent: { kind: "CStorPoolCluster", metadata: { name: "c", namespace: "storage" } } })
@@ -160,6 +160,8 @@ describe("hook server HTTP layer", () => {
       { apiVersion: "openebs.io/v1alpha1", labelSelector: {}, namespace: "storage", resource: "blockdevices" },
       { apiVersion: "openebs.io/v1alpha1", labelSelector: {}, namespace: "storage", resource: "blockdeviceclaims" },
       { apiVersion: "v1", labelSelector: {}, resource: "nodes" },
+      { apiVersion: "v1", labelSelector: {}, resource: "persistentvolumes" },
+      { apiVersion: "v1", names: ["storage"], resource: "namespaces" },
       { apiVersion: "openebs.io/v1alpha1", labelSelector: { matchLabels: { "openebs.io/cstor-pool-cluster": "c" } }, namespace: "storage", resource: "cstorvolumereplicas" },
       { apiVersion: "openebs.io/v1alpha1", labelSelector: { matchLabels: { "openebs.io/cstor-pool-cluster": "c" } }, namespace: "storage", resource: "cstorvolumes" },
     ]);
