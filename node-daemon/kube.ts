@@ -84,8 +84,8 @@ export interface KubeApi {
   patchCvrStatus(namespace: string, name: string, status: CvrStatusPatch): Promise<CVR>;
   /**
    * Removes only our finalizer, as removeFinalizer does for a CSPI. With `exactly`, the patch also tests the
-   * CVR's resourceVersion: it applies only to the CVR as it was judged (the lost-replica release), and a CVR
-   * changed since is read again and NOT retried (422): whoever changed it decides again.
+   * CVR's resourceVersion: it applies only to the CVR as it was judged (the lost-replica release); a CVR
+   * changed since (422) or already gone (404) is an error, never retried: whoever changed it decides again.
    */
   removeCvrFinalizer(cvr: CVR, finalizer: string, options?: { exactly?: boolean }): Promise<CVR | undefined>;
 }
@@ -145,7 +145,8 @@ export function createKubeApi(config: KubeConfig = defaultConfig()): KubeApi {
       // The last finalizer of a deleted CSPI: the apiserver answers with the object as it removes it; it is gone.
       return updated.metadata.deletionTimestamp && !updated.metadata.finalizers?.length ? undefined : updated;
     } catch (error) {
-      if ((error as { code?: number }).code === 404) return undefined;
+      // Gone is done, except for an exact release: then someone else released it, and the caller must know.
+      if ((error as { code?: number }).code === 404 && !exactly) return undefined;
       throw error;
     }
   };
@@ -210,12 +211,10 @@ export function createKubeApi(config: KubeConfig = defaultConfig()): KubeApi {
       try {
         return await dropFinalizer(cvr, finalizer, CVR_PLURAL, options.exactly);
       } catch (error) {
-        if (!isTestFailure(error)) throw error;
+        // Exactly: the CVR changed since it was judged (another daemon may have released it already): the 422
+        // (or the 404 of a CVR already gone) goes to the caller, which must not report a release it did not make.
+        if (!isTestFailure(error) || options.exactly) throw error;
         const fresh = await read(cvr, CVR_PLURAL);
-        if (options.exactly) {
-          if (fresh?.metadata.finalizers?.includes(finalizer)) throw error;
-          return fresh;
-        }
         return fresh && (await dropFinalizer(fresh, finalizer, CVR_PLURAL));
       }
     },

@@ -18,7 +18,7 @@ describe("node-daemon Kubernetes calls (real kube-apiserver)", function () {
     cluster = await kubeCluster();
     await cluster.kubectl(["apply", "--server-side", "-k", repoPath("metacontroller/crds/ndm")]);
     await cluster.kubectl(["apply", "--server-side", "-k", repoPath("metacontroller/crds")]);
-    await cluster.kubectl(["wait", "--for=condition=Established", "--timeout=60s", "crd/cstorpoolinstances.openebs.io", "crd/blockdeviceclaims.openebs.io"]);
+    await cluster.kubectl(["wait", "--for=condition=Established", "--timeout=60s", "crd/cstorpoolinstances.openebs.io", "crd/blockdeviceclaims.openebs.io", "crd/cstorvolumereplicas.openebs.io"]);
     await cluster.kubectl(["create", "namespace", NAMESPACE], { allowFailure: true });
     api = createKubeApi(cluster.kubeConfig());
   });
@@ -55,6 +55,26 @@ describe("node-daemon Kubernetes calls (real kube-apiserver)", function () {
     expect(deleting.metadata.deletionTimestamp).to.be.a("string");
     expect(await api.removeFinalizer(deleting, FINALIZER.poolProtection)).to.satisfy((c: CSPI | undefined) => !c || !c.metadata.finalizers?.length);
     expect((await api.listCspis(NAMESPACE)).items.map((c) => c.metadata.name)).to.not.include("fin-2");
+  });
+
+  it("a lost-replica release is exact: of two daemons releasing the same CVR as they judged it, the second is refused (the CVR is gone: 404), not told it released it", async () => {
+    const name = "lost-release-1";
+    const cvr = {
+      apiVersion: API_VERSION,
+      kind: KIND.cvr,
+      metadata: { name, namespace: NAMESPACE, finalizers: [FINALIZER.replicaProtection], labels: { [LABEL.replicaPool]: "gone-pool", [LABEL.replicaVolume]: "pvc-1" } },
+      spec: { capacity: "1Gi", replicaId: "r-1" },
+    };
+    await cluster.kubectl(["create", "-f", "-"], { input: JSON.stringify(cvr) });
+    await cluster.kubectl(["delete", "cvr", name, "-n", NAMESPACE, "--wait=false"]);
+    const judged = (await api.listCvrs(NAMESPACE)).items.find((c) => c.metadata.name === name)!;
+    expect(judged.metadata.deletionTimestamp).to.be.a("string");
+    expect(await api.removeCvrFinalizer(judged, FINALIZER.replicaProtection, { exactly: true })).to.equal(undefined);
+    const second = await api.removeCvrFinalizer(judged, FINALIZER.replicaProtection, { exactly: true }).then(
+      () => "released",
+      (error: { code?: number }) => error.code,
+    );
+    expect(second, "the second daemon's release").to.equal(404);
   });
 
   it("watches CSPI changes from a resourceVersion", async () => {
