@@ -1,10 +1,12 @@
 // A CStorVolumeConfig through the whole control loop on a real apiserver: applied with kubectl, turned by the
 // test driver (playing Metacontroller by the controller we ship) and the hook server into its Service (with a
 // real ClusterIP), CStorVolume, target Deployment, replicas and disruption budget; the replicas' status (the
-// node daemon's, written here by hand) rolled up into the CVC and, by the cstor-volume decorator, the CV; capacity growth reaching the replicas; and deletion in order,
+// node daemon's, written here by hand) rolled up into the CVC and, by the cstor-volume decorator, the CV; capacity growth reaching the replicas;
+// replicaCount 3 -> 4 -> 3 one replica at a time (decision 27); and deletion in order,
 // waiting for the node daemon to release each replica.
 import { expect } from "chai";
-import { API_VERSION, FINALIZER, KIND, LABEL } from "../../api/constants.js";
+import { ANNOTATION, API_VERSION, FINALIZER, KIND, LABEL } from "../../api/constants.js";
+import { consistencyFactor } from "../../lib/volume/children.js";
 import { getIfPresent, projectInstalled, type KubeCluster } from "../support/kube.js";
 import { MetacontrollerDriver, serveHooks } from "../support/metacontroller-driver.js";
 
@@ -142,6 +144,80 @@ describe("integration: a CStorVolumeConfig through the Metacontroller loop (test
     expect((await get(api("cstorvolumeconfigs", VOLUME))).status.capacity, "until the replicas report 12Gi").to.equal("10Gi");
   });
 
+  /** The replicas as the apiserver holds them, checked after every sync: never below the consistency factor. */
+  const observeReplicas = async (): Promise<any[]> => {
+    const replicas = await items(api("cstorvolumereplicas"));
+    const desired = (await get(api("cstorvolumeconfigs", VOLUME))).spec.replicaCount;
+    const serving = replicas.filter((r) => !r.metadata.deletionTimestamp && r.status?.phase === "Healthy");
+    expect(serving.length, `Healthy replicas at replicaCount ${desired}`).to.be.at.least(consistencyFactor(desired));
+    return replicas;
+  };
+  const replicaChange = async () =>
+    (await get(api("cstorvolumeconfigs", VOLUME))).status.conditions.find((c: { type: string }) => c.type === "ReplicaChange");
+
+  it("scales up to 4: one new replica on the fourth pool, rebuilding until the target says it caught up, then counted", async () => {
+    // The node daemon reports room freed on pools-a, so the fourth replica (12Gi) fits there.
+    await patch(api("cstorpoolinstances", "loop-pools-a/status"), { status: { capacity: { total: "29Gi", free: "20Gi", used: "9Gi" } } });
+    const before = (await observeReplicas()).map((r) => r.metadata.name).sort();
+    await patch(api("cstorvolumeconfigs", VOLUME), { spec: { replicaCount: 4 } });
+    let replicas: any[];
+    for (let round = 0; ; round++) {
+      expect(round, "scale-up converges").to.be.below(8);
+      const { writes } = await driver.syncComposite(CONTROLLER, NS, VOLUME);
+      replicas = await observeReplicas();
+      expect(replicas.length, `round ${round}: one replica added at most`).to.be.at.most(4);
+      if (writes.length === 0) break;
+    }
+    const added = replicas.filter((r) => !before.includes(r.metadata.name));
+    expect(added.map((r) => r.metadata.name), "exactly one new replica").to.deep.equal(["pvc-loop-loop-pools-a"]);
+    const [fresh] = added;
+    expect(fresh.metadata.labels[LABEL.replicaPool]).to.equal("loop-pools-a");
+    expect(fresh.spec.capacity).to.equal("12Gi");
+    const since = fresh.metadata.annotations?.[ANNOTATION.rebuildingSince];
+    expect(since, "annotated rebuilding").to.be.a("string");
+    const status = (await get(api("cstorvolumeconfigs", VOLUME))).status;
+    expect(status.pools).to.deep.equal(["loop-pools-a", "loop-pools-b", "loop-pools-c", "loop-pools-d"]);
+    expect(status.rebuildingReplicas).to.deep.equal([{ name: "pvc-loop-loop-pools-a", pool: "loop-pools-a", since }]);
+    const rebuilding = await replicaChange();
+    expect(rebuilding).to.deep.include({ status: "True", reason: "Rebuilding" });
+    expect(rebuilding.message).to.contain(`waiting for pvc-loop-loop-pools-a on loop-pools-a (since ${since}) to catch up`);
+
+    // Healthy from the node daemon is not enough: the replica still rebuilds until the target confirms.
+    await patch(api("cstorvolumereplicas", `${fresh.metadata.name}/status`), { status: { phase: "Healthy", capacity: { total: "12Gi", used: "1Mi" } } });
+    await settle();
+    expect((await get(api("cstorvolumeconfigs", VOLUME))).status.rebuildingReplicas, "Healthy but not caught up").to.have.length(1);
+    await patch(api("cstorvolumereplicas", fresh.metadata.name), { metadata: { annotations: { [ANNOTATION.replicaCaughtUp]: "true" } } });
+    await settle();
+    const counted = (await get(api("cstorvolumeconfigs", VOLUME))).status;
+    expect(counted.rebuildingReplicas ?? [], "caught up: counted").to.deep.equal([]);
+    expect(await replicaChange()).to.deep.include({ status: "False", reason: "Settled" });
+    expect(await observeReplicas()).to.have.length(4);
+  });
+
+  it("scales down to 3: one replica deleted, never two at once, the others Healthy throughout", async () => {
+    await patch(api("cstorvolumeconfigs", VOLUME), { spec: { replicaCount: 3 } });
+    const deleted = new Set<string>();
+    // Syncs one at a time, looking at the replicas after each; the test plays the node daemon, which destroys
+    // a deleted replica and drops its finalizer, only once the loop is waiting for it.
+    for (let round = 0; ; round++) {
+      expect(round, "scale-down converges").to.be.below(12);
+      const { writes } = await driver.syncComposite(CONTROLLER, NS, VOLUME);
+      const replicas = await observeReplicas();
+      const deleting = replicas.filter((r) => r.metadata.deletionTimestamp);
+      expect(deleting.length, `round ${round}: replicas being deleted`).to.be.at.most(1);
+      for (const r of deleting) deleted.add(r.metadata.name);
+      if (writes.length > 0) continue;
+      if (deleting.length === 0) break;
+      await patch(api("cstorvolumereplicas", deleting[0].metadata.name), { metadata: { finalizers: null } });
+    }
+    // pools-a and pools-b share zone-1: the last of them by name goes.
+    expect([...deleted]).to.deep.equal(["pvc-loop-loop-pools-b"]);
+    const replicas = await observeReplicas();
+    expect(replicas.map((r) => r.metadata.labels[LABEL.replicaPool]).sort()).to.deep.equal(["loop-pools-a", "loop-pools-c", "loop-pools-d"]);
+    expect((await get(api("cstorvolumeconfigs", VOLUME))).status.pools).to.deep.equal(["loop-pools-a", "loop-pools-c", "loop-pools-d"]);
+    expect(await replicaChange()).to.deep.include({ status: "False", reason: "Settled" });
+  });
+
   it("deletes the target first, then the replicas, and lets the volume go once the node daemon released them", async () => {
     await cluster.kubectl(["delete", "cvc", VOLUME, "-n", NS, "--wait=false"]);
     await driver.syncComposite(CONTROLLER, NS, VOLUME);
@@ -156,7 +232,7 @@ describe("integration: a CStorVolumeConfig through the Metacontroller loop (test
     await driver.syncComposite(CONTROLLER, NS, VOLUME);
     const deleting = (await get(api("cstorvolumeconfigs", VOLUME))).status.conditions.find((c: { type: string }) => c.type === "Deleting");
     expect(deleting.reason).to.equal("DestroyingReplicas");
-    expect(deleting.message).to.contain("pvc-loop-loop-pools-b on pool loop-pools-b (node vol-node-b, deleting, finalizers cstorvolumereplica.openebs.io/finalizer)");
+    expect(deleting.message).to.contain("pvc-loop-loop-pools-a on pool loop-pools-a (node vol-node-a, deleting, finalizers cstorvolumereplica.openebs.io/finalizer)");
 
     // The node daemon destroys each replica and removes its finalizer.
     for (const r of replicas) await patch(api("cstorvolumereplicas", r.metadata.name), { metadata: { finalizers: null } });
