@@ -2,6 +2,7 @@
 // pure hook functions, so a hook's answer depends only on (request, clock, config).
 import { DEFAULTS } from "../api/constants.js";
 import { ConfigError, STALE_STATUS_SECONDS_ENV, wholeSeconds } from "./settings.js";
+import { isDnsSubdomain } from "./names.js";
 
 export { ConfigError };
 
@@ -59,8 +60,6 @@ const UPSTREAM_POOL_IMAGE = /(^|\/)cstor-pool(:|@|$)/;
 /** The exporter side container's image, set by earlier releases' manifests. */
 const REMOVED_EXPORTER_IMAGE_ENV = "OPENEBS_IO_CSTOR_POOL_EXPORTER_IMAGE";
 
-const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
-
 /** The configuration from environment variables; unset or empty variables take the defaults. */
 export function loadHookConfig(env: Readonly<Record<string, string | undefined>>): HookConfig {
   const text = (name: string): string | undefined => {
@@ -90,7 +89,7 @@ export function loadHookConfig(env: Readonly<Record<string, string | undefined>>
     .map((s) => s.trim())
     .filter(Boolean);
   for (const secret of pullSecrets) {
-    if (secret.length > 253 || !DNS_SUBDOMAIN.test(secret)) {
+    if (!isDnsSubdomain(secret)) {
       throw new ConfigError(
         `${CONFIG_ENV.imagePullSecrets} names ${JSON.stringify(secret)}, which is not a Secret name: give a comma-separated list of Secret names`,
       );

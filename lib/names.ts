@@ -65,6 +65,11 @@ export function poolsDisruptionBudgetName(volume: string): string {
   return `${volume}-pools`;
 }
 
+/** An object name most kinds take (Secrets, PVCs): a DNS-1123 subdomain. */
+export function isDnsSubdomain(value: string): boolean {
+  return value.length <= MAX_NAME && /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/.test(value);
+}
+
 export function isValidLabelValue(value: string): boolean {
   return value.length <= MAX_LABEL_VALUE && /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/.test(value);
 }

@@ -11,7 +11,8 @@
 import { API_VERSION, KIND, LABEL, TYPE_KEY } from "../../api/constants.js";
 import type { CSPI, DecoratorSyncRequest, KubeObject } from "../../api/types.js";
 import { BadRequestError } from "../errors.js";
-import { isValidLabelValue, poolDeploymentName, zpoolName } from "../names.js";
+import { shortHash } from "../hash.js";
+import { isDnsSubdomain, isValidLabelValue, poolDeploymentName, zpoolName } from "../names.js";
 import { objectsOf } from "../request.js";
 import type { PoolPodConfig } from "../hook-config.js";
 import { canonicalResources, withoutEmptyFields } from "../pod-template.js";
@@ -32,6 +33,11 @@ const TGT_SOCKET_PATH = "/var/run/tgtd";
 /** The host's zpool and zfs: the node daemon's prefix, so both run the same ZFS (hostPID makes PID 1 the host's). */
 const HOST_ZFS_PREFIX = JSON.stringify(["nsenter", "-t", "1", "-m", "--"]);
 const POOL_FIX = "fix it in the CStorPoolCluster's poolConfig";
+/**
+ * Where the agent container sees a device-set PVC (docs/decisions.md, 33). Not under /dev: the container's
+ * /dev is the host's, and the runtime must not make device nodes there.
+ */
+const DEVICE_SET_DIR = "/cstor-sets";
 
 /** What a CSPI gives its Deployment; everything else about the Deployment is fixed or configured. */
 export function poolDeployment(cspi: CSPI, config: PoolPodConfig): KubeObject {
@@ -78,11 +84,13 @@ export function poolDeployment(cspi: CSPI, config: PoolPodConfig): KubeObject {
     timeoutSeconds: 5,
   });
 
+  const claims = deviceSetClaims(cspi, where);
   const podSpec: Record<string, unknown> = {
     automountServiceAccountToken: false,
     containers: [
       {
         ...container(POOL_CONTAINER),
+        ...(claims.volumeDevices.length > 0 ? { volumeDevices: claims.volumeDevices } : {}),
         env: [
           { name: "OPENEBS_IO_CSPI_NAME", value: name },
           { name: "OPENEBS_IO_ZPOOL_NAME", value: zpool },
@@ -114,6 +122,7 @@ export function poolDeployment(cspi: CSPI, config: PoolPodConfig): KubeObject {
       { name: "device", hostPath: { path: "/dev", type: "Directory" } },
       { name: "storagepath", hostPath: { path: `${config.baseDir}/cstor-pool/${name}`, type: "DirectoryOrCreate" } },
       { name: "tgt-socket", emptyDir: {} },
+      ...claims.volumes,
     ],
   };
   if (poolConfig.priorityClassName) podSpec.priorityClassName = poolConfig.priorityClassName;
@@ -183,6 +192,28 @@ function requireName(cspi: CSPI): string {
     );
   }
   return name;
+}
+
+/**
+ * A pool on device sets mounts its PVCs (its devices' names) as block devices in the agent container: the
+ * scheduler then keeps the pod on the PVs' node, and each PVC is in use (pvc-protection) while the pool runs.
+ * Sorted, so the template is the same whatever the raid groups' order; volume names are hashes, as a PVC name
+ * can be longer than a volume name may be. Empty for every other pool.
+ */
+function deviceSetClaims(cspi: CSPI, where: string): { volumes: object[]; volumeDevices: object[] } {
+  if (cspi.metadata.labels?.[LABEL.onDeviceSets] !== "true") return { volumes: [], volumeDevices: [] };
+  const names = [...new Set(cspi.spec.raidGroups.flatMap((g) => g.blockDevices.map((d) => d.blockDeviceName)))].sort();
+  const bad = names.find((claim) => !isDnsSubdomain(claim));
+  if (bad !== undefined) {
+    throw new BadRequestError(
+      `${where} is labelled ${LABEL.onDeviceSets}=true but its raid groups name ${JSON.stringify(bad)}, which is not a PVC name: cspc-sync names a device-set pool's devices by their PVCs; recreate the CSPI from its CStorPoolCluster`,
+    );
+  }
+  const volume = (claim: string) => `pvc-${shortHash([claim], 10)}`;
+  return {
+    volumes: names.map((claim) => ({ name: volume(claim), persistentVolumeClaim: { claimName: claim } })),
+    volumeDevices: names.map((claim) => ({ devicePath: `${DEVICE_SET_DIR}/${claim}`, name: volume(claim) })),
+  };
 }
 
 function cspcOf(cspi: CSPI): string | undefined {

@@ -118,6 +118,26 @@ describe("cspi-sync", () => {
       expect(canonicalize(deploymentOf(sync(request)))).to.deep.equal(canonicalize(before));
     });
 
+    it("mounts a device-set pool's PVCs in the agent only: in PVC order whatever the raid groups' order, and a new raid group's PVCs join the pod template", () => {
+      const request = requestOf("device-set-pool-mounts-pvcs");
+      const claimsOf = (response: DecoratorSyncResponse) => {
+        const spec = deploymentOf(response).spec.template.spec;
+        const claims = spec.volumes.flatMap((v: { persistentVolumeClaim?: { claimName: string } }) => (v.persistentVolumeClaim ? [v.persistentVolumeClaim.claimName] : []));
+        const paths = spec.containers.map((c: { volumeDevices?: { devicePath: string }[] }) => (c.volumeDevices ?? []).map((d) => d.devicePath));
+        return { claims, paths };
+      };
+      const names = ["cstor-pool-mirror-data-0", "cstor-pool-mirror-data-1", "cstor-pool-mirror-data-2", "cstor-pool-mirror-data-3"];
+      const before = sync(request);
+      expect(claimsOf(before)).to.deep.equal({ claims: names, paths: [names.map((n) => `/cstor-sets/${n}`), []] });
+
+      request.object.spec.raidGroups.reverse();
+      expect(canonicalize(deploymentOf(sync(request)))).to.deep.equal(canonicalize(deploymentOf(before)));
+
+      request.object.spec.raidGroups.push({ type: "mirror", blockDevices: [{ blockDeviceName: "cstor-pool-mirror-data-4" }, { blockDeviceName: "cstor-pool-mirror-data-5" }] });
+      const grown = [...names, "cstor-pool-mirror-data-4", "cstor-pool-mirror-data-5"];
+      expect(claimsOf(sync(request)).claims).to.deep.equal(grown);
+    });
+
     it("takes the image, pull secrets and the host base directory from the configuration", () => {
       const config: HookConfig = {
         ...DEFAULT_HOOK_CONFIG,
@@ -288,6 +308,13 @@ describe("cspi-sync", () => {
         (c) => (c.spec.poolConfig.auxResources = { requests: { memory: "2Gi" }, limits: { memory: "1Gi" } }),
         /spec\.poolConfig\.auxResources\.requests\.memory 2Gi is above its limit 1Gi/,
       );
+    });
+
+    it("a device-set CSPI whose devices are not PVC names", () => {
+      refuse((c) => {
+        c.metadata.labels = { ...c.metadata.labels, "openebs.io/on-device-sets": "true" };
+        c.spec.raidGroups[0].blockDevices[0].blockDeviceName = "../sda";
+      }, /CStorPoolInstance openebs\/cstor-pool-stripe-57f22c is labelled openebs.io\/on-device-sets=true but its raid groups name "\.\.\/sda", which is not a PVC name: .*recreate the CSPI/);
     });
 
     it("a CSPI name too long to be a label value", () => {
