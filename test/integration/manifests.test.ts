@@ -12,11 +12,12 @@ import {
   repoPath,
   type KubeCluster,
 } from "../support/kube.js";
+import { shippedDashboards } from "../support/monitoring.js";
 
 interface Manifest {
   apiVersion: string;
   kind: string;
-  metadata: { name: string; namespace?: string; annotations?: Record<string, string> };
+  metadata: { name: string; namespace?: string; labels?: Record<string, string>; annotations?: Record<string, string> };
   [field: string]: any;
 }
 
@@ -225,7 +226,7 @@ describe("integration: manifests on a real kube-apiserver", function () {
     expect(lockDir.startsWith(`${openebs.mountPath}/`), "the host lock lives on the host").to.equal(true);
   });
 
-  it("metacontroller/monitoring adds PodMonitors that select the daemon's and the hook server's pods on their metrics ports, and the alerts", async () => {
+  it("metacontroller/monitoring adds PodMonitors that select the daemon's and the hook server's pods on their metrics ports, the alerts and the Grafana dashboards", async () => {
     const objects = await render(cluster, "metacontroller/monitoring");
     for (const [monitor, workload] of [
       ["cstor-pool-node", find(objects, "DaemonSet", "cstor-pool-node")],
@@ -238,6 +239,12 @@ describe("integration: manifests on a real kube-apiserver", function () {
       expect(ports, `${monitor} scrapes a port the pod names`).to.include(spec.podMetricsEndpoints[0].port);
     }
     expect(find(objects, "PrometheusRule", "cstor-pool").metadata.namespace).to.equal(INSTALL_NAMESPACE);
+    const dashboards = find(objects, "ConfigMap", "cstor-pool-dashboards");
+    expect(dashboards.metadata.namespace).to.equal(INSTALL_NAMESPACE);
+    expect(dashboards.metadata.labels?.grafana_dashboard, "the label the Grafana sidecar loads dashboards by").to.equal("1");
+    const shipped = shippedDashboards();
+    expect(Object.keys(dashboards.data).sort()).to.deep.equal([...shipped.keys()]);
+    for (const [file, dashboard] of shipped) expect(JSON.parse(dashboards.data[file]), file).to.deep.equal(dashboard);
   });
 
   it("gives the hook server and the node daemon one stale-heartbeat setting: the same ConfigMap key", async () => {

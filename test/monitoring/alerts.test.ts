@@ -2,12 +2,10 @@
 // alert firing and not firing in its unit tests (test/fixtures/monitoring/alert-tests.yaml), and no alert
 // watching a metric the code does not export.
 import { expect } from "chai";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { readFileSync } from "node:fs";
 import { parse } from "yaml";
 import { fixturePath } from "../support/kube.js";
-import { exportedMetricNames, metricsIn, promtool, shippedRules, testRules } from "../support/monitoring.js";
+import { checkRules, exportedMetricNames, metricsIn, shippedRules, testRules } from "../support/monitoring.js";
 
 interface AlertCase {
   alertname: string;
@@ -20,15 +18,9 @@ describe("alerts (PrometheusRule) under promtool", function () {
   this.timeout(60_000);
 
   it("are valid Prometheus rules (promtool check rules)", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "cstor-rules-"));
-    try {
-      writeFileSync(join(dir, "rules.yaml"), shippedRules().file);
-      const result = await promtool(["check", "rules", "rules.yaml"], dir);
-      expect(result.code, result.output).to.equal(0);
-      expect(result.output).to.contain(`SUCCESS: ${shippedRules().alerts.length} rules found`);
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    const result = await checkRules(shippedRules().file);
+    expect(result.code, result.output).to.equal(0);
+    expect(result.output).to.contain(`SUCCESS: ${shippedRules().alerts.length} rules found`);
   });
 
   it("pass their unit tests (promtool test rules), and a wrong expectation fails them", async () => {

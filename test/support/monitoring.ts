@@ -1,8 +1,9 @@
-// What the monitoring tests share: the metric names the code registers (the daemon's and the hook server's
-// registries, histograms with their _bucket/_sum/_count series), the alerts as a Prometheus rules file taken
-// from the shipped PrometheusRule, and promtool (Debian's prometheus package, installed by scripts/test-env.sh).
+// What the monitoring tests share: the metric names the code registers (the daemon's, the pool agent's and the
+// hook server's registries, histograms with their _bucket/_sum/_count series), the alerts as a Prometheus rules
+// file taken from the shipped PrometheusRule, the shipped Grafana dashboards, and promtool (Debian's prometheus
+// package, installed by scripts/test-env.sh).
 import { execFile } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Histogram, Registry } from "prom-client";
@@ -10,16 +11,18 @@ import { stringify, parse } from "yaml";
 import { makeApp } from "../../hooks/http/app.js";
 import { createLogger } from "../../lib/log.js";
 import { createMetrics } from "../../node-daemon/metrics.js";
+import { createAgentMetrics } from "../../pool-agent/metrics.js";
 import { repoPath } from "./kube.js";
 
 export const ALERTS_FILE = "metacontroller/components/monitoring/alerts.yaml";
+const DASHBOARDS_DIR = "metacontroller/components/monitoring/dashboards";
 
-/** Every series name the daemon and the hook server can export. */
+/** Every series name the daemon, the pool agent and the hook server can export. */
 export function exportedMetricNames(): Set<string> {
   const hookRegistry = new Registry();
   makeApp({ routes: [], clock: () => new Date(), log: createLogger({ level: "silent" }), registry: hookRegistry });
   const names = new Set<string>();
-  for (const registry of [createMetrics().registry, hookRegistry]) {
+  for (const registry of [createMetrics().registry, createAgentMetrics("pool", "cspi").registry, hookRegistry]) {
     for (const metric of registry.getMetricsAsArray()) {
       const name = (metric as unknown as { name: string }).name;
       names.add(name);
@@ -39,6 +42,12 @@ export function metricsIn(expr: string): string[] {
 
 const PROMQL_WORDS = new Set(["and", "or", "unless", "bool", "offset", "by", "without", "on", "ignoring", "group_left", "group_right", "inf", "nan", "e"]);
 
+/** The Grafana dashboards in the repository, by file name (the ConfigMap's keys), parsed. */
+export function shippedDashboards(): Map<string, Record<string, unknown>> {
+  const files = readdirSync(repoPath(DASHBOARDS_DIR)).filter((f) => f.endsWith(".json")).sort();
+  return new Map(files.map((f) => [f, JSON.parse(readFileSync(repoPath(`${DASHBOARDS_DIR}/${f}`), "utf8")) as Record<string, unknown>]));
+}
+
 export interface AlertRule {
   alert: string;
   expr: string;
@@ -50,7 +59,7 @@ export function shippedRules(): { file: string; alerts: AlertRule[] } {
   return { file: stringify({ groups: rule.spec.groups }), alerts: rule.spec.groups.flatMap((g) => g.rules) };
 }
 
-export function promtool(args: readonly string[], cwd: string): Promise<{ code: number; output: string }> {
+function promtool(args: readonly string[], cwd: string): Promise<{ code: number; output: string }> {
   return new Promise((resolve) => {
     execFile("promtool", args, { cwd, encoding: "utf8", maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
       const code = error ? (typeof error.code === "number" ? error.code : 1) : 0;
@@ -59,14 +68,23 @@ export function promtool(args: readonly string[], cwd: string): Promise<{ code: 
   });
 }
 
-/** `promtool test rules` on the shipped alerts with these test cases (promtool's format, rule_files filled in). */
-export async function testRules(cases: Record<string, unknown>): Promise<{ code: number; output: string }> {
+/** promtool run in a temporary directory holding these files (name to text). */
+async function promtoolOn(files: Record<string, string>, args: readonly string[]): Promise<{ code: number; output: string }> {
   const dir = mkdtempSync(join(tmpdir(), "cstor-rules-"));
   try {
-    writeFileSync(join(dir, "rules.yaml"), shippedRules().file);
-    writeFileSync(join(dir, "tests.yaml"), stringify({ ...cases, rule_files: ["rules.yaml"] }));
-    return await promtool(["test", "rules", "tests.yaml"], dir);
+    for (const [name, text] of Object.entries(files)) writeFileSync(join(dir, name), text);
+    return await promtool(args, dir);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** `promtool check rules` on a Prometheus rules file's text. */
+export function checkRules(file: string): Promise<{ code: number; output: string }> {
+  return promtoolOn({ "rules.yaml": file }, ["check", "rules", "rules.yaml"]);
+}
+
+/** `promtool test rules` on the shipped alerts with these test cases (promtool's format, rule_files filled in). */
+export function testRules(cases: Record<string, unknown>): Promise<{ code: number; output: string }> {
+  return promtoolOn({ "rules.yaml": shippedRules().file, "tests.yaml": stringify({ ...cases, rule_files: ["rules.yaml"] }) }, ["test", "rules", "tests.yaml"]);
 }
