@@ -5,6 +5,7 @@ import { makeApp } from "./http/app.js";
 import { listen, tlsFromEnv } from "./http/listen.js";
 import { loadHookConfig } from "../lib/hook-config.js";
 import { hookRoutes } from "./routes.js";
+import { hookEventRecorder } from "./events.js";
 
 const log = createLogger({ level: (process.env.LOG_LEVEL as LogLevel | undefined) ?? "info", base: { component: "hook-server" } });
 
@@ -17,6 +18,7 @@ async function main(): Promise<void> {
     bodyLimit: process.env.BODY_LIMIT ?? undefined,
     memoryLimit: process.env.MEMORY_LIMIT ?? undefined,
     isReady: () => !draining,
+    events: hookEventRecorder(log),
   });
   const listening = await listen(app, { port: Number(process.env.PORT ?? 8080), tls: tlsFromEnv(process.env), log });
 

@@ -3,7 +3,7 @@ import type { HookRoute } from "./http/app.js";
 import { admitCspc, defaultAdmissionOptions, type AdmissionOptions } from "./admission/cspc.js";
 import { DEFAULT_HOOK_CONFIG, type HookConfig } from "../lib/hook-config.js";
 import { customizeCspc } from "./cspc-sync/customize.js";
-import { syncCspc } from "./cspc-sync/sync.js";
+import { syncCspcEmitting } from "./cspc-sync/sync.js";
 import { syncCspi } from "./cspi-sync/sync.js";
 import { finalizeCspc } from "./finalize/cspc.js";
 import { finalizeCspi } from "./finalize/cspi.js";
@@ -21,7 +21,7 @@ export function hookRoutes(
 ): HookRoute[] {
   return [
     { path: "/hooks/cspc-customize", name: "cspc-customize", handle: (body) => customizeCspc(body) },
-    { path: "/hooks/cspc-sync", name: "cspc-sync", handle: (body, ctx) => syncCspc(body, ctx.clock) },
+    { path: "/hooks/cspc-sync", name: "cspc-sync", handle: syncCspcEmitting },
     { path: "/hooks/cspc-finalize", name: "cspc-finalize", handle: (body, ctx) => finalizeCspc(body, ctx.clock, config) },
     { path: "/hooks/cspi-sync", name: "cspi-sync", handle: (body, ctx) => syncCspi(body, ctx.clock, config) },
     { path: "/hooks/cspi-finalize", name: "cspi-finalize", handle: (body, ctx) => finalizeCspi(body, ctx.clock, config) },

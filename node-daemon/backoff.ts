@@ -2,7 +2,7 @@
 // are held back, each time twice as long as the last, up to a bound: one try and one Warning per window
 // instead of one per pass. An action the planner no longer plans took effect (or is no longer wanted): its
 // count starts over. Memory is bounded by the actions currently planned.
-import { ExpiringKeys } from "./expiring-keys.js";
+import { ExpiringKeys } from "../lib/expiring-keys.js";
 
 export class IneffectiveBackoff {
   private readonly until = new ExpiringKeys();

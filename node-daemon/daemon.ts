@@ -1,7 +1,7 @@
 // The daemon loop, assembled from its parts: the watch cache (node-daemon/watch-cache.ts) says which CSPI
 // changed; the keyed work queue (work-queue.ts) runs one reconcile pass per CSPI at a time for those that
 // concern this node; each pass (reconcile.ts: the pure planner, the executor, the reporter) ends in a status
-// write (status-writer.ts) and Events (event-recorder.ts). Every interval a resync passes every CSPI through
+// write (status-writer.ts) and Events (lib/events/recorder.ts). Every interval a resync passes every CSPI through
 // the queue, so the heartbeat and time-based decisions move without an event; every relist interval the
 // CSPIs are listed again, so the view cannot go stale even if a watch event was lost.
 import { ANNOTATION, FINALIZER, KIND, LABEL, REPLICA_LOST_CONFIRM } from "../api/constants.js";
@@ -9,11 +9,11 @@ import type { CSPI, CVR } from "../api/types.js";
 import { findCondition } from "../lib/conditions.js";
 import type { Logger } from "../lib/log.js";
 import { zpoolName } from "../lib/names.js";
-import { EventRecorder } from "./event-recorder.js";
 import { describeAction, EVENT_REASONS, type ApiActions } from "./executor.js";
 import { IneffectiveBackoff } from "./backoff.js";
 import type { ZfsHost } from "./host.js";
-import type { CoreEvent, KubeApi } from "./kube.js";
+import type { KubeApi } from "./kube.js";
+import { EventRecorder, type CoreEvent } from "../lib/events/recorder.js";
 import type { DaemonMetrics } from "./metrics.js";
 import type { DeviceInspector } from "./observe.js";
 import type { Action } from "./planner.js";
@@ -54,6 +54,8 @@ const LOST_REPLICA_KEY = "cvr/";
 /** An action that changed nothing is not tried again for this long, doubled at each further try, up to the maximum. */
 const INEFFECTIVE_BACKOFF_MS = 10 * 60_000;
 const INEFFECTIVE_BACKOFF_MAX_MS = 6 * 60 * 60_000;
+/** source.component of the daemon's Events. */
+const EVENT_COMPONENT = "cstor-pool-node-daemon";
 
 export class NodeDaemon {
   private readonly cache: CspiWatchCache;
@@ -86,7 +88,7 @@ export class NodeDaemon {
     this.intervalMs = options.statusIntervalMs ?? 30_000;
     this.statusWriter = cspiStatusWriter({ kube, clock: this.clock, logger, heartbeatMs: this.intervalMs });
     this.cvrStatusWriter = cvrStatusWriter({ kube, clock: this.clock, logger, heartbeatMs: this.intervalMs });
-    this.events = new EventRecorder({ kube, nodeName: options.nodeName, clock: this.clock, logger });
+    this.events = new EventRecorder({ writer: kube, component: EVENT_COMPONENT, host: options.nodeName, clock: this.clock, logger });
     this.queue = new KeyedWorkQueue((key) => (key.startsWith(LOST_REPLICA_KEY) ? this.releaseLostReplica(key.slice(LOST_REPLICA_KEY.length)) : this.pass(key)), {
       retryMaxMs: this.intervalMs,
       onError: (name, error) => logger.error("reconcile failed", { cspi: name, error: error.message }),

@@ -1,15 +1,16 @@
 // The daemon's Kubernetes side behind a small interface: the real one uses @kubernetes/client-node 1.4,
 // tests use an in-memory one with the same semantics (testkit/fake-kube.ts).
 import {
-  CoreV1Api,
   CustomObjectsApi,
   KubeConfig,
   PatchStrategy,
   Watch,
   setHeaderOptions,
 } from "@kubernetes/client-node";
-import { API_VERSION, GROUP, KIND, LABEL, VERSION } from "../api/constants.js";
+import { GROUP, LABEL, VERSION } from "../api/constants.js";
 import type { CSPI, CSPIStatus, CVR, CVRStatus, ObjectMeta } from "../api/types.js";
+import { kubeEventWriter } from "../lib/events/kube-writer.js";
+import type { EventWriter } from "../lib/events/recorder.js";
 
 export type WatchEventType = "ADDED" | "MODIFIED" | "DELETED";
 
@@ -37,18 +38,6 @@ export class WatchError extends Error {
 export type StatusPatch = { [K in keyof CSPIStatus]?: CSPIStatus[K] | null };
 export type CvrStatusPatch = { [K in keyof CVRStatus]?: CVRStatus[K] | null };
 
-/** What an Event is about: a CSPI or a CVR (kind absent: a CSPI). */
-export interface EventSubject {
-  kind?: string;
-  metadata: ObjectMeta;
-}
-
-export interface CoreEvent {
-  type: "Normal" | "Warning";
-  reason: string;
-  message: string;
-}
-
 /** A namespace's objects of one kind and the resourceVersion of that list. */
 export type ListFunction<T> = (namespace: string) => Promise<{ items: T[]; resourceVersion: string }>;
 
@@ -60,7 +49,8 @@ export type WatchFunction<T> = (
   onProgress?: (resourceVersion: string) => void,
 ) => Promise<WatchHandle>;
 
-export interface KubeApi {
+/** Events: created, and counted up when they happen again (lib/events/recorder.ts). */
+export interface KubeApi extends EventWriter {
   listCspis: ListFunction<CSPI>;
   watchCspis: WatchFunction<CSPI>;
   /** Merge patch through the status subresource. */
@@ -73,7 +63,6 @@ export interface KubeApi {
   addFinalizer(cspi: CSPI, finalizer: string): Promise<CSPI>;
   /** JSON patch that removes only our finalizer, guarded by a test of that exact entry (read and retried once, as above); undefined once the CSPI is gone. */
   removeFinalizer(cspi: CSPI, finalizer: string): Promise<CSPI | undefined>;
-  createEvent(subject: EventSubject, event: CoreEvent, component: string, host: string, now: Date): Promise<void>;
   /** Annotations of the block device claims labelled with this CSPI, by block device name. */
   listClaimAnnotations(namespace: string, cspi: string): Promise<Record<string, Record<string, string>>>;
   /** Merge patch that removes one annotation and touches nothing else. */
@@ -105,7 +94,6 @@ function isTestFailure(error: unknown): boolean {
 
 export function createKubeApi(config: KubeConfig = defaultConfig()): KubeApi {
   const custom = config.makeApiClient(CustomObjectsApi);
-  const core = config.makeApiClient(CoreV1Api);
   const watch = new Watch(config);
   const target = (object: { metadata: ObjectMeta }, plural = CSPI_PLURAL) => ({
     group: GROUP,
@@ -242,33 +230,7 @@ export function createKubeApi(config: KubeConfig = defaultConfig()): KubeApi {
         return fresh && (await dropFinalizer(fresh, finalizer));
       }
     },
-    async createEvent(subject, event, component, host, now) {
-      const time = now.toISOString();
-      const { metadata } = subject;
-      await core.createNamespacedEvent({
-        namespace: metadata.namespace ?? "",
-        body: {
-          metadata: { generateName: `${metadata.name}.`, namespace: metadata.namespace ?? "" },
-          involvedObject: {
-            apiVersion: API_VERSION,
-            kind: subject.kind ?? KIND.cspi,
-            name: metadata.name ?? "",
-            namespace: metadata.namespace ?? "",
-            ...(metadata.uid ? { uid: metadata.uid } : {}),
-            ...(metadata.resourceVersion ? { resourceVersion: metadata.resourceVersion } : {}),
-          },
-          type: event.type,
-          reason: event.reason,
-          message: event.message.slice(0, 1024),
-          source: { component, host },
-          reportingComponent: component,
-          reportingInstance: host,
-          firstTimestamp: new Date(time),
-          lastTimestamp: new Date(time),
-          count: 1,
-        },
-      });
-    },
+    ...kubeEventWriter(config),
     async listClaimAnnotations(namespace, cspi) {
       const list = (await custom.listNamespacedCustomObject({
         group: GROUP,

@@ -4,7 +4,7 @@
 import type { CVR } from "../api/types.js";
 import type { Logger } from "../lib/log.js";
 import type { ZfsHost } from "./host.js";
-import type { CoreEvent } from "./kube.js";
+import type { CoreEvent } from "../lib/events/recorder.js";
 import type { PoolObservation } from "./observation.js";
 import { planReplicas, type ReplicaAction, type ReplicaBackend, type ReplicaPlan, type ReplicaState } from "./replicas.js";
 import { DATASET_PROPERTIES } from "./vocabulary.js";

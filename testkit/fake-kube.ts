@@ -3,7 +3,8 @@
 // object until the last one is removed, Events, and claim annotations. Real-apiserver tests come with
 // test/support/kube.ts.
 import type { CSPI, CVR } from "../api/types.js";
-import type { CoreEvent, CvrStatusPatch, EventSubject, KubeApi, StatusPatch, WatchEventType } from "../node-daemon/kube.js";
+import type { CoreEvent, EventSubject } from "../lib/events/recorder.js";
+import type { CvrStatusPatch, KubeApi, StatusPatch, WatchEventType } from "../node-daemon/kube.js";
 
 type Listener = (type: WatchEventType, cspi: CSPI) => void;
 
@@ -12,9 +13,12 @@ interface OpenWatch {
   end: (error?: Error) => void;
 }
 
+/** One Event write: a creation (count 1) or a repeat counted up on the Event of that name. */
 export interface RecordedEvent extends CoreEvent {
   cspi: string;
   host: string;
+  name: string;
+  count: number;
 }
 
 export class FakeKube implements KubeApi {
@@ -153,7 +157,15 @@ export class FakeKube implements KubeApi {
   }
 
   async createEvent(subject: EventSubject, event: CoreEvent, _component: string, host: string) {
-    this.events.push({ ...event, cspi: subject.metadata.name ?? "", host });
+    const name = `${subject.metadata.name ?? ""}.${this.events.length + 1}`;
+    this.events.push({ ...event, cspi: subject.metadata.name ?? "", host, name, count: 1 });
+    return name;
+  }
+
+  async repeatEvent(_namespace: string, name: string, repeat: { count: number; message: string }) {
+    const first = this.events.find((e) => e.name === name);
+    if (!first) throw Object.assign(new Error(`events "${name}" not found`), { code: 404 });
+    this.events.push({ ...first, message: repeat.message, count: repeat.count });
   }
 
   /** CStorVolumeReplicas by name: what a test puts there (the daemon's own changes are status and finalizer). */

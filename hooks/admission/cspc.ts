@@ -2,6 +2,7 @@
 // what the verdict needs (nothing for a metadata-only update), judge, answer with the request's uid.
 import type { Logger } from "../../lib/log.js";
 import { ConfigError } from "../../lib/hook-config.js";
+import { lazily } from "../../lib/lazy.js";
 import { admissionInput, capWarnings, factsNeeded, isCspcReview, judgeCspc, lookupFailed } from "../../lib/admission/judge.js";
 import { DEFAULT_LOOKUP_TIMEOUT_MS, gatherFacts, type ClusterLookup } from "../../lib/admission/lookup.js";
 import { parseAdmissionReview, reviewResponse, type AdmissionReview } from "../../lib/admission/review.js";
@@ -54,14 +55,8 @@ export function defaultAdmissionOptions(env: Readonly<Record<string, string | un
   }
   // The Kubernetes client is loaded on the first review: it is 57 MB of the hook server's memory, and a
   // hook server that only serves Metacontroller never needs it (docs/benchmarks.md).
-  let lookup: Promise<ClusterLookup> | undefined;
-  const load = async (): Promise<ClusterLookup> => (await import("./kube-lookup.js")).KubeClusterLookup.fromDefaultConfig();
   return {
-    lookup: () =>
-      (lookup ??= load().catch((err: unknown) => {
-        lookup = undefined;
-        throw err;
-      })),
+    lookup: lazily(async (): Promise<ClusterLookup> => (await import("./kube-lookup.js")).KubeClusterLookup.fromDefaultConfig()),
     lookupTimeoutMs: raw ? Number(raw) : DEFAULT_LOOKUP_TIMEOUT_MS,
   };
 }

@@ -1,17 +1,26 @@
 // The one express adapter. Hooks are pure functions (body, context) → response; this file only moves
-// JSON in and out, maps errors to status codes and owns /healthz, /readyz and /metrics.
+// JSON in and out, maps errors to status codes, owns /healthz, /readyz and /metrics, and hands the Events a
+// hook emitted to the recorder once the answer is sent (docs/decisions.md, 29).
 import { randomUUID } from "node:crypto";
 import express, { type NextFunction, type Request, type Response } from "express";
-import { Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import { Counter, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 import type { Clock } from "../../api/types.js";
 import { canonicalize } from "../../lib/canonical.js";
 import { BadRequestError } from "../../lib/errors.js";
+import type { CoreEvent, EventOutcome, EventSubject } from "../../lib/events/recorder.js";
 import type { Logger } from "../../lib/log.js";
 import { MemoryBudget, parseCost, RAW_COPIES } from "./body-cost.js";
 
 export interface HookContext {
   clock: Clock;
   log: Logger;
+  /** Events the hook wants on an object: written after the answer is sent, and only if it is a success. */
+  emit(subject: EventSubject, events: readonly CoreEvent[]): void;
+}
+
+/** Writes Events; never rejects (lib/events/recorder.ts). */
+export interface EventSink {
+  record(subject: EventSubject, events: readonly CoreEvent[]): Promise<EventOutcome[]>;
 }
 
 export interface HookRoute {
@@ -36,6 +45,8 @@ export interface AppOptions {
   registry?: Registry;
   /** False while draining on SIGTERM: /readyz answers 503 so no new traffic arrives. */
   isReady?: () => boolean;
+  /** Where emitted Events go; without it they are dropped (and counted as such). */
+  events?: EventSink;
 }
 
 /** docs/reliability.md derives it: the cspc-sync request of the largest CSPC the CRD admits, with room to spare. */
@@ -56,6 +67,12 @@ export function makeApp(options: AppOptions): express.Express {
     help: "Time to answer a hook request, by hook and HTTP status.",
     labelNames: ["hook", "code"],
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    registers: [registry],
+  });
+  const eventsCounted = new Counter({
+    name: "cstor_hook_events_total",
+    help: "Events the hooks emitted, by hook and outcome: created, incremented (an Event counted up), suppressed, throttled, failed, dropped (no recorder).",
+    labelNames: ["hook", "outcome"],
     registers: [registry],
   });
   const isReady = options.isReady ?? (() => true);
@@ -159,11 +176,16 @@ export function makeApp(options: AppOptions): express.Express {
       const requestId = res.locals.requestId as string;
       const log = options.log.child({ requestId, hook: route.name, ...parentRef(req.body) });
       let code = 200;
+      const emitted: { subject: EventSubject; events: readonly CoreEvent[] }[] = [];
+      const emit = (subject: EventSubject, events: readonly CoreEvent[]): void => {
+        if (events.length > 0) emitted.push({ subject, events });
+      };
       try {
-        const result = await route.handle(req.body, { clock: options.clock, log });
+        const result = await route.handle(req.body, { clock: options.clock, log, emit });
         // A request under way when the drain began: answered in full, and its connection closed after.
         lastIfDraining(res);
         res.status(200).json(canonicalize(result));
+        void recordEmitted(route.name, emitted);
       } catch (err) {
         lastIfDraining(res);
         code = err instanceof BadRequestError ? 400 : 500;
@@ -179,6 +201,14 @@ export function makeApp(options: AppOptions): express.Express {
       res.setHeader("Allow", "POST");
       res.status(405).json({ error: `${req.method} is not allowed on ${route.path}; Metacontroller sends POST` });
     });
+  }
+
+  /** After the answer: each Event's outcome counted; nothing here can fail the request. */
+  async function recordEmitted(hook: string, emitted: readonly { subject: EventSubject; events: readonly CoreEvent[] }[]): Promise<void> {
+    for (const { subject, events } of emitted) {
+      const outcomes = options.events ? await options.events.record(subject, events) : events.map((): EventOutcome | "dropped" => "dropped");
+      for (const outcome of outcomes) eventsCounted.inc({ hook, outcome });
+    }
   }
 
   app.use((req, res) => {

@@ -14,11 +14,18 @@ import { gateDisruptions, planExistingPool, withoutDevices, type ExistingPoolPla
 import { matchPools, type PoolMatch } from "./match.js";
 import { planRollouts, withRolloutPermit } from "./rollout.js";
 import { computeStatus, type RemovalBlocked, type SyncFindings } from "./status.js";
+import { cspcEvents } from "./events.js";
+import type { CoreEvent } from "../events/recorder.js";
 import { hasUnreadableChild, heldChildren } from "./unreadable.js";
 import { isBlockPool } from "../rules/device-sets.js";
 import { lowerSetPool, planSetPvcs, pvcsAsObserved, type SetPool } from "./device-sets.js";
 
 export function syncCspcRequest(request: CompositeSyncRequest<CSPC>, clock: Clock): CompositeSyncResponse {
+  return answerCspcSync(request, clock).response;
+}
+
+/** The answer, and the Events the hook server writes on the CSPC once it has sent it (lib/cspc/events.ts). */
+export function answerCspcSync(request: CompositeSyncRequest<CSPC>, clock: Clock): { response: CompositeSyncResponse; events: CoreEvent[] } {
   const cspc = request.parent;
   if (!cspc.spec || !Array.isArray(cspc.spec.pools)) {
     throw new BadRequestError(`CStorPoolCluster ${cspc.metadata.namespace}/${cspc.metadata.name} has no spec.pools list`);
@@ -26,12 +33,11 @@ export function syncCspcRequest(request: CompositeSyncRequest<CSPC>, clock: Cloc
   const inventory = buildInventory(request.parent, request.children, request.related, request.unreadable);
   const plan = planChildren(cspc, inventory);
   const findings = { ...plan.findings, unreadable: request.unreadable ?? [] };
-  return {
-    status: computeStatus(cspc, [...inventory.cspis.values()], findings, clock()),
-    children: hasUnreadableChild(request.unreadable)
-      ? heldChildren(request.children, request.unreadable ?? [], (device, cspi) => claimObject(device, inventory, { cspi }))
-      : plan.children,
-  };
+  const status = computeStatus(cspc, [...inventory.cspis.values()], findings, clock());
+  const children = hasUnreadableChild(request.unreadable)
+    ? heldChildren(request.children, request.unreadable ?? [], (device, cspi) => claimObject(device, inventory, { cspi }))
+    : plan.children;
+  return { response: { status, children }, events: cspcEvents(cspc, status) };
 }
 
 export interface ChildrenPlan {
