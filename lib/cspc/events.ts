@@ -5,6 +5,7 @@ import { LABEL } from "../../api/constants.js";
 import type { Condition, CSPC, CSPCStatus } from "../../api/types.js";
 import type { CoreEvent } from "../events/recorder.js";
 import { CSPC_CONDITION } from "./status.js";
+import { MAX_EVENT_MESSAGE as MAX_MESSAGE } from "../events/recorder.js";
 
 /**
  * Conditions that ask the user to act, in the reasons that do: a Warning on every sync while they hold (the
@@ -23,8 +24,8 @@ export function cspcEvents(cspc: CSPC, next: CSPCStatus): CoreEvent[] {
   for (const condition of next.conditions ?? []) {
     if (condition.type === CSPC_CONDITION.ready) continue;
     const previous = before?.conditions?.find((c) => c.type === condition.type);
-    if (condition.status === "True" && ACT_NOW[condition.type]?.includes(condition.reason)) events.push(warning(condition));
-    else if (changed(previous, condition) && (condition.status === "True" || previous?.status === "True")) events.push(normal(condition));
+    if (condition.status === "True" && ACT_NOW[condition.type]?.includes(condition.reason)) events.push(eventOf("Warning", condition, cspc));
+    else if (changed(previous, condition) && (condition.status === "True" || previous?.status === "True")) events.push(eventOf("Normal", condition, cspc));
   }
   events.push(...healthEvents(cspc, next));
   return events;
@@ -38,7 +39,7 @@ function healthEvents(cspc: CSPC, next: CSPCStatus): CoreEvent[] {
   const is = next.healthyInstances;
   const ready = next.conditions?.find((c) => c.type === CSPC_CONDITION.ready);
   const wasReady = before.conditions?.find((c) => c.type === CSPC_CONDITION.ready)?.status === "True";
-  if (ready?.status === "True" && (!wasReady || is > was)) return [normal(ready)];
+  if (ready?.status === "True" && (!wasReady || is > was)) return [eventOf("Normal", ready, cspc)];
   const counted = `${is} of ${next.desiredInstances ?? is} pools are ONLINE with their pool pod available`;
   if (is > was) return [{ type: "Normal", reason: "PoolOnline", message: counted }];
   if (is < was && (next.provisionedInstances ?? 0) >= (before.provisionedInstances ?? 0)) {
@@ -58,10 +59,12 @@ function changed(previous: Condition | undefined, next: Condition): boolean {
   return !previous || previous.status !== next.status || previous.reason !== next.reason || previous.message !== next.message;
 }
 
-function warning(condition: Condition): CoreEvent {
-  return { type: "Warning", reason: condition.reason, message: condition.message };
-}
-
-function normal(condition: Condition): CoreEvent {
-  return { type: "Normal", reason: condition.reason, message: condition.message };
+/**
+ * The condition as an Event. An Event's message is cut at 1,024 characters (lib/events/kube-writer.ts): a longer
+ * one (several refusals joined) says where the whole of it is.
+ */
+function eventOf(type: CoreEvent["type"], condition: Condition, cspc: CSPC): CoreEvent {
+  if (condition.message.length <= MAX_MESSAGE) return { type, reason: condition.reason, message: condition.message };
+  const rest = ` … (the rest: kubectl -n ${cspc.metadata.namespace ?? "default"} get cspc ${cspc.metadata.name ?? ""} -o yaml, condition ${condition.type})`;
+  return { type, reason: condition.reason, message: `${condition.message.slice(0, MAX_MESSAGE - rest.length)}${rest}` };
 }

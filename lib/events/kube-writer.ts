@@ -3,10 +3,8 @@
 // hook server (hooks/events.ts).
 import { CoreV1Api, PatchStrategy, setHeaderOptions, type KubeConfig } from "@kubernetes/client-node";
 import { API_VERSION, KIND } from "../../api/constants.js";
-import type { EventWriter } from "./recorder.js";
+import { MAX_EVENT_MESSAGE as MAX_MESSAGE, type EventWriter } from "./recorder.js";
 
-/** The apiserver takes longer messages, but `kubectl describe` lines do not. */
-const MAX_MESSAGE = 1024;
 const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
 
 export function kubeEventWriter(config: KubeConfig): EventWriter {

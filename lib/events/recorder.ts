@@ -20,6 +20,9 @@ export interface CoreEvent {
   message: string;
 }
 
+/** Longest message written: the apiserver takes more, but `kubectl describe` lines do not. */
+export const MAX_EVENT_MESSAGE = 1024;
+
 /** Where Events go: the apiserver (kube-writer.ts), or a test's memory. */
 export interface EventWriter {
   /** Creates the Event; resolves to its name. */

@@ -25,7 +25,8 @@ export interface GoldenArea {
 
 export const GOLDEN_AREAS: Readonly<Record<string, GoldenArea>> = {
   admission: { inputs: ["review.yaml", "lookups.yaml"], outputs: ["response.yaml"], caseKeys: ["lookupTimeoutMs", "expectedLookups"] },
-  "cspc-sync": { inputs: ["request.yaml"], outputs: ["response.yaml"] },
+  // events.yaml: the Events the hook server writes on the CSPC after answering (never part of the answer).
+  "cspc-sync": { inputs: ["request.yaml"], outputs: ["response.yaml", "events.yaml"] },
   "cspc-finalize": { inputs: ["request.yaml"], outputs: ["response.yaml"] },
   "cspi-sync": { inputs: ["request.yaml"], outputs: ["response.yaml"] },
   "cspi-finalize": { inputs: ["request.yaml"], outputs: ["response.yaml"] },

@@ -1,5 +1,7 @@
 import { expect } from "chai";
-import { syncCspc } from "../../../hooks/cspc-sync/sync.js";
+import { syncCspc, syncCspcEmitting } from "../../../hooks/cspc-sync/sync.js";
+import type { CoreEvent, EventSubject } from "../../../lib/events/recorder.js";
+import { createLogger } from "../../../lib/log.js";
 import { ownedView } from "../../../lib/cspc/build.js";
 import type { KubeObject } from "../../../api/types.js";
 import { canonicalize } from "../../../lib/canonical.js";
@@ -8,8 +10,14 @@ import { expectGolden, goldenCases } from "../../support/golden.js";
 describe("cspc-sync golden cases", () => {
   for (const c of goldenCases("cspc-sync")) {
     it(`${c.name}: ${c.description}`, () => {
-      const response = syncCspc(c.read("request.yaml"), () => c.now);
+      const emitted: { subject: EventSubject; events: readonly CoreEvent[] }[] = [];
+      const context = { clock: () => c.now, log: createLogger({ level: "silent" }), emit: (subject: EventSubject, events: readonly CoreEvent[]) => emitted.push({ subject, events }) };
+      const response = syncCspcEmitting(c.read("request.yaml"), context);
+      expect(response, "the hook server's answer is the pure hook's").to.deep.equal(syncCspc(c.read("request.yaml"), () => c.now));
       expectGolden(c, "response.yaml", response);
+      const request = c.read("request.yaml") as { parent: KubeObject };
+      expect(emitted.map((e) => e.subject.metadata.name), "Events are on the CSPC").to.deep.equal([request.parent.metadata.name]);
+      expectGolden(c, "events.yaml", emitted[0].events);
     });
   }
 
