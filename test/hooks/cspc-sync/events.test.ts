@@ -28,7 +28,7 @@ function status(healthy: number, ...conditions: Condition[]): CSPCStatus {
 }
 
 function cspc(previous?: CSPCStatus): CSPC {
-  return { apiVersion: "openebs.io/v1alpha1", kind: "CStorPoolCluster", metadata: { name: "pools", namespace: "openebs" }, spec: { pools: [] }, ...(previous ? { status: previous } : {}) } as CSPC;
+  return { apiVersion: "openebs.io/v1alpha1", kind: "CStorPoolCluster", metadata: { name: "pools", namespace: "openebs" }, spec: { pools: [] }, ...(previous ? { status: previous } : {}) };
 }
 
 const brief = (events: CoreEvent[]) => events.map((e) => `${e.type} ${e.reason}`);
