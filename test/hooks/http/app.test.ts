@@ -7,6 +7,9 @@ import { parseCost } from "../../../hooks/http/body-cost.js";
 import { hookRoutes } from "../../../hooks/routes.js";
 import { createLogger } from "../../../lib/log.js";
 import { fleetRequest } from "../../../testkit/fleet.js";
+import { EventRecorder, type CoreEvent, type EventSubject } from "../../../lib/events/recorder.js";
+import { FakeKube } from "../../../testkit/fake-kube.js";
+import { goldenCases } from "../../support/golden.js";
 
 const clock = () => new Date("2026-11-21T10:00:00Z");
 
@@ -165,5 +168,47 @@ describe("hook server HTTP layer", () => {
       { apiVersion: "openebs.io/v1alpha1", labelSelector: { matchLabels: { "openebs.io/cstor-pool-cluster": "c" } }, namespace: "storage", resource: "cstorvolumereplicas" },
       { apiVersion: "openebs.io/v1alpha1", labelSelector: { matchLabels: { "openebs.io/cstor-pool-cluster": "c" } }, namespace: "storage", resource: "cstorvolumes" },
     ]);
+  });
+
+  describe("Events a hook emits", () => {
+    const refusedEdit = () => goldenCases("cspc-sync").find((c) => c.name === "day2-rejected-device-removed")!.read("request.yaml");
+    /** A recorder on an in-memory apiserver, and a promise of its first batch: written after the answer. */
+    const recording = (kube: FakeKube) => {
+      const recorder = new EventRecorder({ writer: kube, component: "cstor-pool-hooks", host: "hooks-0", clock, logger: createLogger({ level: "silent" }), repeatAfterMs: 0 });
+      let done!: (batch: { subject: EventSubject; events: readonly CoreEvent[] }) => void;
+      const first = new Promise<{ subject: EventSubject; events: readonly CoreEvent[] }>((resolve) => (done = resolve));
+      const events = {
+        async record(subject: EventSubject, events: readonly CoreEvent[]) {
+          const outcomes = await recorder.record(subject, events);
+          done({ subject, events });
+          return outcomes;
+        },
+      };
+      return { events, first };
+    };
+
+    it("writes the cspc-sync Warning on the CSPC after the answer, which is the same as without Events", async () => {
+      const kube = new FakeKube();
+      const { events, first } = recording(kube);
+      const server = makeApp({ routes: hookRoutes(), clock, log: createLogger({ level: "silent" }), events });
+      const answer = await request(server).post("/hooks/cspc-sync").send(refusedEdit()).expect(200);
+      const plain = await request(app()).post("/hooks/cspc-sync").send(refusedEdit()).expect(200);
+      expect(answer.text).to.equal(plain.text);
+      const { subject } = await first;
+      expect(subject).to.deep.include({ kind: "CStorPoolCluster" });
+      expect(kube.events.map((e) => `${e.cspi} ${e.type} ${e.reason}`)).to.deep.equal(["pools Warning ChangesRejected"]);
+      expect(kube.events[0].message).to.match(/block device c2 was removed; data on it would be lost: put it back$/);
+      expect((await request(server).get("/metrics")).text).to.match(/cstor_hook_events_total\{hook="cspc-sync",outcome="created"\} 1/);
+    });
+
+    it("an Event the apiserver refuses does not change the answer; it is counted as failed", async () => {
+      const kube = new FakeKube();
+      kube.createEvent = () => Promise.reject(Object.assign(new Error("events is forbidden"), { code: 403 }));
+      const { events, first } = recording(kube);
+      const server = makeApp({ routes: hookRoutes(), clock, log: createLogger({ level: "silent" }), events });
+      await request(server).post("/hooks/cspc-sync").send(refusedEdit()).expect(200);
+      await first;
+      expect((await request(server).get("/metrics")).text).to.match(/cstor_hook_events_total\{hook="cspc-sync",outcome="failed"\} 1/);
+    });
   });
 });
