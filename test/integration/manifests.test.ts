@@ -190,11 +190,11 @@ describe("integration: manifests on a real kube-apiserver", function () {
     expect(volume.secret.secretName).to.equal(certificate.spec.secretName);
   });
 
-  it("runs the hook server as 2 hardened replicas without a ServiceAccount token (default install)", async () => {
+  it("runs the hook server as 2 hardened replicas with a ServiceAccount token for its Events (default install)", async () => {
     const deployment = await getJson(cluster, "deployment", "cstor-pool-hooks", "-n", INSTALL_NAMESPACE);
     const pod = deployment.spec.template.spec;
     expect(deployment.spec.replicas).to.equal(2);
-    expect(pod.automountServiceAccountToken).to.equal(false);
+    expect(pod.automountServiceAccountToken).to.equal(true);
     expect(pod.securityContext.runAsNonRoot).to.equal(true);
     expect(pod.securityContext.seccompProfile.type).to.equal("RuntimeDefault");
     const [container] = pod.containers;
@@ -203,7 +203,7 @@ describe("integration: manifests on a real kube-apiserver", function () {
     expect(container.readinessProbe.httpGet.path).to.equal("/readyz");
     expect(container.livenessProbe.httpGet.path).to.equal("/healthz");
     const sa = await getJson(cluster, "serviceaccount", "cstor-pool-hooks", "-n", INSTALL_NAMESPACE);
-    expect(sa.automountServiceAccountToken).to.equal(false);
+    expect(sa.automountServiceAccountToken).to.equal(true);
   });
 
   it("runs the node daemon privileged with only the host paths it needs, and its node and namespace from the downward API", async () => {

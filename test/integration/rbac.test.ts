@@ -2,6 +2,7 @@
 // authenticated by a ServiceAccount token, can do its whole job and is refused everything else.
 import { expect } from "chai";
 import { ANNOTATION, API_VERSION, FINALIZER, KIND, LABEL } from "../../api/constants.js";
+import { kubeEventWriter } from "../../lib/events/kube-writer.js";
 import { createKubeApi } from "../../node-daemon/kube.js";
 import { INSTALL_NAMESPACE, projectInstalled, repoPath, waitUntil, type Identity, type KubeCluster } from "../support/kube.js";
 
@@ -180,12 +181,36 @@ describe("integration: RBAC and policy for each identity, on a real kube-apiserv
       hooks = await cluster.serviceAccount(NS, "cstor-pool-hooks");
     });
 
-    it("has no rights at all in the default install (Metacontroller sends hooks everything they need)", async () => {
+    it("reads nothing in the default install (Metacontroller sends hooks everything they need)", async () => {
       for (const path of readable) {
         const response = await cluster.request(hooks, "GET", path);
         expect(response.status, path).to.equal(403);
       }
     });
+
+    it("creates and counts up core Events on CSPCs in its namespace, as the hook server's writer does", async () => {
+      const writer = kubeEventWriter(cluster.kubeConfig(hooks));
+      const cspc = { kind: KIND.cspc, metadata: { name: "rbac", namespace: NS } };
+      const name = await writer.createEvent(cspc, { type: "Warning", reason: "ChangesRejected", message: "refused: put it back" }, "cstor-pool-hooks", "hooks-0", new Date());
+      await writer.repeatEvent(NS, name, { count: 2, message: "refused: put it back", now: new Date() });
+      const recorded = await cluster.request(cluster.admin, "GET", `/api/v1/namespaces/${NS}/events/${name}`);
+      expect(recorded.body).to.deep.include({ reason: "ChangesRejected", count: 2 });
+      expect(recorded.body.involvedObject).to.deep.include({ kind: KIND.cspc, name: "rbac" });
+    });
+
+    const refusedByDefault: [string, string, string, unknown?][] = [
+      ["read Events", "GET", `/api/v1/namespaces/${NS}/events`],
+      ["delete an Event", "DELETE", `/api/v1/namespaces/${NS}/events/any`],
+      ["create Events in another namespace", "POST", `/api/v1/namespaces/${OTHER_NS}/events`, { metadata: { name: "e" }, involvedObject: { kind: KIND.cspc, name: "rbac", namespace: OTHER_NS } }],
+      ["create events.k8s.io Events", "POST", `/apis/events.k8s.io/v1/namespaces/${NS}/events`, { apiVersion: "events.k8s.io/v1", kind: "Event", metadata: { name: "e" } }],
+      ["read Secrets", "GET", `/api/v1/namespaces/${NS}/secrets`],
+    ];
+    for (const [what, method, path, body] of refusedByDefault) {
+      it(`is refused in the default install: ${what}`, async () => {
+        const response = await cluster.request(hooks, method, path, body, "application/json");
+        expect(response.status, JSON.stringify(response.body)).to.equal(403);
+      });
+    }
 
     describe("with the admission component's RBAC", () => {
       before(async () => {

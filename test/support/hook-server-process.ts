@@ -1,5 +1,6 @@
 // The hook server as a real process (`node --import tsx hooks/main.ts`), with the environment of the shipped
 // Deployment (metacontroller/base/hook-server.yaml) as the apiserver stores it; only PORT is a free loopback port.
+// It acts as its ServiceAccount (a kubeconfig holding that account's token): its Events are written as in a pod.
 import { freePorts, REPO_ROOT, waitUntil, type KubeCluster } from "./kube.js";
 import { LoggedProcess } from "./logged-process.js";
 import { shippedEnv } from "./node-daemon-process.js";
@@ -16,7 +17,8 @@ export class HookServerProcess extends LoggedProcess {
   static async start(cluster: KubeCluster, namespace: string, name = "cstor-pool-hooks"): Promise<HookServerProcess> {
     const envOn = await shippedEnv(cluster, namespace, "deployment", name);
     const [port] = await freePorts(1);
-    const env = { PATH: process.env.PATH ?? "/usr/bin:/bin", ...envOn("hook-node"), PORT: String(port) };
+    const identity = await cluster.serviceAccount(namespace, name);
+    const env = { PATH: process.env.PATH ?? "/usr/bin:/bin", ...envOn("hook-node"), PORT: String(port), KUBECONFIG: identity.kubeconfig };
     const server = new HookServerProcess(`http://127.0.0.1:${port}`, env);
     await waitUntil(
       async () => {

@@ -171,7 +171,7 @@ describe("hook server HTTP layer", () => {
   });
 
   describe("Events a hook emits", () => {
-    const refusedEdit = () => goldenCases("cspc-sync").find((c) => c.name === "day2-rejected-device-removed")!.read("request.yaml");
+    const refusedEdit = () => goldenCases("cspc-sync").find((c) => c.name === "day2-rejected-device-removed")!.read("request.yaml") as object;
     /** A recorder on an in-memory apiserver, and a promise of its first batch: written after the answer. */
     const recording = (kube: FakeKube) => {
       const recorder = new EventRecorder({ writer: kube, component: "cstor-pool-hooks", host: "hooks-0", clock, logger: createLogger({ level: "silent" }), repeatAfterMs: 0 });
