@@ -351,6 +351,67 @@ export function scanProgress(scan: Scan): number | undefined {
   return match ? Math.min(1, Number(match[1]) / 100) : undefined;
 }
 
+/** A pool's last scrub as `zpool status` tells it; dates as RFC 3339 (the daemon runs zpool with TZ=UTC). */
+export interface ScrubReading {
+  state: "Scrubbing" | "Finished" | "Canceled";
+  startTime?: string;
+  endTime?: string;
+  /** As zpool prints it: "42.17%". */
+  progress?: string;
+  repairedBytes?: number;
+  /** Errors found and not repaired ("with N errors"). */
+  errors?: number;
+}
+
+const CTIME = String.raw`([A-Z][a-z]{2}) ([A-Z][a-z]{2}) +(\d{1,2}) (\d{2}):(\d{2}):(\d{2}) (\d{4})`;
+const MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+
+/** ctime(3) text after `word` ("on Tue Nov 24 10:12:20 2026"), read as UTC; undefined when absent or not a date. */
+function ctimeAfter(text: string, word: string): string | undefined {
+  const match = new RegExp(`\\b${word} ${CTIME}`).exec(text);
+  const month = match ? MONTHS.indexOf(match[2]) : -1;
+  if (!match || month < 0) return undefined;
+  const [, , , day, hours, minutes, seconds, year] = match.map(Number);
+  return new Date(Date.UTC(year, month, day, hours, minutes, seconds)).toISOString().replace(".000Z", "Z");
+}
+
+/**
+ * The scrub in a pool's scan line, in both dialects (undefined when the line is about no scrub: none
+ * requested, a resilver). zfs-fuse 0.7: "scrub in progress for 0h0m, 12.34% done, 0h1m to go", "scrub
+ * completed after 0h0m with 0 errors on <ctime>", "scrub stopped after ..."; its repaired bytes are only in
+ * the members' "26.6M repaired" notes. OpenZFS: "scrub in progress since <ctime> ... 0B repaired, 5.00% done",
+ * "scrub repaired 0B in 00:00:01 with 0 errors on <ctime>", "scrub canceled on <ctime>".
+ */
+export function parseScrub(pool: Pick<PoolStatus, "scan" | "layout">): ScrubReading | undefined {
+  const { scan } = pool;
+  if (scan.activity !== "scrub") return undefined;
+  const text = scan.text;
+  const reading: ScrubReading = { state: scan.inProgress ? "Scrubbing" : /\b(stopped|canceled)\b/.test(text) ? "Canceled" : "Finished" };
+  if (!scan.inProgress && !/\b(completed|repaired|stopped|canceled)\b/.test(text)) return undefined;
+  const start = ctimeAfter(text, "since");
+  const end = ctimeAfter(text, "on");
+  if (start) reading.startTime = start;
+  if (end && !scan.inProgress) reading.endTime = end;
+  const progress = /(\d+(?:\.\d+)?%) done/.exec(text);
+  if (progress && scan.inProgress) reading.progress = progress[1];
+  const errors = /with (\d+) errors?/.exec(text);
+  if (errors) reading.errors = Number(errors[1]);
+  const repaired = /(?:scrub repaired (\S+) in|(\S+) repaired,)/.exec(text);
+  const bytes = repaired ? parseSize(repaired[1] ?? repaired[2]) : memberRepairs(pool.layout);
+  if (bytes !== undefined) reading.repairedBytes = Math.round(bytes);
+  return reading;
+}
+
+/** zfs-fuse puts what a scrub repaired beside each member ("26.6M repaired"); undefined when no member says. */
+function memberRepairs(layout: Layout): number | undefined {
+  const sizes = allLeaves(layout).flatMap((leaf) => {
+    const match = /(\S+) repaired/.exec(leaf.note ?? "");
+    const bytes = match ? parseSize(match[1]) : undefined;
+    return bytes === undefined ? [] : [bytes];
+  });
+  return sizes.length > 0 ? sizes.reduce((a, b) => a + b, 0) : undefined;
+}
+
 /** `zfs get -H -p -o value a,b pool`: one value per line, in the order asked. */
 export function parseValueLines(text: string, expected: number): string[] {
   const values = text.split("\n").filter((line) => line !== "");
