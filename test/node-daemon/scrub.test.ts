@@ -20,7 +20,7 @@ function scrubInput(options: { interval?: string; scan?: string; state?: string;
   const pool = input.observation.pool!;
   let text = printed(input);
   if (options.scan) text = text.replace(/^ *(?:scrub|scan): .*$/m, options.scan);
-  if (options.state) text = text.replaceAll(/ONLINE( +0 +0 +0\n\t  mirror)/g, `${options.state}$1`).replace(" state: ONLINE", ` state: ${options.state}`);
+  if (options.state) text = text.replaceAll(/ONLINE( +0 +0 +0\n\t {2}mirror)/g, `${options.state}$1`).replace(" state: ONLINE", ` state: ${options.state}`);
   const status = parseZpoolStatus(text)[0];
   return { ...input, cspi, observation: { ...input.observation, imported: [status], pool: { ...pool, status } } };
 }
