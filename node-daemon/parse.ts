@@ -3,6 +3,7 @@
 // prints "scan:", and lists logs after spares in `zpool import`. Pool listings are read whole or not at all:
 // a line that fits nowhere, a pool cut short or garbage is a ZpoolOutputError, never a guess, so the daemon
 // does not act on a pool it half saw (read as missing, or as holding none of its devices).
+import { formatTime } from "../lib/conditions.js";
 import type { PoolFacts } from "./observation.js";
 
 /** Where a vdev sits in the pool layout. */
@@ -361,6 +362,8 @@ export interface ScrubReading {
   repairedBytes?: number;
   /** Errors found and not repaired ("with N errors"). */
   errors?: number;
+  /** zfs-fuse prints how long a running scrub has run ("for 0h3m"), not when it started. */
+  elapsedSeconds?: number;
 }
 
 const CTIME = String.raw`([A-Z][a-z]{2}) ([A-Z][a-z]{2}) +(\d{1,2}) (\d{2}):(\d{2}):(\d{2}) (\d{4})`;
@@ -372,7 +375,7 @@ function ctimeAfter(text: string, word: string): string | undefined {
   const month = match ? MONTHS.indexOf(match[2]) : -1;
   if (!match || month < 0) return undefined;
   const [, , , day, hours, minutes, seconds, year] = match.map(Number);
-  return new Date(Date.UTC(year, month, day, hours, minutes, seconds)).toISOString().replace(".000Z", "Z");
+  return formatTime(new Date(Date.UTC(year, month, day, hours, minutes, seconds)));
 }
 
 /**
@@ -388,10 +391,13 @@ export function parseScrub(pool: Pick<PoolStatus, "scan" | "layout">): ScrubRead
   const text = scan.text;
   const reading: ScrubReading = { state: scan.inProgress ? "Scrubbing" : /\b(stopped|canceled)\b/.test(text) ? "Canceled" : "Finished" };
   if (!scan.inProgress && !/\b(completed|repaired|stopped|canceled)\b/.test(text)) return undefined;
-  const start = ctimeAfter(text, "since");
-  const end = ctimeAfter(text, "on");
+  const end = scan.inProgress ? undefined : ctimeAfter(text, "on");
+  const took = durationSeconds(text);
+  const start = ctimeAfter(text, "since") ?? (end && took !== undefined ? formatTime(new Date(Date.parse(end) - took * 1000)) : undefined);
   if (start) reading.startTime = start;
-  if (end && !scan.inProgress) reading.endTime = end;
+  if (end) reading.endTime = end;
+  const elapsed = /in progress for (\d+)h(\d+)m/.exec(text);
+  if (elapsed) reading.elapsedSeconds = (Number(elapsed[1]) * 60 + Number(elapsed[2])) * 60;
   const progress = /(\d+(?:\.\d+)?%) done/.exec(text);
   if (progress && scan.inProgress) reading.progress = progress[1];
   const errors = /with (\d+) errors?/.exec(text);
@@ -400,6 +406,15 @@ export function parseScrub(pool: Pick<PoolStatus, "scan" | "layout">): ScrubRead
   const bytes = repaired ? parseSize(repaired[1] ?? repaired[2]) : memberRepairs(pool.layout);
   if (bytes !== undefined) reading.repairedBytes = Math.round(bytes);
   return reading;
+}
+
+/** How long a finished or stopped scan took: zfs-fuse and OpenZFS 0.x "after|in 1h2m", OpenZFS 2.x "in [N days ]01:02:03". */
+function durationSeconds(text: string): number | undefined {
+  const minutes = /\b(?:after|in) (\d+)h(\d+)m\b/.exec(text);
+  if (minutes) return (Number(minutes[1]) * 60 + Number(minutes[2])) * 60;
+  const clock = /\bin (?:(\d+) days? )?(\d+):(\d{2}):(\d{2})\b/.exec(text);
+  if (clock) return Number(clock[1] ?? 0) * 86_400 + Number(clock[2]) * 3600 + Number(clock[3]) * 60 + Number(clock[4]);
+  return undefined;
 }
 
 /** zfs-fuse puts what a scrub repaired beside each member ("26.6M repaired"); undefined when no member says. */

@@ -97,8 +97,7 @@ type ScrubStatus = NonNullable<CSPIStatus["scrub"]>;
 /**
  * The last scrub: what zpool status says of it, else what the status said before (zfs-fuse forgets a scrub
  * on import, a resilver's line replaces it); a scrub that vanished while running (the pool exported) is
- * Canceled. A start time zpool does not print (zfs-fuse) is the pass's clock when this pass started it, and is
- * carried while it runs.
+ * Canceled.
  */
 function scrubStatus(input: ReportInput): ScrubStatus | undefined {
   const previous = input.cspi.status?.scrub ?? {};
@@ -107,10 +106,10 @@ function scrubStatus(input: ReportInput): ScrubStatus | undefined {
   const reading = pool ? parseScrub(pool.status) : undefined;
   let out: ScrubStatus = last;
   if (reading && !(reading.endTime && last.lastEndTime && Date.parse(last.lastEndTime) > Date.parse(reading.endTime))) {
-    const started = input.outcomes.some((o) => o.action.kind === "scrub" && !o.error);
-    const same = last.state === "Scrubbing" || (reading.endTime !== undefined && reading.endTime === last.lastEndTime);
-    const carried = same ? last.lastStartTime : undefined;
-    const startTime = reading.startTime ?? (started ? formatTime(input.now) : carried);
+    // A start zpool prints (OpenZFS), or reckons from the end and the duration; else the one seen running is carried.
+    const carried = last.state === "Scrubbing" ? last.lastStartTime : undefined;
+    const running = reading.elapsedSeconds !== undefined ? formatTime(new Date(input.now.getTime() - reading.elapsedSeconds * 1000)) : undefined;
+    const startTime = reading.startTime ?? carried ?? running;
     out = {
       state: reading.state,
       ...(startTime ? { lastStartTime: startTime } : {}),
