@@ -73,7 +73,6 @@ export const PoolConfigSchema = Type.Object(
         {
           interval: Type.String({
             pattern: SCRUB_INTERVAL_PATTERN,
-            maxLength: 5,
             description: "How long after the pool's last scrub ended the node daemon scrubs it again: a whole number of hours or days, such as 168h or 30d.",
           }),
         },
