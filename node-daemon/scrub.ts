@@ -41,7 +41,8 @@ export function planScrub(input: ScrubInput): { action?: Action; waiting?: strin
   const seconds = interval ? scrubIntervalSeconds(interval) : undefined;
   if (!interval || seconds === undefined) return {};
   const status = observed.status;
-  if (status.scan.activity === "scrub" && status.scan.inProgress) return {};
+  // A scrub running, or one someone paused (OpenZFS `zpool scrub -p`: `zpool scrub` would resume it), is left alone.
+  if (status.scan.activity === "scrub" && (status.scan.inProgress || /\bpaused\b/.test(status.scan.text))) return {};
   const lastEnd = lastScrubEnd(cspi, observed);
   if (lastEnd && now.getTime() < Date.parse(lastEnd) + seconds * 1000) return {};
   const waiting = scrubBlock(input);

@@ -81,10 +81,12 @@ describe("node-daemon scheduled scrubs: the planner", () => {
     expect(scrubs(scrubInput({ interval: "24h", status: old, scan: " scrub: scrub completed after 0h0m with 0 errors on Sun Mar  1 11:00:00 2026" }))).to.have.length(0);
   });
 
-  it("never starts a scrub while one runs (a restarted daemon sees it in zpool status), and says nothing is waiting", () => {
+  it("never starts a scrub while one runs (a restarted daemon sees it in zpool status) or is paused by hand, and says nothing is waiting", () => {
     const running = plan(scrubInput({ interval: "1h", scan: " scrub: scrub in progress for 0h3m, 42.17% done, 0h4m to go" }));
     expect(running.actions).to.deep.equal([]);
     expect(running.scrubWaiting).to.equal(undefined);
+    // OpenZFS: a scrub someone paused is theirs to resume; `zpool scrub` would resume it.
+    expect(plan(scrubInput({ interval: "1h", scan: "  scan: scrub paused since Sun Mar  1 10:00:00 2026" })).actions).to.deep.equal([]);
   });
 
   it("holds a due scrub during a resilver", () => {
