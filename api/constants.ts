@@ -169,6 +169,9 @@ export type RaidType = (typeof RAID_TYPES)[number];
 export const COMPRESSION_VALUES = ["off", "on", "lz4", "lzjb", "gzip", "zle"] as const;
 export type Compression = (typeof COMPRESSION_VALUES)[number];
 
+/** poolConfig.scrub.interval: whole hours or days (docs/decisions.md, 34). */
+export const SCRUB_INTERVAL_PATTERN = "^[1-9][0-9]{0,3}[hd]$";
+
 export const DEFAULTS = {
   compression: "off" as Compression,
   roThresholdLimit: 85,

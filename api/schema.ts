@@ -5,7 +5,7 @@
 // drops that keyword because structural CRD schemas forbid it (the API server prunes unknown fields instead).
 import { Type, type TSchema, type TUnsafe } from "@sinclair/typebox";
 import { DEVICE_SET_RULES, POOL_RULES, RAID_GROUP_RULES, SPEC_RULES, VOLUME_CLAIM_TEMPLATE_RULES } from "./cel.js";
-import { COMPRESSION_VALUES, LIMITS, RAID_TYPES } from "./constants.js";
+import { COMPRESSION_VALUES, LIMITS, RAID_TYPES, SCRUB_INTERVAL_PATTERN } from "./constants.js";
 
 const closed = { additionalProperties: false } as const;
 
@@ -67,6 +67,17 @@ export const PoolConfigSchema = Type.Object(
         maximum: 100,
         description: "Used capacity (percent) at which the pool turns read-only. 100 never. Default 85.",
       }),
+    ),
+    scrub: Type.Optional(
+      Type.Object(
+        {
+          interval: Type.String({
+            pattern: SCRUB_INTERVAL_PATTERN,
+            description: "How long after the pool's last scrub ended the node daemon scrubs it again: a whole number of hours or days, such as 168h or 30d.",
+          }),
+        },
+        { ...closed, description: "Scheduled scrubs (docs/operations.md). Absent: the node daemon never scrubs the pool." },
+      ),
     ),
     existingPoolName: Type.Optional(
       Type.String({
@@ -308,6 +319,23 @@ export const DeviceHealthSchema = Type.Object(
   closed,
 );
 
+export const SCRUB_STATES = ["Scrubbing", "Finished", "Canceled"] as const;
+
+export const ScrubStatusSchema = Type.Object(
+  {
+    state: Type.Optional(
+      Type.Union(SCRUB_STATES.map((s) => Type.Literal(s)), { description: "The pool's last scrub: running, finished, or stopped before the end." }),
+    ),
+    lastStartTime: Type.Optional(Type.String({ format: "date-time", description: "When the last scrub started, when known." })),
+    lastEndTime: Type.Optional(Type.String({ format: "date-time", description: "When the last scrub finished or was stopped: the next is due an interval later." })),
+    progress: Type.Optional(Type.String({ maxLength: 16, description: "How far the running scrub is, as zpool prints it (42.17%)." })),
+    repairedBytes: Type.Optional(Type.Integer({ minimum: 0, description: "Bytes the last scrub repaired." })),
+    errors: Type.Optional(Type.Integer({ minimum: 0, description: "Errors the last scrub found and could not repair (zpool status -v names the files)." })),
+    waiting: Type.Optional(Type.String({ maxLength: 1024, description: "Why a scrub that is due has not started." })),
+  },
+  { ...closed, description: "Scheduled scrubs (poolConfig.scrub), from the node daemon." },
+);
+
 export const CSPIStatusSchema = Type.Object(
   {
     phase: Type.Optional(Type.Union(CSPI_PHASES.map((p) => Type.Literal(p)))),
@@ -322,6 +350,7 @@ export const CSPIStatusSchema = Type.Object(
         description: "Every device of the imported pool with its state and error counts (zpool status), from the node daemon.",
       }),
     ),
+    scrub: Type.Optional(ScrubStatusSchema),
     conditions: Type.Optional(Conditions),
     lastUpdateTime: Type.Optional(Type.String({ format: "date-time", description: "Node daemon heartbeat." })),
     pendingRollout: Type.Optional(

@@ -116,7 +116,8 @@ function runOnce(argv: readonly string[], options: Required<RunOptions>): Promis
     // spawn, not execFile: execFile does not pass `detached` on. Its own process group means a SIGTERM or
     // SIGINT sent to the daemon's group (a terminal, a container runtime) does not interrupt a zpool
     // command half way, and a timeout stops the whole group (nsenter/chroot and the zpool under it).
-    const child: ChildProcess = spawn(file, args, { detached: true, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, LC_ALL: "C" } });
+    // TZ=UTC: zpool prints a scrub's dates as local time without a zone; in UTC they are read exactly.
+    const child: ChildProcess = spawn(file, args, { detached: true, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, LC_ALL: "C", TZ: "UTC" } });
     const signalGroup = (signal: NodeJS.Signals): void => {
       if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
       try {

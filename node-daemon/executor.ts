@@ -47,6 +47,8 @@ async function executeOnHost(action: Action, host: ZfsHost): Promise<void> {
       return host.remove(action.pool, action.device);
     case "grow":
       return host.grow(action.pool, action.devices);
+    case "scrub":
+      return host.scrub(action.pool);
     case "set-pool-property":
       return host.setPoolProperty(action.pool, action.property, action.value);
     case "set-dataset-property":
@@ -80,6 +82,7 @@ export const EVENT_REASONS: Record<Action["kind"], { done: string; failed: strin
   replace: { done: "BlockDeviceReplacement", failed: "BlockDeviceReplacementFailed" },
   remove: { done: "DeviceRemoved", failed: "DeviceRemoveFailed" },
   grow: { done: "PoolGrown", failed: "PoolGrowFailed" },
+  scrub: { done: "ScrubStarted", failed: "ScrubFailed" },
   "set-pool-property": { done: "PoolPropertySet", failed: "PoolPropertyFailed" },
   "set-dataset-property": { done: "PoolPropertySet", failed: "PoolPropertyFailed" },
   export: { done: "PoolExported", failed: "ExportFailed" },
@@ -109,6 +112,8 @@ export function describeAction(action: Action): string {
       return `removed ${action.device} from pool ${action.pool}`;
     case "grow":
       return `expanded ${action.devices.join(", ")} of pool ${action.pool} to the devices' new size`;
+    case "scrub":
+      return `started a scrub of pool ${action.pool}: poolConfig.scrub.interval is ${action.interval} and ${action.lastEnd ? `the last scrub ended at ${action.lastEnd}` : "no scrub of the pool is known"}`;
     case "set-pool-property":
       return `set ${action.property}=${action.value} on pool ${action.pool}`;
     case "set-dataset-property":

@@ -264,6 +264,11 @@ export class ZfsHost {
     await this.zpoolChange(["online", "-e", pool, ...devices], CHANGE);
   }
 
+  /** Starts a scrub; zpool returns at once and the scrub runs in the pool (zpool status shows it). */
+  async scrub(pool: string): Promise<void> {
+    await this.zpoolChange(["scrub", pool], CHANGE);
+  }
+
   /** Imports by id when known; renamedFrom: the pool has another name on disk and is imported as `pool`. */
   async import(options: { id?: string; pool: string; from: ImportSource; cachefile?: string; force: boolean; renamedFrom?: string }): Promise<void> {
     if (options.cachefile) await mkdir(parentDir(options.cachefile), { recursive: true });

@@ -82,6 +82,9 @@ export function createMetrics(): DaemonMetrics {
     resilverProgress: gauge("cstor_pool_resilver_progress_ratio", "How far the running resilver is, 0 to 1 (only while one runs)", POOL),
     scrubbing: gauge("cstor_pool_scrub_active", "1 while a scrub runs", POOL),
     scrubProgress: gauge("cstor_pool_scrub_progress_ratio", "How far the running scrub is, 0 to 1 (only while one runs)", POOL),
+    scrubEnd: gauge("cstor_pool_scrub_last_end_timestamp_seconds", "When the pool's last scrub finished or was stopped (Unix time; status.scrub.lastEndTime)", POOL),
+    scrubErrors: gauge("cstor_pool_scrub_last_errors", "Errors the pool's last scrub found and could not repair (status.scrub.errors)", POOL),
+    scrubRepaired: gauge("cstor_pool_scrub_last_repaired_bytes", "Bytes the pool's last scrub repaired (status.scrub.repairedBytes)", POOL),
     observed: gauge("cstor_pool_last_observation_timestamp_seconds", "When the daemon last read the pool's state successfully (Unix time)", POOL),
   };
   const DEVICE = [...POOL, "device", "blockdevice"];
@@ -158,6 +161,10 @@ export function createMetrics(): DaemonMetrics {
           values.push([active, labels, running ? 1 : 0]);
           if (running && progress !== undefined) values.push([ratio, labels, progress]);
         }
+        const scrub = status?.scrub;
+        if (scrub?.lastEndTime) values.push([pool.scrubEnd, labels, Date.parse(scrub.lastEndTime) / 1000]);
+        if (scrub?.errors !== undefined) values.push([pool.scrubErrors, labels, scrub.errors]);
+        if (scrub?.repairedBytes !== undefined) values.push([pool.scrubRepaired, labels, scrub.repairedBytes]);
         for (const member of deviceHealth(cspi, observation)) {
           const at = { ...labels, device: member.path, blockdevice: member.blockDeviceName ?? "" };
           for (const state of DEVICE_STATES) values.push([device.state, { ...at, state }, member.state === state ? 1 : 0]);

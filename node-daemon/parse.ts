@@ -3,6 +3,7 @@
 // prints "scan:", and lists logs after spares in `zpool import`. Pool listings are read whole or not at all:
 // a line that fits nowhere, a pool cut short or garbage is a ZpoolOutputError, never a guess, so the daemon
 // does not act on a pool it half saw (read as missing, or as holding none of its devices).
+import { formatTime } from "../lib/conditions.js";
 import type { PoolFacts } from "./observation.js";
 
 /** Where a vdev sits in the pool layout. */
@@ -349,6 +350,81 @@ export function scanProgress(scan: Scan): number | undefined {
   if (!scan.inProgress) return undefined;
   const match = /(\d+(?:\.\d+)?)% done/.exec(scan.text);
   return match ? Math.min(1, Number(match[1]) / 100) : undefined;
+}
+
+/** A pool's last scrub as `zpool status` tells it; dates as RFC 3339 (the daemon runs zpool with TZ=UTC). */
+export interface ScrubReading {
+  state: "Scrubbing" | "Finished" | "Canceled";
+  startTime?: string;
+  endTime?: string;
+  /** As zpool prints it: "42.17%". */
+  progress?: string;
+  repairedBytes?: number;
+  /** Errors found and not repaired ("with N errors"). */
+  errors?: number;
+  /** zfs-fuse prints how long a running scrub has run ("for 0h3m"), not when it started. */
+  elapsedSeconds?: number;
+}
+
+const CTIME = String.raw`([A-Z][a-z]{2}) ([A-Z][a-z]{2}) +(\d{1,2}) (\d{2}):(\d{2}):(\d{2}) (\d{4})`;
+const MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+
+/** ctime(3) text after `word` ("on Tue Nov 24 10:12:20 2026"), read as UTC; undefined when absent or not a date. */
+function ctimeAfter(text: string, word: string): string | undefined {
+  const match = new RegExp(`\\b${word} ${CTIME}`).exec(text);
+  const month = match ? MONTHS.indexOf(match[2]) : -1;
+  if (!match || month < 0) return undefined;
+  const [, , , day, hours, minutes, seconds, year] = match.map(Number);
+  return formatTime(new Date(Date.UTC(year, month, day, hours, minutes, seconds)));
+}
+
+/**
+ * The scrub in a pool's scan line, in both dialects (undefined when the line is about no scrub: none
+ * requested, a resilver). zfs-fuse 0.7: "scrub in progress for 0h0m, 12.34% done, 0h1m to go", "scrub
+ * completed after 0h0m with 0 errors on <ctime>", "scrub stopped after ..."; its repaired bytes are only in
+ * the members' "26.6M repaired" notes. OpenZFS: "scrub in progress since <ctime> ... 0B repaired, 5.00% done",
+ * "scrub repaired 0B in 00:00:01 with 0 errors on <ctime>", "scrub canceled on <ctime>".
+ */
+export function parseScrub(pool: Pick<PoolStatus, "scan" | "layout">): ScrubReading | undefined {
+  const { scan } = pool;
+  if (scan.activity !== "scrub") return undefined;
+  const text = scan.text;
+  const reading: ScrubReading = { state: scan.inProgress ? "Scrubbing" : /\b(stopped|canceled)\b/.test(text) ? "Canceled" : "Finished" };
+  if (!scan.inProgress && !/\b(completed|repaired|stopped|canceled)\b/.test(text)) return undefined;
+  const end = scan.inProgress ? undefined : ctimeAfter(text, "on");
+  const took = durationSeconds(text);
+  const start = ctimeAfter(text, "since") ?? (end && took !== undefined ? formatTime(new Date(Date.parse(end) - took * 1000)) : undefined);
+  if (start) reading.startTime = start;
+  if (end) reading.endTime = end;
+  const elapsed = /in progress for (\d+)h(\d+)m/.exec(text);
+  if (elapsed) reading.elapsedSeconds = (Number(elapsed[1]) * 60 + Number(elapsed[2])) * 60;
+  const progress = /(\d+(?:\.\d+)?%) done/.exec(text);
+  if (progress && scan.inProgress) reading.progress = progress[1];
+  const errors = /with (\d+) errors?/.exec(text);
+  if (errors) reading.errors = Number(errors[1]);
+  const repaired = /(?:scrub repaired (\S+) in|(\S+) repaired,)/.exec(text);
+  const bytes = repaired ? parseSize(repaired[1] ?? repaired[2]) : memberRepairs(pool.layout);
+  if (bytes !== undefined) reading.repairedBytes = Math.round(bytes);
+  return reading;
+}
+
+/** How long a finished or stopped scan took: zfs-fuse and OpenZFS 0.x "after|in 1h2m", OpenZFS 2.x "in [N days ]01:02:03". */
+function durationSeconds(text: string): number | undefined {
+  const minutes = /\b(?:after|in) (\d+)h(\d+)m\b/.exec(text);
+  if (minutes) return (Number(minutes[1]) * 60 + Number(minutes[2])) * 60;
+  const clock = /\bin (?:(\d+) days? )?(\d+):(\d{2}):(\d{2})\b/.exec(text);
+  if (clock) return Number(clock[1] ?? 0) * 86_400 + Number(clock[2]) * 3600 + Number(clock[3]) * 60 + Number(clock[4]);
+  return undefined;
+}
+
+/** zfs-fuse puts what a scrub repaired beside each member ("26.6M repaired"); undefined when no member says. */
+function memberRepairs(layout: Layout): number | undefined {
+  const sizes = allLeaves(layout).flatMap((leaf) => {
+    const match = /(\S+) repaired/.exec(leaf.note ?? "");
+    const bytes = match ? parseSize(match[1]) : undefined;
+    return bytes === undefined ? [] : [bytes];
+  });
+  return sizes.length > 0 ? sizes.reduce((a, b) => a + b, 0) : undefined;
 }
 
 /** `zfs get -H -p -o value a,b pool`: one value per line, in the order asked. */

@@ -13,6 +13,7 @@ import {
   type PoolObservation,
 } from "./observation.js";
 import { allLeaves, leaves, type PoolStatus, type Section, type Vdev } from "./parse.js";
+import { planScrub } from "./scrub.js";
 import { cspiProblems, resolvedPathProblems } from "./validate.js";
 import { parentDir, type VdevSpec } from "./vocabulary.js";
 
@@ -33,6 +34,7 @@ export type Action = ActionBase &
     | { kind: "replace"; pool: string; old: string; oldDevice: string; newDevice: string }
     | { kind: "remove"; pool: string; device: string }
     | { kind: "grow"; pool: string; devices: string[] }
+    | { kind: "scrub"; pool: string; interval: string; lastEnd?: string }
     | { kind: "set-pool-property"; pool: string; property: string; value: string }
     | { kind: "set-dataset-property"; dataset: string; property: string; value: string }
     | { kind: "export"; pool: string }
@@ -54,6 +56,8 @@ export interface Plan {
   holds: Hold[];
   /** This node writes the CSPI's status: it holds the pool, or it is the pool's node and nobody else holds it. */
   statusOwner: boolean;
+  /** Why a scheduled scrub that is due has not started (node-daemon/scrub.ts); shown in status.scrub.waiting. */
+  scrubWaiting?: string;
 }
 
 export interface PlanInput {
@@ -103,9 +107,15 @@ export function plan(given: PlanInput): Plan {
   const actions: Action[] = [];
   const holds: Hold[] = [];
   if (input.manageFinalizer && !hasFinalizer(cspi)) actions.push({ kind: "add-finalizer", key: "add-finalizer" });
-  if (observation.pool) planDayTwo(input, pool, observation.pool, actions, holds);
-  else planBringUp(input, pool, handshake, actions, holds);
-  return { actions, holds, statusOwner };
+  if (!observation.pool) {
+    planBringUp(input, pool, handshake, actions, holds);
+    return { actions, holds, statusOwner };
+  }
+  planDayTwo(input, pool, observation.pool, actions, holds);
+  // Last, and only when nothing else is planned or held: a scrub never runs beside a day-2 change.
+  const scrub = planScrub({ cspi, pool, observed: observation.pool, actions, holds, now: input.now });
+  if (scrub.action) actions.push(scrub.action);
+  return { actions, holds, statusOwner, ...(scrub.waiting ? { scrubWaiting: scrub.waiting } : {}) };
 }
 
 /**

@@ -9,7 +9,7 @@ import { zpoolName } from "../lib/names.js";
 import { groupRole } from "../lib/rules/pool-spec.js";
 import { deviceHealth } from "./devices.js";
 import { sameDevice, type Observation } from "./observation.js";
-import { allLeaves, type Vdev } from "./parse.js";
+import { allLeaves, parseScrub, type Vdev } from "./parse.js";
 import type { Action, ActionKind, Plan } from "./planner.js";
 
 /** What happened to one executed action. */
@@ -72,6 +72,8 @@ export function report(input: ReportInput): CSPIStatus {
     status.readOnly = pool.readonly ?? false;
     status.devices = deviceHealth(cspi, observation);
   }
+  const scrub = scrubStatus(input);
+  if (scrub) status.scrub = scrub;
   if (input.replicas) {
     status.provisionedReplicas = input.replicas.provisioned;
     status.healthyReplicas = input.replicas.healthy;
@@ -88,6 +90,40 @@ export function report(input: ReportInput): CSPIStatus {
   const conditions = mergeConditions(previous.conditions, updates);
   if (conditions.length > 0) status.conditions = conditions;
   return status;
+}
+
+type ScrubStatus = NonNullable<CSPIStatus["scrub"]>;
+
+/**
+ * The last scrub: what zpool status says of it, else what the status said before (zfs-fuse forgets a scrub
+ * on import, a resilver's line replaces it); a scrub that vanished while running (the pool exported) is
+ * Canceled.
+ */
+function scrubStatus(input: ReportInput): ScrubStatus | undefined {
+  const previous = input.cspi.status?.scrub ?? {};
+  const { waiting: _waiting, ...last } = previous;
+  const pool = input.observation?.pool;
+  const reading = pool ? parseScrub(pool.status) : undefined;
+  let out: ScrubStatus = last;
+  if (reading && !(reading.endTime && last.lastEndTime && Date.parse(last.lastEndTime) > Date.parse(reading.endTime))) {
+    // A start zpool prints (OpenZFS), or reckons from the end and the duration; else the one seen running is carried.
+    const carried = last.state === "Scrubbing" ? last.lastStartTime : undefined;
+    const running = reading.elapsedSeconds !== undefined ? formatTime(new Date(input.now.getTime() - reading.elapsedSeconds * 1000)) : undefined;
+    const startTime = reading.startTime ?? carried ?? running;
+    out = {
+      state: reading.state,
+      ...(startTime ? { lastStartTime: startTime } : {}),
+      ...(reading.endTime ? { lastEndTime: reading.endTime } : {}),
+      ...(reading.progress ? { progress: reading.progress } : {}),
+      ...(reading.repairedBytes !== undefined ? { repairedBytes: reading.repairedBytes } : {}),
+      ...(reading.errors !== undefined ? { errors: reading.errors } : {}),
+    };
+  } else if (pool && last.state === "Scrubbing" && !reading) {
+    const { progress: _progress, ...stopped } = last;
+    out = { ...stopped, state: "Canceled" };
+  }
+  if (input.plan.scrubWaiting) out = { ...out, waiting: input.plan.scrubWaiting };
+  return Object.keys(out).length > 0 ? out : undefined;
 }
 
 function phaseOf(input: ReportInput): Phase {

@@ -131,6 +131,15 @@ export function ownedView(obj: KubeObject): KubeObject {
   return { apiVersion: obj.apiVersion, kind: obj.kind, metadata, spec: obj.spec };
 }
 
+/**
+ * A paused CSPC's CSPIs carry its pause annotation: the node daemon, which never reads CSPCs, holds their
+ * scheduled scrubs (docs/decisions.md, 34). Returned only while paused, so Metacontroller removes it after.
+ */
+export function withPause(cspi: KubeObject, paused: boolean): KubeObject {
+  if (!paused) return cspi;
+  return { ...cspi, metadata: { ...cspi.metadata, annotations: { ...cspi.metadata.annotations, [ANNOTATION.reconcilePaused]: "true" } } };
+}
+
 /** The node daemon may destroy a pool only once its CSPI carries this mark; removal is mark first, omit later. */
 export function isMarkedForRemoval(cspi: CSPI): boolean {
   return cspi.metadata.annotations?.[ANNOTATION.poolRemoval] === POOL_REMOVAL_REQUESTED;

@@ -8,7 +8,7 @@ import { checkDevices, checkOneNodePerPool, resolveNode, type Placement } from "
 import { diffPool, type PoolDiff } from "../rules/day2.js";
 import { checkCspcSpec, type Violation } from "../rules/pool-spec.js";
 import { heldVolumes, type HeldVolumes } from "../rules/held-volumes.js";
-import { buildCspiSpec, claimObject, cspiObject, devicesOf, isMarkedForRemoval, markedForRemoval, ownedView, withoutRemovalMark } from "./build.js";
+import { buildCspiSpec, claimObject, cspiObject, devicesOf, isMarkedForRemoval, markedForRemoval, ownedView, withoutRemovalMark, withPause } from "./build.js";
 import { claimObjects, claimsAsObserved, claimsBeingRemoved, claimsListedByCspis, claimsOfReplacedDevices, mergeClaims, type ClaimPart, type ClaimWant } from "./claims.js";
 import { gateDisruptions, planExistingPool, withoutDevices, type ExistingPoolPlan } from "./day2.js";
 import { matchPools, type PoolMatch } from "./match.js";
@@ -98,7 +98,7 @@ export function planChildren(cspc: CSPC, inventory: Inventory): ChildrenPlan {
   const pvcs = frozen ? pvcsAsObserved(inventory) : planSetPvcs(pools, actsOn, inventory);
 
   const rollout = planRollouts(inventory, { frozen, dayTwoActive: dayTwo.progressing.active.length > 0 });
-  const cspis = [...poolPlans, ...dayTwo.pools, ...orphans].flatMap((p) => (p.cspi ? [withRolloutPermit(p.cspi, rollout)] : []));
+  const cspis = [...poolPlans, ...dayTwo.pools, ...orphans].flatMap((p) => (p.cspi ? [withPause(withRolloutPermit(p.cspi, rollout), paused)] : []));
   const findings: SyncFindings = {
     paused,
     blocked: [...(refusedWhole ?? []), ...poolPlans.flatMap((p) => p.blocked)],

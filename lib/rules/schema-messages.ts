@@ -56,6 +56,11 @@ export function describeSchemaError(error: ErrorObject, siblings: readonly Error
       return `needs at least ${String(params.limit)} entr${params.limit === 1 ? "y" : "ies"}`;
     case "minLength":
       return params.limit === 1 ? "must not be empty" : `must be at least ${String(params.limit)} characters`;
+    case "pattern": {
+      // The field's description says the form in words; the regular expression alone tells a person little.
+      const description = (error.parentSchema as { description?: string } | undefined)?.description;
+      return `is ${JSON.stringify(error.data)}, which does not have the form ${String(params.pattern)}${description ? `: ${description}` : ""}`;
+    }
     case "maxLength":
       return `must be at most ${String(params.limit)} characters`;
     case "minimum":

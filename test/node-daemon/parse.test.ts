@@ -2,7 +2,7 @@
 // (its documented `zpool status` layout: scan: lines, replacing-N, spares INUSE, human error counts).
 import { readdirSync, readFileSync } from "node:fs";
 import { expect } from "chai";
-import { allLeaves, parseGetTable, parseImportList, parsePoolFacts, parseSize, parseZpoolList, parseZpoolStatus, scanProgress, ZpoolOutputError } from "../../node-daemon/parse.js";
+import { allLeaves, parseGetTable, parseImportList, parsePoolFacts, parseScrub, parseSize, parseZpoolList, parseZpoolStatus, scanProgress, ZpoolOutputError } from "../../node-daemon/parse.js";
 import { FIXTURES } from "../support/golden.js";
 
 const fixture = (path: string) => readFileSync(`${FIXTURES}node-daemon/planner/${path}`, "utf8");
@@ -331,5 +331,65 @@ describe("node-daemon zpool output parsers", () => {
       },
       "cstor-b": { size: 123 * 1024 * 1024, allocated: 432 * 1024, free: 123 * 1024 * 1024, space: { used: 360448, available: 95059968 }, compression: "lzjb", readonly: true, cachefile: "", datasets: [] },
     });
+  });
+});
+
+/** A pool's status with this scan line (and continuation lines) in place of the captured pool's. */
+const withScan = (status: string, scan: string) => status.replace(/^ (?:scrub|scan): .*$/m, scan);
+
+/** zfs-fuse 0.7 on this machine (TZ=UTC), a mirror after `zpool scrub` over a member with 30 MiB overwritten. */
+const ZFS_FUSE_SCRUB_REPAIRED = `  pool: scrubs-cap
+ state: ONLINE
+status: One or more devices has experienced an unrecoverable error.  An
+	attempt was made to correct the error.  Applications are unaffected.
+action: Determine if the device needs to be replaced, and clear the errors
+	using 'zpool clear' or replace the device with 'zpool replace'.
+   see: http://www.sun.com/msg/ZFS-8000-9P
+ scrub: scrub completed after 0h0m with 0 errors on Tue Nov 24 10:12:33 2026
+config:
+
+	NAME                       STATE     READ WRITE CKSUM
+	scrubs-cap                 ONLINE       0     0     0
+	  mirror-0                 ONLINE       0     0     0
+	    /tmp/scrubs-cap/a.img  ONLINE       0     0   334  26.6M repaired
+	    /tmp/scrubs-cap/b.img  ONLINE       0     0     0
+
+errors: No known data errors
+`;
+
+describe("node-daemon parse: scrubs", () => {
+  const scrubOf = (text: string) => parseScrub(parseZpoolStatus(text)[0]);
+
+  it("zfs-fuse: a finished scrub, its end date read as UTC, its errors, and what it repaired from the members' notes", () => {
+    expect(scrubOf(ZFS_FUSE_SCRUB_REPAIRED)).to.deep.equal({ state: "Finished", startTime: "2026-11-24T10:12:33Z", endTime: "2026-11-24T10:12:33Z", errors: 0, repairedBytes: Math.round(26.6 * 2 ** 20) });
+    // Captured on a clean pool: nothing repaired, so no member says so.
+    const clean = withScan(ZFS_FUSE_STATUS, " scrub: scrub completed after 0h0m with 0 errors on Tue Nov 24 10:12:20 2026");
+    expect(scrubOf(clean)).to.deep.equal({ state: "Finished", startTime: "2026-11-24T10:12:20Z", endTime: "2026-11-24T10:12:20Z", errors: 0 });
+  });
+
+  it("zfs-fuse: no scrub known (a new pool, and any pool after an import: zfs-fuse forgets its scrubs), or a resilver's line", () => {
+    expect(scrubOf(ZFS_FUSE_STATUS)).to.equal(undefined);
+    expect(scrubOf(withScan(ZFS_FUSE_STATUS, " scrub: resilver completed after 0h0m with 0 errors on Sun Mar  1 11:58:40 2026"))).to.equal(undefined);
+    expect(scrubOf(withScan(ZFS_FUSE_STATUS, " scrub: resilver in progress for 0h0m, 25.00% done, 0h1m to go"))).to.equal(undefined);
+  });
+
+  it("zfs-fuse: a running scrub and a stopped one (zpool_main.c's print_scrub_status formats: a scrub on this machine ends before zpool status can show it running)", () => {
+    expect(scrubOf(withScan(ZFS_FUSE_STATUS, " scrub: scrub in progress for 0h1m, 42.17% done, 0h1m to go"))).to.deep.equal({ state: "Scrubbing", progress: "42.17%", elapsedSeconds: 60 });
+    expect(scrubOf(withScan(ZFS_FUSE_STATUS, " scrub: scrub stopped after 0h3m with 2 errors on Sun Mar  1 09:05:07 2026"))).to.deep.equal({ state: "Canceled", startTime: "2026-03-01T09:02:07Z", endTime: "2026-03-01T09:05:07Z", errors: 2 });
+  });
+
+  it("OpenZFS: finished (2.x and 0.7 durations: the start reckoned from them), running with its start date and repairs, canceled", () => {
+    const long = withScan(ZFS_FUSE_STATUS, "  scan: scrub repaired 0B in 1 days 02:03:04 with 0 errors on Sun Mar  1 11:00:00 2026");
+    expect(scrubOf(long)).to.deep.equal({ state: "Finished", startTime: "2026-02-28T08:56:56Z", endTime: "2026-03-01T11:00:00Z", errors: 0, repairedBytes: 0 });
+    const finished = withScan(ZFS_FUSE_STATUS, "  scan: scrub repaired 1.50M in 00:00:12 with 3 errors on Sun Mar  1 11:00:00 2026");
+    expect(scrubOf(finished)).to.deep.equal({ state: "Finished", startTime: "2026-03-01T10:59:48Z", endTime: "2026-03-01T11:00:00Z", errors: 3, repairedBytes: Math.round(1.5 * 2 ** 20) });
+    const older = withScan(ZFS_FUSE_STATUS, "  scan: scrub repaired 0B in 0h0m with 0 errors on Sun Nov 22 10:00:01 2026");
+    expect(scrubOf(older)).to.deep.equal({ state: "Finished", startTime: "2026-11-22T10:00:01Z", endTime: "2026-11-22T10:00:01Z", errors: 0, repairedBytes: 0 });
+    const running = withScan(
+      ZFS_FUSE_STATUS,
+      "  scan: scrub in progress since Sun Mar  1 11:58:01 2026\n\t1.02G scanned at 104M/s, 512M issued at 52.1M/s, 2.00G total\n\t4K repaired, 25.00% done, 00:00:29 to go",
+    );
+    expect(scrubOf(running)).to.deep.equal({ state: "Scrubbing", startTime: "2026-03-01T11:58:01Z", progress: "25.00%", repairedBytes: 4096 });
+    expect(scrubOf(withScan(ZFS_FUSE_STATUS, "  scan: scrub canceled on Mon Mar  2 08:00:00 2026"))).to.deep.equal({ state: "Canceled", endTime: "2026-03-02T08:00:00Z" });
   });
 });

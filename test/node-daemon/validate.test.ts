@@ -23,6 +23,11 @@ describe("node daemon: CSPI checks before any command", () => {
     ["an unknown raid type", (s) => ((s.raidGroups as { type: string }[])[0].type = "raid5"), 'spec.raidGroups[0].type is "raid5", it must be one of stripe, mirror, raidz, raidz2'],
     ["an unknown compression", (s) => ((s.poolConfig as Record<string, unknown>).compression = "lz"), 'spec.poolConfig.compression is "lz", it must be one of off, on, lz4, lzjb, gzip, zle'],
     ["roThresholdLimit above 100", (s) => ((s.poolConfig as Record<string, unknown>).roThresholdLimit = 101), "spec.poolConfig.roThresholdLimit is 101, it must be at most 100"],
+    [
+      "a scrub interval in weeks",
+      (s) => ((s.poolConfig as Record<string, unknown>).scrub = { interval: "2w" }),
+      'spec.poolConfig.scrub.interval is "2w", which does not have the form ^[1-9][0-9]{0,3}[hd]$: How long after the pool\'s last scrub ended the node daemon scrubs it again: a whole number of hours or days, such as 168h or 30d.',
+    ],
     ["raid groups of the wrong type", (s) => (s.raidGroups = "mirror"), "spec.raidGroups must be a list"],
     ["no hostName", (s) => delete s.hostName, "spec has no hostName: it is required"],
     ["more groups than the CRD allows", (s) => (s.raidGroups = Array.from({ length: 33 }, () => (s.raidGroups as unknown[])[0])), "spec.raidGroups has 33 items; at most 32 are supported"],

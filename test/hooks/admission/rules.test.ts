@@ -414,6 +414,16 @@ describe("admission rules", () => {
       expect: { allowed: false, reason: "UnsupportedCompression", message: /poolConfig\.compression "lz" is not supported \(did you mean lz4\?\): use one of off, on, lz4, lzjb, gzip, zle/ },
     });
     check({
+      rule: "a scrub interval that is not whole hours or days is refused with the form and examples",
+      input: create([{ ...A, poolConfig: { scrub: { interval: "weekly" } } }]),
+      cluster: world(),
+      expect: {
+        allowed: false,
+        reason: "InvalidField",
+        message: /spec\.pools\[0\]\.poolConfig\.scrub\.interval is "weekly", which does not have the form .*: How long after the pool's last scrub ended the node daemon scrubs it again: a whole number of hours or days, such as 168h or 30d/,
+      },
+    });
+    check({
       rule: "a raid group type written as ZFS names it (raidz1) gets a hint",
       input: create([withGroups(C, { type: "raidz1", devices: ["c1", "c2", "c3"] })]),
       cluster: world(),
