@@ -54,7 +54,7 @@ interface ViewRequest {
   args: string[];
   output: Output;
   /** The objects, once the kinds the view reads are known. */
-  fetch(kinds: readonly string[]): Promise<ClusterObjects>;
+  fetch: (kinds: readonly string[]) => Promise<ClusterObjects>;
 }
 
 /** Flags → what to show and where to read it; "help" when asked. */

@@ -254,11 +254,11 @@ export interface PoolDescription {
 const ROLE = (g: CSPI["spec"]["raidGroups"][number]): string => (g.isWriteCache ? "write cache" : g.isReadCache ? "read cache" : g.isSpare ? "spare" : "data");
 const RECENT_EVENTS = 10;
 
-/** A time as stored (client-node gives Dates, files strings), in RFC 3339 to the second. */
-function timeText(value: unknown): string | undefined {
-  if (value === undefined || value === null || value === "") return undefined;
-  const date = new Date(value as string);
-  return Number.isNaN(date.getTime()) ? String(value) : date.toISOString().replace(/\.\d{3}Z$/, "Z");
+/** A time as stored (cli/cluster.ts turns client-node's Dates into strings), in RFC 3339 to the second. */
+function timeText(value: string | undefined): string | undefined {
+  if (!value) return undefined;
+  const date = new Date(value);
+  return Number.isNaN(date.getTime()) ? value : date.toISOString().replace(/\.\d{3}Z$/, "Z");
 }
 
 const eventTime = (e: KubeEvent): string => timeText(e.lastTimestamp) ?? timeText(e.eventTime) ?? timeText(e.firstTimestamp) ?? timeText(e.metadata?.creationTimestamp) ?? "";
