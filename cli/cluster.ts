@@ -40,7 +40,9 @@ const plain = (items: readonly object[], kind: string): KubeObject[] => items.ma
 
 /** What the apiserver said, in a sentence naming the resource. */
 function listFailure(resource: string, namespace: string, server: string, err: unknown): ClusterError {
-  const code = (err as { code?: number }).code;
+  // An HTTP status; a connection failure carries a string code (ECONNREFUSED) instead.
+  const status = (err as { code?: unknown }).code;
+  const code = typeof status === "number" ? status : undefined;
   let said = (err as Error).message ?? String(err);
   const body = (err as { body?: unknown }).body;
   if (typeof body === "string") {
@@ -78,6 +80,9 @@ export async function listFromCluster(config: KubeConfig, namespace: string, kin
       throw listFailure(resource, namespace, server, err);
     }
   };
-  const lists = await Promise.all(kinds.map(list));
-  return clusterObjects(namespace, lists.flat());
+  // Every list is awaited, so the failure reported is the first kind's in order, not whichever lost the race.
+  const lists = await Promise.allSettled(kinds.map(list));
+  const failed = lists.find((l) => l.status === "rejected");
+  if (failed) throw failed.reason;
+  return clusterObjects(namespace, lists.flatMap((l) => (l.status === "fulfilled" ? l.value : [])));
 }
