@@ -68,15 +68,30 @@ export const didYouMean = (word: string, candidates: readonly string[]): string 
   return near ? ` (did you mean ${near}?)` : "";
 };
 
-/** Parses flags; "file" collects every -f. */
-export function parseFlags<K extends string>(argv: readonly string[], flags: FlagTable<K>): (Partial<Record<Exclude<K, "file">, string>> & { file: string[] }) | "help" {
-  const options: Record<string, string | string[]> = { file: [] };
+export interface ParseOptions {
+  /** -f may be left out (the views read the cluster without it). */
+  fileOptional?: boolean;
+  /** Words that are not flags are kept in `args` (`describe pool NAME`) instead of refused. */
+  positionals?: boolean;
+}
+
+/** Parses flags; "file" collects every -f, "args" the words that are not flags when positionals are allowed. */
+export function parseFlags<K extends string>(
+  argv: readonly string[],
+  flags: FlagTable<K>,
+  parse: ParseOptions = {},
+): (Partial<Record<Exclude<K, "file">, string>> & { file: string[]; args: string[] }) | "help" {
+  const options: Record<string, string | string[]> = { file: [], args: [] };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
     if (arg === "-h" || arg === "--help") return "help";
     const eq = arg.startsWith("--") ? arg.indexOf("=") : -1;
     const flag = eq > 0 ? arg.slice(0, eq) : arg;
     const key = flags[flag];
+    if (!key && parse.positionals && !arg.startsWith("-")) {
+      (options.args as string[]).push(arg);
+      continue;
+    }
     if (!key) {
       const what = flag.startsWith("-") ? "unknown flag" : "unexpected argument";
       throw new UsageError(`${what} ${flag}${flag.startsWith("-") ? didYouMean(flag, Object.keys(flags)) : ""}`);
@@ -88,10 +103,10 @@ export function parseFlags<K extends string>(argv: readonly string[], flags: Fla
     else options[key] = value;
   }
   const files = options.file as string[];
-  if (files.length === 0) throw new UsageError("-f <file> is required");
-  const stdin = [...files.filter((f) => f === "-").map(() => "-f"), ...Object.entries(options).filter(([k, v]) => k !== "file" && v === "-").map(([k]) => k)];
+  if (files.length === 0 && !parse.fileOptional) throw new UsageError("-f <file> is required");
+  const stdin = [...files.filter((f) => f === "-").map(() => "-f"), ...Object.entries(options).filter(([k, v]) => k !== "file" && k !== "args" && v === "-").map(([k]) => k)];
   if (stdin.length > 1) throw new UsageError(`only one file can be "-" (standard input), not ${stdin.join(" and ")}`);
-  return options as Partial<Record<Exclude<K, "file">, string>> & { file: string[] };
+  return options as Partial<Record<Exclude<K, "file">, string>> & { file: string[]; args: string[] };
 }
 
 /** The common flags' values, checked. */

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
-// cstor-pool: offline tools for people who review changes before applying them, and the node daemon's
-// local mode. Each subcommand lives in its own module and returns an exit code. Installed as `cstor-pool`
-// and as the kubectl plugin `kubectl-cstor_pool` (`kubectl cstor-pool …`), the same file.
+// cstor-pool: offline tools for people who review changes before applying them, views of the pools and
+// volumes in a cluster, and the node daemon's local mode. Each subcommand lives in its own module and returns
+// an exit code. Installed as `cstor-pool` and as the kubectl plugin `kubectl-cstor_pool` (`kubectl cstor-pool …`),
+// the same file.
 import { readFileSync } from "node:fs";
 import { basename } from "node:path";
 import { isEntryPoint } from "../lib/entry.js";
@@ -10,11 +11,15 @@ import { didYouMean, EXIT, EXIT_CODES_HELP } from "./args.js";
 import { runConvert } from "./convert.js";
 import { runRender } from "./render.js";
 import { runValidate } from "./validate.js";
+import { runDescribe, runGet, runTree } from "./views-command.js";
 
 const COMMANDS: Record<string, { run: (argv: string[]) => Promise<number>; summary: string }> = {
   validate: { run: (argv) => runValidate(argv), summary: "judge a CSPC (and an edit of it) offline, as the admission webhook would" },
   render: { run: (argv) => runRender(argv), summary: "print the CSPIs and BlockDeviceClaims the hooks would create" },
   convert: { run: (argv) => runConvert(argv), summary: "turn StoragePoolClaims or cstor.openebs.io/v1 CSPCs into CSPCs that adopt their pools" },
+  get: { run: (argv) => runGet(argv), summary: "list pools or volumes from the cluster: node, health, capacity, replicas" },
+  describe: { run: (argv) => runDescribe(argv), summary: "one pool: its raid groups' devices and claims, conditions, volumes, Events" },
+  tree: { run: (argv) => runTree(argv), summary: "each CSPC with its pools, and their Deployments, claims and replicas" },
   "node-daemon": { run: (argv) => runNodeDaemonCommand(argv), summary: "plan (and apply) one CSPI against this machine's zpool" },
 };
 

@@ -1,21 +1,22 @@
-// A node daemon in the test process against the in-memory API (testkit/fake-kube.ts), its passes driven by
-// the test (resync()), on the shared zfs-fuse or, with `commands`, on a simulated node of its own
-// (test/support/zfs-node.ts).
+// A node daemon in the test process against the in-memory API (testkit/fake-kube.ts) or, given a client-node
+// KubeApi, the real apiserver; its passes driven by the test (resync()), on the shared zfs-fuse or, with
+// `commands`, on a simulated node of its own (test/support/zfs-node.ts).
 import { createLogger } from "../../lib/log.js";
 import { createRunner } from "../../node-daemon/command.js";
 import { NodeDaemon } from "../../node-daemon/daemon.js";
 import { inspectDevice, ZfsHost, type ZfsCommands } from "../../node-daemon/host.js";
 import { createMetrics } from "../../node-daemon/metrics.js";
 import { zvolBackend } from "../../node-daemon/replicas.js";
-import type { FakeKube } from "../../testkit/fake-kube.js";
+import type { KubeApi } from "../../node-daemon/kube.js";
 import { SANDBOX_DEVICE_ROOTS } from "../../testkit/zfs.js";
 
 export function daemonFor(
-  kube: FakeKube,
+  kube: KubeApi,
   nodeName: string,
   metrics = createMetrics(),
   commands: ZfsCommands = { zpool: ["zpool"], zfs: ["zfs"], truncate: ["truncate"] },
   clock?: () => Date,
+  namespace = "openebs",
 ): NodeDaemon {
   return new NodeDaemon({
     ...(clock ? { clock } : {}),
@@ -23,7 +24,7 @@ export function daemonFor(
     host: new ZfsHost(createRunner(metrics.onCommand), commands),
     inspect: inspectDevice,
     nodeName,
-    namespace: "openebs",
+    namespace,
     replicaBackend: zvolBackend(),
     deviceRoots: SANDBOX_DEVICE_ROOTS,
     logger: createLogger({ level: "silent" }),

@@ -2,7 +2,10 @@
 import { stopAll } from "./processes.js";
 
 export const mochaHooks = {
-  async afterAll(): Promise<void> {
+  async afterAll(this: Mocha.Context): Promise<void> {
+    // kube-apiserver and etcd get 10 s each to stop before SIGKILL (test/support/kube.ts), then the installed
+    // package's directory is removed: more than mocha's default 20 s on a loaded machine.
+    this.timeout(90_000);
     await stopAll();
   },
 };
