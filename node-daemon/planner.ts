@@ -13,7 +13,7 @@ import {
   type PoolObservation,
 } from "./observation.js";
 import { allLeaves, leaves, type PoolStatus, type Section, type Vdev } from "./parse.js";
-import { cspiProblems, resolvedPathProblems } from "./validate.js";
+import { cspiProblems, deviceSource, resolvedPathProblems } from "./validate.js";
 import { parentDir, type VdevSpec } from "./vocabulary.js";
 
 interface ActionBase {
@@ -352,11 +352,13 @@ interface ListedDevice {
   blockDeviceName: string;
   devLink: string;
   group: number;
+  /** What to fix when the device is unusable (deviceSource). */
+  source: string;
 }
 
 function devicesOf(cspi: CSPI): ListedDevice[] {
   return cspi.spec.raidGroups.flatMap((group, g) =>
-    group.blockDevices.map((d) => ({ blockDeviceName: d.blockDeviceName, devLink: d.devLink ?? "", group: g })),
+    group.blockDevices.map((d) => ({ blockDeviceName: d.blockDeviceName, devLink: d.devLink ?? "", group: g, source: deviceSource(cspi, d.blockDeviceName) })),
   );
 }
 
@@ -380,7 +382,7 @@ function deviceBlocks(devices: readonly ListedDevice[], observation: Observation
     if (!info?.exists) {
       holds.push({
         reason: "DeviceMissing",
-        message: `block device ${device.blockDeviceName} (${device.devLink}) does not exist on this node: attach it or fix the BlockDevice`,
+        message: `block device ${device.blockDeviceName} (${device.devLink}) does not exist on this node: attach it or fix ${device.source}`,
       });
       continue;
     }
@@ -388,7 +390,7 @@ function deviceBlocks(devices: readonly ListedDevice[], observation: Observation
     if (tooSmall) {
       holds.push({
         reason: "DeviceTooSmall",
-        message: `block device ${device.blockDeviceName} (${device.devLink}) ${tooSmall}: attach a larger device or fix the BlockDevice`,
+        message: `block device ${device.blockDeviceName} (${device.devLink}) ${tooSmall}: attach a larger device or fix ${device.source}`,
       });
       continue;
     }
