@@ -326,8 +326,8 @@ export class NodeDaemon {
     await this.events.record(latest ?? cspi, passEvents(result, windows));
     let outcome: PassOutcome = "done";
     if (latest && result.status) {
-      const write = await this.statusWriter.write(latest, result.status);
-      if (write.result === "written") this.cache.replace(latest, write.object);
+      const write = await this.statusWriter.write(latest, result.status, result.restatus);
+      if (write.result === "written") this.cache.replace(write.base, write.object);
       // The heartbeat and what the pass found must reach the apiserver: try again soon, not at the next resync.
       if (write.result === "failed") outcome = "retry";
     }

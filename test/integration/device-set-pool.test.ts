@@ -12,6 +12,7 @@ import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { API_VERSION, KIND, LABEL } from "../../api/constants.js";
 import type { CSPI } from "../../api/types.js";
+import { findCondition } from "../../lib/conditions.js";
 import { zpoolName } from "../../lib/names.js";
 import { leaves, parseZpoolStatus } from "../../node-daemon/parse.js";
 import { getIfPresent, INSTALL_NAMESPACE, installProject, markDeploymentAvailable, ownCluster, waitUntil, type Identity, type OwnCluster } from "../support/kube.js";
@@ -188,7 +189,7 @@ describe("integration: a device-set pool on its local PVs' node (PV binder, Meta
     const pool = zpoolName(before.metadata.name!);
     await apply(...[4, 5, 6].map((i) => localPv(`dsp-pv-a${i}`)));
     await apply(cspc(6));
-    await converge("the second raidz group added", async () => dataGroups(hostA, pool).length === 2 && (await theCspi())?.status?.phase === "ONLINE");
+    await converge("the second raidz group added and reported", async () => findCondition((await theCspi())?.status?.conditions, "PoolExpansion")?.reason === "PoolExpansionSuccessful");
     const paths = await boundPaths(["dsp-data-0", "dsp-data-1", "dsp-data-2", "dsp-data-3", "dsp-data-4", "dsp-data-5"]);
     expect(dataGroups(hostA, pool)).to.deep.equal([
       { kind: "raidz1", devices: paths.slice(0, 3) },
@@ -197,6 +198,9 @@ describe("integration: a device-set pool on its local PVs' node (PV binder, Meta
     const grown = (await theCspi())!;
     expect(grown.metadata.name).to.equal(before.metadata.name);
     expect(grown.status!.phase).to.equal("ONLINE");
+    // cspi-sync wrote the CSPI's status during that pass too (the pod template changed): both writers' conditions stay.
+    expect(findCondition(grown.status!.conditions, "PoolExpansion")!.message).to.contain("dsp-data-3, dsp-data-4, dsp-data-5");
+    expect(findCondition(grown.status!.conditions, "PodAvailable")).to.include({ status: "True" });
     expect(parseFloat(grown.status!.capacity!.total)).to.be.greaterThan(parseFloat(before.status!.capacity!.total));
     expect(hostB.pools()).to.deep.equal([]);
     expect((await events(grown.metadata.name!)).filter((e) => e.reason === "PoolExpanded")).to.deep.equal([{ reason: "PoolExpanded", host: nodeA() }]);

@@ -16,11 +16,13 @@ export function daemonFor(
   metrics = createMetrics(),
   commands: ZfsCommands = { zpool: ["zpool"], zfs: ["zfs"], truncate: ["truncate"] },
   clock?: () => Date,
+  /** A host of the test's own (a ZfsHost subclass that does something mid-command), on `commands`. */
+  makeHost: (runner: ReturnType<typeof createRunner>, commands: ZfsCommands) => ZfsHost = (runner, given) => new ZfsHost(runner, given),
 ): NodeDaemon {
   return new NodeDaemon({
     ...(clock ? { clock } : {}),
     kube,
-    host: new ZfsHost(createRunner(metrics.onCommand), commands),
+    host: makeHost(createRunner(metrics.onCommand), commands),
     inspect: inspectDevice,
     nodeName,
     namespace: "openebs",
