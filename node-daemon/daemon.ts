@@ -395,10 +395,14 @@ function deviceKey(cspi: CSPI): string {
   return listedDevices(cspi).sort().join("\u0000");
 }
 
-/** Every listed device has its claim, no claim still names a predecessor, and none waits for its removal. */
+/**
+ * Every listed device has its claim, no claim still names a predecessor, and none waits for its removal. A pool
+ * on device sets has PVCs, not claims (docs/decisions.md, 33): none is waited for, or it would be listed every pass.
+ */
 function claimsSettled(cspi: CSPI, claims: Record<string, Record<string, string>>): boolean {
+  const claimed = cspi.metadata.labels?.[LABEL.onDeviceSets] === "true" ? [] : listedDevices(cspi);
   return (
-    listedDevices(cspi).every((device) => claims[device] !== undefined && !claims[device][ANNOTATION.bdPredecessor]) &&
+    claimed.every((device) => claims[device] !== undefined && !claims[device][ANNOTATION.bdPredecessor]) &&
     Object.values(claims).every((annotations) => annotations[ANNOTATION.bdRemoval] === undefined)
   );
 }

@@ -223,6 +223,19 @@ describe("node-daemon loop (in-memory API, real zfs-fuse)", function () {
     expect(kube.claimLists, "claims listed again once seen settled").to.equal(lists);
   });
 
+  it("a pool on device sets (its devices PVCs, which have no claims) lists the claims once, not on every pass", async () => {
+    const name = sandbox.name("sets");
+    const cspi = cspiFor(name, "node-a", [{ type: "stripe", devices: [sandbox.file("pv-0")] }]);
+    cspi.metadata.labels = { [LABEL.onDeviceSets]: "true" };
+    kube.apply(cspi);
+    const daemon = await started("node-a");
+    await settle(daemon);
+    expect(kube.get(name)!.status).to.include({ phase: "ONLINE" });
+    const lists = kube.claimLists;
+    await settle(daemon);
+    expect(kube.claimLists, "claims not listed again").to.equal(lists);
+  });
+
   it("zpool status prints half its output: phase Error and a Warning Event saying it could not be read, nothing tried; then ONLINE", async () => {
     const name = sandbox.name("cut");
     const faulty = new FaultyCommand(sandbox.dir, "/usr/sbin/zpool");
