@@ -328,8 +328,8 @@ export class NodeDaemon {
     await this.events.record(latest ?? cspi, passEvents(result, windows));
     let outcome: PassOutcome = "done";
     if (latest && result.status) {
-      const write = await this.statusWriter.write(latest, result.status);
-      if (write.result === "written") this.cache.replace(latest, write.object);
+      const write = await this.statusWriter.write(latest, result.status, result.restatus);
+      if (write.result === "written") this.cache.replace(write.base, write.object);
       // The heartbeat and what the pass found must reach the apiserver: try again soon, not at the next resync.
       if (write.result === "failed") outcome = "retry";
     }
@@ -397,10 +397,14 @@ function deviceKey(cspi: CSPI): string {
   return listedDevices(cspi).sort().join("\u0000");
 }
 
-/** Every listed device has its claim, no claim still names a predecessor, and none waits for its removal. */
+/**
+ * Every listed device has its claim, no claim still names a predecessor, and none waits for its removal. A pool
+ * on device sets has PVCs, not claims (docs/decisions.md, 33): none is waited for, or it would be listed every pass.
+ */
 function claimsSettled(cspi: CSPI, claims: Record<string, Record<string, string>>): boolean {
+  const claimed = cspi.metadata.labels?.[LABEL.onDeviceSets] === "true" ? [] : listedDevices(cspi);
   return (
-    listedDevices(cspi).every((device) => claims[device] !== undefined && !claims[device][ANNOTATION.bdPredecessor]) &&
+    claimed.every((device) => claims[device] !== undefined && !claims[device][ANNOTATION.bdPredecessor]) &&
     Object.values(claims).every((annotations) => annotations[ANNOTATION.bdRemoval] === undefined)
   );
 }

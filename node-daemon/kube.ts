@@ -53,8 +53,13 @@ export type WatchFunction<T> = (
 export interface KubeApi extends EventWriter {
   listCspis: ListFunction<CSPI>;
   watchCspis: WatchFunction<CSPI>;
-  /** Merge patch through the status subresource. */
-  patchCspiStatus(namespace: string, name: string, status: StatusPatch): Promise<CSPI>;
+  /**
+   * Merge patch through the status subresource. With `resourceVersion` it applies only to that version of the
+   * CSPI: another writer's status since (cspi-sync's conditions) fails it with 409 instead of being overwritten.
+   */
+  patchCspiStatus(namespace: string, name: string, status: StatusPatch, resourceVersion?: string): Promise<CSPI>;
+  /** The CSPI as the apiserver has it now; undefined once it is gone. */
+  getCspi(namespace: string, name: string): Promise<CSPI | undefined>;
   /**
    * JSON patch that appends only our finalizer, guarded by resourceVersion when the list is absent. When the guard
    * fails (another controller, e.g. Metacontroller, wrote its own finalizer meanwhile) it reads the CSPI and tries
@@ -90,6 +95,11 @@ const jsonPatch = setHeaderOptions("Content-Type", PatchStrategy.JsonPatch);
 /** A JSON patch whose "test" operation failed: the apiserver answers 422. */
 function isTestFailure(error: unknown): boolean {
   return (error as { code?: number }).code === 422;
+}
+
+/** A write refused because the object changed since the resourceVersion it named. */
+export function isConflict(error: unknown): boolean {
+  return (error as { code?: number }).code === 409;
 }
 
 export function createKubeApi(config: KubeConfig = defaultConfig()): KubeApi {
@@ -206,12 +216,11 @@ export function createKubeApi(config: KubeConfig = defaultConfig()): KubeApi {
         return fresh && (await dropFinalizer(fresh, finalizer, CVR_PLURAL));
       }
     },
-    async patchCspiStatus(namespace, name, status) {
-      return (await custom.patchNamespacedCustomObjectStatus(
-        { group: GROUP, version: VERSION, namespace, plural: CSPI_PLURAL, name, body: { status } },
-        mergePatch,
-      )) as CSPI;
+    async patchCspiStatus(namespace, name, status, resourceVersion) {
+      const body = resourceVersion === undefined ? { status } : { metadata: { resourceVersion }, status };
+      return (await custom.patchNamespacedCustomObjectStatus({ group: GROUP, version: VERSION, namespace, plural: CSPI_PLURAL, name, body }, mergePatch)) as CSPI;
     },
+    getCspi: (namespace, name) => read<CSPI>({ metadata: { namespace, name } } as CSPI),
     async addFinalizer(cspi, finalizer) {
       try {
         return await appendFinalizer(cspi, finalizer);

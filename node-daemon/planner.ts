@@ -14,7 +14,7 @@ import {
 } from "./observation.js";
 import { allLeaves, leaves, type PoolStatus, type Section, type Vdev } from "./parse.js";
 import { planScrub } from "./scrub.js";
-import { cspiProblems, resolvedPathProblems } from "./validate.js";
+import { cspiProblems, deviceSource, resolvedPathProblems } from "./validate.js";
 import { parentDir, type VdevSpec } from "./vocabulary.js";
 
 interface ActionBase {
@@ -362,11 +362,13 @@ interface ListedDevice {
   blockDeviceName: string;
   devLink: string;
   group: number;
+  /** What to fix when the device is unusable (deviceSource). */
+  source: string;
 }
 
 function devicesOf(cspi: CSPI): ListedDevice[] {
   return cspi.spec.raidGroups.flatMap((group, g) =>
-    group.blockDevices.map((d) => ({ blockDeviceName: d.blockDeviceName, devLink: d.devLink ?? "", group: g })),
+    group.blockDevices.map((d) => ({ blockDeviceName: d.blockDeviceName, devLink: d.devLink ?? "", group: g, source: deviceSource(cspi, d.blockDeviceName) })),
   );
 }
 
@@ -390,7 +392,7 @@ function deviceBlocks(devices: readonly ListedDevice[], observation: Observation
     if (!info?.exists) {
       holds.push({
         reason: "DeviceMissing",
-        message: `block device ${device.blockDeviceName} (${device.devLink}) does not exist on this node: attach it or fix the BlockDevice`,
+        message: `block device ${device.blockDeviceName} (${device.devLink}) does not exist on this node: attach it or fix ${device.source}`,
       });
       continue;
     }
@@ -398,7 +400,7 @@ function deviceBlocks(devices: readonly ListedDevice[], observation: Observation
     if (tooSmall) {
       holds.push({
         reason: "DeviceTooSmall",
-        message: `block device ${device.blockDeviceName} (${device.devLink}) ${tooSmall}: attach a larger device or fix the BlockDevice`,
+        message: `block device ${device.blockDeviceName} (${device.devLink}) ${tooSmall}: attach a larger device or fix ${device.source}`,
       });
       continue;
     }

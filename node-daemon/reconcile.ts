@@ -59,6 +59,11 @@ export interface PassResult {
   /** Actions that succeeded yet were planned again at once: they changed nothing. */
   ineffective: Action[];
   status?: CSPIStatus;
+  /**
+   * The same report on a newer CSPI (its status written by someone else meanwhile): what this pass saw and
+   * did, merged onto that status instead of the one the pass started from.
+   */
+  restatus?: (fresh: CSPI) => CSPIStatus;
 }
 
 const MAX_STEPS = 12;
@@ -133,16 +138,19 @@ export async function reconcilePass(cspi: CSPI, deps: PassDeps): Promise<PassRes
   // Replicas are judged on a pool observed: after a failed observation they stay as they were, counts unknown.
   const replicas = current && observationError === undefined && !deps.dryRun ? await deps.replicas?.(current, observation, owner) : undefined;
   if (current && (owner || outcomes.length > 0)) {
-    result.status = report({
-      cspi: current,
-      nodeName: deps.nodeName,
-      now: deps.clock(),
-      ...(observation ? { observation } : {}),
-      ...(observationError !== undefined ? { observationError } : {}),
-      plan: lastPlan,
-      outcomes,
-      ...(replicas ? { replicas } : {}),
-    });
+    const now = deps.clock();
+    result.restatus = (fresh) =>
+      report({
+        cspi: fresh,
+        nodeName: deps.nodeName,
+        now,
+        ...(observation ? { observation } : {}),
+        ...(observationError !== undefined ? { observationError } : {}),
+        plan: lastPlan,
+        outcomes,
+        ...(replicas ? { replicas } : {}),
+      });
+    result.status = result.restatus(current);
   }
   return result;
 }

@@ -3,6 +3,7 @@
 // and a device must lie under the daemon's device roots: it runs privileged and zeroes the label areas of a
 // removed pool's devices, so /var/lib/etcd/member/snap/db must never count as one.
 import { Ajv } from "ajv";
+import { LABEL } from "../api/constants.js";
 import { CSPISpecSchema } from "../api/schema.js";
 import type { CSPI } from "../api/types.js";
 import { groupRole, zfsCannotBuild } from "../lib/rules/pool-spec.js";
@@ -31,6 +32,14 @@ function openObjects(schema: unknown): unknown {
 const ajv = new Ajv({ allErrors: true, strict: false, validateFormats: false, verbose: true });
 /** The CSPI spec's own schema, the one its CRD is generated from: types, enums (raid type, compression) and bounds. */
 const validateSpec = ajv.compile<CSPI["spec"]>(openObjects(CSPISpecSchema) as object);
+
+/**
+ * What holds a device's path, for a message's fix: its BlockDevice, or on a pool on device sets the local PV
+ * its PVC is bound to, whose spec.local.path cspc-sync copied into the devLink (docs/decisions.md, 33).
+ */
+export function deviceSource(cspi: CSPI, blockDeviceName: string): string {
+  return cspi.metadata?.labels?.[LABEL.onDeviceSets] === "true" ? `the local PV bound to PVC ${blockDeviceName} (its spec.local.path)` : `the BlockDevice ${blockDeviceName}`;
+}
 
 /** Where devices are unless the node daemon's DEVICE_ROOTS says otherwise. */
 export const DEFAULT_DEVICE_ROOTS: readonly string[] = ["/dev/"];
@@ -103,13 +112,13 @@ export function cspiProblems(cspi: CSPI, deviceRoots: readonly string[]): string
       }
       const problem = pathProblem(device.devLink);
       if (problem) {
-        out.push(`${where}: ${deviceField}.devLink ${JSON.stringify(device.devLink)} ${problem}: fix the BlockDevice ${device.blockDeviceName}`);
+        out.push(`${where}: ${deviceField}.devLink ${JSON.stringify(device.devLink)} ${problem}: fix ${deviceSource(cspi, device.blockDeviceName)}`);
         return;
       }
       if (!underRoots(device.devLink, deviceRoots)) {
         out.push(
           `${where}: ${deviceField}.devLink ${device.devLink} (${device.blockDeviceName}) is outside the node daemon's device roots (${deviceRoots.join(", ")}), ` +
-            `the only places it touches: fix the BlockDevice ${device.blockDeviceName}, or add its directory to DEVICE_ROOTS of the node daemon`,
+            `the only places it touches: fix ${deviceSource(cspi, device.blockDeviceName)}, or add its directory to DEVICE_ROOTS of the node daemon`,
         );
         return;
       }
@@ -145,7 +154,7 @@ export function resolvedPathProblems(cspi: CSPI, devices: Readonly<Record<string
       out.push(
         `${where}: spec.raidGroups[${g}].blockDevices[${d}].devLink ${device.devLink} (${device.blockDeviceName}) resolves to ${real}, ` +
           `outside the node daemon's device roots (${deviceRoots.join(", ")}), the only places it touches: ` +
-          `fix the BlockDevice ${device.blockDeviceName} or the link on the node, or add the real directory to DEVICE_ROOTS of the node daemon`,
+          `fix ${deviceSource(cspi, device.blockDeviceName)} or the link on the node, or add the real directory to DEVICE_ROOTS of the node daemon`,
       );
     });
   });

@@ -68,6 +68,11 @@ export class FakeKube implements KubeApi {
     if (existing) for (const watch of this.watches) watch.listener("DELETED", structuredClone(existing));
   }
 
+  async getCspi(namespace: string, name: string) {
+    const found = this.objects.get(name);
+    return found && found.metadata.namespace === namespace ? structuredClone(found) : undefined;
+  }
+
   private must(namespace: string, name: string): CSPI {
     const found = this.objects.get(name);
     if (!found || found.metadata.namespace !== namespace) throw Object.assign(new Error(`cstorpoolinstances ${name} not found`), { code: 404 });
@@ -126,8 +131,11 @@ export class FakeKube implements KubeApi {
     return { stop: () => watch.end(), done };
   }
 
-  async patchCspiStatus(namespace: string, name: string, patch: StatusPatch) {
+  async patchCspiStatus(namespace: string, name: string, patch: StatusPatch, resourceVersion?: string) {
     const existing = this.must(namespace, name);
+    if (resourceVersion !== undefined && existing.metadata.resourceVersion !== resourceVersion) {
+      throw Object.assign(new Error(`Operation cannot be fulfilled on cstorpoolinstances "${name}": the object has been modified`), { code: 409 });
+    }
     this.statusPatches.push({ name, patch: structuredClone(patch) });
     const status: Record<string, unknown> = { ...existing.status };
     for (const [key, value] of Object.entries(patch)) {

@@ -107,7 +107,7 @@ export function computeStatus(cspc: CSPC, observed: readonly CSPI[], findings: S
       ),
       ...pendingVolumes.map(
         ([cspi, pvcs]) =>
-          `pool ${cspi} waits for ${pvcs.length} PersistentVolumeClaim(s) of its device sets to be Bound (${pvcs.join(", ")}); their StorageClass binds them: kubectl -n ${cspc.metadata.namespace ?? "default"} describe pvc ${pvcs[0]}`,
+          `pool ${cspi} waits for ${pvcs.length} PersistentVolumeClaim(s) of its device sets to be Bound (${pvcs.join(", ")}); their StorageClass binds them if its volumeBindingMode is Immediate (a WaitForFirstConsumer class waits for a pod, and none is started for them in this release): kubectl -n ${cspc.metadata.namespace ?? "default"} describe pvc ${pvcs[0]}`,
       ),
     ]),
     "AllClaimsBound",

@@ -136,6 +136,32 @@ describe("integration: a pool on a device set of local PVs (real PV controller a
     await apply(cspc(6));
   });
 
+  it("a WaitForFirstConsumer class: the PV binder leaves the PVCs Pending (no pod consumes them) and the pool waits in ClaimsPending, saying why", async () => {
+    const wffc = "ds-wffc";
+    await apply({ apiVersion: "storage.k8s.io/v1", kind: "StorageClass", metadata: { name: `${CLASS}-wffc` }, provisioner: "kubernetes.io/no-provisioner", volumeBindingMode: "WaitForFirstConsumer" });
+    for (let i = 1; i <= 3; i++) {
+      const pv = localPv(`ds-pv-w${i}`, "node-b");
+      pv.spec.storageClassName = `${CLASS}-wffc`;
+      await apply(pv);
+    }
+    const set = { name: "data", count: 3, type: "raidz", groupSize: 3, volumeClaimTemplate: { spec: { storageClassName: `${CLASS}-wffc`, volumeMode: "Block", resources: { requests: { storage: "1Gi" } } } } };
+    await apply({ apiVersion: API_VERSION, kind: KIND.cspc, metadata: { name: wffc, namespace: NS }, spec: { pools: [{ deviceSets: [set] }] } });
+    await driver.syncComposite("cstor-pool-cluster", NS, wffc);
+    // The binder has seen the PVCs when it says why it does not bind them.
+    const selector = encodeURIComponent("involvedObject.kind=PersistentVolumeClaim,involvedObject.name=ds-wffc-data-0");
+    await waitUntil(
+      async () => ((await get(`/api/v1/namespaces/${NS}/events?fieldSelector=${selector}`))?.items ?? []).some((e: Obj) => e.reason === "WaitForFirstConsumer"),
+      60_000,
+      () => "the PV binder never said it waits for a first consumer",
+    );
+    await driver.syncComposite("cstor-pool-cluster", NS, wffc);
+    for (let i = 0; i < 3; i++) expect((await get(pvcPath(`ds-wffc-data-${i}`)))?.status.phase).to.equal("Pending");
+    expect((await cspis()).filter((c) => c.metadata.labels[LABEL.cspc] === wffc)).to.deep.equal([]);
+    const pending = (await get(`/apis/${API_VERSION}/namespaces/${NS}/cstorpoolclusters/${wffc}`))!.status.conditions.find((c: Obj) => c.type === "ClaimsPending");
+    expect(pending.status).to.equal("True");
+    expect(pending.message).to.include("(ds-wffc-data-0, ds-wffc-data-1, ds-wffc-data-2)").and.include("a WaitForFirstConsumer class waits for a pod");
+  });
+
   it("deleting the CSPC removes the pool but keeps its PVCs Bound (the Namespace stays their owner)", async () => {
     await cluster.kubectl(["delete", "cspc", "-n", NS, CSPC, "--wait=false"]);
     await waitUntil(

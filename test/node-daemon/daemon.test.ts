@@ -2,11 +2,11 @@
 // what a cluster user sees on the CSPI (finalizer, status, Events, claims) as objects change.
 import { expect } from "chai";
 import { ANNOTATION, FINALIZER, KIND, LABEL, POOL_REMOVAL_REQUESTED, REPLICA_LOST_CONFIRM } from "../../api/constants.js";
-import type { CSPI, CVR } from "../../api/types.js";
+import type { Condition, CSPI, CVR } from "../../api/types.js";
 import { findCondition } from "../../lib/conditions.js";
 import { claimName, zpoolName } from "../../lib/names.js";
 import { NodeDaemon } from "../../node-daemon/daemon.js";
-import { commandsFromEnv, type ZfsCommands } from "../../node-daemon/host.js";
+import { commandsFromEnv, ZfsHost, type ZfsCommands } from "../../node-daemon/host.js";
 import { createMetrics } from "../../node-daemon/metrics.js";
 import { parseZpoolStatus } from "../../node-daemon/parse.js";
 import { cspiFor, requireZfs, writeData, zpool, ZfsSandbox } from "../../testkit/zfs.js";
@@ -94,6 +94,29 @@ describe("node-daemon loop (in-memory API, real zfs-fuse)", function () {
     // Its own write echoes back through the watch; that must not start another pass.
     await new Promise((resolve) => setTimeout(resolve, 500));
     expect(commands.length, "no pass after the daemon's own status write echoes back").to.equal(settledCount);
+  });
+
+  it("a status write applies only to the version it was made from: cspi-sync's condition written during a pass stays, and the pass's PoolExpansion is reported on top of it", async () => {
+    const name = sandbox.name("shared");
+    const [d1, d2] = [sandbox.file("d1"), sandbox.file("d2")];
+    const podAvailable: Condition = { type: "PodAvailable", status: "True", reason: "PoolPodAvailable", message: "the pool pod is available", lastTransitionTime: "2026-03-01T12:00:00Z", lastUpdateTime: "2026-03-01T12:00:00Z" };
+    /** cspi-sync writing the CSPI's status while the daemon runs zpool add (its view of the CSPI then stale). */
+    class CspiSyncMeanwhile extends ZfsHost {
+      override async add(...args: Parameters<ZfsHost["add"]>): Promise<void> {
+        await super.add(...args);
+        await kube.patchCspiStatus("openebs", name, { conditions: [...(kube.get(name)!.status?.conditions ?? []), podAvailable] });
+      }
+    }
+    const daemon = daemonFor(kube, "node-a", createMetrics(), undefined, undefined, undefined, (runner, commands) => new CspiSyncMeanwhile(runner, commands));
+    daemons.push(daemon);
+    kube.apply(cspiFor(name, "node-a", [{ type: "stripe", devices: [d1] }]));
+    await daemon.start();
+    await settle(daemon);
+    kube.apply(cspiFor(name, "node-a", [{ type: "stripe", devices: [d1] }, { type: "stripe", devices: [d2] }]));
+    await settle(daemon);
+    const conditions = kube.get(name)!.status!.conditions!;
+    expect(findCondition(conditions, "PodAvailable"), "the other writer's condition").to.deep.equal(podAvailable);
+    expect(findCondition(conditions, "PoolExpansion")).to.include({ status: "False", reason: "PoolExpansionSuccessful" });
   });
 
   it("refreshes three pools with as many zpool and zfs commands as one pool", async () => {
@@ -198,6 +221,19 @@ describe("node-daemon loop (in-memory API, real zfs-fuse)", function () {
     const lists = kube.claimLists;
     await settle(restarted);
     expect(kube.claimLists, "claims listed again once seen settled").to.equal(lists);
+  });
+
+  it("a pool on device sets (its devices PVCs, which have no claims) lists the claims once, not on every pass", async () => {
+    const name = sandbox.name("sets");
+    const cspi = cspiFor(name, "node-a", [{ type: "stripe", devices: [sandbox.file("pv-0")] }]);
+    cspi.metadata.labels = { [LABEL.onDeviceSets]: "true" };
+    kube.apply(cspi);
+    const daemon = await started("node-a");
+    await settle(daemon);
+    expect(kube.get(name)!.status).to.include({ phase: "ONLINE" });
+    const lists = kube.claimLists;
+    await settle(daemon);
+    expect(kube.claimLists, "claims not listed again").to.equal(lists);
   });
 
   it("zpool status prints half its output: phase Error and a Warning Event saying it could not be read, nothing tried; then ONLINE", async () => {

@@ -38,6 +38,22 @@ describe("node-daemon Kubernetes calls (real kube-apiserver)", function () {
     expect(after.spec).to.deep.equal(cspi.spec);
   });
 
+  it("a status patch naming a resourceVersion applies only to that version: after another writer's status it is refused with 409, and the CSPI read again names the new one", async () => {
+    const cspi = await created("status-2");
+    const first = await api.patchCspiStatus(NAMESPACE, "status-2", { phase: "ONLINE" }, cspi.metadata.resourceVersion);
+    // Another writer (cspi-sync) meanwhile.
+    await api.patchCspiStatus(NAMESPACE, "status-2", { conditions: [{ type: "PodAvailable", status: "True", reason: "PoolPodAvailable", message: "up", lastTransitionTime: "2026-03-01T12:00:00Z" }] });
+    const refused = await api.patchCspiStatus(NAMESPACE, "status-2", { conditions: [] }, first.metadata.resourceVersion).then(
+      () => undefined,
+      (error: { code?: number }) => error.code,
+    );
+    expect(refused).to.equal(409);
+    const fresh = (await api.getCspi(NAMESPACE, "status-2"))!;
+    expect(fresh.status?.conditions?.map((c) => c.type)).to.deep.equal(["PodAvailable"]);
+    expect((await api.patchCspiStatus(NAMESPACE, "status-2", { phase: "DEGRADED" }, fresh.metadata.resourceVersion)).status).to.include({ phase: "DEGRADED" });
+    expect(await api.getCspi(NAMESPACE, "status-gone")).to.equal(undefined);
+  });
+
   it("adds and removes only its own finalizer, keeping another controller's", async () => {
     const cspi = await created("fin-1", ["example.com/other"]);
     const added = await api.addFinalizer(cspi, FINALIZER.poolProtection);

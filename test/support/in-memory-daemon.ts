@@ -17,11 +17,13 @@ export function daemonFor(
   commands: ZfsCommands = { zpool: ["zpool"], zfs: ["zfs"], truncate: ["truncate"] },
   clock?: () => Date,
   namespace = "openebs",
+  /** A host of the test's own (a ZfsHost subclass that does something mid-command), on `commands`. */
+  makeHost: (runner: ReturnType<typeof createRunner>, commands: ZfsCommands) => ZfsHost = (runner, given) => new ZfsHost(runner, given),
 ): NodeDaemon {
   return new NodeDaemon({
     ...(clock ? { clock } : {}),
     kube,
-    host: new ZfsHost(createRunner(metrics.onCommand), commands),
+    host: makeHost(createRunner(metrics.onCommand), commands),
     inspect: inspectDevice,
     nodeName,
     namespace,
