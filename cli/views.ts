@@ -90,6 +90,22 @@ export function table(header: readonly string[], rows: readonly (readonly string
   return [header, ...rows].map((cells) => cells.map((c, i) => c.padEnd(widths[i])).join("  ").trimEnd()).join("\n") + "\n";
 }
 
+/** A table column: its header and cell; a wide one only with -o wide. */
+interface Column<R> {
+  header: string;
+  cell: (row: R) => string;
+  wide?: true;
+}
+
+function columnsTable<R>(columns: readonly Column<R>[], rows: readonly R[], wide: boolean): string {
+  if (rows.length === 0) return "";
+  const shown = columns.filter((c) => wide || !c.wide);
+  return table(
+    shown.map((c) => c.header),
+    rows.map((r) => shown.map((c) => c.cell(r))),
+  );
+}
+
 const replicasOn = (objects: ClusterObjects, cspi: string): CVR[] => byName(objects.cvrs.filter((r) => r.metadata.labels?.[LABEL.replicaPool] === cspi));
 const isHealthy = (r: CVR): boolean => r.status?.phase === "Healthy";
 
@@ -135,23 +151,22 @@ export function poolRows(objects: ClusterObjects): PoolRow[] {
   });
 }
 
-export function poolsText(rows: readonly PoolRow[], wide: boolean): string {
-  if (rows.length === 0) return "";
-  const header = ["NAME", "NODE", "HEALTH", "CAPACITY", "REPLICAS", ...(wide ? ["CSPC", "USED", "TOTAL", "DEVICES", "READONLY", "POOL", "LASTUPDATE"] : [])];
-  return table(
-    header,
-    rows.map((r) => [
-      r.name,
-      r.node,
-      r.health,
-      capacityBar(r.usedRatio),
-      `${r.replicas.healthy}/${r.replicas.total}`,
-      ...(wide
-        ? [r.cspc, r.capacity?.used ?? NONE, r.capacity?.total ?? NONE, r.devices.total ? `${r.devices.online}/${r.devices.total}` : NONE, r.readOnly ? "yes" : "no", r.zpool, r.lastUpdateTime ?? NONE]
-        : []),
-    ]),
-  );
-}
+const POOL_COLUMNS: readonly Column<PoolRow>[] = [
+  { header: "NAME", cell: (r) => r.name },
+  { header: "NODE", cell: (r) => r.node },
+  { header: "HEALTH", cell: (r) => r.health },
+  { header: "CAPACITY", cell: (r) => capacityBar(r.usedRatio) },
+  { header: "REPLICAS", cell: (r) => `${r.replicas.healthy}/${r.replicas.total}` },
+  { header: "CSPC", cell: (r) => r.cspc, wide: true },
+  { header: "USED", cell: (r) => r.capacity?.used ?? NONE, wide: true },
+  { header: "TOTAL", cell: (r) => r.capacity?.total ?? NONE, wide: true },
+  { header: "DEVICES", cell: (r) => (r.devices.total ? `${r.devices.online}/${r.devices.total}` : NONE), wide: true },
+  { header: "READONLY", cell: (r) => (r.readOnly ? "yes" : "no"), wide: true },
+  { header: "POOL", cell: (r) => r.zpool, wide: true },
+  { header: "LASTUPDATE", cell: (r) => r.lastUpdateTime ?? NONE, wide: true },
+];
+
+export const poolsText = (rows: readonly PoolRow[], wide: boolean): string => columnsTable(POOL_COLUMNS, rows, wide);
 
 // ---- get volumes ----
 
@@ -194,22 +209,20 @@ export function volumeRows(objects: ClusterObjects): VolumeRow[] {
   });
 }
 
-export function volumesText(rows: readonly VolumeRow[], wide: boolean): string {
-  if (rows.length === 0) return "";
-  const header = ["NAME", "CAPACITY", "PHASE", "HEALTH", "REPLICAS", "USED", ...(wide ? ["CSPC", "CONSISTENCY", "POOLS", "NODES"] : [])];
-  return table(
-    header,
-    rows.map((r) => [
-      r.name,
-      r.capacity,
-      r.phase,
-      r.health,
-      `${r.replicas.healthy}/${r.replicas.desired}`,
-      capacityBar(r.usedRatio),
-      ...(wide ? [r.cspc, r.consistencyFactor === undefined ? NONE : String(r.consistencyFactor), r.pools.join(",") || NONE, r.nodes.join(",") || NONE] : []),
-    ]),
-  );
-}
+const VOLUME_COLUMNS: readonly Column<VolumeRow>[] = [
+  { header: "NAME", cell: (r) => r.name },
+  { header: "CAPACITY", cell: (r) => r.capacity },
+  { header: "PHASE", cell: (r) => r.phase },
+  { header: "HEALTH", cell: (r) => r.health },
+  { header: "REPLICAS", cell: (r) => `${r.replicas.healthy}/${r.replicas.desired}` },
+  { header: "USED", cell: (r) => capacityBar(r.usedRatio) },
+  { header: "CSPC", cell: (r) => r.cspc, wide: true },
+  { header: "CONSISTENCY", cell: (r) => (r.consistencyFactor === undefined ? NONE : String(r.consistencyFactor)), wide: true },
+  { header: "POOLS", cell: (r) => r.pools.join(",") || NONE, wide: true },
+  { header: "NODES", cell: (r) => r.nodes.join(",") || NONE, wide: true },
+];
+
+export const volumesText = (rows: readonly VolumeRow[], wide: boolean): string => columnsTable(VOLUME_COLUMNS, rows, wide);
 
 // ---- describe pool ----
 
