@@ -1,7 +1,9 @@
 // The views' I/O edge: the objects of one namespace, listed from the apiserver with @kubernetes/client-node, as
 // kubectl finds its cluster (--kubeconfig, else KUBECONFIG, else ~/.kube/config, else in-cluster). A failure
 // says which resource could not be listed and why; nothing here decides what is shown (cli/views.ts does).
-import { AppsV1Api, CoreV1Api, CustomObjectsApi, KubeConfig } from "@kubernetes/client-node";
+// client-node is loaded only when a view reads a cluster: validate, render and convert start without it
+// (it adds about 70 MB and a second to every start).
+import type { KubeConfig } from "@kubernetes/client-node";
 import { GROUP, KIND, VERSION } from "../api/constants.js";
 import type { KubeObject } from "../api/types.js";
 import { InputError } from "./args.js";
@@ -10,8 +12,10 @@ import { clusterObjects, type ClusterObjects } from "./views.js";
 /** The cluster could not be read: exit code 2, like input that cannot be read. */
 export class ClusterError extends InputError {}
 
-export function loadKubeConfig(file?: string): KubeConfig {
-  const config = new KubeConfig();
+const clientNode = () => import("@kubernetes/client-node");
+
+export async function loadKubeConfig(file?: string): Promise<KubeConfig> {
+  const config = new (await clientNode()).KubeConfig();
   try {
     if (file) config.loadFromFile(file);
     else config.loadFromDefault();
@@ -62,6 +66,7 @@ function listFailure(resource: string, namespace: string, server: string, err: u
 
 /** The objects of the given kinds (of cli/views.ts VIEW_KINDS) in one namespace. */
 export async function listFromCluster(config: KubeConfig, namespace: string, kinds: readonly string[]): Promise<ClusterObjects> {
+  const { AppsV1Api, CoreV1Api, CustomObjectsApi } = await clientNode();
   const custom = config.makeApiClient(CustomObjectsApi);
   const core = config.makeApiClient(CoreV1Api);
   const apps = config.makeApiClient(AppsV1Api);

@@ -72,8 +72,8 @@ function viewRequest(argv: readonly string[], io: CliIO, outputs: readonly Outpu
   return {
     args: given.args,
     output,
-    fetch: (kinds) => {
-      const config = loadKubeConfig(given.kubeconfig);
+    fetch: async (kinds) => {
+      const config = await loadKubeConfig(given.kubeconfig);
       return listFromCluster(config, given.namespace ?? contextNamespace(config) ?? "openebs", kinds);
     },
   };
