@@ -114,7 +114,7 @@ describe("node daemon: scheduled scrubs on real zfs-fuse pools", function () {
     // Held: the paused pool and the DEGRADED one were not scrubbed, and their status says why.
     expect(scanLine(zpoolName(paused))).to.equal("none requested");
     expect(kube.get(paused)!.status!.scrub).to.deep.equal({
-      waiting: "a scrub is due (poolConfig.scrub.interval 1h) but waits: the CSPI carries openebs.io/reconcile-paused=true (copied from its CSPC): remove it from the CSPC to let scrubs run",
+      waiting: "a scrub is due (poolConfig.scrub.interval 1h) but waits: the CSPI carries openebs.io/reconcile-paused=true (copied from its CSPC): remove it from the CSPC (or from the CSPI, if set there by hand) to let scrubs run",
     });
     expect(scanLine(zpoolName(degraded))).to.equal("none requested");
     expect(kube.get(degraded)!.status!.phase).to.equal("DEGRADED");
