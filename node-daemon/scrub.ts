@@ -55,10 +55,11 @@ function scrubBlock(input: ScrubInput): string | undefined {
   const { cspi, observed, actions, holds } = input;
   const status = observed.status;
   if (cspi.metadata.annotations?.[ANNOTATION.reconcilePaused] === "true") {
-    return `the CSPI carries ${ANNOTATION.reconcilePaused}=true (copied from its CSPC): remove it from the CSPC to let scrubs run`;
+    return `the CSPI carries ${ANNOTATION.reconcilePaused}=true (copied from its CSPC): remove it from the CSPC (or from the CSPI, if set there by hand) to let scrubs run`;
   }
   if (status.state !== "ONLINE") return `the pool is ${status.state}: a pool scrubs only when ONLINE (replace the failed device first)`;
-  if (status.scan.inProgress) return `a ${status.scan.activity} is running (${status.scan.text})`;
+  // Not its progress: a message that moved every pass would rewrite the status every pass.
+  if (status.scan.inProgress) return `a ${status.scan.activity} is running`;
   const busy = [...status.layout.data, ...status.layout.logs].flatMap(vdevsAtWork);
   if (busy.length > 0) return `a device is being replaced (${busy.map((v) => v.name).join(", ")})`;
   const changing = [CSPI_CONDITION.diskReplacement, CSPI_CONDITION.poolExpansion].filter((type) => findCondition(cspi.status?.conditions, type)?.status === "True");

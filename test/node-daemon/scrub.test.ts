@@ -93,7 +93,7 @@ describe("node-daemon scheduled scrubs: the planner", () => {
     const resilvering = plan(scrubInput({ interval: "1h", scan: " scrub: resilver in progress for 0h0m, 25.00% done, 0h1m to go" }));
     expect(resilvering.actions).to.deep.equal([]);
     expect(resilvering.scrubWaiting).to.equal(
-      "a scrub is due (poolConfig.scrub.interval 1h) but waits: a resilver is running (resilver in progress for 0h0m, 25.00% done, 0h1m to go)",
+      "a scrub is due (poolConfig.scrub.interval 1h) but waits: a resilver is running",
     );
   });
 
@@ -116,7 +116,7 @@ describe("node-daemon scheduled scrubs: the planner", () => {
     const paused = plan(scrubInput({ interval: "1h", annotations: { [ANNOTATION.reconcilePaused]: "true" } }));
     expect(paused.actions).to.deep.equal([]);
     expect(paused.scrubWaiting).to.equal(
-      "a scrub is due (poolConfig.scrub.interval 1h) but waits: the CSPI carries openebs.io/reconcile-paused=true (copied from its CSPC): remove it from the CSPC to let scrubs run",
+      "a scrub is due (poolConfig.scrub.interval 1h) but waits: the CSPI carries openebs.io/reconcile-paused=true (copied from its CSPC): remove it from the CSPC (or from the CSPI, if set there by hand) to let scrubs run",
     );
     const degraded = plan(scrubInput({ interval: "1h", state: "DEGRADED" }));
     expect(degraded.actions).to.deep.equal([]);
@@ -154,7 +154,7 @@ describe("node-daemon scheduled scrubs: the status", () => {
 
   it("shows why a due scrub waits, and nothing for a pool without a schedule or a scrub", () => {
     const paused = statusOf(scrubInput({ interval: "1h", annotations: { [ANNOTATION.reconcilePaused]: "true" } }));
-    expect(paused).to.deep.equal({ waiting: "a scrub is due (poolConfig.scrub.interval 1h) but waits: the CSPI carries openebs.io/reconcile-paused=true (copied from its CSPC): remove it from the CSPC to let scrubs run" });
+    expect(paused).to.deep.equal({ waiting: "a scrub is due (poolConfig.scrub.interval 1h) but waits: the CSPI carries openebs.io/reconcile-paused=true (copied from its CSPC): remove it from the CSPC (or from the CSPI, if set there by hand) to let scrubs run" });
     expect(statusOf(scrubInput())).to.equal(undefined);
   });
 });

@@ -4,6 +4,7 @@
 // again before the interval (another pass, zfs-fuse forgetting the scrub on an import, a restarted daemon),
 // and holds the scrubs of a paused pool (until the pause goes) and of a DEGRADED one.
 import { expect } from "chai";
+import { spawnSync } from "node:child_process";
 import { mkdirSync, openSync, closeSync, renameSync, writeSync } from "node:fs";
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
@@ -103,6 +104,8 @@ describe("node daemon: scheduled scrubs on real zfs-fuse pools", function () {
     const corrupted = kube.get(due)!.status!.devices!.find((d) => d.devLink === d1)!;
     expect(corrupted.checksumErrors, "the corrupted member's checksum errors, found by the scrub").to.be.greaterThan(0);
     const exposition = await metrics.registry.metrics();
+    const lint = spawnSync("promtool", ["check", "metrics"], { input: exposition, encoding: "utf8" });
+    expect(`${lint.stdout}${lint.stderr}`, "promtool check metrics: the scrub metrics follow Prometheus' conventions").to.equal("");
     const at = `{cspi="${due}",pool="${zpoolName(due)}"}`;
     expect(exposition).to.contain(`cstor_pool_scrub_last_end_timestamp_seconds${at} ${Date.parse(result.lastEndTime!) / 1000}`);
     expect(exposition).to.contain(`cstor_pool_scrub_last_errors${at} 0`);
@@ -111,7 +114,7 @@ describe("node daemon: scheduled scrubs on real zfs-fuse pools", function () {
     // Held: the paused pool and the DEGRADED one were not scrubbed, and their status says why.
     expect(scanLine(zpoolName(paused))).to.equal("none requested");
     expect(kube.get(paused)!.status!.scrub).to.deep.equal({
-      waiting: "a scrub is due (poolConfig.scrub.interval 1h) but waits: the CSPI carries openebs.io/reconcile-paused=true (copied from its CSPC): remove it from the CSPC to let scrubs run",
+      waiting: "a scrub is due (poolConfig.scrub.interval 1h) but waits: the CSPI carries openebs.io/reconcile-paused=true (copied from its CSPC): remove it from the CSPC (or from the CSPI, if set there by hand) to let scrubs run",
     });
     expect(scanLine(zpoolName(degraded))).to.equal("none requested");
     expect(kube.get(degraded)!.status!.phase).to.equal("DEGRADED");
