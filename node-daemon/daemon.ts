@@ -258,7 +258,7 @@ export class NodeDaemon {
   /** Each CVR's status and Events after a replica pass. */
   private async reportReplicas(cspi: string, result: ReplicaPassResult): Promise<void> {
     for (const cvr of result.judged) await this.events.record(cvr, replicaEvents(cvr.metadata.name ?? "", result));
-    this.options.metrics?.replicas(cspi, result.cvrs, result.states, this.cvrCache.values());
+    this.options.metrics?.replicas(cspi, result.cvrs, result.states, (volume) => this.cvrCache.withLabel(LABEL.replicaVolume, volume));
     for (const cvr of result.cvrs) {
       const state = result.states[cvr.metadata.name ?? ""];
       if (!state) continue;
@@ -341,7 +341,7 @@ export class NodeDaemon {
 /** The CVRs naming this CSPI, or undefined while the CVR view is not complete (unknown). */
 export function replicasOnPool(cvrs: CvrWatchCache, cspi: string): CVR[] | undefined {
   if (!cvrs.synced()) return undefined;
-  return cvrs.values().filter((cvr) => cvr.metadata.labels?.[LABEL.replicaPool] === cspi);
+  return cvrs.withLabel(LABEL.replicaPool, cspi);
 }
 
 /** A deleted CVR whose user confirmed its replica is lost (docs/operations.md). */
