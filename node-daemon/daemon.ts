@@ -74,6 +74,8 @@ export class NodeDaemon {
   private readonly hostName: string;
   private readonly intervalMs: number;
   private heldPools = new Set<string>();
+  /** The resync round running, if any. */
+  private round?: Promise<void>;
   private timers: NodeJS.Timeout[] = [];
   private stopping = false;
   /** When the last full resync finished: /healthz reports stale loops. */
@@ -148,8 +150,17 @@ export class NodeDaemon {
     await this.queue.stop();
   }
 
-  /** Runs a pass for every CSPI (those not concerning this node end at once); returns once all are done. */
-  async resync(): Promise<void> {
+  /**
+   * Runs a pass for every CSPI (those not concerning this node end at once); returns once all are done. A call
+   * while a round runs (the interval's tick during a slow round) joins that round instead of starting a second
+   * one beside it, which would list the pools again and queue every pass again.
+   */
+  resync(): Promise<void> {
+    this.round ??= this.resyncRound().finally(() => (this.round = undefined));
+    return this.round;
+  }
+
+  private async resyncRound(): Promise<void> {
     // The round's passes share one look at the host: a refresh costs the same few commands for 1 or 50 pools.
     const release = this.options.host.shareSnapshots();
     try {
