@@ -3,7 +3,7 @@
 import { ANNOTATION, LABEL, TYPE_KEY } from "../api/constants.js";
 import type { BlockDevice, BlockDeviceClaim, CSPI, CV, CVR, KubeObject, ObjectMap, UnreadableObject } from "../api/types.js";
 import type { PersistentVolume, PersistentVolumeClaim } from "./provision/objects.js";
-import { objectsOf } from "./request.js";
+import { objectsOf, type CheckedTypeKeys } from "./request.js";
 import { indexReplicas, type ReplicaIndex } from "./rules/held-volumes.js";
 
 export interface Inventory {
@@ -42,14 +42,29 @@ export interface Inventory {
   unreadableReplicas: ReadonlySet<string>;
 }
 
+/** The objects of one type key among a request's children or related, in objectsOf's order (by namespace/name). */
+export interface ObjectLists {
+  <K extends keyof CheckedTypeKeys>(typeKey: K): CheckedTypeKeys[K][];
+  (typeKey: string): KubeObject[];
+}
+
 export function buildInventory(cspc: KubeObject, children: ObjectMap, related: ObjectMap, unreadable: readonly UnreadableObject[] = []): Inventory {
+  const listsOf = (map: ObjectMap): ObjectLists => (typeKey: string) => objectsOf(map, typeKey);
+  return inventoryOfLists(cspc, listsOf(children), listsOf(related), unreadable);
+}
+
+/**
+ * The inventory from lists of objects: what the admission webhook's lookups return, indexed once here
+ * without first being keyed into a Metacontroller object map.
+ */
+export function inventoryOfLists(cspc: KubeObject, children: ObjectLists, related: ObjectLists, unreadable: readonly UnreadableObject[] = []): Inventory {
   const namespace = cspc.metadata.namespace ?? "default";
   const blockDevices = new Map<string, BlockDevice>();
-  for (const bd of objectsOf(related, TYPE_KEY.blockDevice)) {
+  for (const bd of related(TYPE_KEY.blockDevice)) {
     if ((bd.metadata.namespace ?? namespace) === namespace && bd.metadata.name) blockDevices.set(bd.metadata.name, bd);
   }
   const ownClaims = new Map<string, BlockDeviceClaim>();
-  for (const claim of objectsOf(children, TYPE_KEY.blockDeviceClaim)) {
+  for (const claim of children(TYPE_KEY.blockDeviceClaim)) {
     const device = claim.spec?.blockDeviceName;
     if (device) ownClaims.set(device, claim);
   }
@@ -67,19 +82,19 @@ export function buildInventory(cspc: KubeObject, children: ObjectMap, related: O
     claimsByDevice.set(device, list);
   };
   for (const claim of ownClaims.values()) addClaim(claim);
-  for (const claim of objectsOf(related, TYPE_KEY.blockDeviceClaim)) {
+  for (const claim of related(TYPE_KEY.blockDeviceClaim)) {
     if ((claim.metadata.namespace ?? namespace) === namespace) addClaim(claim);
   }
   const cspis = new Map<string, CSPI>();
   const cspiByDevice = new Map<string, CSPI>();
-  for (const cspi of objectsOf(children, TYPE_KEY.cspi)) {
+  for (const cspi of children(TYPE_KEY.cspi)) {
     if (!cspi.metadata.name) continue;
     cspis.set(cspi.metadata.name, cspi);
     for (const group of cspi.spec?.raidGroups ?? []) {
       for (const d of group.blockDevices ?? []) cspiByDevice.set(d.blockDeviceName, cspi);
     }
   }
-  const nodes = objectsOf(related, TYPE_KEY.node);
+  const nodes = related(TYPE_KEY.node);
   const nodesByLabel = new Map<string, Map<unknown, KubeObject[]>>();
   for (const node of nodes) {
     for (const [key, value] of Object.entries(node.metadata.labels ?? {})) {
@@ -92,19 +107,19 @@ export function buildInventory(cspc: KubeObject, children: ObjectMap, related: O
   }
   // An unreadable replica still names its pool in its metadata: it holds that pool like any other.
   const inNamespace = <T extends KubeObject>(list: readonly T[]): T[] => list.filter((o) => (o.metadata.namespace ?? namespace) === namespace);
-  const readable = inNamespace(objectsOf(related, TYPE_KEY.cvr));
+  const readable = inNamespace(related(TYPE_KEY.cvr));
   const unreadableReplicas = unreadable.filter((u) => u.field === "related" && u.typeKey === TYPE_KEY.cvr).map((u) => u.object);
   const replicas = [...readable, ...unreadableReplicas];
-  const pvcs = new Map(objectsOf(children, TYPE_KEY.persistentVolumeClaim).map((pvc) => [pvc.metadata.name ?? "", pvc]));
+  const pvcs = new Map(children(TYPE_KEY.persistentVolumeClaim).map((pvc) => [pvc.metadata.name ?? "", pvc]));
   const setDevices = new Set(pvcs.keys());
   for (const cspi of cspis.values()) {
     if (cspi.metadata.labels?.[LABEL.onDeviceSets] !== "true") continue;
     for (const group of cspi.spec?.raidGroups ?? []) for (const d of group.blockDevices ?? []) setDevices.add(d.blockDeviceName);
   }
-  const namespaceObject = objectsOf(related, TYPE_KEY.namespace).find((n) => n.metadata.name === namespace);
+  const namespaceObject = related(TYPE_KEY.namespace).find((n) => n.metadata.name === namespace);
   return {
     pvcs,
-    pvs: new Map(objectsOf(related, TYPE_KEY.persistentVolume).map((pv) => [pv.metadata.name ?? "", pv])),
+    pvs: new Map(related(TYPE_KEY.persistentVolume).map((pv) => [pv.metadata.name ?? "", pv])),
     ...(namespaceObject?.metadata.uid ? { namespaceUid: namespaceObject.metadata.uid } : {}),
     setDevices,
     namespace,
@@ -120,7 +135,7 @@ export function buildInventory(cspc: KubeObject, children: ObjectMap, related: O
     cspiByDevice,
     replicas: indexReplicas(inNamespace(replicas)),
     readableReplicas: new Map(readable.map((r) => [r.metadata.name ?? "", r])),
-    volumes: new Map(inNamespace(objectsOf(related, TYPE_KEY.cv)).map((v) => [v.metadata.name ?? "", v])),
+    volumes: new Map(inNamespace(related(TYPE_KEY.cv)).map((v) => [v.metadata.name ?? "", v])),
     unreadableReplicas: new Set(unreadableReplicas.map((r) => r.metadata.name ?? "")),
   };
 }

@@ -335,7 +335,7 @@ export function parseCustomizeParent<K extends keyof CheckedKinds>(body: unknown
 }
 
 /** The type keys whose objects objectMap checks against their schema's types (SHAPES), and those types. */
-interface CheckedTypeKeys {
+export interface CheckedTypeKeys {
   [TYPE_KEY.cspc]: CSPC;
   [TYPE_KEY.cspi]: CSPI;
   [TYPE_KEY.cvc]: CVC;

@@ -76,6 +76,8 @@ export class NodeDaemon {
   private readonly hostName: string;
   private readonly intervalMs: number;
   private heldPools = new Set<string>();
+  /** The resync round running, if any. */
+  private round?: Promise<void>;
   private timers: NodeJS.Timeout[] = [];
   private stopping = false;
   /** When the last full resync finished: /healthz reports stale loops. */
@@ -150,8 +152,17 @@ export class NodeDaemon {
     await this.queue.stop();
   }
 
-  /** Runs a pass for every CSPI (those not concerning this node end at once); returns once all are done. */
-  async resync(): Promise<void> {
+  /**
+   * Runs a pass for every CSPI (those not concerning this node end at once); returns once all are done. A call
+   * while a round runs (the interval's tick during a slow round) joins that round instead of starting a second
+   * one beside it, which would list the pools again and queue every pass again.
+   */
+  resync(): Promise<void> {
+    this.round ??= this.resyncRound().finally(() => (this.round = undefined));
+    return this.round;
+  }
+
+  private async resyncRound(): Promise<void> {
     // The round's passes share one look at the host: a refresh costs the same few commands for 1 or 50 pools.
     const release = this.options.host.shareSnapshots();
     try {
@@ -260,7 +271,7 @@ export class NodeDaemon {
   /** Each CVR's status and Events after a replica pass. */
   private async reportReplicas(cspi: string, result: ReplicaPassResult): Promise<void> {
     for (const cvr of result.judged) await this.events.record(cvr, replicaEvents(cvr.metadata.name ?? "", result));
-    this.options.metrics?.replicas(cspi, result.cvrs, result.states, this.cvrCache.values());
+    this.options.metrics?.replicas(cspi, result.cvrs, result.states, (volume) => this.cvrCache.withLabel(LABEL.replicaVolume, volume));
     for (const cvr of result.cvrs) {
       const state = result.states[cvr.metadata.name ?? ""];
       if (!state) continue;
@@ -343,7 +354,7 @@ export class NodeDaemon {
 /** The CVRs naming this CSPI, or undefined while the CVR view is not complete (unknown). */
 export function replicasOnPool(cvrs: CvrWatchCache, cspi: string): CVR[] | undefined {
   if (!cvrs.synced()) return undefined;
-  return cvrs.values().filter((cvr) => cvr.metadata.labels?.[LABEL.replicaPool] === cspi);
+  return cvrs.withLabel(LABEL.replicaPool, cspi);
 }
 
 /** A deleted CVR whose user confirmed its replica is lost (docs/operations.md). */

@@ -26,7 +26,8 @@ export interface DaemonMetrics {
   /** A reconcile pass of a CSPI concerning this node ended: its duration, and what it observed and reported. */
   passed(pass: PassRecord): void;
   /** The replica pass's states of the CVRs on this CSPI's pool; `all` is every CVR the daemon knows (for each volume's replica count). */
-  replicas(cspi: string, cvrs: readonly CVR[], states: Record<string, ReplicaState>, all: readonly CVR[]): void;
+  /** replicasOf: every CVR of a volume, on any pool (its consistency factor). */
+  replicas(cspi: string, cvrs: readonly CVR[], states: Record<string, ReplicaState>, replicasOf: (volume: string) => readonly CVR[]): void;
   /** The CSPI no longer concerns this node (deleted, or its pool is elsewhere): its series go. */
   forget(cspi: string): void;
   /** The CSPIs were listed (at start, after the watch ended or failed, or periodically). */
@@ -180,7 +181,7 @@ export function createMetrics(): DaemonMetrics {
       }
       poolSeries.replace(name, values);
     },
-    replicas: (cspi, cvrs, states, all) => {
+    replicas: (cspi, cvrs, states, replicasOf) => {
       const labels = { cspi, pool: zpoolName(cspi) };
       const values: [Gauge, Labels, number][] = [];
       const volumes = new Set<string>();
@@ -194,7 +195,7 @@ export function createMetrics(): DaemonMetrics {
         if (state.capacity) values.push([replica.size, at, state.capacity.total], [replica.used, at, state.capacity.used]);
       }
       for (const volume of volumes) {
-        const count = all.filter((cvr) => cvr.metadata.labels?.[LABEL.replicaVolume] === volume && !cvr.metadata.deletionTimestamp).length;
+        const count = replicasOf(volume).filter((cvr) => !cvr.metadata.deletionTimestamp).length;
         values.push([replica.consistency, { ...labels, volume }, consistencyFactor(count)]);
       }
       replicaSeries.replace(cspi, values);

@@ -4,6 +4,7 @@
 // 410 Gone, apiserver restarted) or is restarted on purpose (the periodic relist), the CSPIs are listed again
 // and every CSPI that differs from the view is reported changed. So no change is lost for longer than it
 // takes to list again, and the view never ages past the relist period.
+import { LABEL } from "../api/constants.js";
 import type { CSPI, CVR, ObjectMeta } from "../api/types.js";
 import type { Logger } from "../lib/log.js";
 import type { KubeApi, ListFunction, WatchEventType, WatchFunction, WatchHandle } from "./kube.js";
@@ -44,6 +45,8 @@ const SHORTEST_HEALTHY_WATCH_MS = 1_000;
 
 export class WatchCache<T extends Watched> {
   private readonly objects = new Map<string, T>();
+  /** By label, then label value, then name: the objects carrying it, kept with the view (withLabel). */
+  private readonly byLabel = new Map<string, Map<string, Map<string, T>>>();
   private watch?: WatchHandle;
   private stopped = false;
   private restartRequested = false;
@@ -60,7 +63,11 @@ export class WatchCache<T extends Watched> {
     private readonly source: WatchSource<T>,
     /** For logs: "CSPI", "CVR". */
     private readonly kind: string,
-  ) {}
+    /** Labels whose values withLabel looks up. */
+    indexedLabels: readonly string[] = [],
+  ) {
+    for (const label of indexedLabels) this.byLabel.set(label, new Map());
+  }
 
   /**
    * Whether the view holds every object of the namespace: false before the first list and from a failed watch
@@ -119,12 +126,19 @@ export class WatchCache<T extends Watched> {
     return [...this.objects.values()];
   }
 
+  /** The objects whose label (one of the indexed labels) has this value, in the view's order. */
+  withLabel(label: string, value: string): T[] {
+    const index = this.byLabel.get(label);
+    if (!index) throw new Error(`the ${this.kind} view does not index label ${label}`);
+    return [...(index.get(value)?.values() ?? [])];
+  }
+
   /** The result of our own write, unless the watch brought something newer meanwhile. */
   replace(before: T, after: T | undefined): void {
     const name = before.metadata.name ?? "";
     if (this.objects.get(name)?.metadata.resourceVersion !== before.metadata.resourceVersion) return;
-    if (after) this.objects.set(name, after);
-    else this.objects.delete(name);
+    if (after) this.store(name, after);
+    else this.drop(name);
   }
 
   /** Ends the current watch, so that the objects are listed again and watched from there. */
@@ -195,12 +209,12 @@ export class WatchCache<T extends Watched> {
     this.lastEventAt = this.options.clock();
     if (type === "DELETED") {
       const last = this.objects.get(name) ?? object;
-      this.objects.delete(name);
+      this.drop(name);
       this.options.onDelete(name, last);
       return;
     }
     const cached = this.objects.get(name);
-    this.objects.set(name, object);
+    this.store(name, object);
     if (type === "MODIFIED" && this.options.isOwnEcho(cached, object)) return;
     this.options.onChange(name);
   }
@@ -214,17 +228,46 @@ export class WatchCache<T extends Watched> {
     const listed = new Set(items.map((c) => c.metadata.name ?? ""));
     for (const [name, last] of [...this.objects.entries()]) {
       if (listed.has(name)) continue;
-      this.objects.delete(name);
+      this.drop(name);
       this.options.onDelete(name, last);
     }
     for (const object of items) {
       const name = object.metadata.name ?? "";
       const cached = this.objects.get(name);
-      this.objects.set(name, object);
+      this.store(name, object);
       if (cached?.metadata.resourceVersion !== object.metadata.resourceVersion) this.options.onChange(name);
     }
     this.complete = true;
     return resourceVersion;
+  }
+
+  private store(name: string, object: T): void {
+    const before = this.objects.get(name);
+    this.objects.set(name, object);
+    for (const [label, index] of this.byLabel) {
+      const was = before?.metadata.labels?.[label];
+      const value = object.metadata.labels?.[label];
+      if (was !== undefined && was !== value) this.unindex(index, was, name);
+      if (value === undefined) continue;
+      let named = index.get(value);
+      if (!named) index.set(value, (named = new Map<string, T>()));
+      named.set(name, object);
+    }
+  }
+
+  private drop(name: string): void {
+    const before = this.objects.get(name);
+    this.objects.delete(name);
+    for (const [label, index] of this.byLabel) {
+      const was = before?.metadata.labels?.[label];
+      if (was !== undefined) this.unindex(index, was, name);
+    }
+  }
+
+  private unindex(index: Map<string, Map<string, T>>, value: string, name: string): void {
+    const named = index.get(value);
+    named?.delete(name);
+    if (named?.size === 0) index.delete(value);
   }
 
   private lastEventAgeSeconds(): number | undefined {
@@ -249,9 +292,12 @@ export class CspiWatchCache extends WatchCache<CSPI> {
   }
 }
 
-/** The namespace's CStorVolumeReplicas: which replicas each pool must hold. */
+/**
+ * The namespace's CStorVolumeReplicas: which replicas each pool must hold. Indexed by pool and by volume, so a
+ * pass reads its own pool's replicas (and their volumes' counts) without going over every CVR of the cluster.
+ */
 export class CvrWatchCache extends WatchCache<CVR> {
   constructor(options: WatchCacheOptions<CVR>) {
-    super(options, { list: (ns) => options.kube.listCvrs(ns), watch: (...args) => options.kube.watchCvrs(...args) }, "CVR");
+    super(options, { list: (ns) => options.kube.listCvrs(ns), watch: (...args) => options.kube.watchCvrs(...args) }, "CVR", [LABEL.replicaPool, LABEL.replicaVolume]);
   }
 }

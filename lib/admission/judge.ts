@@ -6,9 +6,9 @@
 // re-judged against the cluster (its node may be down or a disk failed, which is exactly when other pools
 // still need editing); its standing problems come back as warnings.
 import { ANNOTATION, KIND, LABEL, TYPE_KEY } from "../../api/constants.js";
-import type { CSPC, CSPI, KubeObject, ObjectMap, PoolSpec } from "../../api/types.js";
+import type { CSPC, CSPI, KubeObject, PoolSpec } from "../../api/types.js";
 import { canonicalJson } from "../canonical.js";
-import { buildInventory, isTerminating, type Inventory } from "../inventory.js";
+import { inventoryOfLists, isTerminating, type Inventory, type ObjectLists } from "../inventory.js";
 import { checkCspcShape } from "../rules/admission-shape.js";
 import { selectorKeyCaseWarnings } from "../rules/admission-warnings.js";
 import { describeHeld, heldPredicate, heldVolumes, heldVolumesFix, indexReplicas, type HeldVolumes, type ReplicaIndex } from "../rules/held-volumes.js";
@@ -63,8 +63,16 @@ function specOf(obj: KubeObject | null | undefined): unknown {
   return (obj as { spec?: unknown } | null | undefined)?.spec;
 }
 
+/** Per review: factsNeeded and judgeCspc both ask, and a 1,000-pool spec takes milliseconds to serialise twice. */
+const unchangedSpecs = new WeakMap<AdmissionInput, boolean>();
+
 function specUnchanged(input: AdmissionInput): boolean {
-  return input.operation === "UPDATE" && canonicalJson(specOf(input.object) ?? null) === canonicalJson(specOf(input.oldObject) ?? null);
+  let unchanged = unchangedSpecs.get(input);
+  if (unchanged === undefined) {
+    unchanged = input.operation === "UPDATE" && canonicalJson(specOf(input.object) ?? null) === canonicalJson(specOf(input.oldObject) ?? null);
+    unchangedSpecs.set(input, unchanged);
+  }
+  return unchanged;
 }
 
 /** Which lookups the verdict depends on; none when it can be given from the request alone. */
@@ -215,23 +223,28 @@ function changedPools(pools: readonly PoolSpec[], oldPools: readonly PoolSpec[] 
 /** The cluster as cspc-sync would observe it: this CSPC's CSPIs and claims as children, the rest as related. */
 export function inventoryOf(cspc: CSPC, facts: Partial<ClusterFacts>): Inventory {
   const namespace = cspc.metadata.namespace!;
-  const byKey = (objects: readonly KubeObject[] | undefined): Record<string, KubeObject> =>
-    Object.fromEntries(
-      (objects ?? []).map((o) => [o.metadata.namespace ? `${o.metadata.namespace}/${o.metadata.name}` : (o.metadata.name ?? ""), o]),
-    );
-  const claims: readonly KubeObject[] = facts.claims ?? [];
+  const claims = inRequestOrder(facts.claims);
   const own = claims.filter((c) => c.metadata.labels?.[LABEL.cspc] === cspc.metadata.name && (c.metadata.namespace ?? namespace) === namespace);
-  const children: ObjectMap = {
-    [TYPE_KEY.cspi]: byKey(facts.cspis),
-    [TYPE_KEY.blockDeviceClaim]: byKey(own),
-  };
-  const related: ObjectMap = {
-    [TYPE_KEY.blockDevice]: byKey(facts.blockDevices),
-    [TYPE_KEY.blockDeviceClaim]: byKey(claims),
-    [TYPE_KEY.node]: byKey(facts.nodes),
-    [TYPE_KEY.cvr]: byKey(facts.replicas),
-  };
-  return buildInventory(cspc, children, related);
+  const lists = (byTypeKey: Record<string, readonly KubeObject[]>): ObjectLists => ((typeKey: string) => byTypeKey[typeKey] ?? []) as ObjectLists;
+  return inventoryOfLists(
+    cspc,
+    lists({ [TYPE_KEY.cspi]: inRequestOrder(facts.cspis), [TYPE_KEY.blockDeviceClaim]: own }),
+    lists({
+      [TYPE_KEY.blockDevice]: inRequestOrder(facts.blockDevices),
+      [TYPE_KEY.blockDeviceClaim]: claims,
+      [TYPE_KEY.node]: inRequestOrder(facts.nodes),
+      [TYPE_KEY.cvr]: inRequestOrder(facts.replicas),
+    }),
+  );
+}
+
+/**
+ * Listed objects in the order cspc-sync's request gives them (objectsOf: by namespace/name), so the webhook
+ * plans exactly as the sync will. A list names each object once, so no two share a key.
+ */
+function inRequestOrder(objects: readonly KubeObject[] | undefined): KubeObject[] {
+  const keyed = (objects ?? []).map((o) => ({ key: o.metadata.namespace ? `${o.metadata.namespace}/${o.metadata.name}` : (o.metadata.name ?? ""), o }));
+  return keyed.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0)).map((k) => k.o);
 }
 
 function withNamespace(input: AdmissionInput): KubeObject {

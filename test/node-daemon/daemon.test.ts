@@ -119,7 +119,7 @@ describe("node-daemon loop (in-memory API, real zfs-fuse)", function () {
     expect(findCondition(conditions, "PoolExpansion")).to.include({ status: "False", reason: "PoolExpansionSuccessful" });
   });
 
-  it("refreshes three pools with as many zpool and zfs commands as one pool", async () => {
+  it("refreshes three pools with as many zpool and zfs commands as one pool, and a resync asked for during another joins it", async () => {
     const names = ["one", "two", "three"].map((n) => sandbox.name(`refresh-${n}`));
     const commands: string[] = [];
     const metrics = createMetrics();
@@ -140,6 +140,10 @@ describe("node-daemon loop (in-memory API, real zfs-fuse)", function () {
     expect(threePools.length, threePools.join("\n")).to.equal(onePool.length);
     // One listing of each kind names all three pools: each was read, in the same commands.
     for (const name of names) expect(threePools.filter((argv) => argv.includes(zpoolName(name))).length, zpoolName(name)).to.be.greaterThan(0);
+    // The interval's tick while a round runs joins it: the pools are not listed and passed a second time.
+    const before = commands.length;
+    await Promise.all([daemon.resync(), daemon.resync()]);
+    expect(commands.slice(before), "two resyncs at once").to.deep.equal(threePools);
   });
 
   it("leaves CSPIs of other nodes alone: no finalizer, no status, no pool", async () => {

@@ -2,10 +2,11 @@
 // are listed again and what changed meanwhile is reported. In-memory API (fake-kube.ts); the same against
 // the real apiserver in test/integration/node-daemon-watch.test.ts.
 import { expect } from "chai";
-import type { CSPI } from "../../api/types.js";
+import { FINALIZER, KIND, LABEL } from "../../api/constants.js";
+import type { CSPI, CVR } from "../../api/types.js";
 import { createLogger } from "../../lib/log.js";
 import { WatchError } from "../../node-daemon/kube.js";
-import { CspiWatchCache, type RelistReason } from "../../node-daemon/watch-cache.js";
+import { CspiWatchCache, CvrWatchCache, type RelistReason } from "../../node-daemon/watch-cache.js";
 import { cspiFor } from "../../testkit/zfs.js";
 import { FakeKube } from "../../testkit/fake-kube.js";
 
@@ -105,5 +106,60 @@ describe("node-daemon watch cache", () => {
     const lists = kube.lists;
     await tick(30);
     expect(kube.lists).to.equal(lists);
+  });
+});
+
+describe("node-daemon CVR view by pool and by volume", () => {
+  let kube: FakeKube;
+  let cache: CvrWatchCache;
+
+  const cvr = (name: string, pool: string, volume: string): CVR => ({
+    apiVersion: "openebs.io/v1alpha1",
+    kind: KIND.cvr,
+    metadata: { name, namespace: "openebs", uid: `uid-${name}`, labels: { [LABEL.replicaPool]: pool, [LABEL.replicaVolume]: volume }, finalizers: [FINALIZER.replicaProtection] },
+    spec: { capacity: "1Gi", replicaId: name },
+  });
+  const names = (cvrs: readonly CVR[]): string[] => cvrs.map((c) => c.metadata.name ?? "");
+
+  beforeEach(async () => {
+    kube = new FakeKube();
+    kube.applyCvr(cvr("a-1", "pool-a", "vol-1"));
+    kube.applyCvr(cvr("b-1", "pool-b", "vol-1"));
+    cache = new CvrWatchCache({
+      kube,
+      namespace: "openebs",
+      clock: () => new Date(),
+      logger: createLogger({ level: "silent" }),
+      onChange: () => undefined,
+      onDelete: () => undefined,
+      isOwnEcho: () => false,
+      retryBaseMs: 5,
+      retryMaxMs: 20,
+    });
+    await cache.start();
+  });
+  afterEach(() => cache.stop());
+
+  it("a pool's replicas and a volume's replicas follow what is listed, added, relabelled and deleted", async () => {
+    expect(names(cache.withLabel(LABEL.replicaPool, "pool-a"))).to.deep.equal(["a-1"]);
+    expect(names(cache.withLabel(LABEL.replicaVolume, "vol-1"))).to.deep.equal(["a-1", "b-1"]);
+    kube.applyCvr(cvr("a-2", "pool-a", "vol-2"));
+    expect(names(cache.withLabel(LABEL.replicaPool, "pool-a"))).to.deep.equal(["a-1", "a-2"]);
+    kube.applyCvr(cvr("a-2", "pool-b", "vol-2"));
+    expect(names(cache.withLabel(LABEL.replicaPool, "pool-a")), "moved to pool-b").to.deep.equal(["a-1"]);
+    expect(names(cache.withLabel(LABEL.replicaPool, "pool-b"))).to.deep.equal(["b-1", "a-2"]);
+    const deleting = cvr("b-1", "pool-b", "vol-1");
+    kube.applyCvr({ ...deleting, metadata: { ...deleting.metadata, deletionTimestamp: "2026-03-01T12:00:00Z" } });
+    await kube.removeCvrFinalizer(deleting, FINALIZER.replicaProtection);
+    expect(names(cache.withLabel(LABEL.replicaVolume, "vol-1")), "b-1 deleted").to.deep.equal(["a-1"]);
+    expect(cache.withLabel(LABEL.replicaPool, "pool-c")).to.deep.equal([]);
+  });
+
+  it("a relist drops what is gone from the index too", async () => {
+    kube.cvrs.delete("a-1");
+    cache.relist();
+    await until(() => cache.get("a-1") === undefined, "a relist");
+    expect(cache.withLabel(LABEL.replicaPool, "pool-a")).to.deep.equal([]);
+    expect(names(cache.withLabel(LABEL.replicaVolume, "vol-1"))).to.deep.equal(["b-1"]);
   });
 });
