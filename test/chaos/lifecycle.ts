@@ -185,16 +185,20 @@ export async function chaosRun(cluster: OwnCluster, options: RunOptions): Promis
   });
   const applyCvc = (capacity: string) =>
     retrying(`applying CStorVolumeConfig ${volume} (capacity ${capacity})`, () => cluster.kubectl(["apply", "--server-side", "-f", "-"], { input: JSON.stringify(cvcObject(capacity)) }));
-  /** The node that has the pool now, and the pool's replica of the volume: its size and sha256 as that node reads it. */
-  const readReplica = async (cspi: string): Promise<{ size: number; sha: string }> => {
+  /** The node that has the CSPI's pool imported now. */
+  const holderOf = async (cspi: string): Promise<ChaosNode> => {
     const node = nodeOf((await cspiOf(cspi))?.status?.importedOn);
     if (!node) throw new StepFailure(`replica of ${volume} on ${cspi}: its pool is imported nowhere`);
+    return node;
+  };
+  /** The pool's replica of the volume: its size and sha256 as the node that has the pool reads it. */
+  const readReplica = async (cspi: string): Promise<{ size: number; sha: string }> => {
+    const node = await holderOf(cspi);
     return node.whenRunning(() => ({ size: Number(node.zfs.run(["stat", "-c", "%s", replicaFile(cspi)]).trim()), sha: node.zfs.checksum(replicaFile(cspi)) }));
   };
   /** The volume's data written at the start of the replica's file, as the target writes to (or rebuilds) every replica. */
   const writeReplica = async (cspi: string): Promise<void> => {
-    const node = nodeOf((await cspiOf(cspi))?.status?.importedOn);
-    if (!node) throw new Error(`replica of ${volume} on ${cspi}: its pool is imported nowhere`);
+    const node = await holderOf(cspi);
     await node.whenRunning(() => node.zfs.run(["dd", `of=${replicaFile(cspi)}`, "bs=1M", "conv=notrunc", "status=none"], volumeData));
   };
 
@@ -446,8 +450,7 @@ export async function chaosRun(cluster: OwnCluster, options: RunOptions): Promis
       const replicas = await replicasOfVolume();
       if (replicas.length > 0) return `CVRs left: ${replicas.map((r) => `${r.metadata.name} (finalizers ${JSON.stringify(r.metadata.finalizers)})`).join(", ")}`;
       for (const cspi of [pool.A!, pool.C!]) {
-        const node = nodeOf((await cspiOf(cspi))?.status?.importedOn);
-        if (!node) return `pool ${cspi} imported nowhere`;
+        const node = await holderOf(cspi);
         const datasets = await node.whenRunning(() => node.zfs.zfs("list", "-H", "-o", "name", "-r", zpoolName(cspi)));
         if (datasets.split("\n").includes(`${zpoolName(cspi)}/${volume}`)) return `replica dataset ${zpoolName(cspi)}/${volume} still on node ${node.key}`;
       }
