@@ -138,8 +138,14 @@ export async function chaosRun(cluster: OwnCluster, options: RunOptions): Promis
   /** Polls until `mismatch` answers undefined; the step's convergence time, or a failure after the bound. */
   const converge = async (name: LifecycleStep, since: number, mismatch: () => Promise<string | undefined>): Promise<void> => {
     let last: string | undefined;
+    let said = Date.now();
     while ((last = await mismatch().catch((error: Error) => `check failed: ${error.message}`)) !== undefined) {
       if (Date.now() - since > options.boundMs) throw new StepFailure(`did not converge within ${options.boundMs / 1000} s: ${last}`);
+      // A slow step says, once a minute, what it still waits for.
+      if (Date.now() - said > 60_000) {
+        said = Date.now();
+        log(`${name}: waiting ${Math.round((said - since) / 1000)} s: ${last}`);
+      }
       await sleep(1000);
     }
     report.convergence[name] = Math.round((Date.now() - since) / 100) / 10;
