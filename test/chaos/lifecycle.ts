@@ -87,7 +87,7 @@ export async function chaosRun(cluster: OwnCluster, options: RunOptions): Promis
       const response = await cluster.request(cluster.admin, method, path, body, contentType);
       if (response.status >= 500 || response.status === 429) throw new Error(`${response.status} ${JSON.stringify(response.body).slice(0, 300)}`);
       return response;
-    });
+    }, options.boundMs);
   const items = async (path: string): Promise<any[]> => (await api("GET", path)).body.items ?? [];
   const cspis = (): Promise<CSPI[]> => items(list("cstorpoolinstances", `${LABEL.cspc}=${cspc}`));
   const claims = () => items(list("blockdeviceclaims", `${LABEL.cspc}=${cspc}`));
@@ -190,7 +190,7 @@ export async function chaosRun(cluster: OwnCluster, options: RunOptions): Promis
     spec: { capacity, cstorPoolCluster: cspc, replicaCount: REPLICAS },
   });
   const applyCvc = (capacity: string) =>
-    retrying(`applying CStorVolumeConfig ${volume} (capacity ${capacity})`, () => cluster.kubectl(["apply", "--server-side", "-f", "-"], { input: JSON.stringify(cvcObject(capacity)) }));
+    retrying(`applying CStorVolumeConfig ${volume} (capacity ${capacity})`, () => cluster.kubectl(["apply", "--server-side", "-f", "-"], { input: JSON.stringify(cvcObject(capacity)) }), options.boundMs);
   /** The node that has the CSPI's pool imported now. */
   const holderOf = async (cspi: string): Promise<ChaosNode> => {
     const node = nodeOf((await cspiOf(cspi))?.status?.importedOn);
@@ -254,7 +254,7 @@ export async function chaosRun(cluster: OwnCluster, options: RunOptions): Promis
       change(current.spec);
       const response = await api("PATCH", cspcPath(cspc), { spec: current.spec }, "application/merge-patch+json");
       if (response.status !== 200) throw new StepFailure(`${what}: the CSPC edit was refused: ${response.status} ${JSON.stringify(response.body).slice(0, 500)}`);
-    });
+    }, options.boundMs);
 
   /** NDM binding claims and a kubelet running pool pods, as the end-to-end suite plays them, every second. */
   const helpCluster = async () => {
@@ -325,7 +325,7 @@ export async function chaosRun(cluster: OwnCluster, options: RunOptions): Promis
         },
       },
     ];
-    await retrying("applying the CSPC, Nodes and BlockDevices", () => cluster.kubectl(["apply", "--server-side", "-f", "-"], { input: objects.map((o) => JSON.stringify(o)).join("\n") }));
+    await retrying("applying the CSPC, Nodes and BlockDevices", () => cluster.kubectl(["apply", "--server-side", "-f", "-"], { input: objects.map((o) => JSON.stringify(o)).join("\n") }), options.boundMs);
     await converge("provision", since, async () => {
       const all = await cspis();
       if (all.length !== 2) return `${all.length} CSPIs`;
@@ -445,7 +445,7 @@ export async function chaosRun(cluster: OwnCluster, options: RunOptions): Promis
     step = "volume-delete";
     await verifyVolume();
     since = Date.now();
-    await retrying(`deleting CStorVolumeConfig ${volume}`, () => cluster.kubectl(["delete", "cvc", volume, "-n", NS, "--wait=false", "--ignore-not-found"]));
+    await retrying(`deleting CStorVolumeConfig ${volume}`, () => cluster.kubectl(["delete", "cvc", volume, "-n", NS, "--wait=false", "--ignore-not-found"]), options.boundMs);
     await converge("volume-delete", since, async () => {
       for (const [resource, name] of [["cstorvolumeconfigs", volume], ["cstorvolumes", volume]]) {
         if ((await api("GET", volumePath(resource, name))).status !== 404) return `${resource}/${name} still there`;
