@@ -215,18 +215,20 @@ export async function chaosRun(cluster: OwnCluster, options: RunOptions): Promis
     const status = cvc.body.status ?? {};
     const change = (status.conditions ?? []).find((c: { type: string }) => c.type === "ReplicaChange");
     if (status.phase !== "Bound" || change?.reason !== "Settled") return `CVC ${volume} ${status.phase}, ReplicaChange ${change?.reason}: ${change?.message ?? status.reason}`;
-    if (status.capacity !== capacity) return `CVC ${volume} status.capacity ${status.capacity}, spec ${capacity}`;
     const replicas = await replicasOfVolume();
     const on = replicas.map((r) => r.metadata.labels[LABEL.replicaPool]).sort();
     if (JSON.stringify(on) !== JSON.stringify([...pools].sort())) return `replicas of ${volume} on ${JSON.stringify(on)}, wanted ${JSON.stringify([...pools].sort())}`;
+    // In the order a change travels: CVR spec (cvc-sync), the file and the CVR status (node daemon), the CVC status (cvc-sync again).
     for (const r of replicas) {
       const name = r.metadata.name;
       if (r.metadata.deletionTimestamp) return `CVR ${name} is being deleted`;
-      if (r.status?.phase !== "Healthy" || r.status.capacity?.total !== capacity) return `CVR ${name} ${r.status?.phase} (${r.status?.reason ?? ""}) at ${r.status?.capacity?.total}`;
-      if (rebuildingSince(r) !== undefined) return `CVR ${name} is rebuilding`;
+      if (r.spec.capacity !== capacity) return `CVR ${name} spec.capacity ${r.spec.capacity}, the CVC's ${capacity}`;
       const { size } = await readReplica(r.metadata.labels[LABEL.replicaPool]);
       if (size !== Number(parseQuantity(capacity)!.nano / 10n ** 9n)) return `replica file of ${name} is ${size} bytes, capacity ${capacity}`;
+      if (r.status?.phase !== "Healthy" || r.status.capacity?.total !== capacity) return `CVR ${name} ${r.status?.phase} (${r.status?.reason ?? ""}) at ${r.status?.capacity?.total}`;
+      if (rebuildingSince(r) !== undefined) return `CVR ${name} is rebuilding`;
     }
+    if (status.capacity !== capacity) return `CVC ${volume} status.capacity ${status.capacity} though every replica reports ${capacity}`;
     const cv = await api("GET", volumePath("cstorvolumes"));
     if (cv.body.spec?.capacity !== capacity || cv.body.status?.phase !== "Healthy") return `CV ${volume}: spec.capacity ${cv.body.spec?.capacity}, phase ${cv.body.status?.phase}`;
     return undefined;
