@@ -508,8 +508,9 @@ export async function chaosRun(cluster: OwnCluster, options: RunOptions): Promis
     if (!report.passed) report.failure = { step: report.violations[0].step, message: report.violations.map((v) => `[+${v.at}s, ${v.step}] ${v.what}`).join("\n") };
   } catch (error) {
     const message = error instanceof StepFailure ? error.message : String((error as Error).stack ?? error);
-    report.failure = { step, message };
     if (monitor) report.violations.push(...monitor.violations);
+    // What the invariants saw before the step failed is often the cause: printed with it.
+    report.failure = { step, message: [message, ...report.violations.map((v) => `[+${v.at}s, ${v.step}] ${v.what}`)].join("\n") };
   } finally {
     helping = false;
     await scheduler?.stop().catch(() => undefined);
