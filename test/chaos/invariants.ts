@@ -84,7 +84,8 @@ export class InvariantMonitor {
     while (!this.stopped) {
       await this.watchClaims().catch(() => undefined);
       await this.watchReplicas().catch(() => undefined);
-      await this.checkPools();
+      // A round that cannot read the pools checks nothing; the releases seen wait for the next one.
+      await this.checkPools().catch(() => undefined);
       await sleep(700);
     }
   }
