@@ -1,13 +1,18 @@
-// One chaos run: the CSPC lifecycle of the end-to-end suites on a real apiserver with two simulated nodes,
-// driven through the CSPC as a user drives it (provision with data, expand, replace a disk, remove a pool,
-// migrate the other, delete the CSPC), while FaultScheduler kills and restarts parts. Each step ends when the
-// cluster and the nodes' pools have converged to the spec, within a bound; the time it took is the step's
-// convergence time. Then the invariants: data, claims, devices, finalizers, forced commands.
+// One chaos run: the CSPC lifecycle of the end-to-end suites on a real apiserver with three simulated nodes,
+// driven through the CSPC and a CStorVolumeConfig as a user drives them (provision with data, expand, replace a
+// disk, create a volume with data in its replicas, grow it, add a pool, remove the pool holding a replica so the
+// replica moves, migrate the other pool, delete the volume, delete the CSPC), while FaultScheduler kills and
+// restarts parts. Each step ends when the cluster and the nodes' pools have converged to the spec, within a
+// bound; the time it took is the step's convergence time. Then the invariants: data, claims, replicas, devices,
+// finalizers, forced commands.
+import { createHash, randomBytes } from "node:crypto";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { ANNOTATION, API_VERSION, KIND, LABEL } from "../../api/constants.js";
 import type { CSPI } from "../../api/types.js";
 import { claimName, zpoolName } from "../../lib/names.js";
+import { parseQuantity } from "../../lib/quantity.js";
+import { rebuildingSince } from "../../lib/volume/health.js";
 import { leaves, parseZpoolStatus } from "../../node-daemon/parse.js";
 import { markDeploymentAvailable, type ApiResponse, type OwnCluster } from "../support/kube.js";
 import { shippedDaemonEnv } from "../support/node-daemon-process.js";
@@ -20,7 +25,9 @@ import { Prng } from "./prng.js";
 import { retrying } from "./retrying.js";
 
 const DEVICE_MIB = 64;
-type LifecycleStep = "provision" | "expand" | "replace" | "remove-pool" | "migrate" | "delete";
+/** The volume's replicas: on pools A and B, then, once B is removed, on A and C. */
+const REPLICAS = 2;
+type LifecycleStep = "provision" | "expand" | "replace" | "volume-create" | "volume-resize" | "add-pool" | "remove-pool" | "migrate" | "volume-delete" | "delete";
 type Step = LifecycleStep | "setup" | "checks";
 
 export interface RunOptions {
@@ -44,6 +51,7 @@ export interface RunReport {
   violations: Violation[];
   checksumsVerified: number;
   releasesChecked: number;
+  replicaReleasesChecked: number;
   commandsLogged: number;
   seconds: number;
 }
@@ -64,12 +72,13 @@ export async function chaosRun(cluster: OwnCluster, options: RunOptions): Promis
   const elapsed = () => ((Date.now() - startedAt) / 1000).toFixed(1);
   const log = (line: string) => say(`[seed ${seed} +${elapsed()}s] ${line}`);
   let step: Step = "setup";
-  const report: RunReport = { seed, passed: false, convergence: {}, faults: {}, faultsInjected: 0, violations: [], checksumsVerified: 0, releasesChecked: 0, commandsLogged: 0, seconds: 0 };
+  const report: RunReport = { seed, passed: false, convergence: {}, faults: {}, faultsInjected: 0, violations: [], checksumsVerified: 0, releasesChecked: 0, replicaReleasesChecked: 0, commandsLogged: 0, seconds: 0 };
 
   const sandbox = new ZfsSandbox();
   const cspc = `chaos-${sandbox.id}`;
+  const volume = `chaos-vol-${sandbox.id}`;
   const nodeName = (key: string) => `chaos-${key.toLowerCase()}-${sandbox.id}`;
-  const files = Object.fromEntries(["a1", "a2", "a3", "a4", "a5", "b1", "b2"].map((d) => [d, sandbox.file(`chaos-${d}`, DEVICE_MIB)]));
+  const files = Object.fromEntries(["a1", "a2", "a3", "a4", "a5", "b1", "b2", "c1", "c2"].map((d) => [d, sandbox.file(`chaos-${d}`, DEVICE_MIB)]));
   const bd = (d: string) => blockDeviceName(files[d]);
   const paths = new Map(Object.values(files).map((path) => [blockDeviceName(path), path]));
 
@@ -78,7 +87,7 @@ export async function chaosRun(cluster: OwnCluster, options: RunOptions): Promis
       const response = await cluster.request(cluster.admin, method, path, body, contentType);
       if (response.status >= 500 || response.status === 429) throw new Error(`${response.status} ${JSON.stringify(response.body).slice(0, 300)}`);
       return response;
-    });
+    }, options.boundMs);
   const items = async (path: string): Promise<any[]> => (await api("GET", path)).body.items ?? [];
   const cspis = (): Promise<CSPI[]> => items(list("cstorpoolinstances", `${LABEL.cspc}=${cspc}`));
   const claims = () => items(list("blockdeviceclaims", `${LABEL.cspc}=${cspc}`));
@@ -92,8 +101,8 @@ export async function chaosRun(cluster: OwnCluster, options: RunOptions): Promis
   let helper: Promise<void> | undefined;
   /** Pools (by CSPI) holding data whose checksum is owed until the pool is deliberately destroyed. */
   const data: { cspi: string; file: string; sha: string; live: boolean }[] = [];
-  /** CSPI names of the pools first made on node A and on node B. */
-  const pool: { A?: string; B?: string } = {};
+  /** CSPI names of the pools first made on node A, B and C. */
+  const pool: { A?: string; B?: string; C?: string } = {};
   /** Device files of pools set to failmode=continue: one may disappear under them without hanging zfs-fuse. */
   let removableNow: string[] = [];
 
@@ -129,8 +138,14 @@ export async function chaosRun(cluster: OwnCluster, options: RunOptions): Promis
   /** Polls until `mismatch` answers undefined; the step's convergence time, or a failure after the bound. */
   const converge = async (name: LifecycleStep, since: number, mismatch: () => Promise<string | undefined>): Promise<void> => {
     let last: string | undefined;
+    let said = Date.now();
     while ((last = await mismatch().catch((error: Error) => `check failed: ${error.message}`)) !== undefined) {
       if (Date.now() - since > options.boundMs) throw new StepFailure(`did not converge within ${options.boundMs / 1000} s: ${last}`);
+      // A slow step says, once a minute, what it still waits for.
+      if (Date.now() - said > 60_000) {
+        said = Date.now();
+        log(`${name}: waiting ${Math.round((said - since) / 1000)} s: ${last}`);
+      }
       await sleep(1000);
     }
     report.convergence[name] = Math.round((Date.now() - since) / 100) / 10;
@@ -160,13 +175,88 @@ export async function chaosRun(cluster: OwnCluster, options: RunOptions): Promis
     }
   };
 
+  /** Where the node daemons keep the file backend's replicas (zfs-fuse has no zvols), inside each node. */
+  const replicaDir = join(sandbox.dir, "replicas");
+  const volumeData = randomBytes(MiB);
+  /** Set once the volume's data is in its replicas, until the volume is deleted: then every serving replica owes it. */
+  let volumeWritten = false;
+  const volumePath = (resource: string, name = volume) => `/apis/${API_VERSION}/namespaces/${NS}/${resource}/${name}`;
+  const replicasOfVolume = () => items(list("cstorvolumereplicas", `${LABEL.replicaVolume}=${volume}`));
+  const replicaFile = (cspi: string) => join(replicaDir, zpoolName(cspi), volume, "replica.img");
+  const cvcObject = (capacity: string) => ({
+    apiVersion: API_VERSION,
+    kind: KIND.cvc,
+    metadata: { name: volume, namespace: NS },
+    spec: { capacity, cstorPoolCluster: cspc, replicaCount: REPLICAS },
+  });
+  const applyCvc = (capacity: string) =>
+    retrying(`applying CStorVolumeConfig ${volume} (capacity ${capacity})`, () => cluster.kubectl(["apply", "--server-side", "-f", "-"], { input: JSON.stringify(cvcObject(capacity)) }), options.boundMs);
+  /** The node that has the CSPI's pool imported now. */
+  const holderOf = async (cspi: string): Promise<ChaosNode> => {
+    const node = nodeOf((await cspiOf(cspi))?.status?.importedOn);
+    if (!node) throw new StepFailure(`replica of ${volume} on ${cspi}: its pool is imported nowhere`);
+    return node;
+  };
+  /** The pool's replica of the volume: its size and sha256 as the node that has the pool reads it. */
+  const readReplica = async (cspi: string): Promise<{ size: number; sha: string }> => {
+    const node = await holderOf(cspi);
+    return node.whenRunning(() => ({ size: Number(node.zfs.run(["stat", "-c", "%s", replicaFile(cspi)]).trim()), sha: node.zfs.checksum(replicaFile(cspi)) }));
+  };
+  /** The volume's data written at the start of the replica's file, as the target writes to (or rebuilds) every replica. */
+  const writeReplica = async (cspi: string): Promise<void> => {
+    const node = await holderOf(cspi);
+    await node.whenRunning(() => node.zfs.run(["dd", `of=${replicaFile(cspi)}`, "bs=1M", "conv=notrunc", "status=none"], volumeData));
+  };
+
+  /** What keeps the volume from its spec: one replica on each of `pools`, each Healthy at `capacity` with a file of that size, none rebuilding or going, the change settled, the CStorVolume Healthy. */
+  const volumeMismatch = async (pools: string[], capacity: string): Promise<string | undefined> => {
+    const cvc = await api("GET", volumePath("cstorvolumeconfigs"));
+    if (cvc.status !== 200) return `CVC ${volume}: ${cvc.status}`;
+    const status = cvc.body.status ?? {};
+    const change = (status.conditions ?? []).find((c: { type: string }) => c.type === "ReplicaChange");
+    if (status.phase !== "Bound" || change?.reason !== "Settled") return `CVC ${volume} ${status.phase}, ReplicaChange ${change?.reason}: ${change?.message ?? status.reason}`;
+    const replicas = await replicasOfVolume();
+    const on = replicas.map((r) => r.metadata.labels[LABEL.replicaPool]).sort();
+    if (JSON.stringify(on) !== JSON.stringify([...pools].sort())) return `replicas of ${volume} on ${JSON.stringify(on)}, wanted ${JSON.stringify([...pools].sort())}`;
+    // In the order a change travels: CVR spec (cvc-sync), the file and the CVR status (node daemon), the CVC status (cvc-sync again).
+    for (const r of replicas) {
+      const name = r.metadata.name;
+      if (r.metadata.deletionTimestamp) return `CVR ${name} is being deleted`;
+      if (r.spec.capacity !== capacity) return `CVR ${name} spec.capacity ${r.spec.capacity}, the CVC's ${capacity}`;
+      const { size } = await readReplica(r.metadata.labels[LABEL.replicaPool]);
+      if (size !== Number(parseQuantity(capacity)!.nano / 10n ** 9n)) return `replica file of ${name} is ${size} bytes, capacity ${capacity}`;
+      if (r.status?.phase !== "Healthy" || r.status.capacity?.total !== capacity) return `CVR ${name} ${r.status?.phase} (${r.status?.reason ?? ""}) at ${r.status?.capacity?.total}`;
+      if (rebuildingSince(r) !== undefined) return `CVR ${name} is rebuilding`;
+    }
+    if (status.capacity !== capacity) return `CVC ${volume} status.capacity ${status.capacity} though every replica reports ${capacity}`;
+    const cv = await api("GET", volumePath("cstorvolumes"));
+    if (cv.body.spec?.capacity !== capacity || cv.body.status?.phase !== "Healthy") return `CV ${volume}: spec.capacity ${cv.body.spec?.capacity}, phase ${cv.body.status?.phase}`;
+    return undefined;
+  };
+
+  /** Every serving replica of the volume (not going, not rebuilding) reads back as the volume's data then zeros, to its size. */
+  const verifyVolume = async (): Promise<void> => {
+    if (!volumeWritten) return;
+    let serving = 0;
+    for (const r of await replicasOfVolume()) {
+      if (r.metadata.deletionTimestamp || rebuildingSince(r) !== undefined) continue;
+      const cspi = r.metadata.labels[LABEL.replicaPool];
+      const { size, sha } = await readReplica(cspi);
+      const expected = createHash("sha256").update(volumeData).update(Buffer.alloc(Math.max(0, size - MiB))).digest("hex");
+      report.checksumsVerified += 1;
+      if (sha !== expected) throw new StepFailure(`replica ${r.metadata.name} of ${volume} on ${cspi}: ${replicaFile(cspi)} (${size} bytes) reads back with sha256 ${sha}, the volume's data gives ${expected}`);
+      serving += 1;
+    }
+    if (serving < REPLICAS) throw new StepFailure(`volume ${volume}: ${serving} replicas serve its data, ${REPLICAS} wanted`);
+  };
+
   const editCspc = (what: string, change: (spec: any) => void) =>
     retrying(`editing CSPC ${cspc} (${what})`, async () => {
       const current = (await api("GET", cspcPath(cspc))).body;
       change(current.spec);
       const response = await api("PATCH", cspcPath(cspc), { spec: current.spec }, "application/merge-patch+json");
       if (response.status !== 200) throw new StepFailure(`${what}: the CSPC edit was refused: ${response.status} ${JSON.stringify(response.body).slice(0, 500)}`);
-    });
+    }, options.boundMs);
 
   /** NDM binding claims and a kubelet running pool pods, as the end-to-end suite plays them, every second. */
   const helpCluster = async () => {
@@ -181,6 +271,14 @@ export async function chaosRun(cluster: OwnCluster, options: RunOptions): Promis
         for (const d of deployments) {
           if (d.status?.observedGeneration !== d.metadata.generation || d.status?.availableReplicas !== 1) await markDeploymentAvailable(cluster, d);
         }
+        // The target's part (there is no target here): a replica added to the volume is rebuilt from the others (the
+        // volume's data written into it) once its node daemon made it, then confirmed caught up (decision 27).
+        for (const r of await replicasOfVolume()) {
+          const annotations = r.metadata.annotations ?? {};
+          if (r.metadata.deletionTimestamp || !annotations[ANNOTATION.rebuildingSince] || annotations[ANNOTATION.replicaCaughtUp] === "true" || r.status?.phase !== "Healthy") continue;
+          await writeReplica(r.metadata.labels[LABEL.replicaPool]);
+          await cluster.request(cluster.admin, "PATCH", volumePath("cstorvolumereplicas", r.metadata.name), { metadata: { annotations: { [ANNOTATION.replicaCaughtUp]: "true" } } }, "application/merge-patch+json");
+        }
       } catch {
         // The apiserver is restarting: next round.
       }
@@ -191,9 +289,11 @@ export async function chaosRun(cluster: OwnCluster, options: RunOptions): Promis
   try {
     const identity = await cluster.serviceAccount(NS, "cstor-pool-node");
     const env = await shippedDaemonEnv(cluster, NS);
-    for (const key of ["A", "B"]) {
+    for (const key of ["A", "B", "C"]) {
       const zfs = await startNode(nodeName(key));
-      const node = new ChaosNode(key, nodeName(key), zfs, commandLogDir(sandbox.dir, key), env(nodeName(key)), identity);
+      // zfs-fuse has no zvols: the daemons run the file backend, configured as an operator would.
+      const daemonEnv = { ...env(nodeName(key)), CSTOR_REPLICA_BACKEND: "file", CSTOR_REPLICA_FILE_DIR: replicaDir };
+      const node = new ChaosNode(key, nodeName(key), zfs, commandLogDir(sandbox.dir, key), daemonEnv, identity);
       nodes.push(node);
       await node.startDaemon();
     }
@@ -202,7 +302,7 @@ export async function chaosRun(cluster: OwnCluster, options: RunOptions): Promis
     log(`Metacontroller: ${metacontroller.description}`);
     await metacontroller.start();
     helper = helpCluster();
-    monitor = new InvariantMonitor(cluster, cspc, nodes, paths, () => step, startedAt);
+    monitor = new InvariantMonitor(cluster, cspc, volume, nodes, paths, () => step, startedAt);
     monitor.start();
     // A device file may disappear only under a pool set to failmode=continue, and not while a pool is imported.
     const removable = () => (step === "expand" || step === "replace" ? removableNow : []);
@@ -214,7 +314,7 @@ export async function chaosRun(cluster: OwnCluster, options: RunOptions): Promis
     let since = Date.now();
     const objects = [
       ...nodes.map((n) => ({ apiVersion: "v1", kind: "Node", metadata: { name: n.name, labels: { [LABEL.hostname]: n.name, "kubernetes.io/os": "linux" } } })),
-      ...Object.entries(files).map(([key, path]) => blockDevice(path, nodeName(key.startsWith("a") ? "A" : "B"))),
+      ...Object.entries(files).map(([key, path]) => blockDevice(path, nodeName(key[0]))),
       {
         apiVersion: API_VERSION,
         kind: KIND.cspc,
@@ -227,7 +327,7 @@ export async function chaosRun(cluster: OwnCluster, options: RunOptions): Promis
         },
       },
     ];
-    await retrying("applying the CSPC, Nodes and BlockDevices", () => cluster.kubectl(["apply", "--server-side", "-f", "-"], { input: objects.map((o) => JSON.stringify(o)).join("\n") }));
+    await retrying("applying the CSPC, Nodes and BlockDevices", () => cluster.kubectl(["apply", "--server-side", "-f", "-"], { input: objects.map((o) => JSON.stringify(o)).join("\n") }), options.boundMs);
     await converge("provision", since, async () => {
       const all = await cspis();
       if (all.length !== 2) return `${all.length} CSPIs`;
@@ -276,6 +376,39 @@ export async function chaosRun(cluster: OwnCluster, options: RunOptions): Promis
     });
     await verifyData();
 
+    // volume-create: a CVC of two replicas, the only two pools there are; then the volume's data in both.
+    step = "volume-create";
+    since = Date.now();
+    await applyCvc("8Mi");
+    await converge("volume-create", since, () => volumeMismatch([pool.A!, pool.B!], "8Mi"));
+    for (const cspi of [pool.A!, pool.B!]) await writeReplica(cspi);
+    volumeWritten = true;
+    await verifyVolume();
+    await verifyData();
+
+    step = "volume-resize";
+    since = Date.now();
+    await applyCvc("16Mi");
+    await converge("volume-resize", since, () => volumeMismatch([pool.A!, pool.B!], "16Mi"));
+    await verifyVolume();
+    await verifyData();
+
+    // add-pool: a third pool, on node C, where pool B's replica can go.
+    step = "add-pool";
+    since = Date.now();
+    await editCspc("pool C added", (spec) =>
+      spec.pools.push({ nodeSelector: { [LABEL.hostname]: nodeName("C") }, raidGroups: [{ type: "mirror", blockDevices: [{ blockDeviceName: bd("c1") }, { blockDeviceName: bd("c2") }] }] }),
+    );
+    await converge("add-pool", since, async () => {
+      const cspi = (await cspis()).find((c) => c.spec.hostName === nodeName("C"));
+      if (!cspi) return `no CSPI on node C`;
+      pool.C = cspi.metadata.name!;
+      return poolMismatch(cspi);
+    });
+    await verifyVolume();
+    await verifyData();
+
+    // remove-pool: pool B holds a replica of the volume, which moves to pool C (decision 27) before B goes.
     step = "remove-pool";
     await verifyData(pool.B);
     since = Date.now();
@@ -289,8 +422,9 @@ export async function chaosRun(cluster: OwnCluster, options: RunOptions): Promis
         if (text === undefined) return `node ${node.key}'s zpool does not answer`;
         if (parseZpoolStatus(text).some((p) => p.name === zpoolName(pool.B!))) return `pool B still imported on node ${node.key}`;
       }
-      return undefined;
+      return volumeMismatch([pool.A!, pool.C!], "16Mi");
     });
+    await verifyVolume();
     await verifyData();
 
     step = "migrate";
@@ -304,8 +438,33 @@ export async function chaosRun(cluster: OwnCluster, options: RunOptions): Promis
     await converge("migrate", since, async () => {
       const cspi = await cspiOf(pool.A!);
       if (cspi?.spec.hostName !== nodeName("B")) return `CSPI ${pool.A} spec.hostName ${cspi?.spec.hostName}`;
-      return poolMismatch(cspi);
+      return (await poolMismatch(cspi)) ?? volumeMismatch([pool.A!, pool.C!], "16Mi");
     });
+    await verifyVolume();
+    await verifyData();
+
+    // volume-delete: as a user deletes a volume; done when nothing of it is left, on the cluster or on the pools.
+    step = "volume-delete";
+    await verifyVolume();
+    since = Date.now();
+    await retrying(`deleting CStorVolumeConfig ${volume}`, () => cluster.kubectl(["delete", "cvc", volume, "-n", NS, "--wait=false", "--ignore-not-found"]), options.boundMs);
+    await converge("volume-delete", since, async () => {
+      for (const [resource, name] of [["cstorvolumeconfigs", volume], ["cstorvolumes", volume]]) {
+        if ((await api("GET", volumePath(resource, name))).status !== 404) return `${resource}/${name} still there`;
+      }
+      for (const [path, what] of [[`/api/v1/namespaces/${NS}/services/${volume}`, "Service"], [`/apis/apps/v1/namespaces/${NS}/deployments/${volume}-target`, "target Deployment"]]) {
+        if ((await api("GET", path)).status !== 404) return `the volume's ${what} still there`;
+      }
+      const replicas = await replicasOfVolume();
+      if (replicas.length > 0) return `CVRs left: ${replicas.map((r) => `${r.metadata.name} (finalizers ${JSON.stringify(r.metadata.finalizers)})`).join(", ")}`;
+      for (const cspi of [pool.A!, pool.C!]) {
+        const node = await holderOf(cspi);
+        const datasets = await node.whenRunning(() => node.zfs.zfs("list", "-H", "-o", "name", "-r", zpoolName(cspi)));
+        if (datasets.split("\n").includes(`${zpoolName(cspi)}/${volume}`)) return `replica dataset ${zpoolName(cspi)}/${volume} still on node ${node.key}`;
+      }
+      return undefined;
+    });
+    volumeWritten = false;
     await verifyData();
 
     step = "delete";
@@ -324,14 +483,14 @@ export async function chaosRun(cluster: OwnCluster, options: RunOptions): Promis
     report.violations.push(...monitor.violations);
     // Nothing left behind, nothing stuck Terminating (a finalizer nobody removes).
     const everything = [
-      ...(await items(`/apis/${API_VERSION}/namespaces/${NS}/cstorpoolclusters`)),
-      ...(await items(`/apis/${API_VERSION}/namespaces/${NS}/cstorpoolinstances`)),
-      ...(await items(`/apis/${API_VERSION}/namespaces/${NS}/blockdeviceclaims`)),
-      ...(await items(`/apis/apps/v1/namespaces/${NS}/deployments`)),
+      ...["cstorpoolclusters", "cstorpoolinstances", "blockdeviceclaims", "cstorvolumeconfigs", "cstorvolumes", "cstorvolumereplicas"].map((r) => `/apis/${API_VERSION}/namespaces/${NS}/${r}`),
+      `/apis/apps/v1/namespaces/${NS}/deployments`,
+      `/api/v1/namespaces/${NS}/services`,
     ];
-    for (const object of everything) {
+    for (const object of (await Promise.all(everything.map(items))).flat()) {
+      const ours = object.metadata.labels?.[LABEL.cspc] === cspc || object.metadata.labels?.[LABEL.cspi]?.startsWith(cspc) || object.metadata.name.startsWith(volume);
       if (object.metadata.deletionTimestamp) report.violations.push({ at: Number(elapsed()), step, what: `${object.kind ?? "object"} ${object.metadata.name} stuck Terminating with finalizers ${JSON.stringify(object.metadata.finalizers)}` });
-      else if (object.metadata.labels?.[LABEL.cspc] === cspc || object.metadata.labels?.[LABEL.cspi]?.startsWith(cspc)) report.violations.push({ at: Number(elapsed()), step, what: `${object.metadata.name} left after the CSPC was deleted` });
+      else if (ours) report.violations.push({ at: Number(elapsed()), step, what: `${object.metadata.name} left after the volume and the CSPC were deleted` });
     }
     for (const node of nodes) {
       const text = await node.zpoolStatus();
@@ -349,8 +508,9 @@ export async function chaosRun(cluster: OwnCluster, options: RunOptions): Promis
     if (!report.passed) report.failure = { step: report.violations[0].step, message: report.violations.map((v) => `[+${v.at}s, ${v.step}] ${v.what}`).join("\n") };
   } catch (error) {
     const message = error instanceof StepFailure ? error.message : String((error as Error).stack ?? error);
-    report.failure = { step, message };
     if (monitor) report.violations.push(...monitor.violations);
+    // What the invariants saw before the step failed is often the cause: printed with it.
+    report.failure = { step, message: [message, ...report.violations.map((v) => `[+${v.at}s, ${v.step}] ${v.what}`)].join("\n") };
   } finally {
     helping = false;
     await scheduler?.stop().catch(() => undefined);
@@ -358,6 +518,7 @@ export async function chaosRun(cluster: OwnCluster, options: RunOptions): Promis
     report.faults = scheduler?.counts() ?? {};
     report.faultsInjected = scheduler?.injected.length ?? 0;
     report.releasesChecked = monitor?.releasesChecked ?? 0;
+    report.replicaReleasesChecked = monitor?.replicaReleasesChecked ?? 0;
     if (report.failure) {
       const dir = join(options.logDir, `seed-${seed}`);
       mkdirSync(dir, { recursive: true });

@@ -14,6 +14,7 @@ import { DaemonProcess } from "../support/node-daemon-process.js";
 import { MetacontrollerProcess, pointHooksAt, realMetacontrollerFromEnv, NotConfigured, type RealMetacontroller } from "../support/real-metacontroller.js";
 import type { ZfsNode } from "../support/zfs-node.js";
 import { FaultyCommand } from "../reliability/support/faulty-zpool.js";
+import { parseZpoolStatus } from "../../node-daemon/parse.js";
 
 export const NS = INSTALL_NAMESPACE;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -100,12 +101,17 @@ export class ChaosNode {
     return work();
   }
 
-  /** `zpool status` without blocking this process: undefined while zfs-fuse is stopped or it does not answer. */
+  /**
+   * `zpool status` without blocking this process: undefined while zfs-fuse is stopped, or when it does not answer
+   * or answers what cannot be read (a zfs-fuse just continued may print nothing at all, which crashed a run's monitor).
+   */
   async zpoolStatus(): Promise<string | undefined> {
     if (this.paused) return undefined;
     const [file, ...args] = this.zfs.commandPrefix;
     try {
-      return (await execFileAsync(file, [...args, "zpool", "status"], { timeout: 20_000, encoding: "utf8" })).stdout;
+      const { stdout } = await execFileAsync(file, [...args, "zpool", "status"], { timeout: 20_000, encoding: "utf8" });
+      parseZpoolStatus(stdout);
+      return stdout;
     } catch {
       return undefined;
     }

@@ -1,4 +1,4 @@
-// `npm run chaos`: the CSPC lifecycle under a seeded random fault schedule, run after run (docs/reliability.md,
+// `npm run chaos`: the CSPC and volume lifecycle under a seeded random fault schedule, run after run (docs/reliability.md,
 // docs/decisions.md 35). Not part of `npm test`: a run takes minutes.
 //   npm run chaos                                  3 runs, seeds 1, 2, 3
 //   npm run chaos -- --runs 20 --seed 100          20 runs, seeds 100 to 119
@@ -72,7 +72,7 @@ process.exit(reports.every((r) => r.passed) ? 0 : 1);
 function summaryLine(r: RunReport): string {
   const convergence = Object.entries(r.convergence).map(([step, s]) => `${step} ${s}s`).join(", ");
   const faults = Object.entries(r.faults).map(([kind, n]) => `${kind} ${n}`).join(", ");
-  return `run seed ${r.seed}: ${r.passed ? "PASSED" : "FAILED"} in ${r.seconds} s; ${r.faultsInjected} faults (${faults}); converged: ${convergence}; ${r.checksumsVerified} checksums verified, ${r.releasesChecked} claim releases checked, ${r.commandsLogged} commands checked for -f`;
+  return `run seed ${r.seed}: ${r.passed ? "PASSED" : "FAILED"} in ${r.seconds} s; ${r.faultsInjected} faults (${faults}); converged: ${convergence}; ${r.checksumsVerified} checksums verified, ${r.releasesChecked} claim releases checked, ${r.replicaReleasesChecked} replica releases checked, ${r.commandsLogged} commands checked for -f`;
 }
 
 function summary(all: RunReport[]): string {
@@ -82,7 +82,7 @@ function summary(all: RunReport[]): string {
   const lines = [
     `\nchaos summary: ${all.filter((r) => r.passed).length}/${all.length} runs passed (seeds ${all.map((r) => r.seed).join(", ")})`,
     `faults injected: ${Object.values(faults).reduce((a, b) => a + b, 0)} (${Object.entries(faults).map(([k, n]) => `${k} ${n}`).join(", ")})`,
-    `checksums verified: ${all.reduce((a, r) => a + r.checksumsVerified, 0)}, claim releases checked: ${all.reduce((a, r) => a + r.releasesChecked, 0)}, commands checked for -f: ${all.reduce((a, r) => a + r.commandsLogged, 0)}`,
+    `checksums verified: ${all.reduce((a, r) => a + r.checksumsVerified, 0)}, claim releases checked: ${all.reduce((a, r) => a + r.releasesChecked, 0)}, replica releases checked: ${all.reduce((a, r) => a + r.replicaReleasesChecked, 0)}, commands checked for -f: ${all.reduce((a, r) => a + r.commandsLogged, 0)}`,
     "convergence per step, seconds (min / median / max over the runs that reached it):",
   ];
   for (const step of steps) {
