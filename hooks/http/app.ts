@@ -52,7 +52,7 @@ export interface AppOptions {
 /** docs/reliability.md derives it: the cspc-sync request of the largest CSPC the CRD admits, with room to spare. */
 export const DEFAULT_BODY_LIMIT = "40mb";
 /**
- * The pod's 512 Mi, less what the idle server holds (85 MB, 140 MB with the admission client) and the heap
+ * The pod's 512 Mi, less what the idle server holds (85 MB, 140 MB with the Kubernetes client of the admission lookups and Events) and the heap
  * the hooks build while answering: docs/reliability.md.
  */
 export const DEFAULT_MEMORY_LIMIT = "192mb";
