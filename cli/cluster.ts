@@ -30,7 +30,8 @@ export function contextNamespace(config: KubeConfig): string | undefined {
   return config.getContextObject(config.getCurrentContext())?.namespace || undefined;
 }
 
-const CUSTOM_PLURAL: Record<string, string> = {
+/** The project's kinds the views read, by their resource name. */
+export const CUSTOM_PLURAL: Record<string, string> = {
   [KIND.cspc]: "cstorpoolclusters",
   [KIND.cspi]: "cstorpoolinstances",
   [KIND.blockDeviceClaim]: "blockdeviceclaims",

@@ -7,8 +7,9 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { expect } from "chai";
 import { parse, stringify } from "yaml";
-import { KIND } from "../../api/constants.js";
+import { GROUP, KIND, VERSION } from "../../api/constants.js";
 import type { KubeObject } from "../../api/types.js";
+import { CUSTOM_PLURAL } from "../../cli/cluster.js";
 import { processIO, readAll, type CliIO } from "../../cli/input.js";
 import { runDescribe, runGet, runTree } from "../../cli/views-command.js";
 import { installedPackage, runProgram, type Installed } from "../support/installed.js";
@@ -17,13 +18,9 @@ import { projectInstalled, repoPath, type KubeCluster } from "../support/kube.js
 const FIXTURE = repoPath("test/fixtures/cli/views/cluster.yaml");
 const NS = "views-it";
 
+/** Where each kind is created: the project's kinds where the views list them, and the two built-in ones. */
 const PLURAL: Record<string, string> = {
-  [KIND.cspc]: "/apis/openebs.io/v1alpha1/namespaces/NS/cstorpoolclusters",
-  [KIND.cspi]: "/apis/openebs.io/v1alpha1/namespaces/NS/cstorpoolinstances",
-  [KIND.blockDeviceClaim]: "/apis/openebs.io/v1alpha1/namespaces/NS/blockdeviceclaims",
-  [KIND.cvc]: "/apis/openebs.io/v1alpha1/namespaces/NS/cstorvolumeconfigs",
-  [KIND.cv]: "/apis/openebs.io/v1alpha1/namespaces/NS/cstorvolumes",
-  [KIND.cvr]: "/apis/openebs.io/v1alpha1/namespaces/NS/cstorvolumereplicas",
+  ...Object.fromEntries(Object.entries(CUSTOM_PLURAL).map(([kind, plural]) => [kind, `/apis/${GROUP}/${VERSION}/namespaces/NS/${plural}`])),
   [KIND.deployment]: "/apis/apps/v1/namespaces/NS/deployments",
   [KIND.event]: "/api/v1/namespaces/NS/events",
 };
