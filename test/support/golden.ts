@@ -66,6 +66,8 @@ export const FIXED_FIXTURES: Readonly<Record<string, readonly string[]>> = {
   // test/cli (validate, render, agreement, installed) and the commands of docs/cli.md.
   cli: ["day2-group-removed.yaml", "malformed.yaml", "no-namespace.yaml", "refused-raidz.yaml"],
   "cli/unusable-devices": ["cluster.yaml", "cspc.yaml", "nodes.yaml"],
+  // test/cli/views.test.ts, test/integration/views.test.ts and the views' samples in docs/cli.md and docs/operations.md.
+  "cli/views": ["cluster.yaml"],
   // test/monitoring/alerts.test.ts: promtool's unit tests of every alert, firing and quiet.
   monitoring: ["alert-tests.yaml"],
 };
