@@ -189,7 +189,11 @@ describe("integration: a device-set pool on its local PVs' node (PV binder, Meta
     const pool = zpoolName(before.metadata.name!);
     await apply(...[4, 5, 6].map((i) => localPv(`dsp-pv-a${i}`)));
     await apply(cspc(6));
-    await converge("the second raidz group added and reported", async () => findCondition((await theCspi())?.status?.conditions, "PoolExpansion")?.reason === "PoolExpansionSuccessful");
+    // The new PVCs change the pool pod's volumeDevices, so its pod is replaced too: ONLINE again once it runs.
+    await converge("the second raidz group added and reported, the pool pod running again", async () => {
+      const cspi = await theCspi();
+      return findCondition(cspi?.status?.conditions, "PoolExpansion")?.reason === "PoolExpansionSuccessful" && cspi?.status?.phase === "ONLINE";
+    });
     const paths = await boundPaths(["dsp-data-0", "dsp-data-1", "dsp-data-2", "dsp-data-3", "dsp-data-4", "dsp-data-5"]);
     expect(dataGroups(hostA, pool)).to.deep.equal([
       { kind: "raidz1", devices: paths.slice(0, 3) },
