@@ -60,7 +60,9 @@ export function report(input: ReportInput): CSPIStatus {
 
   if (pool || previous.poolName || did("create") || did("import")) status.poolName = zpoolName(cspi.metadata.name ?? "");
   if (pool) status.importedOn = nodeName;
-  else if (previous.importedOn === nodeName || did("export") || did("destroy")) status.importedOn = "";
+  else if (did("export") || did("destroy")) status.importedOn = "";
+  // A failed observation (zpool timed out, unreadable) cannot tell that the pool is gone: it is still here.
+  else if (previous.importedOn === nodeName && input.observationError === undefined) status.importedOn = "";
   else if (previous.importedOn !== undefined) status.importedOn = previous.importedOn;
 
   Object.assign(status, phaseWithTime(previous, servingPhase(phaseOf(input), previous.conditions), now));

@@ -66,7 +66,7 @@ describe("node-daemon reporter", () => {
     expect(condition.message).to.contain("bd-disk2").and.contain("mismatched replication level");
   });
 
-  it("an observation that failed (e.g. unreadable zpool status) settles nothing: a replacement or expansion in progress stays so, phase Error", () => {
+  it("an observation that failed (e.g. unreadable zpool status) settles nothing: a replacement or expansion in progress stays so, the pool stays imported here, phase Error", () => {
     for (const [caseName, type] of [
       ["expand-raid-group", "PoolExpansion"],
       ["replacement-resilvering-openzfs", "DiskReplacement"],
@@ -85,6 +85,8 @@ describe("node-daemon reporter", () => {
       });
       expect(unread.phase).to.equal("Error");
       expect(unread.conditions, caseName).to.deep.equal(busy.conditions);
+      // Whoever reads the pool's data (a target, `describe pool`) still finds it on this node.
+      expect(unread.importedOn, caseName).to.equal(busy.importedOn).and.to.equal(input.nodeName);
     }
   });
 

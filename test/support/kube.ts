@@ -264,7 +264,16 @@ async function startCluster(extraApiserverArgs: readonly string[] = [], controll
     kubeConfig: (as) => clientKubeConfig(server, caFile, as ?? admin),
     restartApiserver: async () => {
       if (apiserver) await stopProcess(apiserver);
-      await launchApiserver();
+      // A start can exit on a loaded machine (etcd too slow for its first reads): start it again, as a kubelet
+      // restarts a static pod. One still starting when the wait runs out is left to come up.
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await launchApiserver();
+          return;
+        } catch (error) {
+          if (attempt >= 5 || apiserver?.exitCode === null) throw error;
+        }
+      }
     },
     stop: stopOnce,
   };

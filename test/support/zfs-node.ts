@@ -145,6 +145,9 @@ export class ZfsNode {
   /** Destroys the pools still imported here (they are the test's), stops zfs-fuse and ends the namespace. */
   async stop(): Promise<void> {
     if (this.zfsFuse.exitCode === null && this.zfsFuse.signalCode === null) {
+      // A run interrupted while zfs-fuse was paused (SIGSTOP) would hang on the zpool calls below, and block
+      // every other clean-up with them.
+      this.zfsFuse.kill("SIGCONT");
       for (const pool of this.pools()) {
         try {
           this.zpool("destroy", "-f", pool);
