@@ -16,6 +16,7 @@ import { rebuildingSince } from "../../lib/volume/health.js";
 import { leaves, parseZpoolStatus } from "../../node-daemon/parse.js";
 import { markDeploymentAvailable, type ApiResponse, type OwnCluster } from "../support/kube.js";
 import { shippedDaemonEnv } from "../support/node-daemon-process.js";
+import { onStop } from "../support/processes.js";
 import { startNode } from "../support/zfs-node.js";
 import { blockDeviceName, MiB, ZfsSandbox } from "../../testkit/zfs.js";
 import { FaultScheduler, type FaultOptions } from "./faults.js";
@@ -75,6 +76,8 @@ export async function chaosRun(cluster: OwnCluster, options: RunOptions): Promis
   const report: RunReport = { seed, passed: false, convergence: {}, faults: {}, faultsInjected: 0, violations: [], checksumsVerified: 0, releasesChecked: 0, replicaReleasesChecked: 0, commandsLogged: 0, seconds: 0 };
 
   const sandbox = new ZfsSandbox();
+  // An interrupted run (Ctrl-C) skips the finally below: its device files go with the other parts.
+  onStop(async () => sandbox.cleanup());
   const cspc = `chaos-${sandbox.id}`;
   const volume = `chaos-vol-${sandbox.id}`;
   const nodeName = (key: string) => `chaos-${key.toLowerCase()}-${sandbox.id}`;
