@@ -31,6 +31,9 @@ const REPLICAS = 2;
 type LifecycleStep = "provision" | "expand" | "replace" | "volume-create" | "volume-resize" | "add-pool" | "remove-pool" | "migrate" | "volume-delete" | "delete";
 type Step = LifecycleStep | "setup" | "checks";
 
+/** The bound a step must converge within unless told otherwise. */
+export const DEFAULT_BOUND_MS = 420_000;
+
 export interface RunOptions {
   seed: number;
   /** The bound each step must converge within. */
@@ -81,7 +84,8 @@ export async function chaosRun(cluster: OwnCluster, options: RunOptions): Promis
   const cspc = `chaos-${sandbox.id}`;
   const volume = `chaos-vol-${sandbox.id}`;
   const nodeName = (key: string) => `chaos-${key.toLowerCase()}-${sandbox.id}`;
-  const files = Object.fromEntries(["a1", "a2", "a3", "a4", "a5", "b1", "b2", "c1", "c2"].map((d) => [d, sandbox.file(`chaos-${d}`, DEVICE_MIB)]));
+  // Named by the run: a disk of an earlier run (moved to another node by its migrate step) is not this run's.
+  const files = Object.fromEntries(["a1", "a2", "a3", "a4", "a5", "b1", "b2", "c1", "c2"].map((d) => [d, sandbox.file(`chaos-${sandbox.id}-${d}`, DEVICE_MIB)]));
   const bd = (d: string) => blockDeviceName(files[d]);
   const paths = new Map(Object.values(files).map((path) => [blockDeviceName(path), path]));
 
@@ -507,6 +511,9 @@ export async function chaosRun(cluster: OwnCluster, options: RunOptions): Promis
         if (FORCEABLE.test(argv.slice(0, 2).join(" ")) && argv.includes("-f")) report.violations.push({ at: Number(elapsed()), step, what: `node ${node.key} ran ${argv.join(" ")} (forced, unasked)` });
       }
     }
+    // The disks and nodes of this run, as NDM and the node controller remove them: the next run names its own.
+    for (const path of Object.values(files)) await api("DELETE", `/apis/${API_VERSION}/namespaces/${NS}/blockdevices/${blockDeviceName(path)}`);
+    for (const node of nodes) await api("DELETE", `/api/v1/nodes/${node.name}`);
     report.passed = report.violations.length === 0;
     if (!report.passed) report.failure = { step: report.violations[0].step, message: report.violations.map((v) => `[+${v.at}s, ${v.step}] ${v.what}`).join("\n") };
   } catch (error) {
