@@ -1,4 +1,4 @@
-// What a chaos run prints: one line per run, and the summary over runs (npm run chaos, and the two runs of npm test).
+// What a chaos run prints: one line per run, and the summary over runs.
 import type { RunReport } from "./lifecycle.js";
 
 export function summaryLine(r: RunReport): string {
