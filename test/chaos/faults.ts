@@ -23,6 +23,9 @@ export interface FaultTargets {
   removableDevices(): string[];
 }
 
+/** `npm run chaos`'s schedule unless told otherwise: a fault every 8 s on average, 15 % of pauses past the timeout. */
+export const DEFAULT_FAULTS: FaultOptions = { kinds: FAULT_KINDS, meanGapMs: 8_000, longPauseChance: 0.15 };
+
 export interface FaultOptions {
   kinds: readonly FaultKind[];
   /** Mean gap between two faults' starts. */

@@ -31,6 +31,9 @@ const REPLICAS = 2;
 type LifecycleStep = "provision" | "expand" | "replace" | "volume-create" | "volume-resize" | "add-pool" | "remove-pool" | "migrate" | "volume-delete" | "delete";
 type Step = LifecycleStep | "setup" | "checks";
 
+/** The bound a step must converge within unless told otherwise. */
+export const DEFAULT_BOUND_MS = 420_000;
+
 export interface RunOptions {
   seed: number;
   /** The bound each step must converge within. */

@@ -13,16 +13,17 @@ import { parseArgs } from "node:util";
 import { installProject, ownCluster } from "../support/kube.js";
 import { stopAll } from "../support/processes.js";
 import { requireZfs } from "../../testkit/zfs.js";
-import { FAULT_KINDS, type FaultKind } from "./faults.js";
-import { chaosRun, type RunReport } from "./lifecycle.js";
+import { DEFAULT_FAULTS, FAULT_KINDS, type FaultKind } from "./faults.js";
+import { chaosRun, DEFAULT_BOUND_MS, type RunReport } from "./lifecycle.js";
+import { summary, summaryLine } from "./summary.js";
 
 const { values } = parseArgs({
   options: {
     runs: { type: "string", default: "3" },
     seed: { type: "string", default: "1" },
-    bound: { type: "string", default: "420" },
-    gap: { type: "string", default: "8" },
-    "long-pause": { type: "string", default: "0.15" },
+    bound: { type: "string", default: String(DEFAULT_BOUND_MS / 1000) },
+    gap: { type: "string", default: String(DEFAULT_FAULTS.meanGapMs / 1000) },
+    "long-pause": { type: "string", default: String(DEFAULT_FAULTS.longPauseChance) },
     kinds: { type: "string", default: FAULT_KINDS.join(",") },
     json: { type: "string" },
   },
@@ -75,28 +76,3 @@ try {
 }
 say(summary(reports));
 process.exit(reports.every((r) => r.passed) ? 0 : 1);
-
-function summaryLine(r: RunReport): string {
-  const convergence = Object.entries(r.convergence).map(([step, s]) => `${step} ${s}s`).join(", ");
-  const faults = Object.entries(r.faults).map(([kind, n]) => `${kind} ${n}`).join(", ");
-  return `run seed ${r.seed}: ${r.passed ? "PASSED" : "FAILED"} in ${r.seconds} s; ${r.faultsInjected} faults (${faults}); converged: ${convergence}; ${r.checksumsVerified} checksums verified, ${r.releasesChecked} claim releases checked, ${r.replicaReleasesChecked} replica releases checked, ${r.commandsLogged} commands checked for -f`;
-}
-
-function summary(all: RunReport[]): string {
-  const faults: Record<string, number> = {};
-  for (const r of all) for (const [kind, n] of Object.entries(r.faults)) faults[kind] = (faults[kind] ?? 0) + n;
-  const steps = [...new Set(all.flatMap((r) => Object.keys(r.convergence)))];
-  const lines = [
-    `\nchaos summary: ${all.filter((r) => r.passed).length}/${all.length} runs passed (seeds ${all.map((r) => r.seed).join(", ")})`,
-    `faults injected: ${Object.values(faults).reduce((a, b) => a + b, 0)} (${Object.entries(faults).map(([k, n]) => `${k} ${n}`).join(", ")})`,
-    `checksums verified: ${all.reduce((a, r) => a + r.checksumsVerified, 0)}, claim releases checked: ${all.reduce((a, r) => a + r.releasesChecked, 0)}, replica releases checked: ${all.reduce((a, r) => a + r.replicaReleasesChecked, 0)}, commands checked for -f: ${all.reduce((a, r) => a + r.commandsLogged, 0)}`,
-    "convergence per step, seconds (min / median / max over the runs that reached it):",
-  ];
-  for (const step of steps) {
-    const times = all.map((r) => r.convergence[step as keyof RunReport["convergence"]]).filter((t): t is number => t !== undefined).sort((a, b) => a - b);
-    lines.push(`  ${step}: ${times[0]} / ${times[Math.floor(times.length / 2)]} / ${times.at(-1)} (${times.length} runs)`);
-  }
-  const failed = all.filter((r) => !r.passed);
-  for (const r of failed) lines.push(`FAILED seed ${r.seed} at step ${r.failure?.step}: replay with npm run chaos -- --runs 1 --seed ${r.seed}`);
-  return lines.join("\n");
-}
