@@ -8,7 +8,7 @@ import type { ChaosNode, HookServer, Metacontroller } from "./parts.js";
 import type { Prng } from "./prng.js";
 import { retrying } from "./retrying.js";
 
-export const FAULT_KINDS = ["daemon-sigkill", "daemon-sigterm", "hook-server-restart", "metacontroller-restart", "apiserver-restart", "zfs-fuse-pause", "device-file-gone"] as const;
+export const FAULT_KINDS = ["daemon-sigkill", "daemon-sigterm", "hook-server-restart", "metacontroller-restart", "apiserver-restart", "etcd-restart", "zfs-fuse-pause", "device-file-gone"] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
 /** The node daemon's timeout for a reading zpool command (node-daemon/host.ts READ): a long pause outlasts it. */
@@ -47,6 +47,23 @@ export interface InjectedFault {
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** kube-apiserver or etcd restarted; done once the apiserver is ready again. */
+function controlPlaneRestart(cluster: OwnCluster, target: string, restartPart: () => Promise<void>) {
+  return {
+    target,
+    run: async () => {
+      try {
+        await restartPart();
+      } catch (error) {
+        // Slower than the support's 90 s to get ready on a loaded machine: it may still get there.
+        await retrying(`kube-apiserver ready after a restart of ${target} (${(error as Error).message.slice(0, 200)})`, async () => {
+          if ((await cluster.request(cluster.admin, "GET", "/readyz")).status !== 200) throw new Error("not ready");
+        });
+      }
+    },
+  };
+}
 
 /** A part stopped, down for `downMs`, started again. */
 function restart(target: string, stop: () => Promise<void>, downMs: number, start: () => Promise<void>) {
@@ -140,19 +157,9 @@ export class FaultScheduler {
       case "metacontroller-restart":
         return restart("metacontroller", () => metacontroller.stop(), short(500, 5000), () => metacontroller.start());
       case "apiserver-restart":
-        return {
-          target: "apiserver",
-          run: async () => {
-            try {
-              await cluster.restartApiserver();
-            } catch (error) {
-              // Slower than the support's 90 s to get ready on a loaded machine: it may still get there.
-              await retrying(`kube-apiserver ready after a restart (${(error as Error).message.slice(0, 200)})`, async () => {
-                if ((await cluster.request(cluster.admin, "GET", "/readyz")).status !== 200) throw new Error("not ready");
-              });
-            }
-          },
-        };
+        return controlPlaneRestart(cluster, "apiserver", () => cluster.restartApiserver());
+      case "etcd-restart":
+        return controlPlaneRestart(cluster, "etcd", () => cluster.restartEtcd());
       case "zfs-fuse-pause": {
         const long = durationRoll < this.options.longPauseChance;
         const ms = long ? READ_TIMEOUT_MS + 5_000 : short(1000, 10_000);

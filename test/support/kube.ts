@@ -91,6 +91,11 @@ export function kubeCluster(): Promise<KubeCluster> {
 export interface OwnCluster extends KubeCluster {
   /** Stops kube-apiserver (etcd keeps the data) and starts it again with the same flags and port; resolves once ready. */
   restartApiserver(): Promise<void>;
+  /**
+   * Kills etcd (SIGKILL, a crash) and starts it again on the same data directory and port; resolves once the
+   * apiserver is ready again. What etcd acknowledged is in its write-ahead log and survives.
+   */
+  restartEtcd(): Promise<void>;
   /** Stops kube-apiserver and etcd and removes their data. */
   stop(): Promise<void>;
 }
@@ -183,21 +188,17 @@ async function startCluster(extraApiserverArgs: readonly string[] = [], controll
   const [etcdPort, etcdPeerPort, apiPort] = await freePorts(3);
   const etcdUrl = `http://127.0.0.1:${etcdPort}`;
   const peerUrl = `http://127.0.0.1:${etcdPeerPort}`;
-  processes.push(
-    startProcess(
-      bin.ETCD,
-      [
-        "--name=test",
-        `--data-dir=${join(dir, "etcd")}`,
-        `--listen-client-urls=${etcdUrl}`,
-        `--advertise-client-urls=${etcdUrl}`,
-        `--listen-peer-urls=${peerUrl}`,
-        `--initial-advertise-peer-urls=${peerUrl}`,
-        `--initial-cluster=test=${peerUrl}`,
-      ],
-      join(dir, "etcd.log"),
-    ),
-  );
+  const etcdArgs = [
+    "--name=test",
+    `--data-dir=${join(dir, "etcd")}`,
+    `--listen-client-urls=${etcdUrl}`,
+    `--advertise-client-urls=${etcdUrl}`,
+    `--listen-peer-urls=${peerUrl}`,
+    `--initial-advertise-peer-urls=${peerUrl}`,
+    `--initial-cluster=test=${peerUrl}`,
+  ];
+  let etcd = startProcess(bin.ETCD, etcdArgs, join(dir, "etcd.log"));
+  processes.push(etcd);
 
   const adminToken = randomBytes(24).toString("hex");
   writeFileSync(join(dir, "tokens.csv"), `${adminToken},admin,admin-uid,"system:masters"\n`, { mode: 0o600 });
@@ -274,6 +275,21 @@ async function startCluster(extraApiserverArgs: readonly string[] = [], controll
           if (attempt >= 5 || apiserver?.exitCode === null) throw error;
         }
       }
+    },
+    restartEtcd: async () => {
+      const exited = new Promise<void>((resolve) => (etcd.exitCode !== null || etcd.signalCode !== null ? resolve() : etcd.once("exit", () => resolve())));
+      etcd.kill("SIGKILL");
+      await exited;
+      etcd = startProcess(bin.ETCD, etcdArgs, join(dir, "etcd.log"));
+      processes.push(etcd);
+      await waitUntil(
+        async () => {
+          if (etcd.exitCode !== null) throw new Error(`etcd exited after a restart: ${logTail(join(dir, "etcd.log"))}`);
+          return (await apiRequest(server, caFile, admin, "GET", "/readyz").catch(() => undefined))?.status === 200;
+        },
+        90_000,
+        () => `kube-apiserver not ready after etcd's restart: ${logTail(join(dir, "kube-apiserver.log"))}`,
+      );
     },
     stop: stopOnce,
   };
