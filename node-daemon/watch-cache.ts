@@ -182,7 +182,11 @@ export class WatchCache<T extends Watched> {
       const periodic = this.restartRequested;
       this.restartRequested = false;
       const lasted = this.options.clock().getTime() - started;
-      failures = failure || (!periodic && lasted < SHORTEST_HEALTHY_WATCH_MS) ? failures + 1 : 0;
+      // Backoff is for a watch that cannot get going. One that ran and then broke (an apiserver restarted, as
+      // in a rolling upgrade) is listed again after the base delay, however many broke before it: until the
+      // list, the view is incomplete and the pools' replica counts are unknown.
+      const quick = !periodic && lasted < SHORTEST_HEALTHY_WATCH_MS;
+      failures = quick ? failures + 1 : failure ? 1 : 0;
       const reason: RelistReason = periodic ? "periodic" : failure ? "watch-failed" : "watch-ended";
       const fields = { reason, lastEventAgeSeconds: this.lastEventAgeSeconds(), ...(failure ? { error: failure.message } : {}) };
       if (failure) {

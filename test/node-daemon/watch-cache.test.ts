@@ -93,6 +93,34 @@ describe("node-daemon watch cache", () => {
     expect(kube.openWatches).to.equal(1);
   });
 
+  it("watches that ran a while and then broke, one after another (apiserver restarts): each time listed again after the base delay, not a growing backoff", async () => {
+    cache.stop();
+    let now = Date.parse("2026-11-24T19:00:00Z");
+    const view = new CspiWatchCache({
+      kube,
+      namespace: "openebs",
+      clock: () => new Date(now),
+      logger: createLogger({ level: "silent" }),
+      onChange: () => undefined,
+      onDelete: () => undefined,
+      isOwnEcho: () => false,
+      retryBaseMs: 5,
+      // Twelve breaks doubling from 5 ms would wait 10 s before the last list; 200 ticks are about 1 s.
+      retryMaxMs: 60_000,
+    });
+    await view.start();
+    try {
+      for (let broken = 1; broken <= 12; broken++) {
+        now += 30_000;
+        const lists = kube.lists;
+        kube.endWatches(new Error("Premature close"));
+        await until(() => view.synced() && kube.lists === lists + 1, `break ${broken}: listed again and complete`);
+      }
+    } finally {
+      view.stop();
+    }
+  });
+
   it("relist() (the periodic one): lists again without waiting for the watch to end", async () => {
     kube.applyUnseen(moved(kube.get("pool-1")!, "node-b"));
     cache.relist();
