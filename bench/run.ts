@@ -1,7 +1,7 @@
 // `npm run bench`: every benchmark of the project in one run, printed as the Markdown tables that
 // docs/benchmarks.md carries, and written to bench/results/latest.json.
 //   npm run bench                      all parts (about 4 minutes on the 2-core reference machine)
-//   npm run bench -- --only=pure,http  some parts: pure, volumes, http, daemon
+//   npm run bench -- --only=pure,http  some parts: pure, volumes, http, daemon, e2e
 //   npm run bench -- --quick           short runs, to check the benchmark itself works
 //   npm run bench -- --profile         also write a CPU profile of every measured process to bench/results/profiles
 //   npm run bench -- --node-flags="--max-semi-space-size=64"   V8 flags for the measured processes
@@ -9,13 +9,14 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { DAEMON_POOLS, daemonOverheads, daemonTables, IDLE_CPU_MARGIN, OVERHEAD_TARGET, runDaemon } from "./daemon.js";
 import { ADMISSION_POOLS, FLOOR_TARGET, hookMemoryRequestMiB, HTTP_SIZES, httpTables, METACONTROLLER_WORKERS, runHttp, TAIL_TARGET, type HttpResult, type HttpResults, type ServerSide } from "./http.js";
+import { E2E_OVERHEAD_GROWTH_TARGET, E2E_POOLS, e2eTables, overheadMs, runE2e, type E2eResults } from "./e2e.js";
 import { describeMachine, machineLines } from "./machine.js";
 import { ADMISSION_SIZES, CURVE_SIZES, EDIT_SIZES, PURE_SIZES, pureTables, runPure, STORAGECLASS_SIZES, verdict, type PureResults } from "./pure.js";
 import type { DaemonResults } from "./processes/node-daemon.js";
 import { num, renderTable, type Table } from "./table.js";
 import { runVolumes, VOLUME_SIZES, volumeTables, volumeTargets, type VolumeResults } from "./volumes.js";
 
-const PARTS = ["pure", "volumes", "http", "daemon"] as const;
+const PARTS = ["pure", "volumes", "http", "daemon", "e2e"] as const;
 type Part = (typeof PARTS)[number];
 
 const { values } = parseArgs({ options: { only: { type: "string" }, quick: { type: "boolean", default: false }, profile: { type: "boolean", default: false }, "node-flags": { type: "string" } } });
@@ -40,6 +41,7 @@ let pure: PureResults | undefined;
 let volumes: VolumeResults | undefined;
 let http: HttpResults | undefined;
 let daemon: DaemonResults | undefined;
+let e2e: E2eResults | undefined;
 if (only.includes("pure")) {
   pure = runPure({ sizes: quick ? [1, 10, 100] : PURE_SIZES, editSizes: quick ? [100, 200] : EDIT_SIZES, curveSizes: quick ? [100, 200] : CURVE_SIZES, admissionSizes: quick ? [1, 10, 100] : ADMISSION_SIZES, storageClassSizes: quick ? [10, 100] : STORAGECLASS_SIZES, budget: { millis: quick ? 100 : 600, minCalls: quick ? 2 : 5 }, progress });
 }
@@ -51,6 +53,9 @@ if (only.includes("http")) {
 }
 if (only.includes("daemon")) {
   daemon = await runDaemon({ convergeReps: quick ? 1 : 7, reps: quick ? 1 : 3, pools: quick ? [1, 3] : DAEMON_POOLS, idleMs: quick ? 5000 : 30_000, progress });
+}
+if (only.includes("e2e")) {
+  e2e = await runE2e({ pools: quick ? [1, 3] : E2E_POOLS, progress });
 }
 const seconds = (Date.now() - started) / 1000;
 
@@ -146,10 +151,22 @@ function targets(): Target[] {
       });
     }
   }
+  if (e2e && e2e.runs.length > 1) {
+    const first = e2e.runs[0];
+    const last = e2e.runs[e2e.runs.length - 1];
+    for (const [change, phase] of [["every CSPI ONLINE", "create"], ["every pool expanded", "expand"]] as const) {
+      const growth = overheadMs(last[phase]) / overheadMs(first[phase]);
+      out.push({
+        target: `end to end, kubectl apply → ${change}: control-plane time (wall − slowest zpool) at ${last.pools} pools within ${E2E_OVERHEAD_GROWTH_TARGET}x of that at ${first.pools} pool`,
+        measured: `${x(growth)} (${num(overheadMs(last[phase]))} ms ÷ ${num(overheadMs(first[phase]))} ms)`,
+        met: growth <= E2E_OVERHEAD_GROWTH_TARGET,
+      });
+    }
+  }
   return out;
 }
 
-const tables: Table[] = [...(pure ? pureTables(pure) : []), ...(volumes ? volumeTables(volumes) : []), ...(http ? httpTables(http) : []), ...(daemon ? daemonTables(daemon) : [])];
+const tables: Table[] = [...(pure ? pureTables(pure) : []), ...(volumes ? volumeTables(volumes) : []), ...(http ? httpTables(http) : []), ...(daemon ? daemonTables(daemon) : []), ...(e2e ? e2eTables(e2e) : [])];
 const targetRows = targets();
 if (targetRows.length > 0) {
   tables.push({ title: "Targets (issue 18)", headers: ["target", "measured", "verdict"], rows: targetRows.map((t) => [t.target, t.measured, t.met ? "met" : "MISSED"]) });
@@ -168,5 +185,5 @@ console.log(report);
 
 const resultsDir = new URL("results/", import.meta.url).pathname;
 mkdirSync(resultsDir, { recursive: true });
-writeFileSync(`${resultsDir}latest.json`, JSON.stringify({ command, startedAt: new Date(started).toISOString(), seconds, machine, nodeFlags: process.env.BENCH_NODE_FLAGS ?? "", pure, volumes, http, daemon, targets: targetRows }, null, 2) + "\n");
+writeFileSync(`${resultsDir}latest.json`, JSON.stringify({ command, startedAt: new Date(started).toISOString(), seconds, machine, nodeFlags: process.env.BENCH_NODE_FLAGS ?? "", pure, volumes, http, daemon, e2e, targets: targetRows }, null, 2) + "\n");
 writeFileSync(`${resultsDir}latest.md`, report + "\n");

@@ -14,7 +14,7 @@ import { claimName, zpoolName } from "../../lib/names.js";
 import { parseQuantity } from "../../lib/quantity.js";
 import { rebuildingSince } from "../../lib/volume/health.js";
 import { leaves, parseZpoolStatus } from "../../node-daemon/parse.js";
-import { markDeploymentAvailable, type ApiResponse, type OwnCluster } from "../support/kube.js";
+import { playNdmAndKubelet, type ApiResponse, type OwnCluster } from "../support/kube.js";
 import { shippedDaemonEnv } from "../support/node-daemon-process.js";
 import { onStop } from "../support/processes.js";
 import { startNode } from "../support/zfs-node.js";
@@ -269,15 +269,7 @@ export async function chaosRun(cluster: OwnCluster, options: RunOptions): Promis
   const helpCluster = async () => {
     while (helping) {
       try {
-        for (const claim of await claims()) {
-          if (claim.status?.phase !== "Bound" && !claim.metadata.deletionTimestamp) {
-            await cluster.request(cluster.admin, "PATCH", `/apis/${API_VERSION}/namespaces/${NS}/blockdeviceclaims/${claim.metadata.name}`, { status: { phase: "Bound" } }, "application/merge-patch+json");
-          }
-        }
-        const deployments = (await cluster.request(cluster.admin, "GET", `/apis/apps/v1/namespaces/${NS}/deployments?labelSelector=${encodeURIComponent(LABEL.cspi)}`)).body.items ?? [];
-        for (const d of deployments) {
-          if (d.status?.observedGeneration !== d.metadata.generation || d.status?.availableReplicas !== 1) await markDeploymentAvailable(cluster, d);
-        }
+        await playNdmAndKubelet(cluster, NS, cspc);
         // The target's part (there is no target here): a replica added to the volume is rebuilt from the others (the
         // volume's data written into it) once its node daemon made it, then confirmed caught up (decision 27).
         for (const r of await replicasOfVolume()) {

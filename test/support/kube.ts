@@ -14,6 +14,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { KubeConfig } from "@kubernetes/client-node";
 import { stringify } from "yaml";
+import { API_VERSION, LABEL } from "../../api/constants.js";
 import { onStop } from "./processes.js";
 
 export const REPO_ROOT = new URL("../../", import.meta.url).pathname;
@@ -506,4 +507,22 @@ export async function markDeploymentAvailable(cluster: KubeCluster, deployment: 
     "application/merge-patch+json",
   );
   if (available.status !== 200) throw new Error(`marking Deployment ${namespace}/${name} available: ${available.status} ${JSON.stringify(available.body)}`);
+}
+
+/**
+ * One round of what NDM and the kubelet do for a CSPC's pools on a cluster without them: every claim of the
+ * CSPC not being deleted is Bound, every pool Deployment is available at its generation.
+ */
+export async function playNdmAndKubelet(cluster: KubeCluster, namespace: string, cspc: string): Promise<void> {
+  const base = `/apis/${API_VERSION}/namespaces/${namespace}/blockdeviceclaims`;
+  const claims = (await cluster.request(cluster.admin, "GET", `${base}?labelSelector=${encodeURIComponent(`${LABEL.cspc}=${cspc}`)}`)).body.items ?? [];
+  for (const claim of claims) {
+    if (claim.status?.phase !== "Bound" && !claim.metadata.deletionTimestamp) {
+      await cluster.request(cluster.admin, "PATCH", `${base}/${claim.metadata.name}`, { status: { phase: "Bound" } }, "application/merge-patch+json");
+    }
+  }
+  const deployments = (await cluster.request(cluster.admin, "GET", `/apis/apps/v1/namespaces/${namespace}/deployments?labelSelector=${encodeURIComponent(LABEL.cspi)}`)).body.items ?? [];
+  for (const d of deployments) {
+    if (d.status?.observedGeneration !== d.metadata.generation || d.status?.availableReplicas !== 1) await markDeploymentAvailable(cluster, d);
+  }
 }

@@ -1,0 +1,251 @@
+// End to end (issue 18): `kubectl apply` of a CSPC of N pools, one pool per simulated node, until every CSPI is
+// ONLINE, against the `zpool create` times those pools needed; then a fleet-wide edit (a device added to every
+// pool) until every CSPI shows it, against the `zpool add` times. Everything is real but Metacontroller where no
+// binary is given (METACONTROLLER_BIN and METACONTROLLER_CRDS, as for the chaos runs): a kube-apiserver and etcd
+// of the run's own, the installed project, the hook server process, and per node its own zfs-fuse and a node
+// daemon process with the shipped DaemonSet's environment. NDM and the kubelet are played every 200 ms.
+// Each size starts from a fresh cluster, so no earlier size's objects load the next.
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { API_VERSION, KIND, LABEL } from "../api/constants.js";
+import type { CSPI } from "../api/types.js";
+import { HookServer, metacontrollerFor, NS, type Metacontroller } from "../test/chaos/parts.js";
+import { installProject, ownCluster, playNdmAndKubelet } from "../test/support/kube.js";
+import { DaemonProcess, shippedDaemonEnv } from "../test/support/node-daemon-process.js";
+import { startNode, type ZfsNode } from "../test/support/zfs-node.js";
+import { blockDeviceName, MiB, requireZfs, ZfsSandbox } from "../testkit/zfs.js";
+import { num, type Table } from "./table.js";
+import { TimedCommand, type TimedInvocation } from "./timed-command.js";
+
+export const E2E_POOLS = [1, 10, 50];
+/** Issue 18 names no number: the control plane's share at the largest fleet at most this times its share at 1 pool. */
+export const E2E_OVERHEAD_GROWTH_TARGET = 2;
+const DEVICE_MIB = 64;
+const POLL_MS = 200;
+/** How long one phase (apply → ONLINE, or the expansion) may take before the benchmark gives up. */
+const PHASE_LIMIT_MS = 15 * 60_000;
+/** Nodes started at once: each start compiles the daemon (tsx) and starts a zfs-fuse. */
+const START_BATCH = 5;
+
+/** One pool's way from the apply to ONLINE (or to showing the added device), in ms since the apply. */
+export interface PoolTimeline {
+  /** The CSPI first seen with the applied spec (Metacontroller's sync and cspc-sync made or changed it). */
+  cspiSeenMs: number;
+  /** The zpool create (or add): when it started and how long it ran. */
+  zpoolStartMs: number;
+  zpoolMs: number;
+  /** The CSPI first seen ONLINE with the change (the daemon's status write). */
+  doneMs: number;
+}
+
+export interface E2ePhase {
+  /** `kubectl apply` returned to every CSPI done. */
+  wallMs: number;
+  pools: PoolTimeline[];
+}
+
+export interface E2eRun {
+  pools: number;
+  metacontroller: string;
+  create: E2ePhase;
+  expand: E2ePhase;
+}
+
+export interface E2eResults {
+  runs: E2eRun[];
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+export async function runE2e(options: { pools: number[]; progress: (line: string) => void }): Promise<E2eResults> {
+  requireZfs();
+  const runs: E2eRun[] = [];
+  for (const pools of options.pools) runs.push(await runSize(pools, options.progress));
+  return { runs };
+}
+
+async function runSize(count: number, progress: (line: string) => void): Promise<E2eRun> {
+  const sandbox = new ZfsSandbox();
+  const cluster = await ownCluster();
+  const hooks = new HookServer(cluster);
+  const nodes: { zfs: ZfsNode; daemon?: DaemonProcess; timed: TimedCommand; devices: string[] }[] = [];
+  let metacontroller: Metacontroller | undefined;
+  let playing = true;
+  let player: Promise<void> | undefined;
+  try {
+    await installProject(cluster);
+    await hooks.start();
+    metacontroller = await metacontrollerFor(cluster, hooks.process.url);
+    await metacontroller.start();
+    const env = await shippedDaemonEnv(cluster, NS);
+    const identity = await cluster.serviceAccount(NS, "cstor-pool-node");
+    const nodeName = (i: number) => `bench-${sandbox.id}-${i}`;
+    progress(`e2e ${count} pool(s): starting ${count} node(s), each its own zfs-fuse and node daemon (${metacontroller.description})`);
+    for (let first = 0; first < count; first += START_BATCH) {
+      const batch = Array.from({ length: Math.min(START_BATCH, count - first) }, (_, k) => first + k);
+      nodes.push(
+        ...(await Promise.all(
+          batch.map(async (i) => {
+            const zfs = await startNode(nodeName(i));
+            const dir = join(sandbox.dir, `node-${i}`);
+            mkdirSync(dir);
+            const timed = new TimedCommand(dir, zfs.commandPrefix[0].startsWith("/") ? zfs.commandPrefix[0] : `/usr/bin/${zfs.commandPrefix[0]}`);
+            const devices = [1, 2].map((d) => sandbox.file(`bench-${sandbox.id}-${i}-d${d}`, DEVICE_MIB));
+            const entry: (typeof nodes)[number] = { zfs, timed, devices };
+            entry.daemon = await DaemonProcess.start({
+              env: env(nodeName(i)),
+              kubeconfig: identity.kubeconfig,
+              overrides: { ZFS_COMMAND_PREFIX: JSON.stringify([timed.path, ...zfs.commandPrefix.slice(1)]) },
+            });
+            return entry;
+          }),
+        )),
+      );
+    }
+    const objects = nodes.flatMap((n, i) => [
+      { apiVersion: "v1", kind: "Node", metadata: { name: nodeName(i), labels: { [LABEL.hostname]: nodeName(i), "kubernetes.io/os": "linux" } } },
+      ...n.devices.map((path) => blockDevice(path, nodeName(i))),
+    ]);
+    await cluster.kubectl(["apply", "--server-side", "-f", "-"], { input: objects.map((o) => JSON.stringify(o)).join("\n") });
+
+    const cspc = `bench-${sandbox.id}`;
+    const manifest = join(sandbox.dir, "cspc.json");
+    const writeCspc = (devicesPerPool: number) =>
+      writeFileSync(
+        manifest,
+        JSON.stringify({
+          apiVersion: API_VERSION,
+          kind: KIND.cspc,
+          metadata: { name: cspc, namespace: NS },
+          spec: {
+            pools: nodes.map((n, i) => ({
+              nodeSelector: { [LABEL.hostname]: nodeName(i) },
+              raidGroups: n.devices.slice(0, devicesPerPool).map((path) => ({ type: "stripe", blockDevices: [{ blockDeviceName: blockDeviceName(path) }] })),
+            })),
+          },
+        }),
+      );
+    player = (async () => {
+      while (playing) {
+        await playNdmAndKubelet(cluster, NS, cspc).catch(() => undefined);
+        await sleep(POLL_MS);
+      }
+    })();
+
+    const phase = async (devicesPerPool: number, subcommand: "create" | "add"): Promise<E2ePhase> => {
+      writeCspc(devicesPerPool);
+      const applied = Date.now();
+      await cluster.kubectl(["apply", "-f", manifest]);
+      const seen = new Map<string, number>();
+      const done = new Map<string, number>();
+      while (done.size < count) {
+        if (Date.now() - applied > PHASE_LIMIT_MS) throw new Error(`e2e ${count} pools, zpool ${subcommand}: ${done.size} of ${count} CSPIs done after ${PHASE_LIMIT_MS / 60_000} minutes`);
+        const listed = await cluster.request(cluster.admin, "GET", `/apis/${API_VERSION}/namespaces/${NS}/cstorpoolinstances?labelSelector=${encodeURIComponent(`${LABEL.cspc}=${cspc}`)}`);
+        const now = Date.now() - applied;
+        for (const cspi of (listed.body.items ?? []) as CSPI[]) {
+          const host = cspi.spec.hostName;
+          if (!seen.has(host) && cspi.spec.raidGroups.length === devicesPerPool) seen.set(host, now);
+          const dataDevices = (cspi.status?.devices ?? []).filter((d) => d.section === "data").length;
+          if (!done.has(host) && cspi.status?.phase === "ONLINE" && dataDevices === devicesPerPool) done.set(host, now);
+        }
+        if (done.size < count) await sleep(POLL_MS);
+      }
+      const wallMs = Math.max(...done.values());
+      const pools = nodes.map((n, i) => {
+        const host = nodeName(i);
+        const zpool = n.timed.invocations().find((c) => c.startMs >= applied && isZpool(c, subcommand));
+        if (!zpool) throw new Error(`e2e: node ${host} ran no zpool ${subcommand} after the apply`);
+        return {
+          cspiSeenMs: seen.get(host)!,
+          zpoolStartMs: zpool.startMs - applied,
+          zpoolMs: zpool.endMs - zpool.startMs,
+          doneMs: done.get(host)!,
+        };
+      });
+      return { wallMs, pools };
+    };
+
+    progress(`e2e ${count} pool(s): kubectl apply of the CSPC`);
+    const create = await phase(1, "create");
+    progress(`e2e ${count} pool(s): every CSPI ONLINE in ${num(create.wallMs)} ms; adding a device to every pool`);
+    const expand = await phase(2, "add");
+    progress(`e2e ${count} pool(s): every pool expanded in ${num(expand.wallMs)} ms`);
+    return { pools: count, metacontroller: metacontroller.description, create, expand };
+  } finally {
+    playing = false;
+    await player;
+    await metacontroller?.stop().catch(() => undefined);
+    await hooks.stop().catch(() => undefined);
+    for (const n of nodes) {
+      await n.daemon?.stop().catch(() => undefined);
+      // Destroys the node's pools (the benchmark's) and ends its zfs-fuse.
+      await n.zfs.stop().catch(() => undefined);
+    }
+    await cluster.stop();
+    sandbox.cleanup();
+  }
+}
+
+/** `... -- zpool create <name> ...` as the wrapper saw it (the node's prefix comes first). */
+function isZpool(c: TimedInvocation, subcommand: string): boolean {
+  const at = c.args.indexOf("zpool");
+  return at >= 0 && c.args[at + 1] === subcommand;
+}
+
+/** A BlockDevice as NDM reports it on a node. */
+function blockDevice(path: string, node: string) {
+  return {
+    apiVersion: API_VERSION,
+    kind: KIND.blockDevice,
+    metadata: { name: blockDeviceName(path), namespace: NS, labels: { [LABEL.hostname]: node, "ndm.io/blockdevice-type": "blockdevice" } },
+    spec: { path, capacity: { storage: DEVICE_MIB * MiB }, devlinks: [{ kind: "by-id", links: [path] }], filesystem: {}, nodeAttributes: { nodeName: node } },
+    status: { claimState: "Unclaimed", state: "Active" },
+  };
+}
+
+const median = (values: number[]): number => [...values].sort((a, b) => a - b)[Math.floor((values.length - 1) / 2)];
+const max = (values: number[]): number => Math.max(...values);
+const sum = (values: number[]): number => values.reduce((a, b) => a + b, 0);
+
+/** The control plane's share: the wall time beyond the slowest pool's own zpool command. */
+export function overheadMs(phase: E2ePhase): number {
+  return phase.wallMs - max(phase.pools.map((p) => p.zpoolMs));
+}
+
+export function e2eTables(results: E2eResults): Table[] {
+  const rows = (label: string, pick: (run: E2eRun) => E2ePhase) =>
+    results.runs.map((run) => {
+      const p = pick(run);
+      const zpool = p.pools.map((t) => t.zpoolMs);
+      return [`${label}, ${run.pools} pool${run.pools === 1 ? "" : "s"}`, num(p.wallMs), num(max(zpool)), num(sum(zpool)), `${num(p.wallMs / max(zpool))}x`, `${num(p.wallMs / sum(zpool))}x`, num(overheadMs(p))];
+    });
+  const stages = (label: string, pick: (run: E2eRun) => E2ePhase) =>
+    results.runs.map((run) => {
+      const p = pick(run).pools;
+      const stage = (f: (t: PoolTimeline) => number) => `${num(median(p.map(f)))} / ${num(max(p.map(f)))}`;
+      return [
+        `${label}, ${run.pools} pool${run.pools === 1 ? "" : "s"}`,
+        stage((t) => t.cspiSeenMs),
+        stage((t) => t.zpoolStartMs - t.cspiSeenMs),
+        stage((t) => t.zpoolMs),
+        stage((t) => t.doneMs - (t.zpoolStartMs + t.zpoolMs)),
+      ];
+    });
+  const who = results.runs[0]?.metacontroller ?? "";
+  return [
+    {
+      title: "End to end: kubectl apply of a CSPC (one pool per node, each node its own zfs-fuse and node daemon) until every CSPI is ONLINE, and a device added to every pool until every CSPI shows it",
+      headers: ["phase", "wall ms", "slowest zpool ms", "sum of zpool ms", "wall ÷ slowest", "wall ÷ sum", "overhead ms (wall − slowest)"],
+      rows: [...rows("create", (r) => r.create), ...rows("expand", (r) => r.expand)],
+      notes: [`Metacontroller: ${who}. The pools are on separate nodes and run in parallel, so the slowest pool's own zpool command is the floor; the sum is what one node doing every pool in turn would need.`],
+    },
+    {
+      title: "End to end: where each pool's time goes, ms, median / max over the pools",
+      headers: ["phase", "apply → CSPI seen with the spec", "CSPI seen → zpool starts", "zpool", "zpool done → CSPI seen done"],
+      rows: [...stages("create", (r) => r.create), ...stages("expand", (r) => r.expand)],
+      notes: [
+        `apply → CSPI seen: kubectl, Metacontroller's sync and cspc-sync, and the ${POLL_MS} ms polls of this benchmark and of its NDM stand-in (a pool's claims are bound before its CSPI is made); CSPI seen → zpool starts: the daemon's watch, its observation of the node and its plan (negative when the daemon had the CSPI before the benchmark's poll did); zpool done → done: the daemon's status write, seen by the next poll.`,
+      ],
+    },
+  ];
+}
