@@ -53,15 +53,24 @@ export interface E2eRun {
 
 export interface E2eResults {
   runs: E2eRun[];
+  /** Sizes that could not be measured, and why (the other sizes are still reported). */
+  failed: { pools: number; error: string }[];
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export async function runE2e(options: { pools: number[]; progress: (line: string) => void }): Promise<E2eResults> {
   requireZfs();
-  const runs: E2eRun[] = [];
-  for (const pools of options.pools) runs.push(await runSize(pools, options.progress));
-  return { runs };
+  const results: E2eResults = { runs: [], failed: [] };
+  for (const pools of options.pools) {
+    try {
+      results.runs.push(await runSize(pools, options.progress));
+    } catch (error) {
+      options.progress(`e2e ${pools} pool(s) failed: ${(error as Error).message}`);
+      results.failed.push({ pools, error: (error as Error).message.slice(0, 500) });
+    }
+  }
+  return results;
 }
 
 async function runSize(count: number, progress: (line: string) => void): Promise<E2eRun> {
@@ -237,7 +246,10 @@ export function e2eTables(results: E2eResults): Table[] {
       title: "End to end: kubectl apply of a CSPC (one pool per node, each node its own zfs-fuse and node daemon) until every CSPI is ONLINE, and a device added to every pool until every CSPI shows it",
       headers: ["phase", "wall ms", "slowest zpool ms", "sum of zpool ms", "wall ÷ slowest", "wall ÷ sum", "overhead ms (wall − slowest)"],
       rows: [...rows("create", (r) => r.create), ...rows("expand", (r) => r.expand)],
-      notes: [`Metacontroller: ${who}. The pools are on separate nodes and run in parallel, so the slowest pool's own zpool command is the floor; the sum is what one node doing every pool in turn would need.`],
+      notes: [
+        ...results.failed.map((f) => `Not measured at ${f.pools} pools: ${f.error}`),
+        `Metacontroller: ${who}. The pools are on separate nodes and run in parallel, so the slowest pool's own zpool command is the floor; the sum is what one node doing every pool in turn would need.`,
+      ],
     },
     {
       title: "End to end: where each pool's time goes, ms, median / max over the pools",
