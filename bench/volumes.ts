@@ -206,7 +206,7 @@ function checked(request: Request, phase: NonNullable<CVCStatus["phase"]>, place
 
 function plain(size: number, fn: () => void, budget: TimingBudget): PlainResult {
   const samples = sampleSteps(() => ({ ms: timed(fn)[1] }), budget).map((s) => s.ms);
-  return { size, median: median(samples), min: Math.min(...samples), calls: samples.length };
+  return { size, median: median(samples), min: samples.reduce((a, b) => Math.min(a, b), Infinity), calls: samples.length };
 }
 
 export async function runVolumes(options: { placementPools: number[]; otherReplicas: number[]; nodeReplicas: number[]; budget: TimingBudget; progress: (line: string) => void }): Promise<VolumeResults> {
