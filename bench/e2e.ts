@@ -13,7 +13,7 @@ import { HookServer, metacontrollerFor, NS, type Metacontroller } from "../test/
 import { installProject, ownCluster, playNdmAndKubelet } from "../test/support/kube.js";
 import { DaemonProcess, shippedDaemonEnv } from "../test/support/node-daemon-process.js";
 import { startNode, type ZfsNode } from "../test/support/zfs-node.js";
-import { blockDeviceName, MiB, requireZfs, ZfsSandbox } from "../testkit/zfs.js";
+import { blockDeviceName, ndmBlockDevice, nodeObject, requireZfs, ZfsSandbox } from "../testkit/zfs.js";
 import { num, type Table } from "./table.js";
 import { TimedCommand, type TimedInvocation } from "./timed-command.js";
 
@@ -98,7 +98,7 @@ async function runSize(count: number, progress: (line: string) => void): Promise
             const zfs = await startNode(nodeName(i));
             const dir = join(sandbox.dir, `node-${i}`);
             mkdirSync(dir);
-            const timed = new TimedCommand(dir, zfs.commandPrefix[0].startsWith("/") ? zfs.commandPrefix[0] : `/usr/bin/${zfs.commandPrefix[0]}`);
+            const timed = new TimedCommand(dir, zfs.enterProgram);
             const devices = [1, 2].map((d) => sandbox.file(`bench-${sandbox.id}-${i}-d${d}`, DEVICE_MIB));
             const entry: (typeof nodes)[number] = { zfs, timed, devices };
             entry.daemon = await DaemonProcess.start({
@@ -112,8 +112,8 @@ async function runSize(count: number, progress: (line: string) => void): Promise
       );
     }
     const objects = nodes.flatMap((n, i) => [
-      { apiVersion: "v1", kind: "Node", metadata: { name: nodeName(i), labels: { [LABEL.hostname]: nodeName(i), "kubernetes.io/os": "linux" } } },
-      ...n.devices.map((path) => blockDevice(path, nodeName(i))),
+      nodeObject(nodeName(i)),
+      ...n.devices.map((path) => ndmBlockDevice(path, nodeName(i), DEVICE_MIB, NS)),
     ]);
     await cluster.kubectl(["apply", "--server-side", "-f", "-"], { input: objects.map((o) => JSON.stringify(o)).join("\n") });
 
@@ -199,17 +199,6 @@ async function runSize(count: number, progress: (line: string) => void): Promise
 function isZpool(c: TimedInvocation, subcommand: string): boolean {
   const at = c.args.indexOf("zpool");
   return at >= 0 && c.args[at + 1] === subcommand;
-}
-
-/** A BlockDevice as NDM reports it on a node. */
-function blockDevice(path: string, node: string) {
-  return {
-    apiVersion: API_VERSION,
-    kind: KIND.blockDevice,
-    metadata: { name: blockDeviceName(path), namespace: NS, labels: { [LABEL.hostname]: node, "ndm.io/blockdevice-type": "blockdevice" } },
-    spec: { path, capacity: { storage: DEVICE_MIB * MiB }, devlinks: [{ kind: "by-id", links: [path] }], filesystem: {}, nodeAttributes: { nodeName: node } },
-    status: { claimState: "Unclaimed", state: "Active" },
-  };
 }
 
 const median = (values: number[]): number => [...values].sort((a, b) => a - b)[Math.floor((values.length - 1) / 2)];

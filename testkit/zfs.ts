@@ -6,7 +6,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { API_VERSION, KIND } from "../api/constants.js";
+import { API_VERSION, KIND, LABEL } from "../api/constants.js";
 import type { CSPI, CSPIRaidGroup } from "../api/types.js";
 import { allLeaves, parseZpoolStatus } from "../node-daemon/parse.js";
 
@@ -152,6 +152,22 @@ export function cspiFor(name: string, hostName: string, groups: GroupInput[], po
 
 export function blockDeviceName(devLink: string): string {
   return `bd-${devLink.split("/").pop()}`;
+}
+
+/** A Node as its kubelet registers it, labelled with its hostname. */
+export function nodeObject(name: string) {
+  return { apiVersion: "v1", kind: "Node", metadata: { name, labels: { [LABEL.hostname]: name, "kubernetes.io/os": "linux" } } };
+}
+
+/** A BlockDevice as NDM reports a device file of the sandbox on a node, named by blockDeviceName. */
+export function ndmBlockDevice(path: string, node: string, sizeMiB: number, namespace: string) {
+  return {
+    apiVersion: API_VERSION,
+    kind: KIND.blockDevice,
+    metadata: { name: blockDeviceName(path), namespace, labels: { [LABEL.hostname]: node, "ndm.io/blockdevice-type": "blockdevice" } },
+    spec: { path, capacity: { storage: sizeMiB * MiB }, devlinks: [{ kind: "by-id", links: [path] }], filesystem: {}, nodeAttributes: { nodeName: node } },
+    status: { claimState: "Unclaimed", state: "Active" },
+  };
 }
 
 /** A dataset with a mountpoint in the sandbox and a file of random data; returns the file and its checksum. */

@@ -18,7 +18,7 @@ import { playNdmAndKubelet, type ApiResponse, type OwnCluster } from "../support
 import { shippedDaemonEnv } from "../support/node-daemon-process.js";
 import { onStop } from "../support/processes.js";
 import { startNode } from "../support/zfs-node.js";
-import { blockDeviceName, MiB, ZfsSandbox } from "../../testkit/zfs.js";
+import { blockDeviceName, MiB, ndmBlockDevice, nodeObject, ZfsSandbox } from "../../testkit/zfs.js";
 import { FaultScheduler, type FaultOptions } from "./faults.js";
 import { InvariantMonitor, type Violation } from "./invariants.js";
 import { ChaosNode, commandLogDir, HookServer, metacontrollerFor, NS, type Metacontroller } from "./parts.js";
@@ -312,8 +312,8 @@ export async function chaosRun(cluster: OwnCluster, options: RunOptions): Promis
     step = "provision";
     let since = Date.now();
     const objects = [
-      ...nodes.map((n) => ({ apiVersion: "v1", kind: "Node", metadata: { name: n.name, labels: { [LABEL.hostname]: n.name, "kubernetes.io/os": "linux" } } })),
-      ...Object.entries(files).map(([key, path]) => blockDevice(path, nodeName(key[0]))),
+      ...nodes.map((n) => nodeObject(n.name)),
+      ...Object.entries(files).map(([key, path]) => ndmBlockDevice(path, nodeName(key[0]), DEVICE_MIB, NS)),
       {
         apiVersion: API_VERSION,
         kind: KIND.cspc,
@@ -430,7 +430,7 @@ export async function chaosRun(cluster: OwnCluster, options: RunOptions): Promis
     since = Date.now();
     // The disks attached to node B (NDM reports them there), then the pool's nodeSelector moved.
     for (const key of ["a1", "a3", "a4", "a5"]) {
-      const moved = blockDevice(files[key], nodeName("B"));
+      const moved = ndmBlockDevice(files[key], nodeName("B"), DEVICE_MIB, NS);
       await api("PATCH", `/apis/${API_VERSION}/namespaces/${NS}/blockdevices/${bd(key)}`, { metadata: { labels: moved.metadata.labels }, spec: { nodeAttributes: moved.spec.nodeAttributes } }, "application/merge-patch+json");
     }
     await editCspc("pool A moved to node B", (spec) => (spec.pools[0].nodeSelector = { [LABEL.hostname]: nodeName("B") }));
@@ -469,13 +469,12 @@ export async function chaosRun(cluster: OwnCluster, options: RunOptions): Promis
     step = "delete";
     await verifyData(pool.A);
     since = Date.now();
-    await api("DELETE", cspcPath(cspc));
     await converge("delete", since, async () => {
       const current = await api("GET", cspcPath(cspc));
       if (current.status !== 404) {
         if (current.body.metadata?.deletionTimestamp) return `CSPC ${cspc} still there`;
-        // Refused, failing closed: a pool's replica count is unknown while its daemon restarts. Asked again, as a
-        // user does once the refusal's reason is gone.
+        // Deleted here, and again while refused (failing closed: a pool's replica count is unknown while its daemon
+        // restarts), as a user asks again once the refusal's reason is gone.
         const answer = await api("DELETE", cspcPath(cspc));
         return `CSPC ${cspc} not deleted: ${answer.status} ${String(answer.body?.message ?? "").slice(0, 300)}`;
       }
@@ -546,21 +545,4 @@ export async function chaosRun(cluster: OwnCluster, options: RunOptions): Promis
     report.seconds = Math.round((Date.now() - startedAt) / 1000);
   }
   return report;
-}
-
-/** A BlockDevice as NDM reports it on a node. */
-function blockDevice(path: string, node: string) {
-  return {
-    apiVersion: API_VERSION,
-    kind: KIND.blockDevice,
-    metadata: { name: blockDeviceName(path), namespace: NS, labels: { [LABEL.hostname]: node, "ndm.io/blockdevice-type": "blockdevice" } },
-    spec: {
-      path,
-      capacity: { storage: DEVICE_MIB * MiB },
-      devlinks: [{ kind: "by-id", links: [path] }],
-      filesystem: {},
-      nodeAttributes: { nodeName: node },
-    },
-    status: { claimState: "Unclaimed", state: "Active" },
-  };
 }

@@ -40,7 +40,7 @@ export class ChaosNode {
     private readonly identity: Identity,
   ) {
     mkdirSync(dir, { recursive: true });
-    this.commands = new FaultyCommand(dir, zfs.commandPrefix[0].startsWith("/") ? zfs.commandPrefix[0] : `/usr/bin/${zfs.commandPrefix[0]}`);
+    this.commands = new FaultyCommand(dir, zfs.enterProgram);
     this.zfsFusePid = zfsFuseOf(zfs);
   }
 

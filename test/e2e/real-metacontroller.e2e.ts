@@ -19,7 +19,7 @@ import { HookServerProcess } from "../support/hook-server-process.js";
 import { INSTALL_NAMESPACE, markDeploymentAvailable, projectInstalled, waitUntil, type Identity, type KubeCluster } from "../support/kube.js";
 import { DaemonProcess, shippedDaemonEnv } from "../support/node-daemon-process.js";
 import { MetacontrollerProcess, pointHooksAt, realMetacontrollerFromEnv, type RealMetacontroller } from "../support/real-metacontroller.js";
-import { blockDeviceName, MiB, requireZfs, ZfsSandbox } from "../../testkit/zfs.js";
+import { blockDeviceName, ndmBlockDevice, nodeObject, requireZfs, ZfsSandbox } from "../../testkit/zfs.js";
 import { startNode, type ZfsNode } from "../support/zfs-node.js";
 
 const NS = INSTALL_NAMESPACE;
@@ -235,20 +235,8 @@ describe("e2e: the pool lifecycle under the real Metacontroller (hook server, no
     for (const key of DEVICES) files[key] = sandbox.file(`real-${key}`, DEVICE_MIB);
     const hostOf = (device: DeviceKey): NodeKey => (device.startsWith("a") ? "a" : "b");
     const objects: Obj[] = [
-      ...NODE_KEYS.map((k) => ({ apiVersion: "v1", kind: "Node", metadata: { name: nodeName(k), labels: { [LABEL.hostname]: nodeName(k), "kubernetes.io/os": "linux" } } })),
-      ...DEVICES.map((key) => ({
-        apiVersion: API_VERSION,
-        kind: KIND.blockDevice,
-        metadata: { name: bd(key), namespace: NS, labels: { [LABEL.hostname]: nodeName(hostOf(key)), "ndm.io/blockdevice-type": "blockdevice" } },
-        spec: {
-          path: files[key],
-          capacity: { storage: DEVICE_MIB * MiB },
-          devlinks: [{ kind: "by-id", links: [files[key]] }],
-          filesystem: {},
-          nodeAttributes: { nodeName: nodeName(hostOf(key)) },
-        },
-        status: { claimState: "Unclaimed", state: "Active" },
-      })),
+      ...NODE_KEYS.map((k) => nodeObject(nodeName(k))),
+      ...DEVICES.map((key) => ndmBlockDevice(files[key], nodeName(hostOf(key)), DEVICE_MIB, NS)),
     ];
     await cluster.kubectl(["apply", "--server-side", "-f", "-"], { input: objects.map((o) => JSON.stringify(o)).join("\n") });
 

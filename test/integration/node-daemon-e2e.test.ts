@@ -18,7 +18,7 @@ import { getIfPresent, INSTALL_NAMESPACE, markDeploymentAvailable, projectInstal
 import { MetacontrollerDriver, serveHooks } from "../support/metacontroller-driver.js";
 import { DaemonProcess, shippedDaemonEnv } from "../support/node-daemon-process.js";
 import { startNode, type ZfsNode } from "../support/zfs-node.js";
-import { blockDeviceName, MiB, requireZfs, ZfsSandbox } from "../../testkit/zfs.js";
+import { blockDeviceName, MiB, ndmBlockDevice, nodeObject, requireZfs, ZfsSandbox } from "../../testkit/zfs.js";
 
 const NS = INSTALL_NAMESPACE;
 const OTHER_NS = "node-daemon-e2e-elsewhere";
@@ -404,20 +404,8 @@ describe("integration: the node daemon end to end (real processes, real apiserve
       cspc = `e2e-loop-${sandbox.id}`;
       devices = ["e2e-l1", "e2e-l2"].map((file) => sandbox.file(file, DEVICE_MIB));
       await apply(
-        { apiVersion: "v1", kind: "Node", metadata: { name: nodeNameA(), labels: { [LABEL.hostname]: nodeNameA(), "kubernetes.io/os": "linux" } } },
-        ...devices.map((path) => ({
-          apiVersion: API_VERSION,
-          kind: KIND.blockDevice,
-          metadata: { name: blockDeviceName(path), namespace: NS, labels: { [LABEL.hostname]: nodeNameA(), "ndm.io/blockdevice-type": "blockdevice" } },
-          spec: {
-            path,
-            capacity: { storage: DEVICE_MIB * MiB },
-            devlinks: [{ kind: "by-id", links: [path] }],
-            filesystem: {},
-            nodeAttributes: { nodeName: nodeNameA() },
-          },
-          status: { claimState: "Unclaimed", state: "Active" },
-        })),
+        nodeObject(nodeNameA()),
+        ...devices.map((path) => ndmBlockDevice(path, nodeNameA(), DEVICE_MIB, NS)),
       );
     });
 

@@ -38,6 +38,11 @@ export class ZfsNode {
     this.commandPrefix = ["nsenter", `--mount=/proc/${holder.pid}/ns/mnt`, "--"];
   }
 
+  /** The prefix's program as an absolute path, for a wrapper script to run in its place. */
+  get enterProgram(): string {
+    return this.commandPrefix[0].startsWith("/") ? this.commandPrefix[0] : `/usr/bin/${this.commandPrefix[0]}`;
+  }
+
   /** Starts the node's zfs-fuse; resolves once its zpool answers. */
   static async start(name: string): Promise<ZfsNode> {
     // The namespace's first process holds it open for as long as the node lives: mounts and zfs-fuse join it.
