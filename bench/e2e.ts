@@ -10,10 +10,12 @@ import { join } from "node:path";
 import { API_VERSION, KIND, LABEL } from "../api/constants.js";
 import type { CSPI } from "../api/types.js";
 import { HookServer, metacontrollerFor, NS, type Metacontroller } from "../test/chaos/parts.js";
-import { installProject, ownCluster, playNdmAndKubelet } from "../test/support/kube.js";
+import { installProject, ownCluster, playNdmAndKubelet, type OwnCluster } from "../test/support/kube.js";
 import { DaemonProcess, shippedDaemonEnv } from "../test/support/node-daemon-process.js";
 import { startNode, type ZfsNode } from "../test/support/zfs-node.js";
 import { blockDeviceName, ndmBlockDevice, nodeObject, requireZfs, ZfsSandbox } from "../testkit/zfs.js";
+import { BENCHMARK_KIND, CENSUS_KINDS, cpuBetween, takeCensus } from "./cpu-census.js";
+import { growth, sumsBy } from "./metrics-text.js";
 import { num, type Table } from "./table.js";
 import { TimedCommand, type TimedInvocation } from "./timed-command.js";
 
@@ -24,7 +26,7 @@ const DEVICE_MIB = 64;
 const POLL_MS = 200;
 /** How long one phase (apply → ONLINE, or the expansion) may take before the benchmark gives up. */
 const PHASE_LIMIT_MS = 15 * 60_000;
-/** Nodes started at once: each start compiles the daemon (tsx) and starts a zfs-fuse. */
+/** Nodes started (and stopped) at once: each start compiles the daemon (tsx) and starts a zfs-fuse. */
 const START_BATCH = 5;
 
 /** One pool's way from the apply to ONLINE (or to showing the added device), in ms since the apply. */
@@ -42,6 +44,21 @@ export interface E2ePhase {
   /** `kubectl apply` returned to every CSPI done. */
   wallMs: number;
   pools: PoolTimeline[];
+  /** The hook server's answers during the phase, per hook (amount: ms; its cstor_hook_duration_seconds histogram). */
+  hooks: Work[];
+  /** The apiserver's requests during the phase, per verb and resource (amount: ms, 0 for WATCH). */
+  apiRequests: Work[];
+  /** The watch events the apiserver sent during the phase, per kind (amount: bytes). */
+  watchEvents: Work[];
+  /** CPU ms per kind of process during the phase, and the machine's busy CPU ms (bench/cpu-census.ts). */
+  cpu: { byKind: Record<string, number>; machineMs: number };
+}
+
+/** Work of one kind a server did during a phase: how many, and what they took (ms or bytes, as the field says). */
+export interface Work {
+  what: string;
+  count: number;
+  amount: number;
 }
 
 export interface E2eRun {
@@ -143,6 +160,8 @@ async function runSize(count: number, progress: (line: string) => void): Promise
 
     const phase = async (devicesPerPool: number, subcommand: "create" | "add"): Promise<E2ePhase> => {
       writeCspc(devicesPerPool);
+      const readingsBefore = await readServers(hooks.process.url, cluster);
+      const census = takeCensus();
       const applied = Date.now();
       await cluster.kubectl(["apply", "-f", manifest]);
       const seen = new Map<string, number>();
@@ -160,6 +179,8 @@ async function runSize(count: number, progress: (line: string) => void): Promise
         if (done.size < count) await sleep(POLL_MS);
       }
       const wallMs = Math.max(...done.values());
+      const cpu = cpuBetween(census, takeCensus());
+      const servers = serverWork(readingsBefore, await readServers(hooks.process.url, cluster));
       const pools = nodes.map((n, i) => {
         const host = nodeName(i);
         const zpool = n.timed.invocations().find((c) => c.startMs >= applied && isZpool(c, subcommand));
@@ -171,7 +192,7 @@ async function runSize(count: number, progress: (line: string) => void): Promise
           doneMs: done.get(host)!,
         };
       });
-      return { wallMs, pools };
+      return { wallMs, pools, cpu, ...servers };
     };
 
     progress(`e2e ${count} pool(s): kubectl apply of the CSPC`);
@@ -185,14 +206,49 @@ async function runSize(count: number, progress: (line: string) => void): Promise
     await player;
     await metacontroller?.stop().catch(() => undefined);
     await hooks.stop().catch(() => undefined);
-    for (const n of nodes) {
-      await n.daemon?.stop().catch(() => undefined);
-      // Destroys the node's pools (the benchmark's) and ends its zfs-fuse.
-      await n.zfs.stop().catch(() => undefined);
+    for (let first = 0; first < nodes.length; first += START_BATCH) {
+      await Promise.all(
+        nodes.slice(first, first + START_BATCH).map(async (n) => {
+          await n.daemon?.stop().catch(() => undefined);
+          // Destroys the node's pools (the benchmark's) and ends its zfs-fuse.
+          await n.zfs.stop().catch(() => undefined);
+        }),
+      );
     }
     await cluster.stop();
     sandbox.cleanup();
   }
+}
+
+interface Readings {
+  hookServer: string;
+  apiserver: string;
+}
+
+/** The hook server's and the apiserver's /metrics, read at a phase's start and end. */
+async function readServers(hookUrl: string, cluster: OwnCluster): Promise<Readings> {
+  const apiserver = await cluster.request(cluster.admin, "GET", "/metrics");
+  return { hookServer: await (await fetch(`${hookUrl}/metrics`)).text(), apiserver: String(apiserver.body) };
+}
+
+/** How many of each kind of work a server did between two readings, and what they took (ms or bytes); the largest first. */
+function work(before: string, after: string, countMetric: string, amountMetric: string, by: string[], amountScale: number): Work[] {
+  const counts = growth(sumsBy(after, countMetric, by), sumsBy(before, countMetric, by));
+  const amounts = growth(sumsBy(after, amountMetric, by), sumsBy(before, amountMetric, by));
+  return [...counts]
+    .map(([what, count]) => ({ what: what.trim(), count, amount: (amounts.get(what) ?? 0) * amountScale }))
+    .sort((a, b) => b.amount - a.amount || a.what.localeCompare(b.what));
+}
+
+function serverWork(before: Readings, after: Readings): Pick<E2ePhase, "hooks" | "apiRequests" | "watchEvents"> {
+  return {
+    hooks: work(before.hookServer, after.hookServer, "cstor_hook_duration_seconds_count", "cstor_hook_duration_seconds_sum", ["hook"], 1000),
+    // A WATCH's duration is its whole life, recorded when it ends: counted (watches opened), not timed.
+    apiRequests: work(before.apiserver, after.apiserver, "apiserver_request_total", "apiserver_request_duration_seconds_sum", ["verb", "resource", "subresource"], 1000).map((w) =>
+      w.what.startsWith("WATCH") ? { ...w, amount: 0 } : w,
+    ),
+    watchEvents: work(before.apiserver, after.apiserver, "apiserver_watch_events_total", "apiserver_watch_events_sizes_sum", ["kind", "resource"], 1),
+  };
 }
 
 /** `... -- zpool create <name> ...` as the wrapper saw it (the node's prefix comes first). */
@@ -211,30 +267,22 @@ export function overheadMs(phase: E2ePhase): number {
 }
 
 export function e2eTables(results: E2eResults): Table[] {
-  const rows = (label: string, pick: (run: E2eRun) => E2ePhase) =>
-    results.runs.map((run) => {
-      const p = pick(run);
-      const zpool = p.pools.map((t) => t.zpoolMs);
-      return [`${label}, ${run.pools} pool${run.pools === 1 ? "" : "s"}`, num(p.wallMs), num(max(zpool)), num(sum(zpool)), `${num(p.wallMs / max(zpool))}x`, `${num(p.wallMs / sum(zpool))}x`, num(overheadMs(p))];
-    });
-  const stages = (label: string, pick: (run: E2eRun) => E2ePhase) =>
-    results.runs.map((run) => {
-      const p = pick(run).pools;
-      const stage = (f: (t: PoolTimeline) => number) => `${num(median(p.map(f)))} / ${num(max(p.map(f)))}`;
-      return [
-        `${label}, ${run.pools} pool${run.pools === 1 ? "" : "s"}`,
-        stage((t) => t.cspiSeenMs),
-        stage((t) => t.zpoolStartMs - t.cspiSeenMs),
-        stage((t) => t.zpoolMs),
-        stage((t) => t.doneMs - (t.zpoolStartMs + t.zpoolMs)),
-      ];
-    });
+  /** Rows for every phase of every size, creates first; `row` gives a phase's rows after its label. */
+  const perPhase = (row: (phase: E2ePhase) => string[][]) =>
+    (["create", "expand"] as const).flatMap((name) =>
+      results.runs.flatMap((run) => row(run[name]).map((cells) => [`${name}, ${run.pools} pool${run.pools === 1 ? "" : "s"}`, ...cells])),
+    );
+  const top = (items: Work[], n: number, unit: (w: Work) => string) => items.slice(0, n).map((w) => `${w.what} ${w.count} (${unit(w)})`).join("; ");
+  const mb = (bytes: number) => `${num(bytes / 1e6)} MB`;
   const who = results.runs[0]?.metacontroller ?? "";
   return [
     {
       title: "End to end: kubectl apply of a CSPC (one pool per node, each node its own zfs-fuse and node daemon) until every CSPI is ONLINE, and a device added to every pool until every CSPI shows it",
       headers: ["phase", "wall ms", "slowest zpool ms", "sum of zpool ms", "wall ÷ slowest", "wall ÷ sum", "overhead ms (wall − slowest)"],
-      rows: [...rows("create", (r) => r.create), ...rows("expand", (r) => r.expand)],
+      rows: perPhase((p) => {
+        const zpool = p.pools.map((t) => t.zpoolMs);
+        return [[num(p.wallMs), num(max(zpool)), num(sum(zpool)), `${num(p.wallMs / max(zpool))}x`, `${num(p.wallMs / sum(zpool))}x`, num(overheadMs(p))]];
+      }),
       notes: [
         ...results.failed.map((f) => `Not measured at ${f.pools} pools: ${f.error}`),
         `Metacontroller: ${who}. The pools are on separate nodes and run in parallel, so the slowest pool's own zpool command is the floor; the sum is what one node doing every pool in turn would need.`,
@@ -243,9 +291,50 @@ export function e2eTables(results: E2eResults): Table[] {
     {
       title: "End to end: where each pool's time goes, ms, median / max over the pools",
       headers: ["phase", "apply → CSPI seen with the spec", "CSPI seen → zpool starts", "zpool", "zpool done → CSPI seen done"],
-      rows: [...stages("create", (r) => r.create), ...stages("expand", (r) => r.expand)],
+      rows: perPhase(({ pools }) => {
+        const stage = (f: (t: PoolTimeline) => number) => `${num(median(pools.map(f)))} / ${num(max(pools.map(f)))}`;
+        return [[stage((t) => t.cspiSeenMs), stage((t) => t.zpoolStartMs - t.cspiSeenMs), stage((t) => t.zpoolMs), stage((t) => t.doneMs - (t.zpoolStartMs + t.zpoolMs))]];
+      }),
       notes: [
-        `apply → CSPI seen: kubectl, Metacontroller's sync and cspc-sync, and the ${POLL_MS} ms polls of this benchmark and of its NDM stand-in (a pool's claims are bound before its CSPI is made); CSPI seen → zpool starts: the daemon's watch, its observation of the node and its plan (negative when the daemon had the CSPI before the benchmark's poll did); zpool done → done: the daemon's status write, seen by the next poll.`,
+        `apply → CSPI seen: kubectl, Metacontroller's syncs and cspc-sync (its own time is in the next table), and the ${POLL_MS} ms polls of this benchmark and of its NDM stand-in (a pool's claims are bound before its CSPI is made); CSPI seen → zpool starts: the daemon's watch, its observation of the node and its plan (negative when the daemon had the CSPI before the benchmark's poll did); zpool done → done: the daemon's status write, seen by the next poll.`,
+      ],
+    },
+    {
+      title: "End to end: the hook server's answers during each phase (from its cstor_hook_duration_seconds histogram)",
+      headers: ["phase", "hook", "requests", "total ms", "ms per request"],
+      rows: perPhase((p) => p.hooks.map((w) => [w.what, String(w.count), num(w.amount), num(w.amount / w.count)])),
+      notes: ["Every sync Metacontroller asked for between the apply and the last CSPI done: the hooks' share of the wall time is their total against it (the hook server answers one request at a time per connection, several connections at once)."],
+    },
+    {
+      title: "End to end: where the machine's CPU went during each phase, ms (every process of the simulated cluster runs on this one machine)",
+      headers: ["phase", "wall ms", "cores busy (machine CPU ÷ wall)", ...CENSUS_KINDS.map((k) => `${k} ms`), "other ms"],
+      rows: perPhase(({ wallMs, cpu }) => [
+        [num(wallMs), num(cpu.machineMs / wallMs), ...CENSUS_KINDS.map((k) => num(cpu.byKind[k])), num(Math.max(0, cpu.machineMs - sum(Object.values(cpu.byKind))))],
+      ]),
+      notes: [
+        `${BENCHMARK_KIND}: this process (the Metacontroller emulator when no binary is given, the NDM and kubelet stand-in, the polls); node daemons include the commands they waited for (zpool, zfs, the timing wrapper); other: processes that started and ended inside the phase and were not waited for by a counted one (kubectl, the real Metacontroller's children), and the kernel's work for no counted process. A phase whose cores busy nears the machine's core count was limited by the machine, not by waiting.`,
+      ],
+    },
+    {
+      title: "End to end: the apiserver's work during each phase (from its apiserver_request_* and apiserver_watch_events_* metrics)",
+      headers: ["phase", "requests (not WATCH)", "their total ms", "the three that took longest: verb resource subresource count (ms)", "watches opened", "watch events sent", "watch bytes sent", "events by kind"],
+      rows: perPhase(({ apiRequests, watchEvents }) => {
+        const calls = apiRequests.filter((w) => !w.what.startsWith("WATCH"));
+        const watches = apiRequests.filter((w) => w.what.startsWith("WATCH"));
+        return [
+          [
+            num(sum(calls.map((w) => w.count))),
+            num(sum(calls.map((w) => w.amount))),
+            top(calls, 3, (w) => `${num(w.amount)} ms`),
+            num(sum(watches.map((w) => w.count))),
+            num(sum(watchEvents.map((w) => w.count))),
+            mb(sum(watchEvents.map((w) => w.amount))),
+            top(watchEvents, 3, (w) => mb(w.amount)),
+          ],
+        ];
+      }),
+      notes: [
+        "Every watcher is sent its own copy of each event it matches; this apiserver runs without its watch cache (Debian's etcd 3.4.23 lacks the progress notifications the cache needs), so each copy is also read from etcd and encoded for that watcher alone, where a production apiserver encodes an event once for all its watchers.",
       ],
     },
   ];

@@ -143,18 +143,22 @@ export function resetPeakRss(pid: number): void {
 
 let ticksPerSecond: number | undefined;
 
+/** Milliseconds in a count of clock ticks (the unit of /proc/<pid>/stat and /proc/stat). */
+export function ticksToMs(ticks: number): number {
+  ticksPerSecond ??= Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8", timeout: 5000 }).trim());
+  return (ticks * 1000) / ticksPerSecond;
+}
+
 /**
  * CPU milliseconds (user + system) of the process itself, and of its children that have exited and been
  * waited for (for the node daemon: its zpool and zfs commands).
  */
 export function cpuTimes(pid: Pid): { own: number; children: number } {
-  ticksPerSecond ??= Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8", timeout: 5000 }).trim());
   // The command name may hold spaces and parentheses: count fields after the last ")". After it come
   // field 3 (state) onwards, so utime, stime, cutime, cstime (fields 14 to 17) are at 11 to 14.
   const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ").map(Number);
-  const ms = (ticks: number): number => (ticks * 1000) / ticksPerSecond!;
-  return { own: ms(fields[11] + fields[12]), children: ms(fields[13] + fields[14]) };
+  return { own: ticksToMs(fields[11] + fields[12]), children: ticksToMs(fields[13] + fields[14]) };
 }
 
 export const MiB = 2 ** 20;
