@@ -6,8 +6,8 @@ import { createHash, randomBytes } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { API_VERSION, KIND, LABEL } from "../api/constants.js";
-import type { CSPI, CSPIRaidGroup } from "../api/types.js";
+import { ANNOTATION, API_VERSION, FINALIZER, KIND, LABEL } from "../api/constants.js";
+import type { CSPI, CSPIRaidGroup, CVR } from "../api/types.js";
 import { allLeaves, parseZpoolStatus } from "../node-daemon/parse.js";
 
 export const MiB = 1024 * 1024;
@@ -167,6 +167,23 @@ export function ndmBlockDevice(path: string, node: string, sizeMiB: number, name
     metadata: { name: blockDeviceName(path), namespace, labels: { [LABEL.hostname]: node, "ndm.io/blockdevice-type": "blockdevice" } },
     spec: { path, capacity: { storage: sizeMiB * MiB }, devlinks: [{ kind: "by-id", links: [path] }], filesystem: {}, nodeAttributes: { nodeName: node } },
     status: { claimState: "Unclaimed", state: "Active" },
+  };
+}
+
+/** A CVR as cvc-sync emits it: <volume>-<cspi>, its labels, the pool's host, the replica finalizer. */
+export function cvrObject(replica: { volume: string; cspi: string; host: string; capacity: string; namespace: string; cspc: string }): CVR {
+  const { volume, cspi, host, capacity, namespace, cspc } = replica;
+  return {
+    apiVersion: API_VERSION,
+    kind: KIND.cvr,
+    metadata: {
+      name: `${volume}-${cspi}`,
+      namespace,
+      labels: { [LABEL.replicaPool]: cspi, [LABEL.replicaVolume]: volume, [LABEL.persistentVolume]: volume, [LABEL.cspc]: cspc },
+      annotations: { [ANNOTATION.replicaPoolHost]: host },
+      finalizers: [FINALIZER.replicaProtection],
+    },
+    spec: { capacity, replicaId: `${volume}-r1` },
   };
 }
 

@@ -3,7 +3,7 @@
 // Deployment's environment, and three simulated nodes, each its own zfs-fuse in a private mount namespace
 // (test/support/zfs-node.ts) with a node daemon process (the shipped DaemonSet's environment and ServiceAccount)
 // reaching it through ZFS_COMMAND_PREFIX, making pools on sparse files. Played by the test: NDM (it binds claims and moves disks
-// between nodes) and the kubelet (once, a pool Deployment's availability). Every step is asserted on the
+// between nodes) and the kubelet (a pool Deployment is made available whenever it is not). Every step is asserted on the
 // apiserver's objects, the zpools and the data, and on Metacontroller's log: a hook call that failed or a
 // response it refused fails the step.
 import { mkdtempSync } from "node:fs";
@@ -16,10 +16,10 @@ import { findCondition } from "../../lib/conditions.js";
 import { claimName, zpoolName } from "../../lib/names.js";
 import { leaves, parseZpoolStatus } from "../../node-daemon/parse.js";
 import { HookServerProcess } from "../support/hook-server-process.js";
-import { INSTALL_NAMESPACE, markDeploymentAvailable, projectInstalled, waitUntil, type Identity, type KubeCluster } from "../support/kube.js";
+import { INSTALL_NAMESPACE, playNdmAndKubelet, projectInstalled, waitUntil, type Identity, type KubeCluster } from "../support/kube.js";
 import { DaemonProcess, shippedDaemonEnv } from "../support/node-daemon-process.js";
 import { MetacontrollerProcess, pointHooksAt, realMetacontrollerFromEnv, type RealMetacontroller } from "../support/real-metacontroller.js";
-import { blockDeviceName, ndmBlockDevice, nodeObject, requireZfs, ZfsSandbox } from "../../testkit/zfs.js";
+import { blockDeviceName, cvrObject, ndmBlockDevice, nodeObject, requireZfs, ZfsSandbox } from "../../testkit/zfs.js";
 import { startNode, type ZfsNode } from "../support/zfs-node.js";
 
 const NS = INSTALL_NAMESPACE;
@@ -36,6 +36,7 @@ const cspcPath = (name = "") => `/apis/${API_VERSION}/namespaces/${NS}/cstorpool
 const cspiPath = (name = "") => `/apis/${API_VERSION}/namespaces/${NS}/cstorpoolinstances${name ? `/${name}` : ""}`;
 const claimPath = (name = "") => `/apis/${API_VERSION}/namespaces/${NS}/blockdeviceclaims${name ? `/${name}` : ""}`;
 const blockDevicePath = (name = "") => `/apis/${API_VERSION}/namespaces/${NS}/blockdevices${name ? `/${name}` : ""}`;
+const replicaPath = (name = "") => `/apis/${API_VERSION}/namespaces/${NS}/cstorvolumereplicas${name ? `/${name}` : ""}`;
 const deploymentPath = (name = "") => `/apis/apps/v1/namespaces/${NS}/deployments${name ? `/${name}` : ""}`;
 
 type Obj = Record<string, any>;
@@ -59,10 +60,14 @@ class FakeNdm {
   private timer: NodeJS.Timeout | undefined;
   private busy = false;
 
-  constructor(private readonly cluster: KubeCluster) {}
+  constructor(
+    private readonly cluster: KubeCluster,
+    private readonly cspc: string,
+  ) {}
 
   start(): void {
-    // A pass that fails (the apiserver busy) is simply tried again 300 ms later, as NDM's own loop would.
+    // Claims bound and pool Deployments made available, as NDM and the kubelet would; a pass that fails (the
+    // apiserver busy) is simply tried again 300 ms later, as NDM's own loop would.
     this.timer = setInterval(() => void this.pass().catch(() => undefined), 300);
   }
 
@@ -88,11 +93,7 @@ class FakeNdm {
     if (this.busy) return;
     this.busy = true;
     try {
-      const { body } = await this.cluster.request(this.cluster.admin, "GET", claimPath());
-      for (const claim of (body?.items ?? []) as Obj[]) {
-        if (claim.status?.phase === "Bound" || claim.metadata.deletionTimestamp) continue;
-        await this.cluster.request(this.cluster.admin, "PATCH", claimPath(claim.metadata.name), { status: { phase: "Bound" } }, "application/merge-patch+json");
-      }
+      await playNdmAndKubelet(this.cluster, NS, this.cspc);
     } finally {
       this.busy = false;
     }
@@ -192,6 +193,21 @@ describe("e2e: the pool lifecycle under the real Metacontroller (hook server, no
       }
     }
   };
+  /** A volume's replica on the CSPI's pool, as cvc-sync places one: its daemon makes the replica and counts it. */
+  const placeReplica = async (cspi: CSPI) => {
+    const name = cspi.metadata.name!;
+    const replica = cvrObject({ volume: `vol-${name}`, cspi: name, host: cspi.spec.hostName, capacity: "4Mi", namespace: NS, cspc });
+    const created = await cluster.request(cluster.admin, "POST", replicaPath(), replica);
+    expect(created.status, JSON.stringify(created.body)).to.equal(201);
+    await waitFor(`CSPI ${name} to count its replica`, () => get(cspiPath(name)), (c) => c?.status?.provisionedReplicas === 1);
+  };
+  /** The volume moves its replica off the pool: the CVR deleted, the pool's daemon destroys the replica and lets the CVR go. */
+  const moveReplicaAway = async (cspiName: string) => {
+    const name = `vol-${cspiName}-${cspiName}`;
+    const deleted = await cluster.request(cluster.admin, "DELETE", replicaPath(name));
+    expect(deleted.status, JSON.stringify(deleted.body)).to.be.oneOf([200, 202]);
+    await waitFor(`CVR ${name} to go`, () => get(replicaPath(name)), (c) => c === undefined);
+  };
   /** Data written on each pool in the first step, checked after every step that touches the pool. */
   const data = new Map<string, { file: string; sha: string }>();
 
@@ -247,11 +263,17 @@ describe("e2e: the pool lifecycle under the real Metacontroller (hook server, no
         env: shippedEnv(nodeName(key)),
         kubeconfig: identity.kubeconfig,
         // The shipped 30 s resync and heartbeat, shortened so that waits for time (a resilver) stay short.
-        overrides: { ZFS_COMMAND_PREFIX: zfs.commandPrefixEnv, STATUS_INTERVAL_SECONDS: "3" },
+        // zfs-fuse has no zvols: replicas on the file backend, configured as an operator would.
+        overrides: {
+          ZFS_COMMAND_PREFIX: zfs.commandPrefixEnv,
+          STATUS_INTERVAL_SECONDS: "3",
+          CSTOR_REPLICA_BACKEND: "file",
+          CSTOR_REPLICA_FILE_DIR: join(sandbox.dir, "replicas"),
+        },
       });
       nodes[key] = { zfs, daemon };
     }
-    ndm = new FakeNdm(cluster);
+    ndm = new FakeNdm(cluster, cspc);
     ndm.start();
     await startMetacontroller();
   });
@@ -321,6 +343,7 @@ describe("e2e: the pool lifecycle under the real Metacontroller (hook server, no
       expect(dataGroups(nodes[node].zfs, pool)).to.deep.equal([[files[`${node}1`], files[`${node}2`]]]);
       expect(nodes[node === "a" ? "b" : "a"].zfs.imported(pool), "the other node does not see this pool").to.equal(false);
       data.set(pool, nodes[node].zfs.writeData(sandbox, `${pool}/vol1`));
+      await placeReplica(cspi);
     }
     notes.push(`step 1: CSPC applied → both CSPIs ONLINE in ${((Date.now() - started) / 1000).toFixed(1)} s`);
 
@@ -336,8 +359,7 @@ describe("e2e: the pool lifecycle under the real Metacontroller (hook server, no
       notes.push(`step 1: Deployment ${deployment.metadata.name} created ${lag} s after its CSPI`);
     }
 
-    // The kubelet's part, played once: the pool pods are available. Then the CSPC counts both pools healthy.
-    for (const deployment of pools) await markDeploymentAvailable(cluster, deployment);
+    // The pool pods are available (the kubelet's part, played with NDM's): the CSPC counts both pools healthy.
     const healthy = await waitFor("the CSPC to count 2 healthy pools", theCspc, (c) => c?.status?.healthyInstances === 2);
     expect(healthy!.status).to.include({ desiredInstances: 2, provisionedInstances: 2, healthyInstances: 2, observedGeneration: healthy!.metadata.generation });
     expect(condition(healthy, "Ready")).to.include({ status: "True" });
@@ -435,8 +457,13 @@ describe("e2e: the pool lifecycle under the real Metacontroller (hook server, no
     expect(nodes.a.zfs.imported(pool)).to.equal(false);
     expect((await events(name)).map((e) => `${e.reason}@${e.source.host}`)).to.include(`PoolImported@${nodeName("c")}`);
     expect(nodes.c.zfs.checksum(data.get(pool)!.file)).to.equal(data.get(pool)!.sha);
-    const [deployment] = (await deployments()).filter((d) => d.metadata.ownerReferences?.[0]?.uid === before.metadata.uid);
-    expect(JSON.stringify(deployment.spec.template.spec), "the pool Deployment follows the pool").to.contain(nodeName("c"));
+    // The decorator's next sync moves the pool Deployment; under v4.17.2 that may be its 60 s resync (step 1).
+    await waitFor(
+      "the pool Deployment to follow the pool to node C",
+      async () => (await deployments()).filter((d) => d.metadata.ownerReferences?.[0]?.uid === before.metadata.uid),
+      ([deployment]) => JSON.stringify(deployment?.spec.template.spec ?? {}).includes(nodeName("c")),
+      4 * 60_000,
+    );
     await expectNoHookTrouble();
   });
 
@@ -453,7 +480,8 @@ describe("e2e: the pool lifecycle under the real Metacontroller (hook server, no
     expect(nodes.b.zfs.imported(pool)).to.equal(true);
     expect((await get(cspiPath(name)))!.metadata.annotations ?? {}).to.not.have.property(ANNOTATION.poolRemoval);
 
-    // The volume moves away (here: is destroyed); once the daemon reports no volumes the removal is accepted.
+    // The volume moves away; the data written in step 1 goes too. Once the daemon reports no replicas the removal is accepted.
+    await moveReplicaAway(name);
     await destroyDataset(nodes.b.zfs, `${pool}/vol1`);
     await volumesGone(name);
     await patchCspc(removal);
@@ -479,6 +507,7 @@ describe("e2e: the pool lifecycle under the real Metacontroller (hook server, no
     expect(await get(cspiPath(name)), "the CSPI stays while its pool holds a volume").to.not.equal(undefined);
     expect(node.imported(pool)).to.equal(true);
 
+    await moveReplicaAway(name);
     await destroyDataset(node, `${pool}/vol1`);
     await volumesGone(name);
     await cluster.kubectl(["delete", "cspc", cspc, "-n", NS, "--wait=false"]);

@@ -13,7 +13,7 @@ import { zpoolName } from "../../lib/names.js";
 import { INSTALL_NAMESPACE, projectInstalled, waitUntil, type Identity, type KubeCluster } from "../support/kube.js";
 import { DaemonProcess, shippedDaemonEnv } from "../support/node-daemon-process.js";
 import { startNode, type ZfsNode } from "../support/zfs-node.js";
-import { blockDeviceName, MiB, requireZfs, ZfsSandbox } from "../../testkit/zfs.js";
+import { blockDeviceName, cvrObject, MiB, requireZfs, ZfsSandbox } from "../../testkit/zfs.js";
 
 const NS = INSTALL_NAMESPACE;
 const CSPC = "replicas-cspc";
@@ -32,22 +32,6 @@ function cspiObject(name: string, host: string, devLink: string): CSPI {
       poolConfig: resolvePoolConfig(undefined),
       raidGroups: [{ type: "stripe", blockDevices: [{ blockDeviceName: blockDeviceName(devLink), capacity: DEVICE_MIB * MiB, devLink }] }],
     },
-  };
-}
-
-/** A CVR as cvc-sync emits it: <volume>-<cspi>, its labels, the pool's host, the replica finalizer. */
-function cvrObject(volume: string, cspi: string, host: string, capacity: string): CVR {
-  return {
-    apiVersion: API_VERSION,
-    kind: KIND.cvr,
-    metadata: {
-      name: `${volume}-${cspi}`,
-      namespace: NS,
-      labels: { [LABEL.replicaPool]: cspi, [LABEL.replicaVolume]: volume, [LABEL.persistentVolume]: volume, [LABEL.cspc]: CSPC },
-      annotations: { [ANNOTATION.replicaPoolHost]: host },
-      finalizers: [FINALIZER.replicaProtection],
-    },
-    spec: { capacity, replicaId: `${volume}-r1` },
   };
 }
 
@@ -172,7 +156,7 @@ describe("integration: the node daemon's replicas (real processes, real apiserve
   it("a CVR on node A's CSPI becomes a replica on A's pool only: dataset with its properties, replica.img of the capacity rounded up to 4 KiB, Healthy with its capacity; the CSPI counts it", async () => {
     const name = `${volume()}-${cspiA()}`;
     // 10M is 10,000,000 bytes: not a multiple of the 4 KiB block, so the replica is 10,002,432 bytes.
-    await apply(cvrObject(volume(), cspiA(), nodeNameA(), "10M"));
+    await apply(cvrObject({ volume: volume(), cspi: cspiA(), host: nodeNameA(), capacity: "10M", namespace: NS, cspc: CSPC }));
     const healthy = await waitForCvr(name, "phase Healthy", (c) => c?.status?.phase === "Healthy");
     expect(healthy!.status!.capacity!.total).to.equal("9768Ki");
     expect(healthy!.status!.capacity!.used).to.match(/^\d+(Ki|Mi)?$/);
@@ -200,7 +184,7 @@ describe("integration: the node daemon's replicas (real processes, real apiserve
 
   it("a CVR on node B's CSPI is B's alone: node A's daemon neither creates it nor writes its status", async () => {
     const name = `${volume()}-${cspiB()}`;
-    await apply(cvrObject(volume(), cspiB(), nodeNameB(), "4Mi"));
+    await apply(cvrObject({ volume: volume(), cspi: cspiB(), host: nodeNameB(), capacity: "4Mi", namespace: NS, cspc: CSPC }));
     await waitForCvr(name, "phase Healthy", (c) => c?.status?.phase === "Healthy");
     expect(datasets(hostB, cspiB())).to.deep.equal([`${zpoolName(cspiB())}/${volume()}`]);
     expect(datasets(hostA, cspiA())).to.deep.equal([`${zpoolName(cspiA())}/${volume()}`]);
