@@ -10,7 +10,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { expect } from "chai";
-import { ANNOTATION, API_VERSION, FINALIZER, KIND, LABEL } from "../../api/constants.js";
+import { ANNOTATION, API_VERSION, FINALIZER, KIND, LABEL, POOL_REMOVAL_REQUESTED } from "../../api/constants.js";
 import type { Condition, CSPI } from "../../api/types.js";
 import { findCondition } from "../../lib/conditions.js";
 import { claimName, zpoolName } from "../../lib/names.js";
@@ -467,24 +467,23 @@ describe("e2e: the pool lifecycle under the real Metacontroller (hook server, no
     await expectNoHookTrouble();
   });
 
-  it("pool removal: refused at apply time while pool B holds a volume, then the CSPI, the zpool, the claims and the Deployment go", async () => {
+  it("pool removal while pool B holds a replica (decision 27): accepted, the pool stays marked for removal until the replica has moved away, then the CSPI, the zpool, the claims and the Deployment go", async () => {
     const cspi = await cspiOn("b");
     const name = cspi.metadata.name!;
     const pool = zpoolName(name);
     expect(cspi.status!.provisionedReplicas).to.equal(1);
-    const removal = [
+    await patchCspc([
       { op: "test", path: "/spec/pools/1/nodeSelector", value: { [LABEL.hostname]: nodeName("b") } },
       { op: "remove", path: "/spec/pools/1" },
-    ];
-    expect(await refusedPatch(removal)).to.contain(name).and.contain("holds 1 volume");
-    expect(nodes.b.zfs.imported(pool)).to.equal(true);
-    expect((await get(cspiPath(name)))!.metadata.annotations ?? {}).to.not.have.property(ANNOTATION.poolRemoval);
+    ]);
+    const blocked = await waitFor("the CSPC to say pool B waits for its replica", theCspc, (c) => condition(c, "PoolRemovalBlocked")?.reason === "ReplicasMoving");
+    expect(condition(blocked, "PoolRemovalBlocked")!.message).to.contain(name).and.contain("holds 1 volume replica");
+    expect((await get(cspiPath(name)))!.metadata.annotations).to.include({ [ANNOTATION.poolRemoval]: POOL_REMOVAL_REQUESTED });
+    expect(nodes.b.zfs.imported(pool), "the pool stays while it holds a replica").to.equal(true);
 
-    // The volume moves away; the data written in step 1 goes too. Once the daemon reports no replicas the removal is accepted.
+    // The volume moves its replica away; the data written in step 1 goes too. Then the pool goes.
     await moveReplicaAway(name);
     await destroyDataset(nodes.b.zfs, `${pool}/vol1`);
-    await volumesGone(name);
-    await patchCspc(removal);
     await waitFor(`CSPI ${name} to go`, () => get(cspiPath(name)), (c) => c === undefined);
     expect(nodes.b.zfs.imported(pool)).to.equal(false);
     expect((await events(name)).map((e) => `${e.reason}@${e.source.host}`)).to.include(`PoolDestroyed@${nodeName("b")}`);
