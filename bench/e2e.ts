@@ -11,7 +11,7 @@ import { Watch } from "@kubernetes/client-node";
 import { API_VERSION, KIND, LABEL } from "../api/constants.js";
 import type { CSPI } from "../api/types.js";
 import { HookServer, metacontrollerFor, NS, type Metacontroller } from "../test/chaos/parts.js";
-import { installProject, ownCluster, playNdmAndKubelet, type OwnCluster } from "../test/support/kube.js";
+import { installProject, keepPlayingNdmAndKubelet, ownCluster, type OwnCluster } from "../test/support/kube.js";
 import { DaemonProcess, shippedDaemonEnv } from "../test/support/node-daemon-process.js";
 import { startNode, type ZfsNode } from "../test/support/zfs-node.js";
 import { blockDeviceName, ndmBlockDevice, nodeObject, requireZfs, ZfsSandbox } from "../testkit/zfs.js";
@@ -76,8 +76,6 @@ export interface E2eResults {
   failed: { pools: number; error: string }[];
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
 export async function runE2e(options: { pools: number[]; progress: (line: string) => void }): Promise<E2eResults> {
   requireZfs();
   const results: E2eResults = { runs: [], failed: [] };
@@ -98,8 +96,7 @@ async function runSize(count: number, progress: (line: string) => void): Promise
   const hooks = new HookServer(cluster);
   const nodes: { zfs: ZfsNode; daemon?: DaemonProcess; timed: TimedCommand; devices: string[] }[] = [];
   let metacontroller: Metacontroller | undefined;
-  let playing = true;
-  let player: Promise<void> | undefined;
+  let player: { stop(): Promise<void> } | undefined;
   try {
     await installProject(cluster);
     await hooks.start();
@@ -153,12 +150,7 @@ async function runSize(count: number, progress: (line: string) => void): Promise
           },
         }),
       );
-    player = (async () => {
-      while (playing) {
-        await playNdmAndKubelet(cluster, NS, cspc).catch(() => undefined);
-        await sleep(NDM_ROUND_MS);
-      }
-    })();
+    player = keepPlayingNdmAndKubelet(cluster, NS, cspc, NDM_ROUND_MS);
 
     const phase = async (devicesPerPool: number, subcommand: "create" | "add"): Promise<E2ePhase> => {
       writeCspc(devicesPerPool);
@@ -201,8 +193,7 @@ async function runSize(count: number, progress: (line: string) => void): Promise
     progress(`e2e ${count} pool(s): every pool expanded in ${num(expand.wallMs)} ms`);
     return { pools: count, metacontroller: metacontroller.description, create, expand };
   } finally {
-    playing = false;
-    await player;
+    await player?.stop();
     await metacontroller?.stop().catch(() => undefined);
     await hooks.stop().catch(() => undefined);
     for (let first = 0; first < nodes.length; first += START_BATCH) {

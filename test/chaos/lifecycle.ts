@@ -14,7 +14,7 @@ import { claimName, zpoolName } from "../../lib/names.js";
 import { parseQuantity } from "../../lib/quantity.js";
 import { rebuildingSince } from "../../lib/volume/health.js";
 import { leaves, parseZpoolStatus } from "../../node-daemon/parse.js";
-import { playNdmAndKubelet, type ApiResponse, type OwnCluster } from "../support/kube.js";
+import { keepPlayingNdmAndKubelet, type ApiResponse, type OwnCluster } from "../support/kube.js";
 import { shippedDaemonEnv } from "../support/node-daemon-process.js";
 import { onStop } from "../support/processes.js";
 import { startNode } from "../support/zfs-node.js";
@@ -104,8 +104,7 @@ export async function chaosRun(cluster: OwnCluster, options: RunOptions): Promis
   let metacontroller: Metacontroller | undefined;
   let scheduler: FaultScheduler | undefined;
   let monitor: InvariantMonitor | undefined;
-  let helping = true;
-  let helper: Promise<void> | undefined;
+  let helper: { stop(): Promise<void> } | undefined;
   /** Pools (by CSPI) holding data whose checksum is owed until the pool is deliberately destroyed. */
   const data: { cspi: string; file: string; sha: string; live: boolean }[] = [];
   /** CSPI names of the pools first made on node A, B and C. */
@@ -265,23 +264,17 @@ export async function chaosRun(cluster: OwnCluster, options: RunOptions): Promis
       if (response.status !== 200) throw new StepFailure(`${what}: the CSPC edit was refused: ${response.status} ${JSON.stringify(response.body).slice(0, 500)}`);
     }, options.boundMs);
 
-  /** NDM binding claims and a kubelet running pool pods, as the end-to-end suite plays them, every second. */
-  const helpCluster = async () => {
-    while (helping) {
-      try {
-        await playNdmAndKubelet(cluster, NS, cspc);
-        // The target's part (there is no target here): a replica added to the volume is rebuilt from the others (the
-        // volume's data written into it) once its node daemon made it, then confirmed caught up (decision 27).
-        for (const r of await replicasOfVolume()) {
-          const annotations = r.metadata.annotations ?? {};
-          if (r.metadata.deletionTimestamp || !annotations[ANNOTATION.rebuildingSince] || annotations[ANNOTATION.replicaCaughtUp] === "true" || r.status?.phase !== "Healthy") continue;
-          await writeReplica(r.metadata.labels[LABEL.replicaPool]);
-          await cluster.request(cluster.admin, "PATCH", volumePath("cstorvolumereplicas", r.metadata.name), { metadata: { annotations: { [ANNOTATION.replicaCaughtUp]: "true" } } }, "application/merge-patch+json");
-        }
-      } catch {
-        // The apiserver is restarting: next round.
-      }
-      await sleep(1000);
+  /**
+   * The target's part (there is no target here), played after NDM's and the kubelet's every second: a replica
+   * added to the volume is rebuilt from the others (the volume's data written into it) once its node daemon made
+   * it, then confirmed caught up (decision 27).
+   */
+  const playTarget = async () => {
+    for (const r of await replicasOfVolume()) {
+      const annotations = r.metadata.annotations ?? {};
+      if (r.metadata.deletionTimestamp || !annotations[ANNOTATION.rebuildingSince] || annotations[ANNOTATION.replicaCaughtUp] === "true" || r.status?.phase !== "Healthy") continue;
+      await writeReplica(r.metadata.labels[LABEL.replicaPool]);
+      await cluster.request(cluster.admin, "PATCH", volumePath("cstorvolumereplicas", r.metadata.name), { metadata: { annotations: { [ANNOTATION.replicaCaughtUp]: "true" } } }, "application/merge-patch+json");
     }
   };
 
@@ -300,7 +293,7 @@ export async function chaosRun(cluster: OwnCluster, options: RunOptions): Promis
     metacontroller = await metacontrollerFor(cluster, hooks.process.url);
     log(`Metacontroller: ${metacontroller.description}`);
     await metacontroller.start();
-    helper = helpCluster();
+    helper = keepPlayingNdmAndKubelet(cluster, NS, cspc, 1000, playTarget);
     monitor = new InvariantMonitor(cluster, cspc, volume, nodes, paths, () => step, startedAt);
     monitor.start();
     // A device file may disappear only under a pool set to failmode=continue, and not while a pool is imported.
@@ -520,7 +513,7 @@ export async function chaosRun(cluster: OwnCluster, options: RunOptions): Promis
     // What the invariants saw before the step failed is often the cause: printed with it.
     report.failure = { step, message: [message, ...report.violations.map((v) => `[+${v.at}s, ${v.step}] ${v.what}`)].join("\n") };
   } finally {
-    helping = false;
+    const helped = helper?.stop();
     await scheduler?.stop().catch(() => undefined);
     await monitor?.stop().catch(() => undefined);
     report.faults = scheduler?.counts() ?? {};
@@ -534,7 +527,7 @@ export async function chaosRun(cluster: OwnCluster, options: RunOptions): Promis
       hooks.processes.forEach((p, i) => p.writeLog(join(dir, `hook-server-${i}.log`)));
       log(`logs of the failed run: ${dir}; Metacontroller errors: ${JSON.stringify(metacontroller?.errors().slice(-5) ?? [])}`);
     }
-    await helper;
+    await helped;
     await metacontroller?.stop().catch(() => undefined);
     await hooks.stop().catch(() => undefined);
     for (const node of nodes) {

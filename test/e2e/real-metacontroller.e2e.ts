@@ -16,7 +16,7 @@ import { findCondition } from "../../lib/conditions.js";
 import { claimName, zpoolName } from "../../lib/names.js";
 import { leaves, parseZpoolStatus } from "../../node-daemon/parse.js";
 import { HookServerProcess } from "../support/hook-server-process.js";
-import { INSTALL_NAMESPACE, playNdmAndKubelet, projectInstalled, waitUntil, type Identity, type KubeCluster } from "../support/kube.js";
+import { INSTALL_NAMESPACE, keepPlayingNdmAndKubelet, projectInstalled, waitUntil, type Identity, type KubeCluster } from "../support/kube.js";
 import { DaemonProcess, shippedDaemonEnv } from "../support/node-daemon-process.js";
 import { MetacontrollerProcess, pointHooksAt, realMetacontrollerFromEnv, type RealMetacontroller } from "../support/real-metacontroller.js";
 import { blockDeviceName, cvrObject, ndmBlockDevice, nodeObject, requireZfs, ZfsSandbox } from "../../testkit/zfs.js";
@@ -56,47 +56,17 @@ function condition(object: { status?: { conditions?: Condition[] } } | undefined
 }
 
 /** NDM's part: binds every claim it sees (as NDM does once the device is free), in the background. */
-class FakeNdm {
-  private timer: NodeJS.Timeout | undefined;
-  private busy = false;
-
-  constructor(
-    private readonly cluster: KubeCluster,
-    private readonly cspc: string,
-  ) {}
-
-  start(): void {
-    // Claims bound and pool Deployments made available, as NDM and the kubelet would; a pass that fails (the
-    // apiserver busy) is simply tried again 300 ms later, as NDM's own loop would.
-    this.timer = setInterval(() => void this.pass().catch(() => undefined), 300);
-  }
-
-  stop(): void {
-    clearInterval(this.timer);
-  }
-
-  /** The disks of `devices` are now attached to `node`: their BlockDevices say so, as NDM would report it. */
-  async moveDevices(devices: string[], node: string): Promise<void> {
-    for (const device of devices) {
-      const moved = await this.cluster.request(
-        this.cluster.admin,
-        "PATCH",
-        blockDevicePath(device),
-        { metadata: { labels: { [LABEL.hostname]: node } }, spec: { nodeAttributes: { nodeName: node } } },
-        "application/merge-patch+json",
-      );
-      if (moved.status !== 200) throw new Error(`moving ${device} to ${node}: ${moved.status} ${JSON.stringify(moved.body)}`);
-    }
-  }
-
-  private async pass(): Promise<void> {
-    if (this.busy) return;
-    this.busy = true;
-    try {
-      await playNdmAndKubelet(this.cluster, NS, this.cspc);
-    } finally {
-      this.busy = false;
-    }
+/** The disks of `devices` are now attached to `node`: their BlockDevices say so, as NDM would report it. */
+async function moveDevices(cluster: KubeCluster, devices: string[], node: string): Promise<void> {
+  for (const device of devices) {
+    const moved = await cluster.request(
+      cluster.admin,
+      "PATCH",
+      blockDevicePath(device),
+      { metadata: { labels: { [LABEL.hostname]: node } }, spec: { nodeAttributes: { nodeName: node } } },
+      "application/merge-patch+json",
+    );
+    if (moved.status !== 200) throw new Error(`moving ${device} to ${node}: ${moved.status} ${JSON.stringify(moved.body)}`);
   }
 }
 
@@ -107,7 +77,7 @@ describe("e2e: the pool lifecycle under the real Metacontroller (hook server, no
   let sandbox: ZfsSandbox;
   let identity: Identity;
   let hooks: HookServerProcess;
-  let ndm: FakeNdm;
+  let ndm: { stop(): Promise<void> } | undefined;
   let cspc: string;
   let shippedEnv: (nodeName: string) => Record<string, string>;
   const metacontrollers: MetacontrollerProcess[] = [];
@@ -273,8 +243,8 @@ describe("e2e: the pool lifecycle under the real Metacontroller (hook server, no
       });
       nodes[key] = { zfs, daemon };
     }
-    ndm = new FakeNdm(cluster, cspc);
-    ndm.start();
+    // Claims bound and pool Deployments made available, as NDM and the kubelet would.
+    ndm = keepPlayingNdmAndKubelet(cluster, NS, cspc, 300);
     await startMetacontroller();
   });
 
@@ -287,7 +257,7 @@ describe("e2e: the pool lifecycle under the real Metacontroller (hook server, no
   });
 
   after(async () => {
-    ndm?.stop();
+    await ndm?.stop();
     for (const m of metacontrollers) await m.stop();
     for (const key of NODE_KEYS) if (nodes[key]) await nodes[key].daemon.stop();
     for (const key of NODE_KEYS) await nodes[key]?.zfs.stop();
@@ -442,7 +412,7 @@ describe("e2e: the pool lifecycle under the real Metacontroller (hook server, no
     const pool = zpoolName(name);
     const started = Date.now();
     // The disks are moved to node C first (NDM reports them there), then the pool's nodeSelector.
-    await ndm.moveDevices(["a1", "a5", "a3", "a4"].map((k) => bd(k as DeviceKey)), nodeName("c"));
+    await moveDevices(cluster, ["a1", "a5", "a3", "a4"].map((k) => bd(k as DeviceKey)), nodeName("c"));
     await patchCspc([{ op: "replace", path: "/spec/pools/0/nodeSelector", value: { [LABEL.hostname]: nodeName("c") } }]);
     await waitFor(`CSPI ${name} moved to node C in its spec`, () => get(cspiPath(name)), (c) => c?.spec.hostName === nodeName("c"));
     await waitFor(`node A's export of ${pool}`, async () => (await events(name)).map((e) => `${e.reason}@${e.source.host}`), (list) => list.includes(`PoolExported@${nodeName("a")}`));

@@ -510,6 +510,38 @@ export async function markDeploymentAvailable(cluster: KubeCluster, deployment: 
 }
 
 /**
+ * NDM and the kubelet played for a CSPC in rounds `everyMs` apart until stopped, each round followed by the
+ * caller's own part (`alsoEachRound`, e.g. a volume target's). A round that fails (the apiserver busy or
+ * restarting) is simply the next round's to do, as NDM's own loop would.
+ */
+export function keepPlayingNdmAndKubelet(
+  cluster: KubeCluster,
+  namespace: string,
+  cspc: string,
+  everyMs: number,
+  alsoEachRound: () => Promise<void> = async () => undefined,
+): { stop(): Promise<void> } {
+  let playing = true;
+  const rounds = (async () => {
+    while (playing) {
+      try {
+        await playNdmAndKubelet(cluster, namespace, cspc);
+        await alsoEachRound();
+      } catch {
+        // Next round.
+      }
+      if (playing) await new Promise((resolve) => setTimeout(resolve, everyMs));
+    }
+  })();
+  return {
+    async stop() {
+      playing = false;
+      await rounds;
+    },
+  };
+}
+
+/**
  * One round of what NDM and the kubelet do for a CSPC's pools on a cluster without them: every claim of the
  * CSPC not being deleted is Bound, every pool Deployment is available at its generation.
  */
