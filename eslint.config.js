@@ -15,7 +15,10 @@ export default tseslint.config(
       "@typescript-eslint/no-floating-promises": "error",
       "@typescript-eslint/no-misused-promises": "error",
       // Express error handlers and omitted tuple members need named parameters they do not read.
-      "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_", destructuredArrayIgnorePattern: "^_" }],
+      "@typescript-eslint/no-unused-vars": [
+        "error",
+        { argsIgnorePattern: "^_", varsIgnorePattern: "^_", destructuredArrayIgnorePattern: "^_" },
+      ],
       // A handle assigned once, after closures that read it were made (the daemon in node-daemon/main.ts).
       "prefer-const": ["error", { ignoreReadBeforeAssign: true }],
       // Implementations of async interfaces (the daemon's KubeApi, fakes of it) may answer at once.
@@ -39,7 +42,10 @@ export default tseslint.config(
   {
     // Mocha loads its reporter with require(): a CommonJS file run by Node.
     files: ["**/*.cjs"],
-    languageOptions: { sourceType: "commonjs", globals: { require: "readonly", module: "writable", process: "readonly" } },
+    languageOptions: {
+      sourceType: "commonjs",
+      globals: { require: "readonly", module: "writable", process: "readonly" },
+    },
     rules: { "@typescript-eslint/no-require-imports": "off" },
   },
 );

@@ -12,9 +12,12 @@ const ZFS_MIN_DEVICE_MIB = ZFS_MIN_DEVICE_BYTES / 2 ** 20;
 
 /** Words the CEL rules share with their TypeScript twins (lib/rules/device-sets.ts, lib/rules/pool-spec.ts). */
 export const MESSAGES = {
-  bothDevicesAndSets: "names both raidGroups and deviceSets: a pool is on block devices or on PVCs, not both; move one of them to a pool of its own",
-  noDevices: "names neither raidGroups nor deviceSets: add raid groups of block devices (with a nodeSelector), or device sets of PVCs",
-  missingNodeSelector: "has no nodeSelector: set one that selects exactly one node, e.g. kubernetes.io/hostname: <node>",
+  bothDevicesAndSets:
+    "names both raidGroups and deviceSets: a pool is on block devices or on PVCs, not both; move one of them to a pool of its own",
+  noDevices:
+    "names neither raidGroups nor deviceSets: add raid groups of block devices (with a nodeSelector), or device sets of PVCs",
+  missingNodeSelector:
+    "has no nodeSelector: set one that selects exactly one node, e.g. kubernetes.io/hostname: <node>",
   nodeSelectorWithDeviceSets:
     "has a nodeSelector and deviceSets: a pool on PVCs lives on the node its PVs are bound on; remove nodeSelector (choose the nodes with the StorageClass or the PVs)",
   mixedDeviceSets:
@@ -28,7 +31,8 @@ export const MESSAGES = {
 
 const isSet = (group: string, flag: string): string => `(has(${group}.${flag}) && ${group}.${flag})`;
 export const celIsWriteCache = (group: string): string => isSet(group, "isWriteCache");
-const isStripeRole = (group: string): string => `(${isSet(group, "isSpare")} || ${isSet(group, "isReadCache")})`;
+const isStripeRole = (group: string): string =>
+  `(${isSet(group, "isSpare")} || ${isSet(group, "isReadCache")})`;
 export const celIsData = (group: string): string =>
   `!${isSet(group, "isWriteCache")} && !${isSet(group, "isSpare")} && !${isSet(group, "isReadCache")}`;
 
@@ -93,7 +97,8 @@ export const RAID_GROUP_RULES: CelRule[] = [
 ];
 
 /** A data or write cache group that takes its type from poolConfig.defaultRaidGroupType. */
-const takesDefault = (group: string): string => `!has(${group}.type) && !${isStripeRole(group)} && ${HAS_DEFAULT}`;
+const takesDefault = (group: string): string =>
+  `!has(${group}.type) && !${isStripeRole(group)} && ${HAS_DEFAULT}`;
 const badDefaultCount = (group: string): string =>
   `${takesDefault(group)} && !(${celIsWriteCache(group)} && !(${DEFAULT} in ${LOG_TYPES})) && ` +
   `!${countOk(DEFAULT, `size(${group}.blockDevices)`)}`;
@@ -187,8 +192,7 @@ export const POOL_RULES: CelRule[] = [
   },
   {
     rule: "has(self.raidGroups) != has(self.deviceSets)",
-    messageExpression:
-      `has(self.raidGroups) ? '${MESSAGES.bothDevicesAndSets}' : '${MESSAGES.noDevices}'`,
+    messageExpression: `has(self.raidGroups) ? '${MESSAGES.bothDevicesAndSets}' : '${MESSAGES.noDevices}'`,
   },
   {
     rule: "!has(self.raidGroups) || has(self.nodeSelector)",
@@ -242,10 +246,12 @@ export const CVC_SPEC_RULES: CelRule[] = [
   },
   {
     rule: "!has(self.pinnedPools) || size(self.pinnedPools) == 0 || size(self.pinnedPools) == self.replicaCount",
-    message: "spec.pinnedPools must name exactly replicaCount pools (one per replica), or be left out to let placement choose",
+    message:
+      "spec.pinnedPools must name exactly replicaCount pools (one per replica), or be left out to let placement choose",
   },
   {
     rule: "!has(self.pinnedPools) || self.pinnedPools.all(p, self.pinnedPools.exists_one(q, q == p))",
-    message: "spec.pinnedPools names a pool twice: a volume has at most one replica per pool; name each pool once",
+    message:
+      "spec.pinnedPools names a pool twice: a volume has at most one replica per pool; name each pool once",
   },
 ];

@@ -123,7 +123,10 @@ export const PROVISIONING = {
   /** On a CVC: the claim it serves, "<namespace>/<name>", for people reading it. */
   claimAnnotation: "cstor.openebs.io/claim",
   /** Kubernetes' annotations on a PVC: the provisioner the PV controller handed it to (GA, then beta name). */
-  claimProvisionerAnnotations: ["volume.kubernetes.io/storage-provisioner", "volume.beta.kubernetes.io/storage-provisioner"],
+  claimProvisionerAnnotations: [
+    "volume.kubernetes.io/storage-provisioner",
+    "volume.beta.kubernetes.io/storage-provisioner",
+  ],
   /** Kubernetes' annotation on a PVC of a WaitForFirstConsumer class: the node the scheduler chose. */
   selectedNodeAnnotation: "volume.kubernetes.io/selected-node",
   /** Kubernetes' annotation on a PV: who deletes it (the PV controller leaves a Released PV to that provisioner). */

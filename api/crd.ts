@@ -12,7 +12,14 @@ import {
   CSPISpecSchema,
   CSPIStatusSchema,
 } from "./schema.js";
-import { CVCSpecSchema, CVCStatusSchema, CVRSpecSchema, CVRStatusSchema, CVSpecSchema, CVStatusSchema } from "./volume-schema.js";
+import {
+  CVCSpecSchema,
+  CVCStatusSchema,
+  CVRSpecSchema,
+  CVRStatusSchema,
+  CVSpecSchema,
+  CVStatusSchema,
+} from "./volume-schema.js";
 
 type OpenApi = Record<string, unknown>;
 
@@ -61,7 +68,10 @@ export function toStructural(schema: TSchema | OpenApi): OpenApi {
         out[key] = value;
     }
   }
-  if (Object.keys(out).length === 0 || (out.type === undefined && !out.anyOf && !out["x-kubernetes-int-or-string"])) {
+  if (
+    Object.keys(out).length === 0 ||
+    (out.type === undefined && !out.anyOf && !out["x-kubernetes-int-or-string"])
+  ) {
     return { ...out, "x-kubernetes-preserve-unknown-fields": true };
   }
   return out;
@@ -247,8 +257,18 @@ export function cvCrd(): OpenApi {
     columns: [
       { name: "Capacity", type: "string", jsonPath: ".spec.capacity" },
       { name: "Phase", type: "string", jsonPath: ".status.phase" },
-      { name: "RF", type: "integer", jsonPath: ".spec.replicationFactor", description: "Replicas of the volume." },
-      { name: "CF", type: "integer", jsonPath: ".spec.consistencyFactor", description: "Replicas a write needs." },
+      {
+        name: "RF",
+        type: "integer",
+        jsonPath: ".spec.replicationFactor",
+        description: "Replicas of the volume.",
+      },
+      {
+        name: "CF",
+        type: "integer",
+        jsonPath: ".spec.consistencyFactor",
+        description: "Replicas a write needs.",
+      },
       { name: "Healthy", type: "integer", jsonPath: ".status.healthyReplicas" },
       age,
       { name: "TargetPortal", type: "string", jsonPath: ".spec.targetPortal", priority: 1 },
@@ -266,7 +286,11 @@ export function cvrCrd(): OpenApi {
     statusSubresource: true,
     columns: [
       { name: "Pool", type: "string", jsonPath: ".metadata.labels.cstorpoolinstance\\.openebs\\.io/name" },
-      { name: "Node", type: "string", jsonPath: ".metadata.annotations.cstorpoolinstance\\.openebs\\.io/hostname" },
+      {
+        name: "Node",
+        type: "string",
+        jsonPath: ".metadata.annotations.cstorpoolinstance\\.openebs\\.io/hostname",
+      },
       { name: "Allocated", type: "string", jsonPath: ".status.capacity.total" },
       { name: "Used", type: "string", jsonPath: ".status.capacity.used" },
       { name: "Phase", type: "string", jsonPath: ".status.phase" },

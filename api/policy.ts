@@ -114,11 +114,19 @@ export function cspcPolicy(): object[] {
       matchConditions: [
         {
           name: "spec-changed-or-delete",
-          expression: "request.operation == 'DELETE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec",
+          expression:
+            "request.operation == 'DELETE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec",
         },
       ],
       matchConstraints: {
-        resourceRules: [{ apiGroups: [GROUP], apiVersions: ["*"], operations: ["UPDATE", "DELETE"], resources: ["cstorpoolclusters"] }],
+        resourceRules: [
+          {
+            apiGroups: [GROUP],
+            apiVersions: ["*"],
+            operations: ["UPDATE", "DELETE"],
+            resources: ["cstorpoolclusters"],
+          },
+        ],
       },
       variables: [
         {
@@ -130,7 +138,8 @@ export function cspcPolicy(): object[] {
         // Device name -> index of its group in the CSPI (the hook never lists a device twice in a CSPI).
         {
           name: "groupOf",
-          expression: "params.spec.raidGroups.transformMapEntry(gi, g, g.blockDevices.transformMapEntry(di, d, {d.blockDeviceName: gi}))",
+          expression:
+            "params.spec.raidGroups.transformMapEntry(gi, g, g.blockDevices.transformMapEntry(di, d, {d.blockDeviceName: gi}))",
         },
         // The new pool spec of this CSPI, as cspc-sync matches it: same nodeSelector and a device in common.
         // (A pool whose nodeSelector changes migrates; it is left to the webhook and cspc-sync.)
@@ -142,7 +151,8 @@ export function cspcPolicy(): object[] {
         },
         {
           name: "live",
-          expression: "request.operation == 'UPDATE' && variables.ours && has(object.spec) && variables.matches.size() == 1",
+          expression:
+            "request.operation == 'UPDATE' && variables.ours && has(object.spec) && variables.matches.size() == 1",
         },
         { name: "poolIndex", expression: "variables.matches[0]" },
         { name: "pool", expression: "object.spec.pools[variables.poolIndex]" },

@@ -4,7 +4,13 @@
 // Schemas are closed (additionalProperties: false) so our own validation catches typos; the CRD generator
 // drops that keyword because structural CRD schemas forbid it (the API server prunes unknown fields instead).
 import { Type, type TSchema, type TUnsafe } from "@sinclair/typebox";
-import { DEVICE_SET_RULES, POOL_RULES, RAID_GROUP_RULES, SPEC_RULES, VOLUME_CLAIM_TEMPLATE_RULES } from "./cel.js";
+import {
+  DEVICE_SET_RULES,
+  POOL_RULES,
+  RAID_GROUP_RULES,
+  SPEC_RULES,
+  VOLUME_CLAIM_TEMPLATE_RULES,
+} from "./cel.js";
 import { COMPRESSION_VALUES, LIMITS, RAID_TYPES, SCRUB_INTERVAL_PATTERN } from "./constants.js";
 
 const closed = { additionalProperties: false } as const;
@@ -15,8 +21,7 @@ export const IntOrString: TUnsafe<string | number> = Type.Unsafe<string | number
   anyOf: [{ type: "integer" }, { type: "string" }],
 });
 
-export const StringMap = (description: string) =>
-  Type.Record(Type.String(), Type.String(), { description });
+export const StringMap = (description: string) => Type.Record(Type.String(), Type.String(), { description });
 
 export const ResourceRequirementsSchema = Type.Object(
   {
@@ -47,10 +52,14 @@ const RaidTypeSchema = Type.Union(
 export const PoolConfigSchema = Type.Object(
   {
     cacheFile: Type.Optional(
-      Type.String({ description: "Path of the zpool cachefile on the node, for faster imports. Empty: none." }),
+      Type.String({
+        description: "Path of the zpool cachefile on the node, for faster imports. Empty: none.",
+      }),
     ),
     defaultRaidGroupType: Type.Optional(RaidTypeSchema),
-    overProvisioning: Type.Optional(Type.Boolean({ description: "Allow volumes to reserve more than the pool holds." })),
+    overProvisioning: Type.Optional(
+      Type.Boolean({ description: "Allow volumes to reserve more than the pool holds." }),
+    ),
     compression: Type.Optional(
       Type.Union(
         COMPRESSION_VALUES.map((c) => Type.Literal(c)),
@@ -73,10 +82,15 @@ export const PoolConfigSchema = Type.Object(
         {
           interval: Type.String({
             pattern: SCRUB_INTERVAL_PATTERN,
-            description: "How long after the pool's last scrub ended the node daemon scrubs it again: a whole number of hours or days, such as 168h or 30d.",
+            description:
+              "How long after the pool's last scrub ended the node daemon scrubs it again: a whole number of hours or days, such as 168h or 30d.",
           }),
         },
-        { ...closed, description: "Scheduled scrubs (docs/operations.md). Absent: the node daemon never scrubs the pool." },
+        {
+          ...closed,
+          description:
+            "Scheduled scrubs (docs/operations.md). Absent: the node daemon never scrubs the pool.",
+        },
       ),
     ),
     existingPoolName: Type.Optional(
@@ -93,9 +107,17 @@ export const PoolConfigSchema = Type.Object(
 
 export const BlockDeviceRefSchema = Type.Object(
   {
-    blockDeviceName: Type.String({ minLength: 1, maxLength: 253, description: "Name of an NDM BlockDevice." }),
-    capacity: Type.Optional(Type.Integer({ minimum: 0, description: "Bytes. Filled in from the BlockDevice." })),
-    devLink: Type.Optional(Type.String({ maxLength: 4096, description: "Device path. Filled in from the BlockDevice." })),
+    blockDeviceName: Type.String({
+      minLength: 1,
+      maxLength: 253,
+      description: "Name of an NDM BlockDevice.",
+    }),
+    capacity: Type.Optional(
+      Type.Integer({ minimum: 0, description: "Bytes. Filled in from the BlockDevice." }),
+    ),
+    devLink: Type.Optional(
+      Type.String({ maxLength: 4096, description: "Device path. Filled in from the BlockDevice." }),
+    ),
   },
   closed,
 );
@@ -126,15 +148,46 @@ export const ACCESS_MODES = ["ReadWriteOnce", "ReadWriteOncePod", "ReadOnlyMany"
 export const VolumeClaimTemplateSchema = Type.Object(
   {
     metadata: Type.Optional(
-      Type.Object({ labels: Type.Optional(StringMap("Copied onto each PVC.")), annotations: Type.Optional(StringMap("Copied onto each PVC.")) }, closed),
+      Type.Object(
+        {
+          labels: Type.Optional(StringMap("Copied onto each PVC.")),
+          annotations: Type.Optional(StringMap("Copied onto each PVC.")),
+        },
+        closed,
+      ),
     ),
     spec: Type.Object(
       {
-        storageClassName: Type.Optional(Type.String({ minLength: 1, maxLength: 253, description: "Empty: the cluster's default StorageClass." })),
-        accessModes: Type.Optional(Type.Array(Type.Union(ACCESS_MODES.map((m) => Type.Literal(m))), { minItems: 1, maxItems: 4, description: "Default [ReadWriteOnce]." })),
-        volumeMode: Type.Optional(Type.String({ maxLength: 16, description: "Must be Block: ZFS takes the raw device." })),
+        storageClassName: Type.Optional(
+          Type.String({
+            minLength: 1,
+            maxLength: 253,
+            description: "Empty: the cluster's default StorageClass.",
+          }),
+        ),
+        accessModes: Type.Optional(
+          Type.Array(Type.Union(ACCESS_MODES.map((m) => Type.Literal(m))), {
+            minItems: 1,
+            maxItems: 4,
+            description: "Default [ReadWriteOnce].",
+          }),
+        ),
+        volumeMode: Type.Optional(
+          Type.String({ maxLength: 16, description: "Must be Block: ZFS takes the raw device." }),
+        ),
         resources: Type.Object(
-          { requests: Type.Object({ storage: Type.String({ minLength: 1, maxLength: 64, description: "Size of each PVC, a quantity (10Gi)." }) }, closed) },
+          {
+            requests: Type.Object(
+              {
+                storage: Type.String({
+                  minLength: 1,
+                  maxLength: 64,
+                  description: "Size of each PVC, a quantity (10Gi).",
+                }),
+              },
+              closed,
+            ),
+          },
           closed,
         ),
       },
@@ -152,18 +205,27 @@ export const DeviceSetSchema = Type.Object(
       pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
       description: "Names the set's PVCs (<cspc>-<name>-<index>); unique in the CSPC; never changes.",
     }),
-    count: Type.Integer({ minimum: 1, maximum: LIMITS.devicesPerSet, description: "PVCs in the set; only grows while the pool lives." }),
+    count: Type.Integer({
+      minimum: 1,
+      maximum: LIMITS.devicesPerSet,
+      description: "PVCs in the set; only grows while the pool lives.",
+    }),
     type: RaidTypeSchema,
     groupSize: Type.Integer({
       minimum: 1,
       maximum: LIMITS.blockDevicesPerGroup,
-      description: "PVCs per raid group: the set's PVCs in index order, groupSize at a time, are its raid groups.",
+      description:
+        "PVCs per raid group: the set's PVCs in index order, groupSize at a time, are its raid groups.",
     }),
     volumeClaimTemplate: VolumeClaimTemplateSchema,
     claimRetention: Type.Optional(
-      Type.Union(CLAIM_RETENTION.map((r) => Type.Literal(r)), {
-        description: "Retain (default): the PVCs outlive the pool and the CSPC until you delete them. Delete: they go with their pool.",
-      }),
+      Type.Union(
+        CLAIM_RETENTION.map((r) => Type.Literal(r)),
+        {
+          description:
+            "Retain (default): the PVCs outlive the pool and the CSPC until you delete them. Delete: they go with their pool.",
+        },
+      ),
     ),
   },
   { ...closed, "x-kubernetes-validations": DEVICE_SET_RULES },
@@ -174,17 +236,21 @@ export const PoolSpecSchema = Type.Object(
     nodeSelector: Type.Optional(
       Type.Record(Type.String(), Type.String(), {
         minProperties: 1,
-        description: "Labels that select exactly one node, e.g. kubernetes.io/hostname. Pools on block devices only.",
+        description:
+          "Labels that select exactly one node, e.g. kubernetes.io/hostname. Pools on block devices only.",
       }),
     ),
-    raidGroups: Type.Optional(Type.Array(RaidGroupSchema, { minItems: 1, maxItems: LIMITS.raidGroupsPerPool })),
+    raidGroups: Type.Optional(
+      Type.Array(RaidGroupSchema, { minItems: 1, maxItems: LIMITS.raidGroupsPerPool }),
+    ),
     deviceSets: Type.Optional(
       Type.Array(DeviceSetSchema, {
         minItems: 1,
         maxItems: LIMITS.deviceSetsPerPool,
         "x-kubernetes-list-type": "map",
         "x-kubernetes-list-map-keys": ["name"],
-        description: "Instead of raidGroups: the pool's devices as sets of block-mode PVCs; its node is where their PVs are.",
+        description:
+          "Instead of raidGroups: the pool's devices as sets of block-mode PVCs; its node is where their PVs are.",
       }),
     ),
     poolConfig: Type.Optional(PoolConfigSchema),
@@ -229,7 +295,15 @@ export const CSPCSpecSchema = Type.Object(
  * refused, paused, unreadable, or a removed pool holds volumes); Changing (a day-2 change, a claim to bind or
  * a pool removal in flight); Degraded (a pool is not ONLINE with its pod available); Healthy.
  */
-export const CSPC_PHASES = ["Pending", "Provisioning", "Changing", "Healthy", "Blocked", "Degraded", "Deleting"] as const;
+export const CSPC_PHASES = [
+  "Pending",
+  "Provisioning",
+  "Changing",
+  "Healthy",
+  "Blocked",
+  "Degraded",
+  "Deleting",
+] as const;
 
 const PhaseTransitionTime = Type.Optional(
   Type.String({ format: "date-time", description: "When phase last changed." }),
@@ -300,21 +374,43 @@ export const CapacitySchema = Type.Object(
 );
 
 const ErrorCount = (what: string) =>
-  Type.Integer({ minimum: 0, description: `${what} errors ZFS counted since the pool was imported or last cleared (zpool clear resets them).` });
+  Type.Integer({
+    minimum: 0,
+    description: `${what} errors ZFS counted since the pool was imported or last cleared (zpool clear resets them).`,
+  });
 
 export const DeviceHealthSchema = Type.Object(
   {
-    blockDeviceName: Type.Optional(Type.String({ maxLength: 253, description: "The CSPI's block device this pool member is; absent for a member the spec does not list." })),
-    devLink: Type.Optional(Type.String({ maxLength: 4096, description: "The block device's stable link (by-id), from the spec." })),
+    blockDeviceName: Type.Optional(
+      Type.String({
+        maxLength: 253,
+        description:
+          "The CSPI's block device this pool member is; absent for a member the spec does not list.",
+      }),
+    ),
+    devLink: Type.Optional(
+      Type.String({ maxLength: 4096, description: "The block device's stable link (by-id), from the spec." }),
+    ),
     path: Type.String({ maxLength: 4096, description: "The member as zpool status names it." }),
-    section: Type.Union(["data", "logs", "cache", "spares", "special", "dedup"].map((s) => Type.Literal(s)), {
-      description: "Where the member sits: data vdevs, write cache (logs), read cache, spares.",
+    section: Type.Union(
+      ["data", "logs", "cache", "spares", "special", "dedup"].map((s) => Type.Literal(s)),
+      {
+        description: "Where the member sits: data vdevs, write cache (logs), read cache, spares.",
+      },
+    ),
+    state: Type.String({
+      description:
+        "ONLINE, DEGRADED, FAULTED, OFFLINE, UNAVAIL, REMOVED (AVAIL, INUSE for spares), as zpool prints it.",
     }),
-    state: Type.String({ description: "ONLINE, DEGRADED, FAULTED, OFFLINE, UNAVAIL, REMOVED (AVAIL, INUSE for spares), as zpool prints it." }),
     readErrors: ErrorCount("Read"),
     writeErrors: ErrorCount("Write"),
     checksumErrors: ErrorCount("Checksum"),
-    note: Type.Optional(Type.String({ maxLength: 1024, description: "What zpool prints after the counts: cannot open, (resilvering)..." })),
+    note: Type.Optional(
+      Type.String({
+        maxLength: 1024,
+        description: "What zpool prints after the counts: cannot open, (resilvering)...",
+      }),
+    ),
   },
   closed,
 );
@@ -324,14 +420,36 @@ export const SCRUB_STATES = ["Scrubbing", "Finished", "Canceled"] as const;
 export const ScrubStatusSchema = Type.Object(
   {
     state: Type.Optional(
-      Type.Union(SCRUB_STATES.map((s) => Type.Literal(s)), { description: "The pool's last scrub: running, finished, or stopped before the end." }),
+      Type.Union(
+        SCRUB_STATES.map((s) => Type.Literal(s)),
+        { description: "The pool's last scrub: running, finished, or stopped before the end." },
+      ),
     ),
-    lastStartTime: Type.Optional(Type.String({ format: "date-time", description: "When the last scrub started, when known." })),
-    lastEndTime: Type.Optional(Type.String({ format: "date-time", description: "When the last scrub finished or was stopped: the next is due an interval later." })),
-    progress: Type.Optional(Type.String({ maxLength: 16, description: "How far the running scrub is, as zpool prints it (42.17%)." })),
+    lastStartTime: Type.Optional(
+      Type.String({ format: "date-time", description: "When the last scrub started, when known." }),
+    ),
+    lastEndTime: Type.Optional(
+      Type.String({
+        format: "date-time",
+        description: "When the last scrub finished or was stopped: the next is due an interval later.",
+      }),
+    ),
+    progress: Type.Optional(
+      Type.String({
+        maxLength: 16,
+        description: "How far the running scrub is, as zpool prints it (42.17%).",
+      }),
+    ),
     repairedBytes: Type.Optional(Type.Integer({ minimum: 0, description: "Bytes the last scrub repaired." })),
-    errors: Type.Optional(Type.Integer({ minimum: 0, description: "Errors the last scrub found and could not repair (zpool status -v names the files)." })),
-    waiting: Type.Optional(Type.String({ maxLength: 1024, description: "Why a scrub that is due has not started." })),
+    errors: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        description: "Errors the last scrub found and could not repair (zpool status -v names the files).",
+      }),
+    ),
+    waiting: Type.Optional(
+      Type.String({ maxLength: 1024, description: "Why a scrub that is due has not started." }),
+    ),
   },
   { ...closed, description: "Scheduled scrubs (poolConfig.scrub), from the node daemon." },
 );
@@ -347,16 +465,20 @@ export const CSPIStatusSchema = Type.Object(
     devices: Type.Optional(
       Type.Array(DeviceHealthSchema, {
         maxItems: LIMITS.raidGroupsPerPool * LIMITS.blockDevicesPerGroup,
-        description: "Every device of the imported pool with its state and error counts (zpool status), from the node daemon.",
+        description:
+          "Every device of the imported pool with its state and error counts (zpool status), from the node daemon.",
       }),
     ),
     scrub: Type.Optional(ScrubStatusSchema),
     conditions: Type.Optional(Conditions),
-    lastUpdateTime: Type.Optional(Type.String({ format: "date-time", description: "Node daemon heartbeat." })),
+    lastUpdateTime: Type.Optional(
+      Type.String({ format: "date-time", description: "Node daemon heartbeat." }),
+    ),
     pendingRollout: Type.Optional(
       Type.String({
         maxLength: 64,
-        description: "Hash of the pool pod template cspi-sync wants while the pod still runs another; the rollout permit names it.",
+        description:
+          "Hash of the pool pod template cspi-sync wants while the pod still runs another; the rollout permit names it.",
       }),
     ),
     poolName: Type.Optional(Type.String({ description: "The zpool's name on the node." })),
@@ -407,7 +529,9 @@ export const BlockDeviceSpecSchema = Type.Object(
   {
     path: Type.Optional(Type.String()),
     devlinks: Type.Optional(
-      Type.Array(Type.Object({ kind: Type.Optional(Type.String()), links: Type.Optional(Type.Array(Type.String())) })),
+      Type.Array(
+        Type.Object({ kind: Type.Optional(Type.String()), links: Type.Optional(Type.Array(Type.String())) }),
+      ),
     ),
     capacity: Type.Optional(Type.Object({ storage: Type.Optional(Type.Integer({ minimum: 0 })) })),
     filesystem: Type.Optional(

@@ -8,9 +8,11 @@ const NAME = "cstor-storage-class";
 const LABEL = `'${PROVISIONING.classLabel}'`;
 const list = (values: readonly string[]): string => `[${values.map((v) => `'${v}'`).join(", ")}]`;
 /** The class's value of our label, '' when it has none. */
-const labelOf = (object: string): string => `(has(${object}.metadata.labels) && ${LABEL} in ${object}.metadata.labels ? ${object}.metadata.labels[${LABEL}] : '')`;
+const labelOf = (object: string): string =>
+  `(has(${object}.metadata.labels) && ${LABEL} in ${object}.metadata.labels ? ${object}.metadata.labels[${LABEL}] : '')`;
 const where = "'StorageClass ' + object.metadata.name";
-const replace = "' (a class\\'s provisioner and parameters cannot be edited: fix the manifest and apply it again)'";
+const replace =
+  "' (a class\\'s provisioner and parameters cannot be edited: fix the manifest and apply it again)'";
 
 export function storageClassPolicy(): object[] {
   const p = "variables.parameters";
@@ -52,11 +54,23 @@ export function storageClassPolicy(): object[] {
       spec: {
         failurePolicy: "Ignore",
         matchConstraints: {
-          resourceRules: [{ apiGroups: ["storage.k8s.io"], apiVersions: ["*"], operations: ["CREATE", "UPDATE"], resources: ["storageclasses"] }],
+          resourceRules: [
+            {
+              apiGroups: ["storage.k8s.io"],
+              apiVersions: ["*"],
+              operations: ["CREATE", "UPDATE"],
+              resources: ["storageclasses"],
+            },
+          ],
         },
         // Only the label can change after creation. An UPDATE that leaves it alone (Metacontroller's finalizer
         // and annotation writes) is never judged, so a class stored before this policy is still served and let go.
-        matchConditions: [{ name: "created-or-relabelled", expression: `request.operation == 'CREATE' || ${labelOf("object")} != ${labelOf("oldObject")}` }],
+        matchConditions: [
+          {
+            name: "created-or-relabelled",
+            expression: `request.operation == 'CREATE' || ${labelOf("object")} != ${labelOf("oldObject")}`,
+          },
+        ],
         variables: [
           { name: "ours", expression: `object.provisioner == '${PROVISIONING.provisioner}'` },
           { name: "labelled", expression: `${labelOf("object")} == '${PROVISIONING.classLabelValue}'` },

@@ -5,19 +5,18 @@
 import { Type } from "@sinclair/typebox";
 import { CVC_SPEC_RULES } from "./cel.js";
 import { LIMITS } from "./constants.js";
-import {
-  Conditions,
-  resource,
-  ResourceRequirementsSchema,
-  StringMap,
-  TolerationSchema,
-} from "./schema.js";
+import { Conditions, resource, ResourceRequirementsSchema, StringMap, TolerationSchema } from "./schema.js";
 
 const closed = { additionalProperties: false } as const;
 
 /** A capacity as a Kubernetes quantity string ("10Gi"), the form users write and kubectl prints. */
 const Quantity = (description: string) =>
-  Type.String({ minLength: 1, maxLength: 64, pattern: "^[0-9]+(\\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$", description });
+  Type.String({
+    minLength: 1,
+    maxLength: 64,
+    pattern: "^[0-9]+(\\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$",
+    description,
+  });
 
 const ObjectName = (description: string) => Type.String({ minLength: 1, maxLength: 253, description });
 
@@ -39,11 +38,16 @@ export const CVCSpecSchema = Type.Object(
   {
     capacity: Quantity("Size of the volume. It can grow, never shrink."),
     cstorPoolCluster: ObjectName("The CStorPoolCluster whose pools hold the replicas (same namespace)."),
-    replicaCount: Type.Integer({ minimum: 1, maximum: LIMITS.replicasPerVolume, description: "Number of replicas." }),
+    replicaCount: Type.Integer({
+      minimum: 1,
+      maximum: LIMITS.replicasPerVolume,
+      description: "Number of replicas.",
+    }),
     pinnedPools: Type.Optional(
       Type.Array(ObjectName("A CStorPoolInstance name."), {
         maxItems: LIMITS.replicasPerVolume,
-        description: "Pools that must hold the replicas (CStorPoolInstance names). Empty: chosen by placement.",
+        description:
+          "Pools that must hold the replicas (CStorPoolInstance names). Empty: chosen by placement.",
       }),
     ),
     target: Type.Optional(VolumeTargetSpecSchema),
@@ -57,7 +61,9 @@ export const SkippedPoolSchema = Type.Object(
   {
     name: Type.String({ description: "The CStorPoolInstance." }),
     node: Type.Optional(Type.String()),
-    reason: Type.String({ description: "Machine-readable, e.g. NotOnline, ReadOnly, PodUnavailable, NoCapacity." }),
+    reason: Type.String({
+      description: "Machine-readable, e.g. NotOnline, ReadOnly, PodUnavailable, NoCapacity.",
+    }),
     message: Type.String(),
   },
   closed,
@@ -85,12 +91,16 @@ export const CVCStatusSchema = Type.Object(
         ),
         {
           maxItems: LIMITS.replicasPerVolume + 1,
-          description: "Replicas added to a volume that has data, until the target confirms they caught up (docs/volumes.md).",
+          description:
+            "Replicas added to a volume that has data, until the target confirms they caught up (docs/volumes.md).",
         },
       ),
     ),
     replicasToMove: Type.Optional(
-      Type.Integer({ minimum: 0, description: "Replicas still on pools marked for removal; absent when none." }),
+      Type.Integer({
+        minimum: 0,
+        description: "Replicas still on pools marked for removal; absent when none.",
+      }),
     ),
     capacity: Type.Optional(Type.String({ description: "The capacity every replica has reached." })),
     skippedPools: Type.Optional(
@@ -117,7 +127,8 @@ export const CVSpecSchema = Type.Object(
     replicationFactor: Type.Integer({
       minimum: 1,
       maximum: LIMITS.replicasPerVolume + 1,
-      description: "Replicas that are not rebuilding (one more than desiredReplicationFactor while a replica moves).",
+      description:
+        "Replicas that are not rebuilding (one more than desiredReplicationFactor while a replica moves).",
     }),
     consistencyFactor: Type.Integer({
       minimum: 1,

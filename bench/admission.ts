@@ -41,7 +41,9 @@ export function fleetFacts(cluster: readonly KubeObject[], operation: AdmissionO
  */
 export function admissionReview(pools: number, operation: AdmissionOperation): unknown {
   const stored = fleetRequest({ pools }).parent;
-  const proposed = structuredClone(stored) as KubeObject & { spec: { pools: { poolConfig?: Record<string, unknown> }[] } };
+  const proposed = structuredClone(stored) as KubeObject & {
+    spec: { pools: { poolConfig?: Record<string, unknown> }[] };
+  };
   if (operation === "UPDATE") {
     proposed.metadata.generation = (stored.metadata.generation ?? 1) + 1;
     proposed.spec.pools[0].poolConfig = { ...proposed.spec.pools[0].poolConfig, compression: "off" };

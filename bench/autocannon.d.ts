@@ -21,7 +21,10 @@ declare module "autocannon" {
   }
 
   interface Instance extends EventEmitter {
-    on(event: "response", listener: (client: unknown, statusCode: number, resBytes: number, responseTimeMs: number) => void): this;
+    on(
+      event: "response",
+      listener: (client: unknown, statusCode: number, resBytes: number, responseTimeMs: number) => void,
+    ): this;
     on(event: "reqError", listener: (error: Error) => void): this;
     stop(): void;
   }

@@ -13,7 +13,10 @@ const KINDS: { kind: string; matches: (cmdline: string) => boolean }[] = [
   { kind: "Metacontroller", matches: (c) => /(^|\/)metacontroller\0/.test(c) },
   { kind: "kube-apiserver", matches: (c) => c.includes("kube-apiserver") },
   { kind: "etcd", matches: (c) => /(^|\/)etcd\0/.test(c) },
-  { kind: "zfs-fuse", matches: (c) => c.includes("zfs-fuse\0") && !c.includes("--pidfile\0/run/zfs-fuse.pid") },
+  {
+    kind: "zfs-fuse",
+    matches: (c) => c.includes("zfs-fuse\0") && !c.includes("--pidfile\0/run/zfs-fuse.pid"),
+  },
 ];
 export const BENCHMARK_KIND = "benchmark";
 export const CENSUS_KINDS = [...KINDS.map((k) => k.kind), BENCHMARK_KIND];
@@ -31,7 +34,10 @@ export function takeCensus(): CpuCensus {
     const pid = Number(entry);
     if (!Number.isInteger(pid)) continue;
     try {
-      const kind = pid === process.pid ? BENCHMARK_KIND : KINDS.find((k) => k.matches(readFileSync(`/proc/${pid}/cmdline`, "latin1")))?.kind;
+      const kind =
+        pid === process.pid
+          ? BENCHMARK_KIND
+          : KINDS.find((k) => k.matches(readFileSync(`/proc/${pid}/cmdline`, "latin1")))?.kind;
       if (!kind) continue;
       const { own, children } = cpuTimes(pid);
       processes.set(pid, { kind, ms: own + children });
@@ -43,7 +49,10 @@ export function takeCensus(): CpuCensus {
 }
 
 /** CPU ms per kind between two censuses (a process seen only at the end counts from zero), and the machine's. */
-export function cpuBetween(before: CpuCensus, after: CpuCensus): { byKind: Record<string, number>; machineMs: number } {
+export function cpuBetween(
+  before: CpuCensus,
+  after: CpuCensus,
+): { byKind: Record<string, number>; machineMs: number } {
   const byKind: Record<string, number> = Object.fromEntries(CENSUS_KINDS.map((k) => [k, 0]));
   for (const [pid, now] of after.processes) byKind[now.kind] += now.ms - (before.processes.get(pid)?.ms ?? 0);
   return { byKind, machineMs: after.machineBusyMs - before.machineBusyMs };
@@ -51,6 +60,11 @@ export function cpuBetween(before: CpuCensus, after: CpuCensus): { byKind: Recor
 
 function machineBusyMs(): number {
   // cpu  user nice system idle iowait irq softirq steal guest guest_nice, in clock ticks.
-  const [user, nice, system, , , irq, softirq, steal] = readFileSync("/proc/stat", "utf8").split("\n")[0].trim().split(/\s+/).slice(1).map(Number);
+  const [user, nice, system, , , irq, softirq, steal] = readFileSync("/proc/stat", "utf8")
+    .split("\n")[0]
+    .trim()
+    .split(/\s+/)
+    .slice(1)
+    .map(Number);
   return ticksToMs(user + nice + system + irq + softirq + steal);
 }

@@ -22,7 +22,12 @@ export async function runDaemon(options: DaemonOptions): Promise<DaemonResults> 
   await compileProcesses();
   return runToEnd<DaemonResults>(
     "node-daemon.js",
-    { BENCH_DAEMON_CONVERGE_REPS: String(options.convergeReps), BENCH_DAEMON_REPS: String(options.reps), BENCH_DAEMON_POOLS: options.pools.join(","), BENCH_DAEMON_IDLE_MS: String(options.idleMs) },
+    {
+      BENCH_DAEMON_CONVERGE_REPS: String(options.convergeReps),
+      BENCH_DAEMON_REPS: String(options.reps),
+      BENCH_DAEMON_POOLS: options.pools.join(","),
+      BENCH_DAEMON_IDLE_MS: String(options.idleMs),
+    },
     options.progress,
     10 * 60_000,
   );
@@ -65,11 +70,23 @@ export function daemonTables(results: DaemonResults): Table[] {
   return [
     {
       title: `Node daemon: converging a change on zfs-fuse (the run of median overhead, of ${results.create.length})`,
-      headers: ["change", "wall ms", "zpool/zfs commands ms", "daemon's own ms", "overhead", "overhead range", "daemon CPU ms", "commands run"],
+      headers: [
+        "change",
+        "wall ms",
+        "zpool/zfs commands ms",
+        "daemon's own ms",
+        "overhead",
+        "overhead range",
+        "daemon CPU ms",
+        "commands run",
+      ],
       rows: [
         converge("create: CSPI of 2 mirror groups (4 sparse files) applied → status ONLINE", results.create),
         converge("expansion: a third mirror group added → status shows the new capacity", results.expand),
-        converge("replacement: a mirror member swapped for a new device → status shows the replacement done", results.replace),
+        converge(
+          "replacement: a mirror member swapped for a new device → status shows the replacement done",
+          results.replace,
+        ),
       ],
       notes: [
         "Wall time runs from the CSPI's change in the (in-memory) API to the daemon's status patch that shows the result; the commands run one after another, so wall − commands = the daemon's own time (watch dispatch, device inspection, planning, reporting).",
@@ -78,16 +95,46 @@ export function daemonTables(results: DaemonResults): Table[] {
     },
     {
       title: `Node daemon: one status refresh (daemon.resync(), run every 30 s), median of ${results.refresh[0]?.runs.length ?? 0}`,
-      headers: ["pools", "wall ms", "wall ms/pool", "commands", "zpool/zfs commands ms", "daemon CPU ms", "daemon CPU ms/pool", "commands' CPU ms", "commands run"],
+      headers: [
+        "pools",
+        "wall ms",
+        "wall ms/pool",
+        "commands",
+        "zpool/zfs commands ms",
+        "daemon CPU ms",
+        "daemon CPU ms/pool",
+        "commands' CPU ms",
+        "commands run",
+      ],
       rows: results.refresh.map((r) => {
         const w = medianRun(r.runs, (x) => x.wallMs);
-        return [r.pools, num(w.wallMs), num(w.wallMs / r.pools), w.commands, num(w.commandMs), num(w.ownCpuMs), num(w.ownCpuMs / r.pools), num(w.commandCpuMs), byCommand(w)];
+        return [
+          r.pools,
+          num(w.wallMs),
+          num(w.wallMs / r.pools),
+          w.commands,
+          num(w.commandMs),
+          num(w.ownCpuMs),
+          num(w.ownCpuMs / r.pools),
+          num(w.commandCpuMs),
+          byCommand(w),
+        ];
       }),
-      notes: ["Passes for different pools run concurrently, so commands ms (summed) can exceed wall ms. Commands' CPU is that of the zpool/zfs processes themselves (zfs-fuse's own work is in its daemon, not counted)."],
+      notes: [
+        "Passes for different pools run concurrently, so commands ms (summed) can exceed wall ms. Commands' CPU is that of the zpool/zfs processes themselves (zfs-fuse's own work is in its daemon, not counted).",
+      ],
     },
     {
       title: `Node daemon idle: ${num((results.idle[0]?.window.wallMs ?? 0) / 1000)} s windows (status heartbeat every 30 s)`,
-      headers: ["pools", "daemon CPU ms", "daemon CPU (% of one core)", "commands run", "commands' CPU ms", "RSS MB", "peak RSS MB"],
+      headers: [
+        "pools",
+        "daemon CPU ms",
+        "daemon CPU (% of one core)",
+        "commands run",
+        "commands' CPU ms",
+        "RSS MB",
+        "peak RSS MB",
+      ],
       rows: results.idle.map((i) => [
         i.pools,
         num(i.window.ownCpuMs),
@@ -97,7 +144,9 @@ export function daemonTables(results: DaemonResults): Table[] {
         num(i.rssMiB),
         num(i.peakRssMiB),
       ]),
-      notes: [`Daemon RSS at start: ${num(results.startRssMiB)} MB. Peak RSS is the process's high-water mark since start (creating and refreshing pools included).`],
+      notes: [
+        `Daemon RSS at start: ${num(results.startRssMiB)} MB. Peak RSS is the process's high-water mark since start (creating and refreshing pools included).`,
+      ],
     },
   ];
 }
@@ -120,7 +169,10 @@ export function daemonOverheads(results: DaemonResults): DaemonSummary {
     create: overhead(medianRun(results.create, overhead)),
     expand: overhead(medianRun(results.expand, overhead)),
     replace: overhead(medianRun(results.replace, overhead)),
-    commandsPerRefresh: results.refresh.map((r) => ({ pools: r.pools, commands: medianRun(r.runs, (x) => x.wallMs).commands })),
+    commandsPerRefresh: results.refresh.map((r) => ({
+      pools: r.pools,
+      commands: medianRun(r.runs, (x) => x.wallMs).commands,
+    })),
     idle: results.idle.map((i) => ({ pools: i.pools, cpu: idleCpu(i) })),
   };
 }

@@ -11,7 +11,12 @@ import { Watch } from "@kubernetes/client-node";
 import { API_VERSION, KIND, LABEL } from "../api/constants.js";
 import type { CSPI } from "../api/types.js";
 import { HookServer, metacontrollerFor, NS, type Metacontroller } from "../test/chaos/parts.js";
-import { installProject, keepPlayingNdmAndKubelet, ownCluster, type OwnCluster } from "../test/support/kube.js";
+import {
+  installProject,
+  keepPlayingNdmAndKubelet,
+  ownCluster,
+  type OwnCluster,
+} from "../test/support/kube.js";
 import { DaemonProcess, shippedDaemonEnv } from "../test/support/node-daemon-process.js";
 import { startNode, type ZfsNode } from "../test/support/zfs-node.js";
 import { blockDeviceName, ndmBlockDevice, nodeObject, requireZfs, ZfsSandbox } from "../testkit/zfs.js";
@@ -76,7 +81,10 @@ export interface E2eResults {
   failed: { pools: number; error: string }[];
 }
 
-export async function runE2e(options: { pools: number[]; progress: (line: string) => void }): Promise<E2eResults> {
+export async function runE2e(options: {
+  pools: number[];
+  progress: (line: string) => void;
+}): Promise<E2eResults> {
   requireZfs();
   const results: E2eResults = { runs: [], failed: [] };
   for (const pools of options.pools) {
@@ -105,7 +113,9 @@ async function runSize(count: number, progress: (line: string) => void): Promise
     const env = await shippedDaemonEnv(cluster, NS);
     const identity = await cluster.serviceAccount(NS, "cstor-pool-node");
     const nodeName = (i: number) => `bench-${sandbox.id}-${i}`;
-    progress(`e2e ${count} pool(s): starting ${count} node(s), each its own zfs-fuse and node daemon (${metacontroller.description})`);
+    progress(
+      `e2e ${count} pool(s): starting ${count} node(s), each its own zfs-fuse and node daemon (${metacontroller.description})`,
+    );
     for (let first = 0; first < count; first += START_BATCH) {
       const batch = Array.from({ length: Math.min(START_BATCH, count - first) }, (_, k) => first + k);
       nodes.push(
@@ -131,7 +141,9 @@ async function runSize(count: number, progress: (line: string) => void): Promise
       nodeObject(nodeName(i)),
       ...n.devices.map((path) => ndmBlockDevice(path, nodeName(i), DEVICE_MIB, NS)),
     ]);
-    await cluster.kubectl(["apply", "--server-side", "-f", "-"], { input: objects.map((o) => JSON.stringify(o)).join("\n") });
+    await cluster.kubectl(["apply", "--server-side", "-f", "-"], {
+      input: objects.map((o) => JSON.stringify(o)).join("\n"),
+    });
 
     const cspc = `bench-${sandbox.id}`;
     const manifest = join(sandbox.dir, "cspc.json");
@@ -145,7 +157,12 @@ async function runSize(count: number, progress: (line: string) => void): Promise
           spec: {
             pools: nodes.map((n, i) => ({
               nodeSelector: { [LABEL.hostname]: nodeName(i) },
-              raidGroups: n.devices.slice(0, devicesPerPool).map((path) => ({ type: "stripe", blockDevices: [{ blockDeviceName: blockDeviceName(path) }] })),
+              raidGroups: n.devices
+                .slice(0, devicesPerPool)
+                .map((path) => ({
+                  type: "stripe",
+                  blockDevices: [{ blockDeviceName: blockDeviceName(path) }],
+                })),
             })),
           },
         }),
@@ -160,7 +177,8 @@ async function runSize(count: number, progress: (line: string) => void): Promise
         const host = cspi.spec.hostName;
         if (!seen.has(host) && cspi.spec.raidGroups.length === devicesPerPool) seen.set(host, now);
         const dataDevices = (cspi.status?.devices ?? []).filter((d) => d.section === "data").length;
-        if (!done.has(host) && cspi.status?.phase === "ONLINE" && dataDevices === devicesPerPool) done.set(host, now);
+        if (!done.has(host) && cspi.status?.phase === "ONLINE" && dataDevices === devicesPerPool)
+          done.set(host, now);
         return done.size === count;
       });
       const readingsBefore = await readServers(hooks.process.url, cluster);
@@ -168,7 +186,10 @@ async function runSize(count: number, progress: (line: string) => void): Promise
       const applied = Date.now();
       progress.since(applied);
       await cluster.kubectl(["apply", "-f", manifest]);
-      await progress.finished(PHASE_LIMIT_MS, () => `e2e ${count} pools, zpool ${subcommand}: ${done.size} of ${count} CSPIs done`);
+      await progress.finished(
+        PHASE_LIMIT_MS,
+        () => `e2e ${count} pools, zpool ${subcommand}: ${done.size} of ${count} CSPIs done`,
+      );
       const wallMs = Math.max(...done.values());
       const cpu = cpuBetween(census, takeCensus());
       const servers = serverWork(readingsBefore, await readServers(hooks.process.url, cluster));
@@ -188,7 +209,9 @@ async function runSize(count: number, progress: (line: string) => void): Promise
 
     progress(`e2e ${count} pool(s): kubectl apply of the CSPC`);
     const create = await phase(1, "create");
-    progress(`e2e ${count} pool(s): every CSPI ONLINE in ${num(create.wallMs)} ms; adding a device to every pool`);
+    progress(
+      `e2e ${count} pool(s): every CSPI ONLINE in ${num(create.wallMs)} ms; adding a device to every pool`,
+    );
     const expand = await phase(2, "add");
     progress(`e2e ${count} pool(s): every pool expanded in ${num(expand.wallMs)} ms`);
     return { pools: count, metacontroller: metacontroller.description, create, expand };
@@ -218,7 +241,11 @@ async function runSize(count: number, progress: (line: string) => void): Promise
 async function watchCspis(cluster: OwnCluster, cspc: string, observe: (cspi: CSPI, ms: number) => boolean) {
   const base = `/apis/${API_VERSION}/namespaces/${NS}/cstorpoolinstances`;
   const labelSelector = `${LABEL.cspc}=${cspc}`;
-  const listed = await cluster.request(cluster.admin, "GET", `${base}?labelSelector=${encodeURIComponent(labelSelector)}`);
+  const listed = await cluster.request(
+    cluster.admin,
+    "GET",
+    `${base}?labelSelector=${encodeURIComponent(labelSelector)}`,
+  );
   let start = Date.now();
   let settle!: (error?: Error) => void;
   const ended = new Promise<Error | undefined>((resolve) => (settle = resolve));
@@ -226,7 +253,8 @@ async function watchCspis(cluster: OwnCluster, cspc: string, observe: (cspi: CSP
     base,
     { labelSelector, resourceVersion: listed.body.metadata.resourceVersion },
     (type, object) => {
-      if (type === "ERROR") settle(new Error(`the CSPI watch failed: ${JSON.stringify(object).slice(0, 300)}`));
+      if (type === "ERROR")
+        settle(new Error(`the CSPI watch failed: ${JSON.stringify(object).slice(0, 300)}`));
       else if (type !== "DELETED" && observe(object as CSPI, Date.now() - start)) settle();
     },
     (error) => settle(error ?? new Error("the apiserver ended the CSPI watch")),
@@ -236,7 +264,10 @@ async function watchCspis(cluster: OwnCluster, cspc: string, observe: (cspi: CSP
       start = ms;
     },
     async finished(limitMs: number, status: () => string): Promise<void> {
-      const timer = setTimeout(() => settle(new Error(`not done after ${limitMs / 60_000} minutes`)), limitMs);
+      const timer = setTimeout(
+        () => settle(new Error(`not done after ${limitMs / 60_000} minutes`)),
+        limitMs,
+      );
       const error = await ended;
       clearTimeout(timer);
       watching.abort();
@@ -257,7 +288,14 @@ async function readServers(hookUrl: string, cluster: OwnCluster): Promise<Readin
 }
 
 /** How many of each kind of work a server did between two readings, and what they took (ms or bytes); the largest first. */
-function work(before: string, after: string, countMetric: string, amountMetric: string, by: string[], amountScale: number): Work[] {
+function work(
+  before: string,
+  after: string,
+  countMetric: string,
+  amountMetric: string,
+  by: string[],
+  amountScale: number,
+): Work[] {
   const counts = growth(sumsBy(after, countMetric, by), sumsBy(before, countMetric, by));
   const amounts = growth(sumsBy(after, amountMetric, by), sumsBy(before, amountMetric, by));
   return [...counts]
@@ -265,14 +303,36 @@ function work(before: string, after: string, countMetric: string, amountMetric: 
     .sort((a, b) => b.amount - a.amount || a.what.localeCompare(b.what));
 }
 
-function serverWork(before: Readings, after: Readings): Pick<E2ePhase, "hooks" | "apiRequests" | "watchEvents"> {
+function serverWork(
+  before: Readings,
+  after: Readings,
+): Pick<E2ePhase, "hooks" | "apiRequests" | "watchEvents"> {
   return {
-    hooks: work(before.hookServer, after.hookServer, "cstor_hook_duration_seconds_count", "cstor_hook_duration_seconds_sum", ["hook"], 1000),
-    // A WATCH's duration is its whole life, recorded when it ends: counted (watches opened), not timed.
-    apiRequests: work(before.apiserver, after.apiserver, "apiserver_request_total", "apiserver_request_duration_seconds_sum", ["verb", "resource", "subresource"], 1000).map((w) =>
-      w.what.startsWith("WATCH") ? { ...w, amount: 0 } : w,
+    hooks: work(
+      before.hookServer,
+      after.hookServer,
+      "cstor_hook_duration_seconds_count",
+      "cstor_hook_duration_seconds_sum",
+      ["hook"],
+      1000,
     ),
-    watchEvents: work(before.apiserver, after.apiserver, "apiserver_watch_events_total", "apiserver_watch_events_sizes_sum", ["kind", "resource"], 1),
+    // A WATCH's duration is its whole life, recorded when it ends: counted (watches opened), not timed.
+    apiRequests: work(
+      before.apiserver,
+      after.apiserver,
+      "apiserver_request_total",
+      "apiserver_request_duration_seconds_sum",
+      ["verb", "resource", "subresource"],
+      1000,
+    ).map((w) => (w.what.startsWith("WATCH") ? { ...w, amount: 0 } : w)),
+    watchEvents: work(
+      before.apiserver,
+      after.apiserver,
+      "apiserver_watch_events_total",
+      "apiserver_watch_events_sizes_sum",
+      ["kind", "resource"],
+      1,
+    ),
   };
 }
 
@@ -282,7 +342,8 @@ function isZpool(c: TimedInvocation, subcommand: string): boolean {
   return at >= 0 && c.args[at + 1] === subcommand;
 }
 
-const median = (values: number[]): number => [...values].sort((a, b) => a - b)[Math.floor((values.length - 1) / 2)];
+const median = (values: number[]): number =>
+  [...values].sort((a, b) => a - b)[Math.floor((values.length - 1) / 2)];
 const max = (values: number[]): number => Math.max(...values);
 const sum = (values: number[]): number => values.reduce((a, b) => a + b, 0);
 
@@ -295,18 +356,42 @@ export function e2eTables(results: E2eResults): Table[] {
   /** Rows for every phase of every size, creates first; `row` gives a phase's rows after its label. */
   const perPhase = (row: (phase: E2ePhase) => string[][]) =>
     (["create", "expand"] as const).flatMap((name) =>
-      results.runs.flatMap((run) => row(run[name]).map((cells) => [`${name}, ${run.pools} pool${run.pools === 1 ? "" : "s"}`, ...cells])),
+      results.runs.flatMap((run) =>
+        row(run[name]).map((cells) => [`${name}, ${run.pools} pool${run.pools === 1 ? "" : "s"}`, ...cells]),
+      ),
     );
-  const top = (items: Work[], n: number, unit: (w: Work) => string) => items.slice(0, n).map((w) => `${w.what} ${w.count} (${unit(w)})`).join("; ");
+  const top = (items: Work[], n: number, unit: (w: Work) => string) =>
+    items
+      .slice(0, n)
+      .map((w) => `${w.what} ${w.count} (${unit(w)})`)
+      .join("; ");
   const mb = (bytes: number) => `${num(bytes / 1e6)} MB`;
   const who = results.runs[0]?.metacontroller ?? "";
   return [
     {
-      title: "End to end: kubectl apply of a CSPC (one pool per node, each node its own zfs-fuse and node daemon) until every CSPI is ONLINE, and a device added to every pool until every CSPI shows it",
-      headers: ["phase", "wall ms", "slowest zpool ms", "sum of zpool ms", "wall ÷ slowest", "wall ÷ sum", "overhead ms (wall − slowest)"],
+      title:
+        "End to end: kubectl apply of a CSPC (one pool per node, each node its own zfs-fuse and node daemon) until every CSPI is ONLINE, and a device added to every pool until every CSPI shows it",
+      headers: [
+        "phase",
+        "wall ms",
+        "slowest zpool ms",
+        "sum of zpool ms",
+        "wall ÷ slowest",
+        "wall ÷ sum",
+        "overhead ms (wall − slowest)",
+      ],
       rows: perPhase((p) => {
         const zpool = p.pools.map((t) => t.zpoolMs);
-        return [[num(p.wallMs), num(max(zpool)), num(sum(zpool)), `${num(p.wallMs / max(zpool))}x`, `${num(p.wallMs / sum(zpool))}x`, num(overheadMs(p))]];
+        return [
+          [
+            num(p.wallMs),
+            num(max(zpool)),
+            num(sum(zpool)),
+            `${num(p.wallMs / max(zpool))}x`,
+            `${num(p.wallMs / sum(zpool))}x`,
+            num(overheadMs(p)),
+          ],
+        ];
       }),
       notes: [
         ...results.failed.map((f) => `Not measured at ${f.pools} pools: ${f.error}`),
@@ -315,34 +400,75 @@ export function e2eTables(results: E2eResults): Table[] {
     },
     {
       title: "End to end: where each pool's time goes, ms, median / max over the pools",
-      headers: ["phase", "apply → CSPI seen with the spec", "CSPI seen → zpool starts", "zpool", "zpool done → CSPI seen done"],
+      headers: [
+        "phase",
+        "apply → CSPI seen with the spec",
+        "CSPI seen → zpool starts",
+        "zpool",
+        "zpool done → CSPI seen done",
+      ],
       rows: perPhase(({ pools }) => {
-        const stage = (f: (t: PoolTimeline) => number) => `${num(median(pools.map(f)))} / ${num(max(pools.map(f)))}`;
-        return [[stage((t) => t.cspiSeenMs), stage((t) => t.zpoolStartMs - t.cspiSeenMs), stage((t) => t.zpoolMs), stage((t) => t.doneMs - (t.zpoolStartMs + t.zpoolMs))]];
+        const stage = (f: (t: PoolTimeline) => number) =>
+          `${num(median(pools.map(f)))} / ${num(max(pools.map(f)))}`;
+        return [
+          [
+            stage((t) => t.cspiSeenMs),
+            stage((t) => t.zpoolStartMs - t.cspiSeenMs),
+            stage((t) => t.zpoolMs),
+            stage((t) => t.doneMs - (t.zpoolStartMs + t.zpoolMs)),
+          ],
+        ];
       }),
       notes: [
         `apply → CSPI seen: kubectl, Metacontroller's syncs and cspc-sync (its own time is in the next table), and the NDM stand-in's ${NDM_ROUND_MS} ms rounds (a pool's claims are bound before its CSPI is made); CSPI seen → zpool starts: the daemon's watch, its observation of the node and its plan; zpool done → done: the daemon's status write. Times are when this benchmark's own watch of the CSPIs received each change.`,
       ],
     },
     {
-      title: "End to end: the hook server's answers during each phase (from its cstor_hook_duration_seconds histogram)",
+      title:
+        "End to end: the hook server's answers during each phase (from its cstor_hook_duration_seconds histogram)",
       headers: ["phase", "hook", "requests", "total ms", "ms per request"],
-      rows: perPhase((p) => p.hooks.map((w) => [w.what, String(w.count), num(w.amount), num(w.amount / w.count)])),
-      notes: ["Every sync Metacontroller asked for between the apply and the last CSPI done: the hooks' share of the wall time is their total against it (the hook server answers one request at a time per connection, several connections at once)."],
+      rows: perPhase((p) =>
+        p.hooks.map((w) => [w.what, String(w.count), num(w.amount), num(w.amount / w.count)]),
+      ),
+      notes: [
+        "Every sync Metacontroller asked for between the apply and the last CSPI done: the hooks' share of the wall time is their total against it (the hook server answers one request at a time per connection, several connections at once).",
+      ],
     },
     {
-      title: "End to end: where the machine's CPU went during each phase, ms (every process of the simulated cluster runs on this one machine)",
-      headers: ["phase", "wall ms", "cores busy (machine CPU ÷ wall)", ...CENSUS_KINDS.map((k) => `${k} ms`), "other ms"],
+      title:
+        "End to end: where the machine's CPU went during each phase, ms (every process of the simulated cluster runs on this one machine)",
+      headers: [
+        "phase",
+        "wall ms",
+        "cores busy (machine CPU ÷ wall)",
+        ...CENSUS_KINDS.map((k) => `${k} ms`),
+        "other ms",
+      ],
       rows: perPhase(({ wallMs, cpu }) => [
-        [num(wallMs), num(cpu.machineMs / wallMs), ...CENSUS_KINDS.map((k) => num(cpu.byKind[k])), num(Math.max(0, cpu.machineMs - sum(Object.values(cpu.byKind))))],
+        [
+          num(wallMs),
+          num(cpu.machineMs / wallMs),
+          ...CENSUS_KINDS.map((k) => num(cpu.byKind[k])),
+          num(Math.max(0, cpu.machineMs - sum(Object.values(cpu.byKind)))),
+        ],
       ]),
       notes: [
         `${BENCHMARK_KIND}: this process (the Metacontroller emulator when no binary is given, the NDM and kubelet stand-in, the polls); node daemons include the commands they waited for (zpool, zfs, the timing wrapper); other: processes that started and ended inside the phase and were not waited for by a counted one (kubectl, the real Metacontroller's children), and the kernel's work for no counted process. A phase whose cores busy nears the machine's core count was limited by the machine, not by waiting.`,
       ],
     },
     {
-      title: "End to end: the apiserver's work during each phase (from its apiserver_request_* and apiserver_watch_events_* metrics)",
-      headers: ["phase", "requests (not WATCH)", "their total ms", "the three that took longest: verb resource subresource count (ms)", "watches opened", "watch events sent", "watch bytes sent", "events by kind"],
+      title:
+        "End to end: the apiserver's work during each phase (from its apiserver_request_* and apiserver_watch_events_* metrics)",
+      headers: [
+        "phase",
+        "requests (not WATCH)",
+        "their total ms",
+        "the three that took longest: verb resource subresource count (ms)",
+        "watches opened",
+        "watch events sent",
+        "watch bytes sent",
+        "events by kind",
+      ],
       rows: perPhase(({ apiRequests, watchEvents }) => {
         const calls = apiRequests.filter((w) => !w.what.startsWith("WATCH"));
         const watches = apiRequests.filter((w) => w.what.startsWith("WATCH"));

@@ -8,12 +8,20 @@ import autocannon from "autocannon";
 import { parseAllDocuments } from "yaml";
 import { parseQuantity } from "../lib/quantity.js";
 import { hookRoutes } from "../hooks/routes.js";
-import { compileProcesses, cpuTimes, MiB, peakRssBytes, resetPeakRss, rssBytes, startServer, type ServerProcess } from "./process.js";
+import {
+  compileProcesses,
+  cpuTimes,
+  MiB,
+  peakRssBytes,
+  resetPeakRss,
+  rssBytes,
+  startServer,
+  type ServerProcess,
+} from "./process.js";
 import { admissionReview, fleetCluster, fleetFacts } from "./admission.js";
 import { BENCH_NOW, cspcSyncRequest, cspiSyncRequest } from "./scenarios.js";
 import { summarize } from "./stats.js";
 import { num, type Table } from "./table.js";
-
 
 export const HTTP_SIZES = [1, 10, 100, 1000];
 /** The admission webhook over HTTP: one review, an edit of a live fleet of this many pools (the API's limit). */
@@ -76,7 +84,10 @@ export interface HttpResults {
 export function hookMemoryRequestMiB(): number {
   const file = new URL("../metacontroller/base/hook-server.yaml", import.meta.url);
   for (const doc of parseAllDocuments(readFileSync(file, "utf8"))) {
-    const object = doc.toJS() as { kind?: string; spec?: { template?: { spec?: { containers?: { resources?: { requests?: { memory?: string } } }[] } } } } | null;
+    const object = doc.toJS() as {
+      kind?: string;
+      spec?: { template?: { spec?: { containers?: { resources?: { requests?: { memory?: string } } }[] } } };
+    } | null;
     if (object?.kind !== "Deployment") continue;
     const memory = object.spec?.template?.spec?.containers?.[0]?.resources?.requests?.memory;
     const quantity = memory === undefined ? undefined : parseQuantity(memory);
@@ -98,7 +109,12 @@ export function httpScenarios(sizes: readonly number[]): HttpScenario[] {
   if (paths.has("/hooks/cspi-sync")) {
     // A decorator's request carries one CSPI and its pool Deployment, nothing of the rest of the fleet: a CSPI
     // of a 1,000-pool fleet sends what one of a 1-pool fleet sends, and Metacontroller sends one per CSPI.
-    scenarios.push({ id: "cspi-sync", label: "cspi-sync, 1 CSPI (of a fleet of any size)", path: "/hooks/cspi-sync", body: json(cspiSyncRequest()) });
+    scenarios.push({
+      id: "cspi-sync",
+      label: "cspi-sync, 1 CSPI (of a fleet of any size)",
+      path: "/hooks/cspi-sync",
+      body: json(cspiSyncRequest()),
+    });
   }
   if (paths.has("/admission/cspc")) {
     scenarios.push({
@@ -112,11 +128,21 @@ export function httpScenarios(sizes: readonly number[]): HttpScenario[] {
 }
 
 async function post(port: number, path: string, body: Buffer): Promise<{ status: number; bytes: Buffer }> {
-  const res = await fetch(`http://127.0.0.1:${port}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body });
+  const res = await fetch(`http://127.0.0.1:${port}${path}`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body,
+  });
   return { status: res.status, bytes: Buffer.from(await res.arrayBuffer()) };
 }
 
-function load(port: number, path: string, body: Buffer, connections: number, amount: number): Promise<{ latencies: number[]; seconds: number; resets: number }> {
+function load(
+  port: number,
+  path: string,
+  body: Buffer,
+  connections: number,
+  amount: number,
+): Promise<{ latencies: number[]; seconds: number; resets: number }> {
   const latencies: number[] = [];
   // From the first request sent to the last answer received: autocannon's own start and stop are left out.
   let firstSent = Infinity;
@@ -124,14 +150,26 @@ function load(port: number, path: string, body: Buffer, connections: number, amo
   const requestErrors = new Set<string>();
   return new Promise((resolve, reject) => {
     const instance = autocannon(
-      { url: `http://127.0.0.1:${port}${path}`, method: "POST", headers: { "content-type": "application/json" }, body, connections, amount, timeout: 30 },
+      {
+        url: `http://127.0.0.1:${port}${path}`,
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body,
+        connections,
+        amount,
+        timeout: 30,
+      },
       (err, result) => {
         if (err) return reject(err);
         // A connection reset now and then is the loaded machine (the server's keep-alive timer firing late as the
         // next request arrives), not the hook: it is counted and shown. A wrong answer, a timeout or many resets fail.
         const failed = result.timeouts + result.non2xx + (result.errors > amount / 20 ? result.errors : 0);
         if (failed > 0) {
-          return reject(new Error(`${path}: ${result.errors} errors (${[...requestErrors].join("; ")}), ${result.timeouts} timeouts, ${result.non2xx} non-2xx answers`));
+          return reject(
+            new Error(
+              `${path}: ${result.errors} errors (${[...requestErrors].join("; ")}), ${result.timeouts} timeouts, ${result.non2xx} non-2xx answers`,
+            ),
+          );
         }
         resolve({ latencies, seconds: (lastAnswered - firstSent) / 1000, resets: result.errors });
       },
@@ -147,16 +185,35 @@ function load(port: number, path: string, body: Buffer, connections: number, amo
   });
 }
 
-async function measure(server: ServerProcess, path: string, body: Buffer, connections: number, amount: number): Promise<LoadResult> {
+async function measure(
+  server: ServerProcess,
+  path: string,
+  body: Buffer,
+  connections: number,
+  amount: number,
+): Promise<LoadResult> {
   const cpuBefore = cpuTimes(server.pid).own;
   const { latencies, seconds, resets } = await load(server.port, path, body, connections, amount);
   const cpu = cpuTimes(server.pid).own - cpuBefore;
   const s = summarize(latencies);
-  return { requests: s.count, seconds, perSecond: s.count / seconds, p50: s.p50, p99: s.p99, cpuPerRequest: cpu / s.count, resets };
+  return {
+    requests: s.count,
+    seconds,
+    perSecond: s.count / seconds,
+    p50: s.p50,
+    p99: s.p99,
+    cpuPerRequest: cpu / s.count,
+    resets,
+  };
 }
 
 /** Warm the JIT, size the runs to about `runMillis` each, then measure with 1 and with 5 connections. */
-async function measureSide(server: ServerProcess, path: string, body: Buffer, runMillis: number): Promise<ServerSide> {
+async function measureSide(
+  server: ServerProcess,
+  path: string,
+  body: Buffer,
+  runMillis: number,
+): Promise<ServerSide> {
   resetPeakRss(server.pid);
   const warm = await load(server.port, path, body, 1, 20);
   const perRequest = summarize(warm.latencies).p50;
@@ -166,7 +223,11 @@ async function measureSide(server: ServerProcess, path: string, body: Buffer, ru
   return { single, parallel, peakRssMiB: peakRssBytes(server.pid) / MiB };
 }
 
-export async function runHttp(options: { sizes: number[]; runMillis: number; progress: (line: string) => void }): Promise<HttpResults> {
+export async function runHttp(options: {
+  sizes: number[];
+  runMillis: number;
+  progress: (line: string) => void;
+}): Promise<HttpResults> {
   options.progress("compiling the measured processes");
   await compileProcesses();
   const scenarios = httpScenarios(options.sizes);
@@ -186,17 +247,38 @@ export async function runHttp(options: { sizes: number[]; runMillis: number; pro
       await withServer("hooks.js", hookEnv, async (hook) => {
         hookIdleRssMiB = Math.max(hookIdleRssMiB, rssBytes(hook.pid) / MiB);
         const first = await post(hook.port, s.path, s.body);
-        if (first.status !== 200) throw new Error(`${s.label}: the hook server answered ${first.status}: ${first.bytes.toString().slice(0, 500)}`);
-        const review = s.path === "/admission/cspc" ? (JSON.parse(first.bytes.toString()) as { response?: { allowed?: boolean } }) : undefined;
-        if (review && review.response?.allowed !== true) throw new Error(`${s.label}: the webhook refused the review: ${first.bytes.toString().slice(0, 500)}`);
+        if (first.status !== 200)
+          throw new Error(
+            `${s.label}: the hook server answered ${first.status}: ${first.bytes.toString().slice(0, 500)}`,
+          );
+        const review =
+          s.path === "/admission/cspc"
+            ? (JSON.parse(first.bytes.toString()) as { response?: { allowed?: boolean } })
+            : undefined;
+        if (review && review.response?.allowed !== true)
+          throw new Error(
+            `${s.label}: the webhook refused the review: ${first.bytes.toString().slice(0, 500)}`,
+          );
         writeFileSync(join(floorDir, `${s.id}.json`), first.bytes);
         const hookSide = await measureSide(hook, s.path, s.body, options.runMillis);
-        const floorSide = await withServer("floor.js", { FLOOR_RESPONSES: floorDir, BENCH_ADMISSION_FACTS: factsFile }, async (floor) => {
-          const floorAnswer = await post(floor.port, `/floor/${s.id}`, s.body);
-          if (floorAnswer.bytes.length !== first.bytes.length) throw new Error(`${s.label}: the floor's answer is not the hook's size`);
-          return measureSide(floor, `/floor/${s.id}`, s.body, options.runMillis);
+        const floorSide = await withServer(
+          "floor.js",
+          { FLOOR_RESPONSES: floorDir, BENCH_ADMISSION_FACTS: factsFile },
+          async (floor) => {
+            const floorAnswer = await post(floor.port, `/floor/${s.id}`, s.body);
+            if (floorAnswer.bytes.length !== first.bytes.length)
+              throw new Error(`${s.label}: the floor's answer is not the hook's size`);
+            return measureSide(floor, `/floor/${s.id}`, s.body, options.runMillis);
+          },
+        );
+        results.push({
+          id: s.id,
+          label: s.label,
+          requestBytes: s.body.length,
+          responseBytes: first.bytes.length,
+          hook: hookSide,
+          floor: floorSide,
         });
-        results.push({ id: s.id, label: s.label, requestBytes: s.body.length, responseBytes: first.bytes.length, hook: hookSide, floor: floorSide });
       });
     }
   } finally {
@@ -211,7 +293,11 @@ export async function runHttp(options: { sizes: number[]; runMillis: number; pro
   };
 }
 
-async function withServer<T>(entry: string, env: Record<string, string>, use: (server: ServerProcess) => Promise<T>): Promise<T> {
+async function withServer<T>(
+  entry: string,
+  env: Record<string, string>,
+  use: (server: ServerProcess) => Promise<T>,
+): Promise<T> {
   const server = await startServer(entry, env);
   try {
     return await use(server);
@@ -264,7 +350,9 @@ export function httpTables(results: HttpResults): Table[] {
         num(r.floor.parallel.cpuPerRequest),
         num(r.hook.peakRssMiB),
         num(r.floor.peakRssMiB),
-        [r.hook, r.floor].flatMap((side) => [side.single.resets, side.parallel.resets]).reduce((a, b) => a + b, 0),
+        [r.hook, r.floor]
+          .flatMap((side) => [side.single.resets, side.parallel.resets])
+          .reduce((a, b) => a + b, 0),
       ]),
       notes: [
         `Requests per run: about ${results.runMillis} ms worth after a 20-request warm-up, at least ${MIN_REQUESTS}. floor÷hook = floor req/s ÷ hook req/s (1 = the hook adds nothing to what express must do anyway).`,

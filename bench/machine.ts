@@ -19,7 +19,9 @@ function cpuModel(): string {
   const cpuinfo = readFileSync("/proc/cpuinfo", "utf8");
   const model = /^model name\s*:\s*(.+)$/m.exec(cpuinfo)?.[1]?.trim();
   const mhz = /^cpu MHz\s*:\s*([\d.]+)$/m.exec(cpuinfo)?.[1];
-  return [model ?? cpus()[0]?.model ?? "unknown", mhz ? `${Math.round(Number(mhz))} MHz` : ""].filter(Boolean).join(", ");
+  return [model ?? cpus()[0]?.model ?? "unknown", mhz ? `${Math.round(Number(mhz))} MHz` : ""]
+    .filter(Boolean)
+    .join(", ");
 }
 
 function caches(): string {

@@ -8,9 +8,23 @@ export function sumsBy(text: string, metric: string, by: string[]): Map<string, 
   for (const line of text.split("\n")) {
     if (!line.startsWith(`${metric}{`)) continue;
     const close = line.lastIndexOf("}");
-    const labels = new Map([...line.slice(metric.length + 1, close).matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map((m) => [m[1], m[2]]));
+    const labels = new Map(
+      [...line.slice(metric.length + 1, close).matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map((m) => [
+        m[1],
+        m[2],
+      ]),
+    );
     const key = by.map((label) => labels.get(label) ?? "").join(" ");
-    sums.set(key, (sums.get(key) ?? 0) + Number(line.slice(close + 1).trim().split(" ")[0]));
+    sums.set(
+      key,
+      (sums.get(key) ?? 0) +
+        Number(
+          line
+            .slice(close + 1)
+            .trim()
+            .split(" ")[0],
+        ),
+    );
   }
   return sums;
 }

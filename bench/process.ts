@@ -22,12 +22,17 @@ export function compileProcesses(): Promise<void> {
   compiled ??= (async () => {
     const tsc = join(ROOT, "node_modules", "typescript", "bin", "tsc");
     try {
-      await promisify(execFile)(process.execPath, [tsc, "-p", join(BENCH_DIR, "tsconfig.processes.json")], { cwd: ROOT, timeout: 120_000 });
+      await promisify(execFile)(process.execPath, [tsc, "-p", join(BENCH_DIR, "tsconfig.processes.json")], {
+        cwd: ROOT,
+        timeout: 120_000,
+      });
     } catch (err) {
       // tsc emits JavaScript despite type errors (work in progress elsewhere); only a missing output is fatal.
       if (!ENTRIES.every((entry) => existsSync(join(PROCESSES, entry)))) throw err;
       const out = (err as { stdout?: string }).stdout ?? "";
-      console.error(`warning: type errors while compiling bench/processes; measuring the emitted JavaScript:\n${out.slice(0, 2000)}`);
+      console.error(
+        `warning: type errors while compiling bench/processes; measuring the emitted JavaScript:\n${out.slice(0, 2000)}`,
+      );
     }
   })();
   return compiled;
@@ -39,7 +44,9 @@ interface Child {
 }
 
 function spawnNode(entry: string, env: Record<string, string>): Child {
-  const profile = process.env.BENCH_PROFILE_DIR ? ["--cpu-prof", "--cpu-prof-dir", process.env.BENCH_PROFILE_DIR] : [];
+  const profile = process.env.BENCH_PROFILE_DIR
+    ? ["--cpu-prof", "--cpu-prof-dir", process.env.BENCH_PROFILE_DIR]
+    : [];
   // Node/V8 flags for the measured processes, e.g. --max-semi-space-size=64 (npm run bench -- --node-flags=...).
   const flags = process.env.BENCH_NODE_FLAGS?.split(" ").filter(Boolean) ?? [];
   const child = spawn(process.execPath, [...flags, ...profile, join(PROCESSES, entry)], {
@@ -82,7 +89,12 @@ export function startServer(entry: string, env: Record<string, string>): Promise
 }
 
 /** Runs a benchmark process of bench/processes to its end: it sends {progress}, then {results} or {error}. */
-export function runToEnd<T>(entry: string, env: Record<string, string>, progress: (line: string) => void, timeoutMs: number): Promise<T> {
+export function runToEnd<T>(
+  entry: string,
+  env: Record<string, string>,
+  progress: (line: string) => void,
+  timeoutMs: number,
+): Promise<T> {
   const { child, stderr } = spawnNode(entry, env);
   return new Promise((resolve, reject) => {
     let settled = false;
@@ -102,7 +114,9 @@ export function runToEnd<T>(entry: string, env: Record<string, string>, progress
       if (message.results) settle(() => resolve(message.results!));
       if (message.error) settle(() => reject(new Error(`${entry} failed: ${message.error}`)));
     });
-    child.once("exit", (code, signal) => settle(() => reject(new Error(`${entry} exited (${code ?? signal}) without results: ${stderr()}`))));
+    child.once("exit", (code, signal) =>
+      settle(() => reject(new Error(`${entry} exited (${code ?? signal}) without results: ${stderr()}`))),
+    );
   });
 }
 
@@ -157,7 +171,10 @@ export function cpuTimes(pid: Pid): { own: number; children: number } {
   // The command name may hold spaces and parentheses: count fields after the last ")". After it come
   // field 3 (state) onwards, so utime, stime, cutime, cstime (fields 14 to 17) are at 11 to 14.
   const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ").map(Number);
+  const fields = stat
+    .slice(stat.lastIndexOf(")") + 2)
+    .split(" ")
+    .map(Number);
   return { own: ticksToMs(fields[11] + fields[12]), children: ticksToMs(fields[13] + fields[14]) };
 }
 

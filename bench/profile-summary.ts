@@ -35,12 +35,16 @@ export function selfTimes(profile: CpuProfile): SelfTime[] {
     if (!frame || frame.functionName === "(idle)") return;
     // The delta before a sample is the time that sample stands for (V8's own convention).
     const micros = profile.timeDeltas[i] ?? 0;
-    const file = frame.url ? `${frame.url.replace(/^.*\/(node_modules\/)/, "$1").replace(/^file:\/\/.*?\/(bench\/\.build\/)?/, "")}:${frame.lineNumber + 1}` : "";
+    const file = frame.url
+      ? `${frame.url.replace(/^.*\/(node_modules\/)/, "$1").replace(/^file:\/\/.*?\/(bench\/\.build\/)?/, "")}:${frame.lineNumber + 1}`
+      : "";
     const where = `${frame.functionName || "(anonymous)"}${file ? ` (${file})` : ""}`;
     totals.set(where, (totals.get(where) ?? 0) + micros);
     busy += micros;
   });
-  return [...totals.entries()].map(([where, micros]) => ({ where, ms: micros / 1000, share: micros / busy })).sort((a, b) => b.ms - a.ms);
+  return [...totals.entries()]
+    .map(([where, micros]) => ({ where, ms: micros / 1000, share: micros / busy }))
+    .sort((a, b) => b.ms - a.ms);
 }
 
 export function profileTable(file: string, top: number): Table {
@@ -54,6 +58,9 @@ export function profileTable(file: string, top: number): Table {
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const { values, positionals } = parseArgs({ allowPositionals: true, options: { top: { type: "string", default: "15" } } });
+  const { values, positionals } = parseArgs({
+    allowPositionals: true,
+    options: { top: { type: "string", default: "15" } },
+  });
   for (const file of positionals) console.log(renderTable(profileTable(file, Number(values.top))));
 }

@@ -9,7 +9,15 @@ import { syncCspi } from "../hooks/cspi-sync/sync.js";
 import { syncStorageClass } from "../hooks/storageclass/sync.js";
 import { canonicalize } from "../lib/canonical.js";
 import { admissionReview, fleetCluster, fleetFacts, type AdmissionOperation } from "./admission.js";
-import { benchClock, cspcSyncRequest, cspiSyncRequest, editedFleetRequest, storageClassSyncRequest, type FleetEdit, type FleetState } from "./scenarios.js";
+import {
+  benchClock,
+  cspcSyncRequest,
+  cspiSyncRequest,
+  editedFleetRequest,
+  storageClassSyncRequest,
+  type FleetEdit,
+  type FleetState,
+} from "./scenarios.js";
 import { growth, median, sampleSteps, timed, type Growth, type TimingBudget } from "./stats.js";
 import { num, type Table } from "./table.js";
 
@@ -71,7 +79,13 @@ export function measurePipeline(request: unknown, hook: Hook, budget: TimingBudg
     const [canonical, canonicalizeMs] = timed(() => canonicalize(result));
     const [text, stringify] = timed(() => JSON.stringify(canonical));
     responseBytes = Buffer.byteLength(text);
-    return { parse, hook: hookMs, canonicalize: canonicalizeMs, stringify, total: parse + hookMs + canonicalizeMs + stringify };
+    return {
+      parse,
+      hook: hookMs,
+      canonicalize: canonicalizeMs,
+      stringify,
+      total: parse + hookMs + canonicalizeMs + stringify,
+    };
   }, budget);
   const pick = (key: keyof (typeof samples)[number]): number => median(samples.map((s) => s[key]));
   return {
@@ -116,7 +130,8 @@ export interface Series {
 }
 
 function series(points: readonly { pools: number; millis: number }[]): Series {
-  const fit = (from: number) => points.filter((p) => p.pools >= from).map((p) => ({ size: p.pools, millis: p.millis }));
+  const fit = (from: number) =>
+    points.filter((p) => p.pools >= from).map((p) => ({ size: p.pools, millis: p.millis }));
   const past = fit(PAST_GC_STEP);
   return { all: growth(fit(GROWTH_FROM)), ...(past.length >= 2 ? { pastGcStep: growth(past) } : {}) };
 }
@@ -175,7 +190,11 @@ export function runPure(options: {
       const parsed: unknown = JSON.parse(body);
       return { hook: timed(() => syncHook(parsed))[1] };
     }, options.budget).map((s) => s.hook);
-    return { pools, minMicrosPerPool: (Math.min(...samples) * 1000) / pools, medianMicrosPerPool: (median(samples) * 1000) / pools };
+    return {
+      pools,
+      minMicrosPerPool: (Math.min(...samples) * 1000) / pools,
+      medianMicrosPerPool: (median(samples) * 1000) / pools,
+    };
   });
   options.progress("pure cspi-sync");
   const cspiSync = measurePipeline(cspiSyncRequest(), cspiHook, options.budget);
@@ -189,9 +208,14 @@ export function runPure(options: {
     admission[operation] = options.admissionSizes.map((pools) => {
       options.progress(`pure admission ${operation} ${pools} pools`);
       const facts = fleetFacts(fleetCluster(pools), operation);
-      return { pools, ...measurePipeline(admissionReview(pools, operation), admissionHook(facts), options.budget) };
+      return {
+        pools,
+        ...measurePipeline(admissionReview(pools, operation), admissionHook(facts), options.budget),
+      };
     });
-    admissionGrowth[operation] = series(admission[operation].map((r) => ({ pools: r.pools, millis: r.hookMin })));
+    admissionGrowth[operation] = series(
+      admission[operation].map((r) => ({ pools: r.pools, millis: r.hookMin })),
+    );
   }
   return { cspcSync, edits, curve, growth: growthBy, cspiSync, storageClassSync, admission, admissionGrowth };
 }
@@ -212,10 +236,25 @@ const kb = (bytes: number): string => num(bytes / 1024);
 
 export function pureTables(results: PureResults): Table[] {
   const stepHeaders = ["JSON.parse ms", "hook ms", "canonicalize ms", "JSON.stringify ms", "total ms"];
-  const steps = (r: PipelineResult): string[] => [num(r.parse), num(r.hook), num(r.canonicalize), num(r.stringify), num(r.total)];
+  const steps = (r: PipelineResult): string[] => [
+    num(r.parse),
+    num(r.hook),
+    num(r.canonicalize),
+    num(r.stringify),
+    num(r.total),
+  ];
   const tables: Table[] = (["steady", "first-sync"] as const).map((state) => ({
     title: `cspc-sync as a pure function, ${state === "steady" ? "steady state (CSPIs observed, ONLINE)" : "first sync (claims Bound, no CSPIs yet)"}: median per call`,
-    headers: ["pools", "request KB", "response KB", ...stepHeaders, "hook µs/pool", "fastest hook ms", "fastest hook ÷ parse", "calls"],
+    headers: [
+      "pools",
+      "request KB",
+      "response KB",
+      ...stepHeaders,
+      "hook µs/pool",
+      "fastest hook ms",
+      "fastest hook ÷ parse",
+      "calls",
+    ],
     rows: results.cspcSync[state].map((r) => [
       r.pools,
       kb(r.requestBytes),
@@ -229,13 +268,25 @@ export function pureTables(results: PureResults): Table[] {
   }));
   const growthRow = (label: string, s: Series): string[] => {
     const factors = s.all.perDoubling.map((d) => `${d.from}→${d.to}: ${num(d.factor, 3)}`).join(", ");
-    return [label, num(s.all.exponent, 3), s.pastGcStep ? num(s.pastGcStep.exponent, 3) : "–", factors, verdict(s, results.growth.steady.parse)];
+    return [
+      label,
+      num(s.all.exponent, 3),
+      s.pastGcStep ? num(s.pastGcStep.exponent, 3) : "–",
+      factors,
+      verdict(s, results.growth.steady.parse),
+    ];
   };
   const growthRows = [
     growthRow("control: JSON.parse of the steady-state request", results.growth.steady.parse),
-    ...(["steady", "first-sync"] as const).map((state) => growthRow(`cspc-sync ${state}, syncCspc`, results.growth[state].hook)),
-    ...EDITS.map((edit) => growthRow(`cspc-sync, ${edit} in every pool, syncCspc`, results.edits[edit].growth)),
-    ...(["UPDATE", "CREATE"] as const).map((op) => growthRow(`admission ${op}, judge`, results.admissionGrowth[op])),
+    ...(["steady", "first-sync"] as const).map((state) =>
+      growthRow(`cspc-sync ${state}, syncCspc`, results.growth[state].hook),
+    ),
+    ...EDITS.map((edit) =>
+      growthRow(`cspc-sync, ${edit} in every pool, syncCspc`, results.edits[edit].growth),
+    ),
+    ...(["UPDATE", "CREATE"] as const).map((op) =>
+      growthRow(`admission ${op}, judge`, results.admissionGrowth[op]),
+    ),
   ];
   tables.push({
     title: "cspc-sync per-pool cost by size (steady state, syncCspc only): where the time per pool changes",
@@ -247,7 +298,13 @@ export function pureTables(results: PureResults): Table[] {
   });
   tables.push({
     title: `Growth in pools: fitted exponent b of time ∝ pools^b (sizes ≥ ${GROWTH_FROM}, and ≥ ${PAST_GC_STEP}, past the collection step), and time factor per doubling, on each size's fastest call`,
-    headers: ["function", `b, ≥ ${GROWTH_FROM} pools`, `b, ≥ ${PAST_GC_STEP} pools`, "time factor per doubling", "verdict"],
+    headers: [
+      "function",
+      `b, ≥ ${GROWTH_FROM} pools`,
+      `b, ≥ ${PAST_GC_STEP} pools`,
+      "time factor per doubling",
+      "verdict",
+    ],
     rows: growthRows,
     notes: [
       `Linear work gives b ≈ 1 and a factor ≈ 2 per doubling; a quadratic match of pools, devices or children gives b ≈ 2 and ≈ 4. Verdict: linear when b ≤ ${LINEAR_EXPONENT_LIMIT} past the collection step (over all sizes where there are not two sizes past it), or when b is at most ${CONTROL_MARGIN} above the control's: JSON.parse of the same request, linear by construction, whose time per byte still rises with the heap on this machine.`,
@@ -255,12 +312,17 @@ export function pureTables(results: PureResults): Table[] {
   });
   const editSizes = results.edits[EDITS[0]].sizes.map((r) => r.pools);
   tables.push({
-    title: "cspc-sync on an edit of every pool at once (the day-2 and error paths): syncCspc ms per call, median (fastest)",
+    title:
+      "cspc-sync on an edit of every pool at once (the day-2 and error paths): syncCspc ms per call, median (fastest)",
     headers: ["edit", ...editSizes.map((n) => `${n} pools`), "µs/pool at the largest"],
     rows: EDITS.map((edit) => {
       const sizes = results.edits[edit].sizes;
       const last = sizes[sizes.length - 1];
-      return [edit, ...sizes.map((r) => `${num(r.hook)} (${num(r.hookMin)})`), num((last.hook * 1000) / last.pools)];
+      return [
+        edit,
+        ...sizes.map((r) => `${num(r.hook)} (${num(r.hookMin)})`),
+        num((last.hook * 1000) / last.pools),
+      ];
     }),
     notes: [
       "expansion: a third mirror group of two new devices (claims Bound) in every pool; replacement: one device swapped in every pool, the health gate lets one start and lists the rest as waiting; selector-typo: kubernetes.io/hostName in every pool of a new fleet, so every pool is refused with a hint.",
@@ -270,19 +332,42 @@ export function pureTables(results: PureResults): Table[] {
     tables.push({
       title: `admission webhook as a pure function, ${op === "UPDATE" ? "UPDATE of one pool's poolConfig in a live fleet" : "CREATE of the whole fleet CSPC"} (after its lookups): median per call`,
       headers: ["pools", "request KB", "response KB", ...stepHeaders, "hook µs/pool", "calls"],
-      rows: results.admission[op].map((r) => [r.pools, kb(r.requestBytes), kb(r.responseBytes), ...steps(r), num((r.hook * 1000) / r.pools), r.calls]),
+      rows: results.admission[op].map((r) => [
+        r.pools,
+        kb(r.requestBytes),
+        kb(r.responseBytes),
+        ...steps(r),
+        num((r.hook * 1000) / r.pools),
+        r.calls,
+      ]),
     });
   }
   const c = results.cspiSync;
   tables.push({
     title: "cspi-sync as a pure function (one CSPI, steady state): median per call",
     headers: ["request", "request KB", "response KB", ...stepHeaders, "calls"],
-    rows: [["golden case node-daemon-fresh-carried-through", kb(c.requestBytes), kb(c.responseBytes), ...steps(c), c.calls]],
+    rows: [
+      [
+        "golden case node-daemon-fresh-carried-through",
+        kb(c.requestBytes),
+        kb(c.responseBytes),
+        ...steps(c),
+        c.calls,
+      ],
+    ],
   });
   tables.push({
-    title: "storageclass-sync as a pure function (every PVC a Bound volume of the class, steady state): median per call",
+    title:
+      "storageclass-sync as a pure function (every PVC a Bound volume of the class, steady state): median per call",
     headers: ["PVCs", "request KB", "response KB", ...stepHeaders, "hook µs/PVC", "calls"],
-    rows: results.storageClassSync.map((r) => [r.claims, kb(r.requestBytes), kb(r.responseBytes), ...steps(r), num((r.hook * 1000) / r.claims), r.calls]),
+    rows: results.storageClassSync.map((r) => [
+      r.claims,
+      kb(r.requestBytes),
+      kb(r.responseBytes),
+      ...steps(r),
+      num((r.hook * 1000) / r.claims),
+      r.calls,
+    ]),
     notes: [
       "Objects as in the golden case volume-bound-steady, without managedFields (Metacontroller sends them; they add about 1 KB per PVC, PV and CVC). A class's request carries every PVC of the cluster: the hook server's body and memory limits (docs/reliability.md) bound how many a cluster can have.",
     ],

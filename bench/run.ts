@@ -7,11 +7,47 @@
 //   npm run bench -- --node-flags="--max-semi-space-size=64"   V8 flags for the measured processes
 import { mkdirSync, writeFileSync } from "node:fs";
 import { parseArgs } from "node:util";
-import { DAEMON_POOLS, daemonOverheads, daemonTables, IDLE_CPU_MARGIN, OVERHEAD_TARGET, runDaemon } from "./daemon.js";
-import { ADMISSION_POOLS, FLOOR_TARGET, hookMemoryRequestMiB, HTTP_SIZES, httpTables, METACONTROLLER_WORKERS, runHttp, TAIL_TARGET, type HttpResult, type HttpResults, type ServerSide } from "./http.js";
-import { E2E_OVERHEAD_GROWTH_TARGET, E2E_POOLS, e2eTables, overheadMs, runE2e, type E2eResults } from "./e2e.js";
+import {
+  DAEMON_POOLS,
+  daemonOverheads,
+  daemonTables,
+  IDLE_CPU_MARGIN,
+  OVERHEAD_TARGET,
+  runDaemon,
+} from "./daemon.js";
+import {
+  ADMISSION_POOLS,
+  FLOOR_TARGET,
+  hookMemoryRequestMiB,
+  HTTP_SIZES,
+  httpTables,
+  METACONTROLLER_WORKERS,
+  runHttp,
+  TAIL_TARGET,
+  type HttpResult,
+  type HttpResults,
+  type ServerSide,
+} from "./http.js";
+import {
+  E2E_OVERHEAD_GROWTH_TARGET,
+  E2E_POOLS,
+  e2eTables,
+  overheadMs,
+  runE2e,
+  type E2eResults,
+} from "./e2e.js";
 import { describeMachine, machineLines } from "./machine.js";
-import { ADMISSION_SIZES, CURVE_SIZES, EDIT_SIZES, PURE_SIZES, pureTables, runPure, STORAGECLASS_SIZES, verdict, type PureResults } from "./pure.js";
+import {
+  ADMISSION_SIZES,
+  CURVE_SIZES,
+  EDIT_SIZES,
+  PURE_SIZES,
+  pureTables,
+  runPure,
+  STORAGECLASS_SIZES,
+  verdict,
+  type PureResults,
+} from "./pure.js";
 import type { DaemonResults } from "./processes/node-daemon.js";
 import { num, renderTable, type Table } from "./table.js";
 import { runVolumes, VOLUME_SIZES, volumeTables, volumeTargets, type VolumeResults } from "./volumes.js";
@@ -19,9 +55,17 @@ import { runVolumes, VOLUME_SIZES, volumeTables, volumeTargets, type VolumeResul
 const PARTS = ["pure", "volumes", "http", "daemon", "e2e"] as const;
 type Part = (typeof PARTS)[number];
 
-const { values } = parseArgs({ options: { only: { type: "string" }, quick: { type: "boolean", default: false }, profile: { type: "boolean", default: false }, "node-flags": { type: "string" } } });
+const { values } = parseArgs({
+  options: {
+    only: { type: "string" },
+    quick: { type: "boolean", default: false },
+    profile: { type: "boolean", default: false },
+    "node-flags": { type: "string" },
+  },
+});
 const only = (values.only?.split(",").map((p) => p.trim()) ?? [...PARTS]) as Part[];
-for (const part of only) if (!PARTS.includes(part)) throw new Error(`--only=${part}: the parts are ${PARTS.join(", ")}`);
+for (const part of only)
+  if (!PARTS.includes(part)) throw new Error(`--only=${part}: the parts are ${PARTS.join(", ")}`);
 const quick = values.quick ?? false;
 // Read by bench/process.ts when it starts a measured process.
 if (values["node-flags"]) process.env.BENCH_NODE_FLAGS = values["node-flags"];
@@ -43,16 +87,36 @@ let http: HttpResults | undefined;
 let daemon: DaemonResults | undefined;
 let e2e: E2eResults | undefined;
 if (only.includes("pure")) {
-  pure = runPure({ sizes: quick ? [1, 10, 100] : PURE_SIZES, editSizes: quick ? [100, 200] : EDIT_SIZES, curveSizes: quick ? [100, 200] : CURVE_SIZES, admissionSizes: quick ? [1, 10, 100] : ADMISSION_SIZES, storageClassSizes: quick ? [10, 100] : STORAGECLASS_SIZES, budget: { millis: quick ? 100 : 600, minCalls: quick ? 2 : 5 }, progress });
+  pure = runPure({
+    sizes: quick ? [1, 10, 100] : PURE_SIZES,
+    editSizes: quick ? [100, 200] : EDIT_SIZES,
+    curveSizes: quick ? [100, 200] : CURVE_SIZES,
+    admissionSizes: quick ? [1, 10, 100] : ADMISSION_SIZES,
+    storageClassSizes: quick ? [10, 100] : STORAGECLASS_SIZES,
+    budget: { millis: quick ? 100 : 600, minCalls: quick ? 2 : 5 },
+    progress,
+  });
 }
 if (only.includes("volumes")) {
-  volumes = await runVolumes({ ...(quick ? { placementPools: [10, 100], otherReplicas: [100, 1000], nodeReplicas: [100, 1000] } : VOLUME_SIZES), budget: { millis: quick ? 100 : 600, minCalls: quick ? 2 : 5 }, progress });
+  volumes = await runVolumes({
+    ...(quick
+      ? { placementPools: [10, 100], otherReplicas: [100, 1000], nodeReplicas: [100, 1000] }
+      : VOLUME_SIZES),
+    budget: { millis: quick ? 100 : 600, minCalls: quick ? 2 : 5 },
+    progress,
+  });
 }
 if (only.includes("http")) {
   http = await runHttp({ sizes: quick ? [1, 100] : HTTP_SIZES, runMillis: quick ? 300 : 2500, progress });
 }
 if (only.includes("daemon")) {
-  daemon = await runDaemon({ convergeReps: quick ? 1 : 7, reps: quick ? 1 : 3, pools: quick ? [1, 3] : DAEMON_POOLS, idleMs: quick ? 5000 : 30_000, progress });
+  daemon = await runDaemon({
+    convergeReps: quick ? 1 : 7,
+    reps: quick ? 1 : 3,
+    pools: quick ? [1, 3] : DAEMON_POOLS,
+    idleMs: quick ? 5000 : 30_000,
+    progress,
+  });
 }
 if (only.includes("e2e")) {
   e2e = await runE2e({ pools: quick ? [1, 3] : E2E_POOLS, progress });
@@ -71,7 +135,10 @@ const pct = (fraction: number): string => `${num(fraction * 100)} %`;
 /** Server CPU per request over both runs (1 and 5 connections). */
 function cpuPerRequest(side: ServerSide): number {
   const { single, parallel } = side;
-  return (single.cpuPerRequest * single.requests + parallel.cpuPerRequest * parallel.requests) / (single.requests + parallel.requests);
+  return (
+    (single.cpuPerRequest * single.requests + parallel.cpuPerRequest * parallel.requests) /
+    (single.requests + parallel.requests)
+  );
 }
 
 /** Issue 18's hook-server targets for one scenario: CPU and median latency against the floor, p99 against p50. */
@@ -83,11 +150,31 @@ function hookTargets(label: string, s: HttpResult): Target[] {
   const tailFive = s.hook.parallel.p99 / s.hook.parallel.p50;
   const w = METACONTROLLER_WORKERS;
   return [
-    { target: `${label}: CPU per request within ${FLOOR_TARGET}x of the floor`, measured: `${x(cpu)} (${num(cpuPerRequest(s.hook))} ms ÷ ${num(cpuPerRequest(s.floor))} ms)`, met: cpu <= FLOOR_TARGET },
-    { target: `${label}: p50 within ${FLOOR_TARGET}x of the floor, 1 connection`, measured: `${x(p50one)} (${num(s.hook.single.p50)} ms ÷ ${num(s.floor.single.p50)} ms)`, met: p50one <= FLOOR_TARGET },
-    { target: `${label}: p50 within ${FLOOR_TARGET}x of the floor, ${w} connections`, measured: `${x(p50five)} (${num(s.hook.parallel.p50)} ms ÷ ${num(s.floor.parallel.p50)} ms)`, met: p50five <= FLOOR_TARGET },
-    { target: `${label}: p99 within ${TAIL_TARGET}x of p50, 1 connection`, measured: `${x(tailOne)} (${num(s.hook.single.p99)} ms ÷ ${num(s.hook.single.p50)} ms)`, met: tailOne <= TAIL_TARGET },
-    { target: `${label}: p99 within ${TAIL_TARGET}x of p50, ${w} connections`, measured: `${x(tailFive)} (${num(s.hook.parallel.p99)} ms ÷ ${num(s.hook.parallel.p50)} ms)`, met: tailFive <= TAIL_TARGET },
+    {
+      target: `${label}: CPU per request within ${FLOOR_TARGET}x of the floor`,
+      measured: `${x(cpu)} (${num(cpuPerRequest(s.hook))} ms ÷ ${num(cpuPerRequest(s.floor))} ms)`,
+      met: cpu <= FLOOR_TARGET,
+    },
+    {
+      target: `${label}: p50 within ${FLOOR_TARGET}x of the floor, 1 connection`,
+      measured: `${x(p50one)} (${num(s.hook.single.p50)} ms ÷ ${num(s.floor.single.p50)} ms)`,
+      met: p50one <= FLOOR_TARGET,
+    },
+    {
+      target: `${label}: p50 within ${FLOOR_TARGET}x of the floor, ${w} connections`,
+      measured: `${x(p50five)} (${num(s.hook.parallel.p50)} ms ÷ ${num(s.floor.parallel.p50)} ms)`,
+      met: p50five <= FLOOR_TARGET,
+    },
+    {
+      target: `${label}: p99 within ${TAIL_TARGET}x of p50, 1 connection`,
+      measured: `${x(tailOne)} (${num(s.hook.single.p99)} ms ÷ ${num(s.hook.single.p50)} ms)`,
+      met: tailOne <= TAIL_TARGET,
+    },
+    {
+      target: `${label}: p99 within ${TAIL_TARGET}x of p50, ${w} connections`,
+      measured: `${x(tailFive)} (${num(s.hook.parallel.p99)} ms ÷ ${num(s.hook.parallel.p50)} ms)`,
+      met: tailFive <= TAIL_TARGET,
+    },
   ];
 }
 
@@ -102,11 +189,20 @@ function targets(): Target[] {
   const cspi = scenario("cspi-sync");
   if (cspi) out.push(...hookTargets("cspi-sync, a CSPI of 100 or of 1,000 pools", cspi));
   const admission = scenario(`admission-update-${ADMISSION_POOLS}`);
-  if (admission) out.push(...hookTargets(`admission UPDATE, ${ADMISSION_POOLS.toLocaleString("en-US")} pools`, admission).slice(0, 3));
+  if (admission)
+    out.push(
+      ...hookTargets(`admission UPDATE, ${ADMISSION_POOLS.toLocaleString("en-US")} pools`, admission).slice(
+        0,
+        3,
+      ),
+    );
   const largest = scenario("cspc-sync-1000");
   if (largest && http) {
     const request = hookMemoryRequestMiB();
-    const peak = Math.max(largest.hook.peakRssMiB, http.scenarios.find((s) => s.id === "cspi-sync")?.hook.peakRssMiB ?? 0);
+    const peak = Math.max(
+      largest.hook.peakRssMiB,
+      http.scenarios.find((s) => s.id === "cspi-sync")?.hook.peakRssMiB ?? 0,
+    );
     out.push({
       target: `hook server RSS under the Deployment's memory request (${num(request)} Mi) at 1,000 pools`,
       measured: `${num(peak)} MB peak (cspc-sync, 1,000 pools, ${METACONTROLLER_WORKERS} connections; the floor: ${num(largest.floor.peakRssMiB)} MB; ${num(http.hookIdleRssMiB)} MB before the first request)`,
@@ -127,8 +223,16 @@ function targets(): Target[] {
   if (volumes) out.push(...volumeTargets(volumes));
   if (daemon) {
     const d = daemonOverheads(daemon);
-    for (const [change, overhead] of [["a create", d.create], ["an expansion", d.expand], ["a replacement", d.replace]] as const) {
-      out.push({ target: `node daemon: converging ${change}, overhead under ${pct(OVERHEAD_TARGET)} of zpool time`, measured: pct(overhead), met: overhead < OVERHEAD_TARGET });
+    for (const [change, overhead] of [
+      ["a create", d.create],
+      ["an expansion", d.expand],
+      ["a replacement", d.replace],
+    ] as const) {
+      out.push({
+        target: `node daemon: converging ${change}, overhead under ${pct(OVERHEAD_TARGET)} of zpool time`,
+        measured: pct(overhead),
+        met: overhead < OVERHEAD_TARGET,
+      });
     }
     const counts = d.commandsPerRefresh;
     const first = counts[0];
@@ -154,7 +258,10 @@ function targets(): Target[] {
   if (e2e && e2e.runs.length > 1) {
     const first = e2e.runs[0];
     const last = e2e.runs[e2e.runs.length - 1];
-    for (const [change, phase] of [["every CSPI ONLINE", "create"], ["every pool expanded", "expand"]] as const) {
+    for (const [change, phase] of [
+      ["every CSPI ONLINE", "create"],
+      ["every pool expanded", "expand"],
+    ] as const) {
       const growth = overheadMs(last[phase]) / overheadMs(first[phase]);
       out.push({
         target: `end to end, kubectl apply → ${change}: control-plane time (wall − slowest zpool) at ${last.pools} pools within ${E2E_OVERHEAD_GROWTH_TARGET}x of that at ${first.pools} pool`,
@@ -166,10 +273,20 @@ function targets(): Target[] {
   return out;
 }
 
-const tables: Table[] = [...(pure ? pureTables(pure) : []), ...(volumes ? volumeTables(volumes) : []), ...(http ? httpTables(http) : []), ...(daemon ? daemonTables(daemon) : []), ...(e2e ? e2eTables(e2e) : [])];
+const tables: Table[] = [
+  ...(pure ? pureTables(pure) : []),
+  ...(volumes ? volumeTables(volumes) : []),
+  ...(http ? httpTables(http) : []),
+  ...(daemon ? daemonTables(daemon) : []),
+  ...(e2e ? e2eTables(e2e) : []),
+];
 const targetRows = targets();
 if (targetRows.length > 0) {
-  tables.push({ title: "Targets (issue 18)", headers: ["target", "measured", "verdict"], rows: targetRows.map((t) => [t.target, t.measured, t.met ? "met" : "MISSED"]) });
+  tables.push({
+    title: "Targets (issue 18)",
+    headers: ["target", "measured", "verdict"],
+    rows: targetRows.map((t) => [t.target, t.measured, t.met ? "met" : "MISSED"]),
+  });
 }
 
 const command = `npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(" ")}` : ""}`;
@@ -185,5 +302,24 @@ console.log(report);
 
 const resultsDir = new URL("results/", import.meta.url).pathname;
 mkdirSync(resultsDir, { recursive: true });
-writeFileSync(`${resultsDir}latest.json`, JSON.stringify({ command, startedAt: new Date(started).toISOString(), seconds, machine, nodeFlags: process.env.BENCH_NODE_FLAGS ?? "", pure, volumes, http, daemon, e2e, targets: targetRows }, null, 2) + "\n");
+writeFileSync(
+  `${resultsDir}latest.json`,
+  JSON.stringify(
+    {
+      command,
+      startedAt: new Date(started).toISOString(),
+      seconds,
+      machine,
+      nodeFlags: process.env.BENCH_NODE_FLAGS ?? "",
+      pure,
+      volumes,
+      http,
+      daemon,
+      e2e,
+      targets: targetRows,
+    },
+    null,
+    2,
+  ) + "\n",
+);
 writeFileSync(`${resultsDir}latest.md`, report + "\n");

@@ -60,7 +60,11 @@ export function editedFleetRequest(pools: number, edit: FleetEdit): CompositeSyn
     const device = first.blockDevices[0].blockDeviceName;
     if (edit === "expansion") {
       const added = [newDevice(device, `${device}-x1`), newDevice(device, `${device}-x2`)];
-      pool.raidGroups = [first, second, { type: "mirror", blockDevices: added.map((blockDeviceName) => ({ blockDeviceName })) }];
+      pool.raidGroups = [
+        first,
+        second,
+        { type: "mirror", blockDevices: added.map((blockDeviceName) => ({ blockDeviceName })) },
+      ];
     } else {
       first.blockDevices[0] = { blockDeviceName: newDevice(device, `${device}-r`) };
     }
@@ -69,7 +73,8 @@ export function editedFleetRequest(pools: number, edit: FleetEdit): CompositeSyn
   const claims = { ...request.children[TYPE_KEY.blockDeviceClaim] };
   for (const child of syncCspc(request, benchClock).children) {
     const key = `${child.metadata.namespace}/${child.metadata.name}`;
-    if (child.kind === "BlockDeviceClaim" && !claims[key]) claims[key] = { ...child, status: { phase: "Bound" } };
+    if (child.kind === "BlockDeviceClaim" && !claims[key])
+      claims[key] = { ...child, status: { phase: "Bound" } };
   }
   return {
     ...request,
@@ -91,7 +96,8 @@ const STORAGECLASS_CASE_DIR = join(FIXTURES, "storageclass-sync/volume-bound-ste
  */
 export function storageClassSyncRequest(claims: number): unknown {
   const base = readCaseDocument(STORAGECLASS_CASE_DIR, "request.yaml") as Record<string, any>;
-  const only = (map: Record<string, unknown>): Record<string, any> => Object.values(map)[0] as Record<string, any>;
+  const only = (map: Record<string, unknown>): Record<string, any> =>
+    Object.values(map)[0] as Record<string, any>;
   const [pvc, cvc, pv, cv] = [
     only(base.related[TYPE_KEY.persistentVolumeClaim]),
     only(base.attachments[TYPE_KEY.cvc]),
@@ -101,12 +107,14 @@ export function storageClassSyncRequest(claims: number): unknown {
   const request = structuredClone(base);
   for (const key of [TYPE_KEY.persistentVolumeClaim, TYPE_KEY.cv]) request.related[key] = {};
   for (const key of [TYPE_KEY.cvc, TYPE_KEY.persistentVolume]) request.attachments[key] = {};
-  const replaceAll = (object: unknown, from: string, to: string): Record<string, any> => JSON.parse(JSON.stringify(object).replaceAll(from, to));
+  const replaceAll = (object: unknown, from: string, to: string): Record<string, any> =>
+    JSON.parse(JSON.stringify(object).replaceAll(from, to));
   const uid = pvc.metadata.uid as string;
   for (let i = 0; i < claims; i++) {
     const id = `${uid.slice(0, -8)}${i.toString(16).padStart(8, "0")}`;
     const name = `data-${i}`;
-    const own = (object: unknown) => replaceAll(replaceAll(object, uid, id), '"name":"data"', `"name":"${name}"`);
+    const own = (object: unknown) =>
+      replaceAll(replaceAll(object, uid, id), '"name":"data"', `"name":"${name}"`);
     request.related[TYPE_KEY.persistentVolumeClaim][`shop/${name}`] = own(pvc);
     request.related[TYPE_KEY.cv][`openebs/pvc-${id}`] = own(cv);
     request.attachments[TYPE_KEY.cvc][`openebs/pvc-${id}`] = own(cvc);

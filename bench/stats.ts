@@ -47,7 +47,10 @@ export function timed<R>(fn: () => R): [R, number] {
 }
 
 export function median(values: readonly number[]): number {
-  return percentile([...values].sort((a, b) => a - b), 50);
+  return percentile(
+    [...values].sort((a, b) => a - b),
+    50,
+  );
 }
 
 export interface Growth {
@@ -71,7 +74,11 @@ export function growth(points: readonly { size: number; millis: number }[]): Gro
   });
   const perDoubling = points.slice(1).map((p, i) => {
     const prev = points[i];
-    return { from: prev.size, to: p.size, factor: (p.millis / prev.millis) ** (1 / Math.log2(p.size / prev.size)) };
+    return {
+      from: prev.size,
+      to: p.size,
+      factor: (p.millis / prev.millis) ** (1 / Math.log2(p.size / prev.size)),
+    };
   });
   return { exponent: den === 0 ? Number.NaN : num / den, perDoubling };
 }

@@ -23,7 +23,8 @@ export function num(value: number, digits = 3): string {
 export function renderTable(table: Table): string {
   const cells = [table.headers, ...table.rows.map((row) => row.map(String))];
   const widths = table.headers.map((_, c) => Math.max(...cells.map((row) => (row[c] ?? "").length), 3));
-  const line = (row: readonly string[]): string => `| ${row.map((cell, c) => (c === 0 ? cell.padEnd(widths[c]) : cell.padStart(widths[c]))).join(" | ")} |`;
+  const line = (row: readonly string[]): string =>
+    `| ${row.map((cell, c) => (c === 0 ? cell.padEnd(widths[c]) : cell.padStart(widths[c]))).join(" | ")} |`;
   const rule = `| ${widths.map((w, c) => (c === 0 ? "-".repeat(w) : `${"-".repeat(w - 1)}:`)).join(" | ")} |`;
   const body = [line(cells[0]), rule, ...cells.slice(1).map(line)];
   const notes = (table.notes ?? []).map((n) => `\n${n}\n`).join("");

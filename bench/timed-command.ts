@@ -42,7 +42,11 @@ exit $status
       .filter(Boolean)
       .map((line) => {
         const [start, end, ...args] = line.split(" ");
-        return { startMs: Number(BigInt(start) / 1000n) / 1000, endMs: Number(BigInt(end) / 1000n) / 1000, args };
+        return {
+          startMs: Number(BigInt(start) / 1000n) / 1000,
+          endMs: Number(BigInt(end) / 1000n) / 1000,
+          args,
+        };
       });
   }
 }

@@ -49,21 +49,37 @@ const only = (map: Record<string, KubeObject>): KubeObject => Object.values(map)
 function widen(request: Request, pools: number): string[] {
   const cspis: Record<string, CSPI> = request.related[TYPE_KEY.cspi];
   const nodes: Record<string, KubeObject> = request.related[TYPE_KEY.node];
-  const cspc = only(request.related[TYPE_KEY.cspc]) as KubeObject & { spec: { pools: Record<string, unknown>[] } };
+  const cspc = only(request.related[TYPE_KEY.cspc]) as KubeObject & {
+    spec: { pools: Record<string, unknown>[] };
+  };
   const template = cspis["openebs/pools-d4"];
   const nodeTemplate = nodes["node-d"];
   for (let i = Object.keys(cspis).length; i < pools; i++) {
     const name = `pools-n${String(i).padStart(5, "0")}`;
     const host = `node-n${String(i).padStart(5, "0")}`;
-    const json = JSON.stringify(template).replaceAll("pools-d4", name).replaceAll("node-d-", `${host}-`).replaceAll("node-d", host);
+    const json = JSON.stringify(template)
+      .replaceAll("pools-d4", name)
+      .replaceAll("node-d-", `${host}-`)
+      .replaceAll("node-d", host);
     cspis[`openebs/${name}`] = JSON.parse(json) as CSPI;
-    nodes[host] = { ...structuredClone(nodeTemplate), metadata: { name: host, uid: `uid-${host}`, labels: { [LABEL.hostname]: host, "topology.kubernetes.io/zone": `zone-${i % 4}` } } };
-    cspc.spec.pools.push({ nodeSelector: { [LABEL.hostname]: host }, raidGroups: [{ type: "stripe", blockDevices: [{ blockDeviceName: `${host}-bd-1` }] }] });
+    nodes[host] = {
+      ...structuredClone(nodeTemplate),
+      metadata: {
+        name: host,
+        uid: `uid-${host}`,
+        labels: { [LABEL.hostname]: host, "topology.kubernetes.io/zone": `zone-${i % 4}` },
+      },
+    };
+    cspc.spec.pools.push({
+      nodeSelector: { [LABEL.hostname]: host },
+      raidGroups: [{ type: "stripe", blockDevices: [{ blockDeviceName: `${host}-bd-1` }] }],
+    });
   }
   return Object.values(cspis).map((c) => c.metadata.name!);
 }
 
-const newVolumeRequest = (): Request => readCaseDocument(join(FIXTURES, "cvc-sync/first-pass-service"), "request.yaml") as Request;
+const newVolumeRequest = (): Request =>
+  readCaseDocument(join(FIXTURES, "cvc-sync/first-pass-service"), "request.yaml") as Request;
 /** The world cvc-four-pools's replica of another volume, pvc-0 on pools-a1. */
 const OTHER_REPLICA: CVR = newVolumeRequest().related[TYPE_KEY.cvr]["openebs/pvc-0-pools-a1"];
 
@@ -80,7 +96,13 @@ function otherReplicas(request: Request, pools: readonly string[], count: number
       ...cvr.metadata,
       name,
       uid: `uid-${name}`,
-      labels: { ...cvr.metadata.labels, [LABEL.replicaPool]: pool, [LABEL.replicaVolume]: volume, [LABEL.persistentVolume]: volume, "controller-uid": `uid-${volume}` },
+      labels: {
+        ...cvr.metadata.labels,
+        [LABEL.replicaPool]: pool,
+        [LABEL.replicaVolume]: volume,
+        [LABEL.persistentVolume]: volume,
+        "controller-uid": `uid-${volume}`,
+      },
     };
     cvr.spec = { ...cvr.spec, capacity };
     cvrs[`openebs/${name}`] = cvr;
@@ -96,8 +118,18 @@ function otherBudgets(request: Request, pools: readonly string[], volumes: numbe
     budgets[`openebs/${volume}-pools`] = {
       apiVersion: "policy/v1",
       kind: "PodDisruptionBudget",
-      metadata: { name: `${volume}-pools`, namespace: "openebs", labels: { [LABEL.persistentVolume]: volume, [LABEL.cspc]: "pools" } },
-      spec: { maxUnavailable: 1, selector: { matchExpressions: [{ key: LABEL.cspi, operator: "In", values: on }], matchLabels: { app: "cstor-pool" } } },
+      metadata: {
+        name: `${volume}-pools`,
+        namespace: "openebs",
+        labels: { [LABEL.persistentVolume]: volume, [LABEL.cspc]: "pools" },
+      },
+      spec: {
+        maxUnavailable: 1,
+        selector: {
+          matchExpressions: [{ key: LABEL.cspi, operator: "In", values: on }],
+          matchLabels: { app: "cstor-pool" },
+        },
+      },
     };
   }
 }
@@ -133,12 +165,25 @@ function replicaPool(replicas: number): { cvrs: CVR[]; datasets: DatasetRecord[]
     cvrs.push({
       apiVersion: "openebs.io/v1alpha1",
       kind: "CStorVolumeReplica",
-      metadata: { name, namespace: "openebs", labels: { [LABEL.replicaPool]: "pools-a1", [LABEL.replicaVolume]: volume }, finalizers: ["cstorvolumereplica.openebs.io/finalizer"] },
+      metadata: {
+        name,
+        namespace: "openebs",
+        labels: { [LABEL.replicaPool]: "pools-a1", [LABEL.replicaVolume]: volume },
+        finalizers: ["cstorvolumereplica.openebs.io/finalizer"],
+      },
       spec: { capacity: "1Gi", replicaId },
     });
     datasets.push({
       name: `${pool}/${volume}`,
-      properties: { type: "volume", volsize: String(2 ** 30), used: "4096", mountpoint: "-", [REPLICA_PROPERTY.volume]: volume, [REPLICA_PROPERTY.replicaId]: replicaId, [REPLICA_PROPERTY.cvr]: name },
+      properties: {
+        type: "volume",
+        volsize: String(2 ** 30),
+        used: "4096",
+        mountpoint: "-",
+        [REPLICA_PROPERTY.volume]: volume,
+        [REPLICA_PROPERTY.replicaId]: replicaId,
+        [REPLICA_PROPERTY.cvr]: name,
+      },
     });
   }
   return { cvrs, datasets };
@@ -156,7 +201,11 @@ async function cvrView(replicas: number): Promise<{ cache: CvrWatchCache; pools:
     kube.applyCvr({
       apiVersion: "openebs.io/v1alpha1",
       kind: "CStorVolumeReplica",
-      metadata: { name: replicaName(volume, pool), namespace: "openebs", labels: { [LABEL.replicaPool]: pool, [LABEL.replicaVolume]: volume } },
+      metadata: {
+        name: replicaName(volume, pool),
+        namespace: "openebs",
+        labels: { [LABEL.replicaPool]: pool, [LABEL.replicaVolume]: volume },
+      },
       spec: { capacity: "1Gi", replicaId: String(i) },
     });
   }
@@ -200,32 +249,66 @@ const cvcHook = (body: unknown) => syncCvc(body, clock, DEFAULT_HOOK_CONFIG);
 function checked(request: Request, phase: NonNullable<CVCStatus["phase"]>, placed: boolean): Request {
   const { status } = cvcHook(structuredClone(request)) as { status: CVCStatus };
   const isPlaced = status.conditions?.find((c) => c.type === "Placed")?.status === "True";
-  if (status.phase !== phase || isPlaced !== placed) throw new Error(`the benchmark volume is ${status.phase} (${status.reason}), placed ${isPlaced}: not the scenario meant`);
+  if (status.phase !== phase || isPlaced !== placed)
+    throw new Error(
+      `the benchmark volume is ${status.phase} (${status.reason}), placed ${isPlaced}: not the scenario meant`,
+    );
   return request;
 }
 
 function plain(size: number, fn: () => void, budget: TimingBudget): PlainResult {
   const samples = sampleSteps(() => ({ ms: timed(fn)[1] }), budget).map((s) => s.ms);
-  return { size, median: median(samples), min: samples.reduce((a, b) => Math.min(a, b), Infinity), calls: samples.length };
+  return {
+    size,
+    median: median(samples),
+    min: samples.reduce((a, b) => Math.min(a, b), Infinity),
+    calls: samples.length,
+  };
 }
 
-export async function runVolumes(options: { placementPools: number[]; otherReplicas: number[]; nodeReplicas: number[]; budget: TimingBudget; progress: (line: string) => void }): Promise<VolumeResults> {
+export async function runVolumes(options: {
+  placementPools: number[];
+  otherReplicas: number[];
+  nodeReplicas: number[];
+  budget: TimingBudget;
+  progress: (line: string) => void;
+}): Promise<VolumeResults> {
   const placement = options.placementPools.map((pools) => {
     options.progress(`volumes: cvc-sync placing a volume over ${pools} pools`);
-    return { size: pools, ...measurePipeline(checked(placementRequest(pools), "Pending", true), cvcHook, options.budget) };
+    return {
+      size: pools,
+      ...measurePipeline(checked(placementRequest(pools), "Pending", true), cvcHook, options.budget),
+    };
   });
   const bound = options.otherReplicas.map((replicas) => {
-    options.progress(`volumes: cvc-sync of a bound volume, ${replicas} other replicas on ${BOUND_POOLS} pools`);
-    return { size: replicas, ...measurePipeline(checked(boundRequest(replicas), "Bound", true), cvcHook, options.budget) };
+    options.progress(
+      `volumes: cvc-sync of a bound volume, ${replicas} other replicas on ${BOUND_POOLS} pools`,
+    );
+    return {
+      size: replicas,
+      ...measurePipeline(checked(boundRequest(replicas), "Bound", true), cvcHook, options.budget),
+    };
   });
   options.progress("volumes: cv-status");
-  const cvStatus = measurePipeline(readCaseDocument(join(FIXTURES, "cv-status/healthy"), "request.yaml"), (body) => syncCvStatus(body, clock), options.budget);
+  const cvStatus = measurePipeline(
+    readCaseDocument(join(FIXTURES, "cv-status/healthy"), "request.yaml"),
+    (body) => syncCvStatus(body, clock),
+    options.budget,
+  );
   const plan = options.nodeReplicas.map((replicas) => {
     options.progress(`volumes: node daemon replica plan, ${replicas} replicas on a pool`);
     const { cvrs, datasets } = replicaPool(replicas);
-    const input = { pool: "cstor-pools-a1", cvrs, imported: { health: "ONLINE", readonly: false, datasets }, backend: zvolBackend() };
+    const input = {
+      pool: "cstor-pools-a1",
+      cvrs,
+      imported: { health: "ONLINE", readonly: false, datasets },
+      backend: zvolBackend(),
+    };
     const healthy = Object.values(planReplicas(input).states).filter((s) => s.phase === "Healthy").length;
-    if (healthy !== replicas) throw new Error(`the replica plan found ${healthy} of ${replicas} replicas Healthy: not the steady state meant`);
+    if (healthy !== replicas)
+      throw new Error(
+        `the replica plan found ${healthy} of ${replicas} replicas Healthy: not the steady state meant`,
+      );
     return plain(replicas, () => planReplicas(input), options.budget);
   });
   const pick: PlainResult[] = [];
@@ -233,12 +316,19 @@ export async function runVolumes(options: { placementPools: number[]; otherRepli
     options.progress(`volumes: node daemon picking its pools' CVRs from ${replicas} in the cluster`);
     const { cache, pools } = await cvrView(replicas);
     try {
-      pick.push(plain(replicas, () => pools.forEach((pool) => (replicasOnPool(cache, pool), replicasOnPool(cache, pool))), options.budget));
+      pick.push(
+        plain(
+          replicas,
+          () => pools.forEach((pool) => (replicasOnPool(cache, pool), replicasOnPool(cache, pool))),
+          options.budget,
+        ),
+      );
     } finally {
       cache.stop();
     }
   }
-  const fit = (rows: readonly { size: number; min: number }[]): Growth => growth(rows.map((r) => ({ size: r.size, millis: r.min })));
+  const fit = (rows: readonly { size: number; min: number }[]): Growth =>
+    growth(rows.map((r) => ({ size: r.size, millis: r.min })));
   const pipelineFit = (rows: readonly SizedVolumeResult[]) => ({
     hook: fit(rows.map((r) => ({ size: r.size, min: r.hookMin }))),
     control: fit(rows.map((r) => ({ size: r.size, min: r.parseMin }))),
@@ -249,7 +339,12 @@ export async function runVolumes(options: { placementPools: number[]; otherRepli
     cvStatus,
     plan,
     pick,
-    growth: { placement: pipelineFit(placement), bound: pipelineFit(bound), plan: { hook: fit(plan) }, pick: { hook: fit(pick) } },
+    growth: {
+      placement: pipelineFit(placement),
+      bound: pipelineFit(bound),
+      plan: { hook: fit(plan) },
+      pick: { hook: fit(pick) },
+    },
   };
 }
 
@@ -291,9 +386,21 @@ export function volumeTables(results: VolumeResults): Table[] {
     num(r.hookMin / r.parseMin),
     String(r.calls),
   ];
-  const pipelineHeaders = ["request KB", "response KB", "JSON.parse ms", "hook ms", "canonicalize ms", "JSON.stringify ms", "total ms", "fastest hook ms", "fastest hook ÷ parse", "calls"];
+  const pipelineHeaders = [
+    "request KB",
+    "response KB",
+    "JSON.parse ms",
+    "hook ms",
+    "canonicalize ms",
+    "JSON.stringify ms",
+    "total ms",
+    "fastest hook ms",
+    "fastest hook ÷ parse",
+    "calls",
+  ];
   const c = results.cvStatus;
-  const plainRows = (rows: readonly PlainResult[]) => rows.map((r) => [r.size, num(r.median), num(r.min), num((r.min * 1000) / r.size), r.calls]);
+  const plainRows = (rows: readonly PlainResult[]) =>
+    rows.map((r) => [r.size, num(r.median), num(r.min), num((r.min * 1000) / r.size), r.calls]);
   return [
     {
       title: "Volumes: cvc-sync placing one new volume (3 replicas, 10Gi) over N pools: median per call",
@@ -307,16 +414,43 @@ export function volumeTables(results: VolumeResults): Table[] {
       title: `Volumes: cvc-sync of a bound volume (3 replicas, Healthy) on ${BOUND_POOLS} pools holding R replicas of other volumes: median per call`,
       headers: ["other replicas", ...pipelineHeaders],
       rows: results.bound.map(pipelineRow),
-      notes: ["The world cvc-pvc-1-bound widened to 100 pools; every replica of the cluster's pools arrives as a related object (cvc-customize), and each reserves its pool's space."],
+      notes: [
+        "The world cvc-pvc-1-bound widened to 100 pools; every replica of the cluster's pools arrives as a related object (cvc-customize), and each reserves its pool's space.",
+      ],
     },
     {
       title: "Volumes: cv-status (one CStorVolume, its 3 replicas Healthy): median per call",
-      headers: ["request", "request KB", "response KB", "JSON.parse ms", "hook ms", "canonicalize ms", "JSON.stringify ms", "total ms", "calls"],
-      rows: [["golden case cv-status/healthy", kb(c.requestBytes), kb(c.responseBytes), num(c.parse), num(c.hook), num(c.canonicalize), num(c.stringify), num(c.total), c.calls]],
-      notes: ["cv-customize selects the volume's own replicas only (by its volume label): the request does not grow with the cluster."],
+      headers: [
+        "request",
+        "request KB",
+        "response KB",
+        "JSON.parse ms",
+        "hook ms",
+        "canonicalize ms",
+        "JSON.stringify ms",
+        "total ms",
+        "calls",
+      ],
+      rows: [
+        [
+          "golden case cv-status/healthy",
+          kb(c.requestBytes),
+          kb(c.responseBytes),
+          num(c.parse),
+          num(c.hook),
+          num(c.canonicalize),
+          num(c.stringify),
+          num(c.total),
+          c.calls,
+        ],
+      ],
+      notes: [
+        "cv-customize selects the volume's own replicas only (by its volume label): the request does not grow with the cluster.",
+      ],
     },
     {
-      title: "Volumes: node daemon replica plan (planReplicas) over one pool's CVRs and datasets, steady state (every replica Healthy)",
+      title:
+        "Volumes: node daemon replica plan (planReplicas) over one pool's CVRs and datasets, steady state (every replica Healthy)",
       headers: ["replicas on the pool", "median ms", "fastest ms", "fastest µs/replica", "calls"],
       rows: plainRows(results.plan),
     },
@@ -324,16 +458,25 @@ export function volumeTables(results: VolumeResults): Table[] {
       title: `Volumes: node daemon, one refresh of a ${NODE_POOLS}-pool node picking each pool's CVRs from the cluster's (replicasOf, twice per pass)`,
       headers: ["CVRs in the cluster", "median ms", "fastest ms", "fastest µs/CVR", "calls"],
       rows: plainRows(results.pick),
-      notes: [`The daemon watches every CVR of its namespace; the node's ${NODE_POOLS} pools hold a tenth of them.`],
+      notes: [
+        `The daemon watches every CVR of its namespace; the node's ${NODE_POOLS} pools hold a tenth of them.`,
+      ],
     },
     {
       title: "Volumes: growth, fitted exponent b of time ∝ n^b over all sizes, on each size's fastest call",
       headers: ["function", "b", "time factor per doubling", "verdict"],
       rows: (Object.keys(GROWTH_LABELS) as (keyof VolumeResults["growth"])[]).map((key) => {
         const g = results.growth[key];
-        return [GROWTH_LABELS[key], num(g.hook.exponent), g.hook.perDoubling.map((d) => `${d.from}→${d.to}: ${num(d.factor)}`).join(", "), growthVerdict(g)];
+        return [
+          GROWTH_LABELS[key],
+          num(g.hook.exponent),
+          g.hook.perDoubling.map((d) => `${d.from}→${d.to}: ${num(d.factor)}`).join(", "),
+          growthVerdict(g),
+        ];
       }),
-      notes: ["Linear: b ≤ 1.2, or (for the hooks) at most 0.2 above JSON.parse of the same requests, as for cspc-sync."],
+      notes: [
+        "Linear: b ≤ 1.2, or (for the hooks) at most 0.2 above JSON.parse of the same requests, as for cspc-sync.",
+      ],
     },
   ];
 }

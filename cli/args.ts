@@ -16,7 +16,8 @@ export function reportUsageError(err: UsageError, usage: string, stderr: (text: 
 /** Exit codes of every subcommand (the node daemon's local mode adds its own for "changed" and "held"). */
 export const EXIT = { ok: 0, refused: 1, usage: 2 } as const;
 
-export const EXIT_CODES_HELP = "Exit codes: 0 ok (accepted, or every pool renders), 1 refused (some pool would not be built), 2 usage error or unreadable input.";
+export const EXIT_CODES_HELP =
+  "Exit codes: 0 ok (accepted, or every pool renders), 1 refused (some pool would not be built), 2 usage error or unreadable input.";
 
 /** Flags → option keys; every flag takes a value. */
 export type FlagTable<K extends string> = Record<string, K>;
@@ -57,7 +58,12 @@ function editDistance(a: string, b: string): number {
   let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
   for (let i = 1; i <= a.length; i++) {
     const current = [i];
-    for (let j = 1; j <= b.length; j++) current[j] = Math.min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+    for (let j = 1; j <= b.length; j++)
+      current[j] = Math.min(
+        previous[j] + 1,
+        current[j - 1] + 1,
+        previous[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1),
+      );
     previous = current;
   }
   return previous[b.length];
@@ -94,7 +100,9 @@ export function parseFlags<K extends string>(
     }
     if (!key) {
       const what = flag.startsWith("-") ? "unknown flag" : "unexpected argument";
-      throw new UsageError(`${what} ${flag}${flag.startsWith("-") ? didYouMean(flag, Object.keys(flags)) : ""}`);
+      throw new UsageError(
+        `${what} ${flag}${flag.startsWith("-") ? didYouMean(flag, Object.keys(flags)) : ""}`,
+      );
     }
     const value = eq > 0 ? arg.slice(eq + 1) : argv[++i];
     if (value === undefined || value === "") throw new UsageError(`${flag} needs a value`);
@@ -104,16 +112,30 @@ export function parseFlags<K extends string>(
   }
   const files = options.file as string[];
   if (files.length === 0 && !parse.fileOptional) throw new UsageError("-f <file> is required");
-  const stdin = [...files.filter((f) => f === "-").map(() => "-f"), ...Object.entries(options).filter(([k, v]) => k !== "file" && k !== "args" && v === "-").map(([k]) => k)];
-  if (stdin.length > 1) throw new UsageError(`only one file can be "-" (standard input), not ${stdin.join(" and ")}`);
+  const stdin = [
+    ...files.filter((f) => f === "-").map(() => "-f"),
+    ...Object.entries(options)
+      .filter(([k, v]) => k !== "file" && k !== "args" && v === "-")
+      .map(([k]) => k),
+  ];
+  if (stdin.length > 1)
+    throw new UsageError(`only one file can be "-" (standard input), not ${stdin.join(" and ")}`);
   return options as Partial<Record<Exclude<K, "file">, string>> & { file: string[]; args: string[] };
 }
 
 /** The common flags' values, checked. */
-export function commonOptions(given: { file: string[]; blockDevices?: string; nodes?: string; namespace?: string; output?: string }): CommonOptions {
+export function commonOptions(given: {
+  file: string[];
+  blockDevices?: string;
+  nodes?: string;
+  namespace?: string;
+  output?: string;
+}): CommonOptions {
   const output = given.output ?? "text";
   if (output !== "text" && output !== "yaml" && output !== "json") {
-    throw new UsageError(`-o ${output} is not an output format: use yaml or json${didYouMean(output, ["yaml", "json"])}`);
+    throw new UsageError(
+      `-o ${output} is not an output format: use yaml or json${didYouMean(output, ["yaml", "json"])}`,
+    );
   }
   return {
     files: given.file,

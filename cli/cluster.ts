@@ -41,7 +41,8 @@ export const CUSTOM_PLURAL: Record<string, string> = {
 };
 
 /** client-node hands typed objects (Dates for times); the views read plain JSON, as files hold it. */
-const plain = (items: readonly object[], kind: string): KubeObject[] => items.map((item) => ({ ...(JSON.parse(JSON.stringify(item)) as KubeObject), kind }));
+const plain = (items: readonly object[], kind: string): KubeObject[] =>
+  items.map((item) => ({ ...(JSON.parse(JSON.stringify(item)) as KubeObject), kind }));
 
 /** What the apiserver said, in a sentence naming the resource. */
 function listFailure(resource: string, namespace: string, server: string, err: unknown): ClusterError {
@@ -59,14 +60,23 @@ function listFailure(resource: string, namespace: string, server: string, err: u
   }
   const what = `cannot list ${resource} in namespace ${namespace}`;
   if (code === 403) return new ClusterError(`${what}: forbidden (${said}); ask for list on ${resource}`);
-  if (code === 401) return new ClusterError(`${what}: the apiserver at ${server} did not accept the credentials (${said})`);
-  if (code === 404) return new ClusterError(`${what}: the apiserver at ${server} does not serve it (are the CRDs in metacontroller/crds installed?)`);
-  if (code === undefined) return new ClusterError(`${what}: cannot reach the apiserver at ${server}: ${said}`);
+  if (code === 401)
+    return new ClusterError(`${what}: the apiserver at ${server} did not accept the credentials (${said})`);
+  if (code === 404)
+    return new ClusterError(
+      `${what}: the apiserver at ${server} does not serve it (are the CRDs in metacontroller/crds installed?)`,
+    );
+  if (code === undefined)
+    return new ClusterError(`${what}: cannot reach the apiserver at ${server}: ${said}`);
   return new ClusterError(`${what}: ${code} ${said}`);
 }
 
 /** The objects of the given kinds (of cli/views.ts VIEW_KINDS) in one namespace. */
-export async function listFromCluster(config: KubeConfig, namespace: string, kinds: readonly string[]): Promise<ClusterObjects> {
+export async function listFromCluster(
+  config: KubeConfig,
+  namespace: string,
+  kinds: readonly string[],
+): Promise<ClusterObjects> {
   const { AppsV1Api, CoreV1Api, CustomObjectsApi } = await clientNode();
   const custom = config.makeApiClient(CustomObjectsApi);
   const core = config.makeApiClient(CoreV1Api);
@@ -77,7 +87,12 @@ export async function listFromCluster(config: KubeConfig, namespace: string, kin
     const resource = plural ? `${plural}.${GROUP}` : kind === KIND.event ? "events" : "deployments.apps";
     try {
       if (plural) {
-        const listed = (await custom.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural })) as { items: KubeObject[] };
+        const listed = (await custom.listNamespacedCustomObject({
+          group: GROUP,
+          version: VERSION,
+          namespace,
+          plural,
+        })) as { items: KubeObject[] };
         return listed.items;
       }
       if (kind === KIND.event) return plain((await core.listNamespacedEvent({ namespace })).items, kind);
@@ -90,5 +105,8 @@ export async function listFromCluster(config: KubeConfig, namespace: string, kin
   const lists = await Promise.allSettled(kinds.map(list));
   const failed = lists.find((l) => l.status === "rejected");
   if (failed) throw failed.reason;
-  return clusterObjects(namespace, lists.flatMap((l) => (l.status === "fulfilled" ? l.value : [])));
+  return clusterObjects(
+    namespace,
+    lists.flatMap((l) => (l.status === "fulfilled" ? l.value : [])),
+  );
 }

@@ -23,7 +23,12 @@ the object and field, and nothing is printed on standard output. Notes say what 
 Exit codes: 0 converted, 1 refused (some object cannot be converted), 2 usage error or unreadable input.
 `;
 
-const FLAGS: FlagTable<"file" | "namespace"> = { "-f": "file", "--filename": "file", "-n": "namespace", "--namespace": "namespace" };
+const FLAGS: FlagTable<"file" | "namespace"> = {
+  "-f": "file",
+  "--filename": "file",
+  "-n": "namespace",
+  "--namespace": "namespace",
+};
 
 export function runConvert(argv: readonly string[], io: CliIO = processIO): Promise<number> {
   let files: string[];
@@ -53,4 +58,3 @@ export function runConvert(argv: readonly string[], io: CliIO = processIO): Prom
   io.stdout(result.cspcs.map((cspc) => canonicalYaml(cspc)).join("---\n"));
   return Promise.resolve(EXIT.ok);
 }
-

@@ -14,13 +14,34 @@ import { runValidate } from "./validate.js";
 import { runDescribe, runGet, runTree } from "./views-command.js";
 
 const COMMANDS: Record<string, { run: (argv: string[]) => Promise<number>; summary: string }> = {
-  validate: { run: (argv) => runValidate(argv), summary: "judge a CSPC (and an edit of it) offline, as the admission webhook would" },
-  render: { run: (argv) => runRender(argv), summary: "print the CSPIs and BlockDeviceClaims the hooks would create" },
-  convert: { run: (argv) => runConvert(argv), summary: "turn StoragePoolClaims or cstor.openebs.io/v1 CSPCs into CSPCs that adopt their pools" },
-  get: { run: (argv) => runGet(argv), summary: "list pools or volumes from the cluster: node, health, capacity, replicas" },
-  describe: { run: (argv) => runDescribe(argv), summary: "one pool: its raid groups' devices and claims, conditions, volumes, Events" },
-  tree: { run: (argv) => runTree(argv), summary: "each CSPC with its pools, and their Deployments, claims and replicas" },
-  "node-daemon": { run: (argv) => runNodeDaemonCommand(argv), summary: "plan (and apply) one CSPI against this machine's zpool" },
+  validate: {
+    run: (argv) => runValidate(argv),
+    summary: "judge a CSPC (and an edit of it) offline, as the admission webhook would",
+  },
+  render: {
+    run: (argv) => runRender(argv),
+    summary: "print the CSPIs and BlockDeviceClaims the hooks would create",
+  },
+  convert: {
+    run: (argv) => runConvert(argv),
+    summary: "turn StoragePoolClaims or cstor.openebs.io/v1 CSPCs into CSPCs that adopt their pools",
+  },
+  get: {
+    run: (argv) => runGet(argv),
+    summary: "list pools or volumes from the cluster: node, health, capacity, replicas",
+  },
+  describe: {
+    run: (argv) => runDescribe(argv),
+    summary: "one pool: its raid groups' devices and claims, conditions, volumes, Events",
+  },
+  tree: {
+    run: (argv) => runTree(argv),
+    summary: "each CSPC with its pools, and their Deployments, claims and replicas",
+  },
+  "node-daemon": {
+    run: (argv) => runNodeDaemonCommand(argv),
+    summary: "plan (and apply) one CSPI against this machine's zpool",
+  },
 };
 
 export function usage(program = "cstor-pool"): string {
@@ -38,7 +59,10 @@ export function usage(program = "cstor-pool"): string {
 export function packageVersion(): string {
   for (const relative of ["../../package.json", "../package.json"]) {
     try {
-      const manifest = JSON.parse(readFileSync(new URL(relative, import.meta.url), "utf8")) as { name?: string; version?: string };
+      const manifest = JSON.parse(readFileSync(new URL(relative, import.meta.url), "utf8")) as {
+        name?: string;
+        version?: string;
+      };
       if (manifest.name === "cstor-pool-operator" && manifest.version) return manifest.version;
     } catch {
       // not at this level
@@ -68,7 +92,9 @@ export async function main(argv: string[], program = "cstor-pool"): Promise<numb
   }
   const command = COMMANDS[name];
   if (!command) {
-    process.stderr.write(`error: unknown command "${name}"${didYouMean(name, Object.keys(COMMANDS))}\n\n${usage(program)}\n`);
+    process.stderr.write(
+      `error: unknown command "${name}"${didYouMean(name, Object.keys(COMMANDS))}\n\n${usage(program)}\n`,
+    );
     return EXIT.usage;
   }
   return command.run(rest);

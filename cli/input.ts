@@ -20,7 +20,8 @@ export const processIO: CliIO = {
   stdout: (text) => process.stdout.write(text),
   stderr: (text) => process.stderr.write(text),
   readFile: (path) => readFileSync(path === "-" ? 0 : path, "utf8"),
-  listDirectory: (path) => (path !== "-" && statSync(path, { throwIfNoEntry: false })?.isDirectory() ? readdirSync(path) : undefined),
+  listDirectory: (path) =>
+    path !== "-" && statSync(path, { throwIfNoEntry: false })?.isDirectory() ? readdirSync(path) : undefined,
 };
 
 const MANIFEST = /\.(ya?ml|json)$/;
@@ -31,7 +32,8 @@ export function readAll(io: CliIO, paths: readonly string[]): KubeObject[] {
     const entries = io.listDirectory?.(path);
     if (!entries) return readObjects(io, path);
     const manifests = entries.filter((name) => MANIFEST.test(name)).sort();
-    if (manifests.length === 0) throw new InputError(`${path} is a directory without .yaml, .yml or .json files`);
+    if (manifests.length === 0)
+      throw new InputError(`${path} is a directory without .yaml, .yml or .json files`);
     return manifests.flatMap((name) => readObjects(io, join(path, name)));
   });
 }
@@ -49,7 +51,10 @@ export function readObjects(io: CliIO, path: string): KubeObject[] {
     if (doc.errors.length > 0) throw new InputError(`${path} is not valid YAML: ${doc.errors[0].message}`);
     const value = doc.toJS() as unknown;
     if (value === null || value === undefined) continue;
-    const items = (value as { kind?: string; items?: unknown[] }).kind === "List" ? ((value as { items?: unknown[] }).items ?? []) : [value];
+    const items =
+      (value as { kind?: string; items?: unknown[] }).kind === "List"
+        ? ((value as { items?: unknown[] }).items ?? [])
+        : [value];
     for (const item of items) {
       if (!item || typeof item !== "object" || typeof (item as KubeObject).kind !== "string") {
         throw new InputError(`${path} holds something that is not a Kubernetes object (no kind)`);

@@ -13,7 +13,17 @@ import { parseCompositeRequest, parseDecoratorRequest } from "../lib/request.js"
 import { canonicalJson, canonicalYaml } from "../lib/canonical.js";
 import { buildInventory } from "../lib/inventory.js";
 import { checkCspcShape } from "../lib/rules/admission-shape.js";
-import { commonOptions, COMMON_FLAGS, EXIT, EXIT_CODES_HELP, InputError, parseFlags, reportUsageError, UsageError, type CommonOptions } from "./args.js";
+import {
+  commonOptions,
+  COMMON_FLAGS,
+  EXIT,
+  EXIT_CODES_HELP,
+  InputError,
+  parseFlags,
+  reportUsageError,
+  UsageError,
+  type CommonOptions,
+} from "./args.js";
 import { processIO, readAll, type CliIO } from "./input.js";
 import { offlineFacts, placed, readClusterFiles, type ClusterFiles } from "./offline.js";
 import { problemsOf, writeNotes, writeVerdicts, type Verdict } from "./verdicts.js";
@@ -58,13 +68,17 @@ export async function runRender(argv: readonly string[], io: CliIO = processIO):
     const objects = readAll(io, options.files);
     const others = objects.filter((o) => o.kind !== KIND.cspc).map((o) => o.kind);
     const from = options.files.join(", ");
-    if (others.length > 0) throw new InputError(`${from} holds ${[...new Set(others)].join(", ")}; only CStorPoolClusters can be rendered`);
+    if (others.length > 0)
+      throw new InputError(
+        `${from} holds ${[...new Set(others)].join(", ")}; only CStorPoolClusters can be rendered`,
+      );
     if (objects.length === 0) throw new InputError(`${from} holds no CStorPoolCluster`);
     cspcs = placed(objects, options.namespace);
     files = readClusterFiles(io, options);
     config = loadHookConfig(process.env);
   } catch (err) {
-    if (err instanceof ConfigError) return reportUsageError(new InputError(err.message), RENDER_USAGE, io.stderr);
+    if (err instanceof ConfigError)
+      return reportUsageError(new InputError(err.message), RENDER_USAGE, io.stderr);
     if (!(err instanceof UsageError)) throw err;
     return reportUsageError(err, RENDER_USAGE, io.stderr);
   }
@@ -93,7 +107,15 @@ function renderOne(cspc: KubeObject, files: ClusterFiles, notes: string[], confi
   const shape = checkCspcShape(cspc);
   if (shape.length > 0) {
     const pools = (cspc as { spec?: { pools?: unknown } }).spec?.pools;
-    return { ...subject, verdict: "refused", problems: problemsOf(shape), pools: Array.isArray(pools) ? pools.length : 0, provisioned: 0, objects: [], conditions: [] };
+    return {
+      ...subject,
+      verdict: "refused",
+      problems: problemsOf(shape),
+      pools: Array.isArray(pools) ? pools.length : 0,
+      provisioned: 0,
+      objects: [],
+      conditions: [],
+    };
   }
 
   const ownedBy = (o: KubeObject) => o.metadata.labels?.[LABEL.cspc] === name;
@@ -112,8 +134,16 @@ function renderOne(cspc: KubeObject, files: ClusterFiles, notes: string[], confi
   const { findings } = planChildren(cspc as CSPC, buildInventory(last.parent, last.children, last.related));
 
   const renderedCspis = answer.children.filter((c) => c.kind === KIND.cspi);
-  const deployments = renderedCspis.flatMap((cspi) =>
-    syncCspiRequest(parseDecoratorRequest({ controller: {}, object: cspi, attachments: {}, related: {}, finalizing: false }, KIND.cspi), () => new Date(), config).attachments,
+  const deployments = renderedCspis.flatMap(
+    (cspi) =>
+      syncCspiRequest(
+        parseDecoratorRequest(
+          { controller: {}, object: cspi, attachments: {}, related: {}, finalizing: false },
+          KIND.cspi,
+        ),
+        () => new Date(),
+        config,
+      ).attachments,
   );
   const status = answer.status as { desiredInstances?: number; conditions?: Rendered["conditions"] };
   const pools = status.desiredInstances ?? 0;
@@ -132,7 +162,9 @@ function renderOne(cspc: KubeObject, files: ClusterFiles, notes: string[], confi
 function asText(r: Rendered): string {
   const header = [
     `# ${r.kind} ${r.namespace}/${r.name}: ${r.pools} pool(s), ${r.provisioned} would be provisioned`,
-    ...r.conditions.filter((c) => c.type === "Ready" || c.status === "True").map((c) => `# ${c.type}=${c.status} (${c.reason}): ${c.message.replace(/\n/g, " ")}`),
+    ...r.conditions
+      .filter((c) => c.type === "Ready" || c.status === "True")
+      .map((c) => `# ${c.type}=${c.status} (${c.reason}): ${c.message.replace(/\n/g, " ")}`),
     ...(r.conditions.length === 0 ? r.problems.map((p) => `# refused: ${p.message}`) : []),
   ].join("\n");
   return `${header}\n${(r.objects ?? []).map((o) => canonicalYaml(o)).join("---\n")}`;
@@ -154,15 +186,29 @@ function keyed(objects: readonly KubeObject[]): Record<string, KubeObject> {
 }
 
 /** A v2 sync request as Metacontroller would send it for this CSPC. */
-function request(cspc: KubeObject, children: readonly KubeObject[], facts: ClusterFacts, otherClaims: readonly KubeObject[]): unknown {
+function request(
+  cspc: KubeObject,
+  children: readonly KubeObject[],
+  facts: ClusterFacts,
+  otherClaims: readonly KubeObject[],
+): unknown {
   const childrenMap: ObjectMap = {
     [TYPE_KEY.cspi]: keyed(children.filter((c) => c.kind === KIND.cspi)),
     [TYPE_KEY.blockDeviceClaim]: keyed(children.filter((c) => c.kind === KIND.blockDeviceClaim)),
   };
   const related: ObjectMap = {
     [TYPE_KEY.blockDevice]: keyed(facts.blockDevices),
-    [TYPE_KEY.blockDeviceClaim]: keyed([...otherClaims, ...children.filter((c) => c.kind === KIND.blockDeviceClaim)]),
+    [TYPE_KEY.blockDeviceClaim]: keyed([
+      ...otherClaims,
+      ...children.filter((c) => c.kind === KIND.blockDeviceClaim),
+    ]),
     [TYPE_KEY.node]: Object.fromEntries(facts.nodes.map((n) => [n.metadata.name!, n])),
   };
-  return { controller: { apiVersion: "metacontroller.k8s.io/v1alpha1", kind: "CompositeController" }, parent: cspc, children: childrenMap, related, finalizing: false };
+  return {
+    controller: { apiVersion: "metacontroller.k8s.io/v1alpha1", kind: "CompositeController" },
+    parent: cspc,
+    children: childrenMap,
+    related,
+    finalizing: false,
+  };
 }

@@ -5,7 +5,18 @@
 import { KIND } from "../api/constants.js";
 import type { CSPC, KubeObject } from "../api/types.js";
 import { judgeCspc, type AdmissionInput } from "../lib/admission/judge.js";
-import { commonOptions, COMMON_FLAGS, EXIT, EXIT_CODES_HELP, InputError, parseFlags, reportUsageError, UsageError, type CommonOptions, type FlagTable } from "./args.js";
+import {
+  commonOptions,
+  COMMON_FLAGS,
+  EXIT,
+  EXIT_CODES_HELP,
+  InputError,
+  parseFlags,
+  reportUsageError,
+  UsageError,
+  type CommonOptions,
+  type FlagTable,
+} from "./args.js";
 import { processIO, readAll, type CliIO } from "./input.js";
 import { offlineFacts, placed, readClusterFiles, type ClusterFiles } from "./offline.js";
 import { problemsOf, writeNotes, writeVerdicts, type Verdict } from "./verdicts.js";
@@ -30,7 +41,10 @@ interface Options extends CommonOptions {
   old?: string;
 }
 
-const FLAGS: FlagTable<"file" | "blockDevices" | "nodes" | "namespace" | "output" | "old"> = { ...COMMON_FLAGS, "--old": "old" };
+const FLAGS: FlagTable<"file" | "blockDevices" | "nodes" | "namespace" | "output" | "old"> = {
+  ...COMMON_FLAGS,
+  "--old": "old",
+};
 
 function parseArgs(argv: readonly string[]): Options | "help" {
   const given = parseFlags(argv, FLAGS);
@@ -54,7 +68,12 @@ export async function runValidate(argv: readonly string[], io: CliIO = processIO
     options = parsed;
     proposed = placed(readAll(io, options.files), options.namespace);
     if (proposed.length === 0) throw new InputError(`${options.files.join(", ")} holds no object`);
-    stored = options.old ? placed(readAll(io, [options.old]).filter((o) => o.kind === KIND.cspc), options.namespace).map((p) => p.object) : [];
+    stored = options.old
+      ? placed(
+          readAll(io, [options.old]).filter((o) => o.kind === KIND.cspc),
+          options.namespace,
+        ).map((p) => p.object)
+      : [];
     files = readClusterFiles(io, options);
   } catch (err) {
     if (!(err instanceof UsageError)) throw err;
@@ -70,9 +89,16 @@ export async function runValidate(argv: readonly string[], io: CliIO = processIO
       object,
       oldObject: old ?? null,
     };
-    const facts = object.kind === KIND.cspc ? offlineFacts(object as CSPC, (old as CSPC | undefined) ?? null, files, notes) : {};
+    const facts =
+      object.kind === KIND.cspc
+        ? offlineFacts(object as CSPC, (old as CSPC | undefined) ?? null, files, notes)
+        : {};
     const judgement = judgeCspc(input, facts);
-    const problems = judgement.allowed ? [] : judgement.violations.length > 0 ? problemsOf(judgement.violations) : [{ reason: "Refused", message: judgement.status?.message ?? "" }];
+    const problems = judgement.allowed
+      ? []
+      : judgement.violations.length > 0
+        ? problemsOf(judgement.violations)
+        : [{ reason: "Refused", message: judgement.status?.message ?? "" }];
     const verdict: Verdict = {
       kind: object.kind,
       namespace: input.namespace,
@@ -85,8 +111,14 @@ export async function runValidate(argv: readonly string[], io: CliIO = processIO
     };
     return verdict;
   });
-  if (options.old && stored.length > 0 && !proposed.some((p) => stored.some((s) => key(s) === key(p.object)))) {
-    io.stderr(`note: no CStorPoolCluster in ${options.old} has the namespace/name of one in ${options.files.join(", ")}; each was checked as new\n`);
+  if (
+    options.old &&
+    stored.length > 0 &&
+    !proposed.some((p) => stored.some((s) => key(s) === key(p.object)))
+  ) {
+    io.stderr(
+      `note: no CStorPoolCluster in ${options.old} has the namespace/name of one in ${options.files.join(", ")}; each was checked as new\n`,
+    );
   }
 
   writeNotes(io, verdicts);

@@ -38,7 +38,8 @@ export interface Verdict {
 }
 
 /** "spec.pools[0] (nodeSelector a=b) (pool p) raidGroups[1]" or "spec.pools[0].poolConfig.compression" at the start of a message. */
-const LABEL = /^(spec\.pools\[\d+\])(?: \(nodeSelector [^)]*\))?(?: \(pool [^)]*\))?((?: (?:raidGroups|blockDevices)\[\d+\])*)(?: (poolConfig(?:\.[A-Za-z]+)+))?|^(spec(?:\.[A-Za-z]+|\[\d+\])+)/;
+const LABEL =
+  /^(spec\.pools\[\d+\])(?: \(nodeSelector [^)]*\))?(?: \(pool [^)]*\))?((?: (?:raidGroups|blockDevices)\[\d+\])*)(?: (poolConfig(?:\.[A-Za-z]+)+))?|^(spec(?:\.[A-Za-z]+|\[\d+\])+)/;
 
 export function problemOf(violation: Violation): Problem {
   const { message, reason } = violation;
@@ -51,7 +52,13 @@ export function problemOf(violation: Violation): Problem {
   }
   field ??= violation.pool >= 0 ? `spec.pools[${violation.pool}]` : undefined;
   const fix = afterFirstColon(rest);
-  return { ...(violation.pool >= 0 ? { pool: violation.pool } : {}), ...(field ? { field } : {}), reason, message, ...(fix ? { fix } : {}) };
+  return {
+    ...(violation.pool >= 0 ? { pool: violation.pool } : {}),
+    ...(field ? { field } : {}),
+    reason,
+    message,
+    ...(fix ? { fix } : {}),
+  };
 }
 
 /** The text after the first ": " outside parentheses, or undefined. */
@@ -78,7 +85,13 @@ export function writeNotes(io: CliIO, verdicts: readonly Verdict[]): void {
 }
 
 /** -o yaml|json: every verdict, in input order. */
-export function writeVerdicts(io: CliIO, format: Exclude<OutputFormat, "text">, verdicts: readonly Verdict[]): void {
+export function writeVerdicts(
+  io: CliIO,
+  format: Exclude<OutputFormat, "text">,
+  verdicts: readonly Verdict[],
+): void {
   const document = { items: verdicts };
-  io.stdout(format === "json" ? `${JSON.stringify(canonicalize(document), null, 2)}\n` : canonicalYaml(document));
+  io.stdout(
+    format === "json" ? `${JSON.stringify(canonicalize(document), null, 2)}\n` : canonicalYaml(document),
+  );
 }

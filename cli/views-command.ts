@@ -6,7 +6,20 @@ import { canonicalJson, canonicalYaml } from "../lib/canonical.js";
 import { didYouMean, EXIT, parseFlags, reportUsageError, UsageError, type FlagTable } from "./args.js";
 import { contextNamespace, listFromCluster, loadKubeConfig } from "./cluster.js";
 import { processIO, readAll, type CliIO } from "./input.js";
-import { clusterObjects, describePool, describeText, poolRows, poolsText, tree, treeText, volumeRows, volumesText, type ClusterObjects, type PoolRow, type VolumeRow } from "./views.js";
+import {
+  clusterObjects,
+  describePool,
+  describeText,
+  poolRows,
+  poolsText,
+  tree,
+  treeText,
+  volumeRows,
+  volumesText,
+  type ClusterObjects,
+  type PoolRow,
+  type VolumeRow,
+} from "./views.js";
 
 const SOURCE_HELP = `  -n, --namespace      where the objects are (default: the kubeconfig context's namespace, else openebs)
   -o, --output         wide (more columns), json or yaml (the view's data, for programs)
@@ -63,11 +76,19 @@ function viewRequest(argv: readonly string[], io: CliIO, outputs: readonly Outpu
   if (given === "help") return given;
   const output = (given.output ?? "text") as Output;
   const formats = outputs.filter((o) => o !== "text");
-  if (!outputs.includes(output)) throw new UsageError(`-o ${output} is not an output format here: use ${formats.join(", ")}${didYouMean(output, formats)}`);
+  if (!outputs.includes(output))
+    throw new UsageError(
+      `-o ${output} is not an output format here: use ${formats.join(", ")}${didYouMean(output, formats)}`,
+    );
   if (given.file.length > 0) {
-    if (given.kubeconfig) throw new UsageError("--kubeconfig and -f exclude each other: -f reads files, not the cluster");
+    if (given.kubeconfig)
+      throw new UsageError("--kubeconfig and -f exclude each other: -f reads files, not the cluster");
     const namespace = given.namespace ?? "openebs";
-    return { args: given.args, output, fetch: () => Promise.resolve(clusterObjects(namespace, readAll(io, given.file))) };
+    return {
+      args: given.args,
+      output,
+      fetch: () => Promise.resolve(clusterObjects(namespace, readAll(io, given.file))),
+    };
   }
   return {
     args: given.args,
@@ -80,11 +101,19 @@ function viewRequest(argv: readonly string[], io: CliIO, outputs: readonly Outpu
 }
 
 function print(io: CliIO, output: Output, data: unknown, text: () => string): void {
-  io.stdout(output === "json" ? `${canonicalJson(data)}\n` : output === "yaml" ? canonicalYaml(data) : text());
+  io.stdout(
+    output === "json" ? `${canonicalJson(data)}\n` : output === "yaml" ? canonicalYaml(data) : text(),
+  );
 }
 
 /** Runs one view: usage errors and unreadable clusters or files are exit 2 with a message. */
-async function runView(argv: readonly string[], io: CliIO, usage: string, outputs: readonly Output[], show: (request: ViewRequest) => Promise<number>): Promise<number> {
+async function runView(
+  argv: readonly string[],
+  io: CliIO,
+  usage: string,
+  outputs: readonly Output[],
+  show: (request: ViewRequest) => Promise<number>,
+): Promise<number> {
   try {
     const request = viewRequest(argv, io, outputs);
     if (request === "help") {
@@ -98,39 +127,67 @@ async function runView(argv: readonly string[], io: CliIO, usage: string, output
   }
 }
 
-const GET_WHAT: Record<string, "pools" | "volumes"> = { pools: "pools", pool: "pools", cspi: "pools", volumes: "volumes", volume: "volumes", cvc: "volumes" };
+const GET_WHAT: Record<string, "pools" | "volumes"> = {
+  pools: "pools",
+  pool: "pools",
+  cspi: "pools",
+  volumes: "volumes",
+  volume: "volumes",
+  cvc: "volumes",
+};
 
 export function runGet(argv: readonly string[], io: CliIO = processIO): Promise<number> {
   return runView(argv, io, GET_USAGE, ["text", "wide", "json", "yaml"], async ({ args, output, fetch }) => {
     const [what, ...extra] = args;
     const view = what === undefined ? undefined : GET_WHAT[what];
-    if (!view) throw new UsageError(what === undefined ? "say what to get: pools or volumes" : `cannot get "${what}": use pools or volumes${didYouMean(what, ["pools", "volumes"])}`);
+    if (!view)
+      throw new UsageError(
+        what === undefined
+          ? "say what to get: pools or volumes"
+          : `cannot get "${what}": use pools or volumes${didYouMean(what, ["pools", "volumes"])}`,
+      );
     if (extra.length > 0) throw new UsageError(`unexpected argument ${extra[0]}`);
-    const objects = await fetch(view === "pools" ? [KIND.cspi, KIND.cvr] : [KIND.cvc, KIND.cv, KIND.cvr, KIND.cspi]);
+    const objects = await fetch(
+      view === "pools" ? [KIND.cspi, KIND.cvr] : [KIND.cvc, KIND.cv, KIND.cvr, KIND.cspi],
+    );
     const wide = output === "wide";
     const rows = view === "pools" ? poolRows(objects) : volumeRows(objects);
     if (rows.length === 0 && (output === "text" || wide)) {
-      io.stderr(`No ${view === "pools" ? "CStorPoolInstances" : "CStorVolumeConfigs"} found in namespace ${objects.namespace}.\n`);
+      io.stderr(
+        `No ${view === "pools" ? "CStorPoolInstances" : "CStorVolumeConfigs"} found in namespace ${objects.namespace}.\n`,
+      );
       return EXIT.ok;
     }
-    print(io, output, { items: rows }, () => (view === "pools" ? poolsText(rows as PoolRow[], wide) : volumesText(rows as VolumeRow[], wide)));
+    print(io, output, { items: rows }, () =>
+      view === "pools" ? poolsText(rows as PoolRow[], wide) : volumesText(rows as VolumeRow[], wide),
+    );
     return EXIT.ok;
   });
 }
 
 const names = (objects: readonly { metadata: { name?: string } }[]): string =>
-  objects.map((o) => o.metadata.name ?? "").sort().join(", ") || "none";
+  objects
+    .map((o) => o.metadata.name ?? "")
+    .sort()
+    .join(", ") || "none";
 
 export function runDescribe(argv: readonly string[], io: CliIO = processIO): Promise<number> {
   return runView(argv, io, DESCRIBE_USAGE, ["text", "json", "yaml"], async ({ args, output, fetch }) => {
     const [what, name, ...extra] = args;
-    if (what !== "pool" && what !== "cspi") throw new UsageError(what === undefined ? "say what to describe: pool <name>" : `cannot describe "${what}": use pool <name>${didYouMean(what, ["pool"])}`);
+    if (what !== "pool" && what !== "cspi")
+      throw new UsageError(
+        what === undefined
+          ? "say what to describe: pool <name>"
+          : `cannot describe "${what}": use pool <name>${didYouMean(what, ["pool"])}`,
+      );
     if (!name) throw new UsageError("describe pool needs the CStorPoolInstance's name");
     if (extra.length > 0) throw new UsageError(`unexpected argument ${extra[0]}`);
     const objects = await fetch([KIND.cspi, KIND.blockDeviceClaim, KIND.deployment, KIND.event, KIND.cvr]);
     const pool = describePool(objects, name);
     if (!pool) {
-      io.stderr(`error: no CStorPoolInstance "${name}" in namespace ${objects.namespace}; it has: ${names(objects.cspis)}\n`);
+      io.stderr(
+        `error: no CStorPoolInstance "${name}" in namespace ${objects.namespace}; it has: ${names(objects.cspis)}\n`,
+      );
       return EXIT.refused;
     }
     print(io, output, pool, () => describeText(pool));
@@ -145,7 +202,9 @@ export function runTree(argv: readonly string[], io: CliIO = processIO): Promise
     const objects = await fetch([KIND.cspc, KIND.cspi, KIND.deployment, KIND.blockDeviceClaim, KIND.cvr]);
     const nodes = tree(objects, name);
     if (name !== undefined && nodes.length === 0) {
-      io.stderr(`error: no CStorPoolCluster "${name}" in namespace ${objects.namespace}; it has: ${names(objects.cspcs)}\n`);
+      io.stderr(
+        `error: no CStorPoolCluster "${name}" in namespace ${objects.namespace}; it has: ${names(objects.cspcs)}\n`,
+      );
       return EXIT.refused;
     }
     if (nodes.length === 0 && output === "text") {

@@ -2,7 +2,17 @@
 // is first a model (printed as is by -o json|yaml), then aligned text. No clock: times are printed as stored.
 // The objects come from the apiserver or from files (cli/views-command.ts); nothing here knows which.
 import { ANNOTATION, KIND, LABEL } from "../api/constants.js";
-import type { BlockDeviceClaim, Condition, CSPC, CSPI, CV, CVC, CVR, DeviceHealth, KubeObject } from "../api/types.js";
+import type {
+  BlockDeviceClaim,
+  Condition,
+  CSPC,
+  CSPI,
+  CV,
+  CVC,
+  CVR,
+  DeviceHealth,
+  KubeObject,
+} from "../api/types.js";
 import { poolDeploymentName, zpoolName } from "../lib/names.js";
 import { quantityBytes } from "../lib/volume/world.js";
 
@@ -54,17 +64,29 @@ export const VIEW_KINDS = Object.keys(BY_KIND);
 
 /** Objects of any kinds, as files hold them, sorted into a namespace's ClusterObjects (other namespaces left out). */
 export function clusterObjects(namespace: string, objects: readonly KubeObject[]): ClusterObjects {
-  const out: ClusterObjects = { namespace, cspcs: [], cspis: [], claims: [], deployments: [], events: [], cvcs: [], cvs: [], cvrs: [] };
+  const out: ClusterObjects = {
+    namespace,
+    cspcs: [],
+    cspis: [],
+    claims: [],
+    deployments: [],
+    events: [],
+    cvcs: [],
+    cvs: [],
+    cvrs: [],
+  };
   for (const object of objects) {
     const key = BY_KIND[object.kind];
-    if (key && (object.metadata?.namespace ?? namespace) === namespace) (out[key] as KubeObject[]).push(object);
+    if (key && (object.metadata?.namespace ?? namespace) === namespace)
+      (out[key] as KubeObject[]).push(object);
   }
   return out;
 }
 
 const NONE = "-";
 const nameOf = (o: KubeObject): string => o.metadata?.name ?? "";
-const byName = <T extends KubeObject>(items: readonly T[]): T[] => [...items].sort((a, b) => nameOf(a).localeCompare(nameOf(b)));
+const byName = <T extends KubeObject>(items: readonly T[]): T[] =>
+  [...items].sort((a, b) => nameOf(a).localeCompare(nameOf(b)));
 
 /** Used space as a share of the total, from Kubernetes quantities; undefined when either is missing or unreadable. */
 export function usedRatio(used: string | undefined, total: string | undefined): number | undefined {
@@ -87,7 +109,16 @@ export function capacityBar(ratio: number | undefined): string {
 /** Rows under a header, each column as wide as its widest cell, two spaces apart; no trailing spaces. */
 export function table(header: readonly string[], rows: readonly (readonly string[])[]): string {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
-  return [header, ...rows].map((cells) => cells.map((c, i) => c.padEnd(widths[i])).join("  ").trimEnd()).join("\n") + "\n";
+  return (
+    [header, ...rows]
+      .map((cells) =>
+        cells
+          .map((c, i) => c.padEnd(widths[i]))
+          .join("  ")
+          .trimEnd(),
+      )
+      .join("\n") + "\n"
+  );
 }
 
 /** A table column: its header and cell; a wide one only with -o wide. */
@@ -106,7 +137,8 @@ function columnsTable<R>(columns: readonly Column<R>[], rows: readonly R[], wide
   );
 }
 
-const replicasOn = (objects: ClusterObjects, cspi: string): CVR[] => byName(objects.cvrs.filter((r) => r.metadata.labels?.[LABEL.replicaPool] === cspi));
+const replicasOn = (objects: ClusterObjects, cspi: string): CVR[] =>
+  byName(objects.cvrs.filter((r) => r.metadata.labels?.[LABEL.replicaPool] === cspi));
 const isHealthy = (r: CVR): boolean => r.status?.phase === "Healthy";
 
 // ---- get pools ----
@@ -160,13 +192,18 @@ const POOL_COLUMNS: readonly Column<PoolRow>[] = [
   { header: "CSPC", cell: (r) => r.cspc, wide: true },
   { header: "USED", cell: (r) => r.capacity?.used ?? NONE, wide: true },
   { header: "TOTAL", cell: (r) => r.capacity?.total ?? NONE, wide: true },
-  { header: "DEVICES", cell: (r) => (r.devices.total ? `${r.devices.online}/${r.devices.total}` : NONE), wide: true },
+  {
+    header: "DEVICES",
+    cell: (r) => (r.devices.total ? `${r.devices.online}/${r.devices.total}` : NONE),
+    wide: true,
+  },
   { header: "READONLY", cell: (r) => (r.readOnly ? "yes" : "no"), wide: true },
   { header: "POOL", cell: (r) => r.zpool, wide: true },
   { header: "LASTUPDATE", cell: (r) => r.lastUpdateTime ?? NONE, wide: true },
 ];
 
-export const poolsText = (rows: readonly PoolRow[], wide: boolean): string => columnsTable(POOL_COLUMNS, rows, wide);
+export const poolsText = (rows: readonly PoolRow[], wide: boolean): string =>
+  columnsTable(POOL_COLUMNS, rows, wide);
 
 // ---- get volumes ----
 
@@ -192,15 +229,25 @@ export function volumeRows(objects: ClusterObjects): VolumeRow[] {
     const cv = objects.cvs.find((v) => nameOf(v) === name);
     const replicas = byName(objects.cvrs.filter((r) => r.metadata.labels?.[LABEL.replicaVolume] === name));
     const pools = replicas.map((r) => r.metadata.labels?.[LABEL.replicaPool] ?? "").filter(Boolean);
-    const ratios = replicas.map((r) => usedRatio(r.status?.capacity?.used, r.status?.capacity?.total)).filter((x): x is number => x !== undefined);
-    const nodes = replicas.map((r) => hosts.get(r.metadata.labels?.[LABEL.replicaPool] ?? "") ?? r.metadata.annotations?.[ANNOTATION.replicaPoolHost] ?? NONE);
+    const ratios = replicas
+      .map((r) => usedRatio(r.status?.capacity?.used, r.status?.capacity?.total))
+      .filter((x): x is number => x !== undefined);
+    const nodes = replicas.map(
+      (r) =>
+        hosts.get(r.metadata.labels?.[LABEL.replicaPool] ?? "") ??
+        r.metadata.annotations?.[ANNOTATION.replicaPoolHost] ??
+        NONE,
+    );
     return {
       name,
       cspc: cvc.spec.cstorPoolCluster,
       capacity: cvc.spec.capacity,
       phase: cvc.status?.phase ?? "Pending",
       health: cv?.status?.phase ?? NONE,
-      replicas: { healthy: cv?.status?.healthyReplicas ?? replicas.filter(isHealthy).length, desired: cvc.spec.replicaCount },
+      replicas: {
+        healthy: cv?.status?.healthyReplicas ?? replicas.filter(isHealthy).length,
+        desired: cvc.spec.replicaCount,
+      },
       ...(cv ? { consistencyFactor: cv.spec.consistencyFactor } : {}),
       ...(ratios.length ? { usedRatio: Math.max(...ratios) } : {}),
       pools,
@@ -217,12 +264,17 @@ const VOLUME_COLUMNS: readonly Column<VolumeRow>[] = [
   { header: "REPLICAS", cell: (r) => `${r.replicas.healthy}/${r.replicas.desired}` },
   { header: "USED", cell: (r) => capacityBar(r.usedRatio) },
   { header: "CSPC", cell: (r) => r.cspc, wide: true },
-  { header: "CONSISTENCY", cell: (r) => (r.consistencyFactor === undefined ? NONE : String(r.consistencyFactor)), wide: true },
+  {
+    header: "CONSISTENCY",
+    cell: (r) => (r.consistencyFactor === undefined ? NONE : String(r.consistencyFactor)),
+    wide: true,
+  },
   { header: "POOLS", cell: (r) => r.pools.join(",") || NONE, wide: true },
   { header: "NODES", cell: (r) => r.nodes.join(",") || NONE, wide: true },
 ];
 
-export const volumesText = (rows: readonly VolumeRow[], wide: boolean): string => columnsTable(VOLUME_COLUMNS, rows, wide);
+export const volumesText = (rows: readonly VolumeRow[], wide: boolean): string =>
+  columnsTable(VOLUME_COLUMNS, rows, wide);
 
 // ---- describe pool ----
 
@@ -264,7 +316,8 @@ export interface PoolDescription {
   events: { time: string; type: string; reason: string; count: number; from: string; message: string }[];
 }
 
-const ROLE = (g: CSPI["spec"]["raidGroups"][number]): string => (g.isWriteCache ? "write cache" : g.isReadCache ? "read cache" : g.isSpare ? "spare" : "data");
+const ROLE = (g: CSPI["spec"]["raidGroups"][number]): string =>
+  g.isWriteCache ? "write cache" : g.isReadCache ? "read cache" : g.isSpare ? "spare" : "data";
 const RECENT_EVENTS = 10;
 
 /** A time as stored (cli/cluster.ts turns client-node's Dates into strings), in RFC 3339 to the second. */
@@ -274,12 +327,22 @@ function timeText(value: string | undefined): string | undefined {
   return Number.isNaN(date.getTime()) ? value : date.toISOString().replace(/\.\d{3}Z$/, "Z");
 }
 
-const eventTime = (e: KubeEvent): string => timeText(e.lastTimestamp) ?? timeText(e.eventTime) ?? timeText(e.firstTimestamp) ?? timeText(e.metadata?.creationTimestamp) ?? "";
+const eventTime = (e: KubeEvent): string =>
+  timeText(e.lastTimestamp) ??
+  timeText(e.eventTime) ??
+  timeText(e.firstTimestamp) ??
+  timeText(e.metadata?.creationTimestamp) ??
+  "";
 
-function deviceView(health: DeviceHealth | undefined, claim?: BlockDeviceClaim): Omit<DeviceView, "blockDeviceName" | "devLink"> {
+function deviceView(
+  health: DeviceHealth | undefined,
+  claim?: BlockDeviceClaim,
+): Omit<DeviceView, "blockDeviceName" | "devLink"> {
   return {
     state: health?.state ?? NONE,
-    ...(health ? { errors: { read: health.readErrors, write: health.writeErrors, checksum: health.checksumErrors } } : {}),
+    ...(health
+      ? { errors: { read: health.readErrors, write: health.writeErrors, checksum: health.checksumErrors } }
+      : {}),
     ...(health?.note ? { note: health.note } : {}),
     ...(claim ? { claim: { name: nameOf(claim), phase: claim.status?.phase ?? NONE } } : {}),
   };
@@ -297,10 +360,18 @@ export function describePool(objects: ClusterObjects, name: string): PoolDescrip
     role: ROLE(group),
     type: group.type,
     devices: group.blockDevices.map((bd) => {
-      const health = reported.find((d) => d.blockDeviceName === bd.blockDeviceName) ?? (bd.devLink ? reported.find((d) => !d.blockDeviceName && (d.devLink ?? d.path) === bd.devLink) : undefined);
+      const health =
+        reported.find((d) => d.blockDeviceName === bd.blockDeviceName) ??
+        (bd.devLink
+          ? reported.find((d) => !d.blockDeviceName && (d.devLink ?? d.path) === bd.devLink)
+          : undefined);
       if (health) listed.add(health);
       const claim = claims.find((c) => c.spec.blockDeviceName === bd.blockDeviceName);
-      return { blockDeviceName: bd.blockDeviceName, ...(bd.devLink ? { devLink: bd.devLink } : {}), ...deviceView(health, claim) };
+      return {
+        blockDeviceName: bd.blockDeviceName,
+        ...(bd.devLink ? { devLink: bd.devLink } : {}),
+        ...deviceView(health, claim),
+      };
     }),
   }));
   const deployment = objects.deployments.find((d) => nameOf(d) === poolDeploymentName(name));
@@ -331,9 +402,23 @@ export function describePool(objects: ClusterObjects, name: string): PoolDescrip
     ...(status.capacity ? { capacity: status.capacity } : {}),
     ...(ratio !== undefined ? { usedRatio: ratio } : {}),
     ...(status.lastUpdateTime ? { lastUpdateTime: status.lastUpdateTime } : {}),
-    ...(deployment ? { deployment: { name: nameOf(deployment), available: deployment.status?.availableReplicas ?? 0, desired: deployment.spec?.replicas ?? 1 } } : {}),
+    ...(deployment
+      ? {
+          deployment: {
+            name: nameOf(deployment),
+            available: deployment.status?.availableReplicas ?? 0,
+            desired: deployment.spec?.replicas ?? 1,
+          },
+        }
+      : {}),
     groups,
-    otherDevices: reported.filter((d) => !listed.has(d)).map((d) => ({ ...(d.devLink ? { devLink: d.devLink } : {}), ...deviceView(d), note: d.note ?? `${d.section}: ${d.path}` })),
+    otherDevices: reported
+      .filter((d) => !listed.has(d))
+      .map((d) => ({
+        ...(d.devLink ? { devLink: d.devLink } : {}),
+        ...deviceView(d),
+        note: d.note ?? `${d.section}: ${d.path}`,
+      })),
     conditions: [...(status.conditions ?? [])].sort((a, b) => a.type.localeCompare(b.type)),
     replicas: replicasOn(objects, name).map((r) => ({
       name: nameOf(r),
@@ -370,7 +455,9 @@ function devicesTable(devices: readonly DeviceView[]): string {
 }
 
 export function describeText(pool: PoolDescription): string {
-  const capacity = pool.capacity ? `${capacityBar(pool.usedRatio)}  ${pool.capacity.used} used of ${pool.capacity.total}, ${pool.capacity.free} free` : NONE;
+  const capacity = pool.capacity
+    ? `${capacityBar(pool.usedRatio)}  ${pool.capacity.used} used of ${pool.capacity.total}, ${pool.capacity.free} free`
+    : NONE;
   const head = fields([
     ["Name:", pool.name],
     ["Namespace:", pool.namespace],
@@ -380,28 +467,60 @@ export function describeText(pool: PoolDescription): string {
     ["Phase:", pool.phaseSince ? `${pool.phase} (since ${pool.phaseSince})` : pool.phase],
     ["Read-only:", pool.readOnly ? "yes" : "no"],
     ["Capacity:", capacity],
-    ["Pool pod:", pool.deployment ? `Deployment ${pool.deployment.name}, ${pool.deployment.available}/${pool.deployment.desired} available` : "no Deployment"],
+    [
+      "Pool pod:",
+      pool.deployment
+        ? `Deployment ${pool.deployment.name}, ${pool.deployment.available}/${pool.deployment.desired} available`
+        : "no Deployment",
+    ],
     ["Last update:", pool.lastUpdateTime ?? NONE],
   ]);
   const sections = [head];
   sections.push(
     "Raid groups:\n" +
-      pool.groups.map((g, i) => `  ${g.role} ${g.type} (raidGroups[${i}]):\n${indent(devicesTable(g.devices), "    ")}`).join("") +
-      (pool.otherDevices.length ? `  not in the spec:\n${indent(devicesTable(pool.otherDevices), "    ")}` : ""),
+      pool.groups
+        .map(
+          (g, i) => `  ${g.role} ${g.type} (raidGroups[${i}]):\n${indent(devicesTable(g.devices), "    ")}`,
+        )
+        .join("") +
+      (pool.otherDevices.length
+        ? `  not in the spec:\n${indent(devicesTable(pool.otherDevices), "    ")}`
+        : ""),
   );
   sections.push(
     pool.conditions.length
-      ? `Conditions:\n${indent(table(["TYPE", "STATUS", "REASON", "SINCE", "MESSAGE"], pool.conditions.map((c) => [c.type, c.status, c.reason, c.lastTransitionTime, c.message.replace(/\s*\n\s*/g, " ")])))}`
+      ? `Conditions:\n${indent(
+          table(
+            ["TYPE", "STATUS", "REASON", "SINCE", "MESSAGE"],
+            pool.conditions.map((c) => [
+              c.type,
+              c.status,
+              c.reason,
+              c.lastTransitionTime,
+              c.message.replace(/\s*\n\s*/g, " "),
+            ]),
+          ),
+        )}`
       : "Conditions: none\n",
   );
   sections.push(
     pool.replicas.length
-      ? `Volume replicas:\n${indent(table(["VOLUME", "REPLICA", "PHASE", "USED", "SIZE"], pool.replicas.map((r) => [r.volume, r.name, r.phase, r.used ?? NONE, r.total ?? NONE])))}`
+      ? `Volume replicas:\n${indent(
+          table(
+            ["VOLUME", "REPLICA", "PHASE", "USED", "SIZE"],
+            pool.replicas.map((r) => [r.volume, r.name, r.phase, r.used ?? NONE, r.total ?? NONE]),
+          ),
+        )}`
       : "Volume replicas: none\n",
   );
   sections.push(
     pool.events.length
-      ? `Events:\n${indent(table(["LAST SEEN", "TYPE", "REASON", "COUNT", "FROM", "MESSAGE"], pool.events.map((e) => [e.time, e.type, e.reason, String(e.count), e.from, e.message])))}`
+      ? `Events:\n${indent(
+          table(
+            ["LAST SEEN", "TYPE", "REASON", "COUNT", "FROM", "MESSAGE"],
+            pool.events.map((e) => [e.time, e.type, e.reason, String(e.count), e.from, e.message]),
+          ),
+        )}`
       : "Events: none\n",
   );
   return sections.join("");
@@ -419,7 +538,10 @@ export interface TreeNode {
 
 function cspcSummary(cspc: CSPC): string {
   const s = cspc.status ?? {};
-  return [s.phase ?? "Pending", `${s.healthyInstances ?? 0}/${s.desiredInstances ?? cspc.spec.pools.length} healthy`].join(", ");
+  return [
+    s.phase ?? "Pending",
+    `${s.healthyInstances ?? 0}/${s.desiredInstances ?? cspc.spec.pools.length} healthy`,
+  ].join(", ");
 }
 
 function cspiNode(objects: ClusterObjects, cspi: CSPI): TreeNode {
@@ -429,11 +551,34 @@ function cspiNode(objects: ClusterObjects, cspi: CSPI): TreeNode {
   return {
     kind: KIND.cspi,
     name,
-    summary: [cspi.spec.hostName, cspi.status?.phase ?? "Pending", capacityBar(usedRatio(cspi.status?.capacity?.used, cspi.status?.capacity?.total))].join(", "),
+    summary: [
+      cspi.spec.hostName,
+      cspi.status?.phase ?? "Pending",
+      capacityBar(usedRatio(cspi.status?.capacity?.used, cspi.status?.capacity?.total)),
+    ].join(", "),
     children: [
-      ...(deployment ? [{ kind: KIND.deployment, name: nameOf(deployment), summary: `${deployment.status?.availableReplicas ?? 0}/${deployment.spec?.replicas ?? 1} available`, children: [] }] : []),
-      ...claims.map((c) => ({ kind: KIND.blockDeviceClaim, name: nameOf(c), summary: `${c.spec.blockDeviceName ?? NONE}, ${c.status?.phase ?? "Pending"}`, children: [] })),
-      ...replicasOn(objects, name).map((r) => ({ kind: KIND.cvr, name: nameOf(r), summary: `volume ${r.metadata.labels?.[LABEL.replicaVolume] ?? NONE}, ${r.status?.phase ?? "Init"}`, children: [] })),
+      ...(deployment
+        ? [
+            {
+              kind: KIND.deployment,
+              name: nameOf(deployment),
+              summary: `${deployment.status?.availableReplicas ?? 0}/${deployment.spec?.replicas ?? 1} available`,
+              children: [],
+            },
+          ]
+        : []),
+      ...claims.map((c) => ({
+        kind: KIND.blockDeviceClaim,
+        name: nameOf(c),
+        summary: `${c.spec.blockDeviceName ?? NONE}, ${c.status?.phase ?? "Pending"}`,
+        children: [],
+      })),
+      ...replicasOn(objects, name).map((r) => ({
+        kind: KIND.cvr,
+        name: nameOf(r),
+        summary: `volume ${r.metadata.labels?.[LABEL.replicaVolume] ?? NONE}, ${r.status?.phase ?? "Init"}`,
+        children: [],
+      })),
     ],
   };
 }
@@ -446,7 +591,9 @@ export function tree(objects: ClusterObjects, cspcName?: string): TreeNode[] {
       kind: KIND.cspc,
       name: nameOf(cspc),
       summary: cspcSummary(cspc),
-      children: byName(objects.cspis.filter((i) => i.metadata.labels?.[LABEL.cspc] === nameOf(cspc))).map((cspi) => cspiNode(objects, cspi)),
+      children: byName(objects.cspis.filter((i) => i.metadata.labels?.[LABEL.cspc] === nameOf(cspc))).map(
+        (cspi) => cspiNode(objects, cspi),
+      ),
     }));
 }
 
@@ -455,7 +602,9 @@ export function treeText(nodes: readonly TreeNode[]): string {
   const walk = (node: TreeNode, prefix: string, branch: string, last: boolean): void => {
     lines.push(`${prefix}${branch}${node.kind}/${node.name}  ${node.summary}`);
     const below = branch === "" ? "" : `${prefix}${last ? "    " : "│   "}`;
-    node.children.forEach((child, i) => walk(child, below, i === node.children.length - 1 ? "└── " : "├── ", i === node.children.length - 1));
+    node.children.forEach((child, i) =>
+      walk(child, below, i === node.children.length - 1 ? "└── " : "├── ", i === node.children.length - 1),
+    );
   };
   for (const node of nodes) walk(node, "", "", true);
   return lines.length ? `${lines.join("\n")}\n` : "";

@@ -9,7 +9,10 @@ export const HOOKS_COMPONENT = "cstor-pool-hooks";
 
 export function hookEventRecorder(log: Logger): EventRecorder {
   const writer = lazily(async (): Promise<EventWriter> => {
-    const [{ KubeConfig }, { kubeEventWriter }] = await Promise.all([import("@kubernetes/client-node"), import("../lib/events/kube-writer.js")]);
+    const [{ KubeConfig }, { kubeEventWriter }] = await Promise.all([
+      import("@kubernetes/client-node"),
+      import("../lib/events/kube-writer.js"),
+    ]);
     const config = new KubeConfig();
     config.loadFromDefault();
     return kubeEventWriter(config);

@@ -7,7 +7,10 @@ import { loadHookConfig } from "../lib/hook-config.js";
 import { hookRoutes } from "./routes.js";
 import { hookEventRecorder } from "./events.js";
 
-const log = createLogger({ level: (process.env.LOG_LEVEL as LogLevel | undefined) ?? "info", base: { component: "hook-server" } });
+const log = createLogger({
+  level: (process.env.LOG_LEVEL as LogLevel | undefined) ?? "info",
+  base: { component: "hook-server" },
+});
 
 async function main(): Promise<void> {
   let draining = false;
@@ -20,7 +23,11 @@ async function main(): Promise<void> {
     isReady: () => !draining,
     events: hookEventRecorder(log),
   });
-  const listening = await listen(app, { port: Number(process.env.PORT ?? 8080), tls: tlsFromEnv(process.env), log });
+  const listening = await listen(app, {
+    port: Number(process.env.PORT ?? 8080),
+    tls: tlsFromEnv(process.env),
+    log,
+  });
 
   const shutdown = (signal: string): void => {
     if (draining) return;

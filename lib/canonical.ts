@@ -15,7 +15,8 @@ export function canonicalize(value: unknown): Json {
     if (!Number.isFinite(value)) throw new TypeError(`cannot render non-finite number ${value}`);
     return value;
   }
-  if (Array.isArray(value)) return value.filter((item) => item !== null && item !== undefined).map((item) => canonicalize(item));
+  if (Array.isArray(value))
+    return value.filter((item) => item !== null && item !== undefined).map((item) => canonicalize(item));
   if (typeof value === "object") {
     const proto = Object.getPrototypeOf(value) as { constructor?: { name?: string } } | null;
     if (proto !== Object.prototype && proto !== null) {

@@ -55,7 +55,10 @@ export function mergeConditions(
   return [...byType.values()].sort((a, b) => a.type.localeCompare(b.type));
 }
 
-export function findCondition(conditions: readonly Condition[] | undefined, type: string): Condition | undefined {
+export function findCondition(
+  conditions: readonly Condition[] | undefined,
+  type: string,
+): Condition | undefined {
   return conditions?.find((c) => c.type === type);
 }
 

@@ -69,13 +69,18 @@ export function loadHookConfig(env: Readonly<Record<string, string | undefined>>
   const seconds = (name: string, fallback: number): number => wholeSeconds(env, name, fallback);
   const image = (name: string, fallback: string): string => {
     const value = text(name) ?? fallback;
-    if (/\s/.test(value)) throw new ConfigError(`${name}=${JSON.stringify(value)} is not an image reference: it contains whitespace`);
+    if (/\s/.test(value))
+      throw new ConfigError(
+        `${name}=${JSON.stringify(value)} is not an image reference: it contains whitespace`,
+      );
     return value;
   };
 
   // Left over from a release that ran upstream's pool image: fail at start, not with pools that never get ready.
   if (text(REMOVED_EXPORTER_IMAGE_ENV)) {
-    throw new ConfigError(`${REMOVED_EXPORTER_IMAGE_ENV} is no longer used: the pool agent exports the pool's metrics itself; remove it from the hook server's environment`);
+    throw new ConfigError(
+      `${REMOVED_EXPORTER_IMAGE_ENV} is no longer used: the pool agent exports the pool's metrics itself; remove it from the hook server's environment`,
+    );
   }
   const poolImage = image(CONFIG_ENV.poolImage, DEFAULT_HOOK_CONFIG.poolPod.poolImage);
   if (UPSTREAM_POOL_IMAGE.test(poolImage)) {
@@ -97,7 +102,9 @@ export function loadHookConfig(env: Readonly<Record<string, string | undefined>>
   }
   const baseDir = (text(CONFIG_ENV.baseDir) ?? DEFAULT_HOOK_CONFIG.poolPod.baseDir).replace(/(.)\/+$/, "$1");
   if (!baseDir.startsWith("/") || baseDir.split("/").includes("..")) {
-    throw new ConfigError(`${CONFIG_ENV.baseDir}=${JSON.stringify(baseDir)} must be an absolute host path without "..", e.g. /var/openebs`);
+    throw new ConfigError(
+      `${CONFIG_ENV.baseDir}=${JSON.stringify(baseDir)} must be an absolute host path without "..", e.g. /var/openebs`,
+    );
   }
 
   const imagePullSecrets = [...new Set(pullSecrets)].sort();

@@ -1,7 +1,16 @@
 // What the cluster looks like to a hook: the objects of a request indexed once, so every rule and every
 // pool lookup is a map access (no quadratic scans over pools × devices × children).
 import { ANNOTATION, LABEL, TYPE_KEY } from "../api/constants.js";
-import type { BlockDevice, BlockDeviceClaim, CSPI, CV, CVR, KubeObject, ObjectMap, UnreadableObject } from "../api/types.js";
+import type {
+  BlockDevice,
+  BlockDeviceClaim,
+  CSPI,
+  CV,
+  CVR,
+  KubeObject,
+  ObjectMap,
+  UnreadableObject,
+} from "../api/types.js";
 import type { PersistentVolume, PersistentVolumeClaim } from "./provision/objects.js";
 import { objectsOf, type CheckedTypeKeys } from "./request.js";
 import { indexReplicas, type ReplicaIndex } from "./rules/held-volumes.js";
@@ -48,8 +57,16 @@ export interface ObjectLists {
   (typeKey: string): KubeObject[];
 }
 
-export function buildInventory(cspc: KubeObject, children: ObjectMap, related: ObjectMap, unreadable: readonly UnreadableObject[] = []): Inventory {
-  const listsOf = (map: ObjectMap): ObjectLists => (typeKey: string) => objectsOf(map, typeKey);
+export function buildInventory(
+  cspc: KubeObject,
+  children: ObjectMap,
+  related: ObjectMap,
+  unreadable: readonly UnreadableObject[] = [],
+): Inventory {
+  const listsOf =
+    (map: ObjectMap): ObjectLists =>
+    (typeKey: string) =>
+      objectsOf(map, typeKey);
   return inventoryOfLists(cspc, listsOf(children), listsOf(related), unreadable);
 }
 
@@ -57,11 +74,17 @@ export function buildInventory(cspc: KubeObject, children: ObjectMap, related: O
  * The inventory from lists of objects: what the admission webhook's lookups return, indexed once here
  * without first being keyed into a Metacontroller object map.
  */
-export function inventoryOfLists(cspc: KubeObject, children: ObjectLists, related: ObjectLists, unreadable: readonly UnreadableObject[] = []): Inventory {
+export function inventoryOfLists(
+  cspc: KubeObject,
+  children: ObjectLists,
+  related: ObjectLists,
+  unreadable: readonly UnreadableObject[] = [],
+): Inventory {
   const namespace = cspc.metadata.namespace ?? "default";
   const blockDevices = new Map<string, BlockDevice>();
   for (const bd of related(TYPE_KEY.blockDevice)) {
-    if ((bd.metadata.namespace ?? namespace) === namespace && bd.metadata.name) blockDevices.set(bd.metadata.name, bd);
+    if ((bd.metadata.namespace ?? namespace) === namespace && bd.metadata.name)
+      blockDevices.set(bd.metadata.name, bd);
   }
   const ownClaims = new Map<string, BlockDeviceClaim>();
   for (const claim of children(TYPE_KEY.blockDeviceClaim)) {
@@ -71,7 +94,8 @@ export function inventoryOfLists(cspc: KubeObject, children: ObjectLists, relate
   const ownClaimByPredecessor = new Map<string, BlockDeviceClaim>();
   for (const claim of ownClaims.values()) {
     const predecessor = claim.metadata.annotations?.[ANNOTATION.bdPredecessor];
-    if (predecessor !== undefined && !ownClaimByPredecessor.has(predecessor)) ownClaimByPredecessor.set(predecessor, claim);
+    if (predecessor !== undefined && !ownClaimByPredecessor.has(predecessor))
+      ownClaimByPredecessor.set(predecessor, claim);
   }
   const claimsByDevice = new Map<string, BlockDeviceClaim[]>();
   const addClaim = (claim: BlockDeviceClaim): void => {
@@ -106,15 +130,19 @@ export function inventoryOfLists(cspc: KubeObject, children: ObjectLists, relate
     }
   }
   // An unreadable replica still names its pool in its metadata: it holds that pool like any other.
-  const inNamespace = <T extends KubeObject>(list: readonly T[]): T[] => list.filter((o) => (o.metadata.namespace ?? namespace) === namespace);
+  const inNamespace = <T extends KubeObject>(list: readonly T[]): T[] =>
+    list.filter((o) => (o.metadata.namespace ?? namespace) === namespace);
   const readable = inNamespace(related(TYPE_KEY.cvr));
-  const unreadableReplicas = unreadable.filter((u) => u.field === "related" && u.typeKey === TYPE_KEY.cvr).map((u) => u.object);
+  const unreadableReplicas = unreadable
+    .filter((u) => u.field === "related" && u.typeKey === TYPE_KEY.cvr)
+    .map((u) => u.object);
   const replicas = [...readable, ...unreadableReplicas];
   const pvcs = new Map(children(TYPE_KEY.persistentVolumeClaim).map((pvc) => [pvc.metadata.name ?? "", pvc]));
   const setDevices = new Set(pvcs.keys());
   for (const cspi of cspis.values()) {
     if (cspi.metadata.labels?.[LABEL.onDeviceSets] !== "true") continue;
-    for (const group of cspi.spec?.raidGroups ?? []) for (const d of group.blockDevices ?? []) setDevices.add(d.blockDeviceName);
+    for (const group of cspi.spec?.raidGroups ?? [])
+      for (const d of group.blockDevices ?? []) setDevices.add(d.blockDeviceName);
   }
   const namespaceObject = related(TYPE_KEY.namespace).find((n) => n.metadata.name === namespace);
   return {

@@ -10,8 +10,15 @@ const MAX_NAME = 253;
  * sorted device list at first sight; afterwards the name is carried by the CSPI and its claims, never
  * recomputed, so expansion or replacement never renames a pool.
  */
-export function cspiName(namespace: string, cspc: string, deviceNames: readonly string[], hashLength = 6): string {
-  const prefix = cspc.slice(0, Math.min(LIMITS.cspcNameLength, MAX_LABEL_VALUE - 1 - hashLength)).replace(/-+$/, "");
+export function cspiName(
+  namespace: string,
+  cspc: string,
+  deviceNames: readonly string[],
+  hashLength = 6,
+): string {
+  const prefix = cspc
+    .slice(0, Math.min(LIMITS.cspcNameLength, MAX_LABEL_VALUE - 1 - hashLength))
+    .replace(/-+$/, "");
   return `${prefix}-${shortHash([namespace, cspc, ...[...deviceNames].sort()], hashLength)}`;
 }
 
@@ -67,7 +74,10 @@ export function poolsDisruptionBudgetName(volume: string): string {
 
 /** An object name most kinds take (Secrets, PVCs): a DNS-1123 subdomain. */
 export function isDnsSubdomain(value: string): boolean {
-  return value.length <= MAX_NAME && /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/.test(value);
+  return (
+    value.length <= MAX_NAME &&
+    /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/.test(value)
+  );
 }
 
 export function isValidLabelValue(value: string): boolean {

@@ -10,7 +10,11 @@ export type Resources = NonNullable<PoolConfig["resources"]>;
  * Container resources with canonical quantities. What the API server would reject (not a quantity, a
  * request above its limit) is a 400 naming the field, instead of a Deployment that never gets created.
  */
-export function canonicalResources(requirements: Resources | undefined, field: string, fix: string): Record<string, Record<string, string>> {
+export function canonicalResources(
+  requirements: Resources | undefined,
+  field: string,
+  fix: string,
+): Record<string, Record<string, string>> {
   const parsed: Partial<Record<"limits" | "requests", Map<string, Quantity>>> = {};
   for (const kind of ["limits", "requests"] as const) {
     for (const [resource, value] of Object.entries(requirements?.[kind] ?? {})) {
@@ -34,12 +38,15 @@ export function canonicalResources(requirements: Resources | undefined, field: s
   const out: Record<string, Record<string, string>> = {};
   for (const kind of ["limits", "requests"] as const) {
     const entries = [...(parsed[kind] ?? [])].sort(([a], [b]) => a.localeCompare(b));
-    if (entries.length > 0) out[kind] = Object.fromEntries(entries.map(([resource, q]) => [resource, q.canonical]));
+    if (entries.length > 0)
+      out[kind] = Object.fromEntries(entries.map(([resource, q]) => [resource, q.canonical]));
   }
   return out;
 }
 
 /** The API server drops empty optional strings; emitting them would differ from what it stores. */
 export function withoutEmptyFields<T extends object>(item: T): T {
-  return Object.fromEntries(Object.entries(item).filter(([, v]) => v !== "" && v !== undefined && v !== null)) as T;
+  return Object.fromEntries(
+    Object.entries(item).filter(([, v]) => v !== "" && v !== undefined && v !== null),
+  ) as T;
 }

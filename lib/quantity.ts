@@ -7,7 +7,18 @@
 
 const QUANTITY = /^([+-]?)([0-9]+\.?[0-9]*|\.[0-9]+)(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?[0-9]+)?$/;
 
-const DECIMAL_EXPONENT: Record<string, number> = { n: -9, u: -6, m: -3, "": 0, k: 3, M: 6, G: 9, T: 12, P: 15, E: 18 };
+const DECIMAL_EXPONENT: Record<string, number> = {
+  n: -9,
+  u: -6,
+  m: -3,
+  "": 0,
+  k: 3,
+  M: 6,
+  G: 9,
+  T: 12,
+  P: 15,
+  E: 18,
+};
 const BINARY_POWER: Record<string, number> = { Ki: 1, Mi: 2, Gi: 3, Ti: 4, Pi: 5, Ei: 6 };
 const DECIMAL_SUFFIX = new Map(Object.entries(DECIMAL_EXPONENT).map(([suffix, exp]) => [exp, suffix]));
 const BINARY_SUFFIX = ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"];
@@ -54,7 +65,13 @@ export function parseQuantity(value: string | number): Quantity | undefined {
   const nano = ((exact + MILLI_IN_NANO - 1n) / MILLI_IN_NANO) * MILLI_IN_NANO;
   if (nano === 0n) return { nano, canonical: "0" };
   if (sign === "-" || nano > MAX_NANO) return undefined;
-  return { nano, canonical: format === "BinarySI" && isWholeAtLeast1024(nano) ? binary(nano) : decimal(nano, format === "DecimalExponent") };
+  return {
+    nano,
+    canonical:
+      format === "BinarySI" && isWholeAtLeast1024(nano)
+        ? binary(nano)
+        : decimal(nano, format === "DecimalExponent"),
+  };
 }
 
 function isWholeAtLeast1024(nano: bigint): boolean {

@@ -18,7 +18,13 @@ import type {
 import { TypeCompiler } from "@sinclair/typebox/compiler";
 import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
 import { KIND, TYPE_KEY } from "../api/constants.js";
-import { BlockDeviceClaimSchema, BlockDeviceSchema, CSPCSchema, CSPISchema, ObjectMetaSchema } from "../api/schema.js";
+import {
+  BlockDeviceClaimSchema,
+  BlockDeviceSchema,
+  CSPCSchema,
+  CSPISchema,
+  ObjectMetaSchema,
+} from "../api/schema.js";
 import { CVCSchema, CVRSchema, CVSchema } from "../api/volume-schema.js";
 import { BadRequestError } from "./errors.js";
 import {
@@ -41,19 +47,33 @@ export function isRecord(value: unknown): value is Record<string, unknown> {
 // a parent is a 400 naming the field, a child or related object is left out and named in the status (its CRD
 // may have changed since). Only types and required fields are checked here: enums and bounds are the rules'
 // business, which judge them with messages about pools and devices.
-const VALUE_CONSTRAINTS = new Set(["minItems", "maxItems", "minLength", "maxLength", "minimum", "maximum", "minProperties", "format", "x-kubernetes-validations"]);
+const VALUE_CONSTRAINTS = new Set([
+  "minItems",
+  "maxItems",
+  "minLength",
+  "maxLength",
+  "minimum",
+  "maximum",
+  "minProperties",
+  "format",
+  "x-kubernetes-validations",
+]);
 
 /** The schema with its value constraints removed: literal unions become their type, closed objects open. */
 function typesOnly(schema: unknown): unknown {
   if (Array.isArray(schema)) return schema.map(typesOnly);
   if (!isRecord(schema)) return schema;
   const literals = Array.isArray(schema.anyOf) ? (schema.anyOf as unknown[]) : undefined;
-  if (literals?.every((s) => isRecord(s) && "const" in s)) return { type: typeof (literals[0] as { const: unknown }).const };
+  if (literals?.every((s) => isRecord(s) && "const" in s))
+    return { type: typeof (literals[0] as { const: unknown }).const };
   if ("const" in schema) return { type: typeof schema.const };
   const out: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(schema)) {
     if (VALUE_CONSTRAINTS.has(key) || (key === "additionalProperties" && value === false)) continue;
-    out[key] = key === "properties" && isRecord(value) ? Object.fromEntries(Object.entries(value).map(([k, v]) => [k, typesOnly(v)])) : typesOnly(value);
+    out[key] =
+      key === "properties" && isRecord(value)
+        ? Object.fromEntries(Object.entries(value).map(([k, v]) => [k, typesOnly(v)]))
+        : typesOnly(value);
   }
   return out;
 }
@@ -68,7 +88,9 @@ function statusOptional(schema: unknown): unknown {
   const dropRequired = (node: unknown, keep: readonly string[] = []): unknown => {
     if (Array.isArray(node)) return node.map((item) => dropRequired(item));
     if (!isRecord(node)) return node;
-    const keys = Array.isArray(node["x-kubernetes-list-map-keys"]) ? (node["x-kubernetes-list-map-keys"] as string[]) : [];
+    const keys = Array.isArray(node["x-kubernetes-list-map-keys"])
+      ? (node["x-kubernetes-list-map-keys"] as string[])
+      : [];
     const out: Record<string, unknown> = {};
     for (const [key, value] of Object.entries(node)) {
       if (key === "required") {
@@ -84,7 +106,8 @@ function statusOptional(schema: unknown): unknown {
 }
 
 const ajv = new Ajv({ strict: false, validateFormats: false });
-const shapeOf = (schema: unknown): ValidateFunction => ajv.compile(typesOnly(statusOptional(schema)) as object);
+const shapeOf = (schema: unknown): ValidateFunction =>
+  ajv.compile(typesOnly(statusOptional(schema)) as object);
 const SHAPES: Record<string, ValidateFunction> = {
   [KIND.cspc]: shapeOf(CSPCSchema),
   [KIND.cspi]: shapeOf(CSPISchema),
@@ -98,7 +121,11 @@ const SHAPES: Record<string, ValidateFunction> = {
   [KIND.persistentVolume]: shapeOf(PersistentVolumeSchema),
   [KIND.event]: shapeOf(EventSchema),
 };
-const anyObject = shapeOf({ type: "object", required: ["apiVersion", "kind", "metadata"], properties: { apiVersion: { type: "string" }, metadata: ObjectMetaSchema } });
+const anyObject = shapeOf({
+  type: "object",
+  required: ["apiVersion", "kind", "metadata"],
+  properties: { apiVersion: { type: "string" }, metadata: ObjectMetaSchema },
+});
 const metadataOnly = shapeOf({ type: "object", properties: { metadata: ObjectMetaSchema } });
 
 /** "/spec/pools/0/raidGroups" → "spec.pools[0].raidGroups" */
@@ -108,7 +135,10 @@ function fieldOf(error: ErrorObject): string {
     .slice(1)
     .map((part) => part.replace(/~1/g, "/").replace(/~0/g, "~"))
     .reduce((out, part) => (/^\d+$/.test(part) ? `${out}[${part}]` : out ? `${out}.${part}` : part), "");
-  const missing = error.keyword === "required" ? String((error.params as { missingProperty: unknown }).missingProperty) : "";
+  const missing =
+    error.keyword === "required"
+      ? String((error.params as { missingProperty: unknown }).missingProperty)
+      : "";
   return [path, missing].filter(Boolean).join(".") || "the object";
 }
 
@@ -120,26 +150,49 @@ interface ShapeProblem {
 }
 
 /** What makes the object unusable to the hooks, or undefined if nothing does. */
-function shapeProblem(obj: Record<string, unknown>, kind: string, validate = SHAPES[kind] ?? anyObject): ShapeProblem | undefined {
+function shapeProblem(
+  obj: Record<string, unknown>,
+  kind: string,
+  validate = SHAPES[kind] ?? anyObject,
+): ShapeProblem | undefined {
   if (validate(obj)) return undefined;
   const errors = validate.errors!;
   // Validation stops at the first failure; an int-or-string reports each type it tried, then the anyOf.
   const error = errors[errors.length - 1];
-  const types = errors.filter((e) => e.keyword === "type" && e.instancePath === error.instancePath).map((e) => String((e.params as { type: unknown }).type));
-  const problem = error.keyword === "required" ? "is missing" : types.length > 0 ? `must be of type ${types.join(" or ")}` : "is not valid";
+  const types = errors
+    .filter((e) => e.keyword === "type" && e.instancePath === error.instancePath)
+    .map((e) => String((e.params as { type: unknown }).type));
+  const problem =
+    error.keyword === "required"
+      ? "is missing"
+      : types.length > 0
+        ? `must be of type ${types.join(" or ")}`
+        : "is not valid";
   const field = fieldOf(error);
   return { text: `${field} ${problem}`, underCrd: kind in SHAPES && /^(spec|status)\b/.test(field) };
 }
 
-function requireShape(obj: Record<string, unknown>, kind: string, where: () => string, validate?: ValidateFunction): void {
+function requireShape(
+  obj: Record<string, unknown>,
+  kind: string,
+  where: () => string,
+  validate?: ValidateFunction,
+): void {
   const refusal = shapeRefusal(obj, kind, where, validate);
   if (refusal) throw refusal;
 }
 
-function shapeRefusal(obj: Record<string, unknown>, kind: string, where: () => string, validate?: ValidateFunction): BadRequestError | undefined {
+function shapeRefusal(
+  obj: Record<string, unknown>,
+  kind: string,
+  where: () => string,
+  validate?: ValidateFunction,
+): BadRequestError | undefined {
   const problem = shapeProblem(obj, kind, validate);
   if (!problem) return undefined;
-  const why = problem.underCrd ? "the hook cannot act on it: fix the object" : "the API server never stores such an object";
+  const why = problem.underCrd
+    ? "the hook cannot act on it: fix the object"
+    : "the API server never stores such an object";
   return new BadRequestError(`request ${where()} (${kind}): ${problem.text}; ${why}`);
 }
 
@@ -152,8 +205,10 @@ export function jsonKind(value: unknown): string {
 
 /** The request's parent or object: an object of `kind` with a name; its shape is checked by the caller. */
 function requireNamed(value: unknown, field: string, kind: string): Named {
-  if (value === undefined || value === null) throw new BadRequestError(`request has no ${field}: Metacontroller always sends it`);
-  if (!isRecord(value)) throw new BadRequestError(`request ${field} is ${jsonKind(value)}; it must be an object (the ${kind})`);
+  if (value === undefined || value === null)
+    throw new BadRequestError(`request has no ${field}: Metacontroller always sends it`);
+  if (!isRecord(value))
+    throw new BadRequestError(`request ${field} is ${jsonKind(value)}; it must be an object (the ${kind})`);
   if (value.kind !== kind) {
     throw new BadRequestError(
       `request ${field} is a ${quote(value.kind)}, this hook serves ${kind}: check the controller's resource`,
@@ -179,13 +234,18 @@ const objectMeta = TypeCompiler.Compile(ObjectMetaSchema);
 
 /** What every object of a request has, of the types KubeObject says. */
 export function isKubeObject(value: Record<string, unknown>): value is KubeObject {
-  return typeof value.apiVersion === "string" && typeof value.kind === "string" && objectMeta.Check(value.metadata);
+  return (
+    typeof value.apiVersion === "string" && typeof value.kind === "string" && objectMeta.Check(value.metadata)
+  );
 }
 
 /** The object, once its apiVersion, kind and metadata are of their types; else a 400 naming the field Ajv finds. */
 function requireKubeObject(value: Record<string, unknown>, kind: string, where: () => string): KubeObject {
   if (isKubeObject(value)) return value;
-  throw shapeRefusal(value, kind, where, anyObject) ?? new BadRequestError(`request ${where()} is not a Kubernetes object (apiVersion, kind and metadata)`);
+  throw (
+    shapeRefusal(value, kind, where, anyObject) ??
+    new BadRequestError(`request ${where()} is not a Kubernetes object (apiVersion, kind and metadata)`)
+  );
 }
 
 /** The kind of a Metacontroller type key: "CStorPoolInstance.openebs.io/v1alpha1" → "CStorPoolInstance". */
@@ -197,13 +257,19 @@ function kindOfTypeKey(typeKey: string): string {
  * An object map of the request. `ownNamespace`: the map holds a namespaced parent's own children, which are in
  * its namespace (owner references never cross namespaces), so the hooks may know them by name alone.
  */
-function objectMap(value: unknown, field: UnreadableObject["field"], unreadable: UnreadableObject[], ownNamespace?: string): ObjectMap {
+function objectMap(
+  value: unknown,
+  field: UnreadableObject["field"],
+  unreadable: UnreadableObject[],
+  ownNamespace?: string,
+): ObjectMap {
   if (value === undefined || value === null) return {};
   if (!isRecord(value)) throw new BadRequestError(`request ${field} must be an object of type keys`);
   const skipped = new Map<string, Set<string>>();
   for (const [typeKey, objects] of Object.entries(value)) {
     if (objects === null) continue;
-    if (!isRecord(objects)) throw new BadRequestError(`request ${field}["${typeKey}"] must be an object keyed by namespace/name`);
+    if (!isRecord(objects))
+      throw new BadRequestError(`request ${field}["${typeKey}"] must be an object keyed by namespace/name`);
     const kind = kindOfTypeKey(typeKey);
     // Two entries for one object would let one silently shadow the other. Entries keyed by their own
     // namespace/name, as Metacontroller keys them, cannot collide with each other, so ids are collected only
@@ -215,28 +281,41 @@ function objectMap(value: unknown, field: UnreadableObject["field"], unreadable:
       const obj = objects[key];
       // Built only for an error: a valid request (the usual case) never needs it.
       const where = (): string => `${field}["${typeKey}"]["${key}"]`;
-      if (!isRecord(obj) || !isRecord(obj.metadata)) throw new BadRequestError(`request ${where()} is not a Kubernetes object`);
-      if (typeof obj.metadata.name !== "string" || obj.metadata.name === "") throw new BadRequestError(`request ${where()} has no metadata.name`);
+      if (!isRecord(obj) || !isRecord(obj.metadata))
+        throw new BadRequestError(`request ${where()} is not a Kubernetes object`);
+      if (typeof obj.metadata.name !== "string" || obj.metadata.name === "")
+        throw new BadRequestError(`request ${where()} has no metadata.name`);
       // Children are returned as observed where nothing changes, so a child without its kind would come back without one.
-      if (obj.kind !== kind) throw new BadRequestError(`request ${where()} is a ${quote(obj.kind)} listed under ${typeKey}`);
+      if (obj.kind !== kind)
+        throw new BadRequestError(`request ${where()} is a ${quote(obj.kind)} listed under ${typeKey}`);
       // Stored under an older schema, say: the rest of the request is still used (docs/decisions.md, 16).
       const problem = shapeProblem(obj, kind);
       // Outside spec and status, or a null (the API server drops or refuses them), it was never stored so.
       if (problem && (!problem.underCrd || holdsNull(obj))) requireShape(obj, kind, where);
       if (problem) {
-        unreadable.push({ field, typeKey, object: requireKubeObject(obj, kind, where), problem: problem.text });
+        unreadable.push({
+          field,
+          typeKey,
+          object: requireKubeObject(obj, kind, where),
+          problem: problem.text,
+        });
         if (!skipped.has(typeKey)) skipped.set(typeKey, new Set());
         skipped.get(typeKey)!.add(key);
       }
       const namespace = obj.metadata.namespace;
       if (ownNamespace !== undefined && namespace !== undefined && namespace !== ownNamespace) {
-        throw new BadRequestError(`request ${where()} is in namespace ${quote(namespace)}, not its owner's ${ownNamespace}: Metacontroller sends only an object's own children`);
+        throw new BadRequestError(
+          `request ${where()} is in namespace ${quote(namespace)}, not its owner's ${ownNamespace}: Metacontroller sends only an object's own children`,
+        );
       }
       if (!names && isOwnKey(key, obj.metadata.namespace, obj.metadata.name)) continue;
       names ??= new Map(keys.slice(0, i).map((k) => [k, k]));
       const id = `${typeof namespace === "string" ? namespace : ""}/${obj.metadata.name}`;
       const other = names.get(id);
-      if (other !== undefined) throw new BadRequestError(`request ${field}["${typeKey}"] lists ${id} twice, under "${other}" and "${key}"`);
+      if (other !== undefined)
+        throw new BadRequestError(
+          `request ${field}["${typeKey}"] lists ${id} twice, under "${other}" and "${key}"`,
+        );
       names.set(id, key);
     }
   }
@@ -245,7 +324,8 @@ function objectMap(value: unknown, field: UnreadableObject["field"], unreadable:
   return Object.fromEntries<ObjectMap[string]>(
     Object.entries(map).map(([typeKey, objects]) => [
       typeKey,
-      objects && Object.fromEntries(Object.entries(objects).filter(([key]) => !skipped.get(typeKey)?.has(key))),
+      objects &&
+        Object.fromEntries(Object.entries(objects).filter(([key]) => !skipped.get(typeKey)?.has(key))),
     ]),
   );
 }
@@ -260,7 +340,12 @@ function holdsNull(value: unknown): boolean {
 function isOwnKey(key: string, namespace: unknown, name: string): boolean {
   const ns = namespace === undefined || namespace === null ? "" : namespace;
   if (typeof ns !== "string") return false;
-  return key.length === ns.length + 1 + name.length && key.charCodeAt(ns.length) === 47 && key.startsWith(ns) && key.endsWith(name);
+  return (
+    key.length === ns.length + 1 + name.length &&
+    key.charCodeAt(ns.length) === 47 &&
+    key.startsWith(ns) &&
+    key.endsWith(name)
+  );
 }
 
 /** A value for an error message: quoted, and cut short, since the value may be anything the client sent. */
@@ -275,7 +360,10 @@ function namespaceOf(owner: unknown): string | undefined {
 }
 
 function requireBody(body: unknown): Record<string, unknown> {
-  if (!isRecord(body)) throw new BadRequestError(`request body is ${jsonKind(body)}; it must be a JSON object (a Metacontroller hook request)`);
+  if (!isRecord(body))
+    throw new BadRequestError(
+      `request body is ${jsonKind(body)}; it must be a JSON object (a Metacontroller hook request)`,
+    );
   return body;
 }
 
@@ -291,7 +379,10 @@ interface CheckedKinds {
   [KIND.storageClass]: StorageClass;
 }
 
-export function parseCompositeRequest<K extends keyof CheckedKinds>(body: unknown, parentKind: K): CompositeSyncRequest<CheckedKinds[K]> {
+export function parseCompositeRequest<K extends keyof CheckedKinds>(
+  body: unknown,
+  parentKind: K,
+): CompositeSyncRequest<CheckedKinds[K]> {
   const b = requireBody(body);
   const unreadable: UnreadableObject[] = [];
   return {
@@ -304,7 +395,10 @@ export function parseCompositeRequest<K extends keyof CheckedKinds>(body: unknow
   };
 }
 
-export function parseDecoratorRequest<K extends keyof CheckedKinds>(body: unknown, objectKind: K): DecoratorSyncRequest<CheckedKinds[K]> {
+export function parseDecoratorRequest<K extends keyof CheckedKinds>(
+  body: unknown,
+  objectKind: K,
+): DecoratorSyncRequest<CheckedKinds[K]> {
   const b = requireBody(body);
   const unreadable: UnreadableObject[] = [];
   return {
@@ -330,7 +424,10 @@ export function parseCustomizeRequest(body: unknown, parentKind: string): Custom
  * The parent of a customize hook that reads more than the parent's metadata (the StorageClass's reads its
  * parameters), checked whole against its kind's shape.
  */
-export function parseCustomizeParent<K extends keyof CheckedKinds>(body: unknown, parentKind: K): CheckedKinds[K] {
+export function parseCustomizeParent<K extends keyof CheckedKinds>(
+  body: unknown,
+  parentKind: K,
+): CheckedKinds[K] {
   return requireObject(requireBody(body).parent, "parent", parentKind) as CheckedKinds[K];
 }
 
@@ -354,7 +451,10 @@ export function readProblem(obj: KubeObject): string | undefined {
 }
 
 /** The object is of the types its type key stands for, as objectMap keeps it in a request. */
-export function isReadableAs<K extends keyof CheckedTypeKeys>(obj: KubeObject, typeKey: K): obj is KubeObject & CheckedTypeKeys[K] {
+export function isReadableAs<K extends keyof CheckedTypeKeys>(
+  obj: KubeObject,
+  typeKey: K,
+): obj is KubeObject & CheckedTypeKeys[K] {
   return obj.kind === kindOfTypeKey(typeKey) && readProblem(obj) === undefined;
 }
 
@@ -362,7 +462,10 @@ function requireParentMetadata(value: unknown, kind: string): CustomizeRequest["
   const parent = requireNamed(value, "parent", kind);
   const metadata = parent.metadata;
   if (objectMeta.Check(metadata)) return { ...parent, kind, metadata };
-  throw shapeRefusal(parent, kind, () => "parent", metadataOnly) ?? new BadRequestError("request parent.metadata is not an ObjectMeta");
+  throw (
+    shapeRefusal(parent, kind, () => "parent", metadataOnly) ??
+    new BadRequestError("request parent.metadata is not an ObjectMeta")
+  );
 }
 
 /** The objects of one type in a Metacontroller object map, in a stable order (by namespace/name). */

@@ -11,11 +11,17 @@ export class ConfigError extends Error {
 export const STALE_STATUS_SECONDS_ENV = "CSPI_STALE_STATUS_SECONDS";
 
 /** A whole number of seconds above 0 from the environment; unset or empty gives the fallback. */
-export function wholeSeconds(env: Readonly<Record<string, string | undefined>>, name: string, fallback: number): number {
+export function wholeSeconds(
+  env: Readonly<Record<string, string | undefined>>,
+  name: string,
+  fallback: number,
+): number {
   const value = env[name]?.trim();
   if (!value) return fallback;
   if (!/^[1-9][0-9]*$/.test(value)) {
-    throw new ConfigError(`${name}=${JSON.stringify(value)} is not a whole number of seconds above 0: set e.g. ${name}=${fallback}`);
+    throw new ConfigError(
+      `${name}=${JSON.stringify(value)} is not a whole number of seconds above 0: set e.g. ${name}=${fallback}`,
+    );
   }
   return Number(value);
 }

@@ -48,7 +48,9 @@ function describeFailure(
     case "spawn":
       return `${command} could not be started${said}`;
     case "exit":
-      return signal ? `${command} was killed by ${signal}${said}` : `${command} exited with ${exitCode}${said}`;
+      return signal
+        ? `${command} was killed by ${signal}${said}`
+        : `${command} exited with ${exitCode}${said}`;
   }
 }
 
@@ -65,7 +67,11 @@ export interface RunOptions {
   maxBuffer?: number;
 }
 
-export type CommandListener = (result: { argv: readonly string[]; durationMs: number; error?: CommandError }) => void;
+export type CommandListener = (result: {
+  argv: readonly string[];
+  durationMs: number;
+  error?: CommandError;
+}) => void;
 
 export interface Runner {
   run(argv: readonly string[], options?: RunOptions): Promise<CommandResult>;
@@ -117,7 +123,11 @@ function runOnce(argv: readonly string[], options: Required<RunOptions>): Promis
     // SIGINT sent to the daemon's group (a terminal, a container runtime) does not interrupt a zpool
     // command half way, and a timeout stops the whole group (nsenter/chroot and the zpool under it).
     // TZ=UTC: zpool prints a scrub's dates as local time without a zone; in UTC they are read exactly.
-    const child: ChildProcess = spawn(file, args, { detached: true, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, LC_ALL: "C", TZ: "UTC" } });
+    const child: ChildProcess = spawn(file, args, {
+      detached: true,
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, LC_ALL: "C", TZ: "UTC" },
+    });
     const signalGroup = (signal: NodeJS.Signals): void => {
       if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
       try {
@@ -136,8 +146,14 @@ function runOnce(argv: readonly string[], options: Required<RunOptions>): Promis
       if (add(chunk.length) > options.maxBuffer) return stop("output-too-large");
       chunks.push(chunk);
     };
-    child.stdout!.on("data", collect(out, (n) => (outBytes += n)));
-    child.stderr!.on("data", collect(err, (n) => (errBytes += n)));
+    child.stdout!.on(
+      "data",
+      collect(out, (n) => (outBytes += n)),
+    );
+    child.stderr!.on(
+      "data",
+      collect(err, (n) => (errBytes += n)),
+    );
     const termTimer = setTimeout(() => stop("timeout"), options.timeoutMs);
     let spawnError: Error | undefined;
     child.on("error", (error) => {
@@ -154,7 +170,17 @@ function runOnce(argv: readonly string[], options: Required<RunOptions>): Promis
         return;
       }
       const kind: CommandFailure = failure ?? (spawnError ? "spawn" : "exit");
-      reject(new CommandError(argv, kind, code, signal, stdout, spawnError ? `${stderr}${spawnError.message}` : stderr, durationMs));
+      reject(
+        new CommandError(
+          argv,
+          kind,
+          code,
+          signal,
+          stdout,
+          spawnError ? `${stderr}${spawnError.message}` : stderr,
+          durationMs,
+        ),
+      );
     });
   });
 }

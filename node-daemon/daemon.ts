@@ -90,11 +90,23 @@ export class NodeDaemon {
     this.intervalMs = options.statusIntervalMs ?? 30_000;
     this.statusWriter = cspiStatusWriter({ kube, clock: this.clock, logger, heartbeatMs: this.intervalMs });
     this.cvrStatusWriter = cvrStatusWriter({ kube, clock: this.clock, logger, heartbeatMs: this.intervalMs });
-    this.events = new EventRecorder({ writer: kube, component: EVENT_COMPONENT, host: options.nodeName, clock: this.clock, logger });
-    this.queue = new KeyedWorkQueue((key) => (key.startsWith(LOST_REPLICA_KEY) ? this.releaseLostReplica(key.slice(LOST_REPLICA_KEY.length)) : this.pass(key)), {
-      retryMaxMs: this.intervalMs,
-      onError: (name, error) => logger.error("reconcile failed", { cspi: name, error: error.message }),
+    this.events = new EventRecorder({
+      writer: kube,
+      component: EVENT_COMPONENT,
+      host: options.nodeName,
+      clock: this.clock,
+      logger,
     });
+    this.queue = new KeyedWorkQueue(
+      (key) =>
+        key.startsWith(LOST_REPLICA_KEY)
+          ? this.releaseLostReplica(key.slice(LOST_REPLICA_KEY.length))
+          : this.pass(key),
+      {
+        retryMaxMs: this.intervalMs,
+        onError: (name, error) => logger.error("reconcile failed", { cspi: name, error: error.message }),
+      },
+    );
     this.cache = new CspiWatchCache({
       kube,
       namespace,
@@ -136,10 +148,13 @@ export class NodeDaemon {
     this.lastResyncAt = this.clock();
     this.timers = [
       setInterval(() => void this.resync(), this.intervalMs),
-      setInterval(() => {
-        this.cache.relist();
-        this.cvrCache.relist();
-      }, this.options.relistIntervalMs ?? 10 * 60_000),
+      setInterval(
+        () => {
+          this.cache.relist();
+          this.cvrCache.relist();
+        },
+        this.options.relistIntervalMs ?? 10 * 60_000,
+      ),
     ];
   }
 
@@ -167,7 +182,10 @@ export class NodeDaemon {
     const release = this.options.host.shareSnapshots();
     try {
       await this.refreshHeldPools();
-      const lost = this.cvrCache.values().filter(releaseRequested).map((cvr) => `${LOST_REPLICA_KEY}${cvr.metadata.name ?? ""}`);
+      const lost = this.cvrCache
+        .values()
+        .filter(releaseRequested)
+        .map((cvr) => `${LOST_REPLICA_KEY}${cvr.metadata.name ?? ""}`);
       await Promise.allSettled([...this.cache.names(), ...lost].map((key) => this.queue.enqueue(key)));
     } finally {
       release();
@@ -179,7 +197,8 @@ export class NodeDaemon {
   private replicaChanged(cvr: CVR | undefined): void {
     const pool = cvr?.metadata.labels?.[LABEL.replicaPool];
     if (pool && this.cache.get(pool)) void this.queue.enqueue(pool);
-    if (cvr && releaseRequested(cvr)) void this.queue.enqueue(`${LOST_REPLICA_KEY}${cvr.metadata.name ?? ""}`);
+    if (cvr && releaseRequested(cvr))
+      void this.queue.enqueue(`${LOST_REPLICA_KEY}${cvr.metadata.name ?? ""}`);
   }
 
   /** The CVRs naming this CSPI, or undefined while the CVR view is not complete (unknown). */
@@ -218,11 +237,17 @@ export class NodeDaemon {
       await this.options.kube.removeCvrFinalizer(cvr, FINALIZER.replicaProtection, { exactly: true });
     } catch (error) {
       // 422: the CVR changed since it was judged (another daemon released it, or the annotation went): its next event decides.
-      if ((error as { code?: number }).code === 422 || (error as { code?: number }).code === 404) return "done";
-      this.options.logger.warn("cannot release the lost replica", { cvr: name, error: (error as Error).message });
+      if ((error as { code?: number }).code === 422 || (error as { code?: number }).code === 404)
+        return "done";
+      this.options.logger.warn("cannot release the lost replica", {
+        cvr: name,
+        error: (error as Error).message,
+      });
       return "retry";
     }
-    const why = cspi ? `CStorPoolInstance ${cspiName} reports its pool lost (PoolLost)` : `CStorPoolInstance ${cspiName || "(none)"} is gone`;
+    const why = cspi
+      ? `CStorPoolInstance ${cspiName} reports its pool lost (PoolLost)`
+      : `CStorPoolInstance ${cspiName || "(none)"} is gone`;
     this.options.logger.warn("released a lost replica without destroying it", { cvr: name, cspi: cspiName });
     await this.events.record(cvr, [
       {
@@ -270,8 +295,11 @@ export class NodeDaemon {
 
   /** Each CVR's status and Events after a replica pass. */
   private async reportReplicas(cspi: string, result: ReplicaPassResult): Promise<void> {
-    for (const cvr of result.judged) await this.events.record(cvr, replicaEvents(cvr.metadata.name ?? "", result));
-    this.options.metrics?.replicas(cspi, result.cvrs, result.states, (volume) => this.cvrCache.withLabel(LABEL.replicaVolume, volume));
+    for (const cvr of result.judged)
+      await this.events.record(cvr, replicaEvents(cvr.metadata.name ?? "", result));
+    this.options.metrics?.replicas(cspi, result.cvrs, result.states, (volume) =>
+      this.cvrCache.withLabel(LABEL.replicaVolume, volume),
+    );
     for (const cvr of result.cvrs) {
       const state = result.states[cvr.metadata.name ?? ""];
       if (!state) continue;
@@ -287,8 +315,10 @@ export class NodeDaemon {
     const api: ApiActions = {
       addFinalizer: (c) => kube.addFinalizer(c, FINALIZER.poolProtection),
       removeFinalizer: (c) => kube.removeFinalizer(c, FINALIZER.poolProtection),
-      clearPredecessor: (namespace, claim) => kube.removeClaimAnnotation(namespace, claim, ANNOTATION.bdPredecessor),
-      confirmRemoval: (namespace, claim) => kube.removeClaimAnnotation(namespace, claim, ANNOTATION.bdRemoval),
+      clearPredecessor: (namespace, claim) =>
+        kube.removeClaimAnnotation(namespace, claim, ANNOTATION.bdPredecessor),
+      confirmRemoval: (namespace, claim) =>
+        kube.removeClaimAnnotation(namespace, claim, ANNOTATION.bdRemoval),
     };
     const started = performance.now();
     const result = await reconcilePass(cspi, {
@@ -305,11 +335,14 @@ export class NodeDaemon {
       nodeName: this.options.nodeName,
       hostName: this.hostName,
       deviceRoots: this.options.deviceRoots,
-      ...(this.options.staleStatusSeconds !== undefined ? { staleStatusSeconds: this.options.staleStatusSeconds } : {}),
+      ...(this.options.staleStatusSeconds !== undefined
+        ? { staleStatusSeconds: this.options.staleStatusSeconds }
+        : {}),
       clock: this.clock,
       logger: logger.child({ cspi: name }),
       stopping: () => this.stopping,
-      suppressed: (action) => this.ineffective.suppressed(ineffectiveKey(name, action), this.clock().getTime()),
+      suppressed: (action) =>
+        this.ineffective.suppressed(ineffectiveKey(name, action), this.clock().getTime()),
       onAction: (outcome) => metrics?.action(outcome.action.kind, outcome.error ? "failed" : "done"),
       replicaNames: () => this.replicasOf(name)?.map((cvr) => cvr.metadata.name ?? ""),
       replicas: async (current, observation, statusOwner) => {
@@ -334,8 +367,14 @@ export class NodeDaemon {
     const now = this.clock().getTime();
     const ofThisPool = (key: string) => key.startsWith(`${name}\u0000`);
     // Only a pass that saw the pool can tell that an action is no longer planned.
-    if (result.observation) this.ineffective.settle(ofThisPool, new Set(result.plan.actions.map((action) => ineffectiveKey(name, action))));
-    const windows = result.ineffective.map((action) => this.ineffective.strike(ineffectiveKey(name, action), now));
+    if (result.observation)
+      this.ineffective.settle(
+        ofThisPool,
+        new Set(result.plan.actions.map((action) => ineffectiveKey(name, action))),
+      );
+    const windows = result.ineffective.map((action) =>
+      this.ineffective.strike(ineffectiveKey(name, action), now),
+    );
     await this.events.record(latest ?? cspi, passEvents(result, windows));
     let outcome: PassOutcome = "done";
     if (latest && result.status) {
@@ -345,7 +384,13 @@ export class NodeDaemon {
       if (write.result === "failed") outcome = "retry";
     }
     if (latest) {
-      metrics?.passed({ cspi: latest, seconds: (performance.now() - started) / 1000, now: this.clock(), ...(result.observation ? { observation: result.observation } : {}), ...(result.status ? { status: result.status } : {}) });
+      metrics?.passed({
+        cspi: latest,
+        seconds: (performance.now() - started) / 1000,
+        now: this.clock(),
+        ...(result.observation ? { observation: result.observation } : {}),
+        ...(result.status ? { status: result.status } : {}),
+      });
     } else metrics?.forget(name);
     return outcome;
   }
@@ -368,7 +413,10 @@ function releaseRequested(cvr: CVR): boolean {
 
 /** Provisioned: every CVR naming the pool, deleted ones included (their data is there until destroyed). */
 function replicaCounts(result: ReplicaPassResult): ReplicaCounts {
-  return { provisioned: result.cvrs.length, healthy: result.cvrs.filter((cvr) => result.states[cvr.metadata.name ?? ""]?.phase === "Healthy").length };
+  return {
+    provisioned: result.cvrs.length,
+    healthy: result.cvrs.filter((cvr) => result.states[cvr.metadata.name ?? ""]?.phase === "Healthy").length,
+  };
 }
 
 function ineffectiveKey(cspi: string, action: Action): string {
@@ -382,8 +430,16 @@ function passEvents(result: PassResult, ineffectiveWindowsMs: readonly number[])
     const reasons = EVENT_REASONS[outcome.action.kind];
     events.push(
       outcome.error
-        ? { type: "Warning", reason: reasons.failed, message: `${describeAction(outcome.action)} failed: ${outcome.error}` }
-        : { type: "Normal", reason: reasonFor(outcome.action, reasons.done), message: describeAction(outcome.action) },
+        ? {
+            type: "Warning",
+            reason: reasons.failed,
+            message: `${describeAction(outcome.action)} failed: ${outcome.error}`,
+          }
+        : {
+            type: "Normal",
+            reason: reasonFor(outcome.action, reasons.done),
+            message: describeAction(outcome.action),
+          },
     );
   }
   for (const [i, action] of result.ineffective.entries()) {
@@ -393,14 +449,18 @@ function passEvents(result: PassResult, ineffectiveWindowsMs: readonly number[])
       message: `${describeAction(action)}: the command succeeded but changed nothing (zfs-fuse, for one, grows vdevs only on import with autoexpand=on); not retried for ${ineffectiveWindowsMs[i] / 60_000} minutes`,
     });
   }
-  for (const hold of result.plan.holds) events.push({ type: "Warning", reason: hold.reason, message: hold.message });
-  if (result.observationError) events.push({ type: "Warning", reason: "ObservationFailed", message: result.observationError });
+  for (const hold of result.plan.holds)
+    events.push({ type: "Warning", reason: hold.reason, message: hold.message });
+  if (result.observationError)
+    events.push({ type: "Warning", reason: "ObservationFailed", message: result.observationError });
   return events;
 }
 
 function listedDevices(cspi: CSPI): string[] {
   const groups = Array.isArray(cspi.spec?.raidGroups) ? cspi.spec.raidGroups : [];
-  return groups.flatMap((group) => (Array.isArray(group.blockDevices) ? group.blockDevices.map((d) => d.blockDeviceName) : []));
+  return groups.flatMap((group) =>
+    Array.isArray(group.blockDevices) ? group.blockDevices.map((d) => d.blockDeviceName) : [],
+  );
 }
 
 /** The CSPI's block devices, in a stable order: a replacement changes it. */
@@ -422,5 +482,7 @@ function claimsSettled(cspi: CSPI, claims: Record<string, Record<string, string>
 
 /** Read-only threshold changes get upstream's event reason, so existing alerts keep matching. */
 function reasonFor(action: Action, fallback: string): string {
-  return action.kind === "set-dataset-property" && action.property === "readonly" ? "PoolReadOnlyThreshold" : fallback;
+  return action.kind === "set-dataset-property" && action.property === "readonly"
+    ? "PoolReadOnlyThreshold"
+    : fallback;
 }

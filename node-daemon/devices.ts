@@ -10,10 +10,14 @@ const SECTIONS: readonly Section[] = ["data", "logs", "cache", "spares", "specia
 export function deviceHealth(cspi: CSPI, observation: Observation | undefined): DeviceHealth[] {
   const pool = observation?.pool?.status;
   if (!pool) return [];
-  const listed = (Array.isArray(cspi.spec?.raidGroups) ? cspi.spec.raidGroups : []).flatMap((group) => group.blockDevices ?? []);
+  const listed = (Array.isArray(cspi.spec?.raidGroups) ? cspi.spec.raidGroups : []).flatMap(
+    (group) => group.blockDevices ?? [],
+  );
   return SECTIONS.flatMap((section) =>
     leaves(pool.layout[section]).map((leaf) => {
-      const spec = listed.find((device) => sameDevice(leaf, device.devLink ?? "", observation.devices[device.devLink ?? ""]));
+      const spec = listed.find((device) =>
+        sameDevice(leaf, device.devLink ?? "", observation.devices[device.devLink ?? ""]),
+      );
       const health: DeviceHealth = {
         path: leaf.device ?? leaf.name,
         section,
@@ -22,7 +26,11 @@ export function deviceHealth(cspi: CSPI, observation: Observation | undefined): 
         writeErrors: leaf.errors?.write ?? 0,
         checksumErrors: leaf.errors?.checksum ?? 0,
       };
-      if (spec) Object.assign(health, { blockDeviceName: spec.blockDeviceName, ...(spec.devLink ? { devLink: spec.devLink } : {}) });
+      if (spec)
+        Object.assign(health, {
+          blockDeviceName: spec.blockDeviceName,
+          ...(spec.devLink ? { devLink: spec.devLink } : {}),
+        });
       if (leaf.note) health.note = leaf.note;
       return health;
     }),

@@ -15,7 +15,12 @@ export interface ApiActions {
 }
 
 /** Runs one action; returns the CSPI afterwards (changed only by finalizer actions; undefined once deleted). */
-export async function execute(action: Action, cspi: CSPI, host: ZfsHost, api?: ApiActions): Promise<CSPI | undefined> {
+export async function execute(
+  action: Action,
+  cspi: CSPI,
+  host: ZfsHost,
+  api?: ApiActions,
+): Promise<CSPI | undefined> {
   switch (action.kind) {
     case "add-finalizer":
       return requireApi(api, action).addFinalizer(cspi);

@@ -39,11 +39,17 @@ export function commandsFromEnv(env: NodeJS.ProcessEnv = process.env, prefixArgs
       parsed = undefined;
     }
     if (!Array.isArray(parsed) || !parsed.every((p) => typeof p === "string")) {
-      throw new Error(`ZFS_COMMAND_PREFIX must be a JSON array of strings, e.g. ["nsenter","-t","1","-m","--"]; got ${env.ZFS_COMMAND_PREFIX}`);
+      throw new Error(
+        `ZFS_COMMAND_PREFIX must be a JSON array of strings, e.g. ["nsenter","-t","1","-m","--"]; got ${env.ZFS_COMMAND_PREFIX}`,
+      );
     }
     prefix = parsed;
   }
-  return { zpool: [...prefix, env.ZPOOL_BIN || "zpool"], zfs: [...prefix, env.ZFS_BIN || "zfs"], truncate: [...prefix, "truncate"] };
+  return {
+    zpool: [...prefix, env.ZPOOL_BIN || "zpool"],
+    zfs: [...prefix, env.ZFS_BIN || "zfs"],
+    truncate: [...prefix, "truncate"],
+  };
 }
 
 /** Timeouts: reads are quick; imports scan devices; a replace may wait for its resilver on some ZFS versions. */
@@ -136,15 +142,24 @@ export class ZfsHost {
   /** Four commands however many pools: zpool status, then zpool list, zfs get and zpool get over all of ours. */
   private async readSnapshot(): Promise<HostSnapshot> {
     const pools = await this.pools();
-    const ours = pools.filter((p) => p.name.startsWith(OUR_POOL_PREFIX) && !UNREADABLE_STATES.has(p.state)).map((p) => p.name);
+    const ours = pools
+      .filter((p) => p.name.startsWith(OUR_POOL_PREFIX) && !UNREADABLE_STATES.has(p.state))
+      .map((p) => p.name);
     const facts = new Map<string, PoolFacts>();
     if (ours.length === 0) return { pools, facts };
     try {
       const sizes = (await this.zpool(["list", ...ours])).stdout;
       const properties = [...new Set([...POOL_PROPERTIES, ...DATASET_PROPERTIES])].join(",");
-      const datasets = (await this.zfs(["get", "-H", "-p", "-r", "-o", "name,property,value", properties, ...ours])).stdout;
+      const datasets = (
+        await this.zfs(["get", "-H", "-p", "-r", "-o", "name,property,value", properties, ...ours])
+      ).stdout;
       const cachefiles = (await this.zpool(["get", "cachefile", ...ours])).stdout;
-      for (const [pool, poolFacts] of parsePoolFacts(ours, { sizes, datasets, cachefiles }, DATASET_PROPERTIES)) facts.set(pool, poolFacts);
+      for (const [pool, poolFacts] of parsePoolFacts(
+        ours,
+        { sizes, datasets, cachefiles },
+        DATASET_PROPERTIES,
+      ))
+        facts.set(pool, poolFacts);
     } catch {
       // One pool that cannot be read (lost while we looked) fails the batch: each pool is then read on its own,
       // so only that one fails, as it would have without the batch.
@@ -175,7 +190,10 @@ export class ZfsHost {
 
   /** Names of the imported pools: which CSPIs this node holds, cheaply. */
   async poolNames(): Promise<string[]> {
-    return (await this.zpool(["list", "-H", "-o", "name"])).stdout.split("\n").map((l) => l.trim()).filter((l) => l && l !== "no pools available");
+    return (await this.zpool(["list", "-H", "-o", "name"])).stdout
+      .split("\n")
+      .map((l) => l.trim())
+      .filter((l) => l && l !== "no pools available");
   }
 
   /** Raw size, allocation and fragmentation of the pool. zfs-fuse has no `zpool list -p`, so human sizes are parsed. */
@@ -184,9 +202,13 @@ export class ZfsHost {
   }
 
   async space(pool: string): Promise<{ used: number; available: number }> {
-    const [used, available] = parseValueLines((await this.zfs(["get", "-H", "-p", "-o", "value", "used,available", pool])).stdout, 2);
+    const [used, available] = parseValueLines(
+      (await this.zfs(["get", "-H", "-p", "-o", "value", "used,available", pool])).stdout,
+      2,
+    );
     const numbers = [Number(used), Number(available)];
-    if (!numbers.every(Number.isFinite)) throw new Error(`zfs get used,available ${pool} printed non-numbers: ${used}, ${available}`);
+    if (!numbers.every(Number.isFinite))
+      throw new Error(`zfs get used,available ${pool} printed non-numbers: ${used}, ${available}`);
     return { used: numbers[0], available: numbers[1] };
   }
 
@@ -195,9 +217,24 @@ export class ZfsHost {
    * replicas the pool holds (snapshots left out). `-p`: sizes in bytes.
    */
   async datasets(pool: string, properties: readonly string[]): Promise<DatasetRecord[]> {
-    const out = (await this.zfs(["get", "-H", "-p", "-r", "-o", "name,property,value", ["type", ...properties].join(","), pool])).stdout;
+    const out = (
+      await this.zfs([
+        "get",
+        "-H",
+        "-p",
+        "-r",
+        "-o",
+        "name,property,value",
+        ["type", ...properties].join(","),
+        pool,
+      ])
+    ).stdout;
     return parseDatasetProperties(out)
-      .filter((d) => d.name.startsWith(`${pool}/`) && (d.properties.type === "filesystem" || d.properties.type === "volume"))
+      .filter(
+        (d) =>
+          d.name.startsWith(`${pool}/`) &&
+          (d.properties.type === "filesystem" || d.properties.type === "volume"),
+      )
       .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   }
 
@@ -207,7 +244,10 @@ export class ZfsHost {
   }
 
   async datasetProperties(dataset: string, properties: string[]): Promise<Record<string, string>> {
-    const values = parseValueLines((await this.zfs(["get", "-H", "-o", "value", properties.join(","), dataset])).stdout, properties.length);
+    const values = parseValueLines(
+      (await this.zfs(["get", "-H", "-o", "value", properties.join(","), dataset])).stdout,
+      properties.length,
+    );
     return Object.fromEntries(properties.map((p, i) => [p, values[i]]));
   }
 
@@ -222,14 +262,22 @@ export class ZfsHost {
     try {
       return parseImportList((await this.zpool(args, CHANGE)).stdout);
     } catch (error) {
-      if (error instanceof CommandError && error.kind === "exit" && /^(|.*no pools available.*)$/s.test(error.stdout.trim() + error.stderr.trim())) {
+      if (
+        error instanceof CommandError &&
+        error.kind === "exit" &&
+        /^(|.*no pools available.*)$/s.test(error.stdout.trim() + error.stderr.trim())
+      ) {
         return [];
       }
       throw error;
     }
   }
 
-  async create(pool: string, vdevs: VdevSpec[], options: { compression: string; cachefile?: string; force: boolean }): Promise<void> {
+  async create(
+    pool: string,
+    vdevs: VdevSpec[],
+    options: { compression: string; cachefile?: string; force: boolean },
+  ): Promise<void> {
     if (options.cachefile) await mkdir(parentDir(options.cachefile), { recursive: true });
     await this.zpoolChange(
       [
@@ -270,7 +318,14 @@ export class ZfsHost {
   }
 
   /** Imports by id when known; renamedFrom: the pool has another name on disk and is imported as `pool`. */
-  async import(options: { id?: string; pool: string; from: ImportSource; cachefile?: string; force: boolean; renamedFrom?: string }): Promise<void> {
+  async import(options: {
+    id?: string;
+    pool: string;
+    from: ImportSource;
+    cachefile?: string;
+    force: boolean;
+    renamedFrom?: string;
+  }): Promise<void> {
     if (options.cachefile) await mkdir(parentDir(options.cachefile), { recursive: true });
     await this.zpoolChange(
       [
@@ -278,7 +333,9 @@ export class ZfsHost {
         ...(options.force ? ["-f"] : []),
         ...(options.cachefile ? ["-o", `cachefile=${options.cachefile}`] : []),
         ...importSourceArgs(options.from),
-        ...(options.renamedFrom ? [options.id ?? options.renamedFrom, options.pool] : [options.id ?? options.pool]),
+        ...(options.renamedFrom
+          ? [options.id ?? options.renamedFrom, options.pool]
+          : [options.id ?? options.pool]),
       ],
       LONG,
     );
@@ -335,7 +392,8 @@ async function retryWhileBusy<T>(run: () => Promise<T>): Promise<T> {
       return await run();
     } catch (error) {
       // zfs-fuse reports a pool busy for a moment after mounts settle; a real busy pool stays busy.
-      if (attempt >= BUSY_RETRIES || !(error instanceof CommandError && /busy/.test(error.stderr))) throw error;
+      if (attempt >= BUSY_RETRIES || !(error instanceof CommandError && /busy/.test(error.stderr)))
+        throw error;
       await new Promise((resolve) => setTimeout(resolve, BUSY_DELAY_MS));
     }
   }
@@ -343,7 +401,8 @@ async function retryWhileBusy<T>(run: () => Promise<T>): Promise<T> {
 
 async function zeroLabels(device: string): Promise<void> {
   const info = await inspectDevice(device);
-  if (!info.exists || info.size === undefined) throw new Error(`cannot clear the ZFS label of ${device}: it does not exist`);
+  if (!info.exists || info.size === undefined)
+    throw new Error(`cannot clear the ZFS label of ${device}: it does not exist`);
   const zeros = Buffer.alloc(LABEL_BYTES);
   // The planner hands over the resolved path it checked against the device roots; a link put there since is not followed.
   const handle = await open(device, constants.O_RDWR | constants.O_NOFOLLOW);

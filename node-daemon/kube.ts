@@ -57,7 +57,12 @@ export interface KubeApi extends EventWriter {
    * Merge patch through the status subresource. With `resourceVersion` it applies only to that version of the
    * CSPI: another writer's status since (cspi-sync's conditions) fails it with 409 instead of being overwritten.
    */
-  patchCspiStatus(namespace: string, name: string, status: StatusPatch, resourceVersion?: string): Promise<CSPI>;
+  patchCspiStatus(
+    namespace: string,
+    name: string,
+    status: StatusPatch,
+    resourceVersion?: string,
+  ): Promise<CSPI>;
   /** The CSPI as the apiserver has it now; undefined once it is gone. */
   getCspi(namespace: string, name: string): Promise<CSPI | undefined>;
   /**
@@ -112,7 +117,10 @@ export function createKubeApi(config: KubeConfig = defaultConfig()): KubeApi {
     plural,
     name: object.metadata.name ?? "",
   });
-  const read = async <T extends { metadata: ObjectMeta }>(object: T, plural = CSPI_PLURAL): Promise<T | undefined> => {
+  const read = async <T extends { metadata: ObjectMeta }>(
+    object: T,
+    plural = CSPI_PLURAL,
+  ): Promise<T | undefined> => {
     try {
       return (await custom.getNamespacedCustomObject(target(object, plural))) as T;
     } catch (error) {
@@ -130,16 +138,26 @@ export function createKubeApi(config: KubeConfig = defaultConfig()): KubeApi {
         ];
     return (await custom.patchNamespacedCustomObject({ ...target(cspi), body }, jsonPatch)) as CSPI;
   };
-  const dropFinalizer = async <T extends { metadata: ObjectMeta }>(object: T, finalizer: string, plural = CSPI_PLURAL, exactly = false): Promise<T | undefined> => {
+  const dropFinalizer = async <T extends { metadata: ObjectMeta }>(
+    object: T,
+    finalizer: string,
+    plural = CSPI_PLURAL,
+    exactly = false,
+  ): Promise<T | undefined> => {
     const index = (object.metadata.finalizers ?? []).indexOf(finalizer);
     if (index < 0) return object;
     const body = [
-      ...(exactly ? [{ op: "test", path: "/metadata/resourceVersion", value: object.metadata.resourceVersion }] : []),
+      ...(exactly
+        ? [{ op: "test", path: "/metadata/resourceVersion", value: object.metadata.resourceVersion }]
+        : []),
       { op: "test", path: `/metadata/finalizers/${index}`, value: finalizer },
       { op: "remove", path: `/metadata/finalizers/${index}` },
     ];
     try {
-      const updated = (await custom.patchNamespacedCustomObject({ ...target(object, plural), body }, jsonPatch)) as T;
+      const updated = (await custom.patchNamespacedCustomObject(
+        { ...target(object, plural), body },
+        jsonPatch,
+      )) as T;
       // The last finalizer of a deleted CSPI: the apiserver answers with the object as it removes it; it is gone.
       return updated.metadata.deletionTimestamp && !updated.metadata.finalizers?.length ? undefined : updated;
     } catch (error) {
@@ -148,8 +166,16 @@ export function createKubeApi(config: KubeConfig = defaultConfig()): KubeApi {
       throw error;
     }
   };
-  const list = async <T>(namespace: string, plural: string): Promise<{ items: T[]; resourceVersion: string }> => {
-    const listed = (await custom.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural })) as {
+  const list = async <T>(
+    namespace: string,
+    plural: string,
+  ): Promise<{ items: T[]; resourceVersion: string }> => {
+    const listed = (await custom.listNamespacedCustomObject({
+      group: GROUP,
+      version: VERSION,
+      namespace,
+      plural,
+    })) as {
       items: T[];
       metadata: { resourceVersion: string };
     };
@@ -180,7 +206,10 @@ export function createKubeApi(config: KubeConfig = defaultConfig()): KubeApi {
         else if (type === "BOOKMARK") onProgress?.((object as T).metadata.resourceVersion ?? resourceVersion);
         else if (type === "ERROR") {
           const status = object as { code?: number; message?: string };
-          failure ??= new WatchError(status.code, `watch error ${status.code ?? ""}: ${status.message ?? JSON.stringify(object)}`);
+          failure ??= new WatchError(
+            status.code,
+            `watch error ${status.code ?? ""}: ${status.message ?? JSON.stringify(object)}`,
+          );
           controller.abort();
         }
       },
@@ -196,9 +225,11 @@ export function createKubeApi(config: KubeConfig = defaultConfig()): KubeApi {
   };
   return {
     listCspis: (namespace) => list<CSPI>(namespace, CSPI_PLURAL),
-    watchCspis: (namespace, resourceVersion, onEvent, onProgress) => watchPlural(CSPI_PLURAL, namespace, resourceVersion, onEvent, onProgress),
+    watchCspis: (namespace, resourceVersion, onEvent, onProgress) =>
+      watchPlural(CSPI_PLURAL, namespace, resourceVersion, onEvent, onProgress),
     listCvrs: (namespace) => list<CVR>(namespace, CVR_PLURAL),
-    watchCvrs: (namespace, resourceVersion, onEvent, onProgress) => watchPlural(CVR_PLURAL, namespace, resourceVersion, onEvent, onProgress),
+    watchCvrs: (namespace, resourceVersion, onEvent, onProgress) =>
+      watchPlural(CVR_PLURAL, namespace, resourceVersion, onEvent, onProgress),
     async patchCvrStatus(namespace, name, status) {
       return (await custom.patchNamespacedCustomObjectStatus(
         { group: GROUP, version: VERSION, namespace, plural: CVR_PLURAL, name, body: { status } },
@@ -218,7 +249,10 @@ export function createKubeApi(config: KubeConfig = defaultConfig()): KubeApi {
     },
     async patchCspiStatus(namespace, name, status, resourceVersion) {
       const body = resourceVersion === undefined ? { status } : { metadata: { resourceVersion }, status };
-      return (await custom.patchNamespacedCustomObjectStatus({ group: GROUP, version: VERSION, namespace, plural: CSPI_PLURAL, name, body }, mergePatch)) as CSPI;
+      return (await custom.patchNamespacedCustomObjectStatus(
+        { group: GROUP, version: VERSION, namespace, plural: CSPI_PLURAL, name, body },
+        mergePatch,
+      )) as CSPI;
     },
     getCspi: (namespace, name) => read<CSPI>({ metadata: { namespace, name } } as CSPI),
     async addFinalizer(cspi, finalizer) {
@@ -227,7 +261,9 @@ export function createKubeApi(config: KubeConfig = defaultConfig()): KubeApi {
       } catch (error) {
         const fresh = isTestFailure(error) ? await readCspi(cspi) : undefined;
         if (!fresh) throw error;
-        return fresh.metadata.finalizers?.includes(finalizer) ? fresh : await appendFinalizer(fresh, finalizer);
+        return fresh.metadata.finalizers?.includes(finalizer)
+          ? fresh
+          : await appendFinalizer(fresh, finalizer);
       }
     },
     async removeFinalizer(cspi, finalizer) {
@@ -247,7 +283,9 @@ export function createKubeApi(config: KubeConfig = defaultConfig()): KubeApi {
         namespace,
         plural: BDC_PLURAL,
         labelSelector: `${LABEL.cspi}=${cspi}`,
-      })) as { items: { metadata: { annotations?: Record<string, string> }; spec?: { blockDeviceName?: string } }[] };
+      })) as {
+        items: { metadata: { annotations?: Record<string, string> }; spec?: { blockDeviceName?: string } }[];
+      };
       const out: Record<string, Record<string, string>> = {};
       for (const claim of list.items) {
         if (claim.spec?.blockDeviceName) out[claim.spec.blockDeviceName] = claim.metadata.annotations ?? {};
@@ -256,7 +294,14 @@ export function createKubeApi(config: KubeConfig = defaultConfig()): KubeApi {
     },
     async removeClaimAnnotation(namespace, claim, annotation) {
       await custom.patchNamespacedCustomObject(
-        { group: GROUP, version: VERSION, namespace, plural: BDC_PLURAL, name: claim, body: { metadata: { annotations: { [annotation]: null } } } },
+        {
+          group: GROUP,
+          version: VERSION,
+          namespace,
+          plural: BDC_PLURAL,
+          name: claim,
+          body: { metadata: { annotations: { [annotation]: null } } },
+        },
         mergePatch,
       );
     },

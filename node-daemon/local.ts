@@ -67,7 +67,8 @@ function parseArgs(argv: readonly string[]): LocalOptions | string {
     else return `unknown argument ${arg}`;
   }
   if (!cspiFile) return "--cspi-file is required";
-  if (!once) return "--once is required: local mode reconciles once and exits (the watching daemon runs in the cluster)";
+  if (!once)
+    return "--once is required: local mode reconciles once and exits (the watching daemon runs in the cluster)";
   return { cspiFile, dryRun, ...(nodeName ? { nodeName } : {}) };
 }
 
@@ -92,7 +93,9 @@ export async function runNodeDaemonCommand(
     return 2;
   }
   if (!cspi || typeof cspi !== "object" || cspi.kind !== "CStorPoolInstance" || !cspi.spec) {
-    io.stderr(`cstor-pool node-daemon: ${options.cspiFile} is not a CStorPoolInstance (kind: CStorPoolInstance with a spec)\n`);
+    io.stderr(
+      `cstor-pool node-daemon: ${options.cspiFile} is not a CStorPoolInstance (kind: CStorPoolInstance with a spec)\n`,
+    );
     return 2;
   }
   const env = io.env ?? process.env;
@@ -119,8 +122,19 @@ export async function runNodeDaemonCommand(
   const verdict = localOutcome(result, planned, options.dryRun);
   const report = {
     outcome: verdict.outcome,
-    plan: result.firstPlan.actions.map((a) => ({ action: a.kind, description: describeAction(a), detail: a })),
-    ...(options.dryRun ? {} : { applied: result.outcomes.map((o) => ({ action: o.action.kind, ...(o.error ? { error: o.error } : { result: "done" }) })) }),
+    plan: result.firstPlan.actions.map((a) => ({
+      action: a.kind,
+      description: describeAction(a),
+      detail: a,
+    })),
+    ...(options.dryRun
+      ? {}
+      : {
+          applied: result.outcomes.map((o) => ({
+            action: o.action.kind,
+            ...(o.error ? { error: o.error } : { result: "done" }),
+          })),
+        }),
     holds: planned.holds,
     ...(result.observationError ? { observationError: result.observationError } : {}),
     ...(result.status && !options.dryRun ? { status: result.status } : {}),
@@ -133,7 +147,11 @@ export async function runNodeDaemonCommand(
 type Outcome = "converged" | "failed" | "changed" | "held";
 
 /** What the pass came to, and the lines that say so on stderr (the YAML on stdout has the details). */
-function localOutcome(result: PassResult, planned: Plan, dryRun: boolean): { outcome: Outcome; summary: string } {
+function localOutcome(
+  result: PassResult,
+  planned: Plan,
+  dryRun: boolean,
+): { outcome: Outcome; summary: string } {
   const holdLines = planned.holds.map((h) => `  ${h.reason}: ${h.message}\n`).join("");
   const failures = [
     ...result.outcomes.filter((o) => o.error).map((o) => `  ${o.action.kind}: ${o.error}\n`),
@@ -142,12 +160,19 @@ function localOutcome(result: PassResult, planned: Plan, dryRun: boolean): { out
   if (failures.length > 0 || planned.holds.some((h) => h.reason === "InvalidSpec")) {
     return { outcome: "failed", summary: `failed:\n${failures.join("")}${holdLines}` };
   }
-  const done = dryRun ? result.firstPlan.actions.map(describeAction) : result.outcomes.map((o) => describeAction(o.action));
+  const done = dryRun
+    ? result.firstPlan.actions.map(describeAction)
+    : result.outcomes.map((o) => describeAction(o.action));
   if (planned.holds.length > 0) {
     const changes = `${done.length} change${done.length === 1 ? "" : "s"} (${done.join("; ")})`;
-    const what = done.length === 0 ? "nothing done" : dryRun ? `${changes} would be made` : `after ${changes}`;
+    const what =
+      done.length === 0 ? "nothing done" : dryRun ? `${changes} would be made` : `after ${changes}`;
     return { outcome: "held", summary: `held: ${what}\n${holdLines}` };
   }
-  if (done.length > 0) return { outcome: "changed", summary: `${dryRun ? "would change" : "changed"}: ${done.join("; ")}\n` };
-  return { outcome: "converged", summary: `converged: pool ${zpoolName(result.cspi?.metadata.name ?? "")} matches the CStorPoolInstance, nothing to do\n` };
+  if (done.length > 0)
+    return { outcome: "changed", summary: `${dryRun ? "would change" : "changed"}: ${done.join("; ")}\n` };
+  return {
+    outcome: "converged",
+    summary: `converged: pool ${zpoolName(result.cspi?.metadata.name ?? "")} matches the CStorPoolInstance, nothing to do\n`,
+  };
 }

@@ -49,7 +49,12 @@ export async function tryLock(options: LockOptions): Promise<{ lock?: HostLock; 
   const staleMs = options.staleMs ?? 60_000;
   await mkdir(options.dir, { recursive: true });
   const path = join(options.dir, LOCK_FILE);
-  const content: LockContent = { pid: process.pid, pidNamespace: await pidNamespace(), token: randomBytes(8).toString("hex"), since: new Date().toISOString() };
+  const content: LockContent = {
+    pid: process.pid,
+    pidNamespace: await pidNamespace(),
+    token: randomBytes(8).toString("hex"),
+    since: new Date().toISOString(),
+  };
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
       const handle = await open(path, "wx");
@@ -61,7 +66,9 @@ export async function tryLock(options: LockOptions): Promise<{ lock?: HostLock; 
     }
     const holder = await readHolder(path);
     if (!(await isStale(path, holder, content.pidNamespace, staleMs))) {
-      return { holder: holder ? `pid ${holder.pid} (${holder.pidNamespace}) since ${holder.since}` : "unknown" };
+      return {
+        holder: holder ? `pid ${holder.pid} (${holder.pidNamespace}) since ${holder.since}` : "unknown",
+      };
     }
     await unlink(path).catch(() => undefined);
   }
@@ -76,7 +83,12 @@ async function readHolder(path: string): Promise<LockContent | undefined> {
   }
 }
 
-async function isStale(path: string, holder: LockContent | undefined, namespace: string, staleMs: number): Promise<boolean> {
+async function isStale(
+  path: string,
+  holder: LockContent | undefined,
+  namespace: string,
+  staleMs: number,
+): Promise<boolean> {
   if (holder && holder.pidNamespace === namespace && holder.pid !== process.pid) return !alive(holder.pid);
   const info = await stat(path).catch(() => undefined);
   return !info || Date.now() - info.mtimeMs > staleMs;

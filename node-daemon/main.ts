@@ -19,14 +19,18 @@ const LOCK_RETRY_MS = 5_000;
 
 function required(name: string): string {
   const value = process.env[name];
-  if (!value) throw new Error(`${name} is not set: the DaemonSet sets it (NODE_NAME from spec.nodeName, NAMESPACE from metadata.namespace)`);
+  if (!value)
+    throw new Error(
+      `${name} is not set: the DaemonSet sets it (NODE_NAME from spec.nodeName, NAMESPACE from metadata.namespace)`,
+    );
   return value;
 }
 
 /** /metrics, and /healthz that fails when the resync loop has not completed for three intervals. */
 export function metricsServer(metrics: DaemonMetrics, healthy: () => boolean): Server {
   return probeServer(metrics.registry, {
-    "/healthz": () => (healthy() ? { ok: true, message: "ok" } : { ok: false, message: "resync loop stalled" }),
+    "/healthz": () =>
+      healthy() ? { ok: true, message: "ok" } : { ok: false, message: "resync loop stalled" },
   });
 }
 
@@ -99,7 +103,14 @@ export async function main(): Promise<void> {
     staleStatusSeconds: staleSeconds,
   });
   await daemon.start();
-  logger.info("node daemon started", { nodeName, namespace, commands: host.commands, deviceRoots, staleStatusSeconds: staleSeconds, replicaBackend: replicaBackend.name });
+  logger.info("node daemon started", {
+    nodeName,
+    namespace,
+    commands: host.commands,
+    deviceRoots,
+    staleStatusSeconds: staleSeconds,
+    replicaBackend: replicaBackend.name,
+  });
 }
 
 if (isEntryPoint(import.meta.url)) {

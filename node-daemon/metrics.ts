@@ -17,7 +17,16 @@ import { scanProgress } from "./parse.js";
 import type { ReplicaState } from "./replicas.js";
 
 /** Device states of the cstor_pool_device_state state set: what zpool prints for a leaf (spares: AVAIL, INUSE). */
-export const DEVICE_STATES = ["ONLINE", "DEGRADED", "FAULTED", "OFFLINE", "UNAVAIL", "REMOVED", "AVAIL", "INUSE"] as const;
+export const DEVICE_STATES = [
+  "ONLINE",
+  "DEGRADED",
+  "FAULTED",
+  "OFFLINE",
+  "UNAVAIL",
+  "REMOVED",
+  "AVAIL",
+  "INUSE",
+] as const;
 
 export interface DaemonMetrics {
   registry: Registry;
@@ -27,7 +36,12 @@ export interface DaemonMetrics {
   passed(pass: PassRecord): void;
   /** The replica pass's states of the CVRs on this CSPI's pool; `all` is every CVR the daemon knows (for each volume's replica count). */
   /** replicasOf: every CVR of a volume, on any pool (its consistency factor). */
-  replicas(cspi: string, cvrs: readonly CVR[], states: Record<string, ReplicaState>, replicasOf: (volume: string) => readonly CVR[]): void;
+  replicas(
+    cspi: string,
+    cvrs: readonly CVR[],
+    states: Record<string, ReplicaState>,
+    replicasOf: (volume: string) => readonly CVR[],
+  ): void;
   /** The CSPI no longer concerns this node (deleted, or its pool is elsewhere): its series go. */
   forget(cspi: string): void;
   /** The CSPIs were listed (at start, after the watch ended or failed, or periodically). */
@@ -67,37 +81,113 @@ class SeriesOf {
 
 export function createMetrics(): DaemonMetrics {
   const registry = new Registry();
-  const gauge = (name: string, help: string, labelNames: readonly string[]) => new Gauge({ name, help, labelNames, registers: [registry] });
+  const gauge = (name: string, help: string, labelNames: readonly string[]) =>
+    new Gauge({ name, help, labelNames, registers: [registry] });
   const POOL = ["cspi", "pool"];
   const pool = {
-    phase: gauge("cstor_pool_phase", "The CSPI's phase as the daemon reports it (status.phase), one series per phase: 1 for the current one, 0 for the others", [...POOL, "phase"]),
+    phase: gauge(
+      "cstor_pool_phase",
+      "The CSPI's phase as the daemon reports it (status.phase), one series per phase: 1 for the current one, 0 for the others",
+      [...POOL, "phase"],
+    ),
     size: gauge("cstor_pool_size_bytes", "Raw size of the pool's data vdevs (zpool list SIZE)", POOL),
-    allocated: gauge("cstor_pool_allocated_bytes", "Raw bytes allocated in the pool (zpool list ALLOC)", POOL),
+    allocated: gauge(
+      "cstor_pool_allocated_bytes",
+      "Raw bytes allocated in the pool (zpool list ALLOC)",
+      POOL,
+    ),
     free: gauge("cstor_pool_free_bytes", "Raw bytes free in the pool (zpool list FREE)", POOL),
-    fragmentation: gauge("cstor_pool_fragmentation_ratio", "Free space fragmentation, 0 to 1 (zpool list FRAG; OpenZFS only)", POOL),
-    used: gauge("cstor_pool_dataset_used_bytes", "Bytes used by the pool's root dataset and its children (what roThresholdLimit is measured on)", POOL),
-    available: gauge("cstor_pool_dataset_available_bytes", "Bytes still available to the pool's datasets", POOL),
-    readOnly: gauge("cstor_pool_readonly", "1 when the pool is read-only (its used capacity reached roThresholdLimit)", POOL),
-    threshold: gauge("cstor_pool_readonly_threshold_ratio", "poolConfig.roThresholdLimit as a ratio: used / (used + available) at which the pool turns read-only", POOL),
+    fragmentation: gauge(
+      "cstor_pool_fragmentation_ratio",
+      "Free space fragmentation, 0 to 1 (zpool list FRAG; OpenZFS only)",
+      POOL,
+    ),
+    used: gauge(
+      "cstor_pool_dataset_used_bytes",
+      "Bytes used by the pool's root dataset and its children (what roThresholdLimit is measured on)",
+      POOL,
+    ),
+    available: gauge(
+      "cstor_pool_dataset_available_bytes",
+      "Bytes still available to the pool's datasets",
+      POOL,
+    ),
+    readOnly: gauge(
+      "cstor_pool_readonly",
+      "1 when the pool is read-only (its used capacity reached roThresholdLimit)",
+      POOL,
+    ),
+    threshold: gauge(
+      "cstor_pool_readonly_threshold_ratio",
+      "poolConfig.roThresholdLimit as a ratio: used / (used + available) at which the pool turns read-only",
+      POOL,
+    ),
     resilvering: gauge("cstor_pool_resilver_active", "1 while a resilver runs", POOL),
-    resilverProgress: gauge("cstor_pool_resilver_progress_ratio", "How far the running resilver is, 0 to 1 (only while one runs)", POOL),
+    resilverProgress: gauge(
+      "cstor_pool_resilver_progress_ratio",
+      "How far the running resilver is, 0 to 1 (only while one runs)",
+      POOL,
+    ),
     scrubbing: gauge("cstor_pool_scrub_active", "1 while a scrub runs", POOL),
-    scrubProgress: gauge("cstor_pool_scrub_progress_ratio", "How far the running scrub is, 0 to 1 (only while one runs)", POOL),
-    scrubEnd: gauge("cstor_pool_scrub_last_end_timestamp_seconds", "When the pool's last scrub finished or was stopped (Unix time; status.scrub.lastEndTime)", POOL),
-    scrubErrors: gauge("cstor_pool_scrub_last_errors", "Errors the pool's last scrub found and could not repair (status.scrub.errors)", POOL),
-    scrubRepaired: gauge("cstor_pool_scrub_last_repaired_bytes", "Bytes the pool's last scrub repaired (status.scrub.repairedBytes)", POOL),
-    observed: gauge("cstor_pool_last_observation_timestamp_seconds", "When the daemon last read the pool's state successfully (Unix time)", POOL),
+    scrubProgress: gauge(
+      "cstor_pool_scrub_progress_ratio",
+      "How far the running scrub is, 0 to 1 (only while one runs)",
+      POOL,
+    ),
+    scrubEnd: gauge(
+      "cstor_pool_scrub_last_end_timestamp_seconds",
+      "When the pool's last scrub finished or was stopped (Unix time; status.scrub.lastEndTime)",
+      POOL,
+    ),
+    scrubErrors: gauge(
+      "cstor_pool_scrub_last_errors",
+      "Errors the pool's last scrub found and could not repair (status.scrub.errors)",
+      POOL,
+    ),
+    scrubRepaired: gauge(
+      "cstor_pool_scrub_last_repaired_bytes",
+      "Bytes the pool's last scrub repaired (status.scrub.repairedBytes)",
+      POOL,
+    ),
+    observed: gauge(
+      "cstor_pool_last_observation_timestamp_seconds",
+      "When the daemon last read the pool's state successfully (Unix time)",
+      POOL,
+    ),
   };
   const DEVICE = [...POOL, "device", "blockdevice"];
   const device = {
-    state: gauge("cstor_pool_device_state", "Each pool member's state as zpool prints it, one series per state: 1 for the current one", [...DEVICE, "state"]),
-    errors: gauge("cstor_pool_device_errors", "Read, write and checksum errors ZFS counted on the device since import or the last zpool clear (reset by both: not a counter)", [...DEVICE, "type"]),
+    state: gauge(
+      "cstor_pool_device_state",
+      "Each pool member's state as zpool prints it, one series per state: 1 for the current one",
+      [...DEVICE, "state"],
+    ),
+    errors: gauge(
+      "cstor_pool_device_errors",
+      "Read, write and checksum errors ZFS counted on the device since import or the last zpool clear (reset by both: not a counter)",
+      [...DEVICE, "type"],
+    ),
   };
   const replica = {
-    size: gauge("cstor_volume_replica_size_bytes", "A volume replica's logical size on this pool (its volsize)", [...POOL, "volume"]),
-    used: gauge("cstor_volume_replica_used_bytes", "Bytes a volume replica uses on this pool", [...POOL, "volume"]),
-    healthy: gauge("cstor_volume_replica_healthy", "1 when the volume's replica on this pool is Healthy (CVR phase), 0 otherwise", [...POOL, "volume"]),
-    consistency: gauge("cstor_volume_consistency_factor", "Healthy replicas a volume needs for writes (replicas/2 + 1, from its CVRs), beside each of its replicas", [...POOL, "volume"]),
+    size: gauge(
+      "cstor_volume_replica_size_bytes",
+      "A volume replica's logical size on this pool (its volsize)",
+      [...POOL, "volume"],
+    ),
+    used: gauge("cstor_volume_replica_used_bytes", "Bytes a volume replica uses on this pool", [
+      ...POOL,
+      "volume",
+    ]),
+    healthy: gauge(
+      "cstor_volume_replica_healthy",
+      "1 when the volume's replica on this pool is Healthy (CVR phase), 0 otherwise",
+      [...POOL, "volume"],
+    ),
+    consistency: gauge(
+      "cstor_volume_consistency_factor",
+      "Healthy replicas a volume needs for writes (replicas/2 + 1, from its CVRs), beside each of its replicas",
+      [...POOL, "volume"],
+    ),
   };
   const duration = new Histogram({
     name: "cstor_node_daemon_command_duration_seconds",
@@ -113,8 +203,18 @@ export function createMetrics(): DaemonMetrics {
     buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 120, 600],
     registers: [registry],
   });
-  const actions = new Counter({ name: "cstor_node_daemon_actions_total", help: "Planned actions executed, by action and result", labelNames: ["action", "result"], registers: [registry] });
-  const relists = new Counter({ name: "cstor_node_daemon_cspi_lists_total", help: "Lists of the namespace's CSPIs, by why: start, watch-ended, watch-failed, periodic", labelNames: ["reason"], registers: [registry] });
+  const actions = new Counter({
+    name: "cstor_node_daemon_actions_total",
+    help: "Planned actions executed, by action and result",
+    labelNames: ["action", "result"],
+    registers: [registry],
+  });
+  const relists = new Counter({
+    name: "cstor_node_daemon_cspi_lists_total",
+    help: "Lists of the namespace's CSPIs, by why: start, watch-ended, watch-failed, periodic",
+    labelNames: ["reason"],
+    registers: [registry],
+  });
   let readViewAge: () => number | undefined = () => undefined;
   new Gauge({
     name: "cstor_node_daemon_cspi_view_age_seconds",
@@ -129,7 +229,8 @@ export function createMetrics(): DaemonMetrics {
 
   return {
     registry,
-    onCommand: ({ argv, durationMs, error }) => duration.observe({ command: commandLabel(argv), outcome: error?.kind ?? "ok" }, durationMs / 1000),
+    onCommand: ({ argv, durationMs, error }) =>
+      duration.observe({ command: commandLabel(argv), outcome: error?.kind ?? "ok" }, durationMs / 1000),
     action: (kind, result) => actions.inc({ action: kind, result }),
     relisted: (reason) => relists.inc({ reason }),
     viewAge: (read) => {
@@ -141,17 +242,35 @@ export function createMetrics(): DaemonMetrics {
       const labels = { cspi: name, pool: zpoolName(name) };
       const values: [Gauge, Labels, number][] = [];
       const phase = status?.phase;
-      if (phase) for (const each of CSPI_PHASES) values.push([pool.phase, { ...labels, phase: each }, each === phase ? 1 : 0]);
+      if (phase)
+        for (const each of CSPI_PHASES)
+          values.push([pool.phase, { ...labels, phase: each }, each === phase ? 1 : 0]);
       const imported = observation?.pool;
       if (imported) {
         values.push([pool.observed, labels, now.getTime() / 1000]);
-        const optional = { size: imported.size, allocated: imported.allocated, free: imported.free, fragmentation: imported.fragmentation } as const;
-        for (const [key, value] of Object.entries(optional) as [keyof typeof optional, number | undefined][]) {
+        const optional = {
+          size: imported.size,
+          allocated: imported.allocated,
+          free: imported.free,
+          fragmentation: imported.fragmentation,
+        } as const;
+        for (const [key, value] of Object.entries(optional) as [
+          keyof typeof optional,
+          number | undefined,
+        ][]) {
           if (value !== undefined) values.push([pool[key], labels, value]);
         }
-        if (imported.space) values.push([pool.used, labels, imported.space.used], [pool.available, labels, imported.space.available]);
+        if (imported.space)
+          values.push(
+            [pool.used, labels, imported.space.used],
+            [pool.available, labels, imported.space.available],
+          );
         values.push([pool.readOnly, labels, imported.readonly ? 1 : 0]);
-        values.push([pool.threshold, labels, (cspi.spec.poolConfig?.roThresholdLimit ?? DEFAULTS.roThresholdLimit) / 100]);
+        values.push([
+          pool.threshold,
+          labels,
+          (cspi.spec.poolConfig?.roThresholdLimit ?? DEFAULTS.roThresholdLimit) / 100,
+        ]);
         const scan = imported.status.scan;
         const progress = scanProgress(scan);
         for (const [activity, active, ratio] of [
@@ -165,10 +284,12 @@ export function createMetrics(): DaemonMetrics {
         const scrub = status?.scrub;
         if (scrub?.lastEndTime) values.push([pool.scrubEnd, labels, Date.parse(scrub.lastEndTime) / 1000]);
         if (scrub?.errors !== undefined) values.push([pool.scrubErrors, labels, scrub.errors]);
-        if (scrub?.repairedBytes !== undefined) values.push([pool.scrubRepaired, labels, scrub.repairedBytes]);
+        if (scrub?.repairedBytes !== undefined)
+          values.push([pool.scrubRepaired, labels, scrub.repairedBytes]);
         for (const member of deviceHealth(cspi, observation)) {
           const at = { ...labels, device: member.path, blockdevice: member.blockDeviceName ?? "" };
-          for (const state of DEVICE_STATES) values.push([device.state, { ...at, state }, member.state === state ? 1 : 0]);
+          for (const state of DEVICE_STATES)
+            values.push([device.state, { ...at, state }, member.state === state ? 1 : 0]);
           values.push(
             [device.errors, { ...at, type: "read" }, member.readErrors],
             [device.errors, { ...at, type: "write" }, member.writeErrors],
@@ -192,7 +313,8 @@ export function createMetrics(): DaemonMetrics {
         volumes.add(volume);
         const at = { ...labels, volume };
         values.push([replica.healthy, at, state.phase === "Healthy" ? 1 : 0]);
-        if (state.capacity) values.push([replica.size, at, state.capacity.total], [replica.used, at, state.capacity.used]);
+        if (state.capacity)
+          values.push([replica.size, at, state.capacity.total], [replica.used, at, state.capacity.used]);
       }
       for (const volume of volumes) {
         const count = replicasOf(volume).filter((cvr) => !cvr.metadata.deletionTimestamp).length;

@@ -64,7 +64,10 @@ export interface Observation {
 export function sameDevice(member: Vdev, devLink: string, info: DeviceInfo | undefined): boolean {
   const shown = member.device ?? member.name;
   const candidates = [devLink, info?.realPath].filter((p): p is string => !!p);
-  return candidates.some((path) => shown === path || (!shown.includes("/") && path.startsWith("/dev/") && basename(path) === shown));
+  return candidates.some(
+    (path) =>
+      shown === path || (!shown.includes("/") && path.startsWith("/dev/") && basename(path) === shown),
+  );
 }
 
 /** The pool (imported or importable) other than `except` that has this device as a member. */
@@ -74,5 +77,7 @@ export function poolHoldingDevice(
   info: DeviceInfo | undefined,
   except?: (pool: PoolStatus) => boolean,
 ): PoolStatus | undefined {
-  return pools.find((pool) => !except?.(pool) && allLeaves(pool.layout).some((leaf) => sameDevice(leaf, devLink, info)));
+  return pools.find(
+    (pool) => !except?.(pool) && allLeaves(pool.layout).some((leaf) => sameDevice(leaf, devLink, info)),
+  );
 }

@@ -16,11 +16,18 @@ export interface ObserveOptions {
   deviceRoots: readonly string[];
 }
 
-export async function observe(host: ZfsHost, inspect: DeviceInspector, cspi: CSPI, options: ObserveOptions): Promise<Observation> {
+export async function observe(
+  host: ZfsHost,
+  inspect: DeviceInspector,
+  cspi: CSPI,
+  options: ObserveOptions,
+): Promise<Observation> {
   const pool = zpoolName(cspi.metadata.name ?? "");
   // Nothing from an invalid spec reaches a command: the planner reports the problems instead.
   const valid = cspiProblems(cspi, options.deviceRoots).length === 0;
-  const devLinks = valid ? cspi.spec.raidGroups.flatMap((g) => g.blockDevices.map((d) => d.devLink ?? "")) : [];
+  const devLinks = valid
+    ? cspi.spec.raidGroups.flatMap((g) => g.blockDevices.map((d) => d.devLink ?? ""))
+    : [];
   const devices: Record<string, DeviceInfo> = {};
   for (const devLink of devLinks) devices[devLink] = await inspect(devLink);
 
@@ -40,13 +47,21 @@ export async function observe(host: ZfsHost, inspect: DeviceInspector, cspi: CSP
 }
 
 /** An imported pool's space, datasets and properties read on their own: what the pool agent reads of its pool. */
-export async function observePool(host: ZfsHost, pool: string, status: PoolObservation["status"]): Promise<PoolObservation> {
+export async function observePool(
+  host: ZfsHost,
+  pool: string,
+  status: PoolObservation["status"],
+): Promise<PoolObservation> {
   const facts = await host.poolFacts(pool);
   return { status, volumes: (facts.datasets ?? []).map((d) => d.name), ...facts };
 }
 
 /** Cachefile first (fast, and the pool's own record), then a scan of the directories holding the devices. */
-async function findImportable(host: ZfsHost, cspi: CSPI, devices: Record<string, DeviceInfo>): Promise<ImportCandidate[]> {
+async function findImportable(
+  host: ZfsHost,
+  cspi: CSPI,
+  devices: Record<string, DeviceInfo>,
+): Promise<ImportCandidate[]> {
   const candidates: ImportCandidate[] = [];
   const cachefile = cspi.spec.poolConfig?.cacheFile;
   const pool = zpoolName(cspi.metadata.name ?? "");
@@ -55,7 +70,13 @@ async function findImportable(host: ZfsHost, cspi: CSPI, devices: Record<string,
     candidates.push(...listed.map((p) => ({ pool: p, source: { cachefile } })));
     if (listed.some((p) => p.name === pool)) return candidates;
   }
-  const dirs = [...new Set(Object.entries(devices).filter(([, info]) => info.exists).map(([devLink]) => parentDir(devLink)))].sort();
+  const dirs = [
+    ...new Set(
+      Object.entries(devices)
+        .filter(([, info]) => info.exists)
+        .map(([devLink]) => parentDir(devLink)),
+    ),
+  ].sort();
   if (dirs.length === 0) return candidates;
   const scanned = await host.importable({ dirs });
   candidates.push(...scanned.map((p) => ({ pool: p, source: { dirs } })));

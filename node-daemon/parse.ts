@@ -58,7 +58,9 @@ export class ZpoolOutputError extends Error {
     readonly reason: string,
     readonly line?: { number: number; text: string },
   ) {
-    super(`unreadable ${command} output: ${reason}${line ? ` (line ${line.number}: ${JSON.stringify(clip(line.text))})` : ""}`);
+    super(
+      `unreadable ${command} output: ${reason}${line ? ` (line ${line.number}: ${JSON.stringify(clip(line.text))})` : ""}`,
+    );
     this.name = "ZpoolOutputError";
   }
 }
@@ -73,7 +75,18 @@ const SECTION_HEADINGS: ReadonlyMap<string, Section> = new Map([
 ]);
 
 /** Every state ZFS prints for a vdev (zpool_state_to_name), and a spare's AVAIL/INUSE. */
-const VDEV_STATES: ReadonlySet<string> = new Set(["ONLINE", "DEGRADED", "FAULTED", "OFFLINE", "UNAVAIL", "REMOVED", "SPLIT", "UNKNOWN", "AVAIL", "INUSE"]);
+const VDEV_STATES: ReadonlySet<string> = new Set([
+  "ONLINE",
+  "DEGRADED",
+  "FAULTED",
+  "OFFLINE",
+  "UNAVAIL",
+  "REMOVED",
+  "SPLIT",
+  "UNKNOWN",
+  "AVAIL",
+  "INUSE",
+]);
 /** Names of vdevs that group devices (not dRAID's distributed spares, draid2-0-0): one without devices was cut off. */
 const GROUP_VDEV = /^(mirror|raidz[1-3]?|replacing|spare|draid\d:\S+)-\d+$/;
 const POOL_LINE = /^\s*pool: (\S+)\s*$/;
@@ -91,7 +104,12 @@ interface ListingFormat {
   stateless: ReadonlySet<Section>;
 }
 
-const STATUS_FORMAT: ListingFormat = { command: "zpool status", noPools: /^no pools available$/, closedByErrors: true, stateless: new Set() };
+const STATUS_FORMAT: ListingFormat = {
+  command: "zpool status",
+  noPools: /^no pools available$/,
+  closedByErrors: true,
+  stateless: new Set(),
+};
 // zfs-fuse prints nothing (exit 0) when every pool of a cachefile is already imported.
 const IMPORT_FORMAT: ListingFormat = {
   command: "zpool import",
@@ -170,7 +188,8 @@ function parsePool(reader: LineReader, format: ListingFormat): PoolStatus {
   const fields: Record<string, string> = {};
   let key = "pool";
   for (;;) {
-    if (reader.done() || POOL_LINE.test(reader.peek())) throw reader.error(`pool ${name} ends before its vdev tree (no config: section)`, first);
+    if (reader.done() || POOL_LINE.test(reader.peek()))
+      throw reader.error(`pool ${name} ends before its vdev tree (no config: section)`, first);
     const line = reader.next();
     if (line.text.trim() === "") continue;
     // Multi-line fields (status:, action:, scan: progress) go on in tab-indented lines.
@@ -190,12 +209,14 @@ function parsePool(reader: LineReader, format: ListingFormat): PoolStatus {
     reader.skipBlank();
     if (reader.done()) throw reader.error(`pool ${name} ends before its errors: line`);
     const line = reader.next();
-    if (!line.text.startsWith("errors: ")) throw reader.error(`pool ${name}: expected its errors: line after the vdev tree`, line);
+    if (!line.text.startsWith("errors: "))
+      throw reader.error(`pool ${name}: expected its errors: line after the vdev tree`, line);
   } else {
     // Import listings (and a pool that could not be opened) may explain the pool after its tree, in tab-indented lines.
     for (reader.skipBlank(); !reader.done() && !POOL_LINE.test(reader.peek()); reader.skipBlank()) {
       const line = reader.next();
-      if (!line.text.startsWith("\t")) throw reader.error(`pool ${name}: neither a note on the pool nor the next pool`, line);
+      if (!line.text.startsWith("\t"))
+        throw reader.error(`pool ${name}: neither a note on the pool nor the next pool`, line);
     }
   }
   const scanText = fields.scan ?? fields.scrub ?? "";
@@ -209,7 +230,13 @@ function parsePool(reader: LineReader, format: ListingFormat): PoolStatus {
 export function parseScan(text: string): Scan {
   const lower = text.toLowerCase();
   const activity: Scan["activity"] =
-    lower === "" || lower.startsWith("none") ? "none" : lower.includes("resilver") ? "resilver" : lower.includes("scrub") ? "scrub" : "other";
+    lower === "" || lower.startsWith("none")
+      ? "none"
+      : lower.includes("resilver")
+        ? "resilver"
+        : lower.includes("scrub")
+          ? "scrub"
+          : "other";
   return { activity, inProgress: lower.includes("in progress"), text };
 }
 
@@ -229,13 +256,17 @@ function parseTree(reader: LineReader, format: ListingFormat, pool: string): Lay
     const tokens = body.trim().split(/\s+/);
     if (lines.length === 0 && tokens[0] === "NAME" && tokens[1] === "STATE") continue;
     const spaces = body.length - body.trimStart().length;
-    if (spaces % 2 !== 0) throw reader.error(`pool ${pool}: a vdev indented by an odd number of spaces`, line);
+    if (spaces % 2 !== 0)
+      throw reader.error(`pool ${pool}: a vdev indented by an odd number of spaces`, line);
     lines.push({ depth: spaces / 2, tokens, line });
   }
   const root = lines[0];
   if (!root) throw reader.error(`pool ${pool} ends before its vdev tree (nothing under config:)`);
   if (root.depth !== 0 || root.tokens[0] !== pool || !VDEV_STATES.has(root.tokens[1] ?? "")) {
-    throw reader.error(`the vdev tree of pool ${pool} starts with ${root.tokens[0]}, not with the pool and its state`, root.line);
+    throw reader.error(
+      `the vdev tree of pool ${pool} starts with ${root.tokens[0]}, not with the pool and its state`,
+      root.line,
+    );
   }
   const layout = emptyLayout();
   let section: Section = "data";
@@ -245,17 +276,24 @@ function parseTree(reader: LineReader, format: ListingFormat, pool: string): Lay
     const { depth, tokens, line } = lines[i];
     if (depth === 0) {
       const heading = SECTION_HEADINGS.get(tokens[0]);
-      if (!heading || tokens.length !== 1) throw reader.error(`pool ${pool}: neither a vdev nor a section heading (logs, cache, spares...)`, line);
+      if (!heading || tokens.length !== 1)
+        throw reader.error(
+          `pool ${pool}: neither a vdev nor a section heading (logs, cache, spares...)`,
+          line,
+        );
       section = heading;
       stack.length = 0;
       previousDepth = 0;
       continue;
     }
-    if (depth > previousDepth + 1) throw reader.error(`pool ${pool}: a vdev indented deeper than its parent`, line);
+    if (depth > previousDepth + 1)
+      throw reader.error(`pool ${pool}: a vdev indented deeper than its parent`, line);
     const stateless = tokens.length === 1 && format.stateless.has(section);
-    if (!stateless && !VDEV_STATES.has(tokens[1] ?? "")) throw reader.error(`pool ${pool}: a vdev line without a known state`, line);
+    if (!stateless && !VDEV_STATES.has(tokens[1] ?? ""))
+      throw reader.error(`pool ${pool}: a vdev line without a known state`, line);
     const hasChildren = (lines[i + 1]?.depth ?? 0) > depth;
-    if (!hasChildren && GROUP_VDEV.test(tokens[0])) throw reader.error(`pool ${pool}: ${tokens[0]} has no devices under it`, line);
+    if (!hasChildren && GROUP_VDEV.test(tokens[0]))
+      throw reader.error(`pool ${pool}: ${tokens[0]} has no devices under it`, line);
     const vdev = vdevFromTokens(tokens, hasChildren);
     stack.length = depth - 1;
     const parent = stack[depth - 2];
@@ -264,7 +302,8 @@ function parseTree(reader: LineReader, format: ListingFormat, pool: string): Lay
     stack[depth - 1] = vdev;
     previousDepth = depth;
   }
-  if (format.closedByErrors && layout.data.length === 0) throw reader.error(`pool ${pool} lists no data vdev`, root.line);
+  if (format.closedByErrors && layout.data.length === 0)
+    throw reader.error(`pool ${pool} lists no data vdev`, root.line);
   return layout;
 }
 
@@ -300,7 +339,16 @@ function parseCount(token: string): number {
   return Math.round(parseSize(token) ?? 0);
 }
 
-const UNITS: Record<string, number> = { "": 1, B: 1, K: 2 ** 10, M: 2 ** 20, G: 2 ** 30, T: 2 ** 40, P: 2 ** 50, E: 2 ** 60 };
+const UNITS: Record<string, number> = {
+  "": 1,
+  B: 1,
+  K: 2 ** 10,
+  M: 2 ** 20,
+  G: 2 ** 30,
+  T: 2 ** 40,
+  P: 2 ** 50,
+  E: 2 ** 60,
+};
 
 /** ZFS human sizes ("123M", "1.50G", "512", "0") in bytes; "-" and garbage give undefined. */
 export function parseSize(text: string): number | undefined {
@@ -326,7 +374,10 @@ export interface PoolListing {
 export function parseZpoolList(text: string, pool: string): PoolListing {
   const lines = text.split("\n").filter((line) => line.trim() !== "");
   const header = lines[0]?.trim().split(/\s+/) ?? [];
-  const row = lines.slice(1).map((line) => line.trim().split(/\s+/)).find((cells) => cells[0] === pool);
+  const row = lines
+    .slice(1)
+    .map((line) => line.trim().split(/\s+/))
+    .find((cells) => cells[0] === pool);
   if (header[0] !== "NAME" || !row || row.length !== header.length) {
     throw new ZpoolOutputError("zpool list", `no row for pool ${pool} under a NAME header`);
   }
@@ -389,11 +440,15 @@ export function parseScrub(pool: Pick<PoolStatus, "scan" | "layout">): ScrubRead
   const { scan } = pool;
   if (scan.activity !== "scrub") return undefined;
   const text = scan.text;
-  const reading: ScrubReading = { state: scan.inProgress ? "Scrubbing" : /\b(stopped|canceled)\b/.test(text) ? "Canceled" : "Finished" };
+  const reading: ScrubReading = {
+    state: scan.inProgress ? "Scrubbing" : /\b(stopped|canceled)\b/.test(text) ? "Canceled" : "Finished",
+  };
   if (!scan.inProgress && !/\b(completed|repaired|stopped|canceled)\b/.test(text)) return undefined;
   const end = scan.inProgress ? undefined : ctimeAfter(text, "on");
   const took = durationSeconds(text);
-  const start = ctimeAfter(text, "since") ?? (end && took !== undefined ? formatTime(new Date(Date.parse(end) - took * 1000)) : undefined);
+  const start =
+    ctimeAfter(text, "since") ??
+    (end && took !== undefined ? formatTime(new Date(Date.parse(end) - took * 1000)) : undefined);
   if (start) reading.startTime = start;
   if (end) reading.endTime = end;
   const elapsed = /in progress for (\d+)h(\d+)m/.exec(text);
@@ -413,7 +468,10 @@ function durationSeconds(text: string): number | undefined {
   const minutes = /\b(?:after|in) (\d+)h(\d+)m\b/.exec(text);
   if (minutes) return (Number(minutes[1]) * 60 + Number(minutes[2])) * 60;
   const clock = /\bin (?:(\d+) days? )?(\d+):(\d{2}):(\d{2})\b/.exec(text);
-  if (clock) return Number(clock[1] ?? 0) * 86_400 + Number(clock[2]) * 3600 + Number(clock[3]) * 60 + Number(clock[4]);
+  if (clock)
+    return (
+      Number(clock[1] ?? 0) * 86_400 + Number(clock[2]) * 3600 + Number(clock[3]) * 60 + Number(clock[4])
+    );
   return undefined;
 }
 
@@ -431,7 +489,9 @@ function memberRepairs(layout: Layout): number | undefined {
 export function parseValueLines(text: string, expected: number): string[] {
   const values = text.split("\n").filter((line) => line !== "");
   if (values.length !== expected) {
-    throw new Error(`expected ${expected} values, zfs printed ${values.length}: ${JSON.stringify(text.slice(0, 200))}`);
+    throw new Error(
+      `expected ${expected} values, zfs printed ${values.length}: ${JSON.stringify(text.slice(0, 200))}`,
+    );
   }
   return values;
 }
@@ -478,7 +538,8 @@ export function parseDatasetProperties(text: string): DatasetRecord[] {
   for (const line of text.split("\n")) {
     if (line === "") continue;
     const fields = line.split("\t");
-    if (fields.length !== 3 || !fields[0] || !fields[1]) throw new Error(`unreadable zfs get output line: ${JSON.stringify(line.slice(0, 200))}`);
+    if (fields.length !== 3 || !fields[0] || !fields[1])
+      throw new Error(`unreadable zfs get output line: ${JSON.stringify(line.slice(0, 200))}`);
     const [name, property, value] = fields;
     let record = byName.get(name);
     if (!record) byName.set(name, (record = { name, properties: {} }));
@@ -518,12 +579,25 @@ export function parsePoolFacts(
     const available = Number(root?.available);
     const cachefile = cachefiles.get(pool);
     const listing = listingOf(output.sizes, pool);
-    if (!root || !Number.isFinite(used) || !Number.isFinite(available) || !listing || cachefile === undefined) continue;
+    if (!root || !Number.isFinite(used) || !Number.isFinite(available) || !listing || cachefile === undefined)
+      continue;
     const datasets = records
-      .filter((d) => d.name !== pool && (d.properties.type === "filesystem" || d.properties.type === "volume"))
-      .map((d) => ({ name: d.name, properties: Object.fromEntries(kept.filter((p) => p in d.properties).map((p) => [p, d.properties[p]])) }))
+      .filter(
+        (d) => d.name !== pool && (d.properties.type === "filesystem" || d.properties.type === "volume"),
+      )
+      .map((d) => ({
+        name: d.name,
+        properties: Object.fromEntries(
+          kept.filter((p) => p in d.properties).map((p) => [p, d.properties[p]]),
+        ),
+      }))
       .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-    const poolFacts: PoolFacts = { space: { used, available }, datasets, cachefile: cachefileSetting(cachefile), ...listing };
+    const poolFacts: PoolFacts = {
+      space: { used, available },
+      datasets,
+      cachefile: cachefileSetting(cachefile),
+      ...listing,
+    };
     if (root.compression !== undefined) poolFacts.compression = root.compression;
     if (root.readonly !== undefined) poolFacts.readonly = root.readonly === "on";
     facts.set(pool, poolFacts);

@@ -28,8 +28,23 @@ export type Action = ActionBase &
   (
     | { kind: "add-finalizer" }
     | { kind: "remove-finalizer" }
-    | { kind: "import"; pool: string; id?: string; from: { cachefile?: string; dirs?: string[] }; cachefile?: string; force: boolean; renamedFrom?: string }
-    | { kind: "create"; pool: string; vdevs: VdevSpec[]; compression: string; cachefile?: string; force: boolean }
+    | {
+        kind: "import";
+        pool: string;
+        id?: string;
+        from: { cachefile?: string; dirs?: string[] };
+        cachefile?: string;
+        force: boolean;
+        renamedFrom?: string;
+      }
+    | {
+        kind: "create";
+        pool: string;
+        vdevs: VdevSpec[];
+        compression: string;
+        cachefile?: string;
+        force: boolean;
+      }
     | { kind: "add"; pool: string; vdevs: VdevSpec[]; force: boolean }
     | { kind: "replace"; pool: string; old: string; oldDevice: string; newDevice: string }
     | { kind: "remove"; pool: string; device: string }
@@ -89,7 +104,8 @@ export function plan(given: PlanInput): Plan {
   const input = withoutPoolHeldElsewhere(given);
   const { cspi, observation } = input;
   const invalid = cspiProblems(cspi, input.deviceRoots);
-  const problems = invalid.length > 0 ? invalid : resolvedPathProblems(cspi, observation.devices, input.deviceRoots);
+  const problems =
+    invalid.length > 0 ? invalid : resolvedPathProblems(cspi, observation.devices, input.deviceRoots);
   const pool = zpoolName(cspi.metadata.name ?? "");
   const imported = observation.pool !== undefined;
   const importedOn = cspi.status?.importedOn ?? "";
@@ -97,7 +113,11 @@ export function plan(given: PlanInput): Plan {
   const handshake = importHandshake(input);
   const statusOwner = imported || importedOn === input.nodeName || (target && handshake.allowed);
   if (problems.length > 0) {
-    return { actions: [], holds: problems.map((message) => ({ reason: "InvalidSpec", message })), statusOwner };
+    return {
+      actions: [],
+      holds: problems.map((message) => ({ reason: "InvalidSpec", message })),
+      statusOwner,
+    };
   }
   if (cspi.metadata.deletionTimestamp) return planDeletion(input, pool, handshake, statusOwner);
   if (!target) {
@@ -106,7 +126,8 @@ export function plan(given: PlanInput): Plan {
   }
   const actions: Action[] = [];
   const holds: Hold[] = [];
-  if (input.manageFinalizer && !hasFinalizer(cspi)) actions.push({ kind: "add-finalizer", key: "add-finalizer" });
+  if (input.manageFinalizer && !hasFinalizer(cspi))
+    actions.push({ kind: "add-finalizer", key: "add-finalizer" });
   if (!observation.pool) {
     planBringUp(input, pool, handshake, actions, holds);
     return { actions, holds, statusOwner };
@@ -193,13 +214,18 @@ function planDeletion(input: PlanInput, pool: string, handshake: Handshake, stat
     }
     // The real paths, checked against the device roots above: the labels zeroed are the ones just judged.
     const devices = devicesOf(cspi).map((d) => observation.devices[d.devLink]?.realPath ?? d.devLink);
-    return { actions: [{ kind: "destroy", key: `destroy:${pool}`, pool, clearLabels: devices }], holds, statusOwner };
+    return {
+      actions: [{ kind: "destroy", key: `destroy:${pool}`, pool, clearLabels: devices }],
+      holds,
+      statusOwner,
+    };
   }
   const target = cspi.spec.hostName === input.hostName;
   if (removal && target && handshake.allowed) {
     // Destroying needs the pool imported; its volumes are checked once it is.
     const candidate = importCandidate(pool, input, holds);
-    if (candidate) return { actions: [importAction(pool, candidate, input, handshake.force)], holds, statusOwner };
+    if (candidate)
+      return { actions: [importAction(pool, candidate, input, handshake.force)], holds, statusOwner };
   }
   if (!finalizer) return { actions: [], holds, statusOwner };
   const mine = (cspi.status?.importedOn ?? "") === input.nodeName || target;
@@ -226,7 +252,13 @@ function replicasHold(pool: string, replicas: readonly string[] | undefined): Ho
   };
 }
 
-function planBringUp(input: PlanInput, pool: string, handshake: Handshake, actions: Action[], holds: Hold[]): void {
+function planBringUp(
+  input: PlanInput,
+  pool: string,
+  handshake: Handshake,
+  actions: Action[],
+  holds: Hold[],
+): void {
   const { cspi, observation } = input;
   if (!handshake.allowed) {
     if (handshake.hold) holds.push(handshake.hold);
@@ -294,7 +326,11 @@ function importCandidate(pool: string, input: PlanInput, holds: Hold[]): ImportC
   const distinct = [...byId.values()];
   if (distinct.length === 1) return distinct[0];
   const devices = devicesOf(input.cspi);
-  const ours = distinct.filter((c) => allLeaves(c.pool.layout).some((leaf) => devices.some((d) => sameDevice(leaf, d.devLink, input.observation.devices[d.devLink]))));
+  const ours = distinct.filter((c) =>
+    allLeaves(c.pool.layout).some((leaf) =>
+      devices.some((d) => sameDevice(leaf, d.devLink, input.observation.devices[d.devLink])),
+    ),
+  );
   if (ours.length === 1) return ours[0];
   holds.push({
     reason: "ImportAmbiguous",
@@ -307,23 +343,43 @@ function importCandidate(pool: string, input: PlanInput, holds: Hold[]): ImportC
  * The pool named `existing` (poolConfig.existingPoolName) to import as `pool`: only when it is found exactly
  * once on the CSPI's devices, can be opened, and holds exactly the CSPI's devices. Otherwise a hold says why.
  */
-function adoptionCandidate(existing: string, pool: string, input: PlanInput, holds: Hold[]): ImportCandidate | undefined {
+function adoptionCandidate(
+  existing: string,
+  pool: string,
+  input: PlanInput,
+  holds: Hold[],
+): ImportCandidate | undefined {
   const { observation } = input;
-  const hold = (reason: string, message: string): undefined => void holds.push({ reason, message: `pool ${existing} (poolConfig.existingPoolName) ${message}` });
+  const hold = (reason: string, message: string): undefined =>
+    void holds.push({ reason, message: `pool ${existing} (poolConfig.existingPoolName) ${message}` });
   if (observation.imported.some((p) => p.name === existing)) {
-    return hold("AdoptionWaiting", `is imported on this node under its old name: export it (zpool export ${existing}) and it is imported as ${pool}; nothing is created over its devices`);
+    return hold(
+      "AdoptionWaiting",
+      `is imported on this node under its old name: export it (zpool export ${existing}) and it is imported as ${pool}; nothing is created over its devices`,
+    );
   }
   const byId = new Map<string, ImportCandidate>();
-  for (const c of observation.importable) if (c.pool.name === existing && !byId.has(c.pool.id ?? "")) byId.set(c.pool.id ?? "", c);
+  for (const c of observation.importable)
+    if (c.pool.name === existing && !byId.has(c.pool.id ?? "")) byId.set(c.pool.id ?? "", c);
   const found = [...byId.values()];
   if (found.length === 0) {
-    return hold("AdoptionWaiting", `is not importable from ${importDescription(input)}: check that its devices are attached to node ${input.hostName} and nothing else has it open (a pool left open by the old pool pod: zpool import -f ${existing} && zpool export ${existing}); nothing is created over its devices`);
+    return hold(
+      "AdoptionWaiting",
+      `is not importable from ${importDescription(input)}: check that its devices are attached to node ${input.hostName} and nothing else has it open (a pool left open by the old pool pod: zpool import -f ${existing} && zpool export ${existing}); nothing is created over its devices`,
+    );
   }
   if (found.length > 1) {
-    return hold("ImportAmbiguous", `names ${found.length} different pools (ids ${found.map((c) => c.pool.id).join(", ")}): import the right one by hand with zpool import <id> ${pool}`);
+    return hold(
+      "ImportAmbiguous",
+      `names ${found.length} different pools (ids ${found.map((c) => c.pool.id).join(", ")}): import the right one by hand with zpool import <id> ${pool}`,
+    );
   }
   const candidate = found[0];
-  if (UNIMPORTABLE_STATES.has(candidate.pool.state)) return hold("ImportFailed", `was found on the devices but cannot be imported: it is ${candidate.pool.state}`);
+  if (UNIMPORTABLE_STATES.has(candidate.pool.state))
+    return hold(
+      "ImportFailed",
+      `was found on the devices but cannot be imported: it is ${candidate.pool.state}`,
+    );
   const devices = devicesOf(input.cspi);
   const leaves = allLeaves(candidate.pool.layout);
   const same = (leaf: Vdev, d: ListedDevice) => sameDevice(leaf, d.devLink, observation.devices[d.devLink]);
@@ -338,7 +394,13 @@ function adoptionCandidate(existing: string, pool: string, input: PlanInput, hol
   return candidate;
 }
 
-function importAction(pool: string, candidate: ImportCandidate, input: PlanInput, force: boolean, renamedFrom?: string): Action {
+function importAction(
+  pool: string,
+  candidate: ImportCandidate,
+  input: PlanInput,
+  force: boolean,
+  renamedFrom?: string,
+): Action {
   const cachefile = input.cspi.spec.poolConfig?.cacheFile;
   return {
     kind: "import",
@@ -368,7 +430,12 @@ interface ListedDevice {
 
 function devicesOf(cspi: CSPI): ListedDevice[] {
   return cspi.spec.raidGroups.flatMap((group, g) =>
-    group.blockDevices.map((d) => ({ blockDeviceName: d.blockDeviceName, devLink: d.devLink ?? "", group: g, source: deviceSource(cspi, d.blockDeviceName) })),
+    group.blockDevices.map((d) => ({
+      blockDeviceName: d.blockDeviceName,
+      devLink: d.devLink ?? "",
+      group: g,
+      source: deviceSource(cspi, d.blockDeviceName),
+    })),
   );
 }
 
@@ -385,7 +452,12 @@ function vdevSpec(group: CSPIRaidGroup): VdevSpec {
  * Devices that must not be used: missing on the node, smaller than ZFS accepts, or members of another pool
  * (imported, or exported unless forced). Checked before every create, add and replace that would use them.
  */
-function deviceBlocks(devices: readonly ListedDevice[], observation: Observation, pool: string, force: boolean): Hold[] {
+function deviceBlocks(
+  devices: readonly ListedDevice[],
+  observation: Observation,
+  pool: string,
+  force: boolean,
+): Hold[] {
   const holds: Hold[] = [];
   for (const device of devices) {
     const info = observation.devices[device.devLink];
@@ -430,15 +502,27 @@ function deviceBlocks(devices: readonly ListedDevice[], observation: Observation
   return holds;
 }
 
-const SECTION_OF_ROLE: Record<GroupRole, Section> = { data: "data", writeCache: "logs", readCache: "cache", spare: "spares" };
+const SECTION_OF_ROLE: Record<GroupRole, Section> = {
+  data: "data",
+  writeCache: "logs",
+  readCache: "cache",
+  spare: "spares",
+};
 
-function planDayTwo(input: PlanInput, pool: string, observed: PoolObservation, actions: Action[], holds: Hold[]): void {
+function planDayTwo(
+  input: PlanInput,
+  pool: string,
+  observed: PoolObservation,
+  actions: Action[],
+  holds: Hold[],
+): void {
   const { cspi, observation } = input;
   const force = cspi.metadata.annotations?.[ANNOTATION.forceCreate] === "true";
   const listed = devicesOf(cspi);
   const layout = observed.status.layout;
   const info = (devLink: string) => observation.devices[devLink];
-  const inPool = (devLink: string) => allLeaves(layout).some((leaf) => sameDevice(leaf, devLink, info(devLink)));
+  const inPool = (devLink: string) =>
+    allLeaves(layout).some((leaf) => sameDevice(leaf, devLink, info(devLink)));
   const isListed = (leaf: Vdev) => listed.some((d) => sameDevice(leaf, d.devLink, info(d.devLink)));
   const replacements: Action[] = [];
   const additions: Action[] = [];
@@ -459,14 +543,24 @@ function planDayTwo(input: PlanInput, pool: string, observed: PoolObservation, a
     }
 
     if (role === "spare" || role === "readCache") {
-      if (usable.length > 0) additions.push(addAction(pool, { role, type: "stripe", devices: usable.map((d) => d.devLink) }, force, usable));
+      if (usable.length > 0)
+        additions.push(
+          addAction(pool, { role, type: "stripe", devices: usable.map((d) => d.devLink) }, force, usable),
+        );
       return;
     }
     if (group.type === "stripe") {
-      if (usable.length > 0) additions.push(addAction(pool, { role, type: "stripe", devices: usable.map((d) => d.devLink) }, force, usable));
+      if (usable.length > 0)
+        additions.push(
+          addAction(pool, { role, type: "stripe", devices: usable.map((d) => d.devLink) }, force, usable),
+        );
       return;
     }
-    const touching = section.filter((top) => top.children.length > 0 && devices.some((d) => leaves([top]).some((leaf) => sameDevice(leaf, d.devLink, info(d.devLink)))));
+    const touching = section.filter(
+      (top) =>
+        top.children.length > 0 &&
+        devices.some((d) => leaves([top]).some((leaf) => sameDevice(leaf, d.devLink, info(d.devLink)))),
+    );
     if (touching.length === 0) {
       if (fresh.length === devices.length && usable.length === devices.length) {
         additions.push(addAction(pool, vdevSpec(group), force, usable));
@@ -474,7 +568,10 @@ function planDayTwo(input: PlanInput, pool: string, observed: PoolObservation, a
       return;
     }
     if (touching.length > 1) {
-      holds.push({ reason: "GroupMismatch", message: `${where} has devices in ${touching.length} different vdevs of pool ${pool} (${touching.map((t) => t.name).join(", ")}): fix the CSPC` });
+      holds.push({
+        reason: "GroupMismatch",
+        message: `${where} has devices in ${touching.length} different vdevs of pool ${pool} (${touching.map((t) => t.name).join(", ")}): fix the CSPC`,
+      });
       return;
     }
     const vdev = touching[0];
@@ -497,19 +594,29 @@ function planDayTwo(input: PlanInput, pool: string, observed: PoolObservation, a
     if (usable.length > pairs) {
       holds.push({
         reason: "UnsupportedChange",
-        message: `${where} lists ${usable.slice(pairs).map((d) => d.blockDeviceName).join(", ")} but no member left the group to be replaced: a ${group.type} group cannot grow by a device`,
+        message: `${where} lists ${usable
+          .slice(pairs)
+          .map((d) => d.blockDeviceName)
+          .join(
+            ", ",
+          )} but no member left the group to be replaced: a ${group.type} group cannot grow by a device`,
       });
     }
     if (gone.length > pairs && fresh.length === 0) {
       holds.push({
         reason: "DeviceNotListed",
-        message: `pool ${pool} member ${gone.slice(pairs).map((l) => l.device ?? l.name).join(", ")} of ${vdev.name} is no longer listed in ${where}: list its replacement to replace it`,
+        message: `pool ${pool} member ${gone
+          .slice(pairs)
+          .map((l) => l.device ?? l.name)
+          .join(", ")} of ${vdev.name} is no longer listed in ${where}: list its replacement to replace it`,
       });
     }
   });
 
   // Top-level single devices that nobody lists any more: ZFS cannot take them out of the data.
-  const unlisted = [...layout.data, ...layout.logs].filter((top) => top.children.length === 0 && !isListed(top));
+  const unlisted = [...layout.data, ...layout.logs].filter(
+    (top) => top.children.length === 0 && !isListed(top),
+  );
   if (unlisted.length > 0) {
     holds.push({
       reason: "DeviceNotListed",
@@ -522,8 +629,17 @@ function planDayTwo(input: PlanInput, pool: string, observed: PoolObservation, a
   for (const leaf of [...leaves(layout.spares), ...leaves(layout.cache)]) {
     if (isListed(leaf)) continue;
     if (leaf.state === "INUSE") {
-      holds.push({ reason: "SpareInUse", message: `spare ${leaf.name} is no longer listed but is in use; it is removed once the pool no longer needs it` });
-    } else removals.push({ kind: "remove", key: `remove:${pool}:${leaf.name}`, pool, device: removalTarget(leaf) });
+      holds.push({
+        reason: "SpareInUse",
+        message: `spare ${leaf.name} is no longer listed but is in use; it is removed once the pool no longer needs it`,
+      });
+    } else
+      removals.push({
+        kind: "remove",
+        key: `remove:${pool}:${leaf.name}`,
+        pool,
+        device: removalTarget(leaf),
+      });
   }
 
   actions.push(...replacements, ...additions, ...removals);
@@ -548,7 +664,12 @@ function removalConfirmations(cspi: CSPI, status: PoolStatus, observation: Obser
     if (devLink === undefined || listed.has(device)) continue;
     const info = devLink ? observation.devices[devLink] : undefined;
     if (devLink && allLeaves(status.layout).some((leaf) => sameDevice(leaf, devLink, info))) continue;
-    out.push({ kind: "confirm-removal", key: `confirm-removal:${device}`, claim: claimName(device), blockDevices: [device] });
+    out.push({
+      kind: "confirm-removal",
+      key: `confirm-removal:${device}`,
+      claim: claimName(device),
+      blockDevices: [device],
+    });
   }
   return out.sort((a, b) => a.key.localeCompare(b.key));
 }
@@ -563,10 +684,25 @@ function removalTarget(leaf: Vdev): string {
 }
 
 /** How `zpool status` shows a group of each type at the top of its section. */
-const VDEV_KIND: Record<RaidType, string> = { stripe: "disk", mirror: "mirror", raidz: "raidz1", raidz2: "raidz2" };
-const TYPE_OF_KIND: Record<string, string> = { disk: "stripe", mirror: "mirror", raidz1: "raidz", raidz2: "raidz2" };
+const VDEV_KIND: Record<RaidType, string> = {
+  stripe: "disk",
+  mirror: "mirror",
+  raidz: "raidz1",
+  raidz2: "raidz2",
+};
+const TYPE_OF_KIND: Record<string, string> = {
+  disk: "stripe",
+  mirror: "mirror",
+  raidz1: "raidz",
+  raidz2: "raidz2",
+};
 /** The sections this daemon builds (not special or dedup vdevs), by the role of their groups. */
-const ROLE_OF_SECTION: Partial<Record<Section, GroupRole>> = { data: "data", logs: "writeCache", cache: "readCache", spares: "spare" };
+const ROLE_OF_SECTION: Partial<Record<Section, GroupRole>> = {
+  data: "data",
+  logs: "writeCache",
+  cache: "readCache",
+  spares: "spare",
+};
 
 /**
  * A group whose devices the pool already has in another shape (another type, another role): ZFS converts
@@ -585,15 +721,20 @@ function layoutMismatch(
   const sections = [own, ...(Object.keys(ROLE_OF_SECTION) as Section[]).filter((section) => section !== own)];
   for (const device of devices) {
     for (const section of sections) {
-      const top = layout[section].find((vdev) => leaves([vdev]).some((leaf) => sameDevice(leaf, device.devLink, info(device.devLink))));
+      const top = layout[section].find((vdev) =>
+        leaves([vdev]).some((leaf) => sameDevice(leaf, device.devLink, info(device.devLink))),
+      );
       if (!top) continue;
       const shown = `${device.blockDeviceName}, which the pool has`;
       if (section !== own) {
-        return unsupported(`${where} lists ${shown} as ${ROLE_OF_SECTION[section]!} (${section}), not ${role}: a device's role in a pool cannot change; restore the group's role in the CSPC`);
+        return unsupported(
+          `${where} lists ${shown} as ${ROLE_OF_SECTION[section]!} (${section}), not ${role}: a device's role in a pool cannot change; restore the group's role in the CSPC`,
+        );
       }
       if (role !== "data" && role !== "writeCache") return undefined;
       // A replacement or a hot spare at work sits where the device was: the group's shape is its parent's.
-      const kind = top.children.length === 0 || top.kind === "replacing" || top.kind === "spare" ? "disk" : top.kind;
+      const kind =
+        top.children.length === 0 || top.kind === "replacing" || top.kind === "spare" ? "disk" : top.kind;
       if (kind === VDEV_KIND[group.type]) return undefined;
       const has = kind === "disk" ? "as a single striped device" : `in ${top.name}`;
       return unsupported(
@@ -639,7 +780,12 @@ function hasFinalizer(cspi: CSPI): boolean {
  * size, a mirror's smallest member, raidz members × smallest) exceeds the pool's size by 10% and 64 MiB,
  * margins far above ZFS's label and metaslab overhead.
  */
-function growAction(pool: string, observed: PoolObservation, listed: readonly ListedDevice[], observation: Observation): Action | undefined {
+function growAction(
+  pool: string,
+  observed: PoolObservation,
+  listed: readonly ListedDevice[],
+  observation: Observation,
+): Action | undefined {
   if (observed.size === undefined) return undefined;
   const members: string[] = [];
   let expected = 0;
@@ -655,7 +801,8 @@ function growAction(pool: string, observed: PoolObservation, listed: readonly Li
     const smallest = Math.min(...sizes);
     expected += top.children.length === 0 || top.kind === "mirror" ? smallest : smallest * sizes.length;
   }
-  if (expected - observed.size < Math.max(GROW_MIN_BYTES, observed.size * GROW_MIN_FRACTION)) return undefined;
+  if (expected - observed.size < Math.max(GROW_MIN_BYTES, observed.size * GROW_MIN_FRACTION))
+    return undefined;
   return { kind: "grow", key: `grow:${pool}:${expected}`, pool, devices: members };
 }
 
@@ -668,7 +815,13 @@ function propertyActions(cspi: CSPI, pool: string, observed: PoolObservation): A
   }
   const cachefile = config.cacheFile ?? "";
   if (observed.cachefile !== undefined && observed.cachefile !== cachefile) {
-    out.push({ kind: "set-pool-property", key: `set:${pool}:cachefile`, pool, property: "cachefile", value: cachefile || "none" });
+    out.push({
+      kind: "set-pool-property",
+      key: `set:${pool}:cachefile`,
+      pool,
+      property: "cachefile",
+      value: cachefile || "none",
+    });
   }
   const readOnly = shouldBeReadOnly(config.roThresholdLimit ?? DEFAULTS.roThresholdLimit, observed.space);
   if (readOnly !== undefined && observed.readonly !== undefined && observed.readonly !== readOnly) {
@@ -712,7 +865,10 @@ function predecessorActions(cspi: CSPI, status: PoolStatus, observation: Observa
 function settledMember(status: PoolStatus, devLink: string, observation: Observation): Vdev | undefined {
   const info = observation.devices[devLink];
   const walk = (vdev: Vdev, insideReplacing: boolean): Vdev | undefined => {
-    if (vdev.children.length === 0) return !insideReplacing && vdev.state === "ONLINE" && sameDevice(vdev, devLink, info) ? vdev : undefined;
+    if (vdev.children.length === 0)
+      return !insideReplacing && vdev.state === "ONLINE" && sameDevice(vdev, devLink, info)
+        ? vdev
+        : undefined;
     for (const child of vdev.children) {
       const found = walk(child, insideReplacing || vdev.kind === "replacing");
       if (found) return found;

@@ -43,7 +43,11 @@ export interface PassDeps {
    * Looks after the pool's replicas once the pool itself is done (the daemon's replica pass) and counts them
    * for the status; undefined when they cannot be counted. Absent in local mode.
    */
-  replicas?: (cspi: CSPI, observation: Observation | undefined, statusOwner: boolean) => Promise<ReplicaCounts | undefined>;
+  replicas?: (
+    cspi: CSPI,
+    observation: Observation | undefined,
+    statusOwner: boolean,
+  ) => Promise<ReplicaCounts | undefined>;
 }
 
 export interface PassResult {
@@ -80,8 +84,15 @@ export async function reconcilePass(cspi: CSPI, deps: PassDeps): Promise<PassRes
 
   for (let step = 0; step < MAX_STEPS && current; step++) {
     try {
-      observation = await observe(deps.host, deps.inspect, current, { scanImportable: target, deviceRoots: deps.deviceRoots });
-      if (deps.readClaims && observation.pool && ((deps.claimsDue?.(current) ?? true) || replacementVisible(current, observation, outcomes))) {
+      observation = await observe(deps.host, deps.inspect, current, {
+        scanImportable: target,
+        deviceRoots: deps.deviceRoots,
+      });
+      if (
+        deps.readClaims &&
+        observation.pool &&
+        ((deps.claimsDue?.(current) ?? true) || replacementVisible(current, observation, outcomes))
+      ) {
         // Without them only the predecessor mark waits; the pool itself is still looked after (API server away).
         const claims = await deps.readClaims(current).catch((error: Error) => {
           deps.logger.warn("cannot read the claims", { cspi: current!.metadata.name, error: error.message });
@@ -134,9 +145,15 @@ export async function reconcilePass(cspi: CSPI, deps: PassDeps): Promise<PassRes
   if (current) result.cspi = current;
   if (observation) result.observation = observation;
   if (observationError !== undefined) result.observationError = observationError;
-  const owner = observationError !== undefined ? target || cspi.status?.importedOn === deps.nodeName : lastPlan.statusOwner;
+  const owner =
+    observationError !== undefined
+      ? target || cspi.status?.importedOn === deps.nodeName
+      : lastPlan.statusOwner;
   // Replicas are judged on a pool observed: after a failed observation they stay as they were, counts unknown.
-  const replicas = current && observationError === undefined && !deps.dryRun ? await deps.replicas?.(current, observation, owner) : undefined;
+  const replicas =
+    current && observationError === undefined && !deps.dryRun
+      ? await deps.replicas?.(current, observation, owner)
+      : undefined;
   if (current && (owner || outcomes.length > 0)) {
     const now = deps.clock();
     result.restatus = (fresh) =>
@@ -169,6 +186,11 @@ function replacementVisible(cspi: CSPI, observation: Observation, outcomes: read
   if (outcomes.some((o) => o.action.kind === "replace" && !o.error)) return true;
   const pool = observation.pool?.status;
   if (!pool) return false;
-  const hasReplacing = (vdevs: typeof pool.layout.data): boolean => vdevs.some((v) => v.kind === "replacing" || hasReplacing(v.children));
-  return hasReplacing(pool.layout.data) || hasReplacing(pool.layout.logs) || (pool.scan.activity === "resilver" && pool.scan.inProgress);
+  const hasReplacing = (vdevs: typeof pool.layout.data): boolean =>
+    vdevs.some((v) => v.kind === "replacing" || hasReplacing(v.children));
+  return (
+    hasReplacing(pool.layout.data) ||
+    hasReplacing(pool.layout.logs) ||
+    (pool.scan.activity === "resilver" && pool.scan.inProgress)
+  );
 }

@@ -6,7 +6,13 @@ import type { Logger } from "../lib/log.js";
 import type { ZfsHost } from "./host.js";
 import type { CoreEvent } from "../lib/events/recorder.js";
 import type { PoolObservation } from "./observation.js";
-import { planReplicas, type ReplicaAction, type ReplicaBackend, type ReplicaPlan, type ReplicaState } from "./replicas.js";
+import {
+  planReplicas,
+  type ReplicaAction,
+  type ReplicaBackend,
+  type ReplicaPlan,
+  type ReplicaState,
+} from "./replicas.js";
 import { DATASET_PROPERTIES } from "./vocabulary.js";
 
 export interface ReplicaPassDeps {
@@ -56,7 +62,8 @@ export async function replicaPass(
   };
   const outcomes: ReplicaOutcome[] = [];
   const failed = new Map<string, ReplicaState>();
-  const replan = (): ReplicaPlan => planReplicas({ pool: input.pool, cvrs, backend: deps.backend, ...(imported ? { imported } : {}) });
+  const replan = (): ReplicaPlan =>
+    planReplicas({ pool: input.pool, cvrs, backend: deps.backend, ...(imported ? { imported } : {}) });
   let plan = replan();
   // Each CVR needs at most create, grow, destroy and its finalizer: more steps would be a loop.
   for (let step = 0; step < 4 * cvrs.length + 1 && !deps.stopping?.(); step++) {
@@ -64,7 +71,11 @@ export async function replicaPass(
     if (!next) break;
     if (outcomes.some((o) => o.action.key === next.key && !o.error)) {
       // Done, yet wanted again: the pool did not change as the command said (the next pass looks again).
-      failed.set(next.cvr, { phase: "Error", reason: REPLICA_EVENT_REASONS[next.kind].failed, message: `${describeReplicaAction(next)}: succeeded but changed nothing` });
+      failed.set(next.cvr, {
+        phase: "Error",
+        reason: REPLICA_EVENT_REASONS[next.kind].failed,
+        message: `${describeReplicaAction(next)}: succeeded but changed nothing`,
+      });
       continue;
     }
     const cvr = cvrs.find((c) => c.metadata.name === next.cvr)!;
@@ -80,14 +91,21 @@ export async function replicaPass(
     } catch (error) {
       const message = (error as Error).message;
       outcomes.push({ action: next, error: message });
-      failed.set(next.cvr, { phase: "Error", reason: REPLICA_EVENT_REASONS[next.kind].failed, message: `${describeReplicaAction(next)} failed: ${message}` });
+      failed.set(next.cvr, {
+        phase: "Error",
+        reason: REPLICA_EVENT_REASONS[next.kind].failed,
+        message: `${describeReplicaAction(next)} failed: ${message}`,
+      });
       deps.logger.warn("replica action failed", { cvr: next.cvr, action: next.kind, error: message });
     }
     if (imported && next.kind !== "remove-replica-finalizer") {
       try {
         imported.datasets = await deps.host.datasets(input.pool, DATASET_PROPERTIES);
       } catch (error) {
-        deps.logger.warn("cannot read the pool's datasets", { pool: input.pool, error: (error as Error).message });
+        deps.logger.warn("cannot read the pool's datasets", {
+          pool: input.pool,
+          error: (error as Error).message,
+        });
         break;
       }
     }
@@ -119,10 +137,15 @@ export function replicaEvents(cvr: string, result: ReplicaPassResult): CoreEvent
     .map((o) => {
       const reasons = REPLICA_EVENT_REASONS[o.action.kind];
       return o.error
-        ? { type: "Warning", reason: reasons.failed, message: `${describeReplicaAction(o.action)} failed: ${o.error}` }
+        ? {
+            type: "Warning",
+            reason: reasons.failed,
+            message: `${describeReplicaAction(o.action)} failed: ${o.error}`,
+          }
         : { type: "Normal", reason: reasons.done, message: describeReplicaAction(o.action) };
     });
   const state = result.states[cvr];
-  if (state?.reason && WARNING_REASONS.has(state.reason)) events.push({ type: "Warning", reason: state.reason, message: state.message ?? state.reason });
+  if (state?.reason && WARNING_REASONS.has(state.reason))
+    events.push({ type: "Warning", reason: state.reason, message: state.message ?? state.reason });
   return events;
 }

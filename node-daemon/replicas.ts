@@ -77,7 +77,19 @@ export function zvolBackend(): ReplicaBackend {
     datasetType: "volume",
     size: (dataset) => bytesProperty(dataset, "volsize"),
     create: (replica) => [
-      { program: "zfs", args: ["create", "-s", "-V", String(replica.bytes), "-b", "4K", ...identity(replica), replica.dataset] },
+      {
+        program: "zfs",
+        args: [
+          "create",
+          "-s",
+          "-V",
+          String(replica.bytes),
+          "-b",
+          "4K",
+          ...identity(replica),
+          replica.dataset,
+        ],
+      },
     ],
     grow: (replica) => [{ program: "zfs", args: ["set", `volsize=${replica.bytes}`, replica.dataset] }],
     destroy: destroyDataset,
@@ -101,10 +113,20 @@ export function fileBackend(fileDir: string): ReplicaBackend {
     datasetType: "filesystem",
     size: (dataset) => bytesProperty(dataset, REPLICA_PROPERTY.fileSize),
     create: (replica) => [
-      { program: "zfs", args: ["create", "-o", `mountpoint=${mountpoint(replica.dataset)}`, ...identity(replica), replica.dataset] },
+      {
+        program: "zfs",
+        args: [
+          "create",
+          "-o",
+          `mountpoint=${mountpoint(replica.dataset)}`,
+          ...identity(replica),
+          replica.dataset,
+        ],
+      },
       ...sizeFile(replica, mountpoint(replica.dataset)),
     ],
-    grow: (replica, dataset) => sizeFile(replica, dataset.properties.mountpoint ?? mountpoint(replica.dataset)),
+    grow: (replica, dataset) =>
+      sizeFile(replica, dataset.properties.mountpoint ?? mountpoint(replica.dataset)),
     destroy: destroyDataset,
   };
 }
@@ -118,8 +140,13 @@ export function replicaBackendFromEnv(env: NodeJS.ProcessEnv): ReplicaBackend {
   if (name === "zvol") return zvolBackend();
   if (name === "file") {
     const dir = env.CSTOR_REPLICA_FILE_DIR || "/var/openebs/replicas";
-    if (!/^(\/[A-Za-z0-9._:+@,=-]+)+\/?$/.test(dir) || dir.split("/").some((part) => part === "." || part === "..")) {
-      throw new Error(`CSTOR_REPLICA_FILE_DIR must be an absolute, normalised directory path, e.g. /var/openebs/replicas; got ${JSON.stringify(dir)}`);
+    if (
+      !/^(\/[A-Za-z0-9._:+@,=-]+)+\/?$/.test(dir) ||
+      dir.split("/").some((part) => part === "." || part === "..")
+    ) {
+      throw new Error(
+        `CSTOR_REPLICA_FILE_DIR must be an absolute, normalised directory path, e.g. /var/openebs/replicas; got ${JSON.stringify(dir)}`,
+      );
     }
     return fileBackend(dir);
   }
@@ -140,7 +167,14 @@ export interface ReplicaState {
 }
 
 export type ReplicaAction =
-  | { kind: "create-replica" | "grow-replica" | "destroy-replica"; key: string; cvr: string; dataset: string; bytes?: number; commands: HostCommand[] }
+  | {
+      kind: "create-replica" | "grow-replica" | "destroy-replica";
+      key: string;
+      cvr: string;
+      dataset: string;
+      bytes?: number;
+      commands: HostCommand[];
+    }
   | { kind: "remove-replica-finalizer"; key: string; cvr: string; dataset: string };
 
 export interface ReplicaPlanInput {
@@ -174,7 +208,11 @@ export function planReplicas(input: ReplicaPlanInput): ReplicaPlan {
     const name = cvr.metadata.name ?? "";
     const wanted = wantedReplica(input.pool, cvr);
     if ("problem" in wanted) {
-      plan.states[name] = { phase: "Error", reason: "InvalidSpec", message: `CStorVolumeReplica ${name}: ${wanted.problem}` };
+      plan.states[name] = {
+        phase: "Error",
+        reason: "InvalidSpec",
+        message: `CStorVolumeReplica ${name}: ${wanted.problem}`,
+      };
       continue;
     }
     plan.states[name] = planOne(input, datasets, cvr, wanted.replica, plan.actions);
@@ -186,16 +224,22 @@ function wantedReplica(pool: string, cvr: CVR): { replica: Replica } | { problem
   const name = cvr.metadata.name ?? "";
   const volume = cvr.metadata.labels?.[LABEL.replicaVolume] ?? "";
   if (!VOLUME_NAME.test(volume)) {
-    return { problem: `label ${LABEL.replicaVolume} must name the volume (a Kubernetes object name); got ${JSON.stringify(volume)}: the volume's cvc-sync sets it` };
+    return {
+      problem: `label ${LABEL.replicaVolume} must name the volume (a Kubernetes object name); got ${JSON.stringify(volume)}: the volume's cvc-sync sets it`,
+    };
   }
   const replicaId = typeof cvr.spec?.replicaId === "string" ? cvr.spec.replicaId : "";
   if (!REPLICA_ID.test(replicaId)) {
-    return { problem: `spec.replicaId must be 1-64 letters, digits, '.', '_', ':' or '-'; got ${JSON.stringify(replicaId)}` };
+    return {
+      problem: `spec.replicaId must be 1-64 letters, digits, '.', '_', ':' or '-'; got ${JSON.stringify(replicaId)}`,
+    };
   }
   const capacity = typeof cvr.spec?.capacity === "string" ? parseQuantity(cvr.spec.capacity) : undefined;
   const bytes = capacity ? alignedBytes(capacity.nano) : undefined;
   if (bytes === undefined) {
-    return { problem: `spec.capacity must be a positive size such as 10Gi; got ${JSON.stringify(cvr.spec?.capacity)}` };
+    return {
+      problem: `spec.capacity must be a positive size such as 10Gi; got ${JSON.stringify(cvr.spec?.capacity)}`,
+    };
   }
   return { replica: { cvr: name, volume, replicaId, dataset: `${pool}/${volume}`, bytes } };
 }
@@ -208,7 +252,13 @@ function alignedBytes(nano: bigint): number | undefined {
   return aligned > 0n && aligned <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(aligned) : undefined;
 }
 
-function planOne(input: ReplicaPlanInput, datasets: ReadonlyMap<string, DatasetRecord>, cvr: CVR, replica: Replica, actions: ReplicaAction[]): ReplicaState {
+function planOne(
+  input: ReplicaPlanInput,
+  datasets: ReadonlyMap<string, DatasetRecord>,
+  cvr: CVR,
+  replica: Replica,
+  actions: ReplicaAction[],
+): ReplicaState {
   const { backend, imported } = input;
   const deleting = cvr.metadata.deletionTimestamp !== undefined;
   const finalizer = (cvr.metadata.finalizers ?? []).includes(FINALIZER.replicaProtection);
@@ -227,16 +277,38 @@ function planOne(input: ReplicaPlanInput, datasets: ReadonlyMap<string, DatasetR
   const foreign = dataset ? foreignProblem(backend, replica, dataset) : undefined;
   if (deleting) {
     if (dataset && !foreign) {
-      actions.push({ kind: "destroy-replica", key: `destroy-replica:${replica.dataset}`, ...base, commands: backend.destroy(replica.dataset) });
+      actions.push({
+        kind: "destroy-replica",
+        key: `destroy-replica:${replica.dataset}`,
+        ...base,
+        commands: backend.destroy(replica.dataset),
+      });
       return existingState(backend, replica, dataset, imported.readonly);
     }
     // Nothing of this CVR's is on the pool (a foreign dataset under its name is left alone): it may go.
-    if (finalizer) actions.push({ kind: "remove-replica-finalizer", key: `remove-replica-finalizer:${replica.cvr}`, ...base });
-    return foreign ? { phase: "Error", reason: "ForeignDataset", message: foreign } : { phase: "Init", reason: "Deleted", message: `replica ${replica.dataset} is destroyed` };
+    if (finalizer)
+      actions.push({
+        kind: "remove-replica-finalizer",
+        key: `remove-replica-finalizer:${replica.cvr}`,
+        ...base,
+      });
+    return foreign
+      ? { phase: "Error", reason: "ForeignDataset", message: foreign }
+      : { phase: "Init", reason: "Deleted", message: `replica ${replica.dataset} is destroyed` };
   }
   if (!dataset) {
-    actions.push({ kind: "create-replica", key: `create-replica:${replica.dataset}`, ...base, bytes: replica.bytes, commands: backend.create(replica) });
-    return { phase: "Init", reason: "Creating", message: `creating replica ${replica.dataset} of ${replica.bytes} bytes (${backend.name})` };
+    actions.push({
+      kind: "create-replica",
+      key: `create-replica:${replica.dataset}`,
+      ...base,
+      bytes: replica.bytes,
+      commands: backend.create(replica),
+    });
+    return {
+      phase: "Init",
+      reason: "Creating",
+      message: `creating replica ${replica.dataset} of ${replica.bytes} bytes (${backend.name})`,
+    };
   }
   if (foreign) return { phase: "Error", reason: "ForeignDataset", message: foreign };
   const size = backend.size(dataset);
@@ -251,23 +323,42 @@ function planOne(input: ReplicaPlanInput, datasets: ReadonlyMap<string, DatasetR
     };
   }
   if (size === undefined || size < replica.bytes) {
-    actions.push({ kind: "grow-replica", key: `grow-replica:${replica.dataset}:${replica.bytes}`, ...base, bytes: replica.bytes, commands: backend.grow(replica, dataset) });
-    if (size === undefined) return { phase: "Init", reason: "Creating", message: `sizing replica ${replica.dataset} to ${replica.bytes} bytes (${backend.name})` };
+    actions.push({
+      kind: "grow-replica",
+      key: `grow-replica:${replica.dataset}:${replica.bytes}`,
+      ...base,
+      bytes: replica.bytes,
+      commands: backend.grow(replica, dataset),
+    });
+    if (size === undefined)
+      return {
+        phase: "Init",
+        reason: "Creating",
+        message: `sizing replica ${replica.dataset} to ${replica.bytes} bytes (${backend.name})`,
+      };
   }
   return existingState(backend, replica, dataset, imported.readonly);
 }
 
 /** Why a dataset under the replica's name is not this CVR's replica; undefined when it is (adopted as is). */
-function foreignProblem(backend: ReplicaBackend, replica: Replica, dataset: DatasetRecord): string | undefined {
+function foreignProblem(
+  backend: ReplicaBackend,
+  replica: Replica,
+  dataset: DatasetRecord,
+): string | undefined {
   const expected: Record<string, string> = {
     type: backend.datasetType,
     [REPLICA_PROPERTY.volume]: replica.volume,
     [REPLICA_PROPERTY.replicaId]: replica.replicaId,
     [REPLICA_PROPERTY.cvr]: replica.cvr,
   };
-  const wrong = Object.entries(expected).filter(([property, value]) => dataset.properties[property] !== value);
+  const wrong = Object.entries(expected).filter(
+    ([property, value]) => dataset.properties[property] !== value,
+  );
   if (wrong.length === 0) return undefined;
-  const found = wrong.map(([property]) => `${property}=${dataset.properties[property] ?? "(unset)"}`).join(", ");
+  const found = wrong
+    .map(([property]) => `${property}=${dataset.properties[property] ?? "(unset)"}`)
+    .join(", ");
   const wanted = wrong.map(([property, value]) => `${property}=${value}`).join(", ");
   return (
     `dataset ${replica.dataset} exists but is not this replica (${found}; expected ${wanted}): it is never adopted or overwritten. ` +
@@ -275,10 +366,20 @@ function foreignProblem(backend: ReplicaBackend, replica: Replica, dataset: Data
   );
 }
 
-function existingState(backend: ReplicaBackend, replica: Replica, dataset: DatasetRecord, readonly: boolean): ReplicaState {
+function existingState(
+  backend: ReplicaBackend,
+  replica: Replica,
+  dataset: DatasetRecord,
+  readonly: boolean,
+): ReplicaState {
   const capacity = { total: backend.size(dataset) ?? 0, used: bytesProperty(dataset, "used") ?? 0 };
   if (readonly) {
-    return { phase: "Offline", reason: "PoolReadOnly", message: `pool of ${replica.dataset} is read-only (its roThresholdLimit is reached)`, capacity };
+    return {
+      phase: "Offline",
+      reason: "PoolReadOnly",
+      message: `pool of ${replica.dataset} is read-only (its roThresholdLimit is reached)`,
+      capacity,
+    };
   }
   return { phase: "Healthy", capacity };
 }
@@ -290,7 +391,8 @@ function existingState(backend: ReplicaBackend, replica: Replica, dataset: Datas
 export function replicaStatus(cvr: CVR, state: ReplicaState, now: Date): CVRStatus {
   const previous = cvr.status ?? {};
   const time = formatTime(now);
-  const moved = previous.phase !== state.phase || previous.reason !== state.reason || !previous.lastTransitionTime;
+  const moved =
+    previous.phase !== state.phase || previous.reason !== state.reason || !previous.lastTransitionTime;
   const status: CVRStatus = {
     phase: state.phase,
     lastTransitionTime: moved ? time : previous.lastTransitionTime,
@@ -298,7 +400,11 @@ export function replicaStatus(cvr: CVR, state: ReplicaState, now: Date): CVRStat
   };
   if (state.reason !== undefined) status.reason = state.reason;
   if (state.message !== undefined) status.message = state.message;
-  if (state.capacity) status.capacity = { total: exactQuantity(state.capacity.total), used: exactQuantity(state.capacity.used) };
+  if (state.capacity)
+    status.capacity = {
+      total: exactQuantity(state.capacity.total),
+      used: exactQuantity(state.capacity.used),
+    };
   if (cvr.metadata.generation !== undefined) status.observedGeneration = cvr.metadata.generation;
   return status;
 }

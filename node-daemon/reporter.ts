@@ -3,7 +3,14 @@
 // lastTransitionTime unless their status flips, and nothing but lastUpdateTime (the heartbeat) moves.
 import type { Condition, CSPI, CSPIStatus } from "../api/types.js";
 import { CSPI_PHASES } from "../api/schema.js";
-import { findCondition, formatTime, mergeConditions, nextCondition, phaseWithTime, type ConditionInput } from "../lib/conditions.js";
+import {
+  findCondition,
+  formatTime,
+  mergeConditions,
+  nextCondition,
+  phaseWithTime,
+  type ConditionInput,
+} from "../lib/conditions.js";
 import { servingPhase } from "../lib/cspi/phase.js";
 import { zpoolName } from "../lib/names.js";
 import { groupRole } from "../lib/rules/pool-spec.js";
@@ -48,7 +55,14 @@ export const CONDITION = {
 } as const;
 
 type Phase = (typeof CSPI_PHASES)[number];
-const ZFS_HEALTH: ReadonlySet<string> = new Set(["ONLINE", "DEGRADED", "FAULTED", "OFFLINE", "UNAVAIL", "REMOVED"]);
+const ZFS_HEALTH: ReadonlySet<string> = new Set([
+  "ONLINE",
+  "DEGRADED",
+  "FAULTED",
+  "OFFLINE",
+  "UNAVAIL",
+  "REMOVED",
+]);
 const BAD_LEAF_STATES: ReadonlySet<string> = new Set(["UNAVAIL", "FAULTED", "REMOVED", "OFFLINE"]);
 
 export function report(input: ReportInput): CSPIStatus {
@@ -58,7 +72,8 @@ export function report(input: ReportInput): CSPIStatus {
   const did = (kind: ActionKind) => input.outcomes.some((o) => o.action.kind === kind && !o.error);
   const status: CSPIStatus = { lastUpdateTime: formatTime(now) };
 
-  if (pool || previous.poolName || did("create") || did("import")) status.poolName = zpoolName(cspi.metadata.name ?? "");
+  if (pool || previous.poolName || did("create") || did("import"))
+    status.poolName = zpoolName(cspi.metadata.name ?? "");
   if (pool) status.importedOn = nodeName;
   else if (did("export") || did("destroy")) status.importedOn = "";
   // A failed observation (zpool timed out, unreadable) cannot tell that the pool is gone: it is still here.
@@ -69,7 +84,11 @@ export function report(input: ReportInput): CSPIStatus {
   if (pool) {
     if (pool.space) {
       const { used, available } = pool.space;
-      status.capacity = { total: quantity(used + available), free: quantity(available), used: quantity(used) };
+      status.capacity = {
+        total: quantity(used + available),
+        free: quantity(available),
+        used: quantity(used),
+      };
     }
     status.readOnly = pool.readonly ?? false;
     status.devices = deviceHealth(cspi, observation);
@@ -107,10 +126,16 @@ function scrubStatus(input: ReportInput): ScrubStatus | undefined {
   const pool = input.observation?.pool;
   const reading = pool ? parseScrub(pool.status) : undefined;
   let out: ScrubStatus = last;
-  if (reading && !(reading.endTime && last.lastEndTime && Date.parse(last.lastEndTime) > Date.parse(reading.endTime))) {
+  if (
+    reading &&
+    !(reading.endTime && last.lastEndTime && Date.parse(last.lastEndTime) > Date.parse(reading.endTime))
+  ) {
     // A start zpool prints (OpenZFS), or reckons from the end and the duration; else the one seen running is carried.
     const carried = last.state === "Scrubbing" ? last.lastStartTime : undefined;
-    const running = reading.elapsedSeconds !== undefined ? formatTime(new Date(input.now.getTime() - reading.elapsedSeconds * 1000)) : undefined;
+    const running =
+      reading.elapsedSeconds !== undefined
+        ? formatTime(new Date(input.now.getTime() - reading.elapsedSeconds * 1000))
+        : undefined;
     const startTime = reading.startTime ?? carried ?? running;
     out = {
       state: reading.state,
@@ -180,24 +205,36 @@ function expansionCondition(input: ReportInput): ConditionInput | undefined {
     reason: "PoolExpansionSuccessful",
     message: added.length
       ? `Pool expansion was successful by adding blockdevices/raid groups [${deviceNames(added)}]`
-      : (previous?.status === "False" && previous.message) || "Pool expansion was successful by adding blockdevices/raid groups",
+      : (previous?.status === "False" && previous.message) ||
+        "Pool expansion was successful by adding blockdevices/raid groups",
   };
   return settle(input, previous, active, done, added.length > 0);
 }
 
 function replacementCondition(input: ReportInput): ConditionInput | undefined {
   const pool = input.observation?.pool?.status;
-  const replacing = pool ? allVdevs(pool.layout.data.concat(pool.layout.logs)).filter((v) => v.kind === "replacing") : [];
+  const replacing = pool
+    ? allVdevs(pool.layout.data.concat(pool.layout.logs)).filter((v) => v.kind === "replacing")
+    : [];
   const resilvering = !!pool && pool.scan.activity === "resilver" && pool.scan.inProgress;
   const pending = input.plan.actions.filter((a) => a.kind === "replace" || a.kind === "clear-predecessor");
   const errors = [...failures(input, "replace"), ...failures(input, "clear-predecessor")];
-  const replacedNow = input.outcomes.some((o) => (o.action.kind === "replace" || o.action.kind === "clear-predecessor") && !o.error);
+  const replacedNow = input.outcomes.some(
+    (o) => (o.action.kind === "replace" || o.action.kind === "clear-predecessor") && !o.error,
+  );
   const previous = findCondition(input.cspi.status?.conditions, CONDITION.diskReplacement);
-  const inProgress = replacing.length > 0 || (resilvering && (replacedNow || previous?.status === "True")) || pending.length > 0;
+  const inProgress =
+    replacing.length > 0 ||
+    (resilvering && (replacedNow || previous?.status === "True")) ||
+    pending.length > 0;
   const what = [
     ...replacing.map((v) => `${v.children.map((c) => c.device ?? c.name).join(" -> ")}`),
-    ...pending.filter((a) => a.kind === "replace").map((a) => (a.kind === "replace" ? `${a.oldDevice} -> ${a.newDevice}` : "")),
-    ...pending.filter((a) => a.kind === "clear-predecessor").map((a) => `${deviceNames([a])} resilvered, claim not yet updated`),
+    ...pending
+      .filter((a) => a.kind === "replace")
+      .map((a) => (a.kind === "replace" ? `${a.oldDevice} -> ${a.newDevice}` : "")),
+    ...pending
+      .filter((a) => a.kind === "clear-predecessor")
+      .map((a) => `${deviceNames([a])} resilvered, claim not yet updated`),
   ];
   const active: ConditionInput | undefined = inProgress
     ? {
@@ -230,17 +267,31 @@ function unavailableCondition(input: ReportInput): ConditionInput | undefined {
         problems.push(`${device.blockDeviceName} (${devLink}: not found on the node)`);
         continue;
       }
-      const member = pool ? allLeaves(pool.layout).find((leaf) => sameDevice(leaf, devLink, info)) : undefined;
+      const member = pool
+        ? allLeaves(pool.layout).find((leaf) => sameDevice(leaf, devLink, info))
+        : undefined;
       if (member && BAD_LEAF_STATES.has(member.state)) {
-        problems.push(`${device.blockDeviceName} (${devLink}: ${member.state}${member.note ? ` ${member.note}` : ""}${groupRole(group) === "data" ? "" : `, ${groupRole(group)}`})`);
+        problems.push(
+          `${device.blockDeviceName} (${devLink}: ${member.state}${member.note ? ` ${member.note}` : ""}${groupRole(group) === "data" ? "" : `, ${groupRole(group)}`})`,
+        );
       }
     }
   }
   const previous = findCondition(input.cspi.status?.conditions, CONDITION.diskUnavailable);
   const active: ConditionInput | undefined = problems.length
-    ? { type: CONDITION.diskUnavailable, status: "True", reason: "DiskFailed", message: `Following disks are unavailable or faulted: ${problems.join(", ")}` }
+    ? {
+        type: CONDITION.diskUnavailable,
+        status: "True",
+        reason: "DiskFailed",
+        message: `Following disks are unavailable or faulted: ${problems.join(", ")}`,
+      }
     : undefined;
-  const done: ConditionInput = { type: CONDITION.diskUnavailable, status: "False", reason: "DisksAreAvailable", message: "All block devices are available" };
+  const done: ConditionInput = {
+    type: CONDITION.diskUnavailable,
+    status: "False",
+    reason: "DisksAreAvailable",
+    message: "All block devices are available",
+  };
   return settle(input, previous, active, done, false);
 }
 
@@ -257,7 +308,12 @@ function lostCondition(input: ReportInput): ConditionInput | undefined {
           message: `unable to import pool ${zpoolName(input.cspi.metadata.name ?? "")}: ${held ? held.message : errors.join("; ")}`,
         }
       : undefined;
-  const done: ConditionInput = { type: CONDITION.poolLost, status: "False", reason: "PoolImported", message: "pool is imported" };
+  const done: ConditionInput = {
+    type: CONDITION.poolLost,
+    status: "False",
+    reason: "PoolImported",
+    message: "pool is imported",
+  };
   if (active) return active;
   // Lost stays reported until the pool is back.
   return previous?.status === "True" && input.observation?.pool ? done : undefined;

@@ -20,7 +20,10 @@ export function scrubIntervalSeconds(interval: string): number | undefined {
 /** When the pool's last scrub ended, finished or stopped: the later of zpool status and the CSPI status. */
 export function lastScrubEnd(cspi: CSPI, observed: PoolObservation): string | undefined {
   const reading = parseScrub(observed.status);
-  const ends = [reading?.state === "Scrubbing" ? undefined : reading?.endTime, cspi.status?.scrub?.lastEndTime].filter((t): t is string => !!t);
+  const ends = [
+    reading?.state === "Scrubbing" ? undefined : reading?.endTime,
+    cspi.status?.scrub?.lastEndTime,
+  ].filter((t): t is string => !!t);
   return ends.sort((a, b) => Date.parse(b) - Date.parse(a))[0];
 }
 
@@ -42,11 +45,13 @@ export function planScrub(input: ScrubInput): { action?: Action; waiting?: strin
   if (!interval || seconds === undefined) return {};
   const status = observed.status;
   // A scrub running, or one someone paused (OpenZFS `zpool scrub -p`: `zpool scrub` would resume it), is left alone.
-  if (status.scan.activity === "scrub" && (status.scan.inProgress || /\bpaused\b/.test(status.scan.text))) return {};
+  if (status.scan.activity === "scrub" && (status.scan.inProgress || /\bpaused\b/.test(status.scan.text)))
+    return {};
   const lastEnd = lastScrubEnd(cspi, observed);
   if (lastEnd && now.getTime() < Date.parse(lastEnd) + seconds * 1000) return {};
   const waiting = scrubBlock(input);
-  if (waiting) return { waiting: `a scrub is due (poolConfig.scrub.interval ${interval}) but waits: ${waiting}` };
+  if (waiting)
+    return { waiting: `a scrub is due (poolConfig.scrub.interval ${interval}) but waits: ${waiting}` };
   return { action: { kind: "scrub", key: `scrub:${pool}`, pool, interval, ...(lastEnd ? { lastEnd } : {}) } };
 }
 
@@ -57,12 +62,15 @@ function scrubBlock(input: ScrubInput): string | undefined {
   if (cspi.metadata.annotations?.[ANNOTATION.reconcilePaused] === "true") {
     return `the CSPI carries ${ANNOTATION.reconcilePaused}=true (copied from its CSPC): remove it from the CSPC (or from the CSPI, if set there by hand) to let scrubs run`;
   }
-  if (status.state !== "ONLINE") return `the pool is ${status.state}: a pool scrubs only when ONLINE (replace the failed device first)`;
+  if (status.state !== "ONLINE")
+    return `the pool is ${status.state}: a pool scrubs only when ONLINE (replace the failed device first)`;
   // Not its progress: a message that moved every pass would rewrite the status every pass.
   if (status.scan.inProgress) return `a ${status.scan.activity} is running`;
   const busy = [...status.layout.data, ...status.layout.logs].flatMap(vdevsAtWork);
   if (busy.length > 0) return `a device is being replaced (${busy.map((v) => v.name).join(", ")})`;
-  const changing = [CSPI_CONDITION.diskReplacement, CSPI_CONDITION.poolExpansion].filter((type) => findCondition(cspi.status?.conditions, type)?.status === "True");
+  const changing = [CSPI_CONDITION.diskReplacement, CSPI_CONDITION.poolExpansion].filter(
+    (type) => findCondition(cspi.status?.conditions, type)?.status === "True",
+  );
   if (changing.length > 0) return `condition ${changing.join(" and ")} is True: a day-2 change is under way`;
   if (actions.length > 0 || holds.length > 0) {
     const what = [...actions.map((a) => a.key), ...holds.map((h) => h.reason)];

@@ -38,7 +38,12 @@ export class StatusWriter<T extends WithStatus<S>, S extends { lastUpdateTime?: 
   constructor(
     private readonly options: StatusWriterOptions,
     /** The status subresource's merge patch of this kind; with a resourceVersion, only onto that version (409 otherwise). */
-    private readonly patchStatus: (namespace: string, name: string, patch: Patch<S>, resourceVersion?: string) => Promise<T>,
+    private readonly patchStatus: (
+      namespace: string,
+      name: string,
+      patch: Patch<S>,
+      resourceVersion?: string,
+    ) => Promise<T>,
     /** Fields the daemon owns in status; removed (null) when a pass no longer reports them. */
     private readonly ownedOptionalFields: readonly (keyof S)[],
     /** For logs: "cspi", "cvr". */
@@ -63,26 +68,47 @@ export class StatusWriter<T extends WithStatus<S>, S extends { lastUpdateTime?: 
       const withoutHeartbeat = (s: Partial<S>) => canonicalJson({ ...s, lastUpdateTime: undefined });
       const lastBeat = previous.lastUpdateTime ? Date.parse(previous.lastUpdateTime) : 0;
       const heartbeatDue = this.options.clock().getTime() - lastBeat >= this.options.heartbeatMs * 0.8;
-      if (!heartbeatDue && withoutHeartbeat(previous) === withoutHeartbeat(wanted)) return { result: "unchanged" };
+      if (!heartbeatDue && withoutHeartbeat(previous) === withoutHeartbeat(wanted))
+        return { result: "unchanged" };
       const patch: Patch<S> = { ...wanted };
-      for (const field of this.ownedOptionalFields) if (previous[field] !== undefined && wanted[field] === undefined) patch[field] = null;
+      for (const field of this.ownedOptionalFields)
+        if (previous[field] !== undefined && wanted[field] === undefined) patch[field] = null;
       this.writing.add(name);
       try {
-        return { result: "written", object: await this.patchStatus(namespace, name, patch, guarded ? base.metadata.resourceVersion : undefined), base };
+        return {
+          result: "written",
+          object: await this.patchStatus(
+            namespace,
+            name,
+            patch,
+            guarded ? base.metadata.resourceVersion : undefined,
+          ),
+          base,
+        };
       } catch (error) {
         if (!guarded || !isConflict(error) || attempt >= CONFLICT_ATTEMPTS) {
-          this.options.logger.warn("status update failed", { [this.kind]: name, error: (error as Error).message, ...(guarded ? { attempts: attempt } : {}) });
+          this.options.logger.warn("status update failed", {
+            [this.kind]: name,
+            error: (error as Error).message,
+            ...(guarded ? { attempts: attempt } : {}),
+          });
           return { result: "failed" };
         }
       } finally {
         this.writing.delete(name);
       }
-      this.options.logger.info("status changed by another writer meanwhile; making it again on the new version", { [this.kind]: name });
+      this.options.logger.info(
+        "status changed by another writer meanwhile; making it again on the new version",
+        { [this.kind]: name },
+      );
       let fresh: T | undefined;
       try {
         fresh = await this.reread(namespace, name);
       } catch (error) {
-        this.options.logger.warn("status update failed", { [this.kind]: name, error: `reading it again: ${(error as Error).message}` });
+        this.options.logger.warn("status update failed", {
+          [this.kind]: name,
+          error: `reading it again: ${(error as Error).message}`,
+        });
         return { result: "failed" };
       }
       // Gone meanwhile: nothing to write; its deletion reaches the daemon through the watch.
@@ -100,7 +126,11 @@ export class StatusWriter<T extends WithStatus<S>, S extends { lastUpdateTime?: 
     if (!cached) return false;
     if (cached.metadata.resourceVersion === incoming.metadata.resourceVersion) return true;
     if (!this.writing.has(incoming.metadata.name ?? "")) return false;
-    const rest = (c: T) => canonicalJson({ metadata: { ...c.metadata, resourceVersion: undefined, managedFields: undefined }, spec: c.spec });
+    const rest = (c: T) =>
+      canonicalJson({
+        metadata: { ...c.metadata, resourceVersion: undefined, managedFields: undefined },
+        spec: c.spec,
+      });
     return rest(cached) === rest(incoming);
   }
 }
@@ -108,7 +138,8 @@ export class StatusWriter<T extends WithStatus<S>, S extends { lastUpdateTime?: 
 export function cspiStatusWriter(options: StatusWriterOptions): StatusWriter<CSPI, CSPIStatus> {
   return new StatusWriter<CSPI, CSPIStatus>(
     options,
-    (namespace, name, patch, resourceVersion) => options.kube.patchCspiStatus(namespace, name, patch, resourceVersion),
+    (namespace, name, patch, resourceVersion) =>
+      options.kube.patchCspiStatus(namespace, name, patch, resourceVersion),
     ["capacity", "readOnly", "healthyReplicas", "provisionedReplicas"],
     "cspi",
     (namespace, name) => options.kube.getCspi(namespace, name),

@@ -38,7 +38,9 @@ const validateSpec = ajv.compile<CSPI["spec"]>(openObjects(CSPISpecSchema) as ob
  * its PVC is bound to, whose spec.local.path cspc-sync copied into the devLink (docs/decisions.md, 33).
  */
 export function deviceSource(cspi: CSPI, blockDeviceName: string): string {
-  return cspi.metadata?.labels?.[LABEL.onDeviceSets] === "true" ? `the local PV bound to PVC ${blockDeviceName} (its spec.local.path)` : `the BlockDevice ${blockDeviceName}`;
+  return cspi.metadata?.labels?.[LABEL.onDeviceSets] === "true"
+    ? `the local PV bound to PVC ${blockDeviceName} (its spec.local.path)`
+    : `the BlockDevice ${blockDeviceName}`;
 }
 
 /** Where devices are unless the node daemon's DEVICE_ROOTS says otherwise. */
@@ -47,7 +49,8 @@ export const DEFAULT_DEVICE_ROOTS: readonly string[] = ["/dev/"];
 export function pathProblem(path: string): string | undefined {
   if (!path.startsWith("/")) return "must be an absolute path";
   if (!SAFE_PATH.test(path)) return "may only contain letters, digits and . _ : + @ , = - between slashes";
-  if (path.split("/").some((part) => part === "." || part === "..")) return "must not contain . or .. components";
+  if (path.split("/").some((part) => part === "." || part === ".."))
+    return "must not contain . or .. components";
   return undefined;
 }
 
@@ -64,10 +67,14 @@ export function deviceRootsFromEnv(value: string | undefined): string[] {
   } catch {
     throw new Error(usage);
   }
-  if (!Array.isArray(parsed) || parsed.length === 0 || !parsed.every((root) => typeof root === "string")) throw new Error(usage);
+  if (!Array.isArray(parsed) || parsed.length === 0 || !parsed.every((root) => typeof root === "string"))
+    throw new Error(usage);
   return parsed.map((root: string) => {
     const dir = root.length > 1 ? root.replace(/\/$/, "") : root;
-    if (dir === "/") throw new Error(`DEVICE_ROOTS entry "/" would let the daemon touch any path: list the directories that hold the node's devices, e.g. ["/dev/"]`);
+    if (dir === "/")
+      throw new Error(
+        `DEVICE_ROOTS entry "/" would let the daemon touch any path: list the directories that hold the node's devices, e.g. ["/dev/"]`,
+      );
     const problem = pathProblem(dir);
     if (problem) throw new Error(`DEVICE_ROOTS entry ${JSON.stringify(root)} ${problem}`);
     return `${dir}/`;
@@ -84,11 +91,14 @@ export function cspiProblems(cspi: CSPI, deviceRoots: readonly string[]): string
   const where = `CStorPoolInstance ${cspi.metadata?.namespace ?? ""}/${name}`;
   const out: string[] = [];
   if (!POOL_SAFE_NAME.test(name) || name.length > MAX_NAME) {
-    out.push(`${where}: metadata.name must be a DNS-1123 name of at most ${MAX_NAME} characters to name a zpool`);
+    out.push(
+      `${where}: metadata.name must be a DNS-1123 name of at most ${MAX_NAME} characters to name a zpool`,
+    );
   }
   if (!validateSpec(cspi.spec)) {
     // Nothing else is judged on a spec of the wrong shape: the checks below read its fields.
-    for (const { error, text } of wordedErrors(validateSpec.errors ?? [])) out.push(`${where}: ${fieldPath(error.instancePath, "spec")} ${text}`);
+    for (const { error, text } of wordedErrors(validateSpec.errors ?? []))
+      out.push(`${where}: ${fieldPath(error.instancePath, "spec")} ${text}`);
     return out;
   }
   const spec = cspi.spec;
@@ -99,20 +109,29 @@ export function cspiProblems(cspi: CSPI, deviceRoots: readonly string[]): string
     const devices = group.blockDevices;
     if (role === "data" || role === "writeCache") {
       const problem = zfsCannotBuild(group.type, devices.length);
-      if (problem) out.push(`${where}: ${field} (${group.type}: ${devices.map((d) => d.blockDeviceName).join(", ")}): ${problem}: fix the raid group in the CSPC`);
+      if (problem)
+        out.push(
+          `${where}: ${field} (${group.type}: ${devices.map((d) => d.blockDeviceName).join(", ")}): ${problem}: fix the raid group in the CSPC`,
+        );
     }
     if (role === "writeCache" && group.type !== "stripe" && group.type !== "mirror") {
-      out.push(`${where}: ${field} is a write cache of type ${group.type}; ZFS log devices can only be stripe or mirror: fix the raid group in the CSPC`);
+      out.push(
+        `${where}: ${field} is a write cache of type ${group.type}; ZFS log devices can only be stripe or mirror: fix the raid group in the CSPC`,
+      );
     }
     devices.forEach((device, d) => {
       const deviceField = `${field}.blockDevices[${d}]`;
       if (!device.devLink) {
-        out.push(`${where}: ${deviceField} (${device.blockDeviceName}) has no devLink: the BlockDevice needs spec.path or devlinks`);
+        out.push(
+          `${where}: ${deviceField} (${device.blockDeviceName}) has no devLink: the BlockDevice needs spec.path or devlinks`,
+        );
         return;
       }
       const problem = pathProblem(device.devLink);
       if (problem) {
-        out.push(`${where}: ${deviceField}.devLink ${JSON.stringify(device.devLink)} ${problem}: fix ${deviceSource(cspi, device.blockDeviceName)}`);
+        out.push(
+          `${where}: ${deviceField}.devLink ${JSON.stringify(device.devLink)} ${problem}: fix ${deviceSource(cspi, device.blockDeviceName)}`,
+        );
         return;
       }
       if (!underRoots(device.devLink, deviceRoots)) {
@@ -123,7 +142,10 @@ export function cspiProblems(cspi: CSPI, deviceRoots: readonly string[]): string
         return;
       }
       const other = seen.get(device.devLink);
-      if (other) out.push(`${where}: ${deviceField}.devLink ${device.devLink} is also the devLink of ${other}: each device may appear once`);
+      if (other)
+        out.push(
+          `${where}: ${deviceField}.devLink ${device.devLink} is also the devLink of ${other}: each device may appear once`,
+        );
       seen.set(device.devLink, `${deviceField} (${device.blockDeviceName})`);
     });
   });
@@ -143,7 +165,11 @@ export function cspiProblems(cspi: CSPI, deviceRoots: readonly string[]): string
  * /var/lib/etcd/... passes the text check above, and the daemon would zero that file's label areas on removal.
  * A device that cannot be resolved is reported missing by the observer (DiskUnavailable), not here.
  */
-export function resolvedPathProblems(cspi: CSPI, devices: Readonly<Record<string, DeviceInfo>>, deviceRoots: readonly string[]): string[] {
+export function resolvedPathProblems(
+  cspi: CSPI,
+  devices: Readonly<Record<string, DeviceInfo>>,
+  deviceRoots: readonly string[],
+): string[] {
   const where = `CStorPoolInstance ${cspi.metadata?.namespace ?? ""}/${cspi.metadata?.name ?? ""}`;
   const out: string[] = [];
   cspi.spec.raidGroups.forEach((group, g) => {

@@ -35,4 +35,9 @@ export const REPLICA_PROPERTY = {
 } as const;
 
 /** What one `zfs get` reads of every dataset of a pool: sizes, where it is mounted, and the replica's properties. */
-export const DATASET_PROPERTIES: readonly string[] = ["volsize", "used", "mountpoint", ...Object.values(REPLICA_PROPERTY)];
+export const DATASET_PROPERTIES: readonly string[] = [
+  "volsize",
+  "used",
+  "mountpoint",
+  ...Object.values(REPLICA_PROPERTY),
+];

@@ -91,14 +91,22 @@ export class WatchCache<T extends Watched> {
   startInBackground(): void {
     void (async () => {
       for (let failures = 0; !this.stopped; failures++) {
-        if (failures > 0) await this.pause(Math.min((this.options.retryBaseMs ?? 1_000) * 2 ** (failures - 1), this.options.retryMaxMs ?? 30_000));
+        if (failures > 0)
+          await this.pause(
+            Math.min(
+              (this.options.retryBaseMs ?? 1_000) * 2 ** (failures - 1),
+              this.options.retryMaxMs ?? 30_000,
+            ),
+          );
         if (this.stopped) return;
         try {
           const resourceVersion = await this.list("start");
           await this.run(resourceVersion);
           return;
         } catch (error) {
-          this.options.logger.warn(`cannot list the ${this.kind}s; trying again`, { error: (error as Error).message });
+          this.options.logger.warn(`cannot list the ${this.kind}s; trying again`, {
+            error: (error as Error).message,
+          });
         }
       }
     })();
@@ -188,13 +196,23 @@ export class WatchCache<T extends Watched> {
       const quick = !periodic && lasted < SHORTEST_HEALTHY_WATCH_MS;
       failures = quick ? failures + 1 : failure ? 1 : 0;
       const reason: RelistReason = periodic ? "periodic" : failure ? "watch-failed" : "watch-ended";
-      const fields = { reason, lastEventAgeSeconds: this.lastEventAgeSeconds(), ...(failure ? { error: failure.message } : {}) };
+      const fields = {
+        reason,
+        lastEventAgeSeconds: this.lastEventAgeSeconds(),
+        ...(failure ? { error: failure.message } : {}),
+      };
       if (failure) {
         this.complete = false;
         logger.warn(`${this.kind} watch failed; listing the ${this.kind}s again`, fields);
       } else logger.info(`${this.kind} watch ended; listing the ${this.kind}s again`, fields);
       for (;;) {
-        if (failures > 0) await this.pause(Math.min((this.options.retryBaseMs ?? 1_000) * 2 ** (failures - 1), this.options.retryMaxMs ?? 30_000));
+        if (failures > 0)
+          await this.pause(
+            Math.min(
+              (this.options.retryBaseMs ?? 1_000) * 2 ** (failures - 1),
+              this.options.retryMaxMs ?? 30_000,
+            ),
+          );
         if (this.stopped) return;
         try {
           resourceVersion = await this.list(reason);
@@ -202,7 +220,10 @@ export class WatchCache<T extends Watched> {
         } catch (error) {
           failures++;
           this.complete = false;
-          logger.warn(`cannot list the ${this.kind}s; trying again`, { error: (error as Error).message, lastEventAgeSeconds: this.lastEventAgeSeconds() });
+          logger.warn(`cannot list the ${this.kind}s; trying again`, {
+            error: (error as Error).message,
+            lastEventAgeSeconds: this.lastEventAgeSeconds(),
+          });
         }
       }
     }
@@ -275,7 +296,9 @@ export class WatchCache<T extends Watched> {
   }
 
   private lastEventAgeSeconds(): number | undefined {
-    return this.lastEventAt ? Math.round((this.options.clock().getTime() - this.lastEventAt.getTime()) / 1000) : undefined;
+    return this.lastEventAt
+      ? Math.round((this.options.clock().getTime() - this.lastEventAt.getTime()) / 1000)
+      : undefined;
   }
 
   private pause(ms: number): Promise<void> {
@@ -292,7 +315,11 @@ export class WatchCache<T extends Watched> {
 /** The namespace's CSPIs. */
 export class CspiWatchCache extends WatchCache<CSPI> {
   constructor(options: WatchCacheOptions<CSPI>) {
-    super(options, { list: (ns) => options.kube.listCspis(ns), watch: (...args) => options.kube.watchCspis(...args) }, "CSPI");
+    super(
+      options,
+      { list: (ns) => options.kube.listCspis(ns), watch: (...args) => options.kube.watchCspis(...args) },
+      "CSPI",
+    );
   }
 }
 
@@ -302,6 +329,11 @@ export class CspiWatchCache extends WatchCache<CSPI> {
  */
 export class CvrWatchCache extends WatchCache<CVR> {
   constructor(options: WatchCacheOptions<CVR>) {
-    super(options, { list: (ns) => options.kube.listCvrs(ns), watch: (...args) => options.kube.watchCvrs(...args) }, "CVR", [LABEL.replicaPool, LABEL.replicaVolume]);
+    super(
+      options,
+      { list: (ns) => options.kube.listCvrs(ns), watch: (...args) => options.kube.watchCvrs(...args) },
+      "CVR",
+      [LABEL.replicaPool, LABEL.replicaVolume],
+    );
   }
 }

@@ -69,8 +69,13 @@ export class PoolAgent {
       try {
         const result = await reconcileExports(tgt, observation);
         metrics.exported(result.served);
-        for (const action of result.done) logger.info(action.kind === "create" ? "replica exported" : "export removed", { ...action });
-        for (const { action, error } of result.failed) logger.warn(action.kind === "create" ? "replica export failed" : "export removal failed", { ...action, error });
+        for (const action of result.done)
+          logger.info(action.kind === "create" ? "replica exported" : "export removed", { ...action });
+        for (const { action, error } of result.failed)
+          logger.warn(action.kind === "create" ? "replica export failed" : "export removal failed", {
+            ...action,
+            error,
+          });
         for (const reason of result.refused) logger.warn("replica not exported", { reason });
       } catch (error) {
         logger.warn("tgtd could not be read; exports left as they are", { error: (error as Error).message });
@@ -78,7 +83,8 @@ export class PoolAgent {
     }
     this.lastPassAt = Date.now();
     const now = this.readiness();
-    if (now.reason !== this.lastReason) logger.info(now.ready ? "ready" : "not ready", { reason: now.reason });
+    if (now.reason !== this.lastReason)
+      logger.info(now.ready ? "ready" : "not ready", { reason: now.reason });
     this.lastReason = now.reason;
   }
 }

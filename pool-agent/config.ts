@@ -31,12 +31,16 @@ export const AGENT_DEFAULTS = { port: 9500, pollSeconds: 10, tgtControlPort: 0 }
 export function loadAgentConfig(env: Readonly<Record<string, string | undefined>>): AgentConfig {
   const cspi = env[AGENT_ENV.cspi]?.trim() ?? "";
   if (!cspi) {
-    throw new ConfigError(`${AGENT_ENV.cspi} is not set: the pool Deployment sets it to its CStorPoolInstance's name; run the agent from that Deployment or set it`);
+    throw new ConfigError(
+      `${AGENT_ENV.cspi} is not set: the pool Deployment sets it to its CStorPoolInstance's name; run the agent from that Deployment or set it`,
+    );
   }
   const pool = zpoolName(cspi);
   const named = env[AGENT_ENV.pool]?.trim();
   if (named && named !== pool) {
-    throw new ConfigError(`${AGENT_ENV.pool}=${JSON.stringify(named)} is not the pool of CStorPoolInstance ${cspi} (${pool}): unset it or set it to ${pool}`);
+    throw new ConfigError(
+      `${AGENT_ENV.pool}=${JSON.stringify(named)} is not the pool of CStorPoolInstance ${cspi} (${pool}): unset it or set it to ${pool}`,
+    );
   }
   let zfs: ZfsCommands;
   try {
@@ -51,16 +55,28 @@ export function loadAgentConfig(env: Readonly<Record<string, string | undefined>
     pollIntervalMs: wholeSeconds(env, AGENT_ENV.pollSeconds, AGENT_DEFAULTS.pollSeconds) * 1000,
     zfs,
     // tgtd refuses control ports above 32767.
-    tgtadm: ["tgtadm", "-C", String(port(env, AGENT_ENV.tgtControlPort, AGENT_DEFAULTS.tgtControlPort, 0, 32767))],
+    tgtadm: [
+      "tgtadm",
+      "-C",
+      String(port(env, AGENT_ENV.tgtControlPort, AGENT_DEFAULTS.tgtControlPort, 0, 32767)),
+    ],
   };
 }
 
-function port(env: Readonly<Record<string, string | undefined>>, name: string, fallback: number, lowest: number, highest: number): number {
+function port(
+  env: Readonly<Record<string, string | undefined>>,
+  name: string,
+  fallback: number,
+  lowest: number,
+  highest: number,
+): number {
   const text = env[name]?.trim();
   if (!text) return fallback;
   const value = /^\d{1,5}$/.test(text) ? Number(text) : NaN;
   if (!(value >= lowest && value <= highest)) {
-    throw new ConfigError(`${name}=${JSON.stringify(text)} is not a port number (${lowest}-${highest}): set e.g. ${name}=${fallback}`);
+    throw new ConfigError(
+      `${name}=${JSON.stringify(text)} is not a port number (${lowest}-${highest}): set e.g. ${name}=${fallback}`,
+    );
   }
   return value;
 }

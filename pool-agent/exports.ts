@@ -26,11 +26,15 @@ export function wantedExports(observation: AgentObservation): { wanted: WantedEx
     if (replica.destroying || replica.size === undefined) continue;
     const iqn = replicaIqn(replica.volume);
     if (Buffer.byteLength(iqn) > MAX_IQN_BYTES) {
-      refused.push(`replica ${replica.dataset} is not exported: its iSCSI name ${iqn} is longer than ${MAX_IQN_BYTES} bytes; give the volume a shorter name`);
+      refused.push(
+        `replica ${replica.dataset} is not exported: its iSCSI name ${iqn} is longer than ${MAX_IQN_BYTES} bytes; give the volume a shorter name`,
+      );
       continue;
     }
     if (seen.has(iqn)) {
-      refused.push(`replica ${replica.dataset} is not exported: another dataset of the pool names volume ${replica.volume} too`);
+      refused.push(
+        `replica ${replica.dataset} is not exported: another dataset of the pool names volume ${replica.volume} too`,
+      );
       continue;
     }
     seen.add(iqn);
@@ -51,12 +55,19 @@ export function planExports(wanted: readonly WantedExport[], current: readonly T
       continue;
     }
     const want = byIqn.get(target.iqn);
-    const why = !want ? "its replica is not on the pool, is being destroyed, or the pool is not serving" : mismatch(target, want);
+    const why = !want
+      ? "its replica is not on the pool, is being destroyed, or the pool is not serving"
+      : mismatch(target, want);
     if (why === undefined && !kept.has(target.iqn)) {
       kept.add(target.iqn);
       usedTids.add(target.tid);
     } else {
-      actions.push({ kind: "delete", tid: target.tid, iqn: target.iqn, why: why ?? "a second target with the same name" });
+      actions.push({
+        kind: "delete",
+        tid: target.tid,
+        iqn: target.iqn,
+        why: why ?? "a second target with the same name",
+      });
     }
   }
   let tid = 1;
@@ -64,7 +75,13 @@ export function planExports(wanted: readonly WantedExport[], current: readonly T
     if (kept.has(want.iqn)) continue;
     while (usedTids.has(tid)) tid++;
     usedTids.add(tid);
-    actions.push({ kind: "create", tid, iqn: want.iqn, volume: want.volume, backingStore: want.backingStore });
+    actions.push({
+      kind: "create",
+      tid,
+      iqn: want.iqn,
+      volume: want.volume,
+      backingStore: want.backingStore,
+    });
   }
   return actions;
 }
@@ -74,7 +91,8 @@ function mismatch(target: TgtTarget, want: WantedExport): string | undefined {
   if (luns.length !== 1 || target.luns[1] !== want.backingStore) {
     return `it serves ${JSON.stringify(target.luns)}, not LUN 1 on ${want.backingStore}`;
   }
-  if (!target.acl.includes("ALL")) return "it is not bound to initiators (an earlier creation stopped half way)";
+  if (!target.acl.includes("ALL"))
+    return "it is not bound to initiators (an earlier creation stopped half way)";
   return undefined;
 }
 

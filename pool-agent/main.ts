@@ -30,7 +30,10 @@ export async function main(): Promise<void> {
       const { ready, reason } = agent.readiness();
       return { ok: ready, message: reason };
     },
-    "/healthz": () => (agent.healthy() ? { ok: true, message: "ok" } : { ok: false, message: "the agent's loop has not completed a pass for three intervals" }),
+    "/healthz": () =>
+      agent.healthy()
+        ? { ok: true, message: "ok" }
+        : { ok: false, message: "the agent's loop has not completed a pass for three intervals" },
   });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
@@ -51,7 +54,12 @@ export async function main(): Promise<void> {
   process.on("SIGINT", () => void stop("SIGINT"));
 
   agent.start();
-  logger.info("pool agent started", { pool: config.pool, port: config.port, zpool: config.zfs.zpool, tgtadm: config.tgtadm });
+  logger.info("pool agent started", {
+    pool: config.pool,
+    port: config.port,
+    zpool: config.zfs.zpool,
+    tgtadm: config.tgtadm,
+  });
 }
 
 if (isEntryPoint(import.meta.url)) {

@@ -13,12 +13,20 @@ export type LastRead = { observation: AgentObservation } | { error: string } | u
 
 export function readiness(pool: string, last: LastRead): Readiness {
   if (last === undefined) return { ready: false, reason: `pool ${pool} has not been read yet` };
-  if ("error" in last) return { ready: false, reason: `pool ${pool} could not be read, so its state is unknown: ${last.error}` };
+  if ("error" in last)
+    return { ready: false, reason: `pool ${pool} could not be read, so its state is unknown: ${last.error}` };
   const status = last.observation.status;
   if (!status) {
-    return { ready: false, reason: `pool ${pool} is not imported on this node (exported, destroyed, or not yet imported by the node daemon)` };
+    return {
+      ready: false,
+      reason: `pool ${pool} is not imported on this node (exported, destroyed, or not yet imported by the node daemon)`,
+    };
   }
   const detail = status.status ? `: ${status.status.replace(/\s+/g, " ").trim()}` : "";
-  if (SERVING_STATES.has(status.state)) return { ready: true, reason: `pool ${pool} is ${status.state}${status.state === "ONLINE" ? "" : detail}` };
+  if (SERVING_STATES.has(status.state))
+    return {
+      ready: true,
+      reason: `pool ${pool} is ${status.state}${status.state === "ONLINE" ? "" : detail}`,
+    };
   return { ready: false, reason: `pool ${pool} is ${status.state || "in an unknown state"}${detail}` };
 }

@@ -31,7 +31,18 @@ export class Tgt {
   /** A target with one LUN (1) on the backing store, open to every initiator. */
   async create(tid: number, iqn: string, backingStore: string): Promise<void> {
     await this.run(["--mode", "target", "--op", "new", "--tid", String(tid), "--targetname", iqn]);
-    await this.run(["--mode", "logicalunit", "--op", "new", "--tid", String(tid), "--lun", "1", "--backing-store", backingStore]);
+    await this.run([
+      "--mode",
+      "logicalunit",
+      "--op",
+      "new",
+      "--tid",
+      String(tid),
+      "--lun",
+      "1",
+      "--backing-store",
+      backingStore,
+    ]);
     await this.run(["--mode", "target", "--op", "bind", "--tid", String(tid), "--initiator-address", "ALL"]);
   }
 
@@ -61,7 +72,8 @@ export function parseTargets(text: string): TgtTarget[] {
       continue;
     }
     if (!target) {
-      if (line.trim() !== "") throw new Error(`unreadable tgtadm output: ${JSON.stringify(line.slice(0, 200))} before any target`);
+      if (line.trim() !== "")
+        throw new Error(`unreadable tgtadm output: ${JSON.stringify(line.slice(0, 200))} before any target`);
       continue;
     }
     if (/^ {4}\S/.test(line)) inAcl = line.trim() === "ACL information:";

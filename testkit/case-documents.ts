@@ -64,16 +64,20 @@ export class FixtureTree {
   }
 
   private worldSource(world: string): string {
-    if (!WORLD_NAME.test(world)) throw new Error(`"${world}" is not a world name (lower-case letters, digits and dashes)`);
+    if (!WORLD_NAME.test(world))
+      throw new Error(`"${world}" is not a world name (lower-case letters, digits and dashes)`);
     const source = documentSource(this.worlds, `${world}.yaml`);
     if (!source) throw new Error(`world "${world}" does not exist: write ${join(this.worlds, world)}.yaml`);
     return source;
   }
 
   private worldDocument(world: string, via: readonly string[]): unknown {
-    if (via.includes(world)) throw new Error(`worlds ${[...via, world].join(" → ")} are built from each other in a circle`);
+    if (via.includes(world))
+      throw new Error(`worlds ${[...via, world].join(" → ")} are built from each other in a circle`);
     const source = this.worldSource(world);
-    return source.endsWith(PATCH_SUFFIX) ? this.buildFromPatch(source, [...via, world]) : readYamlOnce(source);
+    return source.endsWith(PATCH_SUFFIX)
+      ? this.buildFromPatch(source, [...via, world])
+      : readYamlOnce(source);
   }
 
   /** The world with the patch applied, keys sorted as in a whole document. */
@@ -90,15 +94,19 @@ export class FixtureTree {
 /** The project's fixtures, test/fixtures. */
 export const fixtures = new FixtureTree(FIXTURES);
 export const WORLDS = fixtures.worlds;
-export const hasCaseDocument = (dir: string, document: string): boolean => documentSource(dir, document) !== undefined;
-export const readCaseDocument = (dir: string, document: string): unknown => fixtures.readCaseDocument(dir, document);
+export const hasCaseDocument = (dir: string, document: string): boolean =>
+  documentSource(dir, document) !== undefined;
+export const readCaseDocument = (dir: string, document: string): unknown =>
+  fixtures.readCaseDocument(dir, document);
 export const readWorld = (world: string): unknown => fixtures.readWorld(world);
 
 export function readPatchFile(path: string): PatchFile {
   const file = readYaml(path) as Partial<PatchFile> | null;
   const extra = Object.keys(file ?? {}).filter((key) => key !== "world" && key !== "patch");
   if (!file || typeof file.world !== "string" || extra.length > 0) {
-    throw new Error(`${path}: a patch file holds "world: <name>" and optionally "patch:", nothing else${extra.length ? ` (found ${extra.join(", ")})` : ""}`);
+    throw new Error(
+      `${path}: a patch file holds "world: <name>" and optionally "patch:", nothing else${extra.length ? ` (found ${extra.join(", ")})` : ""}`,
+    );
   }
   return file as PatchFile;
 }

@@ -30,7 +30,10 @@ export class FakeKube implements KubeApi {
   private version = 1;
   readonly events: RecordedEvent[] = [];
   readonly statusPatches: { name: string; patch: StatusPatch }[] = [];
-  readonly claims = new Map<string, { blockDeviceName: string; cspi: string; annotations: Record<string, string> }>();
+  readonly claims = new Map<
+    string,
+    { blockDeviceName: string; cspi: string; annotations: Record<string, string> }
+  >();
   /** How often the daemon listed claims: it should not on every pass once they are settled. */
   claimLists = 0;
 
@@ -52,7 +55,10 @@ export class FakeKube implements KubeApi {
     const existing = this.objects.get(name);
     if (!existing) return;
     if ((existing.metadata.finalizers ?? []).length === 0) return this.remove(name);
-    this.store({ ...existing, metadata: { ...existing.metadata, deletionTimestamp: new Date().toISOString() } }, "MODIFIED");
+    this.store(
+      { ...existing, metadata: { ...existing.metadata, deletionTimestamp: new Date().toISOString() } },
+      "MODIFIED",
+    );
   }
 
   private store(cspi: CSPI, type: WatchEventType): CSPI {
@@ -75,7 +81,8 @@ export class FakeKube implements KubeApi {
 
   private must(namespace: string, name: string): CSPI {
     const found = this.objects.get(name);
-    if (!found || found.metadata.namespace !== namespace) throw Object.assign(new Error(`cstorpoolinstances ${name} not found`), { code: 404 });
+    if (!found || found.metadata.namespace !== namespace)
+      throw Object.assign(new Error(`cstorpoolinstances ${name} not found`), { code: 404 });
     return found;
   }
 
@@ -110,14 +117,18 @@ export class FakeKube implements KubeApi {
       throw new Error("connect ECONNREFUSED 127.0.0.1:6443");
     }
     return {
-      items: [...this.objects.values()].filter((c) => c.metadata.namespace === namespace).map((c) => structuredClone(c)),
+      items: [...this.objects.values()]
+        .filter((c) => c.metadata.namespace === namespace)
+        .map((c) => structuredClone(c)),
       resourceVersion: String(this.version),
     };
   }
 
   async watchCspis(namespace: string, _resourceVersion: string, onEvent: Listener) {
     let end!: (error?: Error) => void;
-    const done = new Promise<void>((resolve, reject) => (end = (error) => (error ? reject(error) : resolve())));
+    const done = new Promise<void>(
+      (resolve, reject) => (end = (error) => (error ? reject(error) : resolve())),
+    );
     const watch: OpenWatch = {
       listener: (type, cspi) => {
         if (cspi.metadata.namespace === namespace) onEvent(type, cspi);
@@ -134,7 +145,12 @@ export class FakeKube implements KubeApi {
   async patchCspiStatus(namespace: string, name: string, patch: StatusPatch, resourceVersion?: string) {
     const existing = this.must(namespace, name);
     if (resourceVersion !== undefined && existing.metadata.resourceVersion !== resourceVersion) {
-      throw Object.assign(new Error(`Operation cannot be fulfilled on cstorpoolinstances "${name}": the object has been modified`), { code: 409 });
+      throw Object.assign(
+        new Error(
+          `Operation cannot be fulfilled on cstorpoolinstances "${name}": the object has been modified`,
+        ),
+        { code: 409 },
+      );
     }
     this.statusPatches.push({ name, patch: structuredClone(patch) });
     const status: Record<string, unknown> = { ...existing.status };
@@ -147,10 +163,19 @@ export class FakeKube implements KubeApi {
 
   async addFinalizer(cspi: CSPI, finalizer: string) {
     const existing = this.must(cspi.metadata.namespace ?? "", cspi.metadata.name ?? "");
-    if (!existing.metadata.finalizers && existing.metadata.resourceVersion !== cspi.metadata.resourceVersion) {
+    if (
+      !existing.metadata.finalizers &&
+      existing.metadata.resourceVersion !== cspi.metadata.resourceVersion
+    ) {
       throw Object.assign(new Error("test operation failed: resourceVersion changed"), { code: 422 });
     }
-    return this.store({ ...existing, metadata: { ...existing.metadata, finalizers: [...(existing.metadata.finalizers ?? []), finalizer] } }, "MODIFIED");
+    return this.store(
+      {
+        ...existing,
+        metadata: { ...existing.metadata, finalizers: [...(existing.metadata.finalizers ?? []), finalizer] },
+      },
+      "MODIFIED",
+    );
   }
 
   async removeFinalizer(cspi: CSPI, finalizer: string) {
@@ -197,12 +222,18 @@ export class FakeKube implements KubeApi {
 
   async listCvrs(namespace: string) {
     return {
-      items: [...this.cvrs.values()].filter((c) => c.metadata.namespace === namespace).map((c) => structuredClone(c)),
+      items: [...this.cvrs.values()]
+        .filter((c) => c.metadata.namespace === namespace)
+        .map((c) => structuredClone(c)),
       resourceVersion: String(this.version),
     };
   }
 
-  async watchCvrs(namespace: string, _resourceVersion: string, onEvent: (type: WatchEventType, cvr: CVR) => void) {
+  async watchCvrs(
+    namespace: string,
+    _resourceVersion: string,
+    onEvent: (type: WatchEventType, cvr: CVR) => void,
+  ) {
     let end!: () => void;
     const done = new Promise<void>((resolve) => (end = resolve));
     const listener = (type: WatchEventType, cvr: CVR) => {
@@ -244,7 +275,8 @@ export class FakeKube implements KubeApi {
   async listClaimAnnotations(_namespace: string, cspi: string) {
     this.claimLists++;
     const out: Record<string, Record<string, string>> = {};
-    for (const claim of this.claims.values()) if (claim.cspi === cspi) out[claim.blockDeviceName] = { ...claim.annotations };
+    for (const claim of this.claims.values())
+      if (claim.cspi === cspi) out[claim.blockDeviceName] = { ...claim.annotations };
     return out;
   }
 

@@ -30,7 +30,11 @@ export function fleetRequest(options: FleetOptions): CompositeSyncRequest {
   const claims: Record<string, KubeObject> = {};
   for (let i = 0; i < options.pools; i++) {
     const h = host(i);
-    nodes[h] = { apiVersion: "v1", kind: "Node", metadata: { name: h, labels: { "kubernetes.io/hostname": h } } };
+    nodes[h] = {
+      apiVersion: "v1",
+      kind: "Node",
+      metadata: { name: h, labels: { "kubernetes.io/hostname": h } },
+    };
     const devices = [0, 1, 2, 3].map((d) => device(i, d));
     for (const d of devices) {
       bds[`${NS}/${d}`] = {
@@ -63,10 +67,18 @@ export function fleetRequest(options: FleetOptions): CompositeSyncRequest {
     spec: { pools },
   };
   const empty: CompositeSyncRequest = {
-    controller: { apiVersion: "metacontroller.k8s.io/v1alpha1", kind: "CompositeController", metadata: { name: "cstor-pool-cluster" } },
+    controller: {
+      apiVersion: "metacontroller.k8s.io/v1alpha1",
+      kind: "CompositeController",
+      metadata: { name: "cstor-pool-cluster" },
+    },
     parent,
     children: { "CStorPoolInstance.openebs.io/v1alpha1": {}, "BlockDeviceClaim.openebs.io/v1alpha1": {} },
-    related: { "BlockDevice.openebs.io/v1alpha1": bds, "BlockDeviceClaim.openebs.io/v1alpha1": {}, "Node.v1": nodes },
+    related: {
+      "BlockDevice.openebs.io/v1alpha1": bds,
+      "BlockDeviceClaim.openebs.io/v1alpha1": {},
+      "Node.v1": nodes,
+    },
     finalizing: false,
   };
   // The claims the first sync asks for, as NDM leaves them: Bound.
@@ -87,9 +99,20 @@ export function fleetRequest(options: FleetOptions): CompositeSyncRequest {
       status: {
         phase: "ONLINE",
         lastUpdateTime: "2026-11-21T10:00:00Z",
-        conditions: [{ type: "PodAvailable", status: "True", reason: "PoolPodAvailable", message: "", lastTransitionTime: "2026-11-21T10:00:00Z" }],
+        conditions: [
+          {
+            type: "PodAvailable",
+            status: "True",
+            reason: "PoolPodAvailable",
+            message: "",
+            lastTransitionTime: "2026-11-21T10:00:00Z",
+          },
+        ],
       },
     };
   }
-  return { ...withClaims, children: { ...withClaims.children, "CStorPoolInstance.openebs.io/v1alpha1": cspis } };
+  return {
+    ...withClaims,
+    children: { ...withClaims.children, "CStorPoolInstance.openebs.io/v1alpha1": cspis },
+  };
 }

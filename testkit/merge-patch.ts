@@ -21,7 +21,10 @@ interface KubeLike {
 type KubeMap = PatchMap & KubeLike;
 
 export const isKubeObject = (value: unknown): value is KubeMap =>
-  isMap(value) && typeof value.kind === "string" && isMap(value.metadata) && typeof value.metadata.name === "string";
+  isMap(value) &&
+  typeof value.kind === "string" &&
+  isMap(value.metadata) &&
+  typeof value.metadata.name === "string";
 
 /** `Kind/namespace/name`, or `Kind/name` for a cluster-scoped object. */
 export function identityOf(object: KubeLike): string {
@@ -45,7 +48,10 @@ export function applyMergePatch(target: unknown, patch: PatchValue, where = "$")
 
 function patchObjectList(list: unknown[], patch: PatchMap, where: string): PatchValue[] {
   const items = list.map((item, index) => {
-    if (!isKubeObject(item)) throw new Error(`${where}[${index}]: a map patches only a list of Kubernetes objects (kind and metadata.name)`);
+    if (!isKubeObject(item))
+      throw new Error(
+        `${where}[${index}]: a map patches only a list of Kubernetes objects (kind and metadata.name)`,
+      );
     return clone<KubeMap>(item);
   });
   const indexOf = (identity: string) => items.findIndex((item) => identityOf(item) === identity);
@@ -58,7 +64,9 @@ function patchObjectList(list: unknown[], patch: PatchMap, where: string): Patch
       items[at] = applyMergePatch(items[at], value, `${where}[${identity}]`) as KubeMap;
     } else {
       if (!isKubeObject(value) || identityOf(value) !== identity) {
-        throw new Error(`${where}: the new object under ${identity} must be a whole object of that kind, namespace and name`);
+        throw new Error(
+          `${where}: the new object under ${identity} must be a whole object of that kind, namespace and name`,
+        );
       }
       const lastOfKind = items.findLastIndex((item) => item.kind === value.kind);
       items.splice(lastOfKind < 0 ? items.length : lastOfKind + 1, 0, clone(value));
@@ -70,11 +78,18 @@ function patchObjectList(list: unknown[], patch: PatchMap, where: string): Patch
 /** Equal as JSON documents: map keys in any order, list items in order. */
 export function deepEqual(a: unknown, b: unknown): boolean {
   if (Array.isArray(a) || Array.isArray(b)) {
-    return Array.isArray(a) && Array.isArray(b) && a.length === b.length && a.every((item, i) => deepEqual(item, b[i]));
+    return (
+      Array.isArray(a) &&
+      Array.isArray(b) &&
+      a.length === b.length &&
+      a.every((item, i) => deepEqual(item, b[i]))
+    );
   }
   if (isMap(a) && isMap(b)) {
     const keys = Object.keys(a);
-    return keys.length === Object.keys(b).length && keys.every((key) => key in b && deepEqual(a[key], b[key]));
+    return (
+      keys.length === Object.keys(b).length && keys.every((key) => key in b && deepEqual(a[key], b[key]))
+    );
   }
   return a === b;
 }

@@ -44,7 +44,9 @@ export function requireZfs(): void {
   try {
     execFileSync("bash", [TEST_ENV_SCRIPT], { stdio: ["ignore", "ignore", "pipe"], timeout: 120_000 });
   } catch (error) {
-    throw new Error(`zfs-fuse is not answering and could not be started: ${(error as Error).message}`, { cause: error });
+    throw new Error(`zfs-fuse is not answering and could not be started: ${(error as Error).message}`, {
+      cause: error,
+    });
   }
   if (!zfsAnswers()) throw new Error("zfs-fuse is not answering after scripts/test-env.sh started it");
 }
@@ -89,7 +91,13 @@ export class ZfsSandbox {
   pools(): string[] {
     const statuses = parseZpoolStatus(zpool("status"));
     return statuses
-      .filter((p) => allLeaves(p.layout).some((leaf) => (leaf.device ?? leaf.name).startsWith(this.dir) || this.loops.some((l) => l.endsWith(`/${leaf.name}`) || l === leaf.device)))
+      .filter((p) =>
+        allLeaves(p.layout).some(
+          (leaf) =>
+            (leaf.device ?? leaf.name).startsWith(this.dir) ||
+            this.loops.some((l) => l.endsWith(`/${leaf.name}`) || l === leaf.device),
+        ),
+      )
       .map((p) => p.name);
   }
 
@@ -109,7 +117,10 @@ export class ZfsSandbox {
 export function destroyPool(pool: string): void {
   for (let attempt = 0; attempt < 5; attempt++) {
     try {
-      for (const dataset of zfs("list", "-H", "-o", "name", "-r", pool).split("\n").filter(Boolean).reverse()) {
+      for (const dataset of zfs("list", "-H", "-o", "name", "-r", pool)
+        .split("\n")
+        .filter(Boolean)
+        .reverse()) {
         try {
           run(["zfs", "unmount", dataset]);
         } catch {
@@ -132,7 +143,12 @@ export interface GroupInput {
 }
 
 /** A CSPI as the cspc-sync hook builds it: block devices named after their files. */
-export function cspiFor(name: string, hostName: string, groups: GroupInput[], poolConfig: CSPI["spec"]["poolConfig"] = {}): CSPI {
+export function cspiFor(
+  name: string,
+  hostName: string,
+  groups: GroupInput[],
+  poolConfig: CSPI["spec"]["poolConfig"] = {},
+): CSPI {
   return {
     apiVersion: API_VERSION,
     kind: KIND.cspi,
@@ -143,7 +159,13 @@ export function cspiFor(name: string, hostName: string, groups: GroupInput[], po
       poolConfig: { compression: "off", roThresholdLimit: 85, ...poolConfig },
       raidGroups: groups.map((g) => ({
         type: g.type ?? "stripe",
-        ...(g.role === "writeCache" ? { isWriteCache: true } : g.role === "readCache" ? { isReadCache: true } : g.role === "spare" ? { isSpare: true } : {}),
+        ...(g.role === "writeCache"
+          ? { isWriteCache: true }
+          : g.role === "readCache"
+            ? { isReadCache: true }
+            : g.role === "spare"
+              ? { isSpare: true }
+              : {}),
         blockDevices: g.devices.map((devLink) => ({ blockDeviceName: blockDeviceName(devLink), devLink })),
       })),
     },
@@ -156,7 +178,11 @@ export function blockDeviceName(devLink: string): string {
 
 /** A Node as its kubelet registers it, labelled with its hostname. */
 export function nodeObject(name: string) {
-  return { apiVersion: "v1", kind: "Node", metadata: { name, labels: { [LABEL.hostname]: name, "kubernetes.io/os": "linux" } } };
+  return {
+    apiVersion: "v1",
+    kind: "Node",
+    metadata: { name, labels: { [LABEL.hostname]: name, "kubernetes.io/os": "linux" } },
+  };
 }
 
 /** A BlockDevice as NDM reports a device file of the sandbox on a node, named by blockDeviceName. */
@@ -164,14 +190,31 @@ export function ndmBlockDevice(path: string, node: string, sizeMiB: number, name
   return {
     apiVersion: API_VERSION,
     kind: KIND.blockDevice,
-    metadata: { name: blockDeviceName(path), namespace, labels: { [LABEL.hostname]: node, "ndm.io/blockdevice-type": "blockdevice" } },
-    spec: { path, capacity: { storage: sizeMiB * MiB }, devlinks: [{ kind: "by-id", links: [path] }], filesystem: {}, nodeAttributes: { nodeName: node } },
+    metadata: {
+      name: blockDeviceName(path),
+      namespace,
+      labels: { [LABEL.hostname]: node, "ndm.io/blockdevice-type": "blockdevice" },
+    },
+    spec: {
+      path,
+      capacity: { storage: sizeMiB * MiB },
+      devlinks: [{ kind: "by-id", links: [path] }],
+      filesystem: {},
+      nodeAttributes: { nodeName: node },
+    },
     status: { claimState: "Unclaimed", state: "Active" },
   };
 }
 
 /** A CVR as cvc-sync emits it: <volume>-<cspi>, its labels, the pool's host, the replica finalizer. */
-export function cvrObject(replica: { volume: string; cspi: string; host: string; capacity: string; namespace: string; cspc: string }): CVR {
+export function cvrObject(replica: {
+  volume: string;
+  cspi: string;
+  host: string;
+  capacity: string;
+  namespace: string;
+  cspc: string;
+}): CVR {
   const { volume, cspi, host, capacity, namespace, cspc } = replica;
   return {
     apiVersion: API_VERSION,
@@ -179,7 +222,12 @@ export function cvrObject(replica: { volume: string; cspi: string; host: string;
     metadata: {
       name: `${volume}-${cspi}`,
       namespace,
-      labels: { [LABEL.replicaPool]: cspi, [LABEL.replicaVolume]: volume, [LABEL.persistentVolume]: volume, [LABEL.cspc]: cspc },
+      labels: {
+        [LABEL.replicaPool]: cspi,
+        [LABEL.replicaVolume]: volume,
+        [LABEL.persistentVolume]: volume,
+        [LABEL.cspc]: cspc,
+      },
       annotations: { [ANNOTATION.replicaPoolHost]: host },
       finalizers: [FINALIZER.replicaProtection],
     },

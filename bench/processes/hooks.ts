@@ -14,7 +14,8 @@ const now = new Date(process.env.BENCH_NOW ?? "");
 if (Number.isNaN(now.getTime())) throw new Error("BENCH_NOW must be an ISO time: the benchmark sets it");
 
 const factsFile = process.env.BENCH_ADMISSION_FACTS;
-if (!factsFile) throw new Error("BENCH_ADMISSION_FACTS must name the cluster facts file: the benchmark writes it");
+if (!factsFile)
+  throw new Error("BENCH_ADMISSION_FACTS must name the cluster facts file: the benchmark writes it");
 const lookup = new FleetLookup(JSON.parse(readFileSync(factsFile, "utf8")));
 
 const app = makeApp({

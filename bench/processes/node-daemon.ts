@@ -68,7 +68,10 @@ class WatchedKube extends FakeKube {
     const current = this.get(name);
     if (current && test(current)) return Promise.resolve();
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`${name} did not converge within ${CONVERGE_TIMEOUT_MS} ms`)), CONVERGE_TIMEOUT_MS);
+      const timer = setTimeout(
+        () => reject(new Error(`${name} did not converge within ${CONVERGE_TIMEOUT_MS} ms`)),
+        CONVERGE_TIMEOUT_MS,
+      );
       this.waiters.push({ name, test, resolve: () => (clearTimeout(timer), resolve()) });
     });
   }
@@ -154,7 +157,9 @@ async function measure(work: () => Promise<void>): Promise<Window> {
 
 const online = (cspi: CSPI): boolean => cspi.status?.phase === "ONLINE";
 
-async function convergeCreateAndExpand(progress: (line: string) => void): Promise<{ create: Window[]; expand: Window[] }> {
+async function convergeCreateAndExpand(
+  progress: (line: string) => void,
+): Promise<{ create: Window[]; expand: Window[] }> {
   const sandbox = newSandbox();
   const kube = new WatchedKube();
   const daemon = startDaemon(kube);
@@ -172,17 +177,24 @@ async function convergeCreateAndExpand(progress: (line: string) => void): Promis
       ];
       const cspi = cspiFor(name, NODE, groups);
       await quiet();
-      create.push(await measure(async () => {
-        kube.apply(cspi);
-        await kube.until(name, online);
-      }));
+      create.push(
+        await measure(async () => {
+          kube.apply(cspi);
+          await kube.until(name, online);
+        }),
+      );
       const total = kube.get(name)?.status?.capacity?.total;
-      const expanded = cspiFor(name, NODE, [...groups, { type: "mirror", devices: [file("d5"), file("d6")] }]);
+      const expanded = cspiFor(name, NODE, [
+        ...groups,
+        { type: "mirror", devices: [file("d5"), file("d6")] },
+      ]);
       await quiet();
-      expand.push(await measure(async () => {
-        kube.apply(expanded);
-        await kube.until(name, (c) => online(c) && c.status?.capacity?.total !== total);
-      }));
+      expand.push(
+        await measure(async () => {
+          kube.apply(expanded);
+          await kube.until(name, (c) => online(c) && c.status?.capacity?.total !== total);
+        }),
+      );
     }
   } finally {
     await daemon.stop();
@@ -195,9 +207,19 @@ async function convergeCreateAndExpand(progress: (line: string) => void): Promis
 /** Windows one after another, as one: their times and counts summed, the gaps between them left out. */
 function sumWindows(windows: readonly Window[]): Window {
   const byCommand: Record<string, number> = {};
-  for (const w of windows) for (const [command, count] of Object.entries(w.byCommand)) byCommand[command] = (byCommand[command] ?? 0) + count;
-  const total = (key: "wallMs" | "ownCpuMs" | "commandCpuMs" | "commands" | "commandMs"): number => windows.reduce((sum, w) => sum + w[key], 0);
-  return { wallMs: total("wallMs"), ownCpuMs: total("ownCpuMs"), commandCpuMs: total("commandCpuMs"), commands: total("commands"), commandMs: total("commandMs"), byCommand };
+  for (const w of windows)
+    for (const [command, count] of Object.entries(w.byCommand))
+      byCommand[command] = (byCommand[command] ?? 0) + count;
+  const total = (key: "wallMs" | "ownCpuMs" | "commandCpuMs" | "commands" | "commandMs"): number =>
+    windows.reduce((sum, w) => sum + w[key], 0);
+  return {
+    wallMs: total("wallMs"),
+    ownCpuMs: total("ownCpuMs"),
+    commandCpuMs: total("commandCpuMs"),
+    commands: total("commands"),
+    commandMs: total("commandMs"),
+    byCommand,
+  };
 }
 
 /** Resync rounds before a replacement must have been seen done (a resilver of a few MB takes one or two). */
@@ -212,7 +234,8 @@ const REPLACE_ROUNDS = 30;
 async function convergeReplace(progress: (line: string) => void): Promise<Window[]> {
   const sandbox = newSandbox();
   const runs: Window[] = [];
-  const done = (cspi: CSPI): boolean => findCondition(cspi.status?.conditions, CONDITION.diskReplacement)?.status === "False";
+  const done = (cspi: CSPI): boolean =>
+    findCondition(cspi.status?.conditions, CONDITION.diskReplacement)?.status === "False";
   try {
     for (let i = 0; i < convergeReps; i++) {
       progress(`daemon: replace, ${i + 1} of ${convergeReps}`);
@@ -226,15 +249,28 @@ async function convergeReplace(progress: (line: string) => void): Promise<Window
         await kube.until(name, online);
         await quiet();
         const newDevice = blockDeviceName(d3);
-        kube.claims.set(claimName(newDevice), { blockDeviceName: newDevice, cspi: name, annotations: { [ANNOTATION.bdPredecessor]: blockDeviceName(d2) } });
+        kube.claims.set(claimName(newDevice), {
+          blockDeviceName: newDevice,
+          cspi: name,
+          annotations: { [ANNOTATION.bdPredecessor]: blockDeviceName(d2) },
+        });
         const steps = [
           await measure(async () => {
-            kube.apply({ ...kube.get(name)!, spec: cspiFor(name, NODE, [{ type: "mirror", devices: [d1, d3] }]).spec });
-            await kube.until(name, (c) => findCondition(c.status?.conditions, CONDITION.diskReplacement) !== undefined);
+            kube.apply({
+              ...kube.get(name)!,
+              spec: cspiFor(name, NODE, [{ type: "mirror", devices: [d1, d3] }]).spec,
+            });
+            await kube.until(
+              name,
+              (c) => findCondition(c.status?.conditions, CONDITION.diskReplacement) !== undefined,
+            );
           }),
         ];
         for (let round = 0; !done(kube.get(name)!); round++) {
-          if (round === REPLACE_ROUNDS) throw new Error(`${name}: the replacement was not reported done after ${REPLACE_ROUNDS} resync rounds`);
+          if (round === REPLACE_ROUNDS)
+            throw new Error(
+              `${name}: the replacement was not reported done after ${REPLACE_ROUNDS} resync rounds`,
+            );
           await new Promise((resolve) => setTimeout(resolve, 100));
           steps.push(await measure(() => daemon.resync()));
         }
@@ -262,7 +298,9 @@ export interface IdleResult {
   peakRssMiB: number;
 }
 
-async function refreshAndIdle(progress: (line: string) => void): Promise<{ refresh: RefreshResult[]; idle: IdleResult[] }> {
+async function refreshAndIdle(
+  progress: (line: string) => void,
+): Promise<{ refresh: RefreshResult[]; idle: IdleResult[] }> {
   const sandbox = newSandbox();
   const kube = new WatchedKube();
   const daemon = startDaemon(kube);

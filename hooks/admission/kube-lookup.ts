@@ -25,10 +25,30 @@ export interface Resource {
 }
 
 export const RESOURCES = {
-  blockDevices: { title: "BlockDevices", rbac: `blockdevices.${GROUP}`, plural: "blockdevices", install: "install NDM, or apply metacontroller/crds/ndm" },
-  claims: { title: "BlockDeviceClaims", rbac: `blockdeviceclaims.${GROUP}`, plural: "blockdeviceclaims", install: "install NDM, or apply metacontroller/crds/ndm" },
-  cspis: { title: "CStorPoolInstances", rbac: `cstorpoolinstances.${GROUP}`, plural: "cstorpoolinstances", install: "apply metacontroller/crds" },
-  replicas: { title: "CStorVolumeReplicas", rbac: `cstorvolumereplicas.${GROUP}`, plural: "cstorvolumereplicas", install: "apply metacontroller/crds" },
+  blockDevices: {
+    title: "BlockDevices",
+    rbac: `blockdevices.${GROUP}`,
+    plural: "blockdevices",
+    install: "install NDM, or apply metacontroller/crds/ndm",
+  },
+  claims: {
+    title: "BlockDeviceClaims",
+    rbac: `blockdeviceclaims.${GROUP}`,
+    plural: "blockdeviceclaims",
+    install: "install NDM, or apply metacontroller/crds/ndm",
+  },
+  cspis: {
+    title: "CStorPoolInstances",
+    rbac: `cstorpoolinstances.${GROUP}`,
+    plural: "cstorpoolinstances",
+    install: "apply metacontroller/crds",
+  },
+  replicas: {
+    title: "CStorVolumeReplicas",
+    rbac: `cstorvolumereplicas.${GROUP}`,
+    plural: "cstorvolumereplicas",
+    install: "apply metacontroller/crds",
+  },
   nodes: { title: "Nodes", rbac: "nodes" },
 } satisfies Record<string, Resource>;
 
@@ -78,10 +98,21 @@ export class KubeClusterLookup implements ClusterLookup {
     }
   }
 
-  private async listCustom(resource: Resource, namespace: string, labelSelector: string | undefined, signal: AbortSignal): Promise<unknown[]> {
+  private async listCustom(
+    resource: Resource,
+    namespace: string,
+    labelSelector: string | undefined,
+    signal: AbortSignal,
+  ): Promise<unknown[]> {
     try {
       const list = (await this.custom.listNamespacedCustomObject(
-        { group: GROUP, version: VERSION, namespace, plural: resource.plural!, ...(labelSelector ? { labelSelector } : {}) },
+        {
+          group: GROUP,
+          version: VERSION,
+          namespace,
+          plural: resource.plural!,
+          ...(labelSelector ? { labelSelector } : {}),
+        },
         withSignal(signal),
       )) as { items?: unknown[] };
       return list.items ?? [];
@@ -112,9 +143,17 @@ export function explain(err: unknown, resource: Resource, namespace: string | un
     const said = apiMessage(err.body);
     switch (err.code) {
       case 401:
-        return new LookupError(attempted, "the API server refused the webhook's credentials (401)", "check the webhook pod's ServiceAccount token, then retry");
+        return new LookupError(
+          attempted,
+          "the API server refused the webhook's credentials (401)",
+          "check the webhook pod's ServiceAccount token, then retry",
+        );
       case 403:
-        return new LookupError(attempted, `forbidden (403)${said ? `: ${said}` : ""}`, `grant the webhook's ServiceAccount list on ${resource.rbac} (check with: ${canI})`);
+        return new LookupError(
+          attempted,
+          `forbidden (403)${said ? `: ${said}` : ""}`,
+          `grant the webhook's ServiceAccount list on ${resource.rbac} (check with: ${canI})`,
+        );
       case 404:
         return new LookupError(
           attempted,
@@ -122,14 +161,23 @@ export function explain(err: unknown, resource: Resource, namespace: string | un
           resource.install ? `its CustomResourceDefinition is missing: ${resource.install}` : GENERIC_HINT,
         );
       default:
-        return new LookupError(attempted, `the API server answered ${err.code}${said ? `: ${said}` : ""}`, GENERIC_HINT);
+        return new LookupError(
+          attempted,
+          `the API server answered ${err.code}${said ? `: ${said}` : ""}`,
+          GENERIC_HINT,
+        );
     }
   }
   if (err instanceof Error && (err.name === "AbortError" || err.name === "TimeoutError")) {
     return new LookupError(attempted, "cancelled at the review's deadline", GENERIC_HINT);
   }
-  const cause = err instanceof Error ? ((err as { cause?: { code?: string } }).cause?.code ?? err.message) : String(err);
-  return new LookupError(attempted, `the API server could not be reached (${cause})`, "check that the webhook pod can reach the API server (network policy, proxy settings), then retry");
+  const cause =
+    err instanceof Error ? ((err as { cause?: { code?: string } }).cause?.code ?? err.message) : String(err);
+  return new LookupError(
+    attempted,
+    `the API server could not be reached (${cause})`,
+    "check that the webhook pod can reach the API server (network policy, proxy settings), then retry",
+  );
 }
 
 function apiMessage(body: unknown): string | undefined {

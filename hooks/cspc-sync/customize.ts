@@ -18,8 +18,18 @@ export function customizeCspc(body: unknown): CustomizeResponse {
       // Pools on device sets: where their PVCs are bound, and the Namespace that keeps retained PVCs (docs/decisions.md, 33).
       { apiVersion: "v1", resource: "persistentvolumes", labelSelector: {} },
       { apiVersion: "v1", resource: "namespaces", names: [namespace] },
-      { apiVersion: API_VERSION, resource: "cstorvolumereplicas", namespace, labelSelector: { matchLabels: { [LABEL.cspc]: parent.metadata.name ?? "" } } },
-      { apiVersion: API_VERSION, resource: "cstorvolumes", namespace, labelSelector: { matchLabels: { [LABEL.cspc]: parent.metadata.name ?? "" } } },
+      {
+        apiVersion: API_VERSION,
+        resource: "cstorvolumereplicas",
+        namespace,
+        labelSelector: { matchLabels: { [LABEL.cspc]: parent.metadata.name ?? "" } },
+      },
+      {
+        apiVersion: API_VERSION,
+        resource: "cstorvolumes",
+        namespace,
+        labelSelector: { matchLabels: { [LABEL.cspc]: parent.metadata.name ?? "" } },
+      },
     ],
   };
 }

@@ -10,5 +10,7 @@ import { parseDecoratorRequest } from "../../lib/request.js";
 
 export function syncCspi(body: unknown, clock: Clock, config: HookConfig): DecoratorSyncResponse {
   const request = parseDecoratorRequest(body, KIND.cspi);
-  return request.finalizing ? finalizeCspiRequest(request, clock, config) : syncCspiRequest(request, clock, config);
+  return request.finalizing
+    ? finalizeCspiRequest(request, clock, config)
+    : syncCspiRequest(request, clock, config);
 }

@@ -8,7 +8,12 @@ export function customizeCv(body: unknown): CustomizeResponse {
   const namespace = parent.metadata.namespace ?? "default";
   return {
     relatedResources: [
-      { apiVersion: API_VERSION, resource: "cstorvolumereplicas", namespace, labelSelector: { matchLabels: { [LABEL.replicaVolume]: parent.metadata.name! } } },
+      {
+        apiVersion: API_VERSION,
+        resource: "cstorvolumereplicas",
+        namespace,
+        labelSelector: { matchLabels: { [LABEL.replicaVolume]: parent.metadata.name! } },
+      },
     ],
   };
 }

@@ -19,9 +19,19 @@ export function customizeCvc(body: unknown): CustomizeResponse {
     rules.push(
       { apiVersion: API_VERSION, resource: "cstorpoolclusters", namespace, names: [cspc] },
       // Every replica on the cluster's pools, of every volume: what each pool has promised already.
-      { apiVersion: API_VERSION, resource: "cstorvolumereplicas", namespace, labelSelector: { matchLabels: { [LABEL.cspc]: cspc } } },
+      {
+        apiVersion: API_VERSION,
+        resource: "cstorvolumereplicas",
+        namespace,
+        labelSelector: { matchLabels: { [LABEL.cspc]: cspc } },
+      },
       // Other volumes' disruption budgets over the cluster's pool pods: a pod two budgets select cannot be evicted.
-      { apiVersion: "policy/v1", resource: "poddisruptionbudgets", namespace, labelSelector: { matchLabels: { [LABEL.cspc]: cspc } } },
+      {
+        apiVersion: "policy/v1",
+        resource: "poddisruptionbudgets",
+        namespace,
+        labelSelector: { matchLabels: { [LABEL.cspc]: cspc } },
+      },
     );
   }
   return { relatedResources: rules };

@@ -102,7 +102,10 @@ export function makeApp(options: AppOptions): express.Express {
     if (route) {
       const started = process.hrtime.bigint();
       res.on("finish", () => {
-        duration.observe({ hook: route.name, code: String(res.statusCode) }, Number(process.hrtime.bigint() - started) / 1e9);
+        duration.observe(
+          { hook: route.name, code: String(res.statusCode) },
+          Number(process.hrtime.bigint() - started) / 1e9,
+        );
       });
     }
     next();
@@ -128,10 +131,15 @@ export function makeApp(options: AppOptions): express.Express {
   });
 
   const busy = (): Error & { status: number; type: string } =>
-    Object.assign(new Error(`the hook server is busy with other large requests (${memoryLimit} of estimated memory in flight, MEMORY_LIMIT): retry in ${RETRY_AFTER_SECONDS} s`), {
-      status: 503,
-      type: "memory.busy",
-    });
+    Object.assign(
+      new Error(
+        `the hook server is busy with other large requests (${memoryLimit} of estimated memory in flight, MEMORY_LIMIT): retry in ${RETRY_AFTER_SECONDS} s`,
+      ),
+      {
+        status: 503,
+        type: "memory.busy",
+      },
+    );
 
   /**
    * Room for the body before it is read: its declared length (the limit when it is compressed or not declared),
@@ -139,7 +147,9 @@ export function makeApp(options: AppOptions): express.Express {
    */
   const reserve = (req: Request, res: Response, next: NextFunction): void => {
     const declared = req.get("content-encoding") ? NaN : Number(req.get("content-length"));
-    const held = RAW_COPIES * (Number.isInteger(declared) && declared >= 0 ? Math.min(declared, bodyLimitBytes) : bodyLimitBytes);
+    const held =
+      RAW_COPIES *
+      (Number.isInteger(declared) && declared >= 0 ? Math.min(declared, bodyLimitBytes) : bodyLimitBytes);
     if (!memory.take(held)) {
       next(busy());
       return;
@@ -192,21 +202,30 @@ export function makeApp(options: AppOptions): express.Express {
         const message = err instanceof Error ? err.message : String(err);
         if (code === 500) log.error("hook failed", { error: message, stack: (err as Error)?.stack });
         else log.warn("bad hook request", { error: brief(message) });
-        res.status(code).json({ error: brief(code === 400 ? message : `internal error in ${route.name}: ${message}`) });
+        res
+          .status(code)
+          .json({ error: brief(code === 400 ? message : `internal error in ${route.name}: ${message}`) });
       } finally {
         log.debug("hook answered", { code });
       }
     });
     app.all(route.path, (req, res) => {
       res.setHeader("Allow", "POST");
-      res.status(405).json({ error: `${req.method} is not allowed on ${route.path}; Metacontroller sends POST` });
+      res
+        .status(405)
+        .json({ error: `${req.method} is not allowed on ${route.path}; Metacontroller sends POST` });
     });
   }
 
   /** After the answer: each Event's outcome counted; nothing here can fail the request. */
-  async function recordEmitted(hook: string, emitted: readonly { subject: EventSubject; events: readonly CoreEvent[] }[]): Promise<void> {
+  async function recordEmitted(
+    hook: string,
+    emitted: readonly { subject: EventSubject; events: readonly CoreEvent[] }[],
+  ): Promise<void> {
     for (const { subject, events } of emitted) {
-      const outcomes = options.events ? await options.events.record(subject, events) : events.map((): EventOutcome | "dropped" => "dropped");
+      const outcomes = options.events
+        ? await options.events.record(subject, events)
+        : events.map((): EventOutcome | "dropped" => "dropped");
       for (const outcome of outcomes) eventsCounted.inc({ hook, outcome });
     }
   }
@@ -216,37 +235,48 @@ export function makeApp(options: AppOptions): express.Express {
   });
 
   // Body-parser failures carry a status and a type; nothing else reaches here because routes catch their own.
-  app.use((err: Error & { status?: number; type?: string; limit?: number }, req: Request, res: Response, _next: NextFunction) => {
-    const status = err.status && err.status >= 400 && err.status < 500 ? err.status : 500;
-    const log = options.log.child({ requestId: res.locals.requestId, path: req.path.slice(0, 200) });
-    lastIfDraining(res);
-    if (err.type === "memory.busy") {
-      log.warn("busy", { code: 503, error: err.message });
-      res.setHeader("Retry-After", String(RETRY_AFTER_SECONDS));
-      // The body may not have been read: the connection cannot carry another request.
-      res.setHeader("Connection", "close");
-      res.status(503).json({ error: err.message });
-      return;
-    }
-    if (status === 500) log.error("request failed", { error: brief(err.message), stack: err.stack });
-    else log.warn("bad request", { code: status, error: brief(err.message) });
-    if (err.type === "memory.too.large") {
-      res.status(413).json({ error: err.message });
-      return;
-    }
-    if (err.type === "entity.too.large") {
-      res.status(413).json({
-        error: `request body is larger than the ${bodyLimit} limit; raise BODY_LIMIT on the hook server`,
-      });
-      return;
-    }
-    if (err.type === "entity.parse.failed") {
-      res.status(400).json({ error: brief(`request body is not valid JSON: ${err.message}`) });
-      return;
-    }
-    // Anything else body-parser refuses: an unknown charset or Content-Encoding, a body that does not inflate.
-    res.status(status).json({ error: status === 500 ? "internal error" : brief(`request body could not be read: ${err.message}`) });
-  });
+  app.use(
+    (
+      err: Error & { status?: number; type?: string; limit?: number },
+      req: Request,
+      res: Response,
+      _next: NextFunction,
+    ) => {
+      const status = err.status && err.status >= 400 && err.status < 500 ? err.status : 500;
+      const log = options.log.child({ requestId: res.locals.requestId, path: req.path.slice(0, 200) });
+      lastIfDraining(res);
+      if (err.type === "memory.busy") {
+        log.warn("busy", { code: 503, error: err.message });
+        res.setHeader("Retry-After", String(RETRY_AFTER_SECONDS));
+        // The body may not have been read: the connection cannot carry another request.
+        res.setHeader("Connection", "close");
+        res.status(503).json({ error: err.message });
+        return;
+      }
+      if (status === 500) log.error("request failed", { error: brief(err.message), stack: err.stack });
+      else log.warn("bad request", { code: status, error: brief(err.message) });
+      if (err.type === "memory.too.large") {
+        res.status(413).json({ error: err.message });
+        return;
+      }
+      if (err.type === "entity.too.large") {
+        res.status(413).json({
+          error: `request body is larger than the ${bodyLimit} limit; raise BODY_LIMIT on the hook server`,
+        });
+        return;
+      }
+      if (err.type === "entity.parse.failed") {
+        res.status(400).json({ error: brief(`request body is not valid JSON: ${err.message}`) });
+        return;
+      }
+      // Anything else body-parser refuses: an unknown charset or Content-Encoding, a body that does not inflate.
+      res
+        .status(status)
+        .json({
+          error: status === 500 ? "internal error" : brief(`request body could not be read: ${err.message}`),
+        });
+    },
+  );
 
   return app;
 }
@@ -266,7 +296,8 @@ function mebibytes(bytes: number): string {
 export function parseByteSize(text: string): number {
   const match = /^\s*(\d+(?:\.\d+)?)\s*(b|kb|mb|gb)?\s*$/i.exec(text);
   const bytes = match ? Math.floor(Number(match[1]) * BYTE_UNITS[(match[2] ?? "b").toLowerCase()]) : NaN;
-  if (!(bytes > 0)) throw new Error(`body limit ${JSON.stringify(text)} is not a size: use e.g. 32mb (units b, kb, mb, gb)`);
+  if (!(bytes > 0))
+    throw new Error(`body limit ${JSON.stringify(text)} is not a size: use e.g. 32mb (units b, kb, mb, gb)`);
   return bytes;
 }
 
@@ -283,7 +314,10 @@ export function brief(message: string): string {
 /** namespace/name of the object a hook request is about, for log lines. */
 function parentRef(body: unknown): Record<string, string> {
   if (!body || typeof body !== "object") return {};
-  const b = body as { parent?: { metadata?: { namespace?: string; name?: string } }; object?: typeof b.parent };
+  const b = body as {
+    parent?: { metadata?: { namespace?: string; name?: string } };
+    object?: typeof b.parent;
+  };
   const meta = b.parent?.metadata ?? b.object?.metadata;
   if (!meta) return {};
   // Only what could be a Kubernetes name (253 characters at most) goes into a log line.

@@ -29,7 +29,12 @@ export interface ServerTimeouts {
   checkIntervalMs: number;
 }
 
-export const DEFAULT_TIMEOUTS: ServerTimeouts = { keepAliveMs: 95_000, headersMs: 20_000, requestMs: 30_000, checkIntervalMs: 5_000 };
+export const DEFAULT_TIMEOUTS: ServerTimeouts = {
+  keepAliveMs: 95_000,
+  headersMs: 20_000,
+  requestMs: 30_000,
+  checkIntervalMs: 5_000,
+};
 
 export interface ListenOptions {
   port: number;
@@ -59,7 +64,10 @@ function readTls(tls: TlsFiles): { cert: Buffer; key: Buffer } {
 
 export async function listen(app: RequestListener, options: ListenOptions): Promise<Listening> {
   const timeouts = options.timeouts ?? DEFAULT_TIMEOUTS;
-  if (timeouts.headersMs > timeouts.requestMs) throw new Error(`headers timeout ${timeouts.headersMs} ms is above the request timeout ${timeouts.requestMs} ms`);
+  if (timeouts.headersMs > timeouts.requestMs)
+    throw new Error(
+      `headers timeout ${timeouts.headersMs} ms is above the request timeout ${timeouts.requestMs} ms`,
+    );
   const checking = { connectionsCheckingInterval: timeouts.checkIntervalMs };
   const servers: Server[] = [tune(createHttpServer(checking, app), timeouts)];
   let https: HttpsServer | undefined;
@@ -72,7 +80,9 @@ export async function listen(app: RequestListener, options: ListenOptions): Prom
         https!.setSecureContext(readTls(tls));
         options.log.info("TLS certificate reloaded", { certFile: tls.certFile });
       } catch (err) {
-        options.log.error("TLS certificate reload failed; keeping the previous one", { error: (err as Error).message });
+        options.log.error("TLS certificate reload failed; keeping the previous one", {
+          error: (err as Error).message,
+        });
       }
     };
     watchFile(tls.certFile, { interval: options.certPollMs ?? 30_000 }, reload);
@@ -87,7 +97,10 @@ export async function listen(app: RequestListener, options: ListenOptions): Prom
         }),
     ),
   );
-  options.log.info("hook server listening", { port: options.port, ...(options.tls ? { tlsPort: options.tls.port } : {}) });
+  options.log.info("hook server listening", {
+    port: options.port,
+    ...(options.tls ? { tlsPort: options.tls.port } : {}),
+  });
   return {
     servers,
     close: async () => {
@@ -116,7 +129,9 @@ export function tlsFromEnv(env: NodeJS.ProcessEnv): TlsFiles | undefined {
   const { TLS_PORT, TLS_CERT_FILE, TLS_KEY_FILE } = env;
   if (!TLS_PORT && !TLS_CERT_FILE && !TLS_KEY_FILE) return undefined;
   if (!TLS_PORT || !TLS_CERT_FILE || !TLS_KEY_FILE) {
-    throw new Error("TLS needs TLS_PORT, TLS_CERT_FILE and TLS_KEY_FILE together (e.g. 8443, /etc/cstor-pool-hooks/tls/tls.crt, .../tls.key)");
+    throw new Error(
+      "TLS needs TLS_PORT, TLS_CERT_FILE and TLS_KEY_FILE together (e.g. 8443, /etc/cstor-pool-hooks/tls/tls.crt, .../tls.key)",
+    );
   }
   return { port: Number(TLS_PORT), certFile: TLS_CERT_FILE, keyFile: TLS_KEY_FILE };
 }

@@ -11,7 +11,15 @@ import { canonicalJson } from "../canonical.js";
 import { inventoryOfLists, isTerminating, type Inventory, type ObjectLists } from "../inventory.js";
 import { checkCspcShape } from "../rules/admission-shape.js";
 import { selectorKeyCaseWarnings } from "../rules/admission-warnings.js";
-import { describeHeld, heldPredicate, heldVolumes, heldVolumesFix, indexReplicas, type HeldVolumes, type ReplicaIndex } from "../rules/held-volumes.js";
+import {
+  describeHeld,
+  heldPredicate,
+  heldVolumes,
+  heldVolumesFix,
+  indexReplicas,
+  type HeldVolumes,
+  type ReplicaIndex,
+} from "../rules/held-volumes.js";
 import type { Violation } from "../rules/pool-spec.js";
 import { devicesOf, isMarkedForRemoval } from "../cspc/build.js";
 import { planChildren } from "../cspc/sync.js";
@@ -69,7 +77,9 @@ const unchangedSpecs = new WeakMap<AdmissionInput, boolean>();
 function specUnchanged(input: AdmissionInput): boolean {
   let unchanged = unchangedSpecs.get(input);
   if (unchanged === undefined) {
-    unchanged = input.operation === "UPDATE" && canonicalJson(specOf(input.object) ?? null) === canonicalJson(specOf(input.oldObject) ?? null);
+    unchanged =
+      input.operation === "UPDATE" &&
+      canonicalJson(specOf(input.object) ?? null) === canonicalJson(specOf(input.oldObject) ?? null);
     unchangedSpecs.set(input, unchanged);
   }
   return unchanged;
@@ -127,11 +137,14 @@ function judgeSpec(input: AdmissionInput, facts: Partial<ClusterFacts>): Judgeme
   const oldDevices = new Set(devicesOf((old?.spec?.pools ?? []).flatMap((p) => p.raidGroups ?? [])));
   const introduced: Violation[] = [];
   const standing: Violation[] = [];
-  for (const v of [...findings.blocked, ...findings.rejected]) (v.pool < 0 || changed[v.pool] ? introduced : standing).push(v);
+  for (const v of [...findings.blocked, ...findings.rejected])
+    (v.pool < 0 || changed[v.pool] ? introduced : standing).push(v);
   const warnings: string[] = [];
   for (const { cspi, held, moving } of findings.removalBlocked) {
     if (moving) {
-      warnings.push(`spec.pools no longer lists pool ${cspi.metadata.name} (node ${cspi.spec?.hostName}), which ${heldPredicate(held)}: its volumes move their replicas to other pools first, one at a time; the pool is destroyed only once it holds none`);
+      warnings.push(
+        `spec.pools no longer lists pool ${cspi.metadata.name} (node ${cspi.spec?.hostName}), which ${heldPredicate(held)}: its volumes move their replicas to other pools first, one at a time; the pool is destroyed only once it holds none`,
+      );
       continue;
     }
     const removal = removalWithVolumes(cspi, held);
@@ -140,7 +153,9 @@ function judgeSpec(input: AdmissionInput, facts: Partial<ClusterFacts>): Judgeme
   }
 
   if (paused) {
-    warnings.push(`${ANNOTATION.reconcilePaused} is "true": cspc-sync holds this change until the annotation is removed`);
+    warnings.push(
+      `${ANNOTATION.reconcilePaused} is "true": cspc-sync holds this change until the annotation is removed`,
+    );
   }
   proposed.spec.pools.forEach((pool: PoolSpec, i: number) => {
     // A selector that finds no node is refused with the same hint; the warning is for one that does.
@@ -149,8 +164,16 @@ function judgeSpec(input: AdmissionInput, facts: Partial<ClusterFacts>): Judgeme
   });
   for (const child of children) {
     const observed = inventory.cspis.get(child.metadata.name ?? "");
-    const moving = findings.removalBlocked.some((b) => b.moving && b.cspi.metadata.name === child.metadata.name);
-    if (child.kind === KIND.cspi && observed && !moving && isMarkedForRemoval(child as CSPI) && !isMarkedForRemoval(observed)) {
+    const moving = findings.removalBlocked.some(
+      (b) => b.moving && b.cspi.metadata.name === child.metadata.name,
+    );
+    if (
+      child.kind === KIND.cspi &&
+      observed &&
+      !moving &&
+      isMarkedForRemoval(child as CSPI) &&
+      !isMarkedForRemoval(observed)
+    ) {
       warnings.push(
         `pool ${observed.metadata.name} on node ${observed.spec?.hostName} is no longer in spec.pools: cspc-sync will destroy it and the data on it`,
       );
@@ -160,7 +183,8 @@ function judgeSpec(input: AdmissionInput, facts: Partial<ClusterFacts>): Judgeme
   // A problem shared by a changed and an unchanged pool (a device this edit listed twice) is this edit's doing.
   const madeByThisEdit = new Set(introduced.map((v) => v.message));
   for (const v of standing) {
-    if (!madeByThisEdit.has(v.message)) warnings.push(`unchanged by this edit and still refused by cspc-sync: ${v.message}`);
+    if (!madeByThisEdit.has(v.message))
+      warnings.push(`unchanged by this edit and still refused by cspc-sync: ${v.message}`);
   }
 
   if (introduced.length > 0) return refuse(input, REFUSAL.invalid, introduced, warnings);
@@ -224,8 +248,13 @@ function changedPools(pools: readonly PoolSpec[], oldPools: readonly PoolSpec[] 
 export function inventoryOf(cspc: CSPC, facts: Partial<ClusterFacts>): Inventory {
   const namespace = cspc.metadata.namespace!;
   const claims = inRequestOrder(facts.claims);
-  const own = claims.filter((c) => c.metadata.labels?.[LABEL.cspc] === cspc.metadata.name && (c.metadata.namespace ?? namespace) === namespace);
-  const lists = (byTypeKey: Record<string, readonly KubeObject[]>): ObjectLists => ((typeKey: string) => byTypeKey[typeKey] ?? []) as ObjectLists;
+  const own = claims.filter(
+    (c) =>
+      c.metadata.labels?.[LABEL.cspc] === cspc.metadata.name &&
+      (c.metadata.namespace ?? namespace) === namespace,
+  );
+  const lists = (byTypeKey: Record<string, readonly KubeObject[]>): ObjectLists =>
+    ((typeKey: string) => byTypeKey[typeKey] ?? []) as ObjectLists;
   return inventoryOfLists(
     cspc,
     lists({ [TYPE_KEY.cspi]: inRequestOrder(facts.cspis), [TYPE_KEY.blockDeviceClaim]: own }),
@@ -243,7 +272,10 @@ export function inventoryOf(cspc: CSPC, facts: Partial<ClusterFacts>): Inventory
  * plans exactly as the sync will. A list names each object once, so no two share a key.
  */
 function inRequestOrder(objects: readonly KubeObject[] | undefined): KubeObject[] {
-  const keyed = (objects ?? []).map((o) => ({ key: o.metadata.namespace ? `${o.metadata.namespace}/${o.metadata.name}` : (o.metadata.name ?? ""), o }));
+  const keyed = (objects ?? []).map((o) => ({
+    key: o.metadata.namespace ? `${o.metadata.namespace}/${o.metadata.name}` : (o.metadata.name ?? ""),
+    o,
+  }));
   return keyed.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0)).map((k) => k.o);
 }
 
@@ -281,12 +313,20 @@ function refuse(
       ? `${subject(input)}: ${messages[0]}`
       : `${subject(input)} has ${messages.length} problems:\n${listed.map((m) => `- ${m}`).join("\n")}` +
         (more > 0 ? `\n- and ${more} more (cstor-pool validate -f <file> lists them all)` : "");
-  return { allowed: false, status: { ...refusal, message }, warnings: [...new Set(warnings)], violations: [...violations] };
+  return {
+    allowed: false,
+    status: { ...refusal, message },
+    warnings: [...new Set(warnings)],
+    violations: [...violations],
+  };
 }
 
 /** Warnings as the API server passes them on: one line each, a bounded number (the CLI prints them all). */
 export function capWarnings(warnings: readonly string[]): string[] {
   const unique = [...new Set(warnings.map((w) => w.replace(/\s*\n\s*/g, " ")))];
   if (unique.length <= MAX_WARNINGS) return unique;
-  return [...unique.slice(0, MAX_WARNINGS - 1), `and ${unique.length - MAX_WARNINGS + 1} more warnings (cstor-pool validate -f <file> lists them all)`];
+  return [
+    ...unique.slice(0, MAX_WARNINGS - 1),
+    `and ${unique.length - MAX_WARNINGS + 1} more warnings (cstor-pool validate -f <file> lists them all)`,
+  ];
 }

@@ -67,7 +67,11 @@ export async function gatherFacts(
       return [fact, objects];
     } catch (err) {
       if (err instanceof LookupError) throw err;
-      throw new LookupError(`list ${describeFact(fact, scope)}`, err instanceof Error ? err.message : String(err), GENERIC_HINT);
+      throw new LookupError(
+        `list ${describeFact(fact, scope)}`,
+        err instanceof Error ? err.message : String(err),
+        GENERIC_HINT,
+      );
     }
   };
   try {
@@ -81,7 +85,12 @@ export async function gatherFacts(
   }
 }
 
-function fetchFact(lookup: ClusterLookup, fact: FactName, scope: { namespace: string; cspc: string }, signal: AbortSignal): Promise<unknown[]> {
+function fetchFact(
+  lookup: ClusterLookup,
+  fact: FactName,
+  scope: { namespace: string; cspc: string },
+  signal: AbortSignal,
+): Promise<unknown[]> {
   switch (fact) {
     case "blockDevices":
       return lookup.blockDevices(scope.namespace, signal);

@@ -46,10 +46,12 @@ export interface AdmissionReview {
 
 const OPERATIONS: readonly string[] = ["CREATE", "UPDATE", "DELETE", "CONNECT"] satisfies Operation[];
 
-
 /** The request of an AdmissionReview v1; anything else is a 400 naming what is wrong. */
 export function parseAdmissionReview(body: unknown): AdmissionRequest {
-  if (!isRecord(body)) throw new BadRequestError(`request body is ${jsonKind(body)}; it must be a JSON object (an AdmissionReview)`);
+  if (!isRecord(body))
+    throw new BadRequestError(
+      `request body is ${jsonKind(body)}; it must be a JSON object (an AdmissionReview)`,
+    );
   if (body.kind !== "AdmissionReview" || body.apiVersion !== ADMISSION_API_VERSION) {
     throw new BadRequestError(
       `request body is a ${JSON.stringify(body.kind ?? null)} of ${JSON.stringify(body.apiVersion ?? null)}; this webhook serves AdmissionReview ${ADMISSION_API_VERSION}: set admissionReviewVersions: ["v1"] in the ValidatingWebhookConfiguration`,
@@ -57,13 +59,17 @@ export function parseAdmissionReview(body: unknown): AdmissionRequest {
   }
   const request = body.request;
   if (!isRecord(request)) throw new BadRequestError("AdmissionReview has no request");
-  if (typeof request.uid !== "string" || request.uid === "") throw new BadRequestError("AdmissionReview request has no uid");
+  if (typeof request.uid !== "string" || request.uid === "")
+    throw new BadRequestError("AdmissionReview request has no uid");
   const operation = request.operation;
   if (!isOperation(operation)) {
-    throw new BadRequestError(`AdmissionReview request operation ${JSON.stringify(operation ?? null)} is not one of ${OPERATIONS.join(", ")}`);
+    throw new BadRequestError(
+      `AdmissionReview request operation ${JSON.stringify(operation ?? null)} is not one of ${OPERATIONS.join(", ")}`,
+    );
   }
   const kind = request.kind;
-  if (!isRecord(kind) || typeof kind.kind !== "string") throw new BadRequestError("AdmissionReview request has no kind");
+  if (!isRecord(kind) || typeof kind.kind !== "string")
+    throw new BadRequestError("AdmissionReview request has no kind");
   const parsed: AdmissionRequest = {
     uid: request.uid,
     kind: { group: stringOr(kind.group), version: stringOr(kind.version), kind: kind.kind },
@@ -89,11 +95,16 @@ function stringOr(value: unknown): string {
 function objectOf(request: Record<string, unknown>, field: "object" | "oldObject"): KubeObject | null {
   const obj = request[field];
   if (obj === undefined || obj === null) return null;
-  if (!isRecord(obj) || !isRecord(obj.metadata)) throw new BadRequestError(`AdmissionReview request.${field} is not a Kubernetes object`);
+  if (!isRecord(obj) || !isRecord(obj.metadata))
+    throw new BadRequestError(`AdmissionReview request.${field} is not a Kubernetes object`);
   for (const key of ["name", "namespace"] as const) {
-    if (obj.metadata[key] !== undefined && typeof obj.metadata[key] !== "string") throw new BadRequestError(`AdmissionReview request.${field}.metadata.${key} must be a string`);
+    if (obj.metadata[key] !== undefined && typeof obj.metadata[key] !== "string")
+      throw new BadRequestError(`AdmissionReview request.${field}.metadata.${key} must be a string`);
   }
-  if (!isKubeObject(obj)) throw new BadRequestError(`AdmissionReview request.${field} is not a Kubernetes object (apiVersion, kind and metadata)`);
+  if (!isKubeObject(obj))
+    throw new BadRequestError(
+      `AdmissionReview request.${field} is not a Kubernetes object (apiVersion, kind and metadata)`,
+    );
   return obj;
 }
 

@@ -30,12 +30,24 @@ export class Problems {
     this.list.push({ object: describe(obj), field, message });
   }
   /** Each key of `value` not in `known` is a problem: a field this converter does not know is never dropped. */
-  unknownFields(obj: KubeObject, field: string, value: unknown, known: readonly string[], renamed: Readonly<Record<string, string>> = {}): void {
+  unknownFields(
+    obj: KubeObject,
+    field: string,
+    value: unknown,
+    known: readonly string[],
+    renamed: Readonly<Record<string, string>> = {},
+  ): void {
     if (!isRecord(value)) return;
     for (const key of Object.keys(value).sort()) {
       if (known.includes(key)) continue;
-      const fix = renamed[key] ? `it is the design's old name of ${renamed[key]}: rename it` : "remove it, or convert by hand";
-      this.add(obj, `${field}.${key}`, `${field}.${key} has no openebs.io/v1alpha1 equivalent (known: ${known.join(", ")}): ${fix}`);
+      const fix = renamed[key]
+        ? `it is the design's old name of ${renamed[key]}: rename it`
+        : "remove it, or convert by hand";
+      this.add(
+        obj,
+        `${field}.${key}`,
+        `${field}.${key} has no openebs.io/v1alpha1 equivalent (known: ${known.join(", ")}): ${fix}`,
+      );
     }
   }
 }
@@ -43,7 +55,12 @@ export class Problems {
 /** Upstream names its claims and pools after object UIDs: without one there is no pool name to adopt. */
 export function uidOf(obj: KubeObject, problems: Problems, what: string): string | undefined {
   const uid = obj.metadata.uid;
-  if (!uid) problems.add(obj, "metadata.uid", `metadata.uid is missing, and ${what}: give the object as the cluster returns it (kubectl get -o yaml), not the manifest it was applied from`);
+  if (!uid)
+    problems.add(
+      obj,
+      "metadata.uid",
+      `metadata.uid is missing, and ${what}: give the object as the cluster returns it (kubectl get -o yaml), not the manifest it was applied from`,
+    );
   return uid;
 }
 
@@ -65,19 +82,31 @@ export class DeviceRegistry {
     const where = `${describe(obj)} ${field}`;
     const earlier = this.owners.get(device);
     if (earlier !== undefined) {
-      this.problems.add(obj, field, `block device ${device} is also listed by ${earlier}: one device belongs to one pool; check which pool really has it (zpool status on the nodes)`);
+      this.problems.add(
+        obj,
+        field,
+        `block device ${device} is also listed by ${earlier}: one device belongs to one pool; check which pool really has it (zpool status on the nodes)`,
+      );
       return false;
     }
     this.owners.set(device, where);
     if (!this.blockDevices) return true;
     const bd = this.blockDevices.get(device);
     if (!bd) {
-      this.problems.add(obj, field, `block device ${device} is not among the BlockDevices given: add them (kubectl get bd -n openebs -o yaml)`);
+      this.problems.add(
+        obj,
+        field,
+        `block device ${device} is not among the BlockDevices given: add them (kubectl get bd -n openebs -o yaml)`,
+      );
       return false;
     }
     const bdHost = deviceHost(bd);
     if (host !== undefined && bdHost !== undefined && bdHost !== host) {
-      this.problems.add(obj, field, `block device ${device} is attached to node ${bdHost}, not to ${host} where the pool is: the pool cannot be adopted on the wrong node; check the BlockDevice and the pool's node`);
+      this.problems.add(
+        obj,
+        field,
+        `block device ${device} is attached to node ${bdHost}, not to ${host} where the pool is: the pool cannot be adopted on the wrong node; check the BlockDevice and the pool's node`,
+      );
       return false;
     }
     return true;
@@ -92,7 +121,11 @@ export function blockDevicesByName(objects: readonly KubeObject[]): Map<string, 
 }
 
 /** A pool spec pinned to one node by its hostname label, as both upstream operators pin pools. */
-export function poolOnHost(host: string, raidGroups: PoolSpec["raidGroups"], poolConfig: PoolConfig): PoolSpec {
+export function poolOnHost(
+  host: string,
+  raidGroups: PoolSpec["raidGroups"],
+  poolConfig: PoolConfig,
+): PoolSpec {
   return { nodeSelector: { [LABEL.hostname]: host }, raidGroups, poolConfig };
 }
 

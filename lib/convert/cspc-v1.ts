@@ -20,7 +20,17 @@ const V1_COMPRESSION = ["on", "off", "lzjb", "gzip", "zle", "lz4"];
 
 const SPEC_FIELDS = ["pools", "resources", "auxResources", "tolerations", "priorityClassName"];
 const POOL_FIELDS = ["nodeSelector", "dataRaidGroups", "writeCacheRaidGroups", "poolConfig"];
-const POOL_CONFIG_FIELDS = ["dataRaidGroupType", "writeCacheGroupType", "thickProvision", "compression", "resources", "auxResources", "tolerations", "priorityClassName", "roThresholdLimit"];
+const POOL_CONFIG_FIELDS = [
+  "dataRaidGroupType",
+  "writeCacheGroupType",
+  "thickProvision",
+  "compression",
+  "resources",
+  "auxResources",
+  "tolerations",
+  "priorityClassName",
+  "roThresholdLimit",
+];
 const GROUP_FIELDS = ["blockDevices"];
 /** Names of the proposed v1 design (openebs/api design/cstor/v1) that some tutorials still show; the CRD has the others. */
 const DESIGN_NAMES: Readonly<Record<string, string>> = {
@@ -46,10 +56,15 @@ export function convertV1Cspc(
   const uid = uidOf(cspc, problems, "every pool of a v1 CStorPoolCluster is named cstor-<uid> on its node");
   const pools = Array.isArray(spec.pools) ? spec.pools : [];
   if (pools.length === 0) problems.add(cspc, "spec.pools", "spec.pools is empty: nothing to convert");
-  const mine = cspis.filter((c) => c.metadata.labels?.[LABEL.cspc] === name && (c.metadata.namespace ?? namespace) === namespace);
+  const mine = cspis.filter(
+    (c) => c.metadata.labels?.[LABEL.cspc] === name && (c.metadata.namespace ?? namespace) === namespace,
+  );
   const matched = new Set<KubeObject>();
   const notes: string[] = [];
-  if (!blockDevices) notes.push(`${cspc.kind} ${namespace}/${name}: no BlockDevices given, so the devices' nodes were not checked`);
+  if (!blockDevices)
+    notes.push(
+      `${cspc.kind} ${namespace}/${name}: no BlockDevices given, so the devices' nodes were not checked`,
+    );
   const converted = pools.map((pool: unknown, i) => {
     const field = `spec.pools[${i}]`;
     if (!isRecord(pool)) {
@@ -61,14 +76,22 @@ export function convertV1Cspc(
     if (!out) return undefined;
     const cspi = cspis.length > 0 ? matchCspi(cspc, mine, out.pool, field, problems) : undefined;
     if (cspi) matched.add(cspi);
-    const host = (cspi && isRecord(cspi.spec) && typeof cspi.spec.hostName === "string" ? cspi.spec.hostName : undefined) ?? out.pool.nodeSelector?.[LABEL.hostname];
+    const host =
+      (cspi && isRecord(cspi.spec) && typeof cspi.spec.hostName === "string"
+        ? cspi.spec.hostName
+        : undefined) ?? out.pool.nodeSelector?.[LABEL.hostname];
     out.devices.forEach(({ name: device, field: at }) => devices.take(cspc, at, device, host));
     return out.pool;
   });
   // A CSPI left over is only known to be unmatched when every pool could be read.
   const allRead = converted.every((p) => p !== undefined);
   for (const cspi of allRead ? mine : []) {
-    if (!matched.has(cspi)) problems.add(cspi, "spec", `the CStorPoolInstance's pool is in no pool of CStorPoolCluster ${namespace}/${name} (a pool being removed?): let cstor-operators finish, or add its pool back, before converting`);
+    if (!matched.has(cspi))
+      problems.add(
+        cspi,
+        "spec",
+        `the CStorPoolInstance's pool is in no pool of CStorPoolCluster ${namespace}/${name} (a pool being removed?): let cstor-operators finish, or add its pool back, before converting`,
+      );
   }
   if (!allRead || !uid) return undefined;
   return { cspc: cspcObject(name, namespace, converted), notes };
@@ -79,64 +102,140 @@ interface ConvertedPool {
   devices: { name: string; field: string }[];
 }
 
-function convertPool(cspc: KubeObject, spec: Record<string, unknown>, pool: Record<string, unknown>, field: string, uid: string | undefined, problems: Problems): ConvertedPool | undefined {
+function convertPool(
+  cspc: KubeObject,
+  spec: Record<string, unknown>,
+  pool: Record<string, unknown>,
+  field: string,
+  uid: string | undefined,
+  problems: Problems,
+): ConvertedPool | undefined {
   const nodeSelector = pool.nodeSelector;
-  if (!isRecord(nodeSelector) || Object.keys(nodeSelector).length === 0 || !Object.values(nodeSelector).every((v) => typeof v === "string")) {
-    problems.add(cspc, `${field}.nodeSelector`, `${field}.nodeSelector must be labels (strings) selecting one node: fix the CStorPoolCluster`);
+  if (
+    !isRecord(nodeSelector) ||
+    Object.keys(nodeSelector).length === 0 ||
+    !Object.values(nodeSelector).every((v) => typeof v === "string")
+  ) {
+    problems.add(
+      cspc,
+      `${field}.nodeSelector`,
+      `${field}.nodeSelector must be labels (strings) selecting one node: fix the CStorPoolCluster`,
+    );
     return undefined;
   }
   const v1Config = isRecord(pool.poolConfig) ? pool.poolConfig : {};
   problems.unknownFields(cspc, `${field}.poolConfig`, v1Config, POOL_CONFIG_FIELDS, DESIGN_NAMES);
-  const dataType = raidType(cspc, `${field}.poolConfig.dataRaidGroupType`, v1Config.dataRaidGroupType, problems);
+  const dataType = raidType(
+    cspc,
+    `${field}.poolConfig.dataRaidGroupType`,
+    v1Config.dataRaidGroupType,
+    problems,
+  );
   const writeCache = Array.isArray(pool.writeCacheRaidGroups) ? pool.writeCacheRaidGroups : [];
-  const cacheType = writeCache.length > 0 ? raidType(cspc, `${field}.poolConfig.writeCacheGroupType`, v1Config.writeCacheGroupType, problems) : undefined;
+  const cacheType =
+    writeCache.length > 0
+      ? raidType(cspc, `${field}.poolConfig.writeCacheGroupType`, v1Config.writeCacheGroupType, problems)
+      : undefined;
   if (v1Config.thickProvision === true) {
-    problems.add(cspc, `${field}.poolConfig.thickProvision`, `${field}.poolConfig.thickProvision: true has no openebs.io/v1alpha1 equivalent (cstor-operators never acted on it): remove it`);
+    problems.add(
+      cspc,
+      `${field}.poolConfig.thickProvision`,
+      `${field}.poolConfig.thickProvision: true has no openebs.io/v1alpha1 equivalent (cstor-operators never acted on it): remove it`,
+    );
   }
   const config = poolConfig(cspc, spec, v1Config, field, problems);
   const devices: ConvertedPool["devices"] = [];
-  const groups = (list: unknown, at: string, type: RaidGroups[number]["type"], writeCacheGroup: boolean): RaidGroups =>
+  const groups = (
+    list: unknown,
+    at: string,
+    type: RaidGroups[number]["type"],
+    writeCacheGroup: boolean,
+  ): RaidGroups =>
     (Array.isArray(list) ? list : []).map((group: unknown, g) => {
       const gField = `${field}.${at}[${g}]`;
       problems.unknownFields(cspc, gField, group, GROUP_FIELDS, DESIGN_NAMES);
       const list = isRecord(group) && Array.isArray(group.blockDevices) ? group.blockDevices : [];
       if (list.length === 0) {
-        problems.add(cspc, `${gField}.blockDevices`, `${gField} has no blockDevices: fix the CStorPoolCluster`);
+        problems.add(
+          cspc,
+          `${gField}.blockDevices`,
+          `${gField} has no blockDevices: fix the CStorPoolCluster`,
+        );
         devices.push({ name: "", field: `${gField}.blockDevices` });
       }
       const blockDevices = list.map((d: unknown, k) => {
         problems.unknownFields(cspc, `${gField}.blockDevices[${k}]`, d, DEVICE_FIELDS);
         const name = isRecord(d) && typeof d.blockDeviceName === "string" ? d.blockDeviceName : "";
-        if (!name) problems.add(cspc, `${gField}.blockDevices[${k}].blockDeviceName`, `${gField}.blockDevices[${k}] has no blockDeviceName: fix the CStorPoolCluster`);
+        if (!name)
+          problems.add(
+            cspc,
+            `${gField}.blockDevices[${k}].blockDeviceName`,
+            `${gField}.blockDevices[${k}] has no blockDeviceName: fix the CStorPoolCluster`,
+          );
         devices.push({ name, field: `${gField}.blockDevices[${k}]` });
         return { blockDeviceName: name };
       });
       return { ...(type ? { type } : {}), ...(writeCacheGroup ? { isWriteCache: true } : {}), blockDevices };
     });
-  const raidGroups = [...groups(pool.dataRaidGroups, "dataRaidGroups", dataType, false), ...groups(writeCache, "writeCacheRaidGroups", cacheType, true)];
+  const raidGroups = [
+    ...groups(pool.dataRaidGroups, "dataRaidGroups", dataType, false),
+    ...groups(writeCache, "writeCacheRaidGroups", cacheType, true),
+  ];
   if (!Array.isArray(pool.dataRaidGroups) || pool.dataRaidGroups.length === 0) {
-    problems.add(cspc, `${field}.dataRaidGroups`, `${field}.dataRaidGroups is empty: fix the CStorPoolCluster`);
+    problems.add(
+      cspc,
+      `${field}.dataRaidGroups`,
+      `${field}.dataRaidGroups is empty: fix the CStorPoolCluster`,
+    );
   }
   if (!dataType || (writeCache.length > 0 && !cacheType) || devices.some((d) => !d.name)) return undefined;
   return {
-    pool: { nodeSelector: nodeSelector as Record<string, string>, raidGroups, poolConfig: { ...config, ...(uid ? { existingPoolName: upstreamPoolName(uid) } : {}) } },
+    pool: {
+      nodeSelector: nodeSelector as Record<string, string>,
+      raidGroups,
+      poolConfig: { ...config, ...(uid ? { existingPoolName: upstreamPoolName(uid) } : {}) },
+    },
     devices: devices.filter((d) => d.name),
   };
 }
 
-function raidType(cspc: KubeObject, field: string, value: unknown, problems: Problems): (typeof RAID_TYPES)[number] | undefined {
+function raidType(
+  cspc: KubeObject,
+  field: string,
+  value: unknown,
+  problems: Problems,
+): (typeof RAID_TYPES)[number] | undefined {
   const found = RAID_TYPES.find((t) => t === value);
-  if (!found) problems.add(cspc, field, `${field} ${JSON.stringify(value ?? null)} is not a raid type (${RAID_TYPES.join(", ")}): fix the CStorPoolCluster`);
+  if (!found)
+    problems.add(
+      cspc,
+      field,
+      `${field} ${JSON.stringify(value ?? null)} is not a raid type (${RAID_TYPES.join(", ")}): fix the CStorPoolCluster`,
+    );
   return found;
 }
 
 /** The pool's settings, the CSPC-wide defaults filled in where the pool has none (as cstor-operators did). */
-function poolConfig(cspc: KubeObject, spec: Record<string, unknown>, v1: Record<string, unknown>, field: string, problems: Problems): PoolConfig {
+function poolConfig(
+  cspc: KubeObject,
+  spec: Record<string, unknown>,
+  v1: Record<string, unknown>,
+  field: string,
+  problems: Problems,
+): PoolConfig {
   const config: Record<string, unknown> = {};
-  const compression = v1.compression === undefined || v1.compression === "" ? V1_DEFAULT_COMPRESSION : v1.compression;
-  if (typeof compression === "string" && V1_COMPRESSION.includes(compression)) config.compression = compression;
-  else problems.add(cspc, `${field}.poolConfig.compression`, `${field}.poolConfig.compression ${JSON.stringify(compression)} is not one cstor-operators accepted (${V1_COMPRESSION.join(", ")}): fix the CStorPoolCluster`);
-  if (v1.roThresholdLimit !== undefined && v1.roThresholdLimit !== null) config.roThresholdLimit = v1.roThresholdLimit;
+  const compression =
+    v1.compression === undefined || v1.compression === "" ? V1_DEFAULT_COMPRESSION : v1.compression;
+  if (typeof compression === "string" && V1_COMPRESSION.includes(compression))
+    config.compression = compression;
+  else
+    problems.add(
+      cspc,
+      `${field}.poolConfig.compression`,
+      `${field}.poolConfig.compression ${JSON.stringify(compression)} is not one cstor-operators accepted (${V1_COMPRESSION.join(", ")}): fix the CStorPoolCluster`,
+    );
+  if (v1.roThresholdLimit !== undefined && v1.roThresholdLimit !== null)
+    config.roThresholdLimit = v1.roThresholdLimit;
   const inherited: [string, string][] = [
     ["resources", "resources"],
     ["auxResources", "auxResources"],
@@ -145,29 +244,48 @@ function poolConfig(cspc: KubeObject, spec: Record<string, unknown>, v1: Record<
   ];
   for (const [own, wide] of inherited) {
     const value = v1[own] ?? spec[wide];
-    if (value !== undefined && value !== null && !(Array.isArray(value) && value.length === 0)) config[own] = value;
+    if (value !== undefined && value !== null && !(Array.isArray(value) && value.length === 0))
+      config[own] = value;
   }
   return config;
 }
 
 /** The CSPI holding the pool's devices; a problem when none does or when its devices differ. */
-function matchCspi(cspc: KubeObject, cspis: readonly KubeObject[], pool: PoolSpec, field: string, problems: Problems): KubeObject | undefined {
+function matchCspi(
+  cspc: KubeObject,
+  cspis: readonly KubeObject[],
+  pool: PoolSpec,
+  field: string,
+  problems: Problems,
+): KubeObject | undefined {
   const wanted = (pool.raidGroups ?? []).flatMap((g) => g.blockDevices.map((d) => d.blockDeviceName));
   const devicesOf = (cspi: KubeObject): string[] => {
     const spec = isRecord(cspi.spec) ? cspi.spec : {};
     return ["dataRaidGroups", "writeCacheRaidGroups"].flatMap((key) =>
-      (Array.isArray(spec[key]) ? spec[key] : []).flatMap((g: unknown) => (isRecord(g) && Array.isArray(g.blockDevices) ? g.blockDevices : []).map((d: unknown) => (isRecord(d) ? String(d.blockDeviceName) : ""))),
+      (Array.isArray(spec[key]) ? spec[key] : []).flatMap((g: unknown) =>
+        (isRecord(g) && Array.isArray(g.blockDevices) ? g.blockDevices : []).map((d: unknown) =>
+          isRecord(d) ? String(d.blockDeviceName) : "",
+        ),
+      ),
     );
   };
   const cspi = cspis.find((c) => devicesOf(c).some((d) => wanted.includes(d)));
   if (!cspi) {
-    problems.add(cspc, field, `${field} has no CStorPoolInstance holding its devices (${wanted.join(", ")}): its pool was never built; remove it from the spec before converting, or let cstor-operators build it`);
+    problems.add(
+      cspc,
+      field,
+      `${field} has no CStorPoolInstance holding its devices (${wanted.join(", ")}): its pool was never built; remove it from the spec before converting, or let cstor-operators build it`,
+    );
     return undefined;
   }
   const have = devicesOf(cspi);
   const same = have.length === wanted.length && have.every((d) => wanted.includes(d));
   if (!same) {
-    problems.add(cspc, field, `${field} lists ${wanted.join(", ")} but its CStorPoolInstance ${cspi.metadata.name} has ${have.join(", ")}: a change is in flight; let cstor-operators finish it (or undo it) before converting`);
+    problems.add(
+      cspc,
+      field,
+      `${field} lists ${wanted.join(", ")} but its CStorPoolInstance ${cspi.metadata.name} has ${have.join(", ")}: a change is in flight; let cstor-operators finish it (or undo it) before converting`,
+    );
   }
   return cspi;
 }

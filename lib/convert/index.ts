@@ -35,16 +35,38 @@ export function convertObjects(objects: readonly KubeObject[], namespace: string
   const v1Cspcs = objects.filter((o) => o.kind === KIND.cspc && isV1(o));
   const v1Cspis = objects.filter((o) => o.kind === KIND.cspi && isV1(o));
   for (const o of objects) {
-    if (spcs.includes(o) || cstorPools.includes(o) || v1Cspcs.includes(o) || v1Cspis.includes(o) || CONTEXT_KINDS.has(o.kind)) continue;
+    if (
+      spcs.includes(o) ||
+      cstorPools.includes(o) ||
+      v1Cspcs.includes(o) ||
+      v1Cspis.includes(o) ||
+      CONTEXT_KINDS.has(o.kind)
+    )
+      continue;
     const already = o.apiVersion === API_VERSION && (o.kind === KIND.cspc || o.kind === KIND.cspi);
-    problems.add(o, "kind", already ? `already ${API_VERSION}: nothing to convert` : `${o.apiVersion}/${o.kind} is not converted: give StoragePoolClaims with their CStorPools and BlockDevices, or ${V1_GROUP}v1 CStorPoolClusters (and CStorPoolInstances)`);
+    problems.add(
+      o,
+      "kind",
+      already
+        ? `already ${API_VERSION}: nothing to convert`
+        : `${o.apiVersion}/${o.kind} is not converted: give StoragePoolClaims with their CStorPools and BlockDevices, or ${V1_GROUP}v1 CStorPoolClusters (and CStorPoolInstances)`,
+    );
   }
   for (const csp of cstorPools) {
     const owner = csp.metadata.labels?.["openebs.io/storage-pool-claim"];
-    if (!spcs.some((s) => s.metadata.name === owner)) problems.add(csp, "metadata.labels", `its StoragePoolClaim ${owner ?? "(no openebs.io/storage-pool-claim label)"} is not in the input: give both (kubectl get spc,csp,bd -o yaml)`);
+    if (!spcs.some((s) => s.metadata.name === owner))
+      problems.add(
+        csp,
+        "metadata.labels",
+        `its StoragePoolClaim ${owner ?? "(no openebs.io/storage-pool-claim label)"} is not in the input: give both (kubectl get spc,csp,bd -o yaml)`,
+      );
   }
   if (spcs.length === 0 && v1Cspcs.length === 0 && problems.list.length === 0) {
-    problems.list.push({ object: "(input)", field: "kind", message: "no StoragePoolClaim and no cstor.openebs.io/v1 CStorPoolCluster: nothing to convert" });
+    problems.list.push({
+      object: "(input)",
+      field: "kind",
+      message: "no StoragePoolClaim and no cstor.openebs.io/v1 CStorPoolCluster: nothing to convert",
+    });
   }
   const blockDevices = blockDevicesByName(objects);
   const devices = new DeviceRegistry(problems, blockDevices);
@@ -55,20 +77,36 @@ export function convertObjects(objects: readonly KubeObject[], namespace: string
   const sources = [...spcs, ...v1Cspcs];
   converted.forEach((c, i) => {
     // What the CSPC's schema would refuse must be fixed before anything is written.
-    for (const v of c ? checkCspcShape(c.cspc) : []) problems.add(sources[i], v.pool >= 0 ? `spec.pools[${v.pool}]` : "spec", `the converted CStorPoolCluster would be refused: ${v.message}`);
+    for (const v of c ? checkCspcShape(c.cspc) : [])
+      problems.add(
+        sources[i],
+        v.pool >= 0 ? `spec.pools[${v.pool}]` : "spec",
+        `the converted CStorPoolCluster would be refused: ${v.message}`,
+      );
   });
   const names = new Map<string, KubeObject>();
   converted.forEach((c, i) => {
     if (!c) return;
     const key = `${c.cspc.metadata.namespace}/${c.cspc.metadata.name}`;
     const earlier = names.get(key);
-    if (earlier) problems.add(sources[i], "metadata.name", `converts to CStorPoolCluster ${key}, as ${describe(earlier)} does: convert them separately, and rename one`);
+    if (earlier)
+      problems.add(
+        sources[i],
+        "metadata.name",
+        `converts to CStorPoolCluster ${key}, as ${describe(earlier)} does: convert them separately, and rename one`,
+      );
     names.set(key, sources[i]);
   });
   if (problems.list.length > 0) return { cspcs: [], notes: [], problems: problems.list };
   const done = converted.filter((c) => c !== undefined);
   return {
-    cspcs: done.map((c) => canonicalize(c.cspc) as unknown as CSPC).sort((a, b) => `${a.metadata.namespace}/${a.metadata.name}`.localeCompare(`${b.metadata.namespace}/${b.metadata.name}`)),
+    cspcs: done
+      .map((c) => canonicalize(c.cspc) as unknown as CSPC)
+      .sort((a, b) =>
+        `${a.metadata.namespace}/${a.metadata.name}`.localeCompare(
+          `${b.metadata.namespace}/${b.metadata.name}`,
+        ),
+      ),
     notes: done.flatMap((c) => [
       ...c.notes,
       `CStorPoolCluster ${c.cspc.metadata.namespace}/${c.cspc.metadata.name}: adopt the BlockDeviceClaims of its ${c.cspc.spec.pools.flatMap((p) => (p.raidGroups ?? []).flatMap((g) => g.blockDevices)).length} block device(s) before applying it, never release them (docs/migration.md)`,

@@ -5,14 +5,24 @@ import { parse as parseYaml } from "yaml";
 import { LABEL } from "../../api/constants.js";
 import type { BlockDevice, KubeObject, PoolConfig, PoolSpec } from "../../api/types.js";
 import { isRecord } from "../request.js";
-import { cspcObject, DeviceRegistry, poolOnHost, Problems, upstreamPoolName, uidOf, type Converted } from "./common.js";
+import {
+  cspcObject,
+  DeviceRegistry,
+  poolOnHost,
+  Problems,
+  upstreamPoolName,
+  uidOf,
+  type Converted,
+} from "./common.js";
 
 /** maya's label on a CStorPool: the SPC it belongs to. */
 export const SPC_LABEL = "openebs.io/storage-pool-claim";
 const CONFIG_ANNOTATION = "cas.openebs.io/config";
 
 /** maya's pool types → raid types, and how many devices maya put in a group of each. */
-const POOL_TYPES: Readonly<Record<string, { type: "stripe" | "mirror" | "raidz" | "raidz2"; groupSize: number }>> = {
+const POOL_TYPES: Readonly<
+  Record<string, { type: "stripe" | "mirror" | "raidz" | "raidz2"; groupSize: number }>
+> = {
   striped: { type: "stripe", groupSize: 1 },
   mirrored: { type: "mirror", groupSize: 2 },
   raidz: { type: "raidz", groupSize: 3 },
@@ -28,7 +38,13 @@ const CONFIG_RESOURCES: Readonly<Record<string, ["resources" | "auxResources", "
 };
 
 const SPC_SPEC_FIELDS = ["name", "type", "maxPools", "minPools", "blockDevices", "disks", "poolSpec"];
-const POOL_SPEC_FIELDS = ["poolType", "cacheFile", "overProvisioning", "thickProvisioning", "roThresholdLimit"];
+const POOL_SPEC_FIELDS = [
+  "poolType",
+  "cacheFile",
+  "overProvisioning",
+  "thickProvisioning",
+  "roThresholdLimit",
+];
 
 export function convertSpc(
   spc: KubeObject,
@@ -43,20 +59,35 @@ export function convertSpc(
   const notes: string[] = [];
   problems.unknownFields(spc, "spec", spec, SPC_SPEC_FIELDS);
   if (spec.type !== undefined && spec.type !== "disk" && spec.type !== "sparse") {
-    problems.add(spc, "spec.type", `spec.type ${JSON.stringify(spec.type)} is not a cStor pool (disk or sparse): only cStor SPCs are converted`);
+    problems.add(
+      spc,
+      "spec.type",
+      `spec.type ${JSON.stringify(spec.type)} is not a cStor pool (disk or sparse): only cStor SPCs are converted`,
+    );
   }
-  if (!blockDevices) problems.add(spc, "spec", "no BlockDevices given: convert needs them to check each device's node (kubectl get spc,csp,bd -o yaml)");
+  if (!blockDevices)
+    problems.add(
+      spc,
+      "spec",
+      "no BlockDevices given: convert needs them to check each device's node (kubectl get spc,csp,bd -o yaml)",
+    );
   const poolSpec = isRecord(spec.poolSpec) ? spec.poolSpec : {};
   problems.unknownFields(spc, "spec.poolSpec", poolSpec, POOL_SPEC_FIELDS);
   const config = sharedConfig(spc, poolSpec, problems, notes);
 
   const mine = cstorPools.filter((csp) => csp.metadata.labels?.[SPC_LABEL] === name);
   if (mine.length === 0) {
-    problems.add(spc, "metadata.name", `no CStorPool carries ${SPC_LABEL}=${name}: convert reads the pools that exist (kubectl get spc,csp,bd -o yaml), it never chooses disks`);
+    problems.add(
+      spc,
+      "metadata.name",
+      `no CStorPool carries ${SPC_LABEL}=${name}: convert reads the pools that exist (kubectl get spc,csp,bd -o yaml), it never chooses disks`,
+    );
     return undefined;
   }
   if (spec.maxPools !== undefined || !hasDeviceList(spec)) {
-    notes.push(`StoragePoolClaim ${name}: auto mode resolved from the ${mine.length} CStorPool(s) that exist; their disks are listed, none chosen anew`);
+    notes.push(
+      `StoragePoolClaim ${name}: auto mode resolved from the ${mine.length} CStorPool(s) that exist; their disks are listed, none chosen anew`,
+    );
   }
   const hosts = new Map<string, string>();
   const pools: { host: string; pool: PoolSpec }[] = [];
@@ -65,32 +96,56 @@ export function convertSpc(
     if (!pool) continue;
     const earlier = hosts.get(pool.host);
     if (earlier) {
-      problems.add(csp, `metadata.labels.${LABEL.hostname}`, `CStorPool ${earlier} is on node ${pool.host} too: a CStorPoolCluster has one pool per node; convert by hand into two CStorPoolClusters`);
+      problems.add(
+        csp,
+        `metadata.labels.${LABEL.hostname}`,
+        `CStorPool ${earlier} is on node ${pool.host} too: a CStorPoolCluster has one pool per node; convert by hand into two CStorPoolClusters`,
+      );
       continue;
     }
     hosts.set(pool.host, csp.metadata.name ?? "");
     pools.push(pool);
   }
   pools.sort((a, b) => a.host.localeCompare(b.host));
-  return { cspc: cspcObject(name, namespace, pools.map((p) => p.pool)), notes };
+  return {
+    cspc: cspcObject(
+      name,
+      namespace,
+      pools.map((p) => p.pool),
+    ),
+    notes,
+  };
 }
 
 function hasDeviceList(spec: Record<string, unknown>): boolean {
-  const list = (field: string, key: string) => isRecord(spec[field]) && Array.isArray(spec[field][key]) && spec[field][key].length > 0;
+  const list = (field: string, key: string) =>
+    isRecord(spec[field]) && Array.isArray(spec[field][key]) && spec[field][key].length > 0;
   return list("blockDevices", "blockDeviceList") || list("disks", "diskList");
 }
 
 /** What every pool of the SPC gets: pool settings and pod resources. */
-function sharedConfig(spc: KubeObject, poolSpec: Record<string, unknown>, problems: Problems, notes: string[]): PoolConfig {
+function sharedConfig(
+  spc: KubeObject,
+  poolSpec: Record<string, unknown>,
+  problems: Problems,
+  notes: string[],
+): PoolConfig {
   const config: PoolConfig = {};
   if (poolSpec.thickProvisioning === true) {
-    problems.add(spc, "spec.poolSpec.thickProvisioning", "thickProvisioning: true has no openebs.io/v1alpha1 equivalent (volumes are thin unless overProvisioning is false): set it false after checking no volume relies on it");
+    problems.add(
+      spc,
+      "spec.poolSpec.thickProvisioning",
+      "thickProvisioning: true has no openebs.io/v1alpha1 equivalent (volumes are thin unless overProvisioning is false): set it false after checking no volume relies on it",
+    );
   }
   if (typeof poolSpec.overProvisioning === "boolean") config.overProvisioning = poolSpec.overProvisioning;
   // maya stores 0 for "not set"; the pool then used the default, which is also ours.
-  if (typeof poolSpec.roThresholdLimit === "number" && poolSpec.roThresholdLimit > 0) config.roThresholdLimit = poolSpec.roThresholdLimit;
+  if (typeof poolSpec.roThresholdLimit === "number" && poolSpec.roThresholdLimit > 0)
+    config.roThresholdLimit = poolSpec.roThresholdLimit;
   if (typeof poolSpec.cacheFile === "string" && poolSpec.cacheFile !== "") {
-    notes.push(`StoragePoolClaim ${spc.metadata.name}: spec.poolSpec.cacheFile ${poolSpec.cacheFile} was a file inside the old pool pod; it is not carried over (the node daemon finds the pool on its devices)`);
+    notes.push(
+      `StoragePoolClaim ${spc.metadata.name}: spec.poolSpec.cacheFile ${poolSpec.cacheFile} was a file inside the old pool pod; it is not carried over (the node daemon finds the pool on its devices)`,
+    );
   }
   const text = spc.metadata.annotations?.[CONFIG_ANNOTATION];
   if (text === undefined) return config;
@@ -99,7 +154,11 @@ function sharedConfig(spc: KubeObject, poolSpec: Record<string, unknown>, proble
   try {
     entries = parseYaml(text);
   } catch (err) {
-    problems.add(spc, field, `${field} is not YAML (${(err as Error).message.split("\n")[0]}): fix the annotation`);
+    problems.add(
+      spc,
+      field,
+      `${field} is not YAML (${(err as Error).message.split("\n")[0]}): fix the annotation`,
+    );
     return config;
   }
   if (!Array.isArray(entries)) {
@@ -110,12 +169,21 @@ function sharedConfig(spc: KubeObject, poolSpec: Record<string, unknown>, proble
     const key = isRecord(entry) && typeof entry.name === "string" ? entry.name : undefined;
     const target = key !== undefined ? CONFIG_RESOURCES[key] : undefined;
     if (!target) {
-      problems.add(spc, `${field}[${i}]`, `${field}[${i}] ${key ?? "(no name)"} has no openebs.io/v1alpha1 equivalent (known: ${Object.keys(CONFIG_RESOURCES).join(", ")}): remove it, or set the pool's poolConfig by hand`);
+      problems.add(
+        spc,
+        `${field}[${i}]`,
+        `${field}[${i}] ${key ?? "(no name)"} has no openebs.io/v1alpha1 equivalent (known: ${Object.keys(CONFIG_RESOURCES).join(", ")}): remove it, or set the pool's poolConfig by hand`,
+      );
       return;
     }
-    const value: unknown = isRecord(entry) && typeof entry.value === "string" ? parseQuantities(entry.value) : undefined;
+    const value: unknown =
+      isRecord(entry) && typeof entry.value === "string" ? parseQuantities(entry.value) : undefined;
     if (!isRecord(value)) {
-      problems.add(spc, `${field}[${i}].value`, `${field}[${i}] ${key} has no map of resources as its value (e.g. "memory: 2Gi"): fix the annotation`);
+      problems.add(
+        spc,
+        `${field}[${i}].value`,
+        `${field}[${i}] ${key} has no map of resources as its value (e.g. "memory: 2Gi"): fix the annotation`,
+      );
       return;
     }
     const [group, kind] = target;
@@ -144,17 +212,36 @@ function convertCstorPool(
   const poolSpec = isRecord(spec.poolSpec) ? spec.poolSpec : {};
   const host = csp.metadata.labels?.[LABEL.hostname];
   const uid = uidOf(csp, problems, "the pool on its node is named cstor-<uid>");
-  if (!host) problems.add(csp, `metadata.labels.${LABEL.hostname}`, `the CStorPool has no ${LABEL.hostname} label, so its node is unknown: give it as the cluster returns it`);
+  if (!host)
+    problems.add(
+      csp,
+      `metadata.labels.${LABEL.hostname}`,
+      `the CStorPool has no ${LABEL.hostname} label, so its node is unknown: give it as the cluster returns it`,
+    );
   const typeName = poolSpec.poolType ?? spcPoolType;
   const poolType = typeof typeName === "string" ? POOL_TYPES[typeName] : undefined;
   if (!poolType) {
-    problems.add(csp, "spec.poolSpec.poolType", `poolType ${JSON.stringify(typeName ?? null)} is not one maya built (${Object.keys(POOL_TYPES).join(", ")}): convert by hand`);
-  } else if (spcPoolType !== undefined && poolSpec.poolType !== undefined && spcPoolType !== poolSpec.poolType) {
-    problems.add(csp, "spec.poolSpec.poolType", `poolType ${JSON.stringify(poolSpec.poolType)} differs from its StoragePoolClaim's ${JSON.stringify(spcPoolType)}: the CStorPool is what was built; check the pool (zpool status) and fix the one that is wrong`);
+    problems.add(
+      csp,
+      "spec.poolSpec.poolType",
+      `poolType ${JSON.stringify(typeName ?? null)} is not one maya built (${Object.keys(POOL_TYPES).join(", ")}): convert by hand`,
+    );
+  } else if (
+    spcPoolType !== undefined &&
+    poolSpec.poolType !== undefined &&
+    spcPoolType !== poolSpec.poolType
+  ) {
+    problems.add(
+      csp,
+      "spec.poolSpec.poolType",
+      `poolType ${JSON.stringify(poolSpec.poolType)} differs from its StoragePoolClaim's ${JSON.stringify(spcPoolType)}: the CStorPool is what was built; check the pool (zpool status) and fix the one that is wrong`,
+    );
   }
   const groups = deviceGroups(csp, spec, problems);
   if (!host || !uid || !poolType || !groups) return undefined;
-  groups.forEach((group, g) => group.forEach((device) => devices.take(csp, `spec.group[${g}]`, device, host)));
+  groups.forEach((group, g) =>
+    group.forEach((device) => devices.take(csp, `spec.group[${g}]`, device, host)),
+  );
   const raidGroups =
     poolType.type === "stripe"
       ? [{ type: poolType.type, blockDevices: groups.flat().map((blockDeviceName) => ({ blockDeviceName })) }]
@@ -164,34 +251,64 @@ function convertCstorPool(
 }
 
 /** The device names of each group: maya's spec.group[].blockDevice[].name, or the design's flat spec.disks.diskList. */
-function deviceGroups(csp: KubeObject, spec: Record<string, unknown>, problems: Problems): string[][] | undefined {
+function deviceGroups(
+  csp: KubeObject,
+  spec: Record<string, unknown>,
+  problems: Problems,
+): string[][] | undefined {
   if (Array.isArray(spec.group)) {
-    const groups = spec.group.map((group) => (isRecord(group) && Array.isArray(group.blockDevice) ? group.blockDevice : []).map((d) => (isRecord(d) && typeof d.name === "string" ? d.name : "")));
+    const groups = spec.group.map((group) =>
+      (isRecord(group) && Array.isArray(group.blockDevice) ? group.blockDevice : []).map((d) =>
+        isRecord(d) && typeof d.name === "string" ? d.name : "",
+      ),
+    );
     const bad = groups.findIndex((g) => g.length === 0 || g.includes(""));
     if (bad >= 0) {
-      problems.add(csp, `spec.group[${bad}]`, `spec.group[${bad}] has no block devices, or one without a name: give the CStorPool as the cluster returns it`);
+      problems.add(
+        csp,
+        `spec.group[${bad}]`,
+        `spec.group[${bad}] has no block devices, or one without a name: give the CStorPool as the cluster returns it`,
+      );
       return undefined;
     }
     return groups;
   }
   const list = isRecord(spec.disks) ? spec.disks.diskList : undefined;
-  if (Array.isArray(list) && list.length > 0 && list.every((d) => typeof d === "string" && d !== "")) return [list as string[]];
-  problems.add(csp, "spec.group", "the CStorPool lists no devices (neither spec.group nor spec.disks.diskList): give it as the cluster returns it");
+  if (Array.isArray(list) && list.length > 0 && list.every((d) => typeof d === "string" && d !== ""))
+    return [list as string[]];
+  problems.add(
+    csp,
+    "spec.group",
+    "the CStorPool lists no devices (neither spec.group nor spec.disks.diskList): give it as the cluster returns it",
+  );
   return undefined;
 }
 
 /** Mirror and raidz groups as maya built them: its groups, or a flat list cut into maya's group size. */
-function regroup(csp: KubeObject, groups: string[][], poolType: { type: "mirror" | "raidz" | "raidz2" | "stripe"; groupSize: number }, problems: Problems): PoolSpec["raidGroups"] | undefined {
+function regroup(
+  csp: KubeObject,
+  groups: string[][],
+  poolType: { type: "mirror" | "raidz" | "raidz2" | "stripe"; groupSize: number },
+  problems: Problems,
+): PoolSpec["raidGroups"] | undefined {
   const cut = groups.flatMap((group) => {
     if (groups.length > 1 || group.length === poolType.groupSize) return [group];
     const out: string[][] = [];
-    for (let i = 0; i < group.length; i += poolType.groupSize) out.push(group.slice(i, i + poolType.groupSize));
+    for (let i = 0; i < group.length; i += poolType.groupSize)
+      out.push(group.slice(i, i + poolType.groupSize));
     return out;
   });
   const bad = cut.findIndex((g) => g.length !== poolType.groupSize);
   if (bad >= 0) {
-    problems.add(csp, "spec.group", `a ${poolType.type} group of ${cut[bad].length} device(s) (${cut[bad].join(", ")}): maya built ${poolType.type} groups of ${poolType.groupSize}; check the pool (zpool status) and convert by hand`);
+    problems.add(
+      csp,
+      "spec.group",
+      `a ${poolType.type} group of ${cut[bad].length} device(s) (${cut[bad].join(", ")}): maya built ${poolType.type} groups of ${poolType.groupSize}; check the pool (zpool status) and convert by hand`,
+    );
     return undefined;
   }
-  return cut.map((group) => ({ type: poolType.type, blockDevices: group.map((blockDeviceName) => ({ blockDeviceName })) }));
+  return cut.map((group) => ({
+    type: poolType.type,
+    blockDevices: group.map((blockDeviceName) => ({ blockDeviceName })),
+  }));
 }

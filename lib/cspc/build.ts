@@ -1,6 +1,21 @@
 // Desired objects, built from a pool spec and the observed cluster. Pure and deterministic.
-import { ANNOTATION, API_VERSION, DEFAULTS, KIND, LABEL, POOL_REMOVAL_REQUESTED } from "../../api/constants.js";
-import type { BlockDeviceClaim, BlockPoolSpec, CSPI, CSPIRaidGroup, CSPISpec, KubeObject, PoolConfig } from "../../api/types.js";
+import {
+  ANNOTATION,
+  API_VERSION,
+  DEFAULTS,
+  KIND,
+  LABEL,
+  POOL_REMOVAL_REQUESTED,
+} from "../../api/constants.js";
+import type {
+  BlockDeviceClaim,
+  BlockPoolSpec,
+  CSPI,
+  CSPIRaidGroup,
+  CSPISpec,
+  KubeObject,
+  PoolConfig,
+} from "../../api/types.js";
 import { deviceCapacity, deviceHost, deviceLink, type Inventory } from "../inventory.js";
 import { claimName } from "../names.js";
 import { groupRole, resolvedType } from "../rules/pool-spec.js";
@@ -16,7 +31,11 @@ export function resolvePoolConfig(config: PoolConfig | undefined): PoolConfig {
 }
 
 /** A raid group as the CSPI carries it: type resolved, role flags explicit only when set, devices filled in. */
-export function resolveRaidGroup(group: BlockPoolSpec["raidGroups"][number], pool: BlockPoolSpec, inventory: Inventory): CSPIRaidGroup {
+export function resolveRaidGroup(
+  group: BlockPoolSpec["raidGroups"][number],
+  pool: BlockPoolSpec,
+  inventory: Inventory,
+): CSPIRaidGroup {
   const role = groupRole(group);
   const resolved: CSPIRaidGroup = {
     type: resolvedType(group, pool) ?? "stripe",
@@ -58,7 +77,8 @@ export function cspiObject(
     labels: { [LABEL.cspc]: inventory.cspcName, [LABEL.hostname]: spec.hostName },
   };
   // A pool on device sets: its devices are PVCs (the pool Deployment mounts them, no BlockDeviceClaim is made).
-  if (devicesOf(spec.raidGroups).some((d) => inventory.setDevices.has(d))) metadata.labels![LABEL.onDeviceSets] = "true";
+  if (devicesOf(spec.raidGroups).some((d) => inventory.setDevices.has(d)))
+    metadata.labels![LABEL.onDeviceSets] = "true";
   if (annotations && Object.keys(annotations).length > 0) metadata.annotations = annotations;
   return { apiVersion: API_VERSION, kind: KIND.cspi, metadata, spec };
 }
@@ -102,14 +122,21 @@ export function claimObject(device: string, inventory: Inventory, options: Claim
 }
 
 /** All device names of a pool spec or CSPI spec, in order. */
-export function devicesOf(groups: readonly { blockDevices?: readonly { blockDeviceName: string }[] }[] | undefined): string[] {
+export function devicesOf(
+  groups: readonly { blockDevices?: readonly { blockDeviceName: string }[] }[] | undefined,
+): string[] {
   const out: string[] = [];
-  for (const g of groups ?? []) for (const d of g.blockDevices ?? []) if (d.blockDeviceName) out.push(d.blockDeviceName);
+  for (const g of groups ?? [])
+    for (const d of g.blockDevices ?? []) if (d.blockDeviceName) out.push(d.blockDeviceName);
   return out;
 }
 
 const HOOK_LABELS: readonly string[] = [LABEL.cspc, LABEL.cspi, LABEL.hostname, LABEL.onDeviceSets];
-const HOOK_ANNOTATIONS: readonly string[] = [ANNOTATION.poolRemoval, ANNOTATION.bdPredecessor, ANNOTATION.bdRemoval];
+const HOOK_ANNOTATIONS: readonly string[] = [
+  ANNOTATION.poolRemoval,
+  ANNOTATION.bdPredecessor,
+  ANNOTATION.bdRemoval,
+];
 
 function pick(map: Record<string, string> | undefined, keys: readonly string[]): Record<string, string> {
   const out: Record<string, string> = {};
@@ -137,7 +164,13 @@ export function ownedView(obj: KubeObject): KubeObject {
  */
 export function withPause(cspi: KubeObject, paused: boolean): KubeObject {
   if (!paused) return cspi;
-  return { ...cspi, metadata: { ...cspi.metadata, annotations: { ...cspi.metadata.annotations, [ANNOTATION.reconcilePaused]: "true" } } };
+  return {
+    ...cspi,
+    metadata: {
+      ...cspi.metadata,
+      annotations: { ...cspi.metadata.annotations, [ANNOTATION.reconcilePaused]: "true" },
+    },
+  };
 }
 
 /** The node daemon may destroy a pool only once its CSPI carries this mark; removal is mark first, omit later. */
@@ -148,7 +181,10 @@ export function isMarkedForRemoval(cspi: CSPI): boolean {
 /** The observed CSPI as the hook returns it, marked for removal. */
 export function markedForRemoval(cspi: CSPI): KubeObject {
   const marked = ownedView(cspi);
-  marked.metadata.annotations = { ...marked.metadata.annotations, [ANNOTATION.poolRemoval]: POOL_REMOVAL_REQUESTED };
+  marked.metadata.annotations = {
+    ...marked.metadata.annotations,
+    [ANNOTATION.poolRemoval]: POOL_REMOVAL_REQUESTED,
+  };
   return marked;
 }
 

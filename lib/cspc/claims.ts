@@ -62,7 +62,9 @@ export function mergeClaims(parts: readonly ClaimPart[]): Map<string, ClaimWant>
 
 /** Every device an observed CSPI lists keeps its claim while the CSPI exists. */
 export function claimsListedByCspis(inventory: Inventory): ClaimWant[] {
-  return [...inventory.cspis.values()].flatMap((cspi) => devicesOf(cspi.spec?.raidGroups).map((device) => ({ device, cspi: cspi.metadata.name! })));
+  return [...inventory.cspis.values()].flatMap((cspi) =>
+    devicesOf(cspi.spec?.raidGroups).map((device) => ({ device, cspi: cspi.metadata.name! })),
+  );
 }
 
 /**
@@ -79,7 +81,10 @@ export function claimsBeingRemoved(inventory: Inventory): ClaimWant[] {
 
 /** Every observed claim as it is: nothing changes, so no claim goes away either. */
 export function claimsAsObserved(inventory: Inventory): ClaimWant[] {
-  return [...inventory.ownClaims].map(([device, own]) => ({ device, cspi: own.metadata.labels?.[LABEL.cspi] ?? "" }));
+  return [...inventory.ownClaims].map(([device, own]) => ({
+    device,
+    cspi: own.metadata.labels?.[LABEL.cspi] ?? "",
+  }));
 }
 
 /**
@@ -110,11 +115,19 @@ export function claimsOfReplacedDevices(inventory: Inventory, kept: ReadonlySet<
  * The claim objects, sorted by name. A claim keeps the predecessor mark it carries unless its want names one:
  * a replacement's mark stays until the node daemon removes it after the resilver.
  */
-export function claimObjects(wants: ReadonlyMap<string, ClaimWant>, inventory: Inventory): BlockDeviceClaim[] {
+export function claimObjects(
+  wants: ReadonlyMap<string, ClaimWant>,
+  inventory: Inventory,
+): BlockDeviceClaim[] {
   return [...wants.values()]
     .map(({ device, cspi, predecessor, removing }) => {
-      const marked = predecessor ?? inventory.ownClaims.get(device)?.metadata.annotations?.[ANNOTATION.bdPredecessor];
-      return claimObject(device, inventory, { cspi, ...(marked ? { predecessor: marked } : {}), ...(removing !== undefined ? { removing } : {}) });
+      const marked =
+        predecessor ?? inventory.ownClaims.get(device)?.metadata.annotations?.[ANNOTATION.bdPredecessor];
+      return claimObject(device, inventory, {
+        cspi,
+        ...(marked ? { predecessor: marked } : {}),
+        ...(removing !== undefined ? { removing } : {}),
+      });
     })
     .sort((a, b) => (a.metadata.name ?? "").localeCompare(b.metadata.name ?? ""));
 }

@@ -42,7 +42,14 @@ export function planExistingPool(input: PlanInput): ExistingPoolPlan {
   const spec = observed.spec;
   const calm: CSPISpec = { ...spec, poolConfig: resolvePoolConfig(pool.poolConfig) };
   if (host === spec.hostName) calm.nodeSelector = { ...pool.nodeSelector };
-  const plan: ExistingPoolPlan = { name, observed, calm, claims: new Map(), pendingClaims: [], removed: removedDevices(spec, diff) };
+  const plan: ExistingPoolPlan = {
+    name,
+    observed,
+    calm,
+    claims: new Map(),
+    pendingClaims: [],
+    removed: removedDevices(spec, diff),
+  };
 
   if (!isCreated(observed)) {
     if (diff.expansions.length + diff.replacements.length > 0 || host !== spec.hostName) {
@@ -56,7 +63,9 @@ export function planExistingPool(input: PlanInput): ExistingPoolPlan {
   return plan;
 }
 
-type StepPlan = Partial<Pick<ExistingPoolPlan, "calm" | "disruptive" | "waiting" | "claims" | "pendingClaims">>;
+type StepPlan = Partial<
+  Pick<ExistingPoolPlan, "calm" | "disruptive" | "waiting" | "claims" | "pendingClaims">
+>;
 
 /** 1. Migration: the nodeSelector now selects another node. Its devices must report that node first. */
 function planMigration(input: PlanInput, calm: CSPISpec): StepPlan {
@@ -68,7 +77,9 @@ function planMigration(input: PlanInput, calm: CSPISpec): StepPlan {
     return !bd || deviceHost(bd) !== host;
   });
   if (notMoved.length > 0) {
-    return { waiting: `pool ${name} moves from ${from} to ${host} once its block devices report that node (not yet: ${notMoved.join(", ")})` };
+    return {
+      waiting: `pool ${name} moves from ${from} to ${host} once its block devices report that node (not yet: ${notMoved.join(", ")})`,
+    };
   }
   return {
     disruptive: {
@@ -89,7 +100,9 @@ function planExpansion(input: PlanInput, calm: CSPISpec): StepPlan {
     claims,
     pendingClaims,
     ...(pendingClaims.length === 0 ? { calm: expand(calm, pool, diff, inventory) } : {}),
-    ...(diff.replacements.length > 0 ? { waiting: `pool ${name}: replacements wait until the expansion is in place` } : {}),
+    ...(diff.replacements.length > 0
+      ? { waiting: `pool ${name}: replacements wait until the expansion is in place` }
+      : {}),
   };
 }
 
@@ -129,8 +142,17 @@ function expand(spec: CSPISpec, pool: BlockPoolSpec, diff: PoolDiff, inventory: 
   return { ...spec, raidGroups };
 }
 
-function replaceDevices(group: CSPIRaidGroup, swaps: PoolDiff["replacements"], pool: BlockPoolSpec, inventory: Inventory): CSPIRaidGroup {
-  const fresh = resolveRaidGroup({ type: group.type, blockDevices: swaps.map((s) => ({ blockDeviceName: s.new })) }, pool, inventory);
+function replaceDevices(
+  group: CSPIRaidGroup,
+  swaps: PoolDiff["replacements"],
+  pool: BlockPoolSpec,
+  inventory: Inventory,
+): CSPIRaidGroup {
+  const fresh = resolveRaidGroup(
+    { type: group.type, blockDevices: swaps.map((s) => ({ blockDeviceName: s.new })) },
+    pool,
+    inventory,
+  );
   return {
     ...group,
     blockDevices: group.blockDevices.map((d) => {
@@ -153,7 +175,8 @@ export function isMidChange(cspi: CSPI, inventory: Inventory): boolean {
   if (findCondition(cspi.status?.conditions, CSPI_CONDITION.diskReplacement)?.status === "True") return true;
   for (const g of cspi.spec?.raidGroups ?? []) {
     for (const d of g.blockDevices) {
-      if (inventory.ownClaims.get(d.blockDeviceName)?.metadata.annotations?.[ANNOTATION.bdPredecessor]) return true;
+      if (inventory.ownClaims.get(d.blockDeviceName)?.metadata.annotations?.[ANNOTATION.bdPredecessor])
+        return true;
     }
   }
   return false;
@@ -173,7 +196,10 @@ export interface GateDecision {
  */
 export function gateDisruptions(plans: readonly ExistingPoolPlan[], inventory: Inventory): GateDecision {
   const all = [...inventory.cspis.values()];
-  const active = all.filter((c) => !isTerminating(c as never) && isMidChange(c, inventory)).map((c) => `pool ${c.metadata.name}`).sort();
+  const active = all
+    .filter((c) => !isTerminating(c as never) && isMidChange(c, inventory))
+    .map((c) => `pool ${c.metadata.name}`)
+    .sort();
   const wanting = plans.filter((p) => p.disruptive && p.pendingClaims.length === 0);
   const wantingNames = new Set(wanting.map((p) => p.name));
   const go = new Set<string>();
@@ -188,11 +214,18 @@ export function gateDisruptions(plans: readonly ExistingPoolPlan[], inventory: I
       go.add(p.name);
       continue;
     }
-    const why = active.length > 0 || go.size > 0 ? (after ??= `after ${[...active, ...[...go].map((n) => `pool ${n}`)].join(", ")}`) : until;
+    const why =
+      active.length > 0 || go.size > 0
+        ? (after ??= `after ${[...active, ...[...go].map((n) => `pool ${n}`)].join(", ")}`)
+        : until;
     waiting.push(`${p.disruptive!.describe} ${why}`);
   }
   for (const p of plans) if (p.waiting) waiting.push(p.waiting);
-  return { go, active: [...active, ...[...go].map((n) => plans.find((p) => p.name === n)!.disruptive!.describe)], waiting };
+  return {
+    go,
+    active: [...active, ...[...go].map((n) => plans.find((p) => p.name === n)!.disruptive!.describe)],
+    waiting,
+  };
 }
 
 function removedDevices(spec: CSPISpec, diff: PoolDiff): Map<string, string> {

@@ -32,12 +32,22 @@ export function setClaimNames(cspc: string, set: Pick<DeviceSet, "name" | "count
 }
 
 /** The pool on device sets as the planner sees it this sync. */
-export function lowerSetPool(pool: PoolSpec & { deviceSets: DeviceSet[] }, index: number, inventory: Inventory): SetPool {
+export function lowerSetPool(
+  pool: PoolSpec & { deviceSets: DeviceSet[] },
+  index: number,
+  inventory: Inventory,
+): SetPool {
   const cspc = inventory.cspcName;
   const sets = pool.deviceSets;
   const names = new Set(sets.flatMap((set) => setClaimNames(cspc, set)));
-  const ownName = cspiName(inventory.namespace, cspc, sets.map((set) => deviceSetClaimName(cspc, set.name, 0)));
-  const observed = [...names].map((n) => inventory.cspiByDevice.get(n)).find((c) => c !== undefined) ?? inventory.cspis.get(ownName);
+  const ownName = cspiName(
+    inventory.namespace,
+    cspc,
+    sets.map((set) => deviceSetClaimName(cspc, set.name, 0)),
+  );
+  const observed =
+    [...names].map((n) => inventory.cspiByDevice.get(n)).find((c) => c !== undefined) ??
+    inventory.cspis.get(ownName);
   const name = observed?.metadata.name ?? ownName;
   const pending = [...names].filter((n) => inventory.pvcs.get(n)?.status?.phase !== "Bound");
   const out: SetPool = { name, ...(observed ? { observed } : {}), violations: [], pending };
@@ -50,7 +60,12 @@ export function lowerSetPool(pool: PoolSpec & { deviceSets: DeviceSet[] }, index
   const violations: Violation[] = [];
   for (const n of names) {
     const device = boundDevice(n, inventory);
-    if (typeof device === "string") violations.push({ pool: index, reason: "UnusableVolume", message: `${poolLabel(pool, index)}: ${device}` });
+    if (typeof device === "string")
+      violations.push({
+        pool: index,
+        reason: "UnusableVolume",
+        message: `${poolLabel(pool, index)}: ${device}`,
+      });
     else if (device) devices.set(n, device);
   }
   const host = observed?.spec.hostName ?? onlyNode(pool, index, devices, violations);
@@ -64,11 +79,14 @@ export function lowerSetPool(pool: PoolSpec & { deviceSets: DeviceSet[] }, index
       });
     }
   }
-  if (violations.length > 0) return { ...out, violations, ...(observed ? { pool: asPool(pool, observed) } : {}) };
+  if (violations.length > 0)
+    return { ...out, violations, ...(observed ? { pool: asPool(pool, observed) } : {}) };
   if (!host || (!observed && pending.length > 0)) return out;
 
   // Observed groups first, as the CSPI holds them; then each set's next groups, whole and in order, once Bound.
-  const raidGroups: RaidGroup[] = observed ? observed.spec.raidGroups.map(({ type, blockDevices }) => ({ type, blockDevices })) : [];
+  const raidGroups: RaidGroup[] = observed
+    ? observed.spec.raidGroups.map(({ type, blockDevices }) => ({ type, blockDevices }))
+    : [];
   const held = new Set(raidGroups.flatMap((g) => g.blockDevices.map((d) => d.blockDeviceName)));
   for (const set of sets) {
     const all = setClaimNames(cspc, set);
@@ -79,7 +97,15 @@ export function lowerSetPool(pool: PoolSpec & { deviceSets: DeviceSet[] }, index
       raidGroups.push({ type: set.type, blockDevices: members.map((m) => devices.get(m)!.ref) });
     }
   }
-  return { ...out, pool: { ...(pool.poolConfig ? { poolConfig: pool.poolConfig } : {}), deviceSets: sets, nodeSelector: { [LABEL.hostname]: host }, raidGroups } };
+  return {
+    ...out,
+    pool: {
+      ...(pool.poolConfig ? { poolConfig: pool.poolConfig } : {}),
+      deviceSets: sets,
+      nodeSelector: { [LABEL.hostname]: host },
+      raidGroups,
+    },
+  };
 }
 
 /** The observed CSPI as a pool spec: a refused edit leaves the pool as it is. */
@@ -116,26 +142,43 @@ function boundDevice(name: string, inventory: Inventory): Device | string | unde
     return `${where}, which is not a local PV: this release builds pools on local PVs only (their spec.local.path is the device on the node); give the set a StorageClass of local PVs`;
   }
   const node = pvNode(pv);
-  if (!node) return `${where}, whose node affinity names no single ${LABEL.hostname}: a local PV must name its node`;
+  if (!node)
+    return `${where}, whose node affinity names no single ${LABEL.hostname}: a local PV must name its node`;
   const storage = pv.spec?.capacity?.storage;
   const size = storage === undefined ? undefined : parseQuantity(storage);
-  return { node, ref: { blockDeviceName: name, devLink: path, ...(size ? { capacity: Number(size.nano / 10n ** 9n) } : {}) } };
+  return {
+    node,
+    ref: {
+      blockDeviceName: name,
+      devLink: path,
+      ...(size ? { capacity: Number(size.nano / 10n ** 9n) } : {}),
+    },
+  };
 }
 
 /** The one kubernetes.io/hostname a PV's required node affinity names. */
 function pvNode(pv: PersistentVolume): string | undefined {
   const values = (pv.spec?.nodeAffinity?.required?.nodeSelectorTerms ?? []).flatMap((term) =>
-    (term.matchExpressions ?? []).filter((e) => e.key === LABEL.hostname && e.operator === "In").flatMap((e) => e.values ?? []),
+    (term.matchExpressions ?? [])
+      .filter((e) => e.key === LABEL.hostname && e.operator === "In")
+      .flatMap((e) => e.values ?? []),
   );
   return new Set(values).size === 1 ? values[0] : undefined;
 }
 
 /** A new pool's node: the one node all its Bound PVs are on. */
-function onlyNode(pool: PoolSpec, index: number, devices: ReadonlyMap<string, Device>, violations: Violation[]): string | undefined {
+function onlyNode(
+  pool: PoolSpec,
+  index: number,
+  devices: ReadonlyMap<string, Device>,
+  violations: Violation[],
+): string | undefined {
   const byNode = new Map<string, string[]>();
   for (const [n, d] of devices) byNode.set(d.node, [...(byNode.get(d.node) ?? []), n]);
   if (byNode.size <= 1) return [...byNode.keys()][0];
-  const spread = [...byNode].sort(([a], [b]) => a.localeCompare(b)).map(([node, pvcs]) => `${node} (${pvcs.join(", ")})`);
+  const spread = [...byNode]
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([node, pvcs]) => `${node} (${pvcs.join(", ")})`);
   violations.push({
     pool: index,
     reason: "VolumesOnSeveralNodes",
@@ -145,7 +188,13 @@ function onlyNode(pool: PoolSpec, index: number, devices: ReadonlyMap<string, De
 }
 
 /** Edits a live pool on device sets cannot take: its CSPI stays as it is. */
-function refusedEdits(pool: PoolSpec & { deviceSets: DeviceSet[] }, index: number, observed: CSPI, names: ReadonlySet<string>, inventory: Inventory): Violation[] {
+function refusedEdits(
+  pool: PoolSpec & { deviceSets: DeviceSet[] },
+  index: number,
+  observed: CSPI,
+  names: ReadonlySet<string>,
+  inventory: Inventory,
+): Violation[] {
   const out: Violation[] = [];
   const groups = observed.spec.raidGroups;
   const listed = groups.flatMap((g) => g.blockDevices.map((d) => d.blockDeviceName));
@@ -159,7 +208,11 @@ function refusedEdits(pool: PoolSpec & { deviceSets: DeviceSet[] }, index: numbe
   }
   pool.deviceSets.forEach((set, s) => {
     const own = new Set(setClaimNames(inventory.cspcName, set));
-    const changed = groups.find((g) => g.blockDevices.some((d) => own.has(d.blockDeviceName)) && (g.type !== set.type || g.blockDevices.length !== set.groupSize));
+    const changed = groups.find(
+      (g) =>
+        g.blockDevices.some((d) => own.has(d.blockDeviceName)) &&
+        (g.type !== set.type || g.blockDevices.length !== set.groupSize),
+    );
     if (!changed) return;
     out.push({
       pool: index,
@@ -175,7 +228,11 @@ function refusedEdits(pool: PoolSpec & { deviceSets: DeviceSet[] }, index: numbe
  * retained one only once its second owner is known; every observed PVC is returned while its set names it,
  * while it is retained, or while a CSPI lists it.
  */
-export function planSetPvcs(pools: readonly PoolSpec[], creatable: (index: number) => boolean, inventory: Inventory): KubeObject[] {
+export function planSetPvcs(
+  pools: readonly PoolSpec[],
+  creatable: (index: number) => boolean,
+  inventory: Inventory,
+): KubeObject[] {
   const out = new Map<string, KubeObject>();
   pools.forEach((pool, index) => {
     for (const set of pool.deviceSets ?? []) {
@@ -183,7 +240,8 @@ export function planSetPvcs(pools: readonly PoolSpec[], creatable: (index: numbe
         const observed = inventory.pvcs.get(name);
         if (observed) out.set(name, pvcObject(name, set, i, inventory, observed));
         else if (!creatable(index)) return;
-        else if ((set.claimRetention ?? "Retain") === "Delete" || inventory.namespaceUid) out.set(name, pvcObject(name, set, i, inventory));
+        else if ((set.claimRetention ?? "Retain") === "Delete" || inventory.namespaceUid)
+          out.set(name, pvcObject(name, set, i, inventory));
       });
     }
   });
@@ -200,27 +258,43 @@ export function goesWithPool(pvc: PersistentVolumeClaim): boolean {
 }
 
 /** Every observed PVC as the hook returns it, unchanged: a CSPC that is paused, refused as a whole or being deleted. */
-export function pvcsAsObserved(inventory: Inventory, keep: (pvc: PersistentVolumeClaim) => boolean = () => true): KubeObject[] {
+export function pvcsAsObserved(
+  inventory: Inventory,
+  keep: (pvc: PersistentVolumeClaim) => boolean = () => true,
+): KubeObject[] {
   return [...inventory.pvcs.values()].filter(keep).map((pvc) => keptPvc(pvc, inventory));
 }
 
 /** A PVC of a set the spec still names: from the template, keeping what cannot change on an existing PVC. */
-function pvcObject(name: string, set: DeviceSet, index: number, inventory: Inventory, observed?: PersistentVolumeClaim): KubeObject {
+function pvcObject(
+  name: string,
+  set: DeviceSet,
+  index: number,
+  inventory: Inventory,
+  observed?: PersistentVolumeClaim,
+): KubeObject {
   const template = set.volumeClaimTemplate;
   const retention = set.claimRetention ?? "Retain";
   const wanted = template.spec.resources.requests.storage;
   const had = observed?.spec?.resources?.requests?.storage;
   // A PVC never shrinks; a larger template size grows it (the StorageClass must allow expansion).
-  const storage = had !== undefined && (parseQuantity(had)?.nano ?? 0n) >= (parseQuantity(wanted)?.nano ?? 0n) ? had : wanted;
+  const storage =
+    had !== undefined && (parseQuantity(had)?.nano ?? 0n) >= (parseQuantity(wanted)?.nano ?? 0n)
+      ? had
+      : wanted;
   const spec = observed?.spec
     ? {
         ...(observed.spec.accessModes ? { accessModes: observed.spec.accessModes } : {}),
-        ...(observed.spec.storageClassName !== undefined ? { storageClassName: observed.spec.storageClassName } : {}),
+        ...(observed.spec.storageClassName !== undefined
+          ? { storageClassName: observed.spec.storageClassName }
+          : {}),
         volumeMode: observed.spec.volumeMode ?? "Block",
       }
     : {
         accessModes: template.spec.accessModes ?? ["ReadWriteOnce"],
-        ...(template.spec.storageClassName !== undefined ? { storageClassName: template.spec.storageClassName } : {}),
+        ...(template.spec.storageClassName !== undefined
+          ? { storageClassName: template.spec.storageClassName }
+          : {}),
         volumeMode: "Block",
       };
   return {
@@ -229,7 +303,12 @@ function pvcObject(name: string, set: DeviceSet, index: number, inventory: Inven
     metadata: {
       name,
       namespace: inventory.namespace,
-      labels: { ...template.metadata?.labels, [LABEL.cspc]: inventory.cspcName, [LABEL.deviceSet]: set.name, [LABEL.deviceSetIndex]: String(index) },
+      labels: {
+        ...template.metadata?.labels,
+        [LABEL.cspc]: inventory.cspcName,
+        [LABEL.deviceSet]: set.name,
+        [LABEL.deviceSetIndex]: String(index),
+      },
       annotations: { ...template.metadata?.annotations, [RETENTION_ANNOTATION]: retention },
       ...ownerOf(retention, inventory),
     },
@@ -240,7 +319,11 @@ function pvcObject(name: string, set: DeviceSet, index: number, inventory: Inven
 /** An observed PVC no set names any more, returned as it is so that Metacontroller neither changes nor deletes it. */
 function keptPvc(pvc: PersistentVolumeClaim, inventory: Inventory): KubeObject {
   const retention = goesWithPool(pvc) ? "Delete" : "Retain";
-  const labels = Object.fromEntries(Object.entries(pvc.metadata.labels ?? {}).filter(([k]) => k === LABEL.cspc || k === LABEL.deviceSet || k === LABEL.deviceSetIndex));
+  const labels = Object.fromEntries(
+    Object.entries(pvc.metadata.labels ?? {}).filter(
+      ([k]) => k === LABEL.cspc || k === LABEL.deviceSet || k === LABEL.deviceSetIndex,
+    ),
+  );
   const spec = pvc.spec ?? {};
   return {
     apiVersion: "v1",
@@ -256,7 +339,9 @@ function keptPvc(pvc: PersistentVolumeClaim, inventory: Inventory): KubeObject {
       ...(spec.accessModes ? { accessModes: spec.accessModes } : {}),
       ...(spec.storageClassName !== undefined ? { storageClassName: spec.storageClassName } : {}),
       ...(spec.volumeMode !== undefined ? { volumeMode: spec.volumeMode } : {}),
-      ...(spec.resources?.requests?.storage !== undefined ? { resources: { requests: { storage: spec.resources.requests.storage } } } : {}),
+      ...(spec.resources?.requests?.storage !== undefined
+        ? { resources: { requests: { storage: spec.resources.requests.storage } } }
+        : {}),
     },
   };
 }
@@ -267,5 +352,9 @@ function keptPvc(pvc: PersistentVolumeClaim, inventory: Inventory): KubeObject {
  */
 function ownerOf(retention: string, inventory: Inventory): { ownerReferences?: Record<string, unknown>[] } {
   if (retention !== "Retain" || !inventory.namespaceUid) return {};
-  return { ownerReferences: [{ apiVersion: "v1", kind: "Namespace", name: inventory.namespace, uid: inventory.namespaceUid }] };
+  return {
+    ownerReferences: [
+      { apiVersion: "v1", kind: "Namespace", name: inventory.namespace, uid: inventory.namespaceUid },
+    ],
+  };
 }

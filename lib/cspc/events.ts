@@ -24,8 +24,10 @@ export function cspcEvents(cspc: CSPC, next: CSPCStatus): CoreEvent[] {
   for (const condition of next.conditions ?? []) {
     if (condition.type === CSPC_CONDITION.ready) continue;
     const previous = before?.conditions?.find((c) => c.type === condition.type);
-    if (condition.status === "True" && ACT_NOW[condition.type]?.includes(condition.reason)) events.push(eventOf("Warning", condition, cspc));
-    else if (changed(previous, condition) && (condition.status === "True" || previous?.status === "True")) events.push(eventOf("Normal", condition, cspc));
+    if (condition.status === "True" && ACT_NOW[condition.type]?.includes(condition.reason))
+      events.push(eventOf("Warning", condition, cspc));
+    else if (changed(previous, condition) && (condition.status === "True" || previous?.status === "True"))
+      events.push(eventOf("Normal", condition, cspc));
   }
   events.push(...healthEvents(cspc, next));
   return events;
@@ -56,7 +58,12 @@ function healthEvents(cspc: CSPC, next: CSPCStatus): CoreEvent[] {
 }
 
 function changed(previous: Condition | undefined, next: Condition): boolean {
-  return !previous || previous.status !== next.status || previous.reason !== next.reason || previous.message !== next.message;
+  return (
+    !previous ||
+    previous.status !== next.status ||
+    previous.reason !== next.reason ||
+    previous.message !== next.message
+  );
 }
 
 /**
@@ -64,7 +71,12 @@ function changed(previous: Condition | undefined, next: Condition): boolean {
  * one (several refusals joined) says where the whole of it is.
  */
 function eventOf(type: CoreEvent["type"], condition: Condition, cspc: CSPC): CoreEvent {
-  if (condition.message.length <= MAX_MESSAGE) return { type, reason: condition.reason, message: condition.message };
+  if (condition.message.length <= MAX_MESSAGE)
+    return { type, reason: condition.reason, message: condition.message };
   const rest = ` … (the rest: kubectl -n ${cspc.metadata.namespace ?? "default"} get cspc ${cspc.metadata.name ?? ""} -o yaml, condition ${condition.type})`;
-  return { type, reason: condition.reason, message: `${condition.message.slice(0, MAX_MESSAGE - rest.length)}${rest}` };
+  return {
+    type,
+    reason: condition.reason,
+    message: `${condition.message.slice(0, MAX_MESSAGE - rest.length)}${rest}`,
+  };
 }

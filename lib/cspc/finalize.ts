@@ -9,13 +9,30 @@
 // A pool that holds volumes, or may (lib/rules/held-volumes.ts), stops all of it: every CSPI and claim is
 // kept, that pool loses its removal mark, and the status names the pool.
 import { KIND, TYPE_KEY } from "../../api/constants.js";
-import type { BlockDeviceClaim, Clock, CompositeSyncRequest, CompositeSyncResponse, Condition, CSPC, CSPCStatus, CSPI, KubeObject } from "../../api/types.js";
+import type {
+  BlockDeviceClaim,
+  Clock,
+  CompositeSyncRequest,
+  CompositeSyncResponse,
+  Condition,
+  CSPC,
+  CSPCStatus,
+  CSPI,
+  KubeObject,
+} from "../../api/types.js";
 import { mergeConditions, nextCondition, phaseWithTime, type ConditionInput } from "../conditions.js";
 import { buildInventory, isTerminating, type Inventory } from "../inventory.js";
 import { objectsOf } from "../request.js";
 import type { HookConfig } from "../hook-config.js";
 import { describeHeld, heldVolumes, heldVolumesFix } from "../rules/held-volumes.js";
-import { claimObject, devicesOf, isMarkedForRemoval, markedForRemoval, ownedView, withoutRemovalMark } from "./build.js";
+import {
+  claimObject,
+  devicesOf,
+  isMarkedForRemoval,
+  markedForRemoval,
+  ownedView,
+  withoutRemovalMark,
+} from "./build.js";
 import { CSPC_CONDITION, isCspiHealthy, joinMessages, type RemovalBlocked } from "./status.js";
 import { hasUnreadableChild, heldChildren, unreadableCondition } from "./unreadable.js";
 import { goesWithPool, pvcsAsObserved } from "./device-sets.js";
@@ -23,20 +40,38 @@ import { goesWithPool, pvcsAsObserved } from "./device-sets.js";
 /** Written only while the CSPC is being deleted: which teardown step it is in and what it waits for. */
 export const DELETING_CONDITION = "Deleting";
 
-export function finalizeCspcRequest(request: CompositeSyncRequest<CSPC>, clock: Clock, config: HookConfig): CompositeSyncResponse {
+export function finalizeCspcRequest(
+  request: CompositeSyncRequest<CSPC>,
+  clock: Clock,
+  config: HookConfig,
+): CompositeSyncResponse {
   const inventory = buildInventory(request.parent, request.children, request.related, request.unreadable);
   const claims = objectsOf(request.children, TYPE_KEY.blockDeviceClaim);
   const teardown = planTeardown(inventory, claims);
   const unreadable = request.unreadable ?? [];
   // A child the hook cannot read still exists: it is kept, and the CSPC waits for it to be fixed.
   const leaving = [...inventory.pvcs.values()].filter(goesWithPool);
-  const finalized = inventory.cspis.size === 0 && claims.length === 0 && leaving.length === 0 && !hasUnreadableChild(unreadable);
-  const status = teardownStatus(request.parent, inventory, teardown, [...claims, ...leaving], clock(), unreadableCondition(unreadable, joinMessages));
+  const finalized =
+    inventory.cspis.size === 0 &&
+    claims.length === 0 &&
+    leaving.length === 0 &&
+    !hasUnreadableChild(unreadable);
+  const status = teardownStatus(
+    request.parent,
+    inventory,
+    teardown,
+    [...claims, ...leaving],
+    clock(),
+    unreadableCondition(unreadable, joinMessages),
+  );
   const response: CompositeSyncResponse = {
     status: status,
     children: hasUnreadableChild(unreadable)
       ? heldChildren(request.children, unreadable, (device, cspi) => claimObject(device, inventory, { cspi }))
-      : [...teardown.children, ...pvcsAsObserved(inventory, (pvc) => !goesWithPool(pvc) || inventory.cspis.size > 0)],
+      : [
+          ...teardown.children,
+          ...pvcsAsObserved(inventory, (pvc) => !goesWithPool(pvc) || inventory.cspis.size > 0),
+        ],
     finalized,
   };
   if (!finalized) response.resyncAfterSeconds = config.resyncSeconds;
@@ -96,7 +131,9 @@ function planTeardown(inventory: Inventory, claims: readonly BlockDeviceClaim[])
         kept.push(claimObject(device, inventory, { cspi: cspi.metadata.name! }));
       }
     }
-    teardown.children.push(...kept.sort((a, b) => (a.metadata.name ?? "").localeCompare(b.metadata.name ?? "")));
+    teardown.children.push(
+      ...kept.sort((a, b) => (a.metadata.name ?? "").localeCompare(b.metadata.name ?? "")),
+    );
   }
   return teardown;
 }
@@ -112,12 +149,23 @@ function teardownStatus(
   const cspis = [...inventory.cspis.values()];
   const where = `CStorPoolCluster ${inventory.namespace}/${inventory.cspcName}`;
   const blocked = teardown.holdingVolumes.map(
-    ({ cspi, held }) => `${describeHeld(cspi, held)}: ${heldVolumesFix(cspi, held)}; deletion continues by itself once no pool holds volumes`,
+    ({ cspi, held }) =>
+      `${describeHeld(cspi, held)}: ${heldVolumesFix(cspi, held)}; deletion continues by itself once no pool holds volumes`,
   );
   const removal: ConditionInput =
     blocked.length > 0
-      ? { type: CSPC_CONDITION.removalBlocked, status: "True", reason: "PoolHoldsVolumes", message: `${where} is being deleted, but ${joinMessages(blocked)}` }
-      : { type: CSPC_CONDITION.removalBlocked, status: "False", reason: "NoneBlocked", message: "no pool holds volumes" };
+      ? {
+          type: CSPC_CONDITION.removalBlocked,
+          status: "True",
+          reason: "PoolHoldsVolumes",
+          message: `${where} is being deleted, but ${joinMessages(blocked)}`,
+        }
+      : {
+          type: CSPC_CONDITION.removalBlocked,
+          status: "False",
+          reason: "NoneBlocked",
+          message: "no pool holds volumes",
+        };
 
   const deleting = deletingCondition(teardown, claims, blocked.length > 0);
   const ready: ConditionInput = {
@@ -128,7 +176,9 @@ function teardownStatus(
   };
   const generation = cspc.metadata.generation;
   const previous = cspc.status?.conditions;
-  const updates: Condition[] = [removal, deleting, ready, unreadable].map((input) => nextCondition(previous, input, now, generation));
+  const updates: Condition[] = [removal, deleting, ready, unreadable].map((input) =>
+    nextCondition(previous, input, now, generation),
+  );
   const status: CSPCStatus = {
     desiredInstances: cspc.spec?.pools?.length ?? 0,
     provisionedInstances: cspis.length,
@@ -141,10 +191,19 @@ function teardownStatus(
 }
 
 /** `claims`: the BlockDeviceClaims, and the PVCs of device sets that go with their pools. */
-function deletingCondition(teardown: Teardown, claims: readonly KubeObject[], blocked: boolean): ConditionInput {
+function deletingCondition(
+  teardown: Teardown,
+  claims: readonly KubeObject[],
+  blocked: boolean,
+): ConditionInput {
   const type = DELETING_CONDITION;
   if (blocked) {
-    return { type, status: "True", reason: "BlockedByVolumes", message: "no pool or claim is removed while a pool holds volumes (see PoolRemovalBlocked)" };
+    return {
+      type,
+      status: "True",
+      reason: "BlockedByVolumes",
+      message: "no pool or claim is removed while a pool holds volumes (see PoolRemovalBlocked)",
+    };
   }
   const waiting = teardown.terminating.map((c) => {
     const finalizers = (c.metadata.finalizers ?? []).slice().sort();
@@ -152,15 +211,24 @@ function deletingCondition(teardown: Teardown, claims: readonly KubeObject[], bl
     return finalizers.length > 0 ? `${on} (finalizers ${finalizers.join(", ")})` : on;
   });
   const steps = [
-    teardown.markedNow.length ? `marking pools for removal (openebs.io/pool-removal=requested): ${nameList(teardown.markedNow)}` : "",
+    teardown.markedNow.length
+      ? `marking pools for removal (openebs.io/pool-removal=requested): ${nameList(teardown.markedNow)}`
+      : "",
     teardown.removedNow.length ? `deleting pools: ${nameList(teardown.removedNow)}` : "",
     waiting.length ? `waiting for deleted pools to be destroyed on their nodes: ${nameList(waiting)}` : "",
   ].filter(Boolean);
   if (steps.length > 0) return { type, status: "True", reason: "RemovingPools", message: steps.join("; ") };
   const names = claims.map((c) => c.metadata.name ?? "").sort();
   if (names.length > 0) {
-    const what = claims.some((c) => c.kind !== KIND.blockDeviceClaim) ? "BlockDeviceClaims and the PVCs of device sets with claimRetention: Delete" : "BlockDeviceClaims";
-    return { type, status: "True", reason: "ReleasingClaims", message: `releasing ${what} (no pool is left): ${nameList(names)}` };
+    const what = claims.some((c) => c.kind !== KIND.blockDeviceClaim)
+      ? "BlockDeviceClaims and the PVCs of device sets with claimRetention: Delete"
+      : "BlockDeviceClaims";
+    return {
+      type,
+      status: "True",
+      reason: "ReleasingClaims",
+      message: `releasing ${what} (no pool is left): ${nameList(names)}`,
+    };
   }
   return { type, status: "True", reason: "Finalized", message: "every pool and BlockDeviceClaim is gone" };
 }

@@ -21,7 +21,11 @@ export interface MatchResult {
   orphans: CSPI[];
 }
 
-export function matchPools(pools: readonly PoolSpec[], hosts: readonly (string | undefined)[], inventory: Inventory): MatchResult {
+export function matchPools(
+  pools: readonly PoolSpec[],
+  hosts: readonly (string | undefined)[],
+  inventory: Inventory,
+): MatchResult {
   const taken = new Set<string>();
   const matches = new Array<PoolMatch | undefined>(pools.length).fill(undefined);
 
@@ -32,7 +36,9 @@ export function matchPools(pools: readonly PoolSpec[], hosts: readonly (string |
       const holder = inventory.cspiByDevice.get(device)?.metadata.name;
       if (holder) counts.set(holder, (counts.get(holder) ?? 0) + 1);
     }
-    const ranked = [...counts.entries()].filter(([name]) => !taken.has(name)).sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]));
+    const ranked = [...counts.entries()]
+      .filter(([name]) => !taken.has(name))
+      .sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]));
     const best = ranked[0]?.[0];
     if (!best) return;
     taken.add(best);

@@ -30,8 +30,14 @@ export function planRollouts(inventory: Inventory, holds: RolloutHolds): Rollout
   const pending = cspis.filter((c) => pendingHash(c) !== undefined);
   // A permit in flight: the CSPI still reports the very rollout its permit names. A pool rolling without one
   // (its pod was down) is in flight too. At most one permit is kept, the first by name.
-  const permitted = pending.find((c) => c.metadata.annotations?.[ANNOTATION.rolloutPermit] === pendingHash(c));
-  const rolling = pending.filter((c) => c === permitted || findCondition(c.status?.conditions, CSPI_CONDITION.rolloutPending)?.reason === "Permitted");
+  const permitted = pending.find(
+    (c) => c.metadata.annotations?.[ANNOTATION.rolloutPermit] === pendingHash(c),
+  );
+  const rolling = pending.filter(
+    (c) =>
+      c === permitted ||
+      findCondition(c.status?.conditions, CSPI_CONDITION.rolloutPending)?.reason === "Permitted",
+  );
   const plan: RolloutPlan = {
     ...(permitted ? { permit: { cspi: nameOf(permitted), hash: pendingHash(permitted)! } } : {}),
     active: rolling.map((c) => `pool ${nameOf(c)}: pool pod rollout to template ${pendingHash(c)}`),
@@ -40,7 +46,10 @@ export function planRollouts(inventory: Inventory, holds: RolloutHolds): Rollout
   // Pools rolling now, or granted the permit below: every other pending pool waits for them.
   const ahead = rolling.map(nameOf);
   for (const cspi of pending.filter((c) => !rolling.includes(c))) {
-    const why = ahead.length > 0 ? `after ${ahead.map((name) => `pool ${name}`).join(", ")}` : holdOf(cspi, cspis, inventory, holds);
+    const why =
+      ahead.length > 0
+        ? `after ${ahead.map((name) => `pool ${name}`).join(", ")}`
+        : holdOf(cspi, cspis, inventory, holds);
     if (why !== undefined) {
       plan.waiting.push(`pool pod rollout of pool ${nameOf(cspi)} waits ${why}`);
       continue;
@@ -61,8 +70,14 @@ export function withRolloutPermit(cspi: KubeObject, plan: RolloutPlan): KubeObje
 }
 
 /** Why this pool may not roll now; undefined when it may. */
-function holdOf(cspi: CSPI, all: readonly CSPI[], inventory: Inventory, holds: RolloutHolds): string | undefined {
-  if (holds.frozen) return `while the CStorPoolCluster's changes are held (${ANNOTATION.reconcilePaused}, or its spec is refused)`;
+function holdOf(
+  cspi: CSPI,
+  all: readonly CSPI[],
+  inventory: Inventory,
+  holds: RolloutHolds,
+): string | undefined {
+  if (holds.frozen)
+    return `while the CStorPoolCluster's changes are held (${ANNOTATION.reconcilePaused}, or its spec is refused)`;
   if (holds.dayTwoActive) return "until the disruptive day-2 change under way is done";
   const others = all.filter((c) => c !== cspi && !isCspiHealthy(c));
   if (others.length > 0) {
@@ -97,7 +112,11 @@ function volumesHeld(cspi: CSPI, inventory: Inventory): string[] {
   const healthyElsewhere = new Map<string, number>();
   for (const replica of readableReplicas.values()) {
     const volume = replica.metadata.labels?.[LABEL.replicaVolume];
-    if (volume && replica.metadata.labels?.[LABEL.replicaPool] !== pool && replica.status?.phase === "Healthy") {
+    if (
+      volume &&
+      replica.metadata.labels?.[LABEL.replicaPool] !== pool &&
+      replica.status?.phase === "Healthy"
+    ) {
       healthyElsewhere.set(volume, (healthyElsewhere.get(volume) ?? 0) + 1);
     }
   }
@@ -106,18 +125,23 @@ function volumesHeld(cspi: CSPI, inventory: Inventory): string[] {
     const replica = readableReplicas.get(name);
     const volume = replica?.metadata.labels?.[LABEL.replicaVolume];
     if (!replica || !volume) {
-      out.push(`CStorVolumeReplica ${name} ${replica ? `has no label ${LABEL.replicaVolume}` : "could not be read"}, so its volume cannot be judged`);
+      out.push(
+        `CStorVolumeReplica ${name} ${replica ? `has no label ${LABEL.replicaVolume}` : "could not be read"}, so its volume cannot be judged`,
+      );
       continue;
     }
     if (judged.has(volume)) continue;
     judged.add(volume);
     const factor = volumes.get(volume)?.spec?.consistencyFactor;
     if (typeof factor !== "number") {
-      out.push(`volume ${volume}: its CStorVolume is not visible to cspc-sync (or has no consistencyFactor), so its health cannot be judged`);
+      out.push(
+        `volume ${volume}: its CStorVolume is not visible to cspc-sync (or has no consistencyFactor), so its health cannot be judged`,
+      );
       continue;
     }
     const healthy = healthyElsewhere.get(volume) ?? 0;
-    if (healthy < factor) out.push(`volume ${volume} has ${healthy} Healthy replica(s) on other pools and needs ${factor}`);
+    if (healthy < factor)
+      out.push(`volume ${volume} has ${healthy} Healthy replica(s) on other pools and needs ${factor}`);
   }
   return out;
 }

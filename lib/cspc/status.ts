@@ -71,10 +71,18 @@ export function joinMessages(messages: readonly string[]): string {
 }
 
 export function isCspiHealthy(cspi: CSPI): boolean {
-  return cspi.status?.phase === "ONLINE" && findCondition(cspi.status?.conditions, CSPI_CONDITION.podAvailable)?.status === "True";
+  return (
+    cspi.status?.phase === "ONLINE" &&
+    findCondition(cspi.status?.conditions, CSPI_CONDITION.podAvailable)?.status === "True"
+  );
 }
 
-export function computeStatus(cspc: CSPC, observed: readonly CSPI[], findings: SyncFindings, now: Date): CSPCStatus {
+export function computeStatus(
+  cspc: CSPC,
+  observed: readonly CSPI[],
+  findings: SyncFindings,
+  now: Date,
+): CSPCStatus {
   const previous = cspc.status?.conditions;
   const generation = cspc.metadata.generation;
   const desired = cspc.spec?.pools?.length ?? 0;
@@ -82,8 +90,19 @@ export function computeStatus(cspc: CSPC, observed: readonly CSPI[], findings: S
   const healthy = observed.filter(isCspiHealthy).length;
 
   const inputs: ConditionInput[] = [];
-  const flag = (type: string, on: boolean, reasonOn: string, messageOn: string, reasonOff: string, messageOff: string): void => {
-    inputs.push(on ? { type, status: "True", reason: reasonOn, message: messageOn } : { type, status: "False", reason: reasonOff, message: messageOff });
+  const flag = (
+    type: string,
+    on: boolean,
+    reasonOn: string,
+    messageOn: string,
+    reasonOff: string,
+    messageOff: string,
+  ): void => {
+    inputs.push(
+      on
+        ? { type, status: "True", reason: reasonOn, message: messageOn }
+        : { type, status: "False", reason: reasonOff, message: messageOff },
+    );
   };
 
   flag(
@@ -95,7 +114,9 @@ export function computeStatus(cspc: CSPC, observed: readonly CSPI[], findings: S
     "every pool spec is valid and its block devices are usable",
   );
   const pending = [...findings.pendingClaims.entries()].sort(([a], [b]) => a.localeCompare(b));
-  const pendingVolumes = [...(findings.pendingVolumeClaims ?? new Map<string, string[]>()).entries()].sort(([a], [b]) => a.localeCompare(b));
+  const pendingVolumes = [...(findings.pendingVolumeClaims ?? new Map<string, string[]>()).entries()].sort(
+    ([a], [b]) => a.localeCompare(b),
+  );
   flag(
     CSPC_CONDITION.claimsPending,
     pending.length + pendingVolumes.length > 0,
@@ -128,7 +149,9 @@ export function computeStatus(cspc: CSPC, observed: readonly CSPI[], findings: S
     "PoolUpdateInProgress",
     [
       active.length ? `updating: ${active.join(", ")}` : "",
-      waiting.length ? `waiting (one disruptive change at a time, while all other pools are ONLINE): ${waiting.join(", ")}` : "",
+      waiting.length
+        ? `waiting (one disruptive change at a time, while all other pools are ONLINE): ${waiting.join(", ")}`
+        : "",
     ]
       .filter(Boolean)
       .join("; "),
@@ -156,7 +179,12 @@ export function computeStatus(cspc: CSPC, observed: readonly CSPI[], findings: S
   const problems = inputs.filter((c) => c.status === "True" && c.type !== CSPC_CONDITION.progressing);
   const allHealthy = desired === provisioned && provisioned === healthy;
   if (problems.length === 0 && allHealthy) {
-    inputs.push({ type: CSPC_CONDITION.ready, status: "True", reason: "AllPoolsHealthy", message: `${healthy} of ${desired} pools are ONLINE with their pool pod available` });
+    inputs.push({
+      type: CSPC_CONDITION.ready,
+      status: "True",
+      reason: "AllPoolsHealthy",
+      message: `${healthy} of ${desired} pools are ONLINE with their pool pod available`,
+    });
   } else {
     const first = problems[0];
     inputs.push({
@@ -174,7 +202,10 @@ export function computeStatus(cspc: CSPC, observed: readonly CSPI[], findings: S
     desired,
     provisioned,
     healthy,
-    changing: active.length + waiting.length > 0 || findings.pendingClaims.size > 0 || (findings.pendingVolumeClaims?.size ?? 0) > 0,
+    changing:
+      active.length + waiting.length > 0 ||
+      findings.pendingClaims.size > 0 ||
+      (findings.pendingVolumeClaims?.size ?? 0) > 0,
     blocked: problems.some((c) => c.type !== CSPC_CONDITION.claimsPending),
   });
   const status: CSPCStatus = {

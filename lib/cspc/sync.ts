@@ -1,15 +1,42 @@
 // POST /hooks/cspc-sync: a CSPC and what Metacontroller observed → desired CSPIs and BlockDeviceClaims, and
 // the CSPC status. A pure function of the request and the clock.
 import { ANNOTATION } from "../../api/constants.js";
-import type { BlockPoolSpec, Clock, CompositeSyncRequest, CompositeSyncResponse, CSPC, CSPI, KubeObject } from "../../api/types.js";
+import type {
+  BlockPoolSpec,
+  Clock,
+  CompositeSyncRequest,
+  CompositeSyncResponse,
+  CSPC,
+  CSPI,
+  KubeObject,
+} from "../../api/types.js";
 import { BadRequestError } from "../errors.js";
 import { buildInventory, isDeviceBound, isTerminating, type Inventory } from "../inventory.js";
 import { checkDevices, checkOneNodePerPool, resolveNode, type Placement } from "../rules/placement.js";
 import { diffPool, type PoolDiff } from "../rules/day2.js";
 import { checkCspcSpec, type Violation } from "../rules/pool-spec.js";
 import { heldVolumes, type HeldVolumes } from "../rules/held-volumes.js";
-import { buildCspiSpec, claimObject, cspiObject, devicesOf, isMarkedForRemoval, markedForRemoval, ownedView, withoutRemovalMark, withPause } from "./build.js";
-import { claimObjects, claimsAsObserved, claimsBeingRemoved, claimsListedByCspis, claimsOfReplacedDevices, mergeClaims, type ClaimPart, type ClaimWant } from "./claims.js";
+import {
+  buildCspiSpec,
+  claimObject,
+  cspiObject,
+  devicesOf,
+  isMarkedForRemoval,
+  markedForRemoval,
+  ownedView,
+  withoutRemovalMark,
+  withPause,
+} from "./build.js";
+import {
+  claimObjects,
+  claimsAsObserved,
+  claimsBeingRemoved,
+  claimsListedByCspis,
+  claimsOfReplacedDevices,
+  mergeClaims,
+  type ClaimPart,
+  type ClaimWant,
+} from "./claims.js";
 import { gateDisruptions, planExistingPool, withoutDevices, type ExistingPoolPlan } from "./day2.js";
 import { matchPools, type PoolMatch } from "./match.js";
 import { planRollouts, withRolloutPermit } from "./rollout.js";
@@ -25,17 +52,24 @@ export function syncCspcRequest(request: CompositeSyncRequest<CSPC>, clock: Cloc
 }
 
 /** The answer, and the Events the hook server writes on the CSPC once it has sent it (lib/cspc/events.ts). */
-export function answerCspcSync(request: CompositeSyncRequest<CSPC>, clock: Clock): { response: CompositeSyncResponse; events: CoreEvent[] } {
+export function answerCspcSync(
+  request: CompositeSyncRequest<CSPC>,
+  clock: Clock,
+): { response: CompositeSyncResponse; events: CoreEvent[] } {
   const cspc = request.parent;
   if (!cspc.spec || !Array.isArray(cspc.spec.pools)) {
-    throw new BadRequestError(`CStorPoolCluster ${cspc.metadata.namespace}/${cspc.metadata.name} has no spec.pools list`);
+    throw new BadRequestError(
+      `CStorPoolCluster ${cspc.metadata.namespace}/${cspc.metadata.name} has no spec.pools list`,
+    );
   }
   const inventory = buildInventory(request.parent, request.children, request.related, request.unreadable);
   const plan = planChildren(cspc, inventory);
   const findings = { ...plan.findings, unreadable: request.unreadable ?? [] };
   const status = computeStatus(cspc, [...inventory.cspis.values()], findings, clock());
   const children = hasUnreadableChild(request.unreadable)
-    ? heldChildren(request.children, request.unreadable ?? [], (device, cspi) => claimObject(device, inventory, { cspi }))
+    ? heldChildren(request.children, request.unreadable ?? [], (device, cspi) =>
+        claimObject(device, inventory, { cspi }),
+      )
     : plan.children;
   return { response: { status, children }, events: cspcEvents(cspc, status) };
 }
@@ -59,18 +93,28 @@ export function planChildren(cspc: CSPC, inventory: Inventory): ChildrenPlan {
   const refusedWhole = byPool.get(-1);
   const frozen = paused || refusedWhole !== undefined;
   // A pool on device sets is built like one on block devices once its PVCs say where it lives (device-sets.ts).
-  const setPools = pools.map((pool, i) => (pool.deviceSets && !pool.raidGroups ? lowerSetPool({ ...pool, deviceSets: pool.deviceSets }, i, inventory) : undefined));
+  const setPools = pools.map((pool, i) =>
+    pool.deviceSets && !pool.raidGroups
+      ? lowerSetPool({ ...pool, deviceSets: pool.deviceSets }, i, inventory)
+      : undefined,
+  );
   const buildable = pools.map((pool, i) => setPools[i]?.pool ?? (isBlockPool(pool) ? pool : undefined));
   const placements = buildable.map((pool, i): Placement => (pool ? resolveNode(pool, i, inventory) : {}));
   const hosts = placements.map((p) => p.host);
   for (const v of checkOneNodePerPool(hosts)) addTo(byPool, v);
-  const matched = matchPools(pools.map((pool, i) => buildable[i] ?? pool), hosts, inventory);
+  const matched = matchPools(
+    pools.map((pool, i) => buildable[i] ?? pool),
+    hosts,
+    inventory,
+  );
 
   const poolPlans = pools.map((_pool, index) =>
     planPool({
       pool: buildable[index],
       index,
-      match: setPools[index] ? { name: setPools[index].name, observed: setPools[index].observed, alsoHolding: [] } : matched.pools[index],
+      match: setPools[index]
+        ? { name: setPools[index].name, observed: setPools[index].observed, alsoHolding: [] }
+        : matched.pools[index],
       placement: placements[index],
       violations: byPool.get(index) ?? [],
       refusedWhole: refusedWhole !== undefined,
@@ -79,8 +123,13 @@ export function planChildren(cspc: CSPC, inventory: Inventory): ChildrenPlan {
       setPool: setPools[index],
     }),
   );
-  const dayTwo = carryDayTwo(poolPlans.flatMap((p) => (p.dayTwo ? [p.dayTwo] : [])), inventory);
-  const orphans = matched.orphans.map((orphan) => (frozen ? { cspi: ownedView(orphan) } : planOrphan(orphan, inventory)));
+  const dayTwo = carryDayTwo(
+    poolPlans.flatMap((p) => (p.dayTwo ? [p.dayTwo] : [])),
+    inventory,
+  );
+  const orphans = matched.orphans.map((orphan) =>
+    frozen ? { cspi: ownedView(orphan) } : planOrphan(orphan, inventory),
+  );
 
   const claimParts: ClaimPart[] = [
     { source: "newPool", wants: poolPlans.flatMap((p) => p.claims) },
@@ -90,26 +139,44 @@ export function planChildren(cspc: CSPC, inventory: Inventory): ChildrenPlan {
     { source: "heldWhileFrozen", wants: frozen ? claimsAsObserved(inventory) : [] },
   ];
   const kept = new Set(claimParts.flatMap((part) => part.wants.map((want) => want.device)));
-  const claims = mergeClaims([...claimParts, { source: "replacedDevice", wants: claimsOfReplacedDevices(inventory, kept) }]);
+  const claims = mergeClaims([
+    ...claimParts,
+    { source: "replacedDevice", wants: claimsOfReplacedDevices(inventory, kept) },
+  ]);
   // A device set's PVC is its own claim: no BlockDeviceClaim is made for it.
   for (const device of inventory.setDevices) claims.delete(device);
   // A set's PVCs are made, and waited for, only for a pool the sync acts on: not one refused or paused.
-  const actsOn = (i: number): boolean => !frozen && (byPool.get(i) ?? []).length === 0 && poolPlans[i].rejected.length === 0;
+  const actsOn = (i: number): boolean =>
+    !frozen && (byPool.get(i) ?? []).length === 0 && poolPlans[i].rejected.length === 0;
   const pvcs = frozen ? pvcsAsObserved(inventory) : planSetPvcs(pools, actsOn, inventory);
 
   const rollout = planRollouts(inventory, { frozen, dayTwoActive: dayTwo.progressing.active.length > 0 });
-  const cspis = [...poolPlans, ...dayTwo.pools, ...orphans].flatMap((p) => (p.cspi ? [withPause(withRolloutPermit(p.cspi, rollout), paused)] : []));
+  const cspis = [...poolPlans, ...dayTwo.pools, ...orphans].flatMap((p) =>
+    p.cspi ? [withPause(withRolloutPermit(p.cspi, rollout), paused)] : [],
+  );
   const findings: SyncFindings = {
     paused,
     blocked: [...(refusedWhole ?? []), ...poolPlans.flatMap((p) => p.blocked)],
     rejected: poolPlans.flatMap((p) => p.rejected),
-    pendingClaims: new Map([...poolPlans, ...dayTwo.pools].flatMap((p) => (p.pendingClaims ? [p.pendingClaims] : []))),
-    pendingVolumeClaims: new Map(setPools.flatMap((p, i) => (p && p.pending.length > 0 && actsOn(i) ? [[p.name, p.pending] as [string, string[]]] : []))),
-    progressing: { active: [...dayTwo.progressing.active, ...rollout.active], waiting: [...dayTwo.progressing.waiting, ...rollout.waiting] },
+    pendingClaims: new Map(
+      [...poolPlans, ...dayTwo.pools].flatMap((p) => (p.pendingClaims ? [p.pendingClaims] : [])),
+    ),
+    pendingVolumeClaims: new Map(
+      setPools.flatMap((p, i) =>
+        p && p.pending.length > 0 && actsOn(i) ? [[p.name, p.pending] as [string, string[]]] : [],
+      ),
+    ),
+    progressing: {
+      active: [...dayTwo.progressing.active, ...rollout.active],
+      waiting: [...dayTwo.progressing.waiting, ...rollout.waiting],
+    },
     removalBlocked: orphans.flatMap((o) => (o.removalBlocked ? [o.removalBlocked] : [])),
     unreadable: [],
   };
-  return { children: [...cspis.sort(byName), ...claimObjects(claims, inventory), ...pvcs.sort(byName)], findings };
+  return {
+    children: [...cspis.sort(byName), ...claimObjects(claims, inventory), ...pvcs.sort(byName)],
+    findings,
+  };
 }
 
 /** What one step decided for one CSPI. */
@@ -151,26 +218,44 @@ function planPool(input: PoolInput): PoolPlan {
   const kept = observed ? ownedView(observed) : undefined;
   const plan: PoolPlan = { cspi: kept, claims: [], blocked: [], rejected: [] };
   if (refusedWhole) return { ...plan, blocked: [...input.violations] };
-  if (observed && input.setPool && input.setPool.violations.length > 0) return { ...plan, blocked: [...input.violations], rejected: input.setPool.violations };
+  if (observed && input.setPool && input.setPool.violations.length > 0)
+    return { ...plan, blocked: [...input.violations], rejected: input.setPool.violations };
 
-  const violations = [...input.violations, ...(placement.violation ? [placement.violation] : []), ...(input.setPool?.violations ?? [])];
+  const violations = [
+    ...input.violations,
+    ...(placement.violation ? [placement.violation] : []),
+    ...(input.setPool?.violations ?? []),
+  ];
   const host = placement.host;
   if (violations.length > 0 || !host || !pool) {
     // Say also what the edit would do to the live pool, so one round of fixes is enough.
-    const rejected = observed && pool ? diffPool({ pool, poolIndex: index, observed, inventory }).violations : [];
+    const rejected =
+      observed && pool ? diffPool({ pool, poolIndex: index, observed, inventory }).violations : [];
     return { ...plan, blocked: violations, rejected };
   }
   if (observed) {
     if (paused) return plan;
     const refused = refusedDayTwo(pool, index, host, observed, inventory, input.setPool !== undefined);
     if (refused.violations.length > 0) return { ...plan, rejected: refused.violations };
-    return { claims: [], blocked: [], rejected: [], dayTwo: planExistingPool({ name: match.name, pool, observed, host, diff: refused.diff, inventory }) };
+    return {
+      claims: [],
+      blocked: [],
+      rejected: [],
+      dayTwo: planExistingPool({ name: match.name, pool, observed, host, diff: refused.diff, inventory }),
+    };
   }
   return planNewPool(pool, index, host, match.name, paused, inventory, input.setPool !== undefined);
 }
 
 /** A live pool's edit: what diffPool refuses, and the devices entering the pool that cannot be used. */
-function refusedDayTwo(pool: BlockPoolSpec, index: number, host: string, observed: CSPI, inventory: Inventory, onSets: boolean): { diff: PoolDiff; violations: Violation[] } {
+function refusedDayTwo(
+  pool: BlockPoolSpec,
+  index: number,
+  host: string,
+  observed: CSPI,
+  inventory: Inventory,
+  onSets: boolean,
+): { diff: PoolDiff; violations: Violation[] } {
   const diff = diffPool({ pool, poolIndex: index, observed, inventory });
   if (onSets) return { diff, violations: diff.violations };
   const incoming = [...diff.expansions.flatMap((e) => e.devices), ...diff.replacements.map((r) => r.new)];
@@ -178,7 +263,15 @@ function refusedDayTwo(pool: BlockPoolSpec, index: number, host: string, observe
 }
 
 /** A pool without a CSPI: its claims first, its CSPI once they are all Bound. */
-function planNewPool(pool: BlockPoolSpec, index: number, host: string, name: string, paused: boolean, inventory: Inventory, onSets: boolean): PoolPlan {
+function planNewPool(
+  pool: BlockPoolSpec,
+  index: number,
+  host: string,
+  name: string,
+  paused: boolean,
+  inventory: Inventory,
+  onSets: boolean,
+): PoolPlan {
   const blocked = onSets ? [] : checkDevices(pool, index, host, inventory, devicesOf(pool.raidGroups));
   if (blocked.length > 0 || paused) return { claims: [], blocked, rejected: [] };
   const spec = buildCspiSpec(pool, host, inventory);
@@ -202,13 +295,24 @@ function carryDayTwo(plans: readonly ExistingPoolPlan[], inventory: Inventory): 
     const spec = plan.disruptive && gate.go.has(plan.name) ? plan.disruptive.spec : plan.calm;
     // A device leaves the CSPI only once its claim carries the removal mark, so the node daemon, which reads
     // the claims when the CSPI's devices change, always finds the mark it must clear.
-    const marked = new Map([...plan.removed].filter(([device]) => inventory.ownClaims.get(device)?.metadata.annotations?.[ANNOTATION.bdRemoval] !== undefined));
+    const marked = new Map(
+      [...plan.removed].filter(
+        ([device]) =>
+          inventory.ownClaims.get(device)?.metadata.annotations?.[ANNOTATION.bdRemoval] !== undefined,
+      ),
+    );
     const cspi = cspiObject(plan.name, inventory, withoutDevices(spec, marked));
-    return plan.pendingClaims.length > 0 ? { cspi, pendingClaims: [plan.name, plan.pendingClaims] } : { cspi };
+    return plan.pendingClaims.length > 0
+      ? { cspi, pendingClaims: [plan.name, plan.pendingClaims] }
+      : { cspi };
   });
   const claims = plans.flatMap((plan) => [
     ...[...plan.removed].map(([device, removing]) => ({ device, cspi: plan.name, removing })),
-    ...[...plan.claims].map(([device, predecessor]) => ({ device, cspi: plan.name, ...(predecessor ? { predecessor } : {}) })),
+    ...[...plan.claims].map(([device, predecessor]) => ({
+      device,
+      cspi: plan.name,
+      ...(predecessor ? { predecessor } : {}),
+    })),
   ]);
   return { pools, claims, progressing: { active: gate.active, waiting: gate.waiting } };
 }
@@ -228,7 +332,8 @@ interface OrphanOutcome extends CspiOutcome {
 function planOrphan(orphan: CSPI, inventory: Inventory): OrphanOutcome {
   if (isTerminating(orphan)) return {};
   const held = heldVolumes(orphan, inventory.replicas);
-  if (held && movable(orphan, held, inventory)) return { cspi: markedForRemoval(orphan), removalBlocked: { cspi: orphan, held, moving: true } };
+  if (held && movable(orphan, held, inventory))
+    return { cspi: markedForRemoval(orphan), removalBlocked: { cspi: orphan, held, moving: true } };
   if (held) return { cspi: withoutRemovalMark(orphan), removalBlocked: { cspi: orphan, held } };
   if (isMarkedForRemoval(orphan)) return {};
   return { cspi: markedForRemoval(orphan) };
@@ -238,7 +343,9 @@ function planOrphan(orphan: CSPI, inventory: Inventory): OrphanOutcome {
 function movable(cspi: CSPI, held: HeldVolumes, inventory: Inventory): boolean {
   const named = inventory.replicas.byPool.get(cspi.metadata.name ?? "") ?? [];
   const readable = named.every((name) => !inventory.unreadableReplicas.has(name));
-  return named.length > 0 && readable && inventory.replicas.unplaced.length === 0 && held.reported !== undefined;
+  return (
+    named.length > 0 && readable && inventory.replicas.unplaced.length === 0 && held.reported !== undefined
+  );
 }
 
 function groupByPool(violations: readonly Violation[]): Map<number, Violation[]> {

@@ -29,7 +29,11 @@ export function heldChildren(
     ...unreadable.filter((u) => u.field === "children").map((u) => u.object),
   ];
   const out = all.map(ownedView);
-  const claimed = new Set(all.filter((o) => o.kind === claimKind).map((o) => (o.spec as { blockDeviceName?: unknown } | undefined)?.blockDeviceName));
+  const claimed = new Set(
+    all
+      .filter((o) => o.kind === claimKind)
+      .map((o) => (o.spec as { blockDeviceName?: unknown } | undefined)?.blockDeviceName),
+  );
   for (const cspi of all.filter((o) => o.kind === cspiKind)) {
     for (const device of listedDevices(cspi)) {
       if (claimed.has(device)) continue;
@@ -38,7 +42,9 @@ export function heldChildren(
     }
   }
   const rank = (o: KubeObject) => (o.kind === cspiKind ? 0 : 1);
-  return out.sort((a, b) => rank(a) - rank(b) || (a.metadata.name ?? "").localeCompare(b.metadata.name ?? ""));
+  return out.sort(
+    (a, b) => rank(a) - rank(b) || (a.metadata.name ?? "").localeCompare(b.metadata.name ?? ""),
+  );
 }
 
 const cspiKind = TYPE_KEY.cspi.split(".")[0];
@@ -51,17 +57,33 @@ function listedDevices(cspi: KubeObject): string[] {
   return groups.flatMap((group) => {
     const devices = (group as { blockDevices?: unknown } | null)?.blockDevices;
     if (!Array.isArray(devices)) return [];
-    return devices.map((d) => (d as { blockDeviceName?: unknown } | null)?.blockDeviceName).filter((n): n is string => typeof n === "string" && n !== "");
+    return devices
+      .map((d) => (d as { blockDeviceName?: unknown } | null)?.blockDeviceName)
+      .filter((n): n is string => typeof n === "string" && n !== "");
   });
 }
 
-export function unreadableCondition(unreadable: readonly UnreadableObject[] = [], join: (messages: string[]) => string): ConditionInput {
+export function unreadableCondition(
+  unreadable: readonly UnreadableObject[] = [],
+  join: (messages: string[]) => string,
+): ConditionInput {
   const type = UNREADABLE_CONDITION;
-  if (unreadable.length === 0) return { type, status: "False", reason: "AllObjectsRead", message: "every object of the sync was read" };
-  const held = hasUnreadableChild(unreadable) ? ["until then no CStorPoolInstance or BlockDeviceClaim is created, changed or deleted"] : [];
+  if (unreadable.length === 0)
+    return { type, status: "False", reason: "AllObjectsRead", message: "every object of the sync was read" };
+  const held = hasUnreadableChild(unreadable)
+    ? ["until then no CStorPoolInstance or BlockDeviceClaim is created, changed or deleted"]
+    : [];
   // A claim is both a child and a related object: named once, as the child.
-  const childIds = new Set(unreadable.filter((u) => u.field === "children").map((u) => `${u.object.kind}/${u.object.metadata.namespace}/${u.object.metadata.name}`));
-  const named = unreadable.filter((u) => u.field === "children" || !childIds.has(`${u.object.kind}/${u.object.metadata.namespace}/${u.object.metadata.name}`));
+  const childIds = new Set(
+    unreadable
+      .filter((u) => u.field === "children")
+      .map((u) => `${u.object.kind}/${u.object.metadata.namespace}/${u.object.metadata.name}`),
+  );
+  const named = unreadable.filter(
+    (u) =>
+      u.field === "children" ||
+      !childIds.has(`${u.object.kind}/${u.object.metadata.namespace}/${u.object.metadata.name}`),
+  );
   const messages = named.map(({ field, object, problem }) => {
     const what = `${object.kind} ${object.metadata.namespace ? `${object.metadata.namespace}/` : ""}${object.metadata.name}`;
     const effect = field === "related" ? "it is not used, so what needs it waits" : "it is left as it is";

@@ -107,20 +107,30 @@ export function poolDeployment(cspi: CSPI, config: PoolPodConfig): KubeObject {
         ...container(TGT_CONTAINER),
         command: ["tgtd", "-f", "--iscsi", `portal=0.0.0.0:${ISCSI_PORT}`],
         ports: [{ containerPort: ISCSI_PORT, name: "iscsi", protocol: "TCP" }],
-        resources: canonicalResources(poolConfig.auxResources, `${where} spec.poolConfig.auxResources`, POOL_FIX),
+        resources: canonicalResources(
+          poolConfig.auxResources,
+          `${where} spec.poolConfig.auxResources`,
+          POOL_FIX,
+        ),
       },
     ],
     dnsPolicy: "ClusterFirst",
     enableServiceLinks: true,
     hostPID: true,
-    nodeSelector: { ...stringMap(cspi.spec.nodeSelector, `${where} spec.nodeSelector`), [LABEL.hostname]: hostName },
+    nodeSelector: {
+      ...stringMap(cspi.spec.nodeSelector, `${where} spec.nodeSelector`),
+      [LABEL.hostname]: hostName,
+    },
     restartPolicy: "Always",
     schedulerName: "default-scheduler",
     securityContext: {},
     terminationGracePeriodSeconds: 30,
     volumes: [
       { name: "device", hostPath: { path: "/dev", type: "Directory" } },
-      { name: "storagepath", hostPath: { path: `${config.baseDir}/cstor-pool/${name}`, type: "DirectoryOrCreate" } },
+      {
+        name: "storagepath",
+        hostPath: { path: `${config.baseDir}/cstor-pool/${name}`, type: "DirectoryOrCreate" },
+      },
       { name: "tgt-socket", emptyDir: {} },
       ...claims.volumes,
     ],
@@ -128,7 +138,8 @@ export function poolDeployment(cspi: CSPI, config: PoolPodConfig): KubeObject {
   if (poolConfig.priorityClassName) podSpec.priorityClassName = poolConfig.priorityClassName;
   const tolerations = (poolConfig.tolerations ?? []).map(withoutEmptyFields);
   if (tolerations.length > 0) podSpec.tolerations = tolerations;
-  if (config.imagePullSecrets.length > 0) podSpec.imagePullSecrets = config.imagePullSecrets.map((secret) => ({ name: secret }));
+  if (config.imagePullSecrets.length > 0)
+    podSpec.imagePullSecrets = config.imagePullSecrets.map((secret) => ({ name: secret }));
 
   return {
     apiVersion: "apps/v1",
@@ -175,11 +186,17 @@ export function isApplied(desired: KubeObject, observed: KubeObject | undefined)
 /** Whether `observed` holds every field of `desired` with the same value (lists item by item). */
 export function contains(observed: unknown, desired: unknown): boolean {
   if (Array.isArray(desired)) {
-    return Array.isArray(observed) && observed.length === desired.length && desired.every((item, i) => contains(observed[i], item));
+    return (
+      Array.isArray(observed) &&
+      observed.length === desired.length &&
+      desired.every((item, i) => contains(observed[i], item))
+    );
   }
   if (typeof desired === "object" && desired !== null) {
     if (typeof observed !== "object" || observed === null || Array.isArray(observed)) return false;
-    return Object.entries(desired).every(([key, value]) => contains((observed as Record<string, unknown>)[key], value));
+    return Object.entries(desired).every(([key, value]) =>
+      contains((observed as Record<string, unknown>)[key], value),
+    );
   }
   return observed === desired;
 }
@@ -202,7 +219,9 @@ function requireName(cspi: CSPI): string {
  */
 function deviceSetClaims(cspi: CSPI, where: string): { volumes: object[]; volumeDevices: object[] } {
   if (cspi.metadata.labels?.[LABEL.onDeviceSets] !== "true") return { volumes: [], volumeDevices: [] };
-  const names = [...new Set(cspi.spec.raidGroups.flatMap((g) => g.blockDevices.map((d) => d.blockDeviceName)))].sort();
+  const names = [
+    ...new Set(cspi.spec.raidGroups.flatMap((g) => g.blockDevices.map((d) => d.blockDeviceName))),
+  ].sort();
   const bad = names.find((claim) => !isDnsSubdomain(claim));
   if (bad !== undefined) {
     throw new BadRequestError(
@@ -219,13 +238,16 @@ function deviceSetClaims(cspi: CSPI, where: string): { volumes: object[]; volume
 function cspcOf(cspi: CSPI): string | undefined {
   const fromLabel = cspi.metadata.labels?.[LABEL.cspc];
   if (fromLabel) return fromLabel;
-  const owner = cspi.metadata.ownerReferences?.find((ref) => ref.kind === KIND.cspc && ref.apiVersion === API_VERSION);
+  const owner = cspi.metadata.ownerReferences?.find(
+    (ref) => ref.kind === KIND.cspc && ref.apiVersion === API_VERSION,
+  );
   return typeof owner?.name === "string" && isValidLabelValue(owner.name) ? owner.name : undefined;
 }
 
 function stringMap(map: Record<string, string> | undefined, field: string): Record<string, string> {
   for (const [key, value] of Object.entries(map ?? {})) {
-    if (typeof value !== "string") throw new BadRequestError(`${field}["${key}"] must be a string label value`);
+    if (typeof value !== "string")
+      throw new BadRequestError(`${field}["${key}"] must be a string label value`);
   }
   return { ...map };
 }

@@ -5,8 +5,15 @@ import type { HookConfig } from "../hook-config.js";
 import { observedPoolDeployment } from "./deployment.js";
 import { cspiHealth } from "./status.js";
 
-export function finalizeCspiRequest(request: DecoratorSyncRequest<CSPI>, clock: Clock, config: HookConfig): DecoratorSyncResponse {
-  const remaining = Object.values(request.attachments).reduce((n, objects) => n + Object.keys(objects ?? {}).length, 0);
+export function finalizeCspiRequest(
+  request: DecoratorSyncRequest<CSPI>,
+  clock: Clock,
+  config: HookConfig,
+): DecoratorSyncResponse {
+  const remaining = Object.values(request.attachments).reduce(
+    (n, objects) => n + Object.keys(objects ?? {}).length,
+    0,
+  );
   const health = cspiHealth(request.object, observedPoolDeployment(request), clock(), config, true);
   return {
     labels: {},

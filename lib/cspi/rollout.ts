@@ -22,20 +22,38 @@ export function podTemplateHash(deployment: KubeObject): string {
   return shortHash([canonicalJson(templateOf(deployment))], 10);
 }
 
-export function gateRollout(cspi: CSPI, wanted: KubeObject, observed: KubeObject | undefined, podAvailable: boolean): RolloutDecision {
+export function gateRollout(
+  cspi: CSPI,
+  wanted: KubeObject,
+  observed: KubeObject | undefined,
+  podAvailable: boolean,
+): RolloutDecision {
   const type = CSPI_CONDITION.rolloutPending;
-  const rolledOut = (message: string): RolloutDecision => ({ deployment: wanted, condition: { type, status: "False", reason: "RolledOut", message } });
+  const rolledOut = (message: string): RolloutDecision => ({
+    deployment: wanted,
+    condition: { type, status: "False", reason: "RolledOut", message },
+  });
   // Nothing runs to be kept: the Deployment is created (again) as wanted.
-  if (!observed || isTerminating(observed)) return rolledOut("no pool pod runs yet: the pool Deployment is created with the wanted pod template");
-  if (contains(templateOf(observed), templateOf(wanted))) return rolledOut("the pool pod runs the wanted pod template");
+  if (!observed || isTerminating(observed))
+    return rolledOut("no pool pod runs yet: the pool Deployment is created with the wanted pod template");
+  if (contains(templateOf(observed), templateOf(wanted)))
+    return rolledOut("the pool pod runs the wanted pod template");
 
   const hash = podTemplateHash(wanted);
-  const permitted = (message: string): RolloutDecision => ({ deployment: wanted, pending: hash, condition: { type, status: "True", reason: "Permitted", message } });
+  const permitted = (message: string): RolloutDecision => ({
+    deployment: wanted,
+    pending: hash,
+    condition: { type, status: "True", reason: "Permitted", message },
+  });
   if (!podAvailable) {
-    return permitted(`the pool pod is not available, so it moves to pod template ${hash} without waiting: restarting a pod that serves nothing takes nothing away`);
+    return permitted(
+      `the pool pod is not available, so it moves to pod template ${hash} without waiting: restarting a pod that serves nothing takes nothing away`,
+    );
   }
   if (cspi.metadata.annotations?.[ANNOTATION.rolloutPermit] === hash) {
-    return permitted(`the pool pod is restarted with pod template ${hash} (permit ${ANNOTATION.rolloutPermit}=${hash})`);
+    return permitted(
+      `the pool pod is restarted with pod template ${hash} (permit ${ANNOTATION.rolloutPermit}=${hash})`,
+    );
   }
   const spec = { ...(wanted.spec as Record<string, unknown>), template: templateOf(observed) };
   return {

@@ -45,7 +45,9 @@ export function cspiHealth(
   const heartbeat = heartbeatOf(cspi, now, settings);
 
   // Only the fields the CRD knows: the API server prunes any other when the status is written.
-  const status = Object.fromEntries(Object.entries(observed).filter(([key]) => STATUS_FIELDS.has(key))) as CSPIStatus;
+  const status = Object.fromEntries(
+    Object.entries(observed).filter(([key]) => STATUS_FIELDS.has(key)),
+  ) as CSPIStatus;
   status.conditions = replaceConditions(observed.conditions, [
     nextCondition(observed.conditions, podAvailable, now),
     nextCondition(observed.conditions, heartbeat.condition, now),
@@ -54,11 +56,16 @@ export function cspiHealth(
   if (rollout?.pending) status.pendingRollout = rollout.pending;
   else if (rollout) delete status.pendingRollout;
   if (heartbeat.stale) Object.assign(status, phaseWithTime(observed, "Unknown", now));
-  else if (observed.phase) Object.assign(status, phaseWithTime(observed, servingPhase(observed.phase, status.conditions), now));
+  else if (observed.phase)
+    Object.assign(status, phaseWithTime(observed, servingPhase(observed.phase, status.conditions), now));
   return { status, resyncAfterSeconds: heartbeat.resyncAfterSeconds };
 }
 
-export function podAvailability(cspi: CSPI, deployment: KubeObject | undefined, deleting: boolean): ConditionInput {
+export function podAvailability(
+  cspi: CSPI,
+  deployment: KubeObject | undefined,
+  deleting: boolean,
+): ConditionInput {
   const namespace = cspi.metadata.namespace ?? "default";
   const name = `${namespace}/${poolDeploymentName(cspi.metadata.name ?? "")}`;
   const type = CSPI_CONDITION.podAvailable;
@@ -76,7 +83,12 @@ export function podAvailability(cspi: CSPI, deployment: KubeObject | undefined, 
   const rolledOut = (status.observedGeneration ?? 0) >= generation && (status.updatedReplicas ?? 0) >= 1;
   const available = status.availableReplicas ?? 0;
   if (available >= 1 && rolledOut) {
-    return { type, status: "True", reason: "PoolPodAvailable", message: `the pool pod of Deployment ${name} is available` };
+    return {
+      type,
+      status: "True",
+      reason: "PoolPodAvailable",
+      message: `the pool pod of Deployment ${name} is available`,
+    };
   }
   const selector = `-l openebs.io/cstor-pool-instance=${cspi.metadata.name}`;
   const message = !rolledOut
@@ -124,13 +136,21 @@ function heartbeatOf(cspi: CSPI, now: Date, settings: HealthSettings): Heartbeat
   }
   return {
     stale: false,
-    condition: { type, status: "True", reason: "HeartbeatFresh", message: `the node daemon reported within the last ${bound}s` },
+    condition: {
+      type,
+      status: "True",
+      reason: "HeartbeatFresh",
+      message: `the node daemon reported within the last ${bound}s`,
+    },
     resyncAfterSeconds: Math.max(1, Math.min(settings.resyncSeconds, Math.floor(bound - ageSeconds) + 1)),
   };
 }
 
 /** Replaces conditions of the same type where they are and appends new ones: the observed order stays. */
-function replaceConditions(observed: readonly Condition[] | undefined, updates: readonly Condition[]): Condition[] {
+function replaceConditions(
+  observed: readonly Condition[] | undefined,
+  updates: readonly Condition[],
+): Condition[] {
   const out = [...(observed ?? [])];
   for (const update of updates) {
     const at = out.findIndex((c) => c.type === update.type);

@@ -9,13 +9,22 @@ import { isApplied, observedPoolDeployment, poolDeployment } from "./deployment.
 import { gateRollout } from "./rollout.js";
 import { cspiHealth, podAvailability } from "./status.js";
 
-export function syncCspiRequest(request: DecoratorSyncRequest<CSPI>, clock: Clock, config: HookConfig): DecoratorSyncResponse {
+export function syncCspiRequest(
+  request: DecoratorSyncRequest<CSPI>,
+  clock: Clock,
+  config: HookConfig,
+): DecoratorSyncResponse {
   // The finalize hook may point here too; answering a plain sync would never let the CSPI go.
   if (request.finalizing) return finalizeCspiRequest(request, clock, config);
   const cspi = request.object;
   const deployment = observedPoolDeployment(request);
   const deleting = isTerminating(request.object);
-  const rollout = gateRollout(cspi, poolDeployment(cspi, config.poolPod), deployment, podAvailability(cspi, deployment, deleting).status === "True");
+  const rollout = gateRollout(
+    cspi,
+    poolDeployment(cspi, config.poolPod),
+    deployment,
+    podAvailability(cspi, deployment, deleting).status === "True",
+  );
   const desired = rollout.deployment;
   const health = cspiHealth(cspi, deployment, clock(), config, deleting, rollout);
   // Until Metacontroller has applied the Deployment, this sync may be given up on a conflict with nothing

@@ -39,7 +39,14 @@ export function kubeEventWriter(config: KubeConfig): EventWriter {
       return created.metadata?.name ?? "";
     },
     async repeatEvent(namespace, name, { count, message, now }) {
-      await core.patchNamespacedEvent({ namespace, name, body: { count, message: message.slice(0, MAX_MESSAGE), lastTimestamp: now.toISOString() } }, mergePatch);
+      await core.patchNamespacedEvent(
+        {
+          namespace,
+          name,
+          body: { count, message: message.slice(0, MAX_MESSAGE), lastTimestamp: now.toISOString() },
+        },
+        mergePatch,
+      );
     },
   };
 }

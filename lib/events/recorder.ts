@@ -26,9 +26,19 @@ export const MAX_EVENT_MESSAGE = 1024;
 /** Where Events go: the apiserver (kube-writer.ts), or a test's memory. */
 export interface EventWriter {
   /** Creates the Event; resolves to its name. */
-  createEvent(subject: EventSubject, event: CoreEvent, component: string, host: string, now: Date): Promise<string>;
+  createEvent(
+    subject: EventSubject,
+    event: CoreEvent,
+    component: string,
+    host: string,
+    now: Date,
+  ): Promise<string>;
   /** The Event `name` happened again: its count, message and lastTimestamp. Rejects with code 404 when it is gone. */
-  repeatEvent(namespace: string, name: string, repeat: { count: number; message: string; now: Date }): Promise<void>;
+  repeatEvent(
+    namespace: string,
+    name: string,
+    repeat: { count: number; message: string; now: Date },
+  ): Promise<void>;
 }
 
 /** What became of one Event: written (created, or counted up), held back (suppressed, throttled) or failed. */
@@ -97,14 +107,23 @@ export class EventRecorder {
     const before = this.written.get(key, ms);
     if (before && event.type === "Warning" && ms < before.at + this.repeatAfterMs) return "suppressed";
     if (!this.take(object, ms)) return "throttled";
-    const remember = (name: string, count: number): void => this.written.add(key, ms + this.rememberMs, ms, { name, count, at: ms });
+    const remember = (name: string, count: number): void =>
+      this.written.add(key, ms + this.rememberMs, ms, { name, count, at: ms });
     const failed = (error: Error): EventOutcome => {
-      this.options.logger.warn("event not recorded", { object: subject.metadata.name, reason: event.reason, error: error.message });
+      this.options.logger.warn("event not recorded", {
+        object: subject.metadata.name,
+        reason: event.reason,
+        error: error.message,
+      });
       return "failed";
     };
     if (before) {
       try {
-        await this.options.writer.repeatEvent(subject.metadata.namespace ?? "", before.name, { count: before.count + 1, message: event.message, now });
+        await this.options.writer.repeatEvent(subject.metadata.namespace ?? "", before.name, {
+          count: before.count + 1,
+          message: event.message,
+          now,
+        });
         remember(before.name, before.count + 1);
         return "incremented";
       } catch (error) {
@@ -113,7 +132,10 @@ export class EventRecorder {
       }
     }
     try {
-      remember(await this.options.writer.createEvent(subject, event, this.options.component, this.options.host, now), 1);
+      remember(
+        await this.options.writer.createEvent(subject, event, this.options.component, this.options.host, now),
+        1,
+      );
       return "created";
     } catch (error) {
       return failed(error as Error);
@@ -123,9 +145,14 @@ export class EventRecorder {
   /** A token from the object's bucket, if it has one. A bucket is forgotten once it would be full again. */
   private take(object: string, now: number): boolean {
     const bucket = this.buckets.get(object, now);
-    const tokens = bucket ? Math.min(this.burst, bucket.tokens + (now - bucket.at) / this.refillMs) : this.burst;
+    const tokens = bucket
+      ? Math.min(this.burst, bucket.tokens + (now - bucket.at) / this.refillMs)
+      : this.burst;
     if (tokens < 1) return false;
-    this.buckets.add(object, now + (this.burst - tokens + 1) * this.refillMs, now, { tokens: tokens - 1, at: now });
+    this.buckets.add(object, now + (this.burst - tokens + 1) * this.refillMs, now, {
+      tokens: tokens - 1,
+      at: now,
+    });
     return true;
   }
 

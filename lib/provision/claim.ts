@@ -19,7 +19,9 @@ export function claimKey(claim: PersistentVolumeClaim): string {
 
 /** The class a PVC names (the beta annotation is what a PVC written before storageClassName carries). */
 function className(claim: PersistentVolumeClaim): string | undefined {
-  return claim.spec?.storageClassName ?? claim.metadata.annotations?.["volume.beta.kubernetes.io/storage-class"];
+  return (
+    claim.spec?.storageClassName ?? claim.metadata.annotations?.["volume.beta.kubernetes.io/storage-class"]
+  );
 }
 
 /**
@@ -30,10 +32,14 @@ function className(claim: PersistentVolumeClaim): string | undefined {
 export function isHandedToUs(claim: PersistentVolumeClaim, storageClass: StorageClass): boolean {
   if (className(claim) !== storageClass.metadata.name || claim.metadata.deletionTimestamp) return false;
   const annotations = claim.metadata.annotations ?? {};
-  if (!PROVISIONING.claimProvisionerAnnotations.some((key) => annotations[key] === PROVISIONING.provisioner)) return false;
+  if (!PROVISIONING.claimProvisionerAnnotations.some((key) => annotations[key] === PROVISIONING.provisioner))
+    return false;
   const volume = claim.spec?.volumeName;
   if (volume && volume !== volumeName(claim)) return false;
-  return storageClass.volumeBindingMode !== "WaitForFirstConsumer" || Boolean(annotations[PROVISIONING.selectedNodeAnnotation]);
+  return (
+    storageClass.volumeBindingMode !== "WaitForFirstConsumer" ||
+    Boolean(annotations[PROVISIONING.selectedNodeAnnotation])
+  );
 }
 
 export type ClaimCheck = { ok: true; capacity: string } | { ok: false; problem: string };
@@ -45,18 +51,30 @@ export function checkClaim(claim: PersistentVolumeClaim): ClaimCheck {
   const modes = spec.accessModes ?? [];
   const refused = modes.filter((mode) => !ACCESS_MODES.includes(mode));
   if (refused.length > 0) {
-    return { ok: false, problem: `${where}: spec.accessModes ${refused.join(", ")} cannot be served by a cStor volume (one iSCSI initiator at a time): use ReadWriteOnce or ReadWriteOncePod` };
+    return {
+      ok: false,
+      problem: `${where}: spec.accessModes ${refused.join(", ")} cannot be served by a cStor volume (one iSCSI initiator at a time): use ReadWriteOnce or ReadWriteOncePod`,
+    };
   }
   const source = spec.dataSourceRef ?? spec.dataSource;
   if (source) {
-    return { ok: false, problem: `${where}: spec.dataSource (${source.kind ?? "?"} ${source.name ?? "?"}) asks for a copy; cStor volumes here start empty: remove the data source` };
+    return {
+      ok: false,
+      problem: `${where}: spec.dataSource (${source.kind ?? "?"} ${source.name ?? "?"}) asks for a copy; cStor volumes here start empty: remove the data source`,
+    };
   }
   if (spec.selector) {
-    return { ok: false, problem: `${where}: spec.selector chooses among existing volumes, which a provisioned volume cannot match: remove the selector` };
+    return {
+      ok: false,
+      problem: `${where}: spec.selector chooses among existing volumes, which a provisioned volume cannot match: remove the selector`,
+    };
   }
   const capacity = roundedCapacity(spec.resources?.requests?.storage);
   if (!capacity) {
-    return { ok: false, problem: `${where}: spec.resources.requests.storage ${JSON.stringify(spec.resources?.requests?.storage ?? "")} is not a size: write e.g. "10Gi"` };
+    return {
+      ok: false,
+      problem: `${where}: spec.resources.requests.storage ${JSON.stringify(spec.resources?.requests?.storage ?? "")} is not a size: write e.g. "10Gi"`,
+    };
   }
   return { ok: true, capacity };
 }

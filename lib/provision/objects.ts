@@ -10,7 +10,10 @@ const open = { additionalProperties: true } as const;
 const Strings = Type.Array(Type.String());
 const StringRecord = Type.Record(Type.String(), Type.String());
 const kubeObject = <T extends TProperties>(fields: T) =>
-  Type.Object({ apiVersion: Type.String(), kind: Type.String(), metadata: ObjectMetaSchema, ...fields }, open);
+  Type.Object(
+    { apiVersion: Type.String(), kind: Type.String(), metadata: ObjectMetaSchema, ...fields },
+    open,
+  );
 
 export const StorageClassSchema = kubeObject({
   provisioner: Type.Optional(Type.String()),
@@ -48,13 +51,17 @@ export const PersistentVolumeClaimSchema = kubeObject({
       open,
     ),
   ),
-  status: Type.Optional(Type.Object({ phase: Type.Optional(Type.String()), capacity: Type.Optional(StringRecord) }, open)),
+  status: Type.Optional(
+    Type.Object({ phase: Type.Optional(Type.String()), capacity: Type.Optional(StringRecord) }, open),
+  ),
 });
 
 const NodeSelectorTermSchema = Type.Object(
   {
     matchExpressions: Type.Optional(
-      Type.Array(Type.Object({ key: Type.String(), operator: Type.String(), values: Type.Optional(Strings) }, open)),
+      Type.Array(
+        Type.Object({ key: Type.String(), operator: Type.String(), values: Type.Optional(Strings) }, open),
+      ),
     ),
   },
   open,
@@ -87,7 +94,11 @@ export const PersistentVolumeSchema = kubeObject({
         local: Type.Optional(Type.Object({ path: Type.String() }, open)),
         nodeAffinity: Type.Optional(
           Type.Object(
-            { required: Type.Optional(Type.Object({ nodeSelectorTerms: Type.Array(NodeSelectorTermSchema) }, open)) },
+            {
+              required: Type.Optional(
+                Type.Object({ nodeSelectorTerms: Type.Array(NodeSelectorTermSchema) }, open),
+              ),
+            },
             open,
           ),
         ),

@@ -28,38 +28,54 @@ export type ClassCheck = { ok: true; parameters: ClassParameters } | { ok: false
 export function checkClass(storageClass: StorageClass): ClassCheck {
   const problems: string[] = [];
   if (storageClass.provisioner !== PROVISIONING.provisioner) {
-    problems.push(`it carries the label ${PROVISIONING.classLabel} but its provisioner is ${JSON.stringify(storageClass.provisioner ?? "")}: remove the label, or use provisioner ${PROVISIONING.provisioner}`);
+    problems.push(
+      `it carries the label ${PROVISIONING.classLabel} but its provisioner is ${JSON.stringify(storageClass.provisioner ?? "")}: remove the label, or use provisioner ${PROVISIONING.provisioner}`,
+    );
     return refused(storageClass, problems);
   }
   const parameters = storageClass.parameters ?? {};
   for (const key of Object.keys(parameters).sort()) {
-    if (!KNOWN_PARAMETERS.includes(key)) problems.push(`parameters.${key} is not a cStor parameter (they are ${KNOWN_PARAMETERS.join(", ")})`);
+    if (!KNOWN_PARAMETERS.includes(key))
+      problems.push(`parameters.${key} is not a cStor parameter (they are ${KNOWN_PARAMETERS.join(", ")})`);
   }
   const casType = parameters["cas-type"];
   if (casType !== undefined && casType !== UPSTREAM_CAS_TYPE) {
-    problems.push(`parameters.cas-type is ${JSON.stringify(casType)}; only "${UPSTREAM_CAS_TYPE}" is served here: remove it or write "${UPSTREAM_CAS_TYPE}"`);
+    problems.push(
+      `parameters.cas-type is ${JSON.stringify(casType)}; only "${UPSTREAM_CAS_TYPE}" is served here: remove it or write "${UPSTREAM_CAS_TYPE}"`,
+    );
   }
 
   const poolCluster = poolClusterOf(parameters.cstorPoolCluster);
   if (typeof poolCluster === "string") problems.push(poolCluster);
 
   const replicaText = parameters.replicaCount;
-  const replicaCount = replicaText !== undefined && /^[0-9]+$/.test(replicaText.trim()) ? Number(replicaText.trim()) : undefined;
+  const replicaCount =
+    replicaText !== undefined && /^[0-9]+$/.test(replicaText.trim()) ? Number(replicaText.trim()) : undefined;
   if (replicaText === undefined) {
-    problems.push(`parameters.replicaCount is missing: write how many pools hold each volume, "1" to "${LIMITS.replicasPerVolume}" (e.g. "3")`);
+    problems.push(
+      `parameters.replicaCount is missing: write how many pools hold each volume, "1" to "${LIMITS.replicasPerVolume}" (e.g. "3")`,
+    );
   } else if (replicaCount === undefined || replicaCount < 1 || replicaCount > LIMITS.replicasPerVolume) {
-    problems.push(`parameters.replicaCount is ${JSON.stringify(replicaText)}; write a whole number from "1" to "${LIMITS.replicasPerVolume}"`);
+    problems.push(
+      `parameters.replicaCount is ${JSON.stringify(replicaText)}; write a whole number from "1" to "${LIMITS.replicasPerVolume}"`,
+    );
   }
 
   const fsType = parameters.fsType ?? DEFAULT_FS_TYPE;
   if (!FS_TYPES.includes(fsType)) {
-    problems.push(`parameters.fsType is ${JSON.stringify(fsType)}; write one of ${FS_TYPES.join(", ")} (default ${DEFAULT_FS_TYPE})`);
+    problems.push(
+      `parameters.fsType is ${JSON.stringify(fsType)}; write one of ${FS_TYPES.join(", ")} (default ${DEFAULT_FS_TYPE})`,
+    );
   }
-  if (storageClass.reclaimPolicy !== undefined && !["Delete", "Retain"].includes(storageClass.reclaimPolicy)) {
+  if (
+    storageClass.reclaimPolicy !== undefined &&
+    !["Delete", "Retain"].includes(storageClass.reclaimPolicy)
+  ) {
     problems.push(`reclaimPolicy ${storageClass.reclaimPolicy} is not served: write Delete or Retain`);
   }
 
-  if (problems.length > 0 || typeof poolCluster === "string" || replicaCount === undefined) return refused(storageClass, problems);
+  if (problems.length > 0 || typeof poolCluster === "string" || replicaCount === undefined)
+    return refused(storageClass, problems);
   return { ok: true, parameters: { ...poolCluster, replicaCount, fsType } };
 }
 
@@ -73,13 +89,20 @@ function refused(storageClass: StorageClass, problems: string[]): ClassCheck {
 }
 
 /** "<name>" (in the install's namespace) or "<namespace>/<name>"; a string is what is wrong with it. */
-function poolClusterOf(value: string | undefined): { poolNamespace: string; cstorPoolCluster: string } | string {
+function poolClusterOf(
+  value: string | undefined,
+): { poolNamespace: string; cstorPoolCluster: string } | string {
   if (value === undefined || value.trim() === "") {
     return `parameters.cstorPoolCluster is missing: name the CStorPoolCluster whose pools hold the volumes, "<name>" (in ${DEFAULT_POOL_NAMESPACE}) or "<namespace>/<name>"`;
   }
   const parts = value.trim().split("/");
   const [poolNamespace, cstorPoolCluster] = parts.length === 2 ? parts : [DEFAULT_POOL_NAMESPACE, parts[0]];
-  if (parts.length > 2 || !DNS_LABEL.test(poolNamespace) || !DNS_SUBDOMAIN.test(cstorPoolCluster) || cstorPoolCluster.length > LIMITS.cspcNameLength) {
+  if (
+    parts.length > 2 ||
+    !DNS_LABEL.test(poolNamespace) ||
+    !DNS_SUBDOMAIN.test(cstorPoolCluster) ||
+    cstorPoolCluster.length > LIMITS.cspcNameLength
+  ) {
     return `parameters.cstorPoolCluster is ${JSON.stringify(value)}; write "<name>" or "<namespace>/<name>" with a CStorPoolCluster name (lowercase letters, digits, "-" and ".", at most ${LIMITS.cspcNameLength} characters)`;
   }
   return { poolNamespace, cstorPoolCluster };

@@ -3,11 +3,25 @@
 // claim; an Event on each PVC still waiting, saying why. Volumes whose claim is gone are kept or dropped by
 // their reclaim policy. Pure: the same request and clock give the same answer.
 import { API_VERSION, KIND, LABEL, PROVISIONING, TYPE_KEY } from "../../api/constants.js";
-import type { Clock, CV, CVC, DecoratorSyncRequest, DecoratorSyncResponse, KubeObject } from "../../api/types.js";
+import type {
+  Clock,
+  CV,
+  CVC,
+  DecoratorSyncRequest,
+  DecoratorSyncResponse,
+  KubeObject,
+} from "../../api/types.js";
 import { formatTime } from "../conditions.js";
 import { objectsOf } from "../request.js";
 import { checkClaim, claimKey, isHandedToUs, largerCapacity, volumeName } from "./claim.js";
-import type { CoreEvent, ObservedEvent, PersistentVolume, PersistentVolumeClaim, PersistentVolumeSpec, StorageClass } from "./objects.js";
+import type {
+  CoreEvent,
+  ObservedEvent,
+  PersistentVolume,
+  PersistentVolumeClaim,
+  PersistentVolumeSpec,
+  StorageClass,
+} from "./objects.js";
 import { checkClass, DEFAULT_FS_TYPE, type ClassCheck, type ClassParameters } from "./parameters.js";
 
 const DEFAULT_RECLAIM_POLICY = "Delete";
@@ -42,12 +56,15 @@ const namespaced = (object: KubeObject): string => `${object.metadata.namespace}
 
 function observe(request: DecoratorSyncRequest<StorageClass>): Observed {
   // The API server gives every stored object a uid; the volume is named after it.
-  const claims = objectsOf(request.related, TYPE_KEY.persistentVolumeClaim).filter((claim) => claim.metadata.uid);
+  const claims = objectsOf(request.related, TYPE_KEY.persistentVolumeClaim).filter(
+    (claim) => claim.metadata.uid,
+  );
   const held = new Map<string, KubeObject[]>();
   for (const { field, object } of request.unreadable ?? []) {
     // A volume's objects and its PVC's Event share the volume's name; an unreadable PVC holds its volume too.
     if (field === "attachments") held.set(nameOf(object), [...(held.get(nameOf(object)) ?? []), object]);
-    else if (object.kind === KIND.persistentVolumeClaim && object.metadata.uid) held.set(volumeName(object), held.get(volumeName(object)) ?? []);
+    else if (object.kind === KIND.persistentVolumeClaim && object.metadata.uid)
+      held.set(volumeName(object), held.get(volumeName(object)) ?? []);
   }
   return {
     claims: byKey(claims, volumeName),
@@ -59,13 +76,18 @@ function observe(request: DecoratorSyncRequest<StorageClass>): Observed {
   };
 }
 
-export function syncStorageClassRequest(request: DecoratorSyncRequest<StorageClass>, clock: Clock): DecoratorSyncResponse {
+export function syncStorageClassRequest(
+  request: DecoratorSyncRequest<StorageClass>,
+  clock: Clock,
+): DecoratorSyncResponse {
   const storageClass = request.object;
   const observed = observe(request);
   const check = checkClass(storageClass);
   const classProblem = request.finalizing
     ? `StorageClass ${storageClass.metadata.name} is being deleted or lost its label ${PROVISIONING.classLabel}: it provisions no new volume, and goes once no CStorVolumeConfig or PersistentVolume it made remains (${observed.cvcs.size + observed.pvs.size} now)`
-    : check.ok ? poolClusterProblem(request, check.parameters) : check.problem;
+    : check.ok
+      ? poolClusterProblem(request, check.parameters)
+      : check.problem;
   const volumes: KubeObject[] = [];
   const notices = new Map<PersistentVolumeClaim, Notice>();
 
@@ -76,7 +98,9 @@ export function syncStorageClassRequest(request: DecoratorSyncRequest<StorageCla
   // Volumes that exist: kept while their claim lives, then by reclaim policy.
   for (const name of [...new Set([...observed.cvcs.keys(), ...observed.pvs.keys()])].sort()) {
     if (observed.held.has(name)) {
-      volumes.push(...[observed.cvcs.get(name), observed.pvs.get(name)].filter((o) => o !== undefined).map(heldView));
+      volumes.push(
+        ...[observed.cvcs.get(name), observed.pvs.get(name)].filter((o) => o !== undefined).map(heldView),
+      );
       continue;
     }
     const cvc = observed.cvcs.get(name);
@@ -95,19 +119,34 @@ export function syncStorageClassRequest(request: DecoratorSyncRequest<StorageCla
   // Claims handed to us that have no volume yet.
   for (const claim of observed.claims.values()) {
     const name = volumeName(claim);
-    if (observed.cvcs.has(name) || observed.pvs.has(name) || observed.held.has(name) || !isHandedToUs(claim, storageClass)) continue;
+    if (
+      observed.cvcs.has(name) ||
+      observed.pvs.has(name) ||
+      observed.held.has(name) ||
+      !isHandedToUs(claim, storageClass)
+    )
+      continue;
     const planned = plannedVolume(claim, check, classProblem);
-    if (typeof planned === "string") notices.set(claim, { type: "Warning", reason: PROVISIONING.failedReason, message: planned });
+    if (typeof planned === "string")
+      notices.set(claim, { type: "Warning", reason: PROVISIONING.failedReason, message: planned });
     else volumes.push(newCvc(claim, storageClass, planned.parameters, planned.capacity));
   }
 
   const events = [...notices].map(([claim, notice]) => event(claim, notice, observed.events, clock));
   const unreadable = request.unreadable ?? [];
-  const heldProblem = unreadable.length === 0 ? undefined : unreadable
-    .map((u) => `cannot read ${u.object.kind} ${u.object.metadata.namespace ? namespaced(u.object) : nameOf(u.object)} (${u.problem}): fix the object; until then its volume is left as it is`)
-    .join("; ");
+  const heldProblem =
+    unreadable.length === 0
+      ? undefined
+      : unreadable
+          .map(
+            (u) =>
+              `cannot read ${u.object.kind} ${u.object.metadata.namespace ? namespaced(u.object) : nameOf(u.object)} (${u.problem}): fix the object; until then its volume is left as it is`,
+          )
+          .join("; ");
   return {
-    annotations: { [PROVISIONING.classAnnotation]: [classProblem, heldProblem].filter(Boolean).join("; ") || READY },
+    annotations: {
+      [PROVISIONING.classAnnotation]: [classProblem, heldProblem].filter(Boolean).join("; ") || READY,
+    },
     attachments: [...volumes, ...events].sort(byKindAndName),
     ...(request.finalizing ? { finalized: volumes.length === 0 } : {}),
   };
@@ -121,7 +160,11 @@ function heldView(object: KubeObject): KubeObject {
 }
 
 /** A new claim's volume, or why it gets none: the class's problem first, then the claim's own. */
-function plannedVolume(claim: PersistentVolumeClaim, check: ClassCheck, classProblem: string | undefined): { parameters: ClassParameters; capacity: string } | string {
+function plannedVolume(
+  claim: PersistentVolumeClaim,
+  check: ClassCheck,
+  classProblem: string | undefined,
+): { parameters: ClassParameters; capacity: string } | string {
   if (classProblem !== undefined) return classProblem;
   // A class that fails its check always has a classProblem; this narrows the type.
   if (!check.ok) return check.problem;
@@ -130,7 +173,10 @@ function plannedVolume(claim: PersistentVolumeClaim, check: ClassCheck, classPro
 }
 
 /** Why new volumes of a well-formed class cannot be made now: its CStorPoolCluster does not exist. */
-function poolClusterProblem(request: DecoratorSyncRequest<StorageClass>, parameters: ClassParameters): string | undefined {
+function poolClusterProblem(
+  request: DecoratorSyncRequest<StorageClass>,
+  parameters: ClassParameters,
+): string | undefined {
   const found = Object.keys(request.related[`${KIND.cspc}.${API_VERSION}`] ?? {}).length > 0;
   if (found) return undefined;
   return `StorageClass ${request.object.metadata.name}: parameters.cstorPoolCluster names CStorPoolCluster ${parameters.poolNamespace}/${parameters.cstorPoolCluster}, which does not exist: create it, or create a class naming an existing one`;
@@ -143,33 +189,63 @@ function poolClusterProblem(request: DecoratorSyncRequest<StorageClass>, paramet
  * unknown keeps the volume.
  */
 function keptWithoutClaim(cvc: CVC | undefined, pv: PersistentVolume | undefined): boolean {
-  const policy = pv ? pv.spec?.persistentVolumeReclaimPolicy : cvc?.metadata.annotations?.[PROVISIONING.reclaimPolicyAnnotation];
+  const policy = pv
+    ? pv.spec?.persistentVolumeReclaimPolicy
+    : cvc?.metadata.annotations?.[PROVISIONING.reclaimPolicyAnnotation];
   if (policy !== "Delete") return true;
   return pv !== undefined && pv.status?.phase !== "Released";
 }
 
 /** The CVC as it is, its capacity grown when the claim asks for more and the class allows it. */
-function existingCvc(cvc: CVC, storageClass: StorageClass, claim: PersistentVolumeClaim | undefined, pv: PersistentVolume | undefined): CVC {
+function existingCvc(
+  cvc: CVC,
+  storageClass: StorageClass,
+  claim: PersistentVolumeClaim | undefined,
+  pv: PersistentVolume | undefined,
+): CVC {
   const requested = claim && storageClass.allowVolumeExpansion === true ? checkClaim(claim) : undefined;
   const capacity = requested?.ok ? largerCapacity(cvc.spec.capacity, requested.capacity)! : cvc.spec.capacity;
   const annotations = cvc.metadata.annotations ?? {};
   const policy = pv?.spec?.persistentVolumeReclaimPolicy ?? annotations[PROVISIONING.reclaimPolicyAnnotation];
-  return cvcObject(nameOf(cvc), cvc.metadata.namespace!, {
-    capacity,
-    cstorPoolCluster: cvc.spec.cstorPoolCluster,
-    replicaCount: cvc.spec.replicaCount,
-  }, policy, annotations[PROVISIONING.claimAnnotation]);
+  return cvcObject(
+    nameOf(cvc),
+    cvc.metadata.namespace!,
+    {
+      capacity,
+      cstorPoolCluster: cvc.spec.cstorPoolCluster,
+      replicaCount: cvc.spec.replicaCount,
+    },
+    policy,
+    annotations[PROVISIONING.claimAnnotation],
+  );
 }
 
-function newCvc(claim: PersistentVolumeClaim, storageClass: StorageClass, parameters: ClassParameters, capacity: string): CVC {
-  return cvcObject(volumeName(claim), parameters.poolNamespace, {
-    capacity,
-    cstorPoolCluster: parameters.cstorPoolCluster,
-    replicaCount: parameters.replicaCount,
-  }, storageClass.reclaimPolicy ?? DEFAULT_RECLAIM_POLICY, claimKey(claim));
+function newCvc(
+  claim: PersistentVolumeClaim,
+  storageClass: StorageClass,
+  parameters: ClassParameters,
+  capacity: string,
+): CVC {
+  return cvcObject(
+    volumeName(claim),
+    parameters.poolNamespace,
+    {
+      capacity,
+      cstorPoolCluster: parameters.cstorPoolCluster,
+      replicaCount: parameters.replicaCount,
+    },
+    storageClass.reclaimPolicy ?? DEFAULT_RECLAIM_POLICY,
+    claimKey(claim),
+  );
 }
 
-function cvcObject(name: string, namespace: string, spec: CVC["spec"], reclaimPolicy: string | undefined, claim: string | undefined): CVC {
+function cvcObject(
+  name: string,
+  namespace: string,
+  spec: CVC["spec"],
+  reclaimPolicy: string | undefined,
+  claim: string | undefined,
+): CVC {
   return {
     apiVersion: API_VERSION,
     kind: KIND.cvc,
@@ -177,7 +253,10 @@ function cvcObject(name: string, namespace: string, spec: CVC["spec"], reclaimPo
       name,
       namespace,
       labels: { [LABEL.persistentVolume]: name, [LABEL.cspc]: spec.cstorPoolCluster },
-      annotations: { [PROVISIONING.reclaimPolicyAnnotation]: reclaimPolicy, [PROVISIONING.claimAnnotation]: claim } as Record<string, string>,
+      annotations: {
+        [PROVISIONING.reclaimPolicyAnnotation]: reclaimPolicy,
+        [PROVISIONING.claimAnnotation]: claim,
+      } as Record<string, string>,
     },
     spec,
   };
@@ -186,18 +265,33 @@ function cvcObject(name: string, namespace: string, spec: CVC["spec"], reclaimPo
 /** Where the kubelet logs in, once the volume is Bound and its target has an address; else why not yet. */
 function servedVolume(cvc: CVC, cv: CV | undefined): { targetPortal: string; iqn: string } | string {
   const where = `CStorVolumeConfig ${namespaced(cvc)}`;
-  if (cvc.status?.phase !== "Bound") return `${where} is ${cvc.status?.phase ?? "not yet placed"}${cvc.status?.reason ? `: ${cvc.status.reason}` : ""}`;
-  if (!cv?.spec.targetPortal || !cv.spec.iqn) return `${where} is Bound; its CStorVolume has no target address yet`;
+  if (cvc.status?.phase !== "Bound")
+    return `${where} is ${cvc.status?.phase ?? "not yet placed"}${cvc.status?.reason ? `: ${cvc.status.reason}` : ""}`;
+  if (!cv?.spec.targetPortal || !cv.spec.iqn)
+    return `${where} is Bound; its CStorVolume has no target address yet`;
   return { targetPortal: cv.spec.targetPortal, iqn: cv.spec.iqn };
 }
 
 function waitingNotice(cvc: CVC, why: string): Notice {
   const failed = cvc.status?.phase === "Failed";
-  return { type: failed ? "Warning" : "Normal", reason: failed ? PROVISIONING.failedReason : PROVISIONING.waitingReason, message: `waiting for the volume: ${why}` };
+  return {
+    type: failed ? "Warning" : "Normal",
+    reason: failed ? PROVISIONING.failedReason : PROVISIONING.waitingReason,
+    message: `waiting for the volume: ${why}`,
+  };
 }
 
 /** The fields of a PV this hook writes; the rest belongs to Kubernetes. */
-const PV_FIELDS = ["accessModes", "capacity", "claimRef", "iscsi", "mountOptions", "persistentVolumeReclaimPolicy", "storageClassName", "volumeMode"] as const;
+const PV_FIELDS = [
+  "accessModes",
+  "capacity",
+  "claimRef",
+  "iscsi",
+  "mountOptions",
+  "persistentVolumeReclaimPolicy",
+  "storageClassName",
+  "volumeMode",
+] as const;
 
 /**
  * The PV as it is. Its source, mode and class cannot change and its reclaim policy and mount options are an
@@ -209,18 +303,36 @@ function existingPv(pv: PersistentVolume, reached: string | undefined): Persiste
   const storage = largerCapacity(pv.spec?.capacity?.storage, reached);
   if (storage) spec.capacity = { storage };
   const ref = pv.spec?.claimRef;
-  if (ref) spec.claimRef = { apiVersion: ref.apiVersion, kind: ref.kind, namespace: ref.namespace, name: ref.name, uid: ref.uid };
+  if (ref)
+    spec.claimRef = {
+      apiVersion: ref.apiVersion,
+      kind: ref.kind,
+      namespace: ref.namespace,
+      name: ref.name,
+      uid: ref.uid,
+    };
   return pvObject(nameOf(pv), pv.metadata.labels?.[LABEL.cspc], spec);
 }
 
-function newPv(claim: PersistentVolumeClaim, storageClass: StorageClass, cvc: CVC, served: { targetPortal: string; iqn: string }): PersistentVolume {
+function newPv(
+  claim: PersistentVolumeClaim,
+  storageClass: StorageClass,
+  cvc: CVC,
+  served: { targetPortal: string; iqn: string },
+): PersistentVolume {
   // The class's own word (its parameters were checked when the CVC was made, and cannot change since).
   const fsType = storageClass.parameters?.fsType ?? DEFAULT_FS_TYPE;
   const volumeMode = claim.spec?.volumeMode ?? "Filesystem";
   return pvObject(nameOf(cvc), cvc.spec.cstorPoolCluster, {
     accessModes: claim.spec?.accessModes,
     capacity: { storage: cvc.status?.capacity ?? cvc.spec.capacity },
-    claimRef: { apiVersion: "v1", kind: KIND.persistentVolumeClaim, namespace: claim.metadata.namespace, name: claim.metadata.name, uid: claim.metadata.uid },
+    claimRef: {
+      apiVersion: "v1",
+      kind: KIND.persistentVolumeClaim,
+      namespace: claim.metadata.namespace,
+      name: claim.metadata.name,
+      uid: claim.metadata.uid,
+    },
     iscsi: { ...served, lun: 0, ...(volumeMode === "Filesystem" ? { fsType } : {}) },
     mountOptions: storageClass.mountOptions,
     persistentVolumeReclaimPolicy: storageClass.reclaimPolicy ?? DEFAULT_RECLAIM_POLICY,
@@ -243,17 +355,33 @@ function pvObject(name: string, cspc: string | undefined, spec: PersistentVolume
 }
 
 /** An Event on the claim, named after its volume; its time is carried forward while it says the same. */
-function event(claim: PersistentVolumeClaim, notice: Notice, observed: Map<string, ObservedEvent>, clock: Clock): CoreEvent {
+function event(
+  claim: PersistentVolumeClaim,
+  notice: Notice,
+  observed: Map<string, ObservedEvent>,
+  clock: Clock,
+): CoreEvent {
   const name = volumeName(claim);
   const namespace = claim.metadata.namespace!;
   const before = observed.get(`${namespace}/${name}`);
-  const same = before && before.reason === notice.reason && before.message === notice.message && before.type === notice.type;
-  const time = same && typeof before.firstTimestamp === "string" ? before.firstTimestamp : formatTime(clock());
+  const same =
+    before &&
+    before.reason === notice.reason &&
+    before.message === notice.message &&
+    before.type === notice.type;
+  const time =
+    same && typeof before.firstTimestamp === "string" ? before.firstTimestamp : formatTime(clock());
   return {
     apiVersion: "v1",
     kind: KIND.event,
     metadata: { name, namespace },
-    involvedObject: { apiVersion: "v1", kind: KIND.persistentVolumeClaim, namespace, name: claim.metadata.name, uid: claim.metadata.uid },
+    involvedObject: {
+      apiVersion: "v1",
+      kind: KIND.persistentVolumeClaim,
+      namespace,
+      name: claim.metadata.name,
+      uid: claim.metadata.uid,
+    },
     ...notice,
     source: { component: PROVISIONING.eventSource },
     firstTimestamp: time,

@@ -17,20 +17,30 @@ function poolIndex(instancePath: string): number {
 }
 
 /** "/pools/0/poolConfig/compression", "/pools/0/raidGroups/1/type": fields whose unknown values the spec rules name. */
-const RULE_JUDGED_VALUE = /^\/pools\/(\d+)\/(?:poolConfig\/(compression|defaultRaidGroupType)|raidGroups\/(\d+)\/type)$/;
+const RULE_JUDGED_VALUE =
+  /^\/pools\/(\d+)\/(?:poolConfig\/(compression|defaultRaidGroupType)|raidGroups\/(\d+)\/type)$/;
 
 /** Violations of the CRD's structural schema and name limit; empty when the object is well formed. */
 export function checkCspcShape(object: unknown): Violation[] {
   const obj = object as { kind?: unknown; metadata?: { name?: unknown }; spec?: unknown } | undefined;
-  if (!obj || typeof obj !== "object") return [{ pool: -1, reason: "NotAnObject", message: "the input is not a Kubernetes object" }];
+  if (!obj || typeof obj !== "object")
+    return [{ pool: -1, reason: "NotAnObject", message: "the input is not a Kubernetes object" }];
   const out: Violation[] = [];
   if (obj.kind !== KIND.cspc) {
-    out.push({ pool: -1, reason: "WrongKind", message: `the object is a ${JSON.stringify(obj.kind ?? null)}, not a ${KIND.cspc}` });
+    out.push({
+      pool: -1,
+      reason: "WrongKind",
+      message: `the object is a ${JSON.stringify(obj.kind ?? null)}, not a ${KIND.cspc}`,
+    });
     return out;
   }
   const name = obj.metadata?.name;
   if (typeof name !== "string" || name === "") {
-    out.push({ pool: -1, reason: "MissingName", message: "metadata.name is missing: name the CStorPoolCluster" });
+    out.push({
+      pool: -1,
+      reason: "MissingName",
+      message: "metadata.name is missing: name the CStorPoolCluster",
+    });
   } else if (name.length > LIMITS.cspcNameLength) {
     out.push({
       pool: -1,
@@ -39,7 +49,11 @@ export function checkCspcShape(object: unknown): Violation[] {
     });
   }
   if (obj.spec === undefined) {
-    out.push({ pool: -1, reason: "MissingSpec", message: "the CStorPoolCluster has no spec: add spec.pools" });
+    out.push({
+      pool: -1,
+      reason: "MissingSpec",
+      message: "the CStorPoolCluster has no spec: add spec.pools",
+    });
     return out;
   }
   if (validateSpec(obj.spec)) return out;
@@ -47,14 +61,22 @@ export function checkCspcShape(object: unknown): Violation[] {
   const pools = (obj.spec as { pools?: PoolSpec[] } | null)?.pools ?? [];
   for (const { error: e, text } of wordedErrors(validateSpec.errors ?? [])) {
     // A mistyped string of a field the spec rules judge gets their message and its hint ("did you mean lz4?").
-    const ruled = e.keyword === "anyOf" && typeof e.data === "string" ? RULE_JUDGED_VALUE.exec(e.instancePath) : null;
+    const ruled =
+      e.keyword === "anyOf" && typeof e.data === "string" ? RULE_JUDGED_VALUE.exec(e.instancePath) : null;
     if (ruled) {
       const index = Number(ruled[1]);
-      const field: EnumField = ruled[3] !== undefined ? { group: Number(ruled[3]) } : (ruled[2] as "compression" | "defaultRaidGroupType");
+      const field: EnumField =
+        ruled[3] !== undefined
+          ? { group: Number(ruled[3]) }
+          : (ruled[2] as "compression" | "defaultRaidGroupType");
       out.push(unsupportedValue(pools[index], index, field, e.data));
       continue;
     }
-    out.push({ pool: poolIndex(e.instancePath), reason: "InvalidField", message: `${fieldPath(e.instancePath, "spec")} ${text}` });
+    out.push({
+      pool: poolIndex(e.instancePath),
+      reason: "InvalidField",
+      message: `${fieldPath(e.instancePath, "spec")} ${text}`,
+    });
   }
   return out;
 }

@@ -18,13 +18,19 @@ export const WELL_KNOWN_NODE_LABELS = [
  * (the kubelet sets kubernetes.io/hostname); when it does select a node, some node carries a hand-made twin
  * label, which breaks as soon as that node is replaced.
  */
-export function selectorKeyCaseWarnings(pool: PoolSpec, index: number, nodes: readonly KubeObject[]): string[] {
+export function selectorKeyCaseWarnings(
+  pool: PoolSpec,
+  index: number,
+  nodes: readonly KubeObject[],
+): string[] {
   const known = knownLabelKeys(nodes);
   const out: string[] = [];
   for (const key of Object.keys(pool.nodeSelector ?? {}).sort()) {
     const twin = known.find((k) => k !== key && k.toLowerCase() === key.toLowerCase());
     if (twin) {
-      out.push(`${poolLabel(pool, index)} uses label key ${key}; label keys are case-sensitive and nodes carry ${twin}: use ${twin}`);
+      out.push(
+        `${poolLabel(pool, index)} uses label key ${key}; label keys are case-sensitive and nodes carry ${twin}: use ${twin}`,
+      );
     }
   }
   return out;

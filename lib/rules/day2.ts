@@ -56,7 +56,13 @@ function observedRole(group: CSPIRaidGroup): GroupRole {
 function pairGroups(specGroups: readonly RaidGroup[], observedGroups: readonly CSPIRaidGroup[]) {
   const groupOfDevice = new Map<string, number>();
   observedGroups.forEach((g, i) => names(g).forEach((d) => groupOfDevice.set(d, i)));
-  return specGroups.map((g) => [...new Set(names(g).map((d) => groupOfDevice.get(d)).filter((i): i is number => i !== undefined))]);
+  return specGroups.map((g) => [
+    ...new Set(
+      names(g)
+        .map((d) => groupOfDevice.get(d))
+        .filter((i): i is number => i !== undefined),
+    ),
+  ]);
 }
 
 /** What one observed pool and its edited pool spec share, for every step of the diff. */
@@ -79,13 +85,21 @@ interface GroupDiff {
 export function diffPool(input: DiffInput): PoolDiff {
   const { pool, poolIndex, observed, inventory } = input;
   const observedGroups = observed.spec?.raidGroups ?? [];
-  const ctx: DiffContext = { pool, poolIndex, cspiName: observed.metadata.name ?? "", inventory, observedGroups };
+  const ctx: DiffContext = {
+    pool,
+    poolIndex,
+    cspiName: observed.metadata.name ?? "",
+    inventory,
+    observedGroups,
+  };
   const pairs = pairGroups(pool.raidGroups, observedGroups);
   const regrouped = checkGroupsKept(ctx, pairs);
   if (regrouped.length > 0) return { replacements: [], expansions: [], removals: [], violations: regrouped };
 
   const paired = new Set(pairs.flat());
-  const removals = observedGroups.flatMap((g, o) => (!paired.has(o) && holdsNoData(g) ? [{ group: o, devices: names(g) }] : []));
+  const removals = observedGroups.flatMap((g, o) =>
+    !paired.has(o) && holdsNoData(g) ? [{ group: o, devices: names(g) }] : [],
+  );
   const diff: PoolDiff = { replacements: [], expansions: [], removals, violations: [] };
   pool.raidGroups.forEach((specGroup, s) => {
     const o = pairs[s][0];
@@ -99,7 +113,11 @@ export function diffPool(input: DiffInput): PoolDiff {
 }
 
 function violation(ctx: DiffContext, reason: string, message: string): Violation {
-  return { pool: ctx.poolIndex, reason, message: `${poolLabel(ctx.pool, ctx.poolIndex)} (pool ${ctx.cspiName}): ${message}` };
+  return {
+    pool: ctx.poolIndex,
+    reason,
+    message: `${poolLabel(ctx.pool, ctx.poolIndex)} (pool ${ctx.cspiName}): ${message}`,
+  };
 }
 
 /** Every observed raid group is still exactly one group of the spec: none merged, split, removed or swapped whole. */
@@ -136,7 +154,11 @@ function checkGroupsKept(ctx: DiffContext, pairs: readonly number[][]): Violatio
     if (matchedObserved.has(o) || holdsNoData(g)) return;
     const lookalike = unpairedSpec.find((s) => {
       const spec = pool.raidGroups[s];
-      return groupRole(spec) === observedRole(g) && resolvedType(spec, pool) === g.type && names(spec).length === names(g).length;
+      return (
+        groupRole(spec) === observedRole(g) &&
+        resolvedType(spec, pool) === g.type &&
+        names(spec).length === names(g).length
+      );
     });
     if (lookalike !== undefined) {
       out.push(
@@ -162,7 +184,10 @@ function checkGroupsKept(ctx: DiffContext, pairs: readonly number[][]): Violatio
 /** A raid group the pool does not have yet: an expansion, with its devices checked. */
 function diffNewGroup(ctx: DiffContext, specGroup: RaidGroup, s: number): GroupDiff {
   const added = names(specGroup);
-  return { violations: checkNewDevices(ctx, added, `new raidGroups[${s}]`), expansion: { specGroup: s, devices: added } };
+  return {
+    violations: checkNewDevices(ctx, added, `new raidGroups[${s}]`),
+    expansion: { specGroup: s, devices: added },
+  };
 }
 
 /** An existing raid group: its role and type stay; then what its kind allows (widening or replacing). */
@@ -177,7 +202,9 @@ function diffGroup(ctx: DiffContext, specGroup: RaidGroup, s: number, o: number)
   if (type !== before.type) {
     const message =
       `${label} changed type from ${before.type} to ${type ?? "(none)"}; ZFS cannot convert a raid group: restore type ${before.type}` +
-      (specGroup.type === undefined ? " (the group has no type, so poolConfig.defaultRaidGroupType decides it: set raidGroups[].type explicitly)" : "");
+      (specGroup.type === undefined
+        ? " (the group has no type, so poolConfig.defaultRaidGroupType decides it: set raidGroups[].type explicitly)"
+        : "");
     return { violations: [violation(ctx, "RaidGroupTypeChanged", message)] };
   }
   const beforeNames = names(before);
@@ -206,7 +233,9 @@ function diffNoDataGroup(ctx: DiffContext, change: GroupChange): GroupDiff {
   return {
     violations,
     ...(removed.length > 0 ? { removal: { group, devices: removed } } : {}),
-    ...(added.length > 0 && violations.length === 0 ? { expansion: { group, specGroup, devices: added } } : {}),
+    ...(added.length > 0 && violations.length === 0
+      ? { expansion: { group, specGroup, devices: added } }
+      : {}),
   };
 }
 
@@ -228,16 +257,29 @@ function diffStripeLikeGroup(ctx: DiffContext, change: GroupChange): GroupDiff {
     return { violations: [violation(ctx, "ReplacementInStripeGroup", message)] };
   }
   if (removed.length > 0) {
-    return { violations: [violation(ctx, "BlockDeviceRemoved", `${label}: block device ${removed.join(", ")} was removed; data on it would be lost: put it back`)] };
+    return {
+      violations: [
+        violation(
+          ctx,
+          "BlockDeviceRemoved",
+          `${label}: block device ${removed.join(", ")} was removed; data on it would be lost: put it back`,
+        ),
+      ],
+    };
   }
   if (added.length === 0) return { violations: [] };
-  return { violations: checkNewDevices(ctx, added, label), expansion: { group: change.group, specGroup: change.specGroup, devices: added } };
+  return {
+    violations: checkNewDevices(ctx, added, label),
+    expansion: { group: change.group, specGroup: change.specGroup, devices: added },
+  };
 }
 
 /** A mirror or raidz group: it keeps its width, and one device at a time may be replaced by a large enough one. */
 function diffRedundantGroup(ctx: DiffContext, change: GroupChange): GroupDiff {
   const { label, before, removed, added } = change;
-  const refuse = (reason: string, message: string): GroupDiff => ({ violations: [violation(ctx, reason, `${label}: ${message}`)] });
+  const refuse = (reason: string, message: string): GroupDiff => ({
+    violations: [violation(ctx, reason, `${label}: ${message}`)],
+  });
   if (removed.length === 0 && added.length > 0) {
     return refuse(
       "BlockDeviceAddedToRedundantGroup",
@@ -245,7 +287,10 @@ function diffRedundantGroup(ctx: DiffContext, change: GroupChange): GroupDiff {
     );
   }
   if (removed.length > 0 && added.length === 0) {
-    return refuse("BlockDeviceRemoved", `block device ${removed.join(", ")} was removed; a ${before.type} group keeps its width: put it back, or replace it with another device`);
+    return refuse(
+      "BlockDeviceRemoved",
+      `block device ${removed.join(", ")} was removed; a ${before.type} group keeps its width: put it back, or replace it with another device`,
+    );
   }
   if (removed.length === 0) return { violations: [] };
   if (removed.length > 1 || added.length > 1) {
@@ -257,7 +302,10 @@ function diffRedundantGroup(ctx: DiffContext, change: GroupChange): GroupDiff {
   const oldDevice = removed[0];
   const newDevice = added[0];
   const resilvering = names(before)
-    .map((d) => ({ d, pred: ctx.inventory.ownClaims.get(d)?.metadata.annotations?.[ANNOTATION.bdPredecessor] }))
+    .map((d) => ({
+      d,
+      pred: ctx.inventory.ownClaims.get(d)?.metadata.annotations?.[ANNOTATION.bdPredecessor],
+    }))
     .find((x) => x.pred);
   if (resilvering) {
     return refuse(
@@ -268,7 +316,9 @@ function diffRedundantGroup(ctx: DiffContext, change: GroupChange): GroupDiff {
   const unusable = checkNewDevices(ctx, [newDevice], label);
   if (unusable.length > 0) return { violations: unusable };
   const newCapacity = capacityOf(newDevice, ctx.inventory);
-  const oldCapacity = before.blockDevices.find((d) => d.blockDeviceName === oldDevice)?.capacity ?? capacityOf(oldDevice, ctx.inventory);
+  const oldCapacity =
+    before.blockDevices.find((d) => d.blockDeviceName === oldDevice)?.capacity ??
+    capacityOf(oldDevice, ctx.inventory);
   if (newCapacity !== undefined && oldCapacity !== undefined && newCapacity < oldCapacity) {
     return refuse(
       "ReplacementTooSmall",
@@ -315,6 +365,13 @@ function capacityOf(device: string, inventory: Inventory): number | undefined {
 
 function describeGroup(group: CSPIRaidGroup): string {
   const role = observedRole(group);
-  const kind = role === "data" ? group.type : role === "writeCache" ? `write cache ${group.type}` : role === "spare" ? "spare" : "read cache";
+  const kind =
+    role === "data"
+      ? group.type
+      : role === "writeCache"
+        ? `write cache ${group.type}`
+        : role === "spare"
+          ? "spare"
+          : "read cache";
   return `(${kind}: ${names(group).join(", ")})`;
 }

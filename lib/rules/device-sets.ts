@@ -24,17 +24,20 @@ export function checkDeviceSets(pool: PoolSpec, index: number): Violation[] {
     out.push({ pool: index, reason, message });
   };
   if (pool.raidGroups) add("BothDevicesAndSets", `${poolLabel(pool, index)} ${MESSAGES.bothDevicesAndSets}`);
-  if (pool.nodeSelector) add("NodeSelectorWithDeviceSets", `${poolLabel(pool, index)} ${MESSAGES.nodeSelectorWithDeviceSets}`);
+  if (pool.nodeSelector)
+    add("NodeSelectorWithDeviceSets", `${poolLabel(pool, index)} ${MESSAGES.nodeSelectorWithDeviceSets}`);
   sets.forEach((set, s) => {
     const where = setLabel(pool, index, s);
     if (!(RAID_TYPES as readonly string[]).includes(set.type)) return;
     const problem = deviceCountProblem(set.type, set.groupSize);
     if (problem) add("InvalidGroupSize", `${where} groupSize: ${problem}`);
-    else if (set.count % set.groupSize !== 0) add("CountNotWholeGroups", `${where} ${MESSAGES.countNotWholeGroups}`);
+    else if (set.count % set.groupSize !== 0)
+      add("CountNotWholeGroups", `${where} ${MESSAGES.countNotWholeGroups}`);
     const template = set.volumeClaimTemplate.spec;
     if (template.volumeMode !== "Block") add("NotBlockMode", `${where} ${MESSAGES.notBlockMode}`);
     const size = parseQuantity(template.resources.requests.storage);
-    if (!size || size.nano < BigInt(ZFS_MIN_DEVICE_BYTES) * 10n ** 9n) add("ClaimTooSmall", `${where} ${MESSAGES.claimTooSmall}`);
+    if (!size || size.nano < BigInt(ZFS_MIN_DEVICE_BYTES) * 10n ** 9n)
+      add("ClaimTooSmall", `${where} ${MESSAGES.claimTooSmall}`);
   });
   const first = sets[0];
   if (first && sets.some((set) => set.type !== first.type || set.groupSize !== first.groupSize)) {
@@ -56,7 +59,12 @@ export function checkDuplicateDeviceSets(spec: CSPCSpec): Violation[] {
   (spec.pools ?? []).forEach((pool, p) => {
     for (const set of pool.deviceSets ?? []) seen.set(set.name, [...(seen.get(set.name) ?? []), p]);
   });
-  return namedTwice(seen, "DuplicateDeviceSet", (name, times, places) => `${places} name device set ${name} ${times} times: its PVCs are named after it, so each set of a CSPC needs its own name`);
+  return namedTwice(
+    seen,
+    "DuplicateDeviceSet",
+    (name, times, places) =>
+      `${places} name device set ${name} ${times} times: its PVCs are named after it, so each set of a CSPC needs its own name`,
+  );
 }
 
 /** PVCs of a pool's device sets, for the CSPC-wide device limit. */

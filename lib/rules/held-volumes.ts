@@ -57,10 +57,12 @@ export function heldPredicate(held: HeldVolumes): string {
   const replicas = (n: number) => `${n} volume replica${n === 1 ? "" : "s"}`;
   if (held.replicas.length > 0) {
     const shown = held.replicas.slice(0, LISTED_REPLICAS).join(", ");
-    const more = held.replicas.length > LISTED_REPLICAS ? ` and ${held.replicas.length - LISTED_REPLICAS} more` : "";
+    const more =
+      held.replicas.length > LISTED_REPLICAS ? ` and ${held.replicas.length - LISTED_REPLICAS} more` : "";
     return `holds ${replicas(held.replicas.length)} (CStorVolumeReplica ${shown}${more})`;
   }
-  if (held.reported === undefined) return "may hold volumes: the replica count is unknown (the node daemon has not reported it)";
+  if (held.reported === undefined)
+    return "may hold volumes: the replica count is unknown (the node daemon has not reported it)";
   return `holds ${replicas(held.reported)} (as its node daemon reports)`;
 }
 

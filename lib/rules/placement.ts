@@ -16,7 +16,8 @@ export function resolveNode(pool: PoolSpec, index: number, inventory: Inventory)
   const selector = pool.nodeSelector ?? {};
   const keys = Object.keys(selector);
   // Only nodes carrying the first selector label can match, so each pool looks at its own node(s), not all.
-  const candidates = keys.length === 0 ? inventory.nodes : (inventory.nodesByLabel.get(keys[0])?.get(selector[keys[0]]) ?? []);
+  const candidates =
+    keys.length === 0 ? inventory.nodes : (inventory.nodesByLabel.get(keys[0])?.get(selector[keys[0]]) ?? []);
   const matches = candidates.filter((node) => keys.every((k) => node.metadata.labels?.[k] === selector[k]));
   if (matches.length === 1) return { host: nodeHostname(matches[0]) };
   const where = poolLabel(pool, index);
@@ -90,7 +91,10 @@ export function checkDevices(
     };
     const bd = inventory.blockDevices.get(name);
     if (!bd) {
-      add("BlockDeviceNotFound", `block device ${name} does not exist in namespace ${ns}: check the name (kubectl get bd -n ${ns})`);
+      add(
+        "BlockDeviceNotFound",
+        `block device ${name} does not exist in namespace ${ns}: check the name (kubectl get bd -n ${ns})`,
+      );
       continue;
     }
     const bdHost = deviceHost(bd);
@@ -105,7 +109,10 @@ export function checkDevices(
     if (tooSmall) add("BlockDeviceTooSmall", `block device ${name} ${tooSmall}: pick a larger device`);
     const state = bd.status?.state;
     if (state !== undefined && state !== "Active") {
-      add("BlockDeviceNotActive", `block device ${name} is ${state}, not Active: reconnect the disk or pick another device`);
+      add(
+        "BlockDeviceNotActive",
+        `block device ${name} is ${state}, not Active: reconnect the disk or pick another device`,
+      );
     }
     const fsType = bd.spec?.filesystem?.fsType;
     const ours = options.inUse?.has(name) || inventory.ownClaims.has(name);
@@ -128,7 +135,11 @@ export function checkDevices(
         `block device ${name} is claimed by BlockDeviceClaim ${inventory.namespace}/${leftover}, left by an earlier CStorPoolCluster named ${inventory.cspcName} (its pool's data is kept on the disk): do not release that claim, NDM would wipe the disk; let this CStorPoolCluster adopt its claims: kubectl -n ${inventory.namespace} label bdc -l ${LABEL.cspc}=${inventory.cspcName} controller-uid=${inventory.cspcUid || "<uid of this CStorPoolCluster>"} --overwrite (docs/install.md, Reinstall)`,
       );
     }
-    if (foreign) add("BlockDeviceClaimedElsewhere", `block device ${name} is claimed by ${foreign}: release that claim or pick another device`);
+    if (foreign)
+      add(
+        "BlockDeviceClaimedElsewhere",
+        `block device ${name} is claimed by ${foreign}: release that claim or pick another device`,
+      );
   }
   return out;
 }
@@ -139,7 +150,9 @@ export function checkDevices(
  */
 function leftoverClaim(device: string, inventory: Inventory): string | undefined {
   if (inventory.ownClaims.has(device)) return undefined;
-  return (inventory.claimsByDevice.get(device) ?? []).find((c) => c.metadata.labels?.[LABEL.cspc] === inventory.cspcName)?.metadata.name;
+  return (inventory.claimsByDevice.get(device) ?? []).find(
+    (c) => c.metadata.labels?.[LABEL.cspc] === inventory.cspcName,
+  )?.metadata.name;
 }
 
 /** A claim on the device that is not this CSPC's own, described for a message; undefined if none. */

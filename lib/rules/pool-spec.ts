@@ -1,6 +1,12 @@
 // Rules that need no other object: they judge a CSPC spec alone. The same functions decide in cspc-sync,
 // in the admission webhook and in `cstor-pool validate`; the CRD carries the CEL twins of most of them.
-import { COMPRESSION_VALUES, LIMITS, RAID_TYPES, ZFS_MIN_DEVICE_BYTES, type RaidType } from "../../api/constants.js";
+import {
+  COMPRESSION_VALUES,
+  LIMITS,
+  RAID_TYPES,
+  ZFS_MIN_DEVICE_BYTES,
+  type RaidType,
+} from "../../api/constants.js";
 import type { CSPCSpec, PoolSpec, RaidGroup } from "../../api/types.js";
 import { MESSAGES } from "../../api/cel.js";
 import { parseQuantity, type Quantity } from "../quantity.js";
@@ -38,7 +44,8 @@ export function resolvedType(group: RaidGroup, pool: PoolSpec): RaidType | undef
 }
 
 export function poolLabel(pool: PoolSpec | undefined, index: number): string {
-  if (pool?.deviceSets) return `spec.pools[${index}] (deviceSets ${pool.deviceSets.map((s) => s.name).join(",")})`;
+  if (pool?.deviceSets)
+    return `spec.pools[${index}] (deviceSets ${pool.deviceSets.map((s) => s.name).join(",")})`;
   const selector = pool?.nodeSelector
     ? Object.keys(pool.nodeSelector)
         .sort()
@@ -79,7 +86,9 @@ const ZFS_MIN_DEVICES: Readonly<Record<RaidType, number>> = { stripe: 1, mirror:
 
 export function zfsCannotBuild(type: RaidType, count: number): string | undefined {
   const least = ZFS_MIN_DEVICES[type];
-  return count >= least ? undefined : `ZFS builds a ${type} group of at least ${least} device${least === 1 ? "" : "s"}, it has ${count}`;
+  return count >= least
+    ? undefined
+    : `ZFS builds a ${type} group of at least ${least} device${least === 1 ? "" : "s"}, it has ${count}`;
 }
 
 /** Why a device of this many bytes cannot be pooled, or undefined; for messages that name the device first. */
@@ -109,13 +118,17 @@ export function checkPoolSpec(pool: PoolSpec, index: number): Violation[] {
 
   if (pool.deviceSets) out.push(...checkDeviceSets(pool, index));
   else if (!pool.raidGroups) add("NoDevices", `${where()} ${MESSAGES.noDevices}`);
-  else if (!pool.nodeSelector || Object.keys(pool.nodeSelector).length === 0) add("MissingNodeSelector", `${where()} ${MESSAGES.missingNodeSelector}`);
+  else if (!pool.nodeSelector || Object.keys(pool.nodeSelector).length === 0)
+    add("MissingNodeSelector", `${where()} ${MESSAGES.missingNodeSelector}`);
   const groups = pool.raidGroups ?? [];
   if (pool.raidGroups && groups.length === 0) {
     add("NoRaidGroups", `${where()} has no raid groups: add at least one data raid group with block devices`);
   }
   if (groups.length > LIMITS.raidGroupsPerPool) {
-    add("TooManyRaidGroups", `${where()} has ${groups.length} raid groups; at most ${LIMITS.raidGroupsPerPool} are supported`);
+    add(
+      "TooManyRaidGroups",
+      `${where()} has ${groups.length} raid groups; at most ${LIMITS.raidGroupsPerPool} are supported`,
+    );
   }
   const compression = pool.poolConfig?.compression;
   if (compression !== undefined && !(COMPRESSION_VALUES as readonly string[]).includes(compression)) {
@@ -133,7 +146,11 @@ export function checkPoolSpec(pool: PoolSpec, index: number): Violation[] {
     const gw = (): string => groupLabel(pool, index, g);
     const role = groupRole(group);
     const flags = [group.isWriteCache, group.isSpare, group.isReadCache].filter(Boolean).length;
-    if (flags > 1) add("ConflictingGroupRoles", `${gw()} is marked as more than one of isWriteCache, isSpare and isReadCache: keep one`);
+    if (flags > 1)
+      add(
+        "ConflictingGroupRoles",
+        `${gw()} is marked as more than one of isWriteCache, isSpare and isReadCache: keep one`,
+      );
     if (role === "data") dataGroups++;
     const devices = group.blockDevices ?? [];
     if (devices.length === 0) {
@@ -141,10 +158,14 @@ export function checkPoolSpec(pool: PoolSpec, index: number): Violation[] {
       return;
     }
     if (devices.length > LIMITS.blockDevicesPerGroup) {
-      add("TooManyBlockDevices", `${gw()} has ${devices.length} block devices; at most ${LIMITS.blockDevicesPerGroup} are supported`);
+      add(
+        "TooManyBlockDevices",
+        `${gw()} has ${devices.length} block devices; at most ${LIMITS.blockDevicesPerGroup} are supported`,
+      );
     }
     devices.forEach((d, k) => {
-      if (!d.blockDeviceName) add("EmptyBlockDeviceName", `${gw()} blockDevices[${k}] has no blockDeviceName`);
+      if (!d.blockDeviceName)
+        add("EmptyBlockDeviceName", `${gw()} blockDevices[${k}] has no blockDeviceName`);
     });
     if (group.type !== undefined && !(RAID_TYPES as readonly string[]).includes(group.type)) {
       out.push(unsupportedValue(pool, index, { group: g }, group.type));
@@ -152,18 +173,27 @@ export function checkPoolSpec(pool: PoolSpec, index: number): Violation[] {
     }
     const type = resolvedType(group, pool);
     if (type === undefined) {
-      add("MissingRaidType", `${gw()} has no type and the pool has no poolConfig.defaultRaidGroupType: set one of them`);
+      add(
+        "MissingRaidType",
+        `${gw()} has no type and the pool has no poolConfig.defaultRaidGroupType: set one of them`,
+      );
       return;
     }
     if (role === "writeCache" && (type === "raidz" || type === "raidz2")) {
-      add("UnsupportedWriteCacheType", `${gw()} is a write cache of type ${type}; ZFS log devices can only be stripe or mirror`);
+      add(
+        "UnsupportedWriteCacheType",
+        `${gw()} is a write cache of type ${type}; ZFS log devices can only be stripe or mirror`,
+      );
       return;
     }
     const problem = deviceCountProblem(type, devices.length);
     if (problem) add("InvalidDeviceCount", `${gw()}: ${problem}`);
   });
   if (groups.length > 0 && dataGroups === 0) {
-    add("NoDataRaidGroup", `${where()} has only write cache, spare or read cache groups: add a data raid group`);
+    add(
+      "NoDataRaidGroup",
+      `${where()} has only write cache, spare or read cache groups: add a data raid group`,
+    );
   }
   out.push(...checkRedundancyMix(pool, index));
   return out;
@@ -190,9 +220,16 @@ export function unsupportedValue(pool: PoolSpec, index: number, field: EnumField
       message: `${poolLabel(pool, index)} poolConfig.compression ${JSON.stringify(text)} is not supported${hint}: use one of ${COMPRESSION_VALUES.join(", ")}`,
     };
   }
-  const where = field === "defaultRaidGroupType" ? `${poolLabel(pool, index)} poolConfig.defaultRaidGroupType` : `${groupLabel(pool, index, field.group)} type`;
+  const where =
+    field === "defaultRaidGroupType"
+      ? `${poolLabel(pool, index)} poolConfig.defaultRaidGroupType`
+      : `${groupLabel(pool, index, field.group)} type`;
   const hint = RAID_TYPE_HINTS[text] ? ` (did you mean ${RAID_TYPE_HINTS[text]}?)` : "";
-  return { pool: index, reason: "UnsupportedRaidType", message: `${where} ${JSON.stringify(text)} is not supported${hint}: use ${RAID_TYPES.slice(0, -1).join(", ")} or ${RAID_TYPES.at(-1)}` };
+  return {
+    pool: index,
+    reason: "UnsupportedRaidType",
+    message: `${where} ${JSON.stringify(text)} is not supported${hint}: use ${RAID_TYPES.slice(0, -1).join(", ")} or ${RAID_TYPES.at(-1)}`,
+  };
 }
 
 /** Quantities the API server would refuse in the pool Deployment are refused here, where the user looks. */
@@ -267,19 +304,29 @@ export function checkDuplicateDevices(spec: CSPCSpec): Violation[] {
       }
     }
   });
-  return namedTwice(seen, "DuplicateBlockDevice", (device, times, places) => `block device ${device} is listed ${times} times (${places}): a device can belong to one raid group only, remove the extra entries`);
+  return namedTwice(
+    seen,
+    "DuplicateBlockDevice",
+    (device, times, places) =>
+      `block device ${device} is listed ${times} times (${places}): a device can belong to one raid group only, remove the extra entries`,
+  );
 }
 
 /**
  * A violation for each pool touched by a name listed more than once (`seen`: name → the pool index of each
  * listing), in name order; `places` reads "spec.pools[i] and spec.pools[k]".
  */
-export function namedTwice(seen: ReadonlyMap<string, readonly number[]>, reason: string, message: (name: string, times: number, places: string) => string): Violation[] {
+export function namedTwice(
+  seen: ReadonlyMap<string, readonly number[]>,
+  reason: string,
+  message: (name: string, times: number, places: string) => string,
+): Violation[] {
   const out: Violation[] = [];
   for (const [name, pools] of [...seen.entries()].sort(([a], [b]) => a.localeCompare(b))) {
     if (pools.length < 2) continue;
     const places = [...new Set(pools)].map((p) => `spec.pools[${p}]`).join(" and ");
-    for (const p of new Set(pools)) out.push({ pool: p, reason, message: message(name, pools.length, places) });
+    for (const p of new Set(pools))
+      out.push({ pool: p, reason, message: message(name, pools.length, places) });
   }
   return out;
 }
@@ -289,12 +336,26 @@ export function checkCspcSpec(spec: CSPCSpec): Violation[] {
   const out: Violation[] = [];
   const pools = spec.pools ?? [];
   if (pools.length === 0) {
-    out.push({ pool: -1, reason: "NoPools", message: "spec.pools is empty: add at least one pool with a nodeSelector and raid groups" });
+    out.push({
+      pool: -1,
+      reason: "NoPools",
+      message: "spec.pools is empty: add at least one pool with a nodeSelector and raid groups",
+    });
   }
   if (pools.length > LIMITS.pools) {
-    out.push({ pool: -1, reason: "TooManyPools", message: `spec.pools has ${pools.length} pools; at most ${LIMITS.pools} are supported per CSPC` });
+    out.push({
+      pool: -1,
+      reason: "TooManyPools",
+      message: `spec.pools has ${pools.length} pools; at most ${LIMITS.pools} are supported per CSPC`,
+    });
   }
-  const devices = pools.reduce((sum, pool) => sum + deviceSetPvcCount(pool) + (pool.raidGroups ?? []).reduce((n, group) => n + (group.blockDevices ?? []).length, 0), 0);
+  const devices = pools.reduce(
+    (sum, pool) =>
+      sum +
+      deviceSetPvcCount(pool) +
+      (pool.raidGroups ?? []).reduce((n, group) => n + (group.blockDevices ?? []).length, 0),
+    0,
+  );
   if (devices > LIMITS.blockDevicesPerCspc) {
     out.push({
       pool: -1,

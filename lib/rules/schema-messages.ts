@@ -22,25 +22,39 @@ export function fieldPath(instancePath: string, root: string): string {
   return instancePath
     .split("/")
     .slice(1)
-    .reduce((path, part) => (/^\d+$/.test(part) ? `${path}[${part}]` : `${path}.${part.replace(/~1/g, "/").replace(/~0/g, "~")}`), root);
+    .reduce(
+      (path, part) =>
+        /^\d+$/.test(part) ? `${path}[${part}]` : `${path}.${part.replace(/~1/g, "/").replace(/~0/g, "~")}`,
+      root,
+    );
 }
 
 /** What is wrong with the value at an error's path, worded for a person; undefined when a sibling error says it. */
-export function describeSchemaError(error: ErrorObject, siblings: readonly ErrorObject[]): string | undefined {
+export function describeSchemaError(
+  error: ErrorObject,
+  siblings: readonly ErrorObject[],
+): string | undefined {
   const params = error.params as Record<string, unknown>;
   // A branch of an enum-like anyOf failing: reported once, by the anyOf that lists the allowed values.
   if (error.schemaPath.includes("/anyOf/")) return undefined;
   switch (error.keyword) {
     case "anyOf": {
-      const allowed = siblings.filter((e) => e.keyword === "const").map((e) => String((e.params as { allowedValue: unknown }).allowedValue));
+      const allowed = siblings
+        .filter((e) => e.keyword === "const")
+        .map((e) => String((e.params as { allowedValue: unknown }).allowedValue));
       if (allowed.length === 0) return "has a value of the wrong kind";
       // YAML 1.1 (kubectl's) reads a bare off/on as a boolean: a CSPC written `compression: off` lands here.
-      const quote = typeof error.data === "boolean" ? ` (YAML reads a bare ${error.data ? "on" : "off"} as ${error.data}: quote it, "${error.data ? "on" : "off"}")` : "";
+      const quote =
+        typeof error.data === "boolean"
+          ? ` (YAML reads a bare ${error.data ? "on" : "off"} as ${error.data}: quote it, "${error.data ? "on" : "off"}")`
+          : "";
       return `is ${JSON.stringify(error.data)}, it must be one of ${allowed.join(", ")}${quote}`;
     }
     case "additionalProperties": {
       const field = String(params.additionalProperty);
-      const known = Object.keys((error.parentSchema as { properties?: object } | undefined)?.properties ?? {});
+      const known = Object.keys(
+        (error.parentSchema as { properties?: object } | undefined)?.properties ?? {},
+      );
       const near = known.find((k) => k.toLowerCase() === field.toLowerCase());
       return `has an unknown field ${field}: ${near ? `did you mean ${near}?` : `remove it (known fields: ${known.join(", ")})`}`;
     }

@@ -22,12 +22,14 @@ const MANAGED_BY = "cstor-pool-operator";
 export const IQN_PREFIX = "iqn.2016-09.com.openebs.cstor";
 
 /** Upstream's default target tolerations: leave a NotReady or unreachable node after 30 s, not the default 300 s. */
-const DEFAULT_TARGET_TOLERATIONS = ["node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"].map((key) => ({
-  effect: "NoExecute",
-  key,
-  operator: "Exists",
-  tolerationSeconds: 30,
-}));
+const DEFAULT_TARGET_TOLERATIONS = ["node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"].map(
+  (key) => ({
+    effect: "NoExecute",
+    key,
+    operator: "Exists",
+    tolerationSeconds: 30,
+  }),
+);
 
 /** Replicas a write needs: a majority. */
 export function consistencyFactor(replicationFactor: number): number {
@@ -63,7 +65,12 @@ export function targetService(world: VolumeWorld): KubeObject {
  * upstream's target expects: a replica being added raises desiredReplicationFactor first, so adding a second
  * replica to a one-replica volume does not make writes wait for the empty one.
  */
-export function cstorVolume(world: VolumeWorld, targetIP: string, pools: readonly string[], rebuilding: ReadonlySet<string> = new Set()): KubeObject {
+export function cstorVolume(
+  world: VolumeWorld,
+  targetIP: string,
+  pools: readonly string[],
+  rebuilding: ReadonlySet<string> = new Set(),
+): KubeObject {
   const replicationFactor = Math.max(1, pools.filter((p) => !rebuilding.has(p)).length);
   const knownReplicas = Object.fromEntries(pools.map((pool) => [replicaId(world.volume, pool), pool]));
   return {
@@ -111,7 +118,9 @@ export function targetDeployment(world: VolumeWorld, config: VolumeTargetConfig)
     terminationMessagePolicy: "File",
   };
   if (Object.keys(resources).length > 0) container.resources = resources;
-  const tolerations = target.tolerations ? target.tolerations.map(withoutEmptyFields) : DEFAULT_TARGET_TOLERATIONS;
+  const tolerations = target.tolerations
+    ? target.tolerations.map(withoutEmptyFields)
+    : DEFAULT_TARGET_TOLERATIONS;
   const podSpec: Record<string, unknown> = {
     containers: [container],
     dnsPolicy: "ClusterFirst",
@@ -122,13 +131,19 @@ export function targetDeployment(world: VolumeWorld, config: VolumeTargetConfig)
   };
   if (tolerations.length > 0) podSpec.tolerations = tolerations;
   if (target.affinity && Object.keys(target.affinity).length > 0) podSpec.affinity = target.affinity;
-  if (target.nodeSelector && Object.keys(target.nodeSelector).length > 0) podSpec.nodeSelector = { ...target.nodeSelector };
+  if (target.nodeSelector && Object.keys(target.nodeSelector).length > 0)
+    podSpec.nodeSelector = { ...target.nodeSelector };
   if (target.priorityClassName) podSpec.priorityClassName = target.priorityClassName;
-  if (config.imagePullSecrets.length > 0) podSpec.imagePullSecrets = config.imagePullSecrets.map((name) => ({ name }));
+  if (config.imagePullSecrets.length > 0)
+    podSpec.imagePullSecrets = config.imagePullSecrets.map((name) => ({ name }));
   return {
     apiVersion: "apps/v1",
     kind: KIND.deployment,
-    metadata: { name: targetDeploymentName(volume), namespace, labels: { ...labels, [LABEL.managedBy]: MANAGED_BY } },
+    metadata: {
+      name: targetDeploymentName(volume),
+      namespace,
+      labels: { ...labels, [LABEL.managedBy]: MANAGED_BY },
+    },
     spec: {
       progressDeadlineSeconds: 600,
       replicas: 1,
@@ -146,14 +161,22 @@ export function targetDeployment(world: VolumeWorld, config: VolumeTargetConfig)
  * (written by an older release, say) keeps its size. The finalizer is the node daemon's to remove, once the
  * replica is destroyed on its pool. A replica added to a volume with data carries when it started rebuilding.
  */
-export function volumeReplica(world: VolumeWorld, pool: string, targetIP: string | undefined, rebuildingSince?: string): CVR {
+export function volumeReplica(
+  world: VolumeWorld,
+  pool: string,
+  targetIP: string | undefined,
+  rebuildingSince?: string,
+): CVR {
   const { cvc, volume, namespace } = world;
   const observed = world.ownReplicas.get(pool);
-  const host = world.cspis.get(pool)?.spec?.hostName ?? observed?.metadata.annotations?.[ANNOTATION.replicaPoolHost];
+  const host =
+    world.cspis.get(pool)?.spec?.hostName ?? observed?.metadata.annotations?.[ANNOTATION.replicaPoolHost];
   const observedBytes = quantityBytes(observed?.spec?.capacity);
   const wantedBytes = quantityBytes(cvc.spec.capacity);
   const capacity =
-    observedBytes !== undefined && wantedBytes !== undefined && observedBytes > wantedBytes ? observed!.spec.capacity : cvc.spec.capacity;
+    observedBytes !== undefined && wantedBytes !== undefined && observedBytes > wantedBytes
+      ? observed!.spec.capacity
+      : cvc.spec.capacity;
   return {
     apiVersion: API_VERSION,
     kind: KIND.cvr,
@@ -167,7 +190,12 @@ export function volumeReplica(world: VolumeWorld, pool: string, targetIP: string
         [LABEL.cspc]: cvc.spec.cstorPoolCluster,
       },
       ...(host || rebuildingSince
-        ? { annotations: { ...(host ? { [ANNOTATION.replicaPoolHost]: host } : {}), ...(rebuildingSince ? { [ANNOTATION.rebuildingSince]: rebuildingSince } : {}) } }
+        ? {
+            annotations: {
+              ...(host ? { [ANNOTATION.replicaPoolHost]: host } : {}),
+              ...(rebuildingSince ? { [ANNOTATION.rebuildingSince]: rebuildingSince } : {}),
+            },
+          }
         : {}),
       finalizers: [FINALIZER.replicaProtection],
     },
@@ -194,10 +222,21 @@ export interface BudgetPlan {
  * makes its budget only when no other volume's budget selects one of its pools; if two appear at once, the
  * volume whose name sorts later gives its own up. The condition says which budget, if any, protects it.
  */
-export function planDisruptionBudget(world: VolumeWorld, pools: readonly string[], replicas: number): BudgetPlan {
+export function planDisruptionBudget(
+  world: VolumeWorld,
+  pools: readonly string[],
+  replicas: number,
+): BudgetPlan {
   const type = DISRUPTION_BUDGET_CONDITION;
   if (replicas < 3 || pools.length < 3) {
-    return { condition: { type, status: "False", reason: "FewerThanThreeReplicas", message: `no budget for a volume of ${replicas} replica(s): losing any one pool already stops its writes` } };
+    return {
+      condition: {
+        type,
+        status: "False",
+        reason: "FewerThanThreeReplicas",
+        message: `no budget for a volume of ${replicas} replica(s): losing any one pool already stops its writes`,
+      },
+    };
   }
   const maxUnavailable = replicas - consistencyFactor(replicas);
   const mine = new Set(pools);
@@ -218,12 +257,29 @@ export function planDisruptionBudget(world: VolumeWorld, pools: readonly string[
           },
         },
       },
-      condition: { type, status: "True", reason: "Protected", message: `PodDisruptionBudget ${name} lets at most ${maxUnavailable} of the pool pods of ${[...pools].sort().join(", ")} be evicted at once` },
+      condition: {
+        type,
+        status: "True",
+        reason: "Protected",
+        message: `PodDisruptionBudget ${name} lets at most ${maxUnavailable} of the pool pods of ${[...pools].sort().join(", ")} be evicted at once`,
+      },
     };
   }
-  const cover = yieldTo.find((b) => pools.every((p) => b.pools.includes(p)) && b.maxUnavailable !== undefined && b.maxUnavailable <= maxUnavailable);
+  const cover = yieldTo.find(
+    (b) =>
+      pools.every((p) => b.pools.includes(p)) &&
+      b.maxUnavailable !== undefined &&
+      b.maxUnavailable <= maxUnavailable,
+  );
   if (cover) {
-    return { condition: { type, status: "True", reason: "CoveredByOtherBudget", message: `PodDisruptionBudget ${cover.name} of volume ${cover.volume} already protects every pool of this volume` } };
+    return {
+      condition: {
+        type,
+        status: "True",
+        reason: "CoveredByOtherBudget",
+        message: `PodDisruptionBudget ${cover.name} of volume ${cover.volume} already protects every pool of this volume`,
+      },
+    };
   }
   const names = yieldTo.map((b) => `${b.name} (volume ${b.volume})`).join(", ");
   return {

@@ -14,7 +14,9 @@ export function cvStatusRequest(request: DecoratorSyncRequest<CV>, clock: Clock)
   const cv = request.object;
   const namespace = cv.metadata.namespace ?? "default";
   const replicas = objectsOf(request.related, TYPE_KEY.cvr).filter(
-    (r) => (r.metadata.namespace ?? namespace) === namespace && r.metadata.labels?.[LABEL.replicaVolume] === cv.metadata.name,
+    (r) =>
+      (r.metadata.namespace ?? namespace) === namespace &&
+      r.metadata.labels?.[LABEL.replicaVolume] === cv.metadata.name,
   );
   const replicationFactor = cv.spec.replicationFactor;
   const health = volumeHealth(replicas, replicationFactor);
@@ -22,11 +24,20 @@ export function cvStatusRequest(request: DecoratorSyncRequest<CV>, clock: Clock)
   const previous = cv.status?.conditions;
   const condition = nextCondition(
     previous,
-    { type: CV_CONDITION_REPLICAS_HEALTHY, status: health.phase === "Healthy" ? "True" : "False", reason: health.phase, message: health.message },
+    {
+      type: CV_CONDITION_REPLICAS_HEALTHY,
+      status: health.phase === "Healthy" ? "True" : "False",
+      reason: health.phase,
+      message: health.message,
+    },
     clock(),
     generation,
   );
-  const status: CVStatus = { phase: health.phase, healthyReplicas: health.healthyReplicas, conditions: mergeConditions(previous, [condition]) };
+  const status: CVStatus = {
+    phase: health.phase,
+    healthyReplicas: health.healthyReplicas,
+    conditions: mergeConditions(previous, [condition]),
+  };
   const capacity = reachedCapacity(replicas, replicationFactor);
   if (capacity) status.capacity = capacity;
   if (generation !== undefined) status.observedGeneration = generation;

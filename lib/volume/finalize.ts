@@ -7,7 +7,14 @@
 // The status names every replica still there, with its pool, node and finalizers, and reports one whose pool
 // cannot be reached (CSPI gone, pool not ONLINE) with decision 23's way out.
 import { ANNOTATION, LABEL, REPLICA_LOST_CONFIRM } from "../../api/constants.js";
-import type { Clock, CompositeSyncRequest, CompositeSyncResponse, CVC, CVR, KubeObject } from "../../api/types.js";
+import type {
+  Clock,
+  CompositeSyncRequest,
+  CompositeSyncResponse,
+  CVC,
+  CVR,
+  KubeObject,
+} from "../../api/types.js";
 import type { ConditionInput } from "../conditions.js";
 import { isTerminating } from "../inventory.js";
 import { asObserved, CVC_CONDITION, keptPools, volumeStatus } from "./sync.js";
@@ -24,16 +31,41 @@ export function finalizeCvcRequest(request: CompositeSyncRequest<CVC>, clock: Cl
   const finalized = replicas.length === 0 && targetGone;
 
   const remaining = replicas.map((r) => replicaText(r, world)).sort();
-  const shown = remaining.slice(0, LISTED).join("; ") + (remaining.length > LISTED ? `; and ${remaining.length - LISTED} more` : "");
+  const shown =
+    remaining.slice(0, LISTED).join("; ") +
+    (remaining.length > LISTED ? `; and ${remaining.length - LISTED} more` : "");
   const deleting: ConditionInput = finalized
-    ? { type: CVC_CONDITION.deleting, status: "True", reason: "Finalized", message: "the target and every replica are gone" }
+    ? {
+        type: CVC_CONDITION.deleting,
+        status: "True",
+        reason: "Finalized",
+        message: "the target and every replica are gone",
+      }
     : !targetGone
-      ? { type: CVC_CONDITION.deleting, status: "True", reason: "RemovingTarget", message: `removing the target Deployment, Service and CStorVolume first; the replicas stay until the target is gone: ${shown}` }
-      : { type: CVC_CONDITION.deleting, status: "True", reason: "DestroyingReplicas", message: `waiting for the node daemons to destroy the replicas on their pools: ${shown}` };
+      ? {
+          type: CVC_CONDITION.deleting,
+          status: "True",
+          reason: "RemovingTarget",
+          message: `removing the target Deployment, Service and CStorVolume first; the replicas stay until the target is gone: ${shown}`,
+        }
+      : {
+          type: CVC_CONDITION.deleting,
+          status: "True",
+          reason: "DestroyingReplicas",
+          message: `waiting for the node daemons to destroy the replicas on their pools: ${shown}`,
+        };
   const pools = keptPools(world);
   const status = volumeStatus(
     world,
-    { phase: world.cvc.status?.phase ?? "Pending", placed: pools.length > 0, reason: deleting.reason, message: deleting.message, pools, children, conditions: [deleting] },
+    {
+      phase: world.cvc.status?.phase ?? "Pending",
+      placed: pools.length > 0,
+      reason: deleting.reason,
+      message: deleting.message,
+      pools,
+      children,
+      conditions: [deleting],
+    },
     clock(),
   );
   return { status, children, finalized };
@@ -47,9 +79,17 @@ function poolOf(replica: CVR): string {
 function replicaText(replica: CVR, world: VolumeWorld): string {
   const node = replica.metadata.annotations?.[ANNOTATION.replicaPoolHost] ?? "unknown node";
   const finalizers = (replica.metadata.finalizers ?? []).slice().sort();
-  const state = isTerminating(replica) ? (finalizers.length > 0 ? `deleting, finalizers ${finalizers.join(", ")}` : "deleting") : "to delete";
+  const state = isTerminating(replica)
+    ? finalizers.length > 0
+      ? `deleting, finalizers ${finalizers.join(", ")}`
+      : "deleting"
+    : "to delete";
   const pool = world.cspis.get(poolOf(replica));
-  const unreachable = !pool ? "its CSPI is gone" : pool.status?.phase !== "ONLINE" ? `its pool is ${pool.status?.phase ?? "not reported"}` : undefined;
+  const unreachable = !pool
+    ? "its CSPI is gone"
+    : pool.status?.phase !== "ONLINE"
+      ? `its pool is ${pool.status?.phase ?? "not reported"}`
+      : undefined;
   const lost = unreachable
     ? `; unreachable (${unreachable}): if the pool will not come back, annotate the replica ${ANNOTATION.replicaLost}=${REPLICA_LOST_CONFIRM}`
     : "";

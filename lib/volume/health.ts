@@ -25,7 +25,10 @@ export function rebuildingSince(replica: CVR): string | undefined {
 }
 
 export function caughtUp(replica: CVR): boolean {
-  return replica.metadata.annotations?.[ANNOTATION.replicaCaughtUp] === "true" && replica.status?.phase === "Healthy";
+  return (
+    replica.metadata.annotations?.[ANNOTATION.replicaCaughtUp] === "true" &&
+    replica.status?.phase === "Healthy"
+  );
 }
 
 /**
@@ -34,7 +37,11 @@ export function caughtUp(replica: CVR): boolean {
  * the consistency factor otherwise. A rebuilding replica (`since` says when it started, by name) is not a
  * copy yet, so it is not counted Healthy.
  */
-export function volumeHealth(replicas: readonly CVR[], replicationFactor: number, since: (replica: CVR) => string | undefined = rebuildingSince): VolumeHealth {
+export function volumeHealth(
+  replicas: readonly CVR[],
+  replicationFactor: number,
+  since: (replica: CVR) => string | undefined = rebuildingSince,
+): VolumeHealth {
   const cf = consistencyFactor(replicationFactor);
   const serving = (r: CVR): boolean => r.status?.phase === "Healthy" && since(r) === undefined;
   const healthy = replicas.filter(serving).length;

@@ -80,7 +80,10 @@ export function roomBytes(pool: PoolView): bigint | undefined {
 }
 
 /** Why a pool cannot take a new replica of this volume now, or undefined when it can. */
-export function whyNot(pool: PoolView, input: Pick<PlacementInput, "cspc" | "sizeBytes">): SkippedPool | undefined {
+export function whyNot(
+  pool: PoolView,
+  input: Pick<PlacementInput, "cspc" | "sizeBytes">,
+): SkippedPool | undefined {
   const skip = (reason: string, message: string): SkippedPool => ({
     name: pool.name,
     ...(pool.node ? { node: pool.node } : {}),
@@ -88,16 +91,26 @@ export function whyNot(pool: PoolView, input: Pick<PlacementInput, "cspc" | "siz
     message,
   });
   if (pool.cspc !== input.cspc) {
-    return skip("OtherPoolCluster", `belongs to CStorPoolCluster ${pool.cspc ?? "(none)"}, not ${input.cspc}`);
+    return skip(
+      "OtherPoolCluster",
+      `belongs to CStorPoolCluster ${pool.cspc ?? "(none)"}, not ${input.cspc}`,
+    );
   }
   if (pool.leaving) return skip("PoolBeingRemoved", "is being removed from its CStorPoolCluster");
-  if (pool.phase !== "ONLINE") return skip("NotOnline", `is ${pool.phase ?? "not yet reported by its node daemon"}, not ONLINE`);
-  if (pool.readOnly) return skip("ReadOnly", "is read-only (its used capacity reached poolConfig.roThresholdLimit)");
-  if (!pool.podAvailable) return skip("PodUnavailable", "has no available pool pod (condition PodAvailable is not True)");
+  if (pool.phase !== "ONLINE")
+    return skip("NotOnline", `is ${pool.phase ?? "not yet reported by its node daemon"}, not ONLINE`);
+  if (pool.readOnly)
+    return skip("ReadOnly", "is read-only (its used capacity reached poolConfig.roThresholdLimit)");
+  if (!pool.podAvailable)
+    return skip("PodUnavailable", "has no available pool pod (condition PodAvailable is not True)");
   const room = roomBytes(pool);
   if (room === undefined) return skip("CapacityUnknown", "has not reported its capacity yet");
   if (pool.overProvisioning) {
-    if (room <= 0n) return skip("NoCapacity", "is full (poolConfig.overProvisioning allows promising more than it holds, not a full pool)");
+    if (room <= 0n)
+      return skip(
+        "NoCapacity",
+        "is full (poolConfig.overProvisioning allows promising more than it holds, not a full pool)",
+      );
     return undefined;
   }
   if (room < input.sizeBytes) {
@@ -121,15 +134,34 @@ export function place(input: PlacementInput): Placement {
 
   const keptSet = new Set(kept);
   const avoided = new Set(input.avoid ?? []);
-  const usedNodes = new Set(kept.map((name) => byName.get(name)?.node).filter((n): n is string => n !== undefined));
+  const usedNodes = new Set(
+    kept.map((name) => byName.get(name)?.node).filter((n): n is string => n !== undefined),
+  );
   const alreadyHolds = (pool: PoolView): SkippedPool | undefined => {
     const where = pool.node ? { node: pool.node } : {};
-    if (keptSet.has(pool.name)) return { name: pool.name, ...where, reason: "HoldsReplica", message: "already holds a replica of this volume" };
+    if (keptSet.has(pool.name))
+      return {
+        name: pool.name,
+        ...where,
+        reason: "HoldsReplica",
+        message: "already holds a replica of this volume",
+      };
     if (avoided.has(pool.name)) {
-      return { name: pool.name, ...where, reason: "ReplicaNameTaken", message: "holds a replica of this volume that is being deleted; a new one can go there once its node daemon destroyed it" };
+      return {
+        name: pool.name,
+        ...where,
+        reason: "ReplicaNameTaken",
+        message:
+          "holds a replica of this volume that is being deleted; a new one can go there once its node daemon destroyed it",
+      };
     }
     if (pool.node !== undefined && usedNodes.has(pool.node)) {
-      return { name: pool.name, node: pool.node, reason: "NodeHoldsReplica", message: `its node ${pool.node} already holds a replica of this volume` };
+      return {
+        name: pool.name,
+        node: pool.node,
+        reason: "NodeHoldsReplica",
+        message: `its node ${pool.node} already holds a replica of this volume`,
+      };
     }
     return undefined;
   };
@@ -137,7 +169,9 @@ export function place(input: PlacementInput): Placement {
   const pins = (input.pinned ?? []).filter((p) => !keptSet.has(p));
   if ((input.pinned ?? []).length > 0) return placePinned(input, kept, pins, byName, alreadyHolds);
 
-  const considered = input.pools.filter((p) => p.cspc === input.cspc).sort((a, b) => a.name.localeCompare(b.name));
+  const considered = input.pools
+    .filter((p) => p.cspc === input.cspc)
+    .sort((a, b) => a.name.localeCompare(b.name));
   const skipped: SkippedPool[] = [];
   const candidates: PoolView[] = [];
   for (const pool of considered) {
@@ -208,7 +242,11 @@ function placePinned(
   for (const name of pins) {
     const pool = byName.get(name);
     if (!pool) {
-      skipped.push({ name, reason: "PoolNotFound", message: `is pinned, but no CStorPoolInstance ${name} exists in this namespace` });
+      skipped.push({
+        name,
+        reason: "PoolNotFound",
+        message: `is pinned, but no CStorPoolInstance ${name} exists in this namespace`,
+      });
       continue;
     }
     const why = alreadyHolds(pool) ?? whyNot(pool, input);
@@ -216,7 +254,12 @@ function placePinned(
       if (why.reason === "OtherPoolCluster") permanent = true;
       skipped.push({ ...why, message: `is pinned, but ${why.message}` });
     } else if (pool.node !== undefined && nodes.has(pool.node)) {
-      skipped.push({ name, node: pool.node, reason: "NodeHoldsReplica", message: `is pinned, but another pinned pool is on its node ${pool.node}` });
+      skipped.push({
+        name,
+        node: pool.node,
+        reason: "NodeHoldsReplica",
+        message: `is pinned, but another pinned pool is on its node ${pool.node}`,
+      });
     } else if (pool.node !== undefined) nodes.add(pool.node);
   }
   if (skipped.length === 0) return { pools: [...kept, ...pins], added: [...pins] };

@@ -38,11 +38,18 @@ export function declaredLost(replica: CVR): boolean {
  * The volume's replicas: `kept` are the pools holding one (observed, stray, or recorded in status.pools),
  * and this decides what to add or remove. `now` is the injected clock's time, for a new replica's since.
  */
-export function planReplicas(world: VolumeWorld, kept: readonly string[], sizeBytes: bigint, now: string): ReplicaPlan {
+export function planReplicas(
+  world: VolumeWorld,
+  kept: readonly string[],
+  sizeBytes: bigint,
+  now: string,
+): ReplicaPlan {
   const { cvc } = world;
   const desired = cvc.spec.replicaCount;
   const own = [...world.ownReplicas.values()];
-  const healthyButLost = own.filter((r) => declaredLost(r) && !isTerminating(r) && r.status?.phase === "Healthy");
+  const healthyButLost = own.filter(
+    (r) => declaredLost(r) && !isTerminating(r) && r.status?.phase === "Healthy",
+  );
   const lost = own.filter((r) => declaredLost(r) && !healthyButLost.includes(r));
   const removing = own.filter((r) => isTerminating(r) && !declaredLost(r));
   // A replica being deleted or declared lost no longer counts; its pool takes no new replica of this volume
@@ -65,9 +72,15 @@ export function planReplicas(world: VolumeWorld, kept: readonly string[], sizeBy
   };
   const leaving = (pool: string): boolean => view.get(pool)?.leaving === true && world.ownReplicas.has(pool);
   const pinned = (cvc.spec.pinnedPools ?? []).length > 0;
-  const names = (replicas: readonly CVR[]): string => replicas.map((r) => r.metadata.name).sort().join(", ");
+  const names = (replicas: readonly CVR[]): string =>
+    replicas
+      .map((r) => r.metadata.name)
+      .sort()
+      .join(", ");
   const rebuildingText = (): string =>
-    [...rebuilding].map(([pool, since]) => `${replicaName(world.volume, pool)} on ${pool} (since ${since})`).join(", ");
+    [...rebuilding]
+      .map(([pool, since]) => `${replicaName(world.volume, pool)} on ${pool} (since ${since})`)
+      .join(", ");
   const waitingForCatchUp = (): string =>
     `waiting for ${rebuildingText()} to catch up: the target confirms with annotation ${ANNOTATION.replicaCaughtUp}=true and the node daemon reports it Healthy`;
 
@@ -96,11 +109,19 @@ export function planReplicas(world: VolumeWorld, kept: readonly string[], sizeBy
     if (placement.unplaced) {
       const { skipped, message } = placement.unplaced;
       const taken = skipped.some((s) => s.reason === "ReplicaNameTaken");
-      return result(taken ? "ReplicaNameTaken" : "NoPlacement", `${doing}, but no pool can take a replica now: ${message}`, { skippedPools: skipped });
+      return result(
+        taken ? "ReplicaNameTaken" : "NoPlacement",
+        `${doing}, but no pool can take a replica now: ${message}`,
+        { skippedPools: skipped },
+      );
     }
     const added = placement.added[0];
     rebuilding.set(added, now);
-    return result(reason, `${doing}: added ${replicaName(world.volume, added)} on pool ${added}, rebuilding from the other replicas`, { pools: [...pools, added] });
+    return result(
+      reason,
+      `${doing}: added ${replicaName(world.volume, added)} on pool ${added}, rebuilding from the other replicas`,
+      { pools: [...pools, added] },
+    );
   };
 
   if (first) {
@@ -114,9 +135,16 @@ export function planReplicas(world: VolumeWorld, kept: readonly string[], sizeBy
     });
     if (placement.unplaced) {
       const { skipped, permanent, message } = placement.unplaced;
-      return result("FirstReplicas", message, { skippedPools: skipped, firstUnplaced: { permanent, message } });
+      return result("FirstReplicas", message, {
+        skippedPools: skipped,
+        firstUnplaced: { permanent, message },
+      });
     }
-    return result("FirstReplicas", `creating the first ${desired} replica(s) of the volume: they hold no data yet, so none rebuilds`, { pools: placement.pools });
+    return result(
+      "FirstReplicas",
+      `creating the first ${desired} replica(s) of the volume: they hold no data yet, so none rebuilds`,
+      { pools: placement.pools },
+    );
   }
 
   if (pools.length < desired) {
@@ -125,11 +153,21 @@ export function planReplicas(world: VolumeWorld, kept: readonly string[], sizeBy
       lost.length > 0
         ? `replacing ${names(lost)}, declared lost (${ANNOTATION.replicaLost}=${REPLICA_LOST_CONFIRM}), from the healthy replicas`
         : `scaling up from ${pools.length} to ${desired} replicas, one at a time`;
-    if (rebuilding.size > 0) return result(why === "ScalingUp" ? "Rebuilding" : why, `${doing}; ${waitingForCatchUp()}`);
+    if (rebuilding.size > 0)
+      return result(why === "ScalingUp" ? "Rebuilding" : why, `${doing}; ${waitingForCatchUp()}`);
     return addOne(why, doing);
   }
 
-  if (pools.length > desired) return removeOne(world, pools, desired, { rebuilding, removing, serving, leaving, view, result, waitingForCatchUp });
+  if (pools.length > desired)
+    return removeOne(world, pools, desired, {
+      rebuilding,
+      removing,
+      serving,
+      leaving,
+      view,
+      result,
+      waitingForCatchUp,
+    });
 
   const toMove = pools.filter(leaving);
   if (toMove.length > 0) {
@@ -144,14 +182,21 @@ export function planReplicas(world: VolumeWorld, kept: readonly string[], sizeBy
     return addOne("Evacuating", doing);
   }
   if (rebuilding.size > 0) return result("Rebuilding", waitingForCatchUp());
-  if (removing.length > 0) return result("RemovingReplica", `waiting for the node daemons to destroy ${names(removing)}, no longer part of the volume`);
+  if (removing.length > 0)
+    return result(
+      "RemovingReplica",
+      `waiting for the node daemons to destroy ${names(removing)}, no longer part of the volume`,
+    );
   if (healthyButLost.length > 0) {
     return result(
       "LostReplicaHealthy",
       `${names(healthyButLost)} carry ${ANNOTATION.replicaLost}=${REPLICA_LOST_CONFIRM} but their node daemons report them Healthy, so they are not lost and are kept: remove the annotation`,
     );
   }
-  return result("Settled", `${pools.length} replica(s) as spec.replicaCount asks, none rebuilding or to move`);
+  return result(
+    "Settled",
+    `${pools.length} replica(s) as spec.replicaCount asks, none rebuilding or to move`,
+  );
 }
 
 interface RemovalContext {
@@ -170,7 +215,12 @@ interface RemovalContext {
  * every replica that stays (and, unless it is leaving its pool, the one that goes) is Healthy and caught up:
  * then the replicas that stay, all Healthy, are at least replicaCount, itself at least the consistency factor.
  */
-function removeOne(world: VolumeWorld, pools: readonly string[], desired: number, context: RemovalContext): ReplicaPlan {
+function removeOne(
+  world: VolumeWorld,
+  pools: readonly string[],
+  desired: number,
+  context: RemovalContext,
+): ReplicaPlan {
   const { rebuilding, removing, serving, leaving, view, result, waitingForCatchUp } = context;
   const candidates = pools.filter((p) => world.ownReplicas.has(p));
   const domain = (pool: string): string => {
@@ -178,17 +228,29 @@ function removeOne(world: VolumeWorld, pools: readonly string[], desired: number
     return v?.zone !== undefined ? `zone:${v.zone}` : `node:${v?.node ?? pool}`;
   };
   const load = (pool: string): number => pools.filter((p) => domain(p) === domain(pool)).length;
-  const victim = [...candidates].sort((a, b) => Number(leaving(b)) - Number(leaving(a)) || load(b) - load(a) || b.localeCompare(a))[0];
+  const victim = [...candidates].sort(
+    (a, b) => Number(leaving(b)) - Number(leaving(a)) || load(b) - load(a) || b.localeCompare(a),
+  )[0];
   const moving = victim !== undefined && leaving(victim);
   const reason = moving ? "Evacuating" : "ScaleDownRefused";
   const doing = moving
     ? `moving ${replicaName(world.volume, victim)} off pool ${victim}, marked for removal`
     : `scaling down from ${pools.length} to ${desired} replicas, one at a time`;
-  if (victim === undefined) return result(reason, `${doing}, but no replica of this volume's own can be removed (the others were made by hand)`);
+  if (victim === undefined)
+    return result(
+      reason,
+      `${doing}, but no replica of this volume's own can be removed (the others were made by hand)`,
+    );
   if (rebuilding.size > 0) return result(reason, `${doing}; ${waitingForCatchUp()}`);
   if (removing.length > 0) {
-    const names = removing.map((r) => r.metadata.name).sort().join(", ");
-    return result(moving ? reason : "ScalingDown", `${doing}; waiting for the node daemons to destroy ${names} first`);
+    const names = removing
+      .map((r) => r.metadata.name)
+      .sort()
+      .join(", ");
+    return result(
+      moving ? reason : "ScalingDown",
+      `${doing}; waiting for the node daemons to destroy ${names} first`,
+    );
   }
   const stay = pools.filter((p) => p !== victim);
   const notServing = (moving ? stay : pools).filter((p) => !serving(p));
@@ -204,7 +266,11 @@ function removeOne(world: VolumeWorld, pools: readonly string[], desired: number
         `${notServing.map(state).join(", ")}; if a pool is gone for good, annotate its replica ${ANNOTATION.replicaLost}=${REPLICA_LOST_CONFIRM}`,
     );
   }
-  return result(moving ? reason : "ScalingDown", `${doing}: removed ${replicaName(world.volume, victim)} from pool ${victim}; its node daemon destroys it`, { pools: stay });
+  return result(
+    moving ? reason : "ScalingDown",
+    `${doing}: removed ${replicaName(world.volume, victim)} from pool ${victim}; its node daemon destroys it`,
+    { pools: stay },
+  );
 }
 
 function poolOf(replica: CVR): string {

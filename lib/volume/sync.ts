@@ -6,12 +6,28 @@
 // alone, because the CStorVolume needs its ClusterIP; then everything else. A replica that exists is always
 // returned (never deleted by this hook), so no state of the cluster makes Metacontroller delete data.
 import { ANNOTATION, LABEL } from "../../api/constants.js";
-import type { Clock, CompositeSyncRequest, CompositeSyncResponse, Condition, CVC, CVCStatus, CVR, KubeObject, SkippedPool } from "../../api/types.js";
+import type {
+  Clock,
+  CompositeSyncRequest,
+  CompositeSyncResponse,
+  Condition,
+  CVC,
+  CVCStatus,
+  CVR,
+  KubeObject,
+  SkippedPool,
+} from "../../api/types.js";
 import { BadRequestError } from "../errors.js";
 import { formatTime, mergeConditions, nextCondition, type ConditionInput } from "../conditions.js";
 import { replicaName } from "../names.js";
 import type { VolumeTargetConfig } from "../hook-config.js";
-import { cstorVolume, planDisruptionBudget, targetDeployment, targetService, volumeReplica } from "./children.js";
+import {
+  cstorVolume,
+  planDisruptionBudget,
+  targetDeployment,
+  targetService,
+  volumeReplica,
+} from "./children.js";
 import { reachedCapacity, volumeHealth } from "./health.js";
 import { planReplicas, REPLICA_CHANGE_CONDITION } from "./replica-change.js";
 import { buildVolumeWorld, quantityBytes, type VolumeWorld } from "./world.js";
@@ -44,7 +60,11 @@ export interface Outcome {
   replicasToMove?: number;
 }
 
-export function syncCvcRequest(request: CompositeSyncRequest<CVC>, clock: Clock, config: VolumeTargetConfig): CompositeSyncResponse {
+export function syncCvcRequest(
+  request: CompositeSyncRequest<CVC>,
+  clock: Clock,
+  config: VolumeTargetConfig,
+): CompositeSyncResponse {
   const world = buildVolumeWorld(request);
   const held = request.unreadable?.filter((u) => u.field === "children") ?? [];
   const now = clock();
@@ -55,7 +75,10 @@ export function syncCvcRequest(request: CompositeSyncRequest<CVC>, clock: Clock,
 /** A child the hook cannot read: every child is returned as observed, nothing is made, changed or deleted. */
 function holdChildren(request: CompositeSyncRequest<CVC>, world: VolumeWorld): Outcome {
   const unreadable = (request.unreadable ?? []).filter((u) => u.field === "children");
-  const all = [...Object.values(request.children).flatMap((objects) => Object.values(objects ?? {})), ...unreadable.map((u) => u.object)];
+  const all = [
+    ...Object.values(request.children).flatMap((objects) => Object.values(objects ?? {})),
+    ...unreadable.map((u) => u.object),
+  ];
   const names = unreadable.map((u) => `${u.object.kind} ${u.object.metadata.name}: ${u.problem}`).join("; ");
   const message = `nothing is created, changed or deleted until these children match the installed CRDs (kubectl edit): ${names}`;
   const pools = world.cvc.status?.pools ?? [];
@@ -71,14 +94,19 @@ function holdChildren(request: CompositeSyncRequest<CVC>, world: VolumeWorld): O
   };
 }
 
-
 /** An observed child as the hook returns it to keep it unchanged: its identity, labels, annotations, finalizers and spec. */
 export function asObserved(object: KubeObject): KubeObject {
   const { name, namespace, labels, annotations, finalizers } = object.metadata;
   return {
     apiVersion: object.apiVersion,
     kind: object.kind,
-    metadata: { name, namespace, ...(labels ? { labels } : {}), ...(annotations ? { annotations } : {}), ...(finalizers ? { finalizers } : {}) },
+    metadata: {
+      name,
+      namespace,
+      ...(labels ? { labels } : {}),
+      ...(annotations ? { annotations } : {}),
+      ...(finalizers ? { finalizers } : {}),
+    },
     // A spec the API server could not have stored (not an object) is not echoed back.
     ...(isRecord(object.spec) ? { spec: object.spec } : {}),
   };
@@ -95,7 +123,11 @@ export function keptPools(world: VolumeWorld): string[] {
 
 /** Pools holding a replica of this volume under another name: never given a second one. */
 function strayPools(world: VolumeWorld): Set<string> {
-  return new Set(world.strayReplicas.map((cvr) => cvr.metadata.labels?.[LABEL.replicaPool]).filter((p): p is string => typeof p === "string" && p !== ""));
+  return new Set(
+    world.strayReplicas
+      .map((cvr) => cvr.metadata.labels?.[LABEL.replicaPool])
+      .filter((p): p is string => typeof p === "string" && p !== ""),
+  );
 }
 
 function planVolume(world: VolumeWorld, config: VolumeTargetConfig, now: Date): Outcome {
@@ -103,16 +135,30 @@ function planVolume(world: VolumeWorld, config: VolumeTargetConfig, now: Date): 
   const spec = cvc.spec;
   const kept = keptPools(world);
   const where = `CStorPoolCluster ${world.namespace}/${spec.cstorPoolCluster}`;
-  const failed = (reason: string, message: string): Outcome => ({ phase: "Failed", placed: false, reason, message, pools: kept, children: keptChildren(world, kept) });
+  const failed = (reason: string, message: string): Outcome => ({
+    phase: "Failed",
+    placed: false,
+    reason,
+    message,
+    pools: kept,
+    children: keptChildren(world, kept),
+  });
 
   const sizeBytes = quantityBytes(spec.capacity);
   if (sizeBytes === undefined || sizeBytes === 0n) {
-    return failed("InvalidCapacity", `spec.capacity ${JSON.stringify(spec.capacity)} is not a size above zero: set e.g. 10Gi`);
+    return failed(
+      "InvalidCapacity",
+      `spec.capacity ${JSON.stringify(spec.capacity)} is not a size above zero: set e.g. 10Gi`,
+    );
   }
   // A volume with replicas is never failed for a later change it cannot make yet: ReplicaChange says why.
   const first = world.ownReplicas.size === 0 && world.strayReplicas.length === 0;
   if (first && kept.length < spec.replicaCount) {
-    if (!world.cspc) return failed("CStorPoolClusterNotFound", `${where} does not exist: create it, or name an existing one in a new CStorVolumeConfig`);
+    if (!world.cspc)
+      return failed(
+        "CStorPoolClusterNotFound",
+        `${where} does not exist: create it, or name an existing one in a new CStorVolumeConfig`,
+      );
     const poolCount = Array.isArray(world.cspc.spec?.pools) ? world.cspc.spec.pools.length : 0;
     if (spec.replicaCount > poolCount) {
       return failed(
@@ -124,7 +170,11 @@ function planVolume(world: VolumeWorld, config: VolumeTargetConfig, now: Date): 
 
   const plan = planReplicas(world, kept, sizeBytes, formatTime(now));
   const { pools, rebuilding } = plan;
-  const day2 = { rebuilding, replicasToMove: plan.replicasToMove, ...(plan.skippedPools ? { skippedPools: plan.skippedPools } : {}) };
+  const day2 = {
+    rebuilding,
+    replicasToMove: plan.replicasToMove,
+    ...(plan.skippedPools ? { skippedPools: plan.skippedPools } : {}),
+  };
   if (plan.firstUnplaced) {
     const { permanent, message } = plan.firstUnplaced;
     return {
@@ -150,8 +200,11 @@ function planVolume(world: VolumeWorld, config: VolumeTargetConfig, now: Date): 
   // A stray replica (made by hand under another name) holds its pool; the real replica beside it is still
   // returned, or Metacontroller would delete it.
   const replicas = (targetIP: string | undefined): CVR[] =>
-    pools.filter((p) => world.ownReplicas.has(p) || !strays.has(p)).map((p) => volumeReplica(world, p, targetIP, rebuilding.get(p)));
-  const targetIP = clusterIP(world.service) ?? (world.cv?.spec as { targetIP?: string } | undefined)?.targetIP;
+    pools
+      .filter((p) => world.ownReplicas.has(p) || !strays.has(p))
+      .map((p) => volumeReplica(world, p, targetIP, rebuilding.get(p)));
+  const targetIP =
+    clusterIP(world.service) ?? (world.cv?.spec as { targetIP?: string } | undefined)?.targetIP;
   if (!targetIP) {
     return {
       phase: "Pending",
@@ -160,7 +213,13 @@ function planVolume(world: VolumeWorld, config: VolumeTargetConfig, now: Date): 
       message: `waiting for Service ${world.volume} to get its ClusterIP, the volume's target address`,
       pools,
       ...day2,
-      children: [targetService(world), ...pools.filter((p) => world.ownReplicas.has(p)).map((p) => volumeReplica(world, p, undefined, rebuilding.get(p))), ...world.strayReplicas.map(asObserved)],
+      children: [
+        targetService(world),
+        ...pools
+          .filter((p) => world.ownReplicas.has(p))
+          .map((p) => volumeReplica(world, p, undefined, rebuilding.get(p))),
+        ...world.strayReplicas.map(asObserved),
+      ],
       conditions: [plan.condition],
     };
   }
@@ -204,10 +263,16 @@ function planVolume(world: VolumeWorld, config: VolumeTargetConfig, now: Date): 
  */
 function keptChildren(world: VolumeWorld, pools: readonly string[]): KubeObject[] {
   const replicas = pools.filter((p) => world.ownReplicas.has(p));
-  const observed = [world.service, world.cv, world.deployment, world.pdb].filter((o): o is KubeObject => o !== undefined && replicas.length > 0);
+  const observed = [world.service, world.cv, world.deployment, world.pdb].filter(
+    (o): o is KubeObject => o !== undefined && replicas.length > 0,
+  );
   const targetIP = (world.cv?.spec as { targetIP?: string } | undefined)?.targetIP;
   const since = (p: string) => world.ownReplicas.get(p)?.metadata.annotations?.[ANNOTATION.rebuildingSince];
-  return [...observed.map(asObserved), ...replicas.map((p) => volumeReplica(world, p, targetIP, since(p))), ...world.strayReplicas.map(asObserved)].sort(byKindAndName);
+  return [
+    ...observed.map(asObserved),
+    ...replicas.map((p) => volumeReplica(world, p, targetIP, since(p))),
+    ...world.strayReplicas.map(asObserved),
+  ].sort(byKindAndName);
 }
 
 function clusterIP(service: KubeObject | undefined): string | undefined {
@@ -216,7 +281,12 @@ function clusterIP(service: KubeObject | undefined): string | undefined {
 }
 
 function placedText(world: VolumeWorld, pools: readonly string[]): string {
-  return pools.map((p) => `${p} (node ${world.cspis.get(p)?.spec?.hostName ?? world.ownReplicas.get(p)?.metadata.annotations?.[ANNOTATION.replicaPoolHost] ?? "unknown"})`).join(", ");
+  return pools
+    .map(
+      (p) =>
+        `${p} (node ${world.cspis.get(p)?.spec?.hostName ?? world.ownReplicas.get(p)?.metadata.annotations?.[ANNOTATION.replicaPoolHost] ?? "unknown"})`,
+    )
+    .join(", ");
 }
 
 function byKindAndName(a: KubeObject, b: KubeObject): number {
@@ -225,9 +295,16 @@ function byKindAndName(a: KubeObject, b: KubeObject): number {
 
 export function volumeStatus(world: VolumeWorld, outcome: Outcome, now: Date): CVCStatus {
   const { cvc } = world;
-  const replicas = outcome.pools.map((p) => world.ownReplicas.get(p)).filter((r): r is CVR => r !== undefined);
+  const replicas = outcome.pools
+    .map((p) => world.ownReplicas.get(p))
+    .filter((r): r is CVR => r !== undefined);
   const placed: ConditionInput = outcome.placed
-    ? { type: CVC_CONDITION.placed, status: "True", reason: "Placed", message: `replicas on ${placedText(world, outcome.pools)}` }
+    ? {
+        type: CVC_CONDITION.placed,
+        status: "True",
+        reason: "Placed",
+        message: `replicas on ${placedText(world, outcome.pools)}`,
+      }
     : { type: CVC_CONDITION.placed, status: "False", reason: outcome.reason, message: outcome.message };
   const rebuilding = outcome.rebuilding;
   // Healthy means every replica of the volume, also while it holds more than replicaCount (a scale-down, a move).
@@ -237,14 +314,36 @@ export function volumeStatus(world: VolumeWorld, outcome: Outcome, now: Date): C
     : volumeHealth(replicas, factor);
   const healthy: ConditionInput =
     replicas.length === 0
-      ? { type: CVC_CONDITION.replicasHealthy, status: "False", reason: "NoReplicas", message: "no replica exists yet" }
-      : { type: CVC_CONDITION.replicasHealthy, status: health.phase === "Healthy" ? "True" : "False", reason: health.phase, message: health.message };
+      ? {
+          type: CVC_CONDITION.replicasHealthy,
+          status: "False",
+          reason: "NoReplicas",
+          message: "no replica exists yet",
+        }
+      : {
+          type: CVC_CONDITION.replicasHealthy,
+          status: health.phase === "Healthy" ? "True" : "False",
+          reason: health.phase,
+          message: health.message,
+        };
   const generation = cvc.metadata.generation;
   const previous = cvc.status?.conditions;
-  const bound: ConditionInput = { type: CVC_CONDITION.bound, status: outcome.phase === "Bound" ? "True" : "False", reason: outcome.reason, message: outcome.message };
-  const readable: ConditionInput = { type: CVC_CONDITION.unreadable, status: "False", reason: "AllObjectsRead", message: "every child was read" };
+  const bound: ConditionInput = {
+    type: CVC_CONDITION.bound,
+    status: outcome.phase === "Bound" ? "True" : "False",
+    reason: outcome.reason,
+    message: outcome.message,
+  };
+  const readable: ConditionInput = {
+    type: CVC_CONDITION.unreadable,
+    status: "False",
+    reason: "AllObjectsRead",
+    message: "every child was read",
+  };
   const judged = outcome.held ? [] : [healthy, readable];
-  const updates: Condition[] = [bound, placed, ...judged, ...(outcome.conditions ?? [])].map((c) => nextCondition(previous, c, now, generation));
+  const updates: Condition[] = [bound, placed, ...judged, ...(outcome.conditions ?? [])].map((c) =>
+    nextCondition(previous, c, now, generation),
+  );
   const status: CVCStatus = {
     phase: outcome.phase,
     reason: outcome.reason,
@@ -255,7 +354,9 @@ export function volumeStatus(world: VolumeWorld, outcome: Outcome, now: Date): C
   if (capacity) status.capacity = capacity;
   if (outcome.skippedPools) status.skippedPools = outcome.skippedPools;
   if (rebuilding && rebuilding.size > 0) {
-    status.rebuildingReplicas = [...rebuilding].map(([pool, since]) => ({ name: replicaName(world.volume, pool), pool, since })).sort((a, b) => a.pool.localeCompare(b.pool));
+    status.rebuildingReplicas = [...rebuilding]
+      .map(([pool, since]) => ({ name: replicaName(world.volume, pool), pool, since }))
+      .sort((a, b) => a.pool.localeCompare(b.pool));
   }
   if (outcome.replicasToMove) status.replicasToMove = outcome.replicasToMove;
   if (generation !== undefined) status.observedGeneration = generation;

@@ -55,9 +55,12 @@ export function buildVolumeWorld(request: CompositeSyncRequest<CVC>): VolumeWorl
   const namespace = cvc.metadata.namespace ?? "default";
   const inNamespace = (o: KubeObject): boolean => (o.metadata.namespace ?? namespace) === namespace;
 
-  const cspc = objectsOf(request.related, TYPE_KEY.cspc).find((c) => inNamespace(c) && c.metadata.name === cvc.spec.cstorPoolCluster);
+  const cspc = objectsOf(request.related, TYPE_KEY.cspc).find(
+    (c) => inNamespace(c) && c.metadata.name === cvc.spec.cstorPoolCluster,
+  );
   const cspis = new Map<string, CSPI>();
-  for (const cspi of objectsOf(request.related, TYPE_KEY.cspi)) if (inNamespace(cspi)) cspis.set(cspi.metadata.name!, cspi);
+  for (const cspi of objectsOf(request.related, TYPE_KEY.cspi))
+    if (inNamespace(cspi)) cspis.set(cspi.metadata.name!, cspi);
 
   const ownReplicas = new Map<string, CVR>();
   const strayReplicas: CVR[] = [];
@@ -66,7 +69,8 @@ export function buildVolumeWorld(request: CompositeSyncRequest<CVC>): VolumeWorl
     const pool = cvr.metadata.labels?.[LABEL.replicaPool];
     // A replica is the pool's only under the name this hook gives it: answering that name for a child named
     // otherwise would make Metacontroller delete the child, and the node daemon destroy the data both share.
-    if (pool && cvr.metadata.name === replicaName(volume, pool) && !ownReplicas.has(pool)) ownReplicas.set(pool, cvr);
+    if (pool && cvr.metadata.name === replicaName(volume, pool) && !ownReplicas.has(pool))
+      ownReplicas.set(pool, cvr);
     else strayReplicas.push(cvr);
   }
 
@@ -105,8 +109,12 @@ export function buildVolumeWorld(request: CompositeSyncRequest<CVC>): VolumeWorl
       ...(zone !== undefined ? { zone } : {}),
       ...(cspi.status?.phase !== undefined ? { phase: cspi.status.phase } : {}),
       readOnly: cspi.status?.readOnly === true,
-      podAvailable: cspi.status?.conditions?.some((c) => c.type === CSPI_CONDITION.podAvailable && c.status === "True") === true,
-      leaving: isTerminating(cspi) || cspi.metadata.annotations?.[ANNOTATION.poolRemoval] === POOL_REMOVAL_REQUESTED,
+      podAvailable:
+        cspi.status?.conditions?.some(
+          (c) => c.type === CSPI_CONDITION.podAvailable && c.status === "True",
+        ) === true,
+      leaving:
+        isTerminating(cspi) || cspi.metadata.annotations?.[ANNOTATION.poolRemoval] === POOL_REMOVAL_REQUESTED,
       overProvisioning: cspi.spec?.poolConfig?.overProvisioning === true,
       ...(free !== undefined ? { freeBytes: free } : {}),
       reservedBytes: onPool?.reserved ?? 0n,
@@ -118,8 +126,15 @@ export function buildVolumeWorld(request: CompositeSyncRequest<CVC>): VolumeWorl
   for (const pdb of objectsOf(request.related, TYPE_KEY.podDisruptionBudget)) {
     const owner = pdb.metadata.labels?.[LABEL.persistentVolume];
     if (!inNamespace(pdb) || !owner || owner === volume) continue;
-    const spec = pdb.spec as { maxUnavailable?: unknown; selector?: { matchExpressions?: { key?: string; operator?: string; values?: unknown }[] } } | undefined;
-    const pools = spec?.selector?.matchExpressions?.find((e) => e.key === LABEL.cspi && e.operator === "In")?.values;
+    const spec = pdb.spec as
+      | {
+          maxUnavailable?: unknown;
+          selector?: { matchExpressions?: { key?: string; operator?: string; values?: unknown }[] };
+        }
+      | undefined;
+    const pools = spec?.selector?.matchExpressions?.find(
+      (e) => e.key === LABEL.cspi && e.operator === "In",
+    )?.values;
     otherBudgets.push({
       name: pdb.metadata.name!,
       volume: owner,

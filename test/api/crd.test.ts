@@ -2,7 +2,14 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { expect } from "chai";
 import { parse } from "yaml";
-import { CRD_DIR, POLICY_PATH, renderCrds, renderPolicy, renderStorageClassPolicy, STORAGECLASS_POLICY_PATH } from "../../scripts/generate-crds.js";
+import {
+  CRD_DIR,
+  POLICY_PATH,
+  renderCrds,
+  renderPolicy,
+  renderStorageClassPolicy,
+  STORAGECLASS_POLICY_PATH,
+} from "../../scripts/generate-crds.js";
 
 describe("generated CRDs", () => {
   const rendered = renderCrds();
@@ -33,7 +40,13 @@ describe("generated CRDs", () => {
   });
 
   it("give CSPC, CSPI and the volume objects the status subresource (Metacontroller and the node daemon write status through it)", () => {
-    for (const file of ["cstorpoolclusters.yaml", "cstorpoolinstances.yaml", "cstorvolumeconfigs.yaml", "cstorvolumes.yaml", "cstorvolumereplicas.yaml"]) {
+    for (const file of [
+      "cstorpoolclusters.yaml",
+      "cstorpoolinstances.yaml",
+      "cstorvolumeconfigs.yaml",
+      "cstorvolumes.yaml",
+      "cstorvolumereplicas.yaml",
+    ]) {
       const crd = parse(rendered[file]);
       expect(crd.spec.versions[0].subresources, file).to.deep.equal({ status: {} });
     }
@@ -41,15 +54,41 @@ describe("generated CRDs", () => {
 
   it("show the printer columns users expect", () => {
     const names = (file: string): string[] =>
-      parse(rendered[file]).spec.versions[0].additionalPrinterColumns
-        .filter((c: { priority?: number }) => !c.priority)
+      parse(rendered[file])
+        .spec.versions[0].additionalPrinterColumns.filter((c: { priority?: number }) => !c.priority)
         .map((c: { name: string }) => c.name.toUpperCase());
-    expect(names("cstorpoolclusters.yaml")).to.deep.equal(["HEALTHYINSTANCES", "PROVISIONEDINSTANCES", "DESIREDINSTANCES", "PHASE", "AGE"]);
-    expect(names("cstorpoolinstances.yaml")).to.deep.equal([
-      "HOSTNAME", "ALLOCATED", "FREE", "CAPACITY", "HEALTHYREPLICAS", "PROVISIONEDREPLICAS", "STATUS", "AGE",
+    expect(names("cstorpoolclusters.yaml")).to.deep.equal([
+      "HEALTHYINSTANCES",
+      "PROVISIONEDINSTANCES",
+      "DESIREDINSTANCES",
+      "PHASE",
+      "AGE",
     ]);
-    expect(names("cstorvolumeconfigs.yaml")).to.deep.equal(["CAPACITY", "POOLCLUSTER", "REPLICAS", "PHASE", "AGE"]);
+    expect(names("cstorpoolinstances.yaml")).to.deep.equal([
+      "HOSTNAME",
+      "ALLOCATED",
+      "FREE",
+      "CAPACITY",
+      "HEALTHYREPLICAS",
+      "PROVISIONEDREPLICAS",
+      "STATUS",
+      "AGE",
+    ]);
+    expect(names("cstorvolumeconfigs.yaml")).to.deep.equal([
+      "CAPACITY",
+      "POOLCLUSTER",
+      "REPLICAS",
+      "PHASE",
+      "AGE",
+    ]);
     expect(names("cstorvolumes.yaml")).to.deep.equal(["CAPACITY", "PHASE", "RF", "CF", "HEALTHY", "AGE"]);
-    expect(names("cstorvolumereplicas.yaml")).to.deep.equal(["POOL", "NODE", "ALLOCATED", "USED", "PHASE", "AGE"]);
+    expect(names("cstorvolumereplicas.yaml")).to.deep.equal([
+      "POOL",
+      "NODE",
+      "ALLOCATED",
+      "USED",
+      "PHASE",
+      "AGE",
+    ]);
   });
 });

@@ -51,7 +51,10 @@ describe("chaos: the lifecycle under a seeded fault schedule (two runs of npm ru
       expect(Object.keys(report.convergence)).to.have.length(10);
       expect(report.checksumsVerified).to.be.above(0);
       expect(report.releasesChecked).to.be.above(0);
-      expect(report.replicaReleasesChecked, `${outcome}: the evacuation off the removed pool releases a replica`).to.be.above(0);
+      expect(
+        report.replicaReleasesChecked,
+        `${outcome}: the evacuation off the removed pool releases a replica`,
+      ).to.be.above(0);
       process.stdout.write(`      ${outcome}\n`);
     });
   }

@@ -8,7 +8,16 @@ import type { ChaosNode, HookServer, Metacontroller } from "./parts.js";
 import type { Prng } from "./prng.js";
 import { retrying } from "./retrying.js";
 
-export const FAULT_KINDS = ["daemon-sigkill", "daemon-sigterm", "hook-server-restart", "metacontroller-restart", "apiserver-restart", "etcd-restart", "zfs-fuse-pause", "device-file-gone"] as const;
+export const FAULT_KINDS = [
+  "daemon-sigkill",
+  "daemon-sigterm",
+  "hook-server-restart",
+  "metacontroller-restart",
+  "apiserver-restart",
+  "etcd-restart",
+  "zfs-fuse-pause",
+  "device-file-gone",
+] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
 /** The node daemon's timeout for a reading zpool command (node-daemon/host.ts READ): a long pause outlasts it. */
@@ -57,9 +66,13 @@ function controlPlaneRestart(cluster: OwnCluster, target: string, restartPart: (
         await restartPart();
       } catch (error) {
         // Slower than the support's 90 s to get ready on a loaded machine: it may still get there.
-        await retrying(`kube-apiserver ready after a restart of ${target} (${(error as Error).message.slice(0, 200)})`, async () => {
-          if ((await cluster.request(cluster.admin, "GET", "/readyz")).status !== 200) throw new Error("not ready");
-        });
+        await retrying(
+          `kube-apiserver ready after a restart of ${target} (${(error as Error).message.slice(0, 200)})`,
+          async () => {
+            if ((await cluster.request(cluster.admin, "GET", "/readyz")).status !== 200)
+              throw new Error("not ready");
+          },
+        );
       }
     },
   };
@@ -121,10 +134,19 @@ export class FaultScheduler {
       if (this.stopped || this.running.size >= 2) continue;
       const fault = this.plan(kind, roll, durationRoll);
       if (!fault || this.busy.has(fault.target)) continue;
-      const record: InjectedFault = { kind, target: fault.target, detail: fault.detail, at: (Date.now() - this.startedAt) / 1000, ms: 0, step: this.step() };
+      const record: InjectedFault = {
+        kind,
+        target: fault.target,
+        detail: fault.detail,
+        at: (Date.now() - this.startedAt) / 1000,
+        ms: 0,
+        step: this.step(),
+      };
       this.injected.push(record);
       this.busy.add(fault.target);
-      this.say(`fault ${kind} on ${fault.target}${fault.detail ? ` (${fault.detail})` : ""}, during ${record.step}`);
+      this.say(
+        `fault ${kind} on ${fault.target}${fault.detail ? ` (${fault.detail})` : ""}, during ${record.step}`,
+      );
       const started = Date.now();
       const done = fault
         .run()
@@ -141,21 +163,42 @@ export class FaultScheduler {
     }
   }
 
-  private plan(kind: FaultKind, roll: number, durationRoll: number): { target: string; detail?: string; run: () => Promise<void> } | undefined {
+  private plan(
+    kind: FaultKind,
+    roll: number,
+    durationRoll: number,
+  ): { target: string; detail?: string; run: () => Promise<void> } | undefined {
     const { nodes, hooks, metacontroller, cluster } = this.targets;
     const node = nodes[Math.floor(roll * nodes.length)];
     const short = (min: number, max: number) => min + (max - min) * durationRoll;
     switch (kind) {
       case "daemon-sigkill":
       case "daemon-sigterm":
-        return restart(`daemon ${node.key}`, () => node.stopDaemon(kind === "daemon-sigkill" ? "SIGKILL" : "SIGTERM"), short(500, 5000), () => node.startDaemon());
+        return restart(
+          `daemon ${node.key}`,
+          () => node.stopDaemon(kind === "daemon-sigkill" ? "SIGKILL" : "SIGTERM"),
+          short(500, 5000),
+          () => node.startDaemon(),
+        );
       case "hook-server-restart":
-        return restart("hook server", () => hooks.stop(), short(0, 3000), async () => {
-          await hooks.start();
-          await retrying("pointing Metacontroller at the hook server", () => metacontroller.hooksMoved(hooks.process.url));
-        });
+        return restart(
+          "hook server",
+          () => hooks.stop(),
+          short(0, 3000),
+          async () => {
+            await hooks.start();
+            await retrying("pointing Metacontroller at the hook server", () =>
+              metacontroller.hooksMoved(hooks.process.url),
+            );
+          },
+        );
       case "metacontroller-restart":
-        return restart("metacontroller", () => metacontroller.stop(), short(500, 5000), () => metacontroller.start());
+        return restart(
+          "metacontroller",
+          () => metacontroller.stop(),
+          short(500, 5000),
+          () => metacontroller.start(),
+        );
       case "apiserver-restart":
         return controlPlaneRestart(cluster, "apiserver", () => cluster.restartApiserver());
       case "etcd-restart":
@@ -163,7 +206,11 @@ export class FaultScheduler {
       case "zfs-fuse-pause": {
         const long = durationRoll < this.options.longPauseChance;
         const ms = long ? READ_TIMEOUT_MS + 5_000 : short(1000, 10_000);
-        return { target: `zfs-fuse ${node.key}`, detail: `${Math.round(ms / 1000)} s${long ? ", past the command timeout" : ""}`, run: () => node.pauseZfs(ms) };
+        return {
+          target: `zfs-fuse ${node.key}`,
+          detail: `${Math.round(ms / 1000)} s${long ? ", past the command timeout" : ""}`,
+          run: () => node.pauseZfs(ms),
+        };
       }
       case "device-file-gone": {
         const devices = this.targets.removableDevices();

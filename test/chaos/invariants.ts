@@ -20,7 +20,9 @@ export interface Violation {
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Device path → the pools (as "node/pool") that have it, over every node; undefined if a node did not answer. */
-export async function devicesInPools(nodes: readonly ChaosNode[]): Promise<Map<string, string[]> | undefined> {
+export async function devicesInPools(
+  nodes: readonly ChaosNode[],
+): Promise<Map<string, string[]> | undefined> {
   const statuses = await Promise.all(nodes.map((n) => n.zpoolStatus()));
   if (statuses.some((s) => s === undefined)) return undefined;
   const holders = new Map<string, string[]>();
@@ -95,17 +97,27 @@ export class InvariantMonitor {
 
   private async watchClaims(): Promise<void> {
     const selector = encodeURIComponent(`${LABEL.cspc}=${this.cspc}`);
-    const response = await this.cluster.request(this.cluster.admin, "GET", `/apis/${API_VERSION}/namespaces/${NS}/blockdeviceclaims?labelSelector=${selector}`);
+    const response = await this.cluster.request(
+      this.cluster.admin,
+      "GET",
+      `/apis/${API_VERSION}/namespaces/${NS}/blockdeviceclaims?labelSelector=${selector}`,
+    );
     if (response.status !== 200) return;
     const seen = new Map<string, { device: string; deleting: boolean }>();
     for (const claim of response.body.items as any[]) {
-      seen.set(claim.metadata.name, { device: this.paths.get(claim.spec.blockDeviceName) ?? claim.spec.blockDeviceName, deleting: Boolean(claim.metadata.deletionTimestamp) });
+      seen.set(claim.metadata.name, {
+        device: this.paths.get(claim.spec.blockDeviceName) ?? claim.spec.blockDeviceName,
+        deleting: Boolean(claim.metadata.deletionTimestamp),
+      });
     }
     for (const [name, before] of this.known) {
       const now = seen.get(name);
-      if (!now || (now.deleting && !before.deleting)) this.pending.push({ claim: name, device: before.device, at: this.now(), step: this.step() });
+      if (!now || (now.deleting && !before.deleting))
+        this.pending.push({ claim: name, device: before.device, at: this.now(), step: this.step() });
     }
-    for (const [name, now] of seen) if (!this.known.has(name) && now.deleting) this.pending.push({ claim: name, device: now.device, at: this.now(), step: this.step() });
+    for (const [name, now] of seen)
+      if (!this.known.has(name) && now.deleting)
+        this.pending.push({ claim: name, device: now.device, at: this.now(), step: this.step() });
     this.known.clear();
     for (const [name, claim] of seen) this.known.set(name, claim);
   }
@@ -115,7 +127,8 @@ export class InvariantMonitor {
     if (!holders) return;
     this.poolSnapshots += 1;
     for (const [device, pools] of holders) {
-      if (pools.length > 1) this.violate(`device ${device} is in ${pools.length} pools at once: ${pools.join(", ")}`);
+      if (pools.length > 1)
+        this.violate(`device ${device} is in ${pools.length} pools at once: ${pools.join(", ")}`);
     }
     for (const release of this.pending) {
       this.releasesChecked += 1;
@@ -133,6 +146,7 @@ export class InvariantMonitor {
 
   private violate(what: string): void {
     // One entry per distinct violation: the same double-import polled twice is one finding.
-    if (!this.violations.some((v) => v.what === what)) this.violations.push({ at: this.now(), step: this.step(), what });
+    if (!this.violations.some((v) => v.what === what))
+      this.violations.push({ at: this.now(), step: this.step(), what });
   }
 }

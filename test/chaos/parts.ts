@@ -11,7 +11,13 @@ import { INSTALL_NAMESPACE, type Identity, type OwnCluster } from "../support/ku
 import { MetacontrollerDriver } from "../support/metacontroller-driver.js";
 import { MetacontrollerLoop } from "../support/metacontroller-loop.js";
 import { DaemonProcess } from "../support/node-daemon-process.js";
-import { MetacontrollerProcess, pointHooksAt, realMetacontrollerFromEnv, NotConfigured, type RealMetacontroller } from "../support/real-metacontroller.js";
+import {
+  MetacontrollerProcess,
+  pointHooksAt,
+  realMetacontrollerFromEnv,
+  NotConfigured,
+  type RealMetacontroller,
+} from "../support/real-metacontroller.js";
 import type { ZfsNode } from "../support/zfs-node.js";
 import { FaultyCommand } from "../reliability/support/faulty-zpool.js";
 import { parseZpoolStatus } from "../../node-daemon/parse.js";
@@ -109,7 +115,10 @@ export class ChaosNode {
     if (this.paused) return undefined;
     const [file, ...args] = this.zfs.commandPrefix;
     try {
-      const { stdout } = await execFileAsync(file, [...args, "zpool", "status"], { timeout: 20_000, encoding: "utf8" });
+      const { stdout } = await execFileAsync(file, [...args, "zpool", "status"], {
+        timeout: 20_000,
+        encoding: "utf8",
+      });
       parseZpoolStatus(stdout);
       return stdout;
     } catch {
@@ -124,7 +133,11 @@ function zfsFuseOf(zfs: ZfsNode): number {
   for (const entry of readdirSync("/proc")) {
     if (!/^\d+$/.test(entry)) continue;
     try {
-      if (readFileSync(`/proc/${entry}/comm`, "utf8").trim() === "zfs-fuse" && readlinkSync(`/proc/${entry}/ns/mnt`) === namespace) return Number(entry);
+      if (
+        readFileSync(`/proc/${entry}/comm`, "utf8").trim() === "zfs-fuse" &&
+        readlinkSync(`/proc/${entry}/ns/mnt`) === namespace
+      )
+        return Number(entry);
     } catch {
       // A process that ended meanwhile.
     }
@@ -173,7 +186,8 @@ export interface Metacontroller {
  * started afresh after a second, which enqueues every parent again as an informer restart does.
  */
 class EmulatedMetacontroller implements Metacontroller {
-  readonly description = "the Metacontroller emulator (test/support/metacontroller-loop.ts); set METACONTROLLER_BIN and METACONTROLLER_CRDS for the real binary";
+  readonly description =
+    "the Metacontroller emulator (test/support/metacontroller-loop.ts); set METACONTROLLER_BIN and METACONTROLLER_CRDS for the real binary";
   private driver: MetacontrollerDriver;
   private running: Promise<void> | undefined;
   private stopping = false;

@@ -66,12 +66,22 @@ export class ReplicaReleases {
   }
 
   private async relist(): Promise<void> {
-    const listed = await this.cluster.request(this.cluster.admin, "GET", `${this.base}?labelSelector=${encodeURIComponent(this.selector)}`);
+    const listed = await this.cluster.request(
+      this.cluster.admin,
+      "GET",
+      `${this.base}?labelSelector=${encodeURIComponent(this.selector)}`,
+    );
     if (listed.status !== 200) throw new Error(`listing replicas answered ${listed.status}`);
     const now = new Map<string, CVR>((listed.body.items as CVR[]).map((r) => [nameOf(r), r]));
     for (const [name, before] of this.replicas) {
       const after = now.get(name);
-      if (!going(before) && (!after || going(after))) this.judge(name, after ? "deleted" : "gone", [...this.replicas.values()], " (while the watch was down; judged by the replicas last seen)");
+      if (!going(before) && (!after || going(after)))
+        this.judge(
+          name,
+          after ? "deleted" : "gone",
+          [...this.replicas.values()],
+          " (while the watch was down; judged by the replicas last seen)",
+        );
     }
     this.replicas.clear();
     for (const [name, replica] of now) this.replicas.set(name, replica);
@@ -110,7 +120,8 @@ export class ReplicaReleases {
     else this.replicas.set(name, replica);
     this.resourceVersion = replica.metadata.resourceVersion;
     // Judged once, when first seen going: against the other replicas exactly as they are at this event.
-    if (!wasGoing && (type === "DELETED" || going(replica))) this.judge(name, type === "DELETED" ? "gone" : "deleted", [...this.replicas.values()], "");
+    if (!wasGoing && (type === "DELETED" || going(replica)))
+      this.judge(name, type === "DELETED" ? "gone" : "deleted", [...this.replicas.values()], "");
   }
 
   private judge(name: string, how: "deleted" | "gone", replicas: readonly CVR[], note: string): void {
@@ -119,7 +130,9 @@ export class ReplicaReleases {
       // The volume read after the event: a deletion of the volume that led to the replica's is seen.
       const cvc = await this.readVolume();
       if (cvc === "unreadable") {
-        this.violate(`CStorVolumeReplica ${name} was released (${how})${note}, and volume ${this.volume} could not be read to judge it`);
+        this.violate(
+          `CStorVolumeReplica ${name} was released (${how})${note}, and volume ${this.volume} could not be read to judge it`,
+        );
         return;
       }
       if (!cvc || cvc.metadata.deletionTimestamp) return;
@@ -127,7 +140,13 @@ export class ReplicaReleases {
       const serving = others.filter((r) => r.status?.phase === "Healthy" && rebuildingSince(r) === undefined);
       const wanted = cvc.spec.replicaCount as number;
       if (serving.length >= wanted) return;
-      const listed = others.map((r) => `${nameOf(r)} ${r.status?.phase ?? "unreported"}${rebuildingSince(r) ? " rebuilding" : ""}`).join(", ") || "none";
+      const listed =
+        others
+          .map(
+            (r) =>
+              `${nameOf(r)} ${r.status?.phase ?? "unreported"}${rebuildingSince(r) ? " rebuilding" : ""}`,
+          )
+          .join(", ") || "none";
       this.violate(
         `CStorVolumeReplica ${name} was released (${how})${note} while volume ${this.volume} lives with ${serving.length} other replica(s) Healthy and caught up, fewer than its replicaCount ${wanted}: ${listed}`,
       );
@@ -137,7 +156,13 @@ export class ReplicaReleases {
   /** The volume, undefined once it is gone; retried for a minute while the apiserver does not answer. */
   private async readVolume(): Promise<any> {
     for (let attempt = 0; attempt < 120; attempt++) {
-      const cvc = await this.cluster.request(this.cluster.admin, "GET", `/apis/${API_VERSION}/namespaces/${NS}/cstorvolumeconfigs/${this.volume}`).catch(() => undefined);
+      const cvc = await this.cluster
+        .request(
+          this.cluster.admin,
+          "GET",
+          `/apis/${API_VERSION}/namespaces/${NS}/cstorvolumeconfigs/${this.volume}`,
+        )
+        .catch(() => undefined);
       if (cvc?.status === 200) return cvc.body;
       if (cvc?.status === 404) return undefined;
       await sleep(500);

@@ -8,7 +8,10 @@ export async function retrying<T>(what: string, call: () => Promise<T>, timeoutM
     try {
       return await call();
     } catch (error) {
-      if (Date.now() > deadline) throw new Error(`${what}: still failing after ${timeoutMs / 1000} s: ${(error as Error).message}`, { cause: error });
+      if (Date.now() > deadline)
+        throw new Error(`${what}: still failing after ${timeoutMs / 1000} s: ${(error as Error).message}`, {
+          cause: error,
+        });
       await sleep(500);
     }
   }

@@ -31,16 +31,26 @@ const { values } = parseArgs({
 const runs = Number(values.runs);
 const firstSeed = Number(values.seed);
 const kinds = values.kinds.split(",").map((k) => k.trim()) as FaultKind[];
-for (const kind of kinds) if (!FAULT_KINDS.includes(kind)) throw new Error(`--kinds: ${kind} is not a fault kind; the kinds are ${FAULT_KINDS.join(", ")}`);
-for (const [flag, value] of [["runs", runs], ["seed", firstSeed], ["bound", Number(values.bound)], ["gap", Number(values.gap)]] as const) {
-  if (!Number.isInteger(value) || value < (flag === "seed" ? 0 : 1)) throw new Error(`--${flag} ${value}: a whole number${flag === "seed" ? "" : " above 0"} is needed`);
+for (const kind of kinds)
+  if (!FAULT_KINDS.includes(kind))
+    throw new Error(`--kinds: ${kind} is not a fault kind; the kinds are ${FAULT_KINDS.join(", ")}`);
+for (const [flag, value] of [
+  ["runs", runs],
+  ["seed", firstSeed],
+  ["bound", Number(values.bound)],
+  ["gap", Number(values.gap)],
+] as const) {
+  if (!Number.isInteger(value) || value < (flag === "seed" ? 0 : 1))
+    throw new Error(`--${flag} ${value}: a whole number${flag === "seed" ? "" : " above 0"} is needed`);
 }
 
 const say = (line: string) => process.stdout.write(`${line}\n`);
 const logDir = join(tmpdir(), `cstor-chaos-${process.pid}`);
 
 requireZfs();
-say(`chaos: ${runs} run(s), seeds ${firstSeed}..${firstSeed + runs - 1}, faults ${kinds.join(", ")}, mean gap ${values.gap} s, bound ${values.bound} s per step`);
+say(
+  `chaos: ${runs} run(s), seeds ${firstSeed}..${firstSeed + runs - 1}, faults ${kinds.join(", ")}, mean gap ${values.gap} s, bound ${values.bound} s per step`,
+);
 const cluster = await ownCluster();
 // Interrupted (Ctrl-C, a timeout): the apiserver, etcd, the nodes' zfs-fuse and every daemon go with the run.
 // Ctrl-C reaches this process twice (from the terminal, and relayed by npm and tsx): a repeat must not end the
@@ -50,7 +60,10 @@ for (const signal of ["SIGINT", "SIGTERM"] as const) {
   process.on(signal, () => {
     if (interrupted) return;
     interrupted = true;
-    void cluster.stop().then(stopAll).finally(() => process.exit(130));
+    void cluster
+      .stop()
+      .then(stopAll)
+      .finally(() => process.exit(130));
   });
 }
 const reports: RunReport[] = [];
@@ -67,7 +80,10 @@ try {
     });
     reports.push(report);
     say(summaryLine(report));
-    if (report.failure) say(`FAILED seed ${seed}, step ${report.failure.step}:\n${report.failure.message}\nreplay: npm run chaos -- --runs 1 --seed ${seed}`);
+    if (report.failure)
+      say(
+        `FAILED seed ${seed}, step ${report.failure.step}:\n${report.failure.message}\nreplay: npm run chaos -- --runs 1 --seed ${seed}`,
+      );
     if (values.json) writeFileSync(values.json, JSON.stringify(reports, null, 2) + "\n");
   }
 } finally {

@@ -26,20 +26,34 @@ interface Run {
 async function run(command: typeof runValidate, argv: string[]): Promise<Run> {
   let stdout = "";
   let stderr = "";
-  const io: CliIO = { stdout: (t) => (stdout += t), stderr: (t) => (stderr += t), readFile: (path) => readFileSync(path, "utf8") };
+  const io: CliIO = {
+    stdout: (t) => (stdout += t),
+    stderr: (t) => (stderr += t),
+    readFile: (path) => readFileSync(path, "utf8"),
+  };
   return { code: await command(argv, io), stdout, stderr };
 }
 
-const problems = (json: string) => (JSON.parse(json) as { items: { problems: { message: string }[] }[] }).items.flatMap((i) => i.problems.map((p) => p.message)).sort();
+const problems = (json: string) =>
+  (JSON.parse(json) as { items: { problems: { message: string }[] }[] }).items
+    .flatMap((i) => i.problems.map((p) => p.message))
+    .sort();
 
 describe("cli: validate and render agree", () => {
   const cases: { name: string; argv: string[]; code: number; notes: RegExp[] }[] = [
-    { name: "a sample with its BlockDevices and Nodes", argv: ["-f", MIRROR, "--block-devices", DEVICES, "--nodes", NODES], code: 0, notes: [] },
+    {
+      name: "a sample with its BlockDevices and Nodes",
+      argv: ["-f", MIRROR, "--block-devices", DEVICES, "--nodes", NODES],
+      code: 0,
+      notes: [],
+    },
     {
       name: "a CSPC without a namespace, its BlockDevices in openebs",
       argv: ["-f", NO_NAMESPACE, "--block-devices", DEVICES],
       code: 0,
-      notes: [/^note: CStorPoolCluster no-namespace has no metadata.namespace: assumed openebs, the install's namespace, where NDM keeps BlockDevices/m],
+      notes: [
+        /^note: CStorPoolCluster no-namespace has no metadata.namespace: assumed openebs, the install's namespace, where NDM keeps BlockDevices/m,
+      ],
     },
     {
       name: "a CSPC put in default with -n, its BlockDevices in openebs",
@@ -54,9 +68,16 @@ describe("cli: validate and render agree", () => {
       name: "a CSPC without a namespace and no --block-devices",
       argv: ["-f", NO_NAMESPACE],
       code: 0,
-      notes: [/^note: no --block-devices: every device is assumed to exist, be Active, empty, unclaimed and on its pool's node$/m],
+      notes: [
+        /^note: no --block-devices: every device is assumed to exist, be Active, empty, unclaimed and on its pool's node$/m,
+      ],
     },
-    { name: "a refused raid group", argv: ["-f", REFUSED, "--block-devices", DEVICES, "--nodes", NODES], code: 1, notes: [] },
+    {
+      name: "a refused raid group",
+      argv: ["-f", REFUSED, "--block-devices", DEVICES, "--nodes", NODES],
+      code: 1,
+      notes: [],
+    },
     { name: "a CSPC the schema refuses (compression lz)", argv: ["-f", MALFORMED], code: 1, notes: [] },
   ];
 
@@ -64,7 +85,10 @@ describe("cli: validate and render agree", () => {
     it(c.name, async () => {
       const validated = await run(runValidate, c.argv);
       const rendered = await run(runRender, c.argv);
-      expect([validated.code, rendered.code], validated.stdout + validated.stderr + rendered.stderr).to.deep.equal([c.code, c.code]);
+      expect(
+        [validated.code, rendered.code],
+        validated.stdout + validated.stderr + rendered.stderr,
+      ).to.deep.equal([c.code, c.code]);
       expect(rendered.stderr).to.equal(validated.stderr);
       for (const note of c.notes) expect(validated.stderr).to.match(note);
 
@@ -79,7 +103,9 @@ describe("cli: validate and render agree", () => {
     for (const command of [runValidate, runRender]) {
       const result = await run(command, ["-f", MIRROR, "-n", "default"]);
       expect(result.code).to.equal(2);
-      expect(result.stderr).to.match(/^error: CStorPoolCluster cstor-pool-mirror has metadata.namespace openebs, not default \(-n\): drop -n, or use -n openebs\n/);
+      expect(result.stderr).to.match(
+        /^error: CStorPoolCluster cstor-pool-mirror has metadata.namespace openebs, not default \(-n\): drop -n, or use -n openebs\n/,
+      );
     }
   });
 });

@@ -8,7 +8,9 @@ const CLI = ["--import", "tsx", "cli/cstor-pool.ts"];
 
 async function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await run(process.execPath, [...CLI, ...args], { cwd: new URL("../..", import.meta.url).pathname });
+    const { stdout, stderr } = await run(process.execPath, [...CLI, ...args], {
+      cwd: new URL("../..", import.meta.url).pathname,
+    });
     return { code: 0, stdout, stderr };
   } catch (err) {
     const e = err as { code: number; stdout: string; stderr: string };
@@ -20,13 +22,18 @@ describe("cstor-pool CLI", () => {
   it("lists its commands with --help", async () => {
     const { code, stdout } = await cli(["--help"]);
     expect(code).to.equal(0);
-    expect(stdout).to.match(/validate .*admission webhook/).and.match(/render .*CSPIs/).and.match(/node-daemon /);
+    expect(stdout)
+      .to.match(/validate .*admission webhook/)
+      .and.match(/render .*CSPIs/)
+      .and.match(/node-daemon /);
   });
 
   it("refuses an unknown command with exit code 2, a suggestion and the usage", async () => {
     const { code, stdout, stderr } = await cli(["valdate", "-f", "x.yaml"]);
     expect([code, stdout]).to.deep.equal([2, ""]);
-    expect(stderr).to.match(/^error: unknown command "valdate" \(did you mean validate\?\)\n\nUsage: cstor-pool <command>/);
+    expect(stderr).to.match(
+      /^error: unknown command "valdate" \(did you mean validate\?\)\n\nUsage: cstor-pool <command>/,
+    );
   });
 
   it("without a command: the usage on stderr, exit 2", async () => {
@@ -37,7 +44,9 @@ describe("cstor-pool CLI", () => {
 
   it("prints the package's version with --version", async () => {
     const { code, stdout } = await cli(["--version"]);
-    const { version } = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string };
+    const { version } = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as {
+      version: string;
+    };
     expect([code, stdout]).to.deep.equal([0, `cstor-pool ${version}\n`]);
   });
 
@@ -45,7 +54,9 @@ describe("cstor-pool CLI", () => {
     for (const args of [["--help"], ["validate", "--help"], ["render", "--help"]]) {
       const { code, stdout } = await cli(args);
       expect(code).to.equal(0);
-      expect(stdout).to.contain("Exit codes: 0 ok (accepted, or every pool renders), 1 refused (some pool would not be built), 2 usage error or unreadable input.");
+      expect(stdout).to.contain(
+        "Exit codes: 0 ok (accepted, or every pool renders), 1 refused (some pool would not be built), 2 usage error or unreadable input.",
+      );
     }
   });
 

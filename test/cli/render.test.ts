@@ -26,7 +26,8 @@ async function render(...argv: string[]): Promise<{ code: number; stdout: string
   return { code, stdout, stderr };
 }
 
-const objectsOf = (yaml: string) => parseAllDocuments(yaml).map((d) => d.toJS() as { kind: string; metadata: { name: string } });
+const objectsOf = (yaml: string) =>
+  parseAllDocuments(yaml).map((d) => d.toJS() as { kind: string; metadata: { name: string } });
 
 describe("cli: cstor-pool render", () => {
   it("prints the claims, CStorPoolInstances and pool Deployments the hooks would create (golden)", async () => {
@@ -45,7 +46,9 @@ describe("cli: cstor-pool render", () => {
       cspiName("openebs", "cstor-pool-mirror", ["pool-1-bd-1", "pool-1-bd-2", "pool-1-bd-3", "pool-1-bd-4"]),
       cspiName("openebs", "cstor-pool-mirror", ["pool-2-bd-1", "pool-2-bd-2", "pool-2-bd-3", "pool-2-bd-4"]),
     ]);
-    expect(stdout.split("\n")[0]).to.equal("# CStorPoolCluster openebs/cstor-pool-mirror: 2 pool(s), 2 would be provisioned");
+    expect(stdout.split("\n")[0]).to.equal(
+      "# CStorPoolCluster openebs/cstor-pool-mirror: 2 pool(s), 2 would be provisioned",
+    );
   });
 
   it("gives the same output every time (names and order are stable)", async () => {
@@ -60,12 +63,20 @@ describe("cli: cstor-pool render", () => {
     expect(stderr).to.contain(
       "note: no --nodes: each distinct nodeSelector is assumed to select one node of its own (gke-cstor-it-default-pool-1, gke-cstor-it-default-pool-2)",
     );
-    expect(stdout).to.equal((await render("-f", MIRROR, "--block-devices", DEVICES, "--nodes", NODES)).stdout);
+    expect(stdout).to.equal(
+      (await render("-f", MIRROR, "--block-devices", DEVICES, "--nodes", NODES)).stdout,
+    );
   });
 
   it("exits 1 and prints the reason when a pool cannot be built", async () => {
-    const onlyPoolOne = objectsOf(readFileSync(DEVICES, "utf8"))[0] as unknown as { items: { metadata: { name: string } }[] };
-    const devices = { apiVersion: "v1", kind: "List", items: onlyPoolOne.items.filter((d) => d.metadata.name.startsWith("pool-1-")) };
+    const onlyPoolOne = objectsOf(readFileSync(DEVICES, "utf8"))[0] as unknown as {
+      items: { metadata: { name: string } }[];
+    };
+    const devices = {
+      apiVersion: "v1",
+      kind: "List",
+      items: onlyPoolOne.items.filter((d) => d.metadata.name.startsWith("pool-1-")),
+    };
     let stdout = "";
     const code = await runRender(["-f", MIRROR, "--block-devices", "devices.yaml", "--nodes", NODES], {
       stdout: (text) => (stdout += text),
@@ -80,7 +91,13 @@ describe("cli: cstor-pool render", () => {
   });
 
   it("exits 2 with the usage on bad arguments", async () => {
-    for (const argv of [[], ["-f"], ["--bogus", "x"], ["-f", MIRROR, "-o", "wide"], ["-f", MIRROR, "-n", "default"]]) {
+    for (const argv of [
+      [],
+      ["-f"],
+      ["--bogus", "x"],
+      ["-f", MIRROR, "-o", "wide"],
+      ["-f", MIRROR, "-n", "default"],
+    ]) {
       const { code, stderr } = await render(...argv);
       expect(code, argv.join(" ")).to.equal(2);
       expect(stderr).to.match(/^error: .+\n\nUsage: cstor-pool render/);
@@ -90,7 +107,10 @@ describe("cli: cstor-pool render", () => {
   it("exits 2 without the usage on input it cannot render", async () => {
     for (const [argv, message] of [
       [["-f", DEVICES], `error: ${DEVICES} holds BlockDevice; only CStorPoolClusters can be rendered\n`],
-      [["-f", "/nonexistent.yaml"], "error: cannot read /nonexistent.yaml: ENOENT: no such file or directory, open '/nonexistent.yaml'\n"],
+      [
+        ["-f", "/nonexistent.yaml"],
+        "error: cannot read /nonexistent.yaml: ENOENT: no such file or directory, open '/nonexistent.yaml'\n",
+      ],
     ] as const) {
       const { code, stderr } = await render(...argv);
       expect([code, stderr]).to.deep.equal([2, message]);
@@ -98,10 +118,30 @@ describe("cli: cstor-pool render", () => {
   });
 
   it("-o json: the verdict, the problems and the objects of each CSPC", async () => {
-    const { code, stdout } = await render("-f", MIRROR, "--block-devices", DEVICES, "--nodes", NODES, "-o", "json");
+    const { code, stdout } = await render(
+      "-f",
+      MIRROR,
+      "--block-devices",
+      DEVICES,
+      "--nodes",
+      NODES,
+      "-o",
+      "json",
+    );
     expect(code).to.equal(0);
-    const { items } = JSON.parse(stdout) as { items: { name: string; verdict: string; pools: number; provisioned: number; problems: unknown[]; objects: { kind: string }[] }[] };
-    expect(items.map((i) => [i.name, i.verdict, i.pools, i.provisioned, i.problems.length, i.objects.length])).to.deep.equal([["cstor-pool-mirror", "accepted", 2, 2, 0, 12]]);
+    const { items } = JSON.parse(stdout) as {
+      items: {
+        name: string;
+        verdict: string;
+        pools: number;
+        provisioned: number;
+        problems: unknown[];
+        objects: { kind: string }[];
+      }[];
+    };
+    expect(
+      items.map((i) => [i.name, i.verdict, i.pools, i.provisioned, i.problems.length, i.objects.length]),
+    ).to.deep.equal([["cstor-pool-mirror", "accepted", 2, 2, 0, 12]]);
     const golden = objectsOf(readFileSync(join(CASE, "expected.yaml"), "utf8"));
     expect(items[0].objects).to.deep.equal(golden);
   });

@@ -34,18 +34,30 @@ describe("npm run test:e2e's preflight (the real-Metacontroller suite)", functio
     expect(status).to.equal(2);
     expect(stdout).to.contain("METACONTROLLER_BIN is not set; METACONTROLLER_CRDS is not set");
     expect(stdout).to.contain("npm run test:e2e").and.contain("v4.17.2").and.contain("docs/install.md");
-    expect(stdout.trim().split("\n").at(-1)).to.equal("real-Metacontroller suite: NOT RUN (0 passed, 0 failed, not run)");
+    expect(stdout.trim().split("\n").at(-1)).to.equal(
+      "real-Metacontroller suite: NOT RUN (0 passed, 0 failed, not run)",
+    );
   });
 
   it("with a path that does not exist: names it, NOT RUN, exit 2", () => {
-    const { status, stdout } = preflight({ METACONTROLLER_BIN: join(dir, "missing"), METACONTROLLER_CRDS: join(dir, "crds.yaml") });
+    const { status, stdout } = preflight({
+      METACONTROLLER_BIN: join(dir, "missing"),
+      METACONTROLLER_CRDS: join(dir, "crds.yaml"),
+    });
     expect(status).to.equal(2);
-    expect(stdout).to.contain(`METACONTROLLER_BIN=${join(dir, "missing")} does not exist`).and.contain("NOT RUN");
+    expect(stdout)
+      .to.contain(`METACONTROLLER_BIN=${join(dir, "missing")} does not exist`)
+      .and.contain("NOT RUN");
   });
 
   it("with both: names them and lets the suite run (exit 0)", () => {
-    const { status, stdout } = preflight({ METACONTROLLER_BIN: join(dir, "metacontroller"), METACONTROLLER_CRDS: join(dir, "crds.yaml") });
+    const { status, stdout } = preflight({
+      METACONTROLLER_BIN: join(dir, "metacontroller"),
+      METACONTROLLER_CRDS: join(dir, "crds.yaml"),
+    });
     expect(status).to.equal(0);
-    expect(stdout).to.contain(`METACONTROLLER_BIN=${join(dir, "metacontroller")}`).and.not.contain("NOT RUN");
+    expect(stdout)
+      .to.contain(`METACONTROLLER_BIN=${join(dir, "metacontroller")}`)
+      .and.not.contain("NOT RUN");
   });
 });

@@ -7,6 +7,8 @@ try {
   process.stdout.write(`real-Metacontroller suite: METACONTROLLER_BIN=${bin} METACONTROLLER_CRDS=${crds}\n`);
 } catch (error) {
   if (!(error instanceof NotConfigured)) throw error;
-  process.stdout.write(`${error.message}\n\nreal-Metacontroller suite: NOT RUN (0 passed, 0 failed, not run)\n`);
+  process.stdout.write(
+    `${error.message}\n\nreal-Metacontroller suite: NOT RUN (0 passed, 0 failed, not run)\n`,
+  );
   process.exit(2);
 }

@@ -22,35 +22,43 @@ describe("fixture tree layout", () => {
     /** Puts the part of the copy a defect touched back as it is in test/fixtures. */
     const restore = (part: string) => {
       rmSync(join(copy, part), { recursive: true, force: true });
-      if (existsSync(join(FIXTURES, part))) cpSync(join(FIXTURES, part), join(copy, part), { recursive: true });
+      if (existsSync(join(FIXTURES, part)))
+        cpSync(join(FIXTURES, part), join(copy, part), { recursive: true });
     };
 
     /** A defect that removes one file of a case (or of a fixed fixture directory). */
-    const removing = (file: string) => ({ make: (root: string) => rmSync(join(root, file)), touches: dirname(file) });
+    const removing = (file: string) => ({
+      make: (root: string) => rmSync(join(root, file)),
+      touches: dirname(file),
+    });
 
     const defects: { name: string; make: (root: string) => void; touches: string; problem: string }[] = [
       {
         name: "a file no case uses",
         make: (root) => writeFileSync(join(root, "cspc-sync/day2-replace/notes.txt"), "left over\n"),
         touches: "cspc-sync/day2-replace",
-        problem: "cspc-sync/day2-replace/notes.txt: no case uses this file; remove it, or name it in test/support/golden.ts if a test reads it",
+        problem:
+          "cspc-sync/day2-replace/notes.txt: no case uses this file; remove it, or name it in test/support/golden.ts if a test reads it",
       },
       {
         name: "a file beside the areas",
         make: (root) => writeFileSync(join(root, "request.yaml"), "{}\n"),
         touches: "request.yaml",
-        problem: "request.yaml: no case uses this file; remove it, or name it in test/support/golden.ts if a test reads it",
+        problem:
+          "request.yaml: no case uses this file; remove it, or name it in test/support/golden.ts if a test reads it",
       },
       {
         name: "a world no case builds on",
-        make: (root) => cpSync(join(root, "worlds/review-create.yaml"), join(root, "worlds/review-unused.yaml")),
+        make: (root) =>
+          cpSync(join(root, "worlds/review-create.yaml"), join(root, "worlds/review-unused.yaml")),
         touches: "worlds/review-unused.yaml",
         problem: "worlds/review-unused.yaml: a world no case builds on; remove it",
       },
       {
         name: "a case without its expected output",
         ...removing("cspi-sync/pod-not-ready/response.yaml"),
-        problem: "cspi-sync/pod-not-ready/response.yaml: missing (UPDATE_GOLDEN=1 writes it; review it like code)",
+        problem:
+          "cspi-sync/pod-not-ready/response.yaml: missing (UPDATE_GOLDEN=1 writes it; review it like code)",
       },
       {
         name: "a case without its input",
@@ -64,14 +72,22 @@ describe("fixture tree layout", () => {
       },
       {
         name: "a case.yaml with a misspelt key",
-        make: (root) => appendFileSync(join(root, "admission/create-lookup-timeout/case.yaml"), "lookupTimeoutMillis: 50\n"),
+        make: (root) =>
+          appendFileSync(
+            join(root, "admission/create-lookup-timeout/case.yaml"),
+            "lookupTimeoutMillis: 50\n",
+          ),
         touches: "admission/create-lookup-timeout",
         problem:
           "admission/create-lookup-timeout/case.yaml: unknown keys lookupTimeoutMillis (allowed: description, now, lookupTimeoutMs, expectedLookups)",
       },
       {
         name: "a patch of a world that does not exist",
-        make: (root) => writeFileSync(join(root, "cspi-finalize/deployment-gone/request.patch.yaml"), "world: cspi-nowhere\n"),
+        make: (root) =>
+          writeFileSync(
+            join(root, "cspi-finalize/deployment-gone/request.patch.yaml"),
+            "world: cspi-nowhere\n",
+          ),
         touches: "cspi-finalize/deployment-gone",
         problem: `cspi-finalize/deployment-gone/request.yaml: world "cspi-nowhere" does not exist: write worlds/cspi-nowhere.yaml`,
       },

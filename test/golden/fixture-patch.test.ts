@@ -23,16 +23,23 @@ describe("fixture-patch converter", () => {
     expect(existsSync(join(dir, "request.patch.yaml"))).to.equal(false);
     expect(readCaseDocument(dir, "request.yaml")).to.deep.equal(request);
 
-    expect(convert(dir, "request.yaml")).to.match(/request\.patch\.yaml: world cspc-three-pools-online, \d+ lines \(was \d+\)$/);
+    expect(convert(dir, "request.yaml")).to.match(
+      /request\.patch\.yaml: world cspc-three-pools-online, \d+ lines \(was \d+\)$/,
+    );
     expect(existsSync(join(dir, "request.yaml"))).to.equal(false);
-    expect(readFileSync(join(dir, "request.patch.yaml"), "utf8")).to.equal(readFileSync(join(FIXTURES, "cspc-sync/day2-migrate/request.patch.yaml"), "utf8"));
+    expect(readFileSync(join(dir, "request.patch.yaml"), "utf8")).to.equal(
+      readFileSync(join(FIXTURES, "cspc-sync/day2-migrate/request.patch.yaml"), "utf8"),
+    );
     expect(readCaseDocument(dir, "request.yaml")).to.deep.equal(request);
   });
 
   it("leaves a document whole when no patch of any world can build it (a null in it)", () => {
     cpSync(join(FIXTURES, "cspi-sync/node-daemon-stale"), dir, { recursive: true });
     makeWhole(dir, "request.yaml");
-    const withNull = readFileSync(join(dir, "request.yaml"), "utf8").replace(/^finalizing: false$/m, "finalizing: null");
+    const withNull = readFileSync(join(dir, "request.yaml"), "utf8").replace(
+      /^finalizing: false$/m,
+      "finalizing: null",
+    );
     writeFileSync(join(dir, "request.yaml"), withNull);
     expect(() => convert(dir, "request.yaml")).to.throw("no world can build it (it holds a null");
     expect(readFileSync(join(dir, "request.yaml"), "utf8")).to.equal(withNull);
@@ -46,6 +53,8 @@ describe("fixture-patch converter", () => {
       { objects: [node("a", "z1"), node("b", "z2"), node("c", "z1")], paused: false },
       { objects: [node("a", "z2"), node("b", "z2")], paused: false },
     ]);
-    expect(canonicalYaml(world)).to.equal(canonicalYaml({ objects: [node("a", "z1"), node("b", "z2")], paused: false }));
+    expect(canonicalYaml(world)).to.equal(
+      canonicalYaml({ objects: [node("a", "z1"), node("b", "z2")], paused: false }),
+    );
   });
 });

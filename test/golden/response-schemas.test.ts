@@ -9,13 +9,25 @@ import { expect } from "chai";
 import { Ajv, type ValidateFunction } from "ajv";
 import { parseAllDocuments } from "yaml";
 import { BlockDeviceClaimSchema, CSPCStatusSchema, CSPISchema, CSPIStatusSchema } from "../../api/schema.js";
-import { CVCSchema, CVCStatusSchema, CVRSchema, CVRStatusSchema, CVSchema, CVStatusSchema } from "../../api/volume-schema.js";
+import {
+  CVCSchema,
+  CVCStatusSchema,
+  CVRSchema,
+  CVRStatusSchema,
+  CVSchema,
+  CVStatusSchema,
+} from "../../api/volume-schema.js";
 import { deepEqual } from "../../testkit/merge-patch.js";
 import { FIXTURES, goldenCases } from "../support/golden.js";
 
 const ajv = new Ajv({ allErrors: true, strict: false });
 // metav1.Time: RFC 3339 in UTC or with an offset, as the API server writes and reads it.
-ajv.addFormat("date-time", (text: string) => /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/.test(text) && !Number.isNaN(Date.parse(text)));
+ajv.addFormat(
+  "date-time",
+  (text: string) =>
+    /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/.test(text) &&
+    !Number.isNaN(Date.parse(text)),
+);
 
 const CHILD_SCHEMAS: Record<string, ValidateFunction> = {
   CStorPoolInstance: ajv.compile(CSPISchema),
@@ -41,7 +53,11 @@ function unchangedFromObserved(written: unknown, observed: unknown, path: string
     if (Array.isArray(value)) {
       const item = value[Number(segment)] as { type?: unknown } | undefined;
       const keyed = item && typeof item === "object" && "type" in item;
-      before = Array.isArray(before) ? (keyed ? before.find((o: { type?: unknown }) => o?.type === item.type) : before[Number(segment)]) : undefined;
+      before = Array.isArray(before)
+        ? keyed
+          ? before.find((o: { type?: unknown }) => o?.type === item.type)
+          : before[Number(segment)]
+        : undefined;
       value = item;
     } else {
       value = (value as Record<string, unknown> | undefined)?.[segment];
@@ -60,7 +76,11 @@ function expectValid(validate: ValidateFunction, value: unknown, what: string, o
   expect(errors, what).to.deep.equal([]);
 }
 
-function expectValidChild(object: { kind?: string; metadata?: { name?: string } }, where: string, observed?: unknown): void {
+function expectValidChild(
+  object: { kind?: string; metadata?: { name?: string } },
+  where: string,
+  observed?: unknown,
+): void {
   const what = `${where}: ${object.kind}/${object.metadata?.name}`;
   const validate = CHILD_SCHEMAS[object.kind ?? ""];
   if (!validate) expect.fail(`${what}: no CRD schema for kind ${object.kind}`);
@@ -71,14 +91,27 @@ describe("golden answers validate against the CRD schemas", () => {
   for (const area of ["cspc-sync", "cspc-finalize"]) {
     for (const c of goldenCases(area)) {
       it(`${area}/${c.name}: children and CSPC status`, () => {
-        const request = c.read("request.yaml") as { parent: { status?: unknown }; children?: Record<string, Record<string, unknown>> };
-        const observedChildren = new Map(Object.values(request.children ?? {}).flatMap((byName) => Object.entries(byName)));
-        const response = c.read("response.yaml") as { children?: { kind?: string; metadata?: { name?: string; namespace?: string } }[]; status?: unknown };
+        const request = c.read("request.yaml") as {
+          parent: { status?: unknown };
+          children?: Record<string, Record<string, unknown>>;
+        };
+        const observedChildren = new Map(
+          Object.values(request.children ?? {}).flatMap((byName) => Object.entries(byName)),
+        );
+        const response = c.read("response.yaml") as {
+          children?: { kind?: string; metadata?: { name?: string; namespace?: string } }[];
+          status?: unknown;
+        };
         // A device set's PVCs are built-in objects: test/integration/device-sets.test.ts creates them on a real API server.
         for (const child of (response.children ?? []).filter((ch) => ch.kind !== "PersistentVolumeClaim")) {
-          expectValidChild(child, `${area}/${c.name}`, observedChildren.get(`${child.metadata?.namespace ?? ""}/${child.metadata?.name}`));
+          expectValidChild(
+            child,
+            `${area}/${c.name}`,
+            observedChildren.get(`${child.metadata?.namespace ?? ""}/${child.metadata?.name}`),
+          );
         }
-        if (response.status !== undefined) expectValid(cspcStatus, response.status, `${area}/${c.name} status`, request.parent.status);
+        if (response.status !== undefined)
+          expectValid(cspcStatus, response.status, `${area}/${c.name} status`, request.parent.status);
       });
     }
   }
@@ -88,12 +121,24 @@ describe("golden answers validate against the CRD schemas", () => {
   for (const area of ["cvc-sync", "cvc-finalize"]) {
     for (const c of goldenCases(area)) {
       it(`${area}/${c.name}: volume children and CVC status`, () => {
-        const request = c.read("request.yaml") as { parent: { status?: unknown }; children?: Record<string, Record<string, unknown>> };
-        const observedChildren = new Map(Object.values(request.children ?? {}).flatMap((byName) => Object.entries(byName)));
-        const response = c.read("response.yaml") as { children?: { kind?: string; metadata?: { name?: string; namespace?: string } }[]; status?: unknown };
+        const request = c.read("request.yaml") as {
+          parent: { status?: unknown };
+          children?: Record<string, Record<string, unknown>>;
+        };
+        const observedChildren = new Map(
+          Object.values(request.children ?? {}).flatMap((byName) => Object.entries(byName)),
+        );
+        const response = c.read("response.yaml") as {
+          children?: { kind?: string; metadata?: { name?: string; namespace?: string } }[];
+          status?: unknown;
+        };
         for (const child of response.children ?? []) {
           if (child.kind !== "CStorVolume" && child.kind !== "CStorVolumeReplica") continue;
-          expectValidChild(child, `${area}/${c.name}`, observedChildren.get(`${child.metadata?.namespace ?? ""}/${child.metadata?.name}`));
+          expectValidChild(
+            child,
+            `${area}/${c.name}`,
+            observedChildren.get(`${child.metadata?.namespace ?? ""}/${child.metadata?.name}`),
+          );
         }
         expectValid(cvcStatus, response.status, `${area}/${c.name} status`, request.parent.status);
       });
@@ -114,7 +159,8 @@ describe("golden answers validate against the CRD schemas", () => {
       it(`${area}/${c.name}: CSPI status`, () => {
         const request = c.read("request.yaml") as { object: { status?: unknown } };
         const response = c.read("response.yaml") as { status?: unknown };
-        if (response.status !== undefined) expectValid(cspiStatus, response.status, `${area}/${c.name} status`, request.object.status);
+        if (response.status !== undefined)
+          expectValid(cspiStatus, response.status, `${area}/${c.name} status`, request.object.status);
       });
     }
   }
@@ -124,9 +170,15 @@ describe("golden answers validate against the CRD schemas", () => {
     it(`storageclass-sync/${c.name}: CStorVolumeConfigs`, () => {
       const request = c.read("request.yaml") as { attachments: Record<string, Record<string, unknown>> };
       const observed = request.attachments["CStorVolumeConfig.openebs.io/v1alpha1"] ?? {};
-      const response = c.read("response.yaml") as { attachments: { kind?: string; metadata?: { name?: string; namespace?: string } }[] };
+      const response = c.read("response.yaml") as {
+        attachments: { kind?: string; metadata?: { name?: string; namespace?: string } }[];
+      };
       for (const cvc of response.attachments.filter((a) => a.kind === "CStorVolumeConfig")) {
-        expectValidChild(cvc, `storageclass-sync/${c.name}`, observed[`${cvc.metadata?.namespace}/${cvc.metadata?.name}`]);
+        expectValidChild(
+          cvc,
+          `storageclass-sync/${c.name}`,
+          observed[`${cvc.metadata?.namespace}/${cvc.metadata?.name}`],
+        );
       }
     });
   }
@@ -139,13 +191,16 @@ describe("golden answers validate against the CRD schemas", () => {
 
   for (const c of goldenCases("node-daemon/replicas")) {
     it(`node-daemon/replicas/${c.name}: the CVR statuses the node daemon writes`, () => {
-      for (const [name, status] of Object.entries(c.read("status.yaml") as Record<string, unknown>)) expectValid(cvrStatus, status, `${c.name}/status.yaml ${name}`);
+      for (const [name, status] of Object.entries(c.read("status.yaml") as Record<string, unknown>))
+        expectValid(cvrStatus, status, `${c.name}/status.yaml ${name}`);
     });
   }
 
   // Its Deployments are checked by test/integration/render.test.ts on a real API server.
   it("render/mirror: every claim and CSPI `cstor-pool render` prints", () => {
-    const documents = parseAllDocuments(readFileSync(join(FIXTURES, "render/mirror/expected.yaml"), "utf8")).map((d) => d.toJS());
+    const documents = parseAllDocuments(
+      readFileSync(join(FIXTURES, "render/mirror/expected.yaml"), "utf8"),
+    ).map((d) => d.toJS());
     const ours = documents.filter((object) => object.kind !== "Deployment");
     expect(ours.map((object) => object.kind)).to.include.members(["CStorPoolInstance", "BlockDeviceClaim"]);
     for (const object of ours) expectValidChild(object, "render/mirror");

@@ -28,13 +28,21 @@ const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
 function noNulls(value: unknown, path: string): void {
   expect(value, path).to.not.equal(null);
   if (Array.isArray(value)) value.forEach((v, i) => noNulls(v, `${path}[${i}]`));
-  else if (value && typeof value === "object") for (const [k, v] of Object.entries(value)) noNulls(v, `${path}.${k}`);
+  else if (value && typeof value === "object")
+    for (const [k, v] of Object.entries(value)) noNulls(v, `${path}.${k}`);
 }
 
 /** The hook server's answer to the case's request, at the case's clock. */
 async function answer(path: string, c: GoldenCase): Promise<Record<string, unknown>> {
-  const app = makeApp({ routes: hookRoutes(DEFAULT_HOOK_CONFIG), clock: () => c.now, log: createLogger({ level: "silent" }), registry: new Registry() });
-  const res = await request(app).post(path).send(c.read("request.yaml") as object);
+  const app = makeApp({
+    routes: hookRoutes(DEFAULT_HOOK_CONFIG),
+    clock: () => c.now,
+    log: createLogger({ level: "silent" }),
+    registry: new Registry(),
+  });
+  const res = await request(app)
+    .post(path)
+    .send(c.read("request.yaml") as object);
   expect(res.status, JSON.stringify(res.body)).to.equal(200);
   return res.body as Record<string, unknown>;
 }
@@ -48,9 +56,16 @@ describe("hook answers honour the Metacontroller v2 contract", () => {
     for (const c of cases) {
       it(`${area}/${c.name}: only v2 fields, no nulls, valid names and labels`, async () => {
         const response = await answer(contract.path, c);
-        expect(Object.keys(response).filter((k) => !contract.keys.includes(k)), "unknown top-level fields").to.deep.equal([]);
+        expect(
+          Object.keys(response).filter((k) => !contract.keys.includes(k)),
+          "unknown top-level fields",
+        ).to.deep.equal([]);
         noNulls(response, "response");
-        const objects = (response[contract.list] ?? []) as { apiVersion: string; kind: string; metadata: Record<string, unknown> }[];
+        const objects = (response[contract.list] ?? []) as {
+          apiVersion: string;
+          kind: string;
+          metadata: Record<string, unknown>;
+        }[];
         expect(objects, contract.list).to.be.an("array");
         for (const obj of objects) {
           const where = `${obj.kind}/${String(obj.metadata?.name)}`;
@@ -62,11 +77,14 @@ describe("hook answers honour the Metacontroller v2 contract", () => {
             expect(value.length, `${where} label ${key}`).to.be.at.most(63);
           }
         }
-        if (typeof response.status !== "undefined") expect(response.status, "status").to.be.an("object").and.not.be.an("array");
+        if (typeof response.status !== "undefined")
+          expect(response.status, "status").to.be.an("object").and.not.be.an("array");
         for (const field of ["labels", "annotations"].filter((f) => f in response)) {
-          for (const [key, value] of Object.entries(response[field] as object)) expect(value, `${field} ${key}`).to.be.a("string");
+          for (const [key, value] of Object.entries(response[field] as object))
+            expect(value, `${field} ${key}`).to.be.a("string");
         }
-        if (typeof response.resyncAfterSeconds !== "undefined") expect(response.resyncAfterSeconds).to.be.a("number");
+        if (typeof response.resyncAfterSeconds !== "undefined")
+          expect(response.resyncAfterSeconds).to.be.a("number");
         if (typeof response.finalized !== "undefined") expect(response.finalized).to.be.a("boolean");
       });
     }

@@ -11,7 +11,14 @@ import type { CSPI, KubeObject } from "../../api/types.js";
 import { convertObjects } from "../../lib/convert/index.js";
 import { SPC_LABEL } from "../../lib/convert/spc.js";
 import { zpoolName } from "../../lib/names.js";
-import { getIfPresent, INSTALL_NAMESPACE, markDeploymentAvailable, projectInstalled, waitUntil, type KubeCluster } from "../support/kube.js";
+import {
+  getIfPresent,
+  INSTALL_NAMESPACE,
+  markDeploymentAvailable,
+  projectInstalled,
+  waitUntil,
+  type KubeCluster,
+} from "../support/kube.js";
 import { CONTROLLER_UID, MetacontrollerDriver, serveHooks } from "../support/metacontroller-driver.js";
 import { DaemonProcess, shippedDaemonEnv } from "../support/node-daemon-process.js";
 import { startNode, type ZfsNode } from "../support/zfs-node.js";
@@ -38,9 +45,14 @@ describe("integration: a StoragePoolClaim's pool adopted with its data (docs/mig
   let watching = true;
   let watcher: Promise<void> | undefined;
 
-  const api = (resource: string, name = "") => `/apis/${API_VERSION}/namespaces/${ns}/${resource}${name ? `/${name}` : ""}`;
-  const items = async (resource: string): Promise<KubeObject[]> => ((await getIfPresent(cluster, api(resource))) as { items: KubeObject[] }).items;
-  const apply = (objects: object[]) => cluster.kubectl(["apply", "--server-side", "-f", "-"], { input: objects.map((o) => JSON.stringify(o)).join("\n") });
+  const api = (resource: string, name = "") =>
+    `/apis/${API_VERSION}/namespaces/${ns}/${resource}${name ? `/${name}` : ""}`;
+  const items = async (resource: string): Promise<KubeObject[]> =>
+    ((await getIfPresent(cluster, api(resource))) as { items: KubeObject[] }).items;
+  const apply = (objects: object[]) =>
+    cluster.kubectl(["apply", "--server-side", "-f", "-"], {
+      input: objects.map((o) => JSON.stringify(o)).join("\n"),
+    });
   const claimsNow = async () => {
     const claims = (await items("blockdeviceclaims")) as (KubeObject & { status?: { phase?: string } })[];
     return {
@@ -57,7 +69,11 @@ describe("integration: a StoragePoolClaim's pool adopted with its data (docs/mig
     ns = `adopt-${sandbox.id}`;
     nodeName = `adopt-node-${sandbox.id}`;
     node = await startNode(nodeName);
-    devices = ["a", "b"].map((d) => ({ name: `bd-adopt-${d}-${sandbox.id}`, path: sandbox.file(`adopt-${d}`, DEVICE_MIB), claim: `bdc-${randomUUID()}` }));
+    devices = ["a", "b"].map((d) => ({
+      name: `bd-adopt-${d}-${sandbox.id}`,
+      path: sandbox.file(`adopt-${d}`, DEVICE_MIB),
+      claim: `bdc-${randomUUID()}`,
+    }));
 
     // The old operator's pool: created and filled by hand under maya's name, then left exported (its pod stopped).
     node.zpool("create", oldPool, "mirror", ...devices.map((d) => d.path));
@@ -67,7 +83,11 @@ describe("integration: a StoragePoolClaim's pool adopted with its data (docs/mig
     // What maya and NDM left in the cluster: the devices Claimed by maya's claims, which are Bound.
     await apply([
       { apiVersion: "v1", kind: "Namespace", metadata: { name: ns } },
-      { apiVersion: "v1", kind: "Node", metadata: { name: nodeName, labels: { [LABEL.hostname]: nodeName } } },
+      {
+        apiVersion: "v1",
+        kind: "Node",
+        metadata: { name: nodeName, labels: { [LABEL.hostname]: nodeName } },
+      },
     ]);
     await apply(
       devices.flatMap((d) => [
@@ -75,13 +95,24 @@ describe("integration: a StoragePoolClaim's pool adopted with its data (docs/mig
           apiVersion: API_VERSION,
           kind: KIND.blockDevice,
           metadata: { name: d.name, namespace: ns, labels: { [LABEL.hostname]: nodeName } },
-          spec: { path: d.path, capacity: { storage: DEVICE_MIB * MiB }, nodeAttributes: { nodeName }, filesystem: { fsType: "zfs_member" }, claimRef: { kind: KIND.blockDeviceClaim, name: d.claim, namespace: ns } },
+          spec: {
+            path: d.path,
+            capacity: { storage: DEVICE_MIB * MiB },
+            nodeAttributes: { nodeName },
+            filesystem: { fsType: "zfs_member" },
+            claimRef: { kind: KIND.blockDeviceClaim, name: d.claim, namespace: ns },
+          },
           status: { claimState: "Claimed", state: "Active" },
         },
         {
           apiVersion: API_VERSION,
           kind: KIND.blockDeviceClaim,
-          metadata: { name: d.claim, namespace: ns, labels: { [SPC_LABEL]: SPC }, finalizers: ["storagepoolclaim.openebs.io/finalizer"] },
+          metadata: {
+            name: d.claim,
+            namespace: ns,
+            labels: { [SPC_LABEL]: SPC },
+            finalizers: ["storagepoolclaim.openebs.io/finalizer"],
+          },
           spec: { blockDeviceName: d.name, blockDeviceNodeAttributes: { hostName: nodeName } },
           status: { phase: "Bound" },
         },
@@ -107,12 +138,26 @@ describe("integration: a StoragePoolClaim's pool adopted with its data (docs/mig
 
   it("converts the SPC's objects into a CSPC naming the old pool, and applying it creates nothing while the claims are not adopted", async () => {
     const old: KubeObject[] = [
-      { apiVersion: API_VERSION, kind: "StoragePoolClaim", metadata: { name: SPC, uid: randomUUID() }, spec: { name: SPC, type: "disk", maxPools: 1, poolSpec: { poolType: "mirrored" } } },
+      {
+        apiVersion: API_VERSION,
+        kind: "StoragePoolClaim",
+        metadata: { name: SPC, uid: randomUUID() },
+        spec: { name: SPC, type: "disk", maxPools: 1, poolSpec: { poolType: "mirrored" } },
+      },
       {
         apiVersion: API_VERSION,
         kind: "CStorPool",
-        metadata: { name: `${SPC}-x1y2`, uid: cspUid, labels: { [LABEL.hostname]: nodeName, [SPC_LABEL]: SPC } },
-        spec: { group: [{ blockDevice: devices.map((d) => ({ name: d.name, deviceID: d.path, inUseByPool: true })) }], poolSpec: { poolType: "mirrored" } },
+        metadata: {
+          name: `${SPC}-x1y2`,
+          uid: cspUid,
+          labels: { [LABEL.hostname]: nodeName, [SPC_LABEL]: SPC },
+        },
+        spec: {
+          group: [
+            { blockDevice: devices.map((d) => ({ name: d.name, deviceID: d.path, inUseByPool: true })) },
+          ],
+          poolSpec: { poolType: "mirrored" },
+        },
       },
       ...(await items("blockdevices")),
     ];
@@ -131,7 +176,17 @@ describe("integration: a StoragePoolClaim's pool adopted with its data (docs/mig
 
   it("adopts the claims under their own names, and the node daemon imports the old pool renamed cstor-<cspi>, ONLINE, data unchanged", async () => {
     // docs/migration.md step 5 (maya's claims here have no ownerReferences to remove: no SPC CRD in this cluster).
-    await cluster.kubectl(["-n", ns, "label", "bdc", "-l", `${SPC_LABEL}=${SPC}`, `${LABEL.cspc}=${SPC}`, `${CONTROLLER_UID}=${cspcUid}`, "--overwrite"]);
+    await cluster.kubectl([
+      "-n",
+      ns,
+      "label",
+      "bdc",
+      "-l",
+      `${SPC_LABEL}=${SPC}`,
+      `${LABEL.cspc}=${SPC}`,
+      `${CONTROLLER_UID}=${cspcUid}`,
+      "--overwrite",
+    ]);
     const driver = new MetacontrollerDriver({ cluster, hookServer: await serveHooks() });
     await driver.converge(ns);
     const [cspi] = (await items("cstorpoolinstances")) as CSPI[];
@@ -148,10 +203,18 @@ describe("integration: a StoragePoolClaim's pool adopted with its data (docs/mig
       overrides: { ZFS_COMMAND_PREFIX: node.commandPrefixEnv, STATUS_INTERVAL_SECONDS: "3" },
     });
     let last: CSPI | undefined;
-    const cspiNow = async () => (last = (await getIfPresent(cluster, api("cstorpoolinstances", name))) as CSPI);
-    await waitUntil(async () => (await cspiNow())?.status?.poolName === zpoolName(name), WAIT_MS, () => `CSPI ${name}: no pool imported: ${JSON.stringify(last?.status)}${daemon!.tail()}`);
+    const cspiNow = async () =>
+      (last = (await getIfPresent(cluster, api("cstorpoolinstances", name))) as CSPI);
+    await waitUntil(
+      async () => (await cspiNow())?.status?.poolName === zpoolName(name),
+      WAIT_MS,
+      () => `CSPI ${name}: no pool imported: ${JSON.stringify(last?.status)}${daemon!.tail()}`,
+    );
     // No kubelet here: the pool pod's availability is written by the test, then the hooks see it.
-    await markDeploymentAvailable(cluster, (await getIfPresent(cluster, `/apis/apps/v1/namespaces/${ns}/deployments/${name}`)) as KubeObject);
+    await markDeploymentAvailable(
+      cluster,
+      (await getIfPresent(cluster, `/apis/apps/v1/namespaces/${ns}/deployments/${name}`)) as KubeObject,
+    );
     await waitUntil(
       async () => {
         await driver.converge(ns);
@@ -166,7 +229,9 @@ describe("integration: a StoragePoolClaim's pool adopted with its data (docs/mig
 
     await driver.converge(ns);
     const claims = await claimsNow();
-    expect(claims.names, "the adopted claims, under maya's names").to.deep.equal(devices.map((d) => d.claim).sort());
+    expect(claims.names, "the adopted claims, under maya's names").to.deep.equal(
+      devices.map((d) => d.claim).sort(),
+    );
     expect(claims.phases).to.deep.equal(["Bound", "Bound"]);
   });
 

@@ -51,13 +51,28 @@ describe("integration: reading tolerantly what the API server stored under the p
   let driver: MetacontrollerDriver;
 
   const apply = (objects: unknown[]) =>
-    cluster.kubectl(["apply", "--server-side", "--force-conflicts", "-f", "-"], { input: objects.map((o) => JSON.stringify(o)).join("\n") });
+    cluster.kubectl(["apply", "--server-side", "--force-conflicts", "-f", "-"], {
+      input: objects.map((o) => JSON.stringify(o)).join("\n"),
+    });
   const upgradeCrds = async () => {
-    await cluster.kubectl(["apply", "--server-side", "--force-conflicts", "-k", repoPath("metacontroller/crds/ndm")]);
-    await cluster.kubectl(["apply", "--server-side", "--force-conflicts", "-k", repoPath("metacontroller/crds")]);
+    await cluster.kubectl([
+      "apply",
+      "--server-side",
+      "--force-conflicts",
+      "-k",
+      repoPath("metacontroller/crds/ndm"),
+    ]);
+    await cluster.kubectl([
+      "apply",
+      "--server-side",
+      "--force-conflicts",
+      "-k",
+      repoPath("metacontroller/crds"),
+    ]);
   };
   const get = async (path: string): Promise<Obj> => (await cluster.request(cluster.admin, "GET", path)).body;
-  const cspiPath = (name = "") => `/apis/${API_VERSION}/namespaces/${NS}/cstorpoolinstances${name ? `/${name}` : ""}`;
+  const cspiPath = (name = "") =>
+    `/apis/${API_VERSION}/namespaces/${NS}/cstorpoolinstances${name ? `/${name}` : ""}`;
   const theCspi = async (): Promise<Obj> => (await get(cspiPath())).items[0];
   const theCspc = () => get(`/apis/${API_VERSION}/namespaces/${NS}/cstorpoolclusters/${CSPC}`);
 
@@ -82,21 +97,45 @@ describe("integration: reading tolerantly what the API server stored under the p
         apiVersion: API_VERSION,
         kind: KIND.cspc,
         metadata: { name: CSPC, namespace: NS },
-        spec: { pools: [{ nodeSelector: { [LABEL.hostname]: NODE }, raidGroups: [{ type: "stripe", blockDevices: [{ blockDeviceName: DEVICE }] }] }] },
+        spec: {
+          pools: [
+            {
+              nodeSelector: { [LABEL.hostname]: NODE },
+              raidGroups: [{ type: "stripe", blockDevices: [{ blockDeviceName: DEVICE }] }],
+            },
+          ],
+        },
       },
     ]);
     await driver.converge(NS);
     const [claim] = (await get(`/apis/${API_VERSION}/namespaces/${NS}/blockdeviceclaims`)).items;
-    const bound = await cluster.request(cluster.admin, "PATCH", `/apis/${API_VERSION}/namespaces/${NS}/blockdeviceclaims/${claim.metadata.name}`, { status: { phase: "Bound" } }, "application/merge-patch+json");
+    const bound = await cluster.request(
+      cluster.admin,
+      "PATCH",
+      `/apis/${API_VERSION}/namespaces/${NS}/blockdeviceclaims/${claim.metadata.name}`,
+      { status: { phase: "Bound" } },
+      "application/merge-patch+json",
+    );
     expect(bound.status).to.equal(200);
     await driver.converge(NS);
 
     const cspi = await theCspi();
     const conditions = [
       ...cspi.status.conditions,
-      { type: "PoolExpansion", status: "False", reason: "PoolExpansionSuccessful", lastTransitionTime: "2026-11-21T09:00:00Z" },
+      {
+        type: "PoolExpansion",
+        status: "False",
+        reason: "PoolExpansionSuccessful",
+        lastTransitionTime: "2026-11-21T09:00:00Z",
+      },
     ];
-    const report = await cluster.request(cluster.admin, "PATCH", `${cspiPath(cspi.metadata.name)}/status`, { status: { phase: "ONLINE", conditions } }, "application/merge-patch+json");
+    const report = await cluster.request(
+      cluster.admin,
+      "PATCH",
+      `${cspiPath(cspi.metadata.name)}/status`,
+      { status: { phase: "ONLINE", conditions } },
+      "application/merge-patch+json",
+    );
     expect(report.status, JSON.stringify(report.body)).to.equal(200);
     // A device discovered while an NDM of the previous release (and its CRD) ran.
     await apply([previousBlockDeviceCrd()]);
@@ -110,30 +149,52 @@ describe("integration: reading tolerantly what the API server stored under the p
     expect(expansion).to.not.have.property("message");
     const spare = await get(`/apis/${API_VERSION}/namespaces/${NS}/blockdevices/${SPARE}`);
     expect(spare.spec.capacity.storage).to.equal("10Gi");
-    const refused = await cluster.request(cluster.admin, "POST", `/apis/${API_VERSION}/namespaces/${NS}/blockdevices`, blockDevice("upgrade-bd-new", "10Gi"));
+    const refused = await cluster.request(
+      cluster.admin,
+      "POST",
+      `/apis/${API_VERSION}/namespaces/${NS}/blockdevices`,
+      blockDevice("upgrade-bd-new", "10Gi"),
+    );
     expect(refused.status, "the current CRD is in force").to.equal(422);
   });
 
   it("a sync works on them: the condition is used and kept, the BlockDevice is named in the CSPC status and left out, the rest proceeds", async () => {
     const cspiBefore = await theCspi();
-    await cluster.request(cluster.admin, "DELETE", `/apis/apps/v1/namespaces/${NS}/deployments/${poolDeploymentName(cspiBefore.metadata.name)}`);
+    await cluster.request(
+      cluster.admin,
+      "DELETE",
+      `/apis/apps/v1/namespaces/${NS}/deployments/${poolDeploymentName(cspiBefore.metadata.name)}`,
+    );
     const rounds = await driver.converge(NS);
-    expect(rounds.flat(), "the pool Deployment deleted meanwhile comes back").to.include(`create Deployment ${NS}/${poolDeploymentName(cspiBefore.metadata.name)}`);
-    expect(rounds.flat(), "the CSPI status, with the old condition in it, written under the current CRD").to.include(`status CStorPoolInstance ${NS}/${cspiBefore.metadata.name}`);
+    expect(rounds.flat(), "the pool Deployment deleted meanwhile comes back").to.include(
+      `create Deployment ${NS}/${poolDeploymentName(cspiBefore.metadata.name)}`,
+    );
+    expect(
+      rounds.flat(),
+      "the CSPI status, with the old condition in it, written under the current CRD",
+    ).to.include(`status CStorPoolInstance ${NS}/${cspiBefore.metadata.name}`);
 
     const cspi = await theCspi();
     const types = cspi.status.conditions.map((c: Obj) => c.type);
     expect(types).to.include.members(["PodAvailable", "NodeDaemonHeartbeat", "PoolExpansion"]);
-    expect(cspi.status.conditions.find((c: Obj) => c.type === "PoolExpansion"), "the node daemon's condition as it wrote it").to.not.have.property("message");
+    expect(
+      cspi.status.conditions.find((c: Obj) => c.type === "PoolExpansion"),
+      "the node daemon's condition as it wrote it",
+    ).to.not.have.property("message");
 
     const cspc = await theCspc();
     const unreadable = cspc.status.conditions.find((c: Obj) => c.type === "ObjectsUnreadable");
     expect(unreadable).to.include({ status: "True", reason: "ObjectsSkipped" });
-    expect(unreadable.message).to.contain(`BlockDevice ${NS}/${SPARE}: spec.capacity.storage must be of type integer`);
+    expect(unreadable.message).to.contain(
+      `BlockDevice ${NS}/${SPARE}: spec.capacity.storage must be of type integer`,
+    );
     expect(cspc.status).to.include({ desiredInstances: 1, provisionedInstances: 1 });
 
     await cluster.kubectl(["delete", "blockdevice", SPARE, "-n", NS]);
     await driver.converge(NS);
-    expect((await theCspc()).status.conditions.find((c: Obj) => c.type === "ObjectsUnreadable")).to.include({ status: "False", reason: "AllObjectsRead" });
+    expect((await theCspc()).status.conditions.find((c: Obj) => c.type === "ObjectsUnreadable")).to.include({
+      status: "False",
+      reason: "AllObjectsRead",
+    });
   });
 });

@@ -10,7 +10,11 @@ const devices = (prefix: string, count: number) =>
   Array.from({ length: count }, (_, i) => ({ blockDeviceName: `${prefix}-bd-${i + 1}` }));
 
 function pool(raidGroups: PoolSpec["raidGroups"], poolConfig?: PoolSpec["poolConfig"]): PoolSpec {
-  return { nodeSelector: { "kubernetes.io/hostname": "node-1" }, raidGroups, ...(poolConfig ? { poolConfig } : {}) };
+  return {
+    nodeSelector: { "kubernetes.io/hostname": "node-1" },
+    raidGroups,
+    ...(poolConfig ? { poolConfig } : {}),
+  };
 }
 
 function cspc(name: string, spec: CSPCSpec): object {
@@ -36,26 +40,39 @@ const INVALID: InvalidCase[] = [
   {
     name: "raidz with 4 devices",
     spec: { pools: [pool([{ type: "raidz", blockDevices: devices("z", 4) }])] },
-    says: ["spec.pools[0].raidGroups[0]: ", "a raidz raid group needs 3, 5, 9, 17 or 33 block devices (2^n+1), it has 4"],
+    says: [
+      "spec.pools[0].raidGroups[0]: ",
+      "a raidz raid group needs 3, 5, 9, 17 or 33 block devices (2^n+1), it has 4",
+    ],
     reason: "InvalidDeviceCount",
   },
   {
     name: "raidz2 with 5 devices",
     spec: { pools: [pool([{ type: "raidz2", blockDevices: devices("z2", 5) }])] },
-    says: ["spec.pools[0].raidGroups[0]: ", "a raidz2 raid group needs 4, 6, 10, 18 or 34 block devices (2^n+2), it has 5"],
+    says: [
+      "spec.pools[0].raidGroups[0]: ",
+      "a raidz2 raid group needs 4, 6, 10, 18 or 34 block devices (2^n+2), it has 5",
+    ],
     reason: "InvalidDeviceCount",
   },
   {
     name: "the same device twice in a group",
-    spec: { pools: [pool([{ type: "mirror", blockDevices: [{ blockDeviceName: "d-1" }, { blockDeviceName: "d-1" }] }])] },
+    spec: {
+      pools: [
+        pool([{ type: "mirror", blockDevices: [{ blockDeviceName: "d-1" }, { blockDeviceName: "d-1" }] }]),
+      ],
+    },
     // blockDevices is a list-map keyed by blockDeviceName: server-side apply refuses the second entry.
-    says: [".spec.pools[0].raidGroups[0].blockDevices: duplicate entries for key [blockDeviceName=\"d-1\"]"],
+    says: ['.spec.pools[0].raidGroups[0].blockDevices: duplicate entries for key [blockDeviceName="d-1"]'],
     reason: "DuplicateBlockDevice",
   },
   {
     name: "a group without a type and no default",
     spec: { pools: [pool([{ blockDevices: devices("t", 2) }])] },
-    says: ["spec.pools[0]: ", "a raid group has no type and the pool has no poolConfig.defaultRaidGroupType: set one of them"],
+    says: [
+      "spec.pools[0]: ",
+      "a raid group has no type and the pool has no poolConfig.defaultRaidGroupType: set one of them",
+    ],
     reason: "MissingRaidType",
   },
 ];
@@ -65,7 +82,10 @@ async function getJson(cluster: KubeCluster, ...args: string[]): Promise<any> {
 }
 
 /** `kubectl get` as a table: the header's column names and each row's cells by column. */
-async function table(cluster: KubeCluster, ...args: string[]): Promise<{ columns: string[]; rows: Record<string, string>[] }> {
+async function table(
+  cluster: KubeCluster,
+  ...args: string[]
+): Promise<{ columns: string[]; rows: Record<string, string>[] }> {
   const { stdout } = await cluster.kubectl(["get", ...args]);
   const [header, ...lines] = stdout.trimEnd().split("\n");
   const columns = header.trim().split(/\s+/);
@@ -87,7 +107,10 @@ describe("integration: CRDs through kubectl on a real kube-apiserver", function 
   describe("CEL and schema rules refuse an invalid CSPC at apply time, without the webhook", () => {
     for (const c of INVALID) {
       it(`refuses ${c.name}`, async () => {
-        expect(checkCspcSpec(c.spec).map((v) => v.reason), "the TypeScript rules agree").to.include(c.reason);
+        expect(
+          checkCspcSpec(c.spec).map((v) => v.reason),
+          "the TypeScript rules agree",
+        ).to.include(c.reason);
         const name = `invalid-${c.name.replace(/[^a-z0-9]+/g, "-")}`;
         const result = await cluster.kubectl(["apply", "--server-side", "-f", "-"], {
           input: JSON.stringify(cspc(name, c.spec)),
@@ -96,7 +119,9 @@ describe("integration: CRDs through kubectl on a real kube-apiserver", function 
         expect(result.exitCode).to.equal(1);
         expect(result.stderr).to.contain(name);
         for (const words of c.says) expect(result.stderr).to.contain(words);
-        const after = await cluster.kubectl(["get", "cspc", name, "-n", INSTALL_NAMESPACE], { allowFailure: true });
+        const after = await cluster.kubectl(["get", "cspc", name, "-n", INSTALL_NAMESPACE], {
+          allowFailure: true,
+        });
         expect(after.stderr, "nothing was created").to.contain("NotFound");
       });
     }
@@ -105,22 +130,41 @@ describe("integration: CRDs through kubectl on a real kube-apiserver", function 
       const spec: CSPCSpec = {
         pools: [
           pool([{ type: "mirror", blockDevices: devices("ok-m", 2) }]),
-          { ...pool([{ type: "raidz", blockDevices: devices("ok-z", 3) }]), nodeSelector: { "kubernetes.io/hostname": "node-2" } },
-          { ...pool([{ type: "raidz2", blockDevices: devices("ok-z2", 4) }]), nodeSelector: { "kubernetes.io/hostname": "node-3" } },
-          { ...pool([{ blockDevices: devices("ok-d", 2) }], { defaultRaidGroupType: "mirror" }), nodeSelector: { "kubernetes.io/hostname": "node-4" } },
+          {
+            ...pool([{ type: "raidz", blockDevices: devices("ok-z", 3) }]),
+            nodeSelector: { "kubernetes.io/hostname": "node-2" },
+          },
+          {
+            ...pool([{ type: "raidz2", blockDevices: devices("ok-z2", 4) }]),
+            nodeSelector: { "kubernetes.io/hostname": "node-3" },
+          },
+          {
+            ...pool([{ blockDevices: devices("ok-d", 2) }], { defaultRaidGroupType: "mirror" }),
+            nodeSelector: { "kubernetes.io/hostname": "node-4" },
+          },
         ],
       };
       expect(checkCspcSpec(spec)).to.deep.equal([]);
-      await cluster.kubectl(["apply", "--server-side", "--dry-run=server", "-f", "-"], { input: JSON.stringify(cspc("valid-neighbours", spec)) });
+      await cluster.kubectl(["apply", "--server-side", "--dry-run=server", "-f", "-"], {
+        input: JSON.stringify(cspc("valid-neighbours", spec)),
+      });
     });
   });
 
   it("`kubectl get cspc` prints HEALTHYINSTANCES PROVISIONEDINSTANCES DESIREDINSTANCES PHASE AGE from the status", async () => {
     const name = "printer-columns";
     await cluster.kubectl(["apply", "--server-side", "-f", "-"], {
-      input: JSON.stringify(cspc(name, { pools: [pool([{ type: "stripe", blockDevices: devices("pc", 1) }])] })),
+      input: JSON.stringify(
+        cspc(name, { pools: [pool([{ type: "stripe", blockDevices: devices("pc", 1) }])] }),
+      ),
     });
-    const status = { desiredInstances: 3, provisionedInstances: 2, healthyInstances: 1, observedGeneration: 1, phase: "Provisioning" };
+    const status = {
+      desiredInstances: 3,
+      provisionedInstances: 2,
+      healthyInstances: 1,
+      observedGeneration: 1,
+      phase: "Provisioning",
+    };
     const patched = await cluster.request(
       cluster.admin,
       "PATCH",
@@ -131,9 +175,22 @@ describe("integration: CRDs through kubectl on a real kube-apiserver", function 
     expect(patched.status, JSON.stringify(patched.body)).to.equal(200);
 
     const { columns, rows } = await table(cluster, "cspc", name, "-n", INSTALL_NAMESPACE);
-    expect(columns).to.deep.equal(["NAME", "HEALTHYINSTANCES", "PROVISIONEDINSTANCES", "DESIREDINSTANCES", "PHASE", "AGE"]);
+    expect(columns).to.deep.equal([
+      "NAME",
+      "HEALTHYINSTANCES",
+      "PROVISIONEDINSTANCES",
+      "DESIREDINSTANCES",
+      "PHASE",
+      "AGE",
+    ]);
     expect(rows).to.have.length(1);
-    expect(rows[0]).to.deep.include({ NAME: name, HEALTHYINSTANCES: "1", PROVISIONEDINSTANCES: "2", DESIREDINSTANCES: "3", PHASE: "Provisioning" });
+    expect(rows[0]).to.deep.include({
+      NAME: name,
+      HEALTHYINSTANCES: "1",
+      PROVISIONEDINSTANCES: "2",
+      DESIREDINSTANCES: "3",
+      PHASE: "Provisioning",
+    });
     expect(rows[0].AGE).to.match(/^\d+s$/);
   });
 
@@ -142,12 +199,24 @@ describe("integration: CRDs through kubectl on a real kube-apiserver", function 
     const cspi = {
       apiVersion: API_VERSION,
       kind: KIND.cspi,
-      metadata: { name, namespace: INSTALL_NAMESPACE, labels: { "openebs.io/cstor-pool-cluster": "printer-columns" } },
+      metadata: {
+        name,
+        namespace: INSTALL_NAMESPACE,
+        labels: { "openebs.io/cstor-pool-cluster": "printer-columns" },
+      },
       spec: {
         hostName: "node-1",
         nodeSelector: { "kubernetes.io/hostname": "node-1" },
         poolConfig: { compression: "off", roThresholdLimit: 85 },
-        raidGroups: [{ type: "mirror", blockDevices: [{ blockDeviceName: "pcs-bd-1", devLink: "/dev/sdb", capacity: 10737418240 }, { blockDeviceName: "pcs-bd-2", devLink: "/dev/sdc", capacity: 10737418240 }] }],
+        raidGroups: [
+          {
+            type: "mirror",
+            blockDevices: [
+              { blockDeviceName: "pcs-bd-1", devLink: "/dev/sdb", capacity: 10737418240 },
+              { blockDeviceName: "pcs-bd-2", devLink: "/dev/sdc", capacity: 10737418240 },
+            ],
+          },
+        ],
       },
     };
     await cluster.kubectl(["apply", "--server-side", "-f", "-"], { input: JSON.stringify(cspi) });
@@ -212,25 +281,39 @@ describe("integration: CRDs through kubectl on a real kube-apiserver", function 
       const refused = await apply(cvc("shrink", { capacity: "10Gi" }), true);
       expect(refused.exitCode).to.equal(1);
       expect(refused.stderr).to.contain("spec.capacity cannot shrink (from 11Gi to 10Gi)");
-      expect((await getJson(cluster, "cvc", "shrink", "-n", INSTALL_NAMESPACE)).spec.capacity, "nothing changed").to.equal("11Gi");
+      expect(
+        (await getJson(cluster, "cvc", "shrink", "-n", INSTALL_NAMESPACE)).spec.capacity,
+        "nothing changed",
+      ).to.equal("11Gi");
     });
 
     it("let an unpinned volume's replicaCount change within 1..5 (decision 27), and refuse 6", async () => {
       await apply(cvc("scaled", {}));
       await apply(cvc("scaled", { replicaCount: 4 }));
       await apply(cvc("scaled", { replicaCount: 1 }));
-      expect((await getJson(cluster, "cvc", "scaled", "-n", INSTALL_NAMESPACE)).spec.replicaCount).to.equal(1);
+      expect((await getJson(cluster, "cvc", "scaled", "-n", INSTALL_NAMESPACE)).spec.replicaCount).to.equal(
+        1,
+      );
       const refused = await apply(cvc("scaled", { replicaCount: 6 }), true);
       expect(refused.exitCode).to.equal(1);
       expect(refused.stderr).to.contain("spec.replicaCount");
-      expect((await getJson(cluster, "cvc", "scaled", "-n", INSTALL_NAMESPACE)).spec.replicaCount, "nothing changed").to.equal(1);
+      expect(
+        (await getJson(cluster, "cvc", "scaled", "-n", INSTALL_NAMESPACE)).spec.replicaCount,
+        "nothing changed",
+      ).to.equal(1);
     });
 
     it("refuse a change of cstorPoolCluster, a pinned volume's replicaCount, or pinnedPools, with the message", async () => {
       await apply(cvc("immutable", { replicaCount: 2, pinnedPools: ["p-1", "p-2"] }));
       const edits: [Record<string, unknown>, string][] = [
-        [{ replicaCount: 2, pinnedPools: ["p-1", "p-2"], cstorPoolCluster: "other" }, "spec.cstorPoolCluster cannot change (from pools to other)"],
-        [{ replicaCount: 3, pinnedPools: ["p-1", "p-2", "p-3"] }, "spec.replicaCount of a volume with spec.pinnedPools cannot change"],
+        [
+          { replicaCount: 2, pinnedPools: ["p-1", "p-2"], cstorPoolCluster: "other" },
+          "spec.cstorPoolCluster cannot change (from pools to other)",
+        ],
+        [
+          { replicaCount: 3, pinnedPools: ["p-1", "p-2", "p-3"] },
+          "spec.replicaCount of a volume with spec.pinnedPools cannot change",
+        ],
         [{ replicaCount: 2, pinnedPools: ["p-1", "p-3"] }, "spec.pinnedPools cannot change"],
       ];
       for (const [spec, says] of edits) {
@@ -246,7 +329,9 @@ describe("integration: CRDs through kubectl on a real kube-apiserver", function 
       const count = await apply(cvc("pins-count", { replicaCount: 3, pinnedPools: ["p-1", "p-2"] }), true);
       expect(count.stderr).to.contain("spec.pinnedPools must name exactly replicaCount pools");
       for (const name of ["pins-twice", "pins-count"]) {
-        const after = await cluster.kubectl(["get", "cvc", name, "-n", INSTALL_NAMESPACE], { allowFailure: true });
+        const after = await cluster.kubectl(["get", "cvc", name, "-n", INSTALL_NAMESPACE], {
+          allowFailure: true,
+        });
         expect(after.stderr, "nothing was created").to.contain("NotFound");
       }
     });
@@ -267,7 +352,13 @@ describe("integration: CRDs through kubectl on a real kube-apiserver", function 
       await patchStatus("cstorvolumeconfigs", "columns", { phase: "Bound", pools: ["p-1", "p-2", "p-3"] });
       const { columns, rows } = await table(cluster, "cvc", "columns", "-n", INSTALL_NAMESPACE);
       expect(columns).to.deep.equal(["NAME", "CAPACITY", "POOLCLUSTER", "REPLICAS", "PHASE", "AGE"]);
-      expect(rows[0]).to.deep.include({ NAME: "columns", CAPACITY: "10Gi", POOLCLUSTER: "pools", REPLICAS: "3", PHASE: "Bound" });
+      expect(rows[0]).to.deep.include({
+        NAME: "columns",
+        CAPACITY: "10Gi",
+        POOLCLUSTER: "pools",
+        REPLICAS: "3",
+        PHASE: "Bound",
+      });
     });
 
     it("`kubectl get cv` prints CAPACITY PHASE RF CF HEALTHY AGE", async () => {
@@ -275,13 +366,27 @@ describe("integration: CRDs through kubectl on a real kube-apiserver", function 
         apiVersion: API_VERSION,
         kind: KIND.cv,
         metadata: { name: "columns", namespace: INSTALL_NAMESPACE },
-        spec: { capacity: "10Gi", targetPort: "3260", iqn: "iqn.2016-09.com.openebs.cstor:columns", replicationFactor: 3, consistencyFactor: 2, desiredReplicationFactor: 3 },
+        spec: {
+          capacity: "10Gi",
+          targetPort: "3260",
+          iqn: "iqn.2016-09.com.openebs.cstor:columns",
+          replicationFactor: 3,
+          consistencyFactor: 2,
+          desiredReplicationFactor: 3,
+        },
       };
       await apply(cv);
       await patchStatus("cstorvolumes", "columns", { phase: "Degraded", healthyReplicas: 2 });
       const { columns, rows } = await table(cluster, "cv", "columns", "-n", INSTALL_NAMESPACE);
       expect(columns).to.deep.equal(["NAME", "CAPACITY", "PHASE", "RF", "CF", "HEALTHY", "AGE"]);
-      expect(rows[0]).to.deep.include({ NAME: "columns", CAPACITY: "10Gi", PHASE: "Degraded", RF: "3", CF: "2", HEALTHY: "2" });
+      expect(rows[0]).to.deep.include({
+        NAME: "columns",
+        CAPACITY: "10Gi",
+        PHASE: "Degraded",
+        RF: "3",
+        CF: "2",
+        HEALTHY: "2",
+      });
     });
 
     it("`kubectl get cvr` prints POOL NODE ALLOCATED USED PHASE AGE, the pool and node from the replica's label and annotation", async () => {
@@ -297,10 +402,20 @@ describe("integration: CRDs through kubectl on a real kube-apiserver", function 
         spec: { capacity: "10Gi", replicaId: "r-1" },
       };
       await apply(cvr);
-      await patchStatus("cstorvolumereplicas", "columns-p-1", { phase: "Healthy", capacity: { total: "10Gi", used: "1536Mi" } });
+      await patchStatus("cstorvolumereplicas", "columns-p-1", {
+        phase: "Healthy",
+        capacity: { total: "10Gi", used: "1536Mi" },
+      });
       const { columns, rows } = await table(cluster, "cvr", "columns-p-1", "-n", INSTALL_NAMESPACE);
       expect(columns).to.deep.equal(["NAME", "POOL", "NODE", "ALLOCATED", "USED", "PHASE", "AGE"]);
-      expect(rows[0]).to.deep.include({ NAME: "columns-p-1", POOL: "p-1", NODE: "node-a", ALLOCATED: "10Gi", USED: "1536Mi", PHASE: "Healthy" });
+      expect(rows[0]).to.deep.include({
+        NAME: "columns-p-1",
+        POOL: "p-1",
+        NODE: "node-a",
+        ALLOCATED: "10Gi",
+        USED: "1536Mi",
+        PHASE: "Healthy",
+      });
     });
   });
 });

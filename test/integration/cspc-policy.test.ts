@@ -31,11 +31,19 @@ const HELD: BlockPoolSpec[] = [
   STORED[0],
   { nodeSelector: node("node-2"), raidGroups: [{ type: "stripe", blockDevices: bds("b1", "b2") }] },
 ];
-const STORED_SPEC: BlockPoolSpec[] = [STORED[0], { ...STORED[1], raidGroups: [{ type: "stripe", blockDevices: bds("b1", "b2", "b3") }] }];
+const STORED_SPEC: BlockPoolSpec[] = [
+  STORED[0],
+  { ...STORED[1], raidGroups: [{ type: "stripe", blockDevices: bds("b1", "b2", "b3") }] },
+];
 const CSPI_NAMES = ["policy-day2-pool-1", "policy-day2-pool-2"];
 
 function cspc(pools: BlockPoolSpec[]): CSPC {
-  return { apiVersion: API_VERSION, kind: KIND.cspc, metadata: { name: NAME, namespace: NS }, spec: { pools } };
+  return {
+    apiVersion: API_VERSION,
+    kind: KIND.cspc,
+    metadata: { name: NAME, namespace: NS },
+    spec: { pools },
+  };
 }
 
 function cspi(index: number, volumes = 0): CSPI {
@@ -78,22 +86,49 @@ interface RefusedCase {
 }
 
 const REFUSED: RefusedCase[] = [
-  { name: "a device removed from a stripe group", pool: 1, reason: "BlockDeviceRemoved", pools: edit((p) => (group(p, 1, 0).blockDevices = bds("b1"))) },
+  {
+    name: "a device removed from a stripe group",
+    pool: 1,
+    reason: "BlockDeviceRemoved",
+    pools: edit((p) => (group(p, 1, 0).blockDevices = bds("b1"))),
+  },
   {
     name: "a device removed from each mirror group",
     pool: 0,
     reason: "BlockDeviceRemoved",
-    pools: edit((p) => ((group(p, 0, 0).blockDevices = bds("a1", "a2")), (group(p, 0, 1).blockDevices = bds("a4", "a5")))),
+    pools: edit(
+      (p) => (
+        (group(p, 0, 0).blockDevices = bds("a1", "a2")),
+        (group(p, 0, 1).blockDevices = bds("a4", "a5"))
+      ),
+    ),
   },
-  { name: "a raid group removed", pool: 0, reason: "RaidGroupRemoved", pools: edit((p) => p[0].raidGroups.splice(1, 1)) },
-  { name: "a group's type changed", pool: 1, reason: "RaidGroupTypeChanged", pools: edit((p) => (group(p, 1, 0).type = "mirror")) },
-  { name: "a group's role changed", pool: 0, reason: "RaidGroupRoleChanged", pools: edit((p) => (group(p, 0, 1).isWriteCache = true)) },
+  {
+    name: "a raid group removed",
+    pool: 0,
+    reason: "RaidGroupRemoved",
+    pools: edit((p) => p[0].raidGroups.splice(1, 1)),
+  },
+  {
+    name: "a group's type changed",
+    pool: 1,
+    reason: "RaidGroupTypeChanged",
+    pools: edit((p) => (group(p, 1, 0).type = "mirror")),
+  },
+  {
+    name: "a group's role changed",
+    pool: 0,
+    reason: "RaidGroupRoleChanged",
+    pools: edit((p) => (group(p, 0, 1).isWriteCache = true)),
+  },
   {
     // Both data groups widen, so the pool's redundancy stays uniform and only the day-2 rule is broken.
     name: "a device added to each mirror data group",
     pool: 0,
     reason: "BlockDeviceAddedToRedundantGroup",
-    pools: edit((p) => (group(p, 0, 0).blockDevices.push(...bds("a7")), group(p, 0, 1).blockDevices.push(...bds("a8")))),
+    pools: edit(
+      (p) => (group(p, 0, 0).blockDevices.push(...bds("a7")), group(p, 0, 1).blockDevices.push(...bds("a8"))),
+    ),
   },
   {
     name: "two devices replaced in one group",
@@ -104,10 +139,13 @@ const REFUSED: RefusedCase[] = [
 ];
 
 async function apply(cluster: KubeCluster, pools: BlockPoolSpec[], dryRun: boolean) {
-  return cluster.kubectl(["apply", "--server-side", "--force-conflicts", ...(dryRun ? ["--dry-run=server"] : []), "-f", "-"], {
-    input: JSON.stringify(cspc(pools)),
-    allowFailure: true,
-  });
+  return cluster.kubectl(
+    ["apply", "--server-side", "--force-conflicts", ...(dryRun ? ["--dry-run=server"] : []), "-f", "-"],
+    {
+      input: JSON.stringify(cspc(pools)),
+      allowFailure: true,
+    },
+  );
 }
 
 describe("integration: the CSPC admission policy of the default install (no webhook)", function () {
@@ -117,7 +155,13 @@ describe("integration: the CSPC admission policy of the default install (no webh
   /** What the node daemon reports: `null` removes the count (a pool whose daemon has not reported it). */
   const setVolumes = async (pool: number, provisionedReplicas: number | null) => {
     const path = `/apis/${API_VERSION}/namespaces/${NS}/cstorpoolinstances/${CSPI_NAMES[pool]}/status`;
-    const patched = await cluster.request(cluster.admin, "PATCH", path, { status: { provisionedReplicas } }, "application/merge-patch+json");
+    const patched = await cluster.request(
+      cluster.admin,
+      "PATCH",
+      path,
+      { status: { provisionedReplicas } },
+      "application/merge-patch+json",
+    );
     expect(patched.status, JSON.stringify(patched.body)).to.equal(200);
   };
 
@@ -125,13 +169,17 @@ describe("integration: the CSPC admission policy of the default install (no webh
     cluster = await projectInstalled();
     const created = await apply(cluster, STORED_SPEC, false);
     expect(created.exitCode, created.stderr).to.equal(0);
-    for (const i of [0, 1]) await cluster.kubectl(["apply", "--server-side", "-f", "-"], { input: JSON.stringify(cspi(i)) });
+    for (const i of [0, 1])
+      await cluster.kubectl(["apply", "--server-side", "-f", "-"], { input: JSON.stringify(cspi(i)) });
     // Both node daemons reported their pools empty (an unreported count holds a pool: tested below).
     for (const i of [0, 1]) await setVolumes(i, 0);
     // The apiserver enforces a new policy, and sees new params, a moment after they are created.
-    await waitUntil(async () => (await apply(cluster, REFUSED[0].pools, true)).exitCode !== 0, 30_000, () => "the CSPC policy is never enforced");
+    await waitUntil(
+      async () => (await apply(cluster, REFUSED[0].pools, true)).exitCode !== 0,
+      30_000,
+      () => "the CSPC policy is never enforced",
+    );
   });
-
 
   after(async () => {
     await cluster.kubectl(["delete", "cspi", ...CSPI_NAMES, "-n", NS, "--ignore-not-found"]);
@@ -141,20 +189,28 @@ describe("integration: the CSPC admission policy of the default install (no webh
   for (const c of REFUSED) {
     it(`refuses ${c.name}, in day2.ts's words (${c.reason})`, async () => {
       const violations = day2Violations(c.pools, c.pool);
-      expect(violations.map((v) => v.reason), "cspc-sync refuses it too").to.include(c.reason);
+      expect(
+        violations.map((v) => v.reason),
+        "cspc-sync refuses it too",
+      ).to.include(c.reason);
       const expected = violations.map((v) => v.message);
       const result = await apply(cluster, c.pools, false);
       expect(result.exitCode, result.stdout).to.equal(1);
       expect(result.stderr).to.contain("ValidatingAdmissionPolicy 'cstor-pool-cluster-safety'");
       for (const message of expected) expect(result.stderr).to.contain(message);
-      const stored = JSON.parse((await cluster.kubectl(["get", "cspc", NAME, "-n", NS, "-o", "json"])).stdout);
+      const stored = JSON.parse(
+        (await cluster.kubectl(["get", "cspc", NAME, "-n", NS, "-o", "json"])).stdout,
+      );
       expect(stored.spec.pools, "nothing changed").to.deep.equal(STORED_SPEC);
     });
   }
 
   const LEGAL: [string, BlockPoolSpec[]][] = [
     ["a stripe expanded", edit((p) => group(p, 1, 0).blockDevices.push(...bds("b4")))],
-    ["a new raid group", edit((p) => p[0].raidGroups.push({ type: "mirror", blockDevices: bds("a7", "a8", "a9") }))],
+    [
+      "a new raid group",
+      edit((p) => p[0].raidGroups.push({ type: "mirror", blockDevices: bds("a7", "a8", "a9") })),
+    ],
     [
       "one replacement in each redundant group",
       edit((p) => {
@@ -166,8 +222,19 @@ describe("integration: the CSPC admission policy of the default install (no webh
     ["a migration (same devices, another node)", edit((p) => (p[1].nodeSelector = node("node-3")))],
     ["a whole pool removed", edit((p) => p.splice(1, 1))],
     ["poolConfig edits", edit((p) => (p[0].poolConfig = { compression: "lz4", roThresholdLimit: 90 }))],
-    ["an expansion the pool does not hold yet taken back (b3)", edit((p) => (group(p, 1, 0).blockDevices = bds("b1", "b2")))],
-    ["a spare and a read cache device added", edit((p) => (group(p, 0, 3).blockDevices.push(...bds("s3")), group(p, 0, 4).blockDevices.push(...bds("r3"))))],
+    [
+      "an expansion the pool does not hold yet taken back (b3)",
+      edit((p) => (group(p, 1, 0).blockDevices = bds("b1", "b2"))),
+    ],
+    [
+      "a spare and a read cache device added",
+      edit(
+        (p) => (
+          group(p, 0, 3).blockDevices.push(...bds("s3")),
+          group(p, 0, 4).blockDevices.push(...bds("r3"))
+        ),
+      ),
+    ],
     // Spares and read caches hold no data: the node daemon removes them from the pool (docs/decisions.md, 26).
     ["a spare device removed", edit((p) => (group(p, 0, 3).blockDevices = bds("s1")))],
     ["the read cache group removed", edit((p) => p[0].raidGroups.splice(4, 1))],
@@ -187,29 +254,68 @@ describe("integration: the CSPC admission policy of the default install (no webh
     // Pool 1 now holds b9, which the stored spec does not list: every spec edit of pool 1 is refused...
     const held = cspi(1);
     held.spec.raidGroups[0].blockDevices.push({ blockDeviceName: "b9" });
-    await cluster.kubectl(["apply", "--server-side", "--force-conflicts", "-f", "-"], { input: JSON.stringify(held) });
+    await cluster.kubectl(["apply", "--server-side", "--force-conflicts", "-f", "-"], {
+      input: JSON.stringify(held),
+    });
     const grown = edit((p) => group(p, 1, 0).blockDevices.push(...bds("b4")));
-    await waitUntil(async () => (await apply(cluster, grown, true)).exitCode !== 0, 30_000, () => "the policy never sees b9");
+    await waitUntil(
+      async () => (await apply(cluster, grown, true)).exitCode !== 0,
+      30_000,
+      () => "the policy never sees b9",
+    );
     // ...but a label or a finalizer is not a spec edit.
-    const labelled = await cluster.kubectl(["label", "cspc", NAME, "-n", NS, "checked=yes"], { allowFailure: true });
+    const labelled = await cluster.kubectl(["label", "cspc", NAME, "-n", NS, "checked=yes"], {
+      allowFailure: true,
+    });
     expect(labelled.exitCode, labelled.stderr).to.equal(0);
-    const finalizer = await cluster.kubectl(["patch", "cspc", NAME, "-n", NS, "--type=merge", "-p", JSON.stringify({ metadata: { finalizers: ["example.com/keep"] } })], { allowFailure: true });
+    const finalizer = await cluster.kubectl(
+      [
+        "patch",
+        "cspc",
+        NAME,
+        "-n",
+        NS,
+        "--type=merge",
+        "-p",
+        JSON.stringify({ metadata: { finalizers: ["example.com/keep"] } }),
+      ],
+      { allowFailure: true },
+    );
     expect(finalizer.exitCode, finalizer.stderr).to.equal(0);
-    await cluster.kubectl(["patch", "cspc", NAME, "-n", NS, "--type=merge", "-p", JSON.stringify({ metadata: { finalizers: null } })]);
-    await cluster.kubectl(["apply", "--server-side", "--force-conflicts", "-f", "-"], { input: JSON.stringify(cspi(1)) });
+    await cluster.kubectl([
+      "patch",
+      "cspc",
+      NAME,
+      "-n",
+      NS,
+      "--type=merge",
+      "-p",
+      JSON.stringify({ metadata: { finalizers: null } }),
+    ]);
+    await cluster.kubectl(["apply", "--server-side", "--force-conflicts", "-f", "-"], {
+      input: JSON.stringify(cspi(1)),
+    });
   });
 
   it("lets removing a pool whose replica count is known through: cspc-sync and the webhook judge its replicas (decision 27 moves those CVRs name)", async () => {
     await setVolumes(1, 1);
     const withoutPool = edit((p) => p.splice(1, 1));
-    await waitUntil(async () => (await apply(cluster, withoutPool, true)).exitCode === 0, 30_000, () => "the policy refuses a removal whose count is known");
+    await waitUntil(
+      async () => (await apply(cluster, withoutPool, true)).exitCode === 0,
+      30_000,
+      () => "the policy refuses a removal whose count is known",
+    );
     await setVolumes(1, 0);
   });
 
   it("refuses removing a pool, and deleting the CSPC, while the pool's replica count is unknown, in the webhook's words", async () => {
     await setVolumes(1, null);
     const withoutPool = edit((p) => p.splice(1, 1));
-    await waitUntil(async () => (await apply(cluster, withoutPool, true)).exitCode !== 0, 30_000, () => "the policy never sees the unknown count");
+    await waitUntil(
+      async () => (await apply(cluster, withoutPool, true)).exitCode !== 0,
+      30_000,
+      () => "the policy never sees the unknown count",
+    );
     const fix =
       `bring the node daemon on node-2 back so it reports the count; if the node is gone for good and no volume was ever on the pool, record that by hand: ` +
       `kubectl patch cspi ${CSPI_NAMES[1]} -n ${NS} --subresource=status --type=merge -p '{"status":{"provisionedReplicas":0}}'`;
@@ -218,19 +324,30 @@ describe("integration: the CSPC admission policy of the default install (no webh
       `spec.pools no longer lists pool ${CSPI_NAMES[1]} (node node-2), which may hold volumes: the replica count is unknown (the node daemon has not reported it): ` +
         `removing it would destroy them; put its pool spec back, or ${fix}`,
     );
-    const deleted = await cluster.kubectl(["delete", "cspc", NAME, "-n", NS, "--dry-run=server"], { allowFailure: true });
+    const deleted = await cluster.kubectl(["delete", "cspc", NAME, "-n", NS, "--dry-run=server"], {
+      allowFailure: true,
+    });
     expect(deleted.exitCode).to.equal(1);
     expect(deleted.stderr).to.contain(
       `cannot be deleted while its pools hold volumes: pool ${CSPI_NAMES[1]} on node node-2 may hold volumes: the replica count is unknown (the node daemon has not reported it) (${fix})`,
     );
     await setVolumes(1, 0);
-    await waitUntil(async () => (await apply(cluster, withoutPool, true)).exitCode === 0, 30_000, () => "the policy still refuses the removal");
+    await waitUntil(
+      async () => (await apply(cluster, withoutPool, true)).exitCode === 0,
+      30_000,
+      () => "the policy still refuses the removal",
+    );
   });
 
   it("refuses deleting the CSPC while a pool holds volumes, with the fix; allows it once none does", async () => {
     await setVolumes(1, 2);
     await waitUntil(
-      async () => (await cluster.kubectl(["delete", "cspc", NAME, "-n", NS, "--dry-run=server"], { allowFailure: true })).exitCode !== 0,
+      async () =>
+        (
+          await cluster.kubectl(["delete", "cspc", NAME, "-n", NS, "--dry-run=server"], {
+            allowFailure: true,
+          })
+        ).exitCode !== 0,
       30_000,
       () => "the policy never sees the volumes",
     );
@@ -243,7 +360,12 @@ describe("integration: the CSPC admission policy of the default install (no webh
 
     await setVolumes(1, 0);
     await waitUntil(
-      async () => (await cluster.kubectl(["delete", "cspc", NAME, "-n", NS, "--dry-run=server"], { allowFailure: true })).exitCode === 0,
+      async () =>
+        (
+          await cluster.kubectl(["delete", "cspc", NAME, "-n", NS, "--dry-run=server"], {
+            allowFailure: true,
+          })
+        ).exitCode === 0,
       30_000,
       () => "the policy still refuses the deletion",
     );

@@ -19,7 +19,8 @@ const POOLS = [
   { name: "loop-pools-c", node: "vol-node-c", zone: "zone-2" },
   { name: "loop-pools-d", node: "vol-node-d", zone: "zone-3" },
 ];
-const api = (resource: string, name = "", group = `apis/${API_VERSION}`) => `/${group}/namespaces/${NS}/${resource}${name ? `/${name}` : ""}`;
+const api = (resource: string, name = "", group = `apis/${API_VERSION}`) =>
+  `/${group}/namespaces/${NS}/${resource}${name ? `/${name}` : ""}`;
 
 describe("integration: a CStorVolumeConfig through the Metacontroller loop (test driver + hook server + real apiserver)", function () {
   this.timeout(20 * 60_000);
@@ -29,7 +30,13 @@ describe("integration: a CStorVolumeConfig through the Metacontroller loop (test
   const get = (path: string): Promise<any> => getIfPresent(cluster, path);
   const items = async (path: string): Promise<any[]> => ((await get(path))?.items ?? []) as any[];
   const patch = async (path: string, body: object): Promise<void> => {
-    const response = await cluster.request(cluster.admin, "PATCH", path, body, "application/merge-patch+json");
+    const response = await cluster.request(
+      cluster.admin,
+      "PATCH",
+      path,
+      body,
+      "application/merge-patch+json",
+    );
     expect(response.status, `${path}: ${JSON.stringify(response.body)}`).to.equal(200);
   };
   /** Syncs the volume until a sync writes nothing: a hook that keeps changing its children never gets there. */
@@ -42,7 +49,8 @@ describe("integration: a CStorVolumeConfig through the Metacontroller loop (test
     }
     throw new Error(`no fixed point: ${JSON.stringify(rounds.at(-1))}`);
   };
-  const apply = (object: object) => cluster.kubectl(["apply", "--server-side", "-f", "-"], { input: JSON.stringify(object) });
+  const apply = (object: object) =>
+    cluster.kubectl(["apply", "--server-side", "-f", "-"], { input: JSON.stringify(object) });
   const cvc = (capacity: string) => ({
     apiVersion: API_VERSION,
     kind: KIND.cvc,
@@ -55,13 +63,22 @@ describe("integration: a CStorVolumeConfig through the Metacontroller loop (test
     driver = new MetacontrollerDriver({ cluster, hookServer: await serveHooks() });
     await apply({ apiVersion: "v1", kind: "Namespace", metadata: { name: NS } });
     for (const { node, zone } of POOLS) {
-      await apply({ apiVersion: "v1", kind: "Node", metadata: { name: node, labels: { [LABEL.hostname]: node, "topology.kubernetes.io/zone": zone } } });
+      await apply({
+        apiVersion: "v1",
+        kind: "Node",
+        metadata: { name: node, labels: { [LABEL.hostname]: node, "topology.kubernetes.io/zone": zone } },
+      });
     }
     await apply({
       apiVersion: API_VERSION,
       kind: KIND.cspc,
       metadata: { name: "loop-pools", namespace: NS },
-      spec: { pools: POOLS.map(({ node }) => ({ nodeSelector: { [LABEL.hostname]: node }, raidGroups: [{ type: "stripe", blockDevices: [{ blockDeviceName: `${node}-bd` }] }] })) },
+      spec: {
+        pools: POOLS.map(({ node }) => ({
+          nodeSelector: { [LABEL.hostname]: node },
+          raidGroups: [{ type: "stripe", blockDevices: [{ blockDeviceName: `${node}-bd` }] }],
+        })),
+      },
     });
     // The pools as cspc-sync, cspi-sync and the node daemon leave them: ONLINE, pool pod available, 20Gi free.
     for (const { name, node } of POOLS) {
@@ -73,7 +90,14 @@ describe("integration: a CStorVolumeConfig through the Metacontroller loop (test
           hostName: node,
           nodeSelector: { [LABEL.hostname]: node },
           poolConfig: { compression: "off", roThresholdLimit: 85 },
-          raidGroups: [{ type: "stripe", blockDevices: [{ blockDeviceName: `${node}-bd`, devLink: "/dev/sdb", capacity: 32 * 1024 ** 3 }] }],
+          raidGroups: [
+            {
+              type: "stripe",
+              blockDevices: [
+                { blockDeviceName: `${node}-bd`, devLink: "/dev/sdb", capacity: 32 * 1024 ** 3 },
+              ],
+            },
+          ],
         },
       });
       const free = name === "loop-pools-a" ? "8Gi" : "20Gi";
@@ -82,7 +106,15 @@ describe("integration: a CStorVolumeConfig through the Metacontroller loop (test
           phase: "ONLINE",
           readOnly: false,
           capacity: { total: "29Gi", free, used: "1Gi" },
-          conditions: [{ type: "PodAvailable", status: "True", reason: "PoolPodAvailable", message: "available", lastTransitionTime: "2026-11-23T00:00:00Z" }],
+          conditions: [
+            {
+              type: "PodAvailable",
+              status: "True",
+              reason: "PoolPodAvailable",
+              message: "available",
+              lastTransitionTime: "2026-11-23T00:00:00Z",
+            },
+          ],
         },
       });
     }
@@ -91,30 +123,50 @@ describe("integration: a CStorVolumeConfig through the Metacontroller loop (test
   it("makes the Service first, then the CStorVolume at its real ClusterIP, the target, three replicas spread over the zones and the budget; a fixed point", async () => {
     await apply(cvc("10Gi"));
     const rounds = await settle();
-    expect(rounds[0].filter((w) => w.startsWith("create ")), "first pass: the Service alone").to.deep.equal([`create Service ${NS}/${VOLUME}`]);
+    expect(
+      rounds[0].filter((w) => w.startsWith("create ")),
+      "first pass: the Service alone",
+    ).to.deep.equal([`create Service ${NS}/${VOLUME}`]);
 
     const service = await get(api("services", VOLUME, "api/v1"));
     expect(service.spec.clusterIP).to.match(/^10\.96\.0\.\d+$/);
-    expect(service.spec.ports.map((p: { name: string; port: number }) => `${p.name}:${p.port}`)).to.deep.equal(["iscsi:3260", "metrics:9500"]);
+    expect(
+      service.spec.ports.map((p: { name: string; port: number }) => `${p.name}:${p.port}`),
+    ).to.deep.equal(["iscsi:3260", "metrics:9500"]);
     const cv = await get(api("cstorvolumes", VOLUME));
-    expect(cv.spec).to.deep.include({ targetIP: service.spec.clusterIP, targetPortal: `${service.spec.clusterIP}:3260`, replicationFactor: 3, consistencyFactor: 2 });
+    expect(cv.spec).to.deep.include({
+      targetIP: service.spec.clusterIP,
+      targetPortal: `${service.spec.clusterIP}:3260`,
+      replicationFactor: 3,
+      consistencyFactor: 2,
+    });
     const target = await get(api("deployments", `${VOLUME}-target`, "apis/apps/v1"));
     expect(target.spec.strategy.type).to.equal("Recreate");
     expect(target.spec.replicas).to.equal(1);
 
     // pools-a has too little room; one replica per zone: pools-b (zone-1), pools-c, pools-d.
     const replicas = await items(api("cstorvolumereplicas"));
-    expect(replicas.map((r) => r.metadata.labels[LABEL.replicaPool]).sort()).to.deep.equal(["loop-pools-b", "loop-pools-c", "loop-pools-d"]);
+    expect(replicas.map((r) => r.metadata.labels[LABEL.replicaPool]).sort()).to.deep.equal([
+      "loop-pools-b",
+      "loop-pools-c",
+      "loop-pools-d",
+    ]);
     for (const r of replicas) {
       expect(r.metadata.finalizers).to.include(FINALIZER.replicaProtection);
-      expect(r.metadata.labels).to.deep.include({ [LABEL.replicaVolume]: VOLUME, [LABEL.cspc]: "loop-pools" });
+      expect(r.metadata.labels).to.deep.include({
+        [LABEL.replicaVolume]: VOLUME,
+        [LABEL.cspc]: "loop-pools",
+      });
       expect(r.spec.capacity).to.equal("10Gi");
     }
     const pdb = await get(api("poddisruptionbudgets", `${VOLUME}-pools`, "apis/policy/v1"));
     expect(pdb.spec.maxUnavailable).to.equal(1);
 
     const status = (await get(api("cstorvolumeconfigs", VOLUME))).status;
-    expect(status).to.deep.include({ phase: "Bound", pools: ["loop-pools-b", "loop-pools-c", "loop-pools-d"] });
+    expect(status).to.deep.include({
+      phase: "Bound",
+      pools: ["loop-pools-b", "loop-pools-c", "loop-pools-d"],
+    });
     const healthy = status.conditions.find((c: { type: string }) => c.type === "ReplicasHealthy");
     expect(healthy).to.deep.include({ status: "False", reason: "Init" });
     const { stdout } = await cluster.kubectl(["get", "cvc", VOLUME, "-n", NS]);
@@ -123,25 +175,41 @@ describe("integration: a CStorVolumeConfig through the Metacontroller loop (test
 
   it("rolls the replicas' status up: Healthy, and the capacity every replica reached", async () => {
     for (const r of await items(api("cstorvolumereplicas"))) {
-      await patch(api("cstorvolumereplicas", `${r.metadata.name}/status`), { status: { phase: "Healthy", capacity: { total: "10Gi", used: "1Mi" } } });
+      await patch(api("cstorvolumereplicas", `${r.metadata.name}/status`), {
+        status: { phase: "Healthy", capacity: { total: "10Gi", used: "1Mi" } },
+      });
     }
     await settle();
     const status = (await get(api("cstorvolumeconfigs", VOLUME))).status;
     expect(status.capacity).to.equal("10Gi");
     // The CStorVolume's status, which only the cstor-volume decorator writes.
     await driver.syncDecorator("cstor-volume", API_VERSION, "cstorvolumes", NS, VOLUME);
-    expect((await get(api("cstorvolumes", VOLUME))).status).to.deep.include({ phase: "Healthy", healthyReplicas: 3, capacity: "10Gi" });
+    expect((await get(api("cstorvolumes", VOLUME))).status).to.deep.include({
+      phase: "Healthy",
+      healthyReplicas: 3,
+      capacity: "10Gi",
+    });
     const { stdout } = await cluster.kubectl(["get", "cv", VOLUME, "-n", NS]);
     expect(stdout).to.match(/pvc-loop\s+10Gi\s+Healthy\s+3\s+2\s+3/);
-    expect(status.conditions.find((c: { type: string }) => c.type === "ReplicasHealthy")).to.deep.include({ status: "True", reason: "Healthy" });
+    expect(status.conditions.find((c: { type: string }) => c.type === "ReplicasHealthy")).to.deep.include({
+      status: "True",
+      reason: "Healthy",
+    });
   });
 
   it("grows the CStorVolume and every replica with the volume", async () => {
     await apply(cvc("12Gi"));
     await settle();
     expect((await get(api("cstorvolumes", VOLUME))).spec.capacity).to.equal("12Gi");
-    expect((await items(api("cstorvolumereplicas"))).map((r) => r.spec.capacity)).to.deep.equal(["12Gi", "12Gi", "12Gi"]);
-    expect((await get(api("cstorvolumeconfigs", VOLUME))).status.capacity, "until the replicas report 12Gi").to.equal("10Gi");
+    expect((await items(api("cstorvolumereplicas"))).map((r) => r.spec.capacity)).to.deep.equal([
+      "12Gi",
+      "12Gi",
+      "12Gi",
+    ]);
+    expect(
+      (await get(api("cstorvolumeconfigs", VOLUME))).status.capacity,
+      "until the replicas report 12Gi",
+    ).to.equal("10Gi");
   });
 
   /** The replicas as the apiserver holds them, checked after every sync: never below the consistency factor. */
@@ -149,15 +217,21 @@ describe("integration: a CStorVolumeConfig through the Metacontroller loop (test
     const replicas = await items(api("cstorvolumereplicas"));
     const desired = (await get(api("cstorvolumeconfigs", VOLUME))).spec.replicaCount;
     const serving = replicas.filter((r) => !r.metadata.deletionTimestamp && r.status?.phase === "Healthy");
-    expect(serving.length, `Healthy replicas at replicaCount ${desired}`).to.be.at.least(consistencyFactor(desired));
+    expect(serving.length, `Healthy replicas at replicaCount ${desired}`).to.be.at.least(
+      consistencyFactor(desired),
+    );
     return replicas;
   };
   const replicaChange = async () =>
-    (await get(api("cstorvolumeconfigs", VOLUME))).status.conditions.find((c: { type: string }) => c.type === "ReplicaChange");
+    (await get(api("cstorvolumeconfigs", VOLUME))).status.conditions.find(
+      (c: { type: string }) => c.type === "ReplicaChange",
+    );
 
   it("scales up to 4: one new replica on the fourth pool, rebuilding until the target says it caught up, then counted", async () => {
     // The node daemon reports room freed on pools-a, so the fourth replica (12Gi) fits there.
-    await patch(api("cstorpoolinstances", "loop-pools-a/status"), { status: { capacity: { total: "29Gi", free: "20Gi", used: "9Gi" } } });
+    await patch(api("cstorpoolinstances", "loop-pools-a/status"), {
+      status: { capacity: { total: "29Gi", free: "20Gi", used: "9Gi" } },
+    });
     const before = (await observeReplicas()).map((r) => r.metadata.name).sort();
     await patch(api("cstorvolumeconfigs", VOLUME), { spec: { replicaCount: 4 } });
     let replicas: any[];
@@ -169,7 +243,10 @@ describe("integration: a CStorVolumeConfig through the Metacontroller loop (test
       if (writes.length === 0) break;
     }
     const added = replicas.filter((r) => !before.includes(r.metadata.name));
-    expect(added.map((r) => r.metadata.name), "exactly one new replica").to.deep.equal(["pvc-loop-loop-pools-a"]);
+    expect(
+      added.map((r) => r.metadata.name),
+      "exactly one new replica",
+    ).to.deep.equal(["pvc-loop-loop-pools-a"]);
     const [fresh] = added;
     expect(fresh.metadata.labels[LABEL.replicaPool]).to.equal("loop-pools-a");
     expect(fresh.spec.capacity).to.equal("12Gi");
@@ -177,16 +254,27 @@ describe("integration: a CStorVolumeConfig through the Metacontroller loop (test
     expect(since, "annotated rebuilding").to.be.a("string");
     const status = (await get(api("cstorvolumeconfigs", VOLUME))).status;
     expect(status.pools).to.deep.equal(["loop-pools-a", "loop-pools-b", "loop-pools-c", "loop-pools-d"]);
-    expect(status.rebuildingReplicas).to.deep.equal([{ name: "pvc-loop-loop-pools-a", pool: "loop-pools-a", since }]);
+    expect(status.rebuildingReplicas).to.deep.equal([
+      { name: "pvc-loop-loop-pools-a", pool: "loop-pools-a", since },
+    ]);
     const rebuilding = await replicaChange();
     expect(rebuilding).to.deep.include({ status: "True", reason: "Rebuilding" });
-    expect(rebuilding.message).to.contain(`waiting for pvc-loop-loop-pools-a on loop-pools-a (since ${since}) to catch up`);
+    expect(rebuilding.message).to.contain(
+      `waiting for pvc-loop-loop-pools-a on loop-pools-a (since ${since}) to catch up`,
+    );
 
     // Healthy from the node daemon is not enough: the replica still rebuilds until the target confirms.
-    await patch(api("cstorvolumereplicas", `${fresh.metadata.name}/status`), { status: { phase: "Healthy", capacity: { total: "12Gi", used: "1Mi" } } });
+    await patch(api("cstorvolumereplicas", `${fresh.metadata.name}/status`), {
+      status: { phase: "Healthy", capacity: { total: "12Gi", used: "1Mi" } },
+    });
     await settle();
-    expect((await get(api("cstorvolumeconfigs", VOLUME))).status.rebuildingReplicas, "Healthy but not caught up").to.have.length(1);
-    await patch(api("cstorvolumereplicas", fresh.metadata.name), { metadata: { annotations: { [ANNOTATION.replicaCaughtUp]: "true" } } });
+    expect(
+      (await get(api("cstorvolumeconfigs", VOLUME))).status.rebuildingReplicas,
+      "Healthy but not caught up",
+    ).to.have.length(1);
+    await patch(api("cstorvolumereplicas", fresh.metadata.name), {
+      metadata: { annotations: { [ANNOTATION.replicaCaughtUp]: "true" } },
+    });
     await settle();
     const counted = (await get(api("cstorvolumeconfigs", VOLUME))).status;
     expect(counted.rebuildingReplicas ?? [], "caught up: counted").to.deep.equal([]);
@@ -213,29 +301,47 @@ describe("integration: a CStorVolumeConfig through the Metacontroller loop (test
     // pools-a and pools-b share zone-1: the last of them by name goes.
     expect([...deleted]).to.deep.equal(["pvc-loop-loop-pools-b"]);
     const replicas = await observeReplicas();
-    expect(replicas.map((r) => r.metadata.labels[LABEL.replicaPool]).sort()).to.deep.equal(["loop-pools-a", "loop-pools-c", "loop-pools-d"]);
-    expect((await get(api("cstorvolumeconfigs", VOLUME))).status.pools).to.deep.equal(["loop-pools-a", "loop-pools-c", "loop-pools-d"]);
+    expect(replicas.map((r) => r.metadata.labels[LABEL.replicaPool]).sort()).to.deep.equal([
+      "loop-pools-a",
+      "loop-pools-c",
+      "loop-pools-d",
+    ]);
+    expect((await get(api("cstorvolumeconfigs", VOLUME))).status.pools).to.deep.equal([
+      "loop-pools-a",
+      "loop-pools-c",
+      "loop-pools-d",
+    ]);
     expect(await replicaChange()).to.deep.include({ status: "False", reason: "Settled" });
   });
 
   it("deletes the target first, then the replicas, and lets the volume go once the node daemon released them", async () => {
     await cluster.kubectl(["delete", "cvc", VOLUME, "-n", NS, "--wait=false"]);
     await driver.syncComposite(CONTROLLER, NS, VOLUME);
-    expect(await get(api("deployments", `${VOLUME}-target`, "apis/apps/v1")), "target gone").to.equal(undefined);
+    expect(await get(api("deployments", `${VOLUME}-target`, "apis/apps/v1")), "target gone").to.equal(
+      undefined,
+    );
     expect(await get(api("services", VOLUME, "api/v1"))).to.equal(undefined);
     expect(await get(api("cstorvolumes", VOLUME))).to.equal(undefined);
     expect(await items(api("cstorvolumereplicas")), "replicas kept while the target goes").to.have.length(3);
 
     await driver.syncComposite(CONTROLLER, NS, VOLUME);
     const replicas = await items(api("cstorvolumereplicas"));
-    expect(replicas.every((r) => r.metadata.deletionTimestamp), "replicas deleted, held by their finalizer").to.equal(true);
+    expect(
+      replicas.every((r) => r.metadata.deletionTimestamp),
+      "replicas deleted, held by their finalizer",
+    ).to.equal(true);
     await driver.syncComposite(CONTROLLER, NS, VOLUME);
-    const deleting = (await get(api("cstorvolumeconfigs", VOLUME))).status.conditions.find((c: { type: string }) => c.type === "Deleting");
+    const deleting = (await get(api("cstorvolumeconfigs", VOLUME))).status.conditions.find(
+      (c: { type: string }) => c.type === "Deleting",
+    );
     expect(deleting.reason).to.equal("DestroyingReplicas");
-    expect(deleting.message).to.contain("pvc-loop-loop-pools-a on pool loop-pools-a (node vol-node-a, deleting, finalizers cstorvolumereplica.openebs.io/finalizer)");
+    expect(deleting.message).to.contain(
+      "pvc-loop-loop-pools-a on pool loop-pools-a (node vol-node-a, deleting, finalizers cstorvolumereplica.openebs.io/finalizer)",
+    );
 
     // The node daemon destroys each replica and removes its finalizer.
-    for (const r of replicas) await patch(api("cstorvolumereplicas", r.metadata.name), { metadata: { finalizers: null } });
+    for (const r of replicas)
+      await patch(api("cstorvolumereplicas", r.metadata.name), { metadata: { finalizers: null } });
     await driver.syncComposite(CONTROLLER, NS, VOLUME);
     expect(await get(api("cstorvolumeconfigs", VOLUME)), "finalized and gone").to.equal(undefined);
   });

@@ -15,7 +15,16 @@ import type { CSPI } from "../../api/types.js";
 import { findCondition } from "../../lib/conditions.js";
 import { zpoolName } from "../../lib/names.js";
 import { leaves, parseZpoolStatus } from "../../node-daemon/parse.js";
-import { getIfPresent, INSTALL_NAMESPACE, installProject, markDeploymentAvailable, ownCluster, waitUntil, type Identity, type OwnCluster } from "../support/kube.js";
+import {
+  getIfPresent,
+  INSTALL_NAMESPACE,
+  installProject,
+  markDeploymentAvailable,
+  ownCluster,
+  waitUntil,
+  type Identity,
+  type OwnCluster,
+} from "../support/kube.js";
 import { MetacontrollerDriver, serveHooks, type Obj } from "../support/metacontroller-driver.js";
 import { MetacontrollerLoop } from "../support/metacontroller-loop.js";
 import { DaemonProcess, shippedDaemonEnv } from "../support/node-daemon-process.js";
@@ -45,11 +54,14 @@ describe("integration: a device-set pool on its local PVs' node (PV binder, Meta
 
   const get = (path: string): Promise<Obj | undefined> => getIfPresent(cluster, path);
   const pvcPath = (name: string) => `/api/v1/namespaces/${NS}/persistentvolumeclaims/${name}`;
-  const cspis = async (): Promise<CSPI[]> => ((await get(`/apis/${API_VERSION}/namespaces/${NS}/cstorpoolinstances`))?.items ?? []) as CSPI[];
+  const cspis = async (): Promise<CSPI[]> =>
+    ((await get(`/apis/${API_VERSION}/namespaces/${NS}/cstorpoolinstances`))?.items ?? []) as CSPI[];
   const tails = () => daemons.map((d) => d.tail()).join("");
 
   async function apply(...objects: Obj[]): Promise<void> {
-    await cluster.kubectl(["apply", "--server-side", "-f", "-"], { input: objects.map((o) => JSON.stringify(o)).join("\n") });
+    await cluster.kubectl(["apply", "--server-side", "-f", "-"], {
+      input: objects.map((o) => JSON.stringify(o)).join("\n"),
+    });
   }
 
   /** A static local PV in Block mode on node A at a disk file, as a local-volume provisioner publishes a disk it found. */
@@ -65,21 +77,50 @@ describe("integration: a device-set pool on its local PVs' node (PV binder, Meta
         storageClassName: CLASS,
         persistentVolumeReclaimPolicy: "Retain",
         local: { path: sandbox.file(join("disks", name), DISK_MIB) },
-        nodeAffinity: { required: { nodeSelectorTerms: [{ matchExpressions: [{ key: LABEL.hostname, operator: "In", values: [nodeA()] }] }] } },
+        nodeAffinity: {
+          required: {
+            nodeSelectorTerms: [
+              { matchExpressions: [{ key: LABEL.hostname, operator: "In", values: [nodeA()] }] },
+            ],
+          },
+        },
       },
     };
   }
 
   function cspc(count: number): Obj {
-    const set = { name: "data", count, type: "raidz", groupSize: 3, volumeClaimTemplate: { spec: { storageClassName: CLASS, volumeMode: "Block", resources: { requests: { storage: `${DISK_MIB}Mi` } } } } };
-    return { apiVersion: API_VERSION, kind: KIND.cspc, metadata: { name: CSPC, namespace: NS }, spec: { pools: [{ deviceSets: [set] }] } };
+    const set = {
+      name: "data",
+      count,
+      type: "raidz",
+      groupSize: 3,
+      volumeClaimTemplate: {
+        spec: {
+          storageClassName: CLASS,
+          volumeMode: "Block",
+          resources: { requests: { storage: `${DISK_MIB}Mi` } },
+        },
+      },
+    };
+    return {
+      apiVersion: API_VERSION,
+      kind: KIND.cspc,
+      metadata: { name: CSPC, namespace: NS },
+      spec: { pools: [{ deviceSets: [set] }] },
+    };
   }
 
   /** The kubelet's part: every pool Deployment's pod runs its current template (the PVCs are Bound on its node). */
   async function playPoolPods(): Promise<void> {
-    const deployments = (await get(`/apis/apps/v1/namespaces/${NS}/deployments?labelSelector=${encodeURIComponent(LABEL.cspi)}`))?.items ?? [];
+    const deployments =
+      (
+        await get(
+          `/apis/apps/v1/namespaces/${NS}/deployments?labelSelector=${encodeURIComponent(LABEL.cspi)}`,
+        )
+      )?.items ?? [];
     for (const d of deployments as Obj[]) {
-      if (d.status?.observedGeneration !== d.metadata.generation || d.status?.availableReplicas !== 1) await markDeploymentAvailable(cluster, d);
+      if (d.status?.observedGeneration !== d.metadata.generation || d.status?.availableReplicas !== 1)
+        await markDeploymentAvailable(cluster, d);
     }
   }
 
@@ -92,7 +133,8 @@ describe("integration: a device-set pool on its local PVs' node (PV binder, Meta
         return done();
       },
       WAIT_MS,
-      () => `${what} did not happen; CSPIs: ${JSON.stringify(cspisSeen.map((c) => ({ spec: c.spec, status: c.status })))}${tails()}`,
+      () =>
+        `${what} did not happen; CSPIs: ${JSON.stringify(cspisSeen.map((c) => ({ spec: c.spec, status: c.status })))}${tails()}`,
     );
   }
   let cspisSeen: CSPI[] = [];
@@ -114,13 +156,18 @@ describe("integration: a device-set pool on its local PVs' node (PV binder, Meta
   /** The pool's data vdevs as the node's `zpool status` shows them: each group's kind and its devices. */
   function dataGroups(node: ZfsNode, pool: string): { kind: string; devices: string[] }[] {
     const [status] = parseZpoolStatus(node.zpool("status", pool));
-    return status.layout.data.map((vdev) => ({ kind: vdev.kind, devices: leaves([vdev]).map((leaf) => leaf.device ?? leaf.name) }));
+    return status.layout.data.map((vdev) => ({
+      kind: vdev.kind,
+      devices: leaves([vdev]).map((leaf) => leaf.device ?? leaf.name),
+    }));
   }
 
   /** The node daemons' Events on a CSPI: reason and the node that recorded it. */
   async function events(cspi: string): Promise<{ reason: string; host: string }[]> {
     const selector = encodeURIComponent(`involvedObject.name=${cspi},involvedObject.kind=${KIND.cspi}`);
-    const items = (await cluster.request(cluster.admin, "GET", `/api/v1/namespaces/${NS}/events?fieldSelector=${selector}`)).body.items as Obj[];
+    const items = (
+      await cluster.request(cluster.admin, "GET", `/api/v1/namespaces/${NS}/events?fieldSelector=${selector}`)
+    ).body.items as Obj[];
     return items.map((e) => ({ reason: e.reason as string, host: e.source.host as string }));
   }
 
@@ -149,8 +196,19 @@ describe("integration: a device-set pool on its local PVs' node (PV binder, Meta
     hostB = await startNode(nodeB());
     identity = await cluster.serviceAccount(NS, "cstor-pool-node");
     shippedEnv = await shippedDaemonEnv(cluster, NS);
-    for (const node of [nodeA(), nodeB()]) await apply({ apiVersion: "v1", kind: "Node", metadata: { name: node, labels: { [LABEL.hostname]: node } } });
-    await apply({ apiVersion: "storage.k8s.io/v1", kind: "StorageClass", metadata: { name: CLASS }, provisioner: "kubernetes.io/no-provisioner", volumeBindingMode: "Immediate" });
+    for (const node of [nodeA(), nodeB()])
+      await apply({
+        apiVersion: "v1",
+        kind: "Node",
+        metadata: { name: node, labels: { [LABEL.hostname]: node } },
+      });
+    await apply({
+      apiVersion: "storage.k8s.io/v1",
+      kind: "StorageClass",
+      metadata: { name: CLASS },
+      provisioner: "kubernetes.io/no-provisioner",
+      volumeBindingMode: "Immediate",
+    });
     await apply(...[1, 2, 3].map((i) => localPv(`dsp-pv-a${i}`)));
     loop = new MetacontrollerLoop(new MetacontrollerDriver({ cluster, hookServer: await serveHooks() }), NS);
     await loop.start();
@@ -172,16 +230,23 @@ describe("integration: a device-set pool on its local PVs' node (PV binder, Meta
     const pool = zpoolName(cspi.metadata.name!);
     const pvcs = ["dsp-data-0", "dsp-data-1", "dsp-data-2"];
     const paths = await boundPaths(pvcs);
-    expect(paths.every((p) => p.startsWith(`${disks}/`)), "bound to node A's local PVs").to.equal(true);
+    expect(
+      paths.every((p) => p.startsWith(`${disks}/`)),
+      "bound to node A's local PVs",
+    ).to.equal(true);
     expect(cspi.spec.hostName).to.equal(nodeA());
     expect(cspi.status).to.include({ importedOn: nodeA(), poolName: pool });
     expect(dataGroups(hostA, pool)).to.deep.equal([{ kind: "raidz1", devices: paths }]);
     expect(parseZpoolStatus(hostA.zpool("status", pool))[0].state).to.equal("ONLINE");
-    expect(cspi.status!.devices!.map((d) => [d.blockDeviceName, d.devLink, d.state])).to.deep.equal(pvcs.map((n, i) => [n, paths[i], "ONLINE"]));
+    expect(cspi.status!.devices!.map((d) => [d.blockDeviceName, d.devLink, d.state])).to.deep.equal(
+      pvcs.map((n, i) => [n, paths[i], "ONLINE"]),
+    );
     expect(hostB.pools(), "node B has no PVs: no pool there").to.deep.equal([]);
     const recorded = await events(cspi.metadata.name!);
     expect(recorded.map((e) => e.reason)).to.include("PoolCreated");
-    expect(new Set(recorded.map((e) => e.host)), "only node A's daemon acted on the CSPI").to.deep.equal(new Set([nodeA()]));
+    expect(new Set(recorded.map((e) => e.host)), "only node A's daemon acted on the CSPI").to.deep.equal(
+      new Set([nodeA()]),
+    );
   });
 
   it("count 3 -> 6 with 3 more local PVs on node A: the pool gains a second raidz group of them", async () => {
@@ -192,9 +257,19 @@ describe("integration: a device-set pool on its local PVs' node (PV binder, Meta
     // The new PVCs change the pool pod's volumeDevices, so its pod is replaced too: ONLINE again once it runs.
     await converge("the second raidz group added and reported, the pool pod running again", async () => {
       const cspi = await theCspi();
-      return findCondition(cspi?.status?.conditions, "PoolExpansion")?.reason === "PoolExpansionSuccessful" && cspi?.status?.phase === "ONLINE";
+      return (
+        findCondition(cspi?.status?.conditions, "PoolExpansion")?.reason === "PoolExpansionSuccessful" &&
+        cspi?.status?.phase === "ONLINE"
+      );
     });
-    const paths = await boundPaths(["dsp-data-0", "dsp-data-1", "dsp-data-2", "dsp-data-3", "dsp-data-4", "dsp-data-5"]);
+    const paths = await boundPaths([
+      "dsp-data-0",
+      "dsp-data-1",
+      "dsp-data-2",
+      "dsp-data-3",
+      "dsp-data-4",
+      "dsp-data-5",
+    ]);
     expect(dataGroups(hostA, pool)).to.deep.equal([
       { kind: "raidz1", devices: paths.slice(0, 3) },
       { kind: "raidz1", devices: paths.slice(3) },
@@ -203,11 +278,17 @@ describe("integration: a device-set pool on its local PVs' node (PV binder, Meta
     expect(grown.metadata.name).to.equal(before.metadata.name);
     expect(grown.status!.phase).to.equal("ONLINE");
     // cspi-sync wrote the CSPI's status during that pass too (the pod template changed): both writers' conditions stay.
-    expect(findCondition(grown.status!.conditions, "PoolExpansion")!.message).to.contain("dsp-data-3, dsp-data-4, dsp-data-5");
+    expect(findCondition(grown.status!.conditions, "PoolExpansion")!.message).to.contain(
+      "dsp-data-3, dsp-data-4, dsp-data-5",
+    );
     expect(findCondition(grown.status!.conditions, "PodAvailable")).to.include({ status: "True" });
-    expect(parseFloat(grown.status!.capacity!.total)).to.be.greaterThan(parseFloat(before.status!.capacity!.total));
+    expect(parseFloat(grown.status!.capacity!.total)).to.be.greaterThan(
+      parseFloat(before.status!.capacity!.total),
+    );
     expect(hostB.pools()).to.deep.equal([]);
-    expect((await events(grown.metadata.name!)).filter((e) => e.reason === "PoolExpanded")).to.deep.equal([{ reason: "PoolExpanded", host: nodeA() }]);
+    expect((await events(grown.metadata.name!)).filter((e) => e.reason === "PoolExpanded")).to.deep.equal([
+      { reason: "PoolExpanded", host: nodeA() },
+    ]);
   });
 
   it("the daemons did all of it without a warning, a refused API call or a failed zpool command", () => {

@@ -21,7 +21,8 @@ describe("integration: a pool on a device set of local PVs (real PV controller a
   const get = (path: string): Promise<Obj | undefined> => getIfPresent(cluster, path);
   const pvcPath = (name: string) => `/api/v1/namespaces/${NS}/persistentvolumeclaims/${name}`;
   const cspcPath = `/apis/${API_VERSION}/namespaces/${NS}/cstorpoolclusters/${CSPC}`;
-  const cspis = async (): Promise<Obj[]> => ((await get(`/apis/${API_VERSION}/namespaces/${NS}/cstorpoolinstances`))?.items ?? []) as Obj[];
+  const cspis = async (): Promise<Obj[]> =>
+    ((await get(`/apis/${API_VERSION}/namespaces/${NS}/cstorpoolinstances`))?.items ?? []) as Obj[];
   const sync = () => driver.syncComposite("cstor-pool-cluster", NS, CSPC);
 
   async function apply(object: Obj): Promise<void> {
@@ -41,19 +42,41 @@ describe("integration: a pool on a device set of local PVs (real PV controller a
         storageClassName: CLASS,
         persistentVolumeReclaimPolicy: "Retain",
         local: { path: `/dev/disk/by-id/${name}` },
-        nodeAffinity: { required: { nodeSelectorTerms: [{ matchExpressions: [{ key: LABEL.hostname, operator: "In", values: [node] }] }] } },
+        nodeAffinity: {
+          required: {
+            nodeSelectorTerms: [
+              { matchExpressions: [{ key: LABEL.hostname, operator: "In", values: [node] }] },
+            ],
+          },
+        },
       },
     };
   }
 
   function cspc(count: number): Obj {
-    const set = { name: "data", count, type: "raidz", groupSize: 3, volumeClaimTemplate: { spec: { storageClassName: CLASS, volumeMode: "Block", resources: { requests: { storage: "1Gi" } } } } };
-    return { apiVersion: API_VERSION, kind: KIND.cspc, metadata: { name: CSPC, namespace: NS }, spec: { pools: [{ deviceSets: [set] }] } };
+    const set = {
+      name: "data",
+      count,
+      type: "raidz",
+      groupSize: 3,
+      volumeClaimTemplate: {
+        spec: { storageClassName: CLASS, volumeMode: "Block", resources: { requests: { storage: "1Gi" } } },
+      },
+    };
+    return {
+      apiVersion: API_VERSION,
+      kind: KIND.cspc,
+      metadata: { name: CSPC, namespace: NS },
+      spec: { pools: [{ deviceSets: [set] }] },
+    };
   }
 
   async function waitBound(names: string[]): Promise<void> {
     await waitUntil(
-      async () => (await Promise.all(names.map(async (n) => (await get(pvcPath(n)))?.status?.phase))).every((p) => p === "Bound"),
+      async () =>
+        (await Promise.all(names.map(async (n) => (await get(pvcPath(n)))?.status?.phase))).every(
+          (p) => p === "Bound",
+        ),
       60_000,
       () => `PVCs ${names.join(", ")} never all became Bound`,
     );
@@ -62,17 +85,36 @@ describe("integration: a pool on a device set of local PVs (real PV controller a
   /** The node daemon's report: the pool is built, ONLINE and holds no volume (day-2 changes wait for a created pool). */
   async function playPoolOnline(name: string): Promise<void> {
     const path = `/apis/${API_VERSION}/namespaces/${NS}/cstorpoolinstances/${name}/status`;
-    const res = await cluster.request(cluster.admin, "PATCH", path, { status: { phase: "ONLINE", provisionedReplicas: 0, lastUpdateTime: new Date().toISOString() } }, "application/merge-patch+json");
+    const res = await cluster.request(
+      cluster.admin,
+      "PATCH",
+      path,
+      { status: { phase: "ONLINE", provisionedReplicas: 0, lastUpdateTime: new Date().toISOString() } },
+      "application/merge-patch+json",
+    );
     expect(res.status, JSON.stringify(res.body)).to.equal(200);
   }
 
   before(async () => {
-    cluster = await ownCluster({ controllers: ["persistentvolume-binder", "pvc-protection", "pv-protection", "garbagecollector"] });
+    cluster = await ownCluster({
+      controllers: ["persistentvolume-binder", "pvc-protection", "pv-protection", "garbagecollector"],
+    });
     await installProject(cluster);
     driver = new MetacontrollerDriver({ cluster, hookServer: await serveHooks() });
     await cluster.kubectl(["create", "namespace", NS]);
-    for (const node of ["node-a", "node-b"]) await apply({ apiVersion: "v1", kind: "Node", metadata: { name: node, labels: { [LABEL.hostname]: node } } });
-    await apply({ apiVersion: "storage.k8s.io/v1", kind: "StorageClass", metadata: { name: CLASS }, provisioner: "kubernetes.io/no-provisioner", volumeBindingMode: "Immediate" });
+    for (const node of ["node-a", "node-b"])
+      await apply({
+        apiVersion: "v1",
+        kind: "Node",
+        metadata: { name: node, labels: { [LABEL.hostname]: node } },
+      });
+    await apply({
+      apiVersion: "storage.k8s.io/v1",
+      kind: "StorageClass",
+      metadata: { name: CLASS },
+      provisioner: "kubernetes.io/no-provisioner",
+      volumeBindingMode: "Immediate",
+    });
     for (let i = 1; i <= 6; i++) await apply(localPv(`ds-pv-a${i}`, "node-a"));
   });
 
@@ -83,11 +125,18 @@ describe("integration: a pool on a device set of local PVs (real PV controller a
   it("a raidz device set of 3: PVCs made, bound by the PV controller, then one CSPI on the PVs' node at their paths", async () => {
     await apply(cspc(3));
     const first = await sync();
-    expect(first.writes).to.include.members(["create PersistentVolumeClaim ds-pools/ds-data-0", "create PersistentVolumeClaim ds-pools/ds-data-1", "create PersistentVolumeClaim ds-pools/ds-data-2"]);
+    expect(first.writes).to.include.members([
+      "create PersistentVolumeClaim ds-pools/ds-data-0",
+      "create PersistentVolumeClaim ds-pools/ds-data-1",
+      "create PersistentVolumeClaim ds-pools/ds-data-2",
+    ]);
     expect(await cspis()).to.deep.equal([]);
     const pvc = (await get(pvcPath("ds-data-0")))!;
     expect(pvc.spec.volumeMode).to.equal("Block");
-    expect(pvc.metadata.ownerReferences.map((r: Obj) => r.kind).sort()).to.deep.equal(["CStorPoolCluster", "Namespace"]);
+    expect(pvc.metadata.ownerReferences.map((r: Obj) => r.kind).sort()).to.deep.equal([
+      "CStorPoolCluster",
+      "Namespace",
+    ]);
     await waitBound(["ds-data-0", "ds-data-1", "ds-data-2"]);
 
     await sync();
@@ -95,14 +144,25 @@ describe("integration: a pool on a device set of local PVs (real PV controller a
     expect(others).to.deep.equal([]);
     expect(cspi.spec.hostName).to.equal("node-a");
     expect(cspi.metadata.labels[LABEL.onDeviceSets]).to.equal("true");
-    const volumes = await Promise.all(["ds-data-0", "ds-data-1", "ds-data-2"].map(async (n) => (await get(pvcPath(n)))!.spec.volumeName as string));
+    const volumes = await Promise.all(
+      ["ds-data-0", "ds-data-1", "ds-data-2"].map(
+        async (n) => (await get(pvcPath(n)))!.spec.volumeName as string,
+      ),
+    );
     expect(cspi.spec.raidGroups).to.deep.equal([
       {
         type: "raidz",
-        blockDevices: ["ds-data-0", "ds-data-1", "ds-data-2"].map((n, i) => ({ blockDeviceName: n, capacity: 1024 ** 3, devLink: `/dev/disk/by-id/${volumes[i]}` })),
+        blockDevices: ["ds-data-0", "ds-data-1", "ds-data-2"].map((n, i) => ({
+          blockDeviceName: n,
+          capacity: 1024 ** 3,
+          devLink: `/dev/disk/by-id/${volumes[i]}`,
+        })),
       },
     ]);
-    expect((await get(`/apis/${API_VERSION}/namespaces/${NS}/blockdeviceclaims`))?.items, "no BlockDeviceClaim for a PVC").to.deep.equal([]);
+    expect(
+      (await get(`/apis/${API_VERSION}/namespaces/${NS}/blockdeviceclaims`))?.items,
+      "no BlockDeviceClaim for a PVC",
+    ).to.deep.equal([]);
     // The status says the pool exists; then the answer is a fixed point.
     expect((await sync()).writes).to.deep.equal([`status ${KIND.cspc} ${NS}/${CSPC}`]);
     expect((await sync()).writes, "a fixed point").to.deep.equal([]);
@@ -117,7 +177,9 @@ describe("integration: a pool on a device set of local PVs (real PV controller a
     await sync();
     const [grown] = await cspis();
     expect(grown.metadata.name).to.equal(cspi.metadata.name);
-    expect(grown.spec.raidGroups.map((g: Obj) => [g.type, g.blockDevices.map((d: Obj) => d.blockDeviceName)])).to.deep.equal([
+    expect(
+      grown.spec.raidGroups.map((g: Obj) => [g.type, g.blockDevices.map((d: Obj) => d.blockDeviceName)]),
+    ).to.deep.equal([
       ["raidz", ["ds-data-0", "ds-data-1", "ds-data-2"]],
       ["raidz", ["ds-data-3", "ds-data-4", "ds-data-5"]],
     ]);
@@ -131,35 +193,70 @@ describe("integration: a pool on a device set of local PVs (real PV controller a
     const status = (await get(cspcPath))!.status;
     const rejected = status.conditions.find((c: Obj) => c.type === "PoolSpecRejected");
     expect(rejected.status).to.equal("True");
-    expect(rejected.message).to.include("holds PVCs ds-data-3, ds-data-4, ds-data-5, which its device sets no longer name");
+    expect(rejected.message).to.include(
+      "holds PVCs ds-data-3, ds-data-4, ds-data-5, which its device sets no longer name",
+    );
     expect(await get(pvcPath("ds-data-5"))).to.not.equal(undefined);
     await apply(cspc(6));
   });
 
   it("a WaitForFirstConsumer class: the PV binder leaves the PVCs Pending (no pod consumes them) and the pool waits in ClaimsPending, saying why", async () => {
     const wffc = "ds-wffc";
-    await apply({ apiVersion: "storage.k8s.io/v1", kind: "StorageClass", metadata: { name: `${CLASS}-wffc` }, provisioner: "kubernetes.io/no-provisioner", volumeBindingMode: "WaitForFirstConsumer" });
+    await apply({
+      apiVersion: "storage.k8s.io/v1",
+      kind: "StorageClass",
+      metadata: { name: `${CLASS}-wffc` },
+      provisioner: "kubernetes.io/no-provisioner",
+      volumeBindingMode: "WaitForFirstConsumer",
+    });
     for (let i = 1; i <= 3; i++) {
       const pv = localPv(`ds-pv-w${i}`, "node-b");
       pv.spec.storageClassName = `${CLASS}-wffc`;
       await apply(pv);
     }
-    const set = { name: "data", count: 3, type: "raidz", groupSize: 3, volumeClaimTemplate: { spec: { storageClassName: `${CLASS}-wffc`, volumeMode: "Block", resources: { requests: { storage: "1Gi" } } } } };
-    await apply({ apiVersion: API_VERSION, kind: KIND.cspc, metadata: { name: wffc, namespace: NS }, spec: { pools: [{ deviceSets: [set] }] } });
+    const set = {
+      name: "data",
+      count: 3,
+      type: "raidz",
+      groupSize: 3,
+      volumeClaimTemplate: {
+        spec: {
+          storageClassName: `${CLASS}-wffc`,
+          volumeMode: "Block",
+          resources: { requests: { storage: "1Gi" } },
+        },
+      },
+    };
+    await apply({
+      apiVersion: API_VERSION,
+      kind: KIND.cspc,
+      metadata: { name: wffc, namespace: NS },
+      spec: { pools: [{ deviceSets: [set] }] },
+    });
     await driver.syncComposite("cstor-pool-cluster", NS, wffc);
     // The binder has seen the PVCs when it says why it does not bind them.
-    const selector = encodeURIComponent("involvedObject.kind=PersistentVolumeClaim,involvedObject.name=ds-wffc-data-0");
+    const selector = encodeURIComponent(
+      "involvedObject.kind=PersistentVolumeClaim,involvedObject.name=ds-wffc-data-0",
+    );
     await waitUntil(
-      async () => ((await get(`/api/v1/namespaces/${NS}/events?fieldSelector=${selector}`))?.items ?? []).some((e: Obj) => e.reason === "WaitForFirstConsumer"),
+      async () =>
+        ((await get(`/api/v1/namespaces/${NS}/events?fieldSelector=${selector}`))?.items ?? []).some(
+          (e: Obj) => e.reason === "WaitForFirstConsumer",
+        ),
       60_000,
       () => "the PV binder never said it waits for a first consumer",
     );
     await driver.syncComposite("cstor-pool-cluster", NS, wffc);
-    for (let i = 0; i < 3; i++) expect((await get(pvcPath(`ds-wffc-data-${i}`)))?.status.phase).to.equal("Pending");
+    for (let i = 0; i < 3; i++)
+      expect((await get(pvcPath(`ds-wffc-data-${i}`)))?.status.phase).to.equal("Pending");
     expect((await cspis()).filter((c) => c.metadata.labels[LABEL.cspc] === wffc)).to.deep.equal([]);
-    const pending = (await get(`/apis/${API_VERSION}/namespaces/${NS}/cstorpoolclusters/${wffc}`))!.status.conditions.find((c: Obj) => c.type === "ClaimsPending");
+    const pending = (await get(
+      `/apis/${API_VERSION}/namespaces/${NS}/cstorpoolclusters/${wffc}`,
+    ))!.status.conditions.find((c: Obj) => c.type === "ClaimsPending");
     expect(pending.status).to.equal("True");
-    expect(pending.message).to.include("(ds-wffc-data-0, ds-wffc-data-1, ds-wffc-data-2)").and.include("a WaitForFirstConsumer class waits for a pod");
+    expect(pending.message)
+      .to.include("(ds-wffc-data-0, ds-wffc-data-1, ds-wffc-data-2)")
+      .and.include("a WaitForFirstConsumer class waits for a pod");
   });
 
   it("deleting the CSPC removes the pool but keeps its PVCs Bound (the Namespace stays their owner)", async () => {
@@ -175,7 +272,10 @@ describe("integration: a pool on a device set of local PVs (real PV controller a
     expect(await cspis()).to.deep.equal([]);
     // The garbage collector drops the CSPC's reference and, with an owner left, deletes nothing.
     await waitUntil(
-      async () => ((await get(pvcPath("ds-data-0")))?.metadata.ownerReferences ?? []).every((r: Obj) => r.kind === "Namespace"),
+      async () =>
+        ((await get(pvcPath("ds-data-0")))?.metadata.ownerReferences ?? []).every(
+          (r: Obj) => r.kind === "Namespace",
+        ),
       60_000,
       () => "the garbage collector never dropped the CSPC's reference",
     );

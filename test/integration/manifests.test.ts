@@ -17,7 +17,12 @@ import { shippedDashboards } from "../support/monitoring.js";
 interface Manifest {
   apiVersion: string;
   kind: string;
-  metadata: { name: string; namespace?: string; labels?: Record<string, string>; annotations?: Record<string, string> };
+  metadata: {
+    name: string;
+    namespace?: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+  };
   [field: string]: any;
 }
 
@@ -40,7 +45,10 @@ async function render(cluster: KubeCluster, overlay: string): Promise<Manifest[]
 
 function find(objects: Manifest[], kind: string, name: string): Manifest {
   const found = objects.find((o) => o.kind === kind && o.metadata.name === name);
-  if (!found) throw new Error(`no ${kind} ${name} among ${objects.map((o) => `${o.kind}/${o.metadata.name}`).join(", ")}`);
+  if (!found)
+    throw new Error(
+      `no ${kind} ${name} among ${objects.map((o) => `${o.kind}/${o.metadata.name}`).join(", ")}`,
+    );
   return found;
 }
 
@@ -59,12 +67,20 @@ describe("integration: manifests on a real kube-apiserver", function () {
   it("installs with `kubectl apply --server-side -k metacontroller/default`, and again without changes", async () => {
     const again = await cluster.kubectl(["apply", "--server-side", "-k", repoPath("metacontroller/default")]);
     expect(again.stdout).to.match(/daemonset\.apps\/cstor-pool-node serverside-applied/);
-    const diff = await cluster.kubectl(["diff", "--server-side", "-k", repoPath("metacontroller/default")], { allowFailure: true });
+    const diff = await cluster.kubectl(["diff", "--server-side", "-k", repoPath("metacontroller/default")], {
+      allowFailure: true,
+    });
     expect(diff.exitCode, diff.stdout + diff.stderr).to.equal(0);
   });
 
   it("makes every CRD Established: CSPC, CSPI and CStorVolumeReplica (ours), BlockDevice and BlockDeviceClaim (NDM's shape)", async () => {
-    for (const crd of ["cstorpoolclusters", "cstorpoolinstances", "cstorvolumereplicas", "blockdevices", "blockdeviceclaims"]) {
+    for (const crd of [
+      "cstorpoolclusters",
+      "cstorpoolinstances",
+      "cstorvolumereplicas",
+      "blockdevices",
+      "blockdeviceclaims",
+    ]) {
       const object = await getJson(cluster, "crd", `${crd}.openebs.io`);
       const established = object.status.conditions.find((c: { type: string }) => c.type === "Established");
       expect(established?.status, crd).to.equal("True");
@@ -83,26 +99,63 @@ describe("integration: manifests on a real kube-apiserver", function () {
 
   for (const overlay of ["metacontroller/cert-manager", "metacontroller/manual-tls"]) {
     it(`${overlay} is accepted by the apiserver in full (server-side dry run)`, async () => {
-      await cluster.kubectl(["apply", "--server-side", "-f", fixturePath("metacontroller/cert-manager-crds.yaml")]);
-      await cluster.kubectl(["wait", "--for=condition=Established", "--timeout=60s", "crd/certificates.cert-manager.io", "crd/issuers.cert-manager.io"]);
+      await cluster.kubectl([
+        "apply",
+        "--server-side",
+        "-f",
+        fixturePath("metacontroller/cert-manager-crds.yaml"),
+      ]);
+      await cluster.kubectl([
+        "wait",
+        "--for=condition=Established",
+        "--timeout=60s",
+        "crd/certificates.cert-manager.io",
+        "crd/issuers.cert-manager.io",
+      ]);
       // Dry run: a registered webhook nobody serves here would slow every later CSPC write.
-      const result = await cluster.kubectl(["apply", "--server-side", "--dry-run=server", "-k", repoPath(overlay)]);
-      expect(result.stdout).to.match(/validatingwebhookconfiguration\.admissionregistration\.k8s\.io\/cstor-pool-cspc-validation serverside-applied \(server dry run\)/);
-      expect(result.stdout).to.match(/rolebinding\.rbac\.authorization\.k8s\.io\/cstor-pool-hooks serverside-applied/);
+      const result = await cluster.kubectl([
+        "apply",
+        "--server-side",
+        "--dry-run=server",
+        "-k",
+        repoPath(overlay),
+      ]);
+      expect(result.stdout).to.match(
+        /validatingwebhookconfiguration\.admissionregistration\.k8s\.io\/cstor-pool-cspc-validation serverside-applied \(server dry run\)/,
+      );
+      expect(result.stdout).to.match(
+        /rolebinding\.rbac\.authorization\.k8s\.io\/cstor-pool-hooks serverside-applied/,
+      );
     });
   }
 
   it("ships samples (the seed examples, corrected) that the API accepts as they are", async () => {
-    const result = await cluster.kubectl(["apply", "--server-side", "--dry-run=server", "-f", repoPath("metacontroller/samples/")]);
+    const result = await cluster.kubectl([
+      "apply",
+      "--server-side",
+      "--dry-run=server",
+      "-f",
+      repoPath("metacontroller/samples/"),
+    ]);
     expect(result.stdout.trim().split("\n")).to.have.length(3);
     expect(result.stdout).to.match(/cstorpoolcluster\.openebs\.io\/cstor-pool-mirror serverside-applied/);
     // The StorageClass sample passes the install's StorageClass admission policy as it is.
-    const volumes = await cluster.kubectl(["apply", "--server-side", "--dry-run=server", "-f", repoPath("metacontroller/samples/volumes/")]);
+    const volumes = await cluster.kubectl([
+      "apply",
+      "--server-side",
+      "--dry-run=server",
+      "-f",
+      repoPath("metacontroller/samples/volumes/"),
+    ]);
     expect(volumes.stdout).to.match(/storageclass\.storage\.k8s\.io\/cstor-mirror-3 serverside-applied/);
   });
 
   it("puts every namespaced object in one namespace and no namespace on cluster-scoped ones", async () => {
-    for (const overlay of ["metacontroller/default", "metacontroller/cert-manager", "metacontroller/manual-tls"]) {
+    for (const overlay of [
+      "metacontroller/default",
+      "metacontroller/cert-manager",
+      "metacontroller/manual-tls",
+    ]) {
       for (const object of await render(cluster, overlay)) {
         const where = `${overlay}: ${object.kind}/${object.metadata.name}`;
         if (CLUSTER_SCOPED.has(object.kind)) expect(object.metadata.namespace, where).to.equal(undefined);
@@ -133,7 +186,9 @@ describe("integration: manifests on a real kube-apiserver", function () {
         const port = service.spec.ports.find((p: { port: number }) => p.port === webhook.service.port);
         expect(port, `${where}: Service port ${webhook.service.port}`).to.not.equal(undefined);
         const target = container.ports.find((p: { name: string }) => p.name === port.targetPort);
-        const env = Object.fromEntries(container.env.map((e: { name: string; value?: string }) => [e.name, e.value]));
+        const env = Object.fromEntries(
+          container.env.map((e: { name: string; value?: string }) => [e.name, e.value]),
+        );
         expect(String(target.containerPort), where).to.equal(env.PORT);
         expect(served.has(webhook.path), `${where}: ${webhook.path} is not a hook route`).to.equal(true);
         named.push(webhook.path);
@@ -173,14 +228,20 @@ describe("integration: manifests on a real kube-apiserver", function () {
     expect(hookRoutes().map((r) => r.path)).to.include(webhook.clientConfig.service.path);
 
     const service = find(objects, "Service", webhook.clientConfig.service.name);
-    const port = service.spec.ports.find((p: { port: number }) => p.port === webhook.clientConfig.service.port);
+    const port = service.spec.ports.find(
+      (p: { port: number }) => p.port === webhook.clientConfig.service.port,
+    );
     const container = find(objects, "Deployment", "cstor-pool-hooks").spec.template.spec.containers[0];
-    const env = Object.fromEntries(container.env.map((e: { name: string; value?: string }) => [e.name, e.value]));
+    const env = Object.fromEntries(
+      container.env.map((e: { name: string; value?: string }) => [e.name, e.value]),
+    );
     const target = container.ports.find((p: { name: string }) => p.name === port.targetPort);
     expect(String(target.containerPort)).to.equal(env.TLS_PORT);
 
     const certificate = find(objects, "Certificate", "cstor-pool-hooks-tls");
-    expect(certificate.spec.dnsNames).to.include(`${service.metadata.name}.${service.metadata.namespace}.svc`);
+    expect(certificate.spec.dnsNames).to.include(
+      `${service.metadata.name}.${service.metadata.namespace}.svc`,
+    );
     expect(config.metadata.annotations?.["cert-manager.io/inject-ca-from"]).to.equal(
       `${certificate.metadata.namespace}/${certificate.metadata.name}`,
     );
@@ -198,7 +259,10 @@ describe("integration: manifests on a real kube-apiserver", function () {
     expect(pod.securityContext.runAsNonRoot).to.equal(true);
     expect(pod.securityContext.seccompProfile.type).to.equal("RuntimeDefault");
     const [container] = pod.containers;
-    expect(container.securityContext).to.deep.include({ allowPrivilegeEscalation: false, readOnlyRootFilesystem: true });
+    expect(container.securityContext).to.deep.include({
+      allowPrivilegeEscalation: false,
+      readOnlyRootFilesystem: true,
+    });
     expect(container.securityContext.capabilities.drop).to.deep.equal(["ALL"]);
     expect(container.readinessProbe.httpGet.path).to.equal("/readyz");
     expect(container.livenessProbe.httpGet.path).to.equal("/healthz");
@@ -212,15 +276,27 @@ describe("integration: manifests on a real kube-apiserver", function () {
     expect(pod.serviceAccountName).to.equal("cstor-pool-node");
     expect(pod.hostPID, "nsenter into the host's mount namespace").to.equal(true);
     expect(pod.hostNetwork ?? false).to.equal(false);
-    const hostPaths = pod.volumes.filter((v: any) => v.hostPath).map((v: any) => v.hostPath.path).sort();
+    const hostPaths = pod.volumes
+      .filter((v: any) => v.hostPath)
+      .map((v: any) => v.hostPath.path)
+      .sort();
     expect(hostPaths).to.deep.equal(["/dev", "/run/udev", "/var/openebs"]);
     const [container] = pod.containers;
     expect(container.securityContext.privileged).to.equal(true);
     const env = Object.fromEntries(container.env.map((e: any) => [e.name, e]));
     expect(env.NODE_NAME.valueFrom.fieldRef.fieldPath).to.equal("spec.nodeName");
     expect(env.NAMESPACE.valueFrom.fieldRef.fieldPath).to.equal("metadata.namespace");
-    const commands = commandsFromEnv(Object.fromEntries(container.env.filter((e: any) => e.value).map((e: any) => [e.name, e.value])));
-    expect(commands.zpool, "the host's zpool, in the host's mount namespace").to.deep.equal(["nsenter", "-t", "1", "-m", "--", "zpool"]);
+    const commands = commandsFromEnv(
+      Object.fromEntries(container.env.filter((e: any) => e.value).map((e: any) => [e.name, e.value])),
+    );
+    expect(commands.zpool, "the host's zpool, in the host's mount namespace").to.deep.equal([
+      "nsenter",
+      "-t",
+      "1",
+      "-m",
+      "--",
+      "zpool",
+    ]);
     const lockDir = container.env.find((e: any) => e.name === "LOCK_DIR").value;
     const openebs = container.volumeMounts.find((m: any) => m.mountPath === "/var/openebs");
     expect(lockDir.startsWith(`${openebs.mountPath}/`), "the host lock lives on the host").to.equal(true);
@@ -234,17 +310,22 @@ describe("integration: manifests on a real kube-apiserver", function () {
     ] as const) {
       const spec = find(objects, "PodMonitor", monitor).spec;
       const template = workload.spec.template;
-      for (const [key, value] of Object.entries(spec.selector.matchLabels as Record<string, string>)) expect(template.metadata.labels[key], `${monitor} selects ${key}`).to.equal(value);
+      for (const [key, value] of Object.entries(spec.selector.matchLabels as Record<string, string>))
+        expect(template.metadata.labels[key], `${monitor} selects ${key}`).to.equal(value);
       const ports = template.spec.containers.flatMap((c: any) => (c.ports ?? []).map((p: any) => p.name));
       expect(ports, `${monitor} scrapes a port the pod names`).to.include(spec.podMetricsEndpoints[0].port);
     }
     expect(find(objects, "PrometheusRule", "cstor-pool").metadata.namespace).to.equal(INSTALL_NAMESPACE);
     const dashboards = find(objects, "ConfigMap", "cstor-pool-dashboards");
     expect(dashboards.metadata.namespace).to.equal(INSTALL_NAMESPACE);
-    expect(dashboards.metadata.labels?.grafana_dashboard, "the label the Grafana sidecar loads dashboards by").to.equal("1");
+    expect(
+      dashboards.metadata.labels?.grafana_dashboard,
+      "the label the Grafana sidecar loads dashboards by",
+    ).to.equal("1");
     const shipped = shippedDashboards();
     expect(Object.keys(dashboards.data).sort()).to.deep.equal([...shipped.keys()]);
-    for (const [file, dashboard] of shipped) expect(JSON.parse(dashboards.data[file]), file).to.deep.equal(dashboard);
+    for (const [file, dashboard] of shipped)
+      expect(JSON.parse(dashboards.data[file]), file).to.deep.equal(dashboard);
   });
 
   it("gives the hook server and the node daemon one stale-heartbeat setting: the same ConfigMap key", async () => {
@@ -253,8 +334,12 @@ describe("integration: manifests on a real kube-apiserver", function () {
     const hooks = await getJson(cluster, "deployment", "cstor-pool-hooks", "-n", INSTALL_NAMESPACE);
     const daemonSet = await getJson(cluster, "daemonset", "cstor-pool-node", "-n", INSTALL_NAMESPACE);
     for (const workload of [hooks, daemonSet]) {
-      const variable = workload.spec.template.spec.containers[0].env.find((e: { name: string }) => e.name === STALE_STATUS_SECONDS_ENV);
-      expect(variable?.valueFrom, workload.metadata.name).to.deep.equal({ configMapKeyRef: { name: "cstor-pool-settings", key: STALE_STATUS_SECONDS_ENV } });
+      const variable = workload.spec.template.spec.containers[0].env.find(
+        (e: { name: string }) => e.name === STALE_STATUS_SECONDS_ENV,
+      );
+      expect(variable?.valueFrom, workload.metadata.name).to.deep.equal({
+        configMapKeyRef: { name: "cstor-pool-settings", key: STALE_STATUS_SECONDS_ENV },
+      });
     }
   });
 });

@@ -6,7 +6,12 @@ import { expect } from "chai";
 import express from "express";
 import { API_VERSION, KIND } from "../../api/constants.js";
 import { getIfPresent, projectInstalled, type KubeCluster } from "../support/kube.js";
-import { CONTROLLER_UID, HookCallError, LAST_APPLIED, MetacontrollerDriver } from "../support/metacontroller-driver.js";
+import {
+  CONTROLLER_UID,
+  HookCallError,
+  LAST_APPLIED,
+  MetacontrollerDriver,
+} from "../support/metacontroller-driver.js";
 import { MetacontrollerLoop } from "../support/metacontroller-loop.js";
 import { onStop } from "../support/processes.js";
 
@@ -25,13 +30,22 @@ describe("integration: the Metacontroller test driver keeps the v2 contract", fu
   let cluster: KubeCluster;
   let driver: MetacontrollerDriver;
   const requests: { path: string; body: any }[] = [];
-  let answer: (path: string, body: any) => Scripted | Promise<Scripted> = () => ({ body: { status: {}, children: [] } });
+  let answer: (path: string, body: any) => Scripted | Promise<Scripted> = () => ({
+    body: { status: {}, children: [] },
+  });
 
   const cspcObject = (name: string) => ({
     apiVersion: API_VERSION,
     kind: KIND.cspc,
     metadata: { name, namespace: NS },
-    spec: { pools: [{ nodeSelector: { "kubernetes.io/hostname": "n" }, raidGroups: [{ type: "stripe", blockDevices: [{ blockDeviceName: `${name}-bd` }] }] }] },
+    spec: {
+      pools: [
+        {
+          nodeSelector: { "kubernetes.io/hostname": "n" },
+          raidGroups: [{ type: "stripe", blockDevices: [{ blockDeviceName: `${name}-bd` }] }],
+        },
+      ],
+    },
   });
   const configMap = (name: string, data: Record<string, string>, extra: Record<string, unknown> = {}) => ({
     apiVersion: "v1",
@@ -39,8 +53,10 @@ describe("integration: the Metacontroller test driver keeps the v2 contract", fu
     metadata: { name, ...extra },
     data,
   });
-  const getConfigMap = (name: string): Promise<any> => getIfPresent(cluster, `/api/v1/namespaces/${NS}/configmaps/${name}`);
-  const getCspc = (name: string): Promise<any> => getIfPresent(cluster, `/apis/${API_VERSION}/namespaces/${NS}/cstorpoolclusters/${name}`);
+  const getConfigMap = (name: string): Promise<any> =>
+    getIfPresent(cluster, `/api/v1/namespaces/${NS}/configmaps/${name}`);
+  const getCspc = (name: string): Promise<any> =>
+    getIfPresent(cluster, `/apis/${API_VERSION}/namespaces/${NS}/cstorpoolclusters/${name}`);
   const newParent = async (name: string): Promise<any> => {
     await cluster.kubectl(["apply", "--server-side", "-f", "-"], { input: JSON.stringify(cspcObject(name)) });
     return getCspc(name);
@@ -58,9 +74,15 @@ describe("integration: the Metacontroller test driver keeps the v2 contract", fu
     const server = app.listen(0, "127.0.0.1");
     await once(server, "listening");
     onStop(() => new Promise<void>((resolve) => server.close(() => resolve())));
-    driver = new MetacontrollerDriver({ cluster, hookServer: `http://127.0.0.1:${(server.address() as AddressInfo).port}` });
+    driver = new MetacontrollerDriver({
+      cluster,
+      hookServer: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    });
 
-    const hook = (path: string) => ({ version: "v2", webhook: { url: `http://scripted.invalid${path}`, timeout: "5s" } });
+    const hook = (path: string) => ({
+      version: "v2",
+      webhook: { url: `http://scripted.invalid${path}`, timeout: "5s" },
+    });
     const controller = {
       apiVersion: "metacontroller.k8s.io/v1alpha1",
       kind: "CompositeController",
@@ -73,7 +95,9 @@ describe("integration: the Metacontroller test driver keeps the v2 contract", fu
       },
     };
     await cluster.kubectl(["apply", "--server-side", "-f", "-"], {
-      input: [{ apiVersion: "v1", kind: "Namespace", metadata: { name: NS } }, controller].map((o) => JSON.stringify(o)).join("\n"),
+      input: [{ apiVersion: "v1", kind: "Namespace", metadata: { name: NS } }, controller]
+        .map((o) => JSON.stringify(o))
+        .join("\n"),
     });
   });
 
@@ -93,10 +117,18 @@ describe("integration: the Metacontroller test driver keeps the v2 contract", fu
     await driver.syncComposite(CONTROLLER, NS, "request-shape");
     expect(requests.map((r) => r.path)).to.deep.equal(["/sync"]);
     const { body } = requests[0];
-    expect(Object.keys(body).sort()).to.deep.equal(["children", "controller", "finalizing", "parent", "related"]);
+    expect(Object.keys(body).sort()).to.deep.equal([
+      "children",
+      "controller",
+      "finalizing",
+      "parent",
+      "related",
+    ]);
     expect(body.controller.metadata.name).to.equal(CONTROLLER);
     expect(body.parent.metadata.uid).to.equal(parent.metadata.uid);
-    expect(body.parent.metadata.finalizers, "the finalizer is added before the hook is called").to.include(FINALIZER);
+    expect(body.parent.metadata.finalizers, "the finalizer is added before the hook is called").to.include(
+      FINALIZER,
+    );
     expect(body.children).to.deep.equal({ "ConfigMap.v1": {} });
     expect(body.related).to.deep.equal({});
     expect(body.finalizing).to.equal(false);
@@ -109,7 +141,14 @@ describe("integration: the Metacontroller test driver keeps the v2 contract", fu
     expect(outcome.writes).to.include(`create ConfigMap ${NS}/create-child`);
     const child = await getConfigMap("create-child");
     expect(child.metadata.ownerReferences).to.deep.equal([
-      { apiVersion: API_VERSION, kind: KIND.cspc, name: "create", uid: parent.metadata.uid, controller: true, blockOwnerDeletion: true },
+      {
+        apiVersion: API_VERSION,
+        kind: KIND.cspc,
+        name: "create",
+        uid: parent.metadata.uid,
+        controller: true,
+        blockOwnerDeletion: true,
+      },
     ]);
     expect(child.metadata.labels).to.deep.equal({ [CONTROLLER_UID]: parent.metadata.uid });
     expect(JSON.parse(child.metadata.annotations[LAST_APPLIED])).to.deep.equal({
@@ -127,7 +166,11 @@ describe("integration: the Metacontroller test driver keeps the v2 contract", fu
     const parent = await newParent("status");
     answer = () => ({ body: { status: { desiredInstances: 5, provisionedInstances: 2 }, children: [] } });
     await driver.syncComposite(CONTROLLER, NS, "status");
-    expect((await getCspc("status")).status).to.deep.equal({ desiredInstances: 5, provisionedInstances: 2, observedGeneration: parent.metadata.generation });
+    expect((await getCspc("status")).status).to.deep.equal({
+      desiredInstances: 5,
+      provisionedInstances: 2,
+      observedGeneration: parent.metadata.generation,
+    });
     answer = () => ({ body: { status: { healthyInstances: 1 }, children: [] } });
     await driver.syncComposite(CONTROLLER, NS, "status");
     expect((await getCspc("status")).status, "fields the hook stopped returning are gone").to.deep.equal({
@@ -156,22 +199,41 @@ describe("integration: the Metacontroller test driver keeps the v2 contract", fu
     const child = await getConfigMap("merge-child");
     expect(child.data).to.deep.equal({ a: "10", c: "3" });
     expect(child.metadata.labels).to.include({ "someone-else": "yes" });
-    expect((await driver.syncComposite(CONTROLLER, NS, "merge")).writes, "no diff, no update").to.deep.equal([]);
+    expect((await driver.syncComposite(CONTROLLER, NS, "merge")).writes, "no diff, no update").to.deep.equal(
+      [],
+    );
   });
 
   it("deletes children the hook omits, and adopts then deletes a matching orphan", async () => {
     const parent = await newParent("omit");
-    answer = () => ({ body: { status: {}, children: [configMap("omit-kept", { k: "v" }), configMap("omit-gone", { k: "v" })] } });
+    answer = () => ({
+      body: {
+        status: {},
+        children: [configMap("omit-kept", { k: "v" }), configMap("omit-gone", { k: "v" })],
+      },
+    });
     await driver.syncComposite(CONTROLLER, NS, "omit");
     await cluster.kubectl(["apply", "--server-side", "-f", "-"], {
-      input: JSON.stringify({ ...configMap("omit-orphan", { o: "1" }, { namespace: NS, labels: { [CONTROLLER_UID]: parent.metadata.uid } }) }),
+      input: JSON.stringify({
+        ...configMap(
+          "omit-orphan",
+          { o: "1" },
+          { namespace: NS, labels: { [CONTROLLER_UID]: parent.metadata.uid } },
+        ),
+      }),
     });
     answer = () => ({ body: { status: {}, children: [configMap("omit-kept", { k: "v" })] } });
     const outcome = await driver.syncComposite(CONTROLLER, NS, "omit");
-    expect(Object.keys(requests.at(-1)!.body.children["ConfigMap.v1"]).sort()).to.deep.equal(
-      [`${NS}/omit-gone`, `${NS}/omit-kept`, `${NS}/omit-orphan`],
-    );
-    expect(outcome.writes).to.include.members([`adopt ConfigMap ${NS}/omit-orphan`, `delete ConfigMap ${NS}/omit-gone`, `delete ConfigMap ${NS}/omit-orphan`]);
+    expect(Object.keys(requests.at(-1)!.body.children["ConfigMap.v1"]).sort()).to.deep.equal([
+      `${NS}/omit-gone`,
+      `${NS}/omit-kept`,
+      `${NS}/omit-orphan`,
+    ]);
+    expect(outcome.writes).to.include.members([
+      `adopt ConfigMap ${NS}/omit-orphan`,
+      `delete ConfigMap ${NS}/omit-gone`,
+      `delete ConfigMap ${NS}/omit-orphan`,
+    ]);
     expect(await getConfigMap("omit-gone")).to.equal(undefined);
     expect(await getConfigMap("omit-orphan")).to.equal(undefined);
     expect(await getConfigMap("omit-kept")).to.not.equal(undefined);
@@ -179,23 +241,34 @@ describe("integration: the Metacontroller test driver keeps the v2 contract", fu
 
   it("changes nothing when the hook fails or answers outside the strict v2 shape", async () => {
     await newParent("refused");
-    answer = () => ({ body: { status: { desiredInstances: 1 }, children: [configMap("refused-child", { a: "1" })] } });
+    answer = () => ({
+      body: { status: { desiredInstances: 1 }, children: [configMap("refused-child", { a: "1" })] },
+    });
     await driver.syncComposite(CONTROLLER, NS, "refused");
     const before = await getCspc("refused");
     const bad: [string, Scripted, RegExp][] = [
       ["a 500", { status: 500, body: { error: "boom" } }, /answered 500/],
       ["an unknown field", { body: { status: {}, children: [], labels: {} } }, /unknown field "labels"/],
       ["a mistyped field", { body: { status: [], children: [] } }, /field "status" must be object/],
-      ["a child without a kind", { body: { status: {}, children: [{ apiVersion: "v1", metadata: { name: "x" } }] } }, /needs apiVersion, kind/],
+      [
+        "a child without a kind",
+        { body: { status: {}, children: [{ apiVersion: "v1", metadata: { name: "x" } }] } },
+        /needs apiVersion, kind/,
+      ],
     ];
     for (const [what, scripted, error] of bad) {
       answer = () => scripted;
-      const failure = await driver.syncComposite(CONTROLLER, NS, "refused").then(() => undefined, (e: Error) => e);
+      const failure = await driver.syncComposite(CONTROLLER, NS, "refused").then(
+        () => undefined,
+        (e: Error) => e,
+      );
       expect(failure?.message, what).to.match(error);
       if (scripted.status) expect(failure).to.be.instanceOf(HookCallError);
     }
     expect(await getConfigMap("refused-child"), "the child is still there").to.not.equal(undefined);
-    expect((await getCspc("refused")).metadata.resourceVersion, "the parent is untouched").to.equal(before.metadata.resourceVersion);
+    expect((await getCspc("refused")).metadata.resourceVersion, "the parent is untouched").to.equal(
+      before.metadata.resourceVersion,
+    );
   });
 
   it("treats a lost race (409 on an update) as a reason to sync again, not as done", async () => {
@@ -204,7 +277,13 @@ describe("integration: the Metacontroller test driver keeps the v2 contract", fu
     await driver.syncComposite(CONTROLLER, NS, "race");
     answer = async () => {
       // Someone else changes the child while the hook is thinking: the driver's update carries a stale version.
-      await cluster.request(cluster.admin, "PATCH", `/api/v1/namespaces/${NS}/configmaps/race-child`, { data: { other: "x" } }, "application/merge-patch+json");
+      await cluster.request(
+        cluster.admin,
+        "PATCH",
+        `/api/v1/namespaces/${NS}/configmaps/race-child`,
+        { data: { other: "x" } },
+        "application/merge-patch+json",
+      );
       return { body: { status: {}, children: [configMap("race-child", { a: "2" })] } };
     };
     const raced = await driver.syncComposite(CONTROLLER, NS, "race");
@@ -221,11 +300,16 @@ describe("integration: the Metacontroller test driver keeps the v2 contract", fu
     await driver.syncComposite(CONTROLLER, NS, "finalize");
     await cluster.kubectl(["delete", "cspc", "finalize", "-n", NS, "--wait=false"]);
 
-    answer = (path) => ({ body: path === "/finalize" ? { status: {}, children: [], finalized: false } : { status: {}, children: [] } });
+    answer = (path) => ({
+      body:
+        path === "/finalize" ? { status: {}, children: [], finalized: false } : { status: {}, children: [] },
+    });
     const first = await driver.syncComposite(CONTROLLER, NS, "finalize");
     expect(first.hook).to.equal("finalize");
     expect(requests.at(-1)!.body.finalizing).to.equal(true);
-    expect(first.writes, "children are still managed while finalizing").to.include(`delete ConfigMap ${NS}/finalize-child`);
+    expect(first.writes, "children are still managed while finalizing").to.include(
+      `delete ConfigMap ${NS}/finalize-child`,
+    );
     expect((await getCspc("finalize")).metadata.finalizers).to.include(FINALIZER);
 
     answer = () => ({ body: { status: {}, children: [], finalized: true } });
@@ -241,25 +325,51 @@ describe("integration: the Metacontroller test driver keeps the v2 contract", fu
       kind: "DecoratorController",
       metadata: { name: DECORATOR },
       spec: {
-        resources: [{ apiVersion: API_VERSION, resource: "cstorpoolclusters", labelSelector: { matchLabels: { "loop-test": "yes" } }, ignoreStatusChanges: true }],
+        resources: [
+          {
+            apiVersion: API_VERSION,
+            resource: "cstorpoolclusters",
+            labelSelector: { matchLabels: { "loop-test": "yes" } },
+            ignoreStatusChanges: true,
+          },
+        ],
         resyncPeriodSeconds: 30,
         hooks: { sync: hook },
       },
     };
     await cluster.kubectl(["apply", "--server-side", "-f", "-"], { input: JSON.stringify(decorator) });
-    await cluster.kubectl(["apply", "--server-side", "-f", "-"], { input: JSON.stringify({ ...cspcObject("events"), metadata: { name: "events", namespace: NS, labels: { "loop-test": "yes" } } }) });
+    await cluster.kubectl(["apply", "--server-side", "-f", "-"], {
+      input: JSON.stringify({
+        ...cspcObject("events"),
+        metadata: { name: "events", namespace: NS, labels: { "loop-test": "yes" } },
+      }),
+    });
     let resyncAfter: number | undefined;
-    answer = (path) => ({ body: path === "/decorate" && resyncAfter ? { resyncAfterSeconds: resyncAfter } : {} });
+    answer = (path) => ({
+      body: path === "/decorate" && resyncAfter ? { resyncAfterSeconds: resyncAfter } : {},
+    });
     const loop = new MetacontrollerLoop(driver, NS, [DECORATOR]);
     await loop.start();
     const synced = (ran: { parent: string }[]) => ran.map((s) => s.parent);
     const path = `/apis/${API_VERSION}/namespaces/${NS}/cstorpoolclusters/events`;
 
     expect(synced(await loop.run()), "the add event").to.deep.equal([`${NS}/events`]);
-    const status = await cluster.request(cluster.admin, "PATCH", `${path}/status`, { status: { desiredInstances: 9 } }, "application/merge-patch+json");
+    const status = await cluster.request(
+      cluster.admin,
+      "PATCH",
+      `${path}/status`,
+      { status: { desiredInstances: 9 } },
+      "application/merge-patch+json",
+    );
     expect(status.status).to.equal(200);
     expect(synced(await loop.run()), "a status-only change is ignored").to.deep.equal([]);
-    await cluster.request(cluster.admin, "PATCH", path, { metadata: { labels: { "loop-test": "yes", other: "x" } } }, "application/merge-patch+json");
+    await cluster.request(
+      cluster.admin,
+      "PATCH",
+      path,
+      { metadata: { labels: { "loop-test": "yes", other: "x" } } },
+      "application/merge-patch+json",
+    );
     expect(synced(await loop.run()), "a label change").to.deep.equal([`${NS}/events`]);
 
     expect(synced(await loop.advance(29)), "nothing before the resync period").to.deep.equal([]);

@@ -17,12 +17,25 @@ const GIB = 1024 ** 3;
 
 const setup = [
   { apiVersion: "v1", kind: "Namespace", metadata: { name: NS } },
-  { apiVersion: "v1", kind: "Node", metadata: { name: NODE, labels: { [LABEL.hostname]: NODE, "kubernetes.io/os": "linux" } } },
+  {
+    apiVersion: "v1",
+    kind: "Node",
+    metadata: { name: NODE, labels: { [LABEL.hostname]: NODE, "kubernetes.io/os": "linux" } },
+  },
   {
     apiVersion: API_VERSION,
     kind: KIND.blockDevice,
-    metadata: { name: DEVICE, namespace: NS, labels: { [LABEL.hostname]: NODE, "ndm.io/blockdevice-type": "blockdevice" } },
-    spec: { path: "/dev/sdb", capacity: { storage: 10 * GIB }, filesystem: {}, nodeAttributes: { nodeName: NODE } },
+    metadata: {
+      name: DEVICE,
+      namespace: NS,
+      labels: { [LABEL.hostname]: NODE, "ndm.io/blockdevice-type": "blockdevice" },
+    },
+    spec: {
+      path: "/dev/sdb",
+      capacity: { storage: 10 * GIB },
+      filesystem: {},
+      nodeAttributes: { nodeName: NODE },
+    },
     status: { claimState: "Unclaimed", state: "Active" },
   },
 ];
@@ -31,7 +44,13 @@ const cspc = (compression: string) => ({
   kind: KIND.cspc,
   metadata: { name: CSPC, namespace: NS },
   spec: {
-    pools: [{ nodeSelector: { [LABEL.hostname]: NODE }, raidGroups: [{ type: "stripe", blockDevices: [{ blockDeviceName: DEVICE }] }], poolConfig: { compression } }],
+    pools: [
+      {
+        nodeSelector: { [LABEL.hostname]: NODE },
+        raidGroups: [{ type: "stripe", blockDevices: [{ blockDeviceName: DEVICE }] }],
+        poolConfig: { compression },
+      },
+    ],
   },
 });
 
@@ -54,13 +73,21 @@ describe("integration: the shipped controllers under Metacontroller's event loop
   const nodeDaemonReport = (cspi: string, phase: string) => async () => {
     const path = `/apis/${API_VERSION}/namespaces/${NS}/cstorpoolinstances/${cspi}/status`;
     const status = { phase, lastUpdateTime: new Date().toISOString().replace(/\.\d+Z$/, "Z") };
-    const patched = await cluster.request(cluster.admin, "PATCH", path, { status }, "application/merge-patch+json");
+    const patched = await cluster.request(
+      cluster.admin,
+      "PATCH",
+      path,
+      { status },
+      "application/merge-patch+json",
+    );
     expect(patched.status, JSON.stringify(patched.body)).to.equal(200);
   };
 
   before(async () => {
     cluster = await projectInstalled();
-    await cluster.kubectl(["apply", "--server-side", "-f", "-"], { input: setup.map((o) => JSON.stringify(o)).join("\n") });
+    await cluster.kubectl(["apply", "--server-side", "-f", "-"], {
+      input: setup.map((o) => JSON.stringify(o)).join("\n"),
+    });
     const driver = new MetacontrollerDriver({
       cluster,
       hookServer: await serveHooks(),
@@ -76,35 +103,65 @@ describe("integration: the shipped controllers under Metacontroller's event loop
     await loop.run();
     const [claim] = await list("blockdeviceclaims");
     const path = `/apis/${API_VERSION}/namespaces/${NS}/blockdeviceclaims/${claim.metadata.name}`;
-    expect((await cluster.request(cluster.admin, "PATCH", path, { status: { phase: "Bound" } }, "application/merge-patch+json")).status).to.equal(200);
+    expect(
+      (
+        await cluster.request(
+          cluster.admin,
+          "PATCH",
+          path,
+          { status: { phase: "Bound" } },
+          "application/merge-patch+json",
+        )
+      ).status,
+    ).to.equal(200);
   });
 
   it("a node daemon report during the decorator's first sync: the conflict gives that sync up, and the pool Deployment still comes within seconds", async () => {
     // The CSPI appears on the claim's event; the decorator's first sync of it races the daemon's first report.
-    raceAt.set("/hooks/cspi-sync", async () => nodeDaemonReport((await theCspi()).metadata.name, "Pending")());
+    raceAt.set("/hooks/cspi-sync", async () =>
+      nodeDaemonReport((await theCspi()).metadata.name, "Pending")(),
+    );
     await loop.run();
     const cspi = await theCspi();
-    const raced = loop.syncs.find((s) => s.controller === "cstor-pool-instance" && s.outcome.writes.some((w) => w.startsWith("conflict:")));
+    const raced = loop.syncs.find(
+      (s) =>
+        s.controller === "cstor-pool-instance" && s.outcome.writes.some((w) => w.startsWith("conflict:")),
+    );
     expect(raced, "the decorator's status write lost the race").to.not.equal(undefined);
-    expect(raced!.outcome.writes.filter((w) => w.startsWith("create")), "given up before attachments").to.deep.equal([]);
+    expect(
+      raced!.outcome.writes.filter((w) => w.startsWith("create")),
+      "given up before attachments",
+    ).to.deep.equal([]);
     expect(cspi.status.phase, "the daemon's report stands").to.equal("Pending");
-    expect(await deployments(), "the daemon's status-only write triggers no sync (ignoreStatusChanges)").to.deep.equal([]);
+    expect(
+      await deployments(),
+      "the daemon's status-only write triggers no sync (ignoreStatusChanges)",
+    ).to.deep.equal([]);
 
     const conflictAt = loop.now;
     await loop.advance(10);
     const [deployment] = await deployments();
-    expect(deployment?.metadata.name, "created by the hook's short resync, not a minute later").to.equal(poolDeploymentName(cspi.metadata.name));
-    const created = loop.syncs.find((s) => s.outcome.writes.includes(`create Deployment ${NS}/${deployment.metadata.name}`))!;
+    expect(deployment?.metadata.name, "created by the hook's short resync, not a minute later").to.equal(
+      poolDeploymentName(cspi.metadata.name),
+    );
+    const created = loop.syncs.find((s) =>
+      s.outcome.writes.includes(`create Deployment ${NS}/${deployment.metadata.name}`),
+    )!;
     expect(created.at - conflictAt).to.be.at.most(10);
   });
 
   it("once the pool Deployment is as the hook wants it, the hook asks for no short resync: no sync every few seconds", async () => {
     const cspi = await theCspi();
-    const key = Object.keys(loop.pending()).find((k) => k.includes("cstor-pool-instance") && k.endsWith(cspi.metadata.name))!;
+    const key = Object.keys(loop.pending()).find(
+      (k) => k.includes("cstor-pool-instance") && k.endsWith(cspi.metadata.name),
+    )!;
     expect(loop.pending()[key] - loop.now).to.be.greaterThan(10);
     const ran = await loop.advance(30);
     expect(ran.filter((s) => s.controller === "cstor-pool-instance")).to.deep.equal([]);
-    expect(cspi.status.conditions.map((c: Obj) => [c.type, c.reason])).to.deep.include(["PodAvailable", "PoolPodNotReady"]);
+    expect(cspi.status.conditions.map((c: Obj) => [c.type, c.reason])).to.deep.include([
+      "PodAvailable",
+      "PoolPodNotReady",
+    ]);
   });
 
   it("the composite side has no such trap: a CSPI update that loses to a daemon report is retried on that report's event", async () => {
@@ -112,7 +169,10 @@ describe("integration: the shipped controllers under Metacontroller's event loop
     raceAt.set("/hooks/cspc-sync", nodeDaemonReport((await theCspi()).metadata.name, "ONLINE"));
     await cluster.kubectl(["apply", "--server-side", "-f", "-"], { input: JSON.stringify(cspc("off")) });
     await loop.run();
-    const conflicts = loop.syncs.filter((s) => s.at >= before && s.outcome.writes.some((w) => w.startsWith("conflict: update CStorPoolInstance")));
+    const conflicts = loop.syncs.filter(
+      (s) =>
+        s.at >= before && s.outcome.writes.some((w) => w.startsWith("conflict: update CStorPoolInstance")),
+    );
     expect(conflicts, "the race happened").to.have.length(1);
     const cspi = await theCspi();
     expect(cspi.spec.poolConfig.compression, "applied without waiting for a resync").to.equal("off");

@@ -5,7 +5,12 @@ import { expect } from "chai";
 import { ANNOTATION, API_VERSION, KIND, LABEL } from "../../api/constants.js";
 import { claimName, poolDeploymentName } from "../../lib/names.js";
 import { getIfPresent, projectInstalled, type KubeCluster } from "../support/kube.js";
-import { CONTROLLER_UID, DECORATOR_ANNOTATION, MetacontrollerDriver, serveHooks } from "../support/metacontroller-driver.js";
+import {
+  CONTROLLER_UID,
+  DECORATOR_ANNOTATION,
+  MetacontrollerDriver,
+  serveHooks,
+} from "../support/metacontroller-driver.js";
 
 const NS = "mc-loop";
 const NODE = "loop-node-1";
@@ -18,11 +23,19 @@ const GIB = 1024 ** 3;
 const cspcPath = `/apis/${API_VERSION}/namespaces/${NS}/cstorpoolclusters`;
 const setup = [
   { apiVersion: "v1", kind: "Namespace", metadata: { name: NS } },
-  { apiVersion: "v1", kind: "Node", metadata: { name: NODE, labels: { [LABEL.hostname]: NODE, "kubernetes.io/os": "linux" } } },
+  {
+    apiVersion: "v1",
+    kind: "Node",
+    metadata: { name: NODE, labels: { [LABEL.hostname]: NODE, "kubernetes.io/os": "linux" } },
+  },
   ...DEVICES.map((name, i) => ({
     apiVersion: API_VERSION,
     kind: KIND.blockDevice,
-    metadata: { name, namespace: NS, labels: { [LABEL.hostname]: NODE, "ndm.io/blockdevice-type": "blockdevice" } },
+    metadata: {
+      name,
+      namespace: NS,
+      labels: { [LABEL.hostname]: NODE, "ndm.io/blockdevice-type": "blockdevice" },
+    },
     spec: {
       path: `/dev/sd${"bc"[i]}`,
       capacity: { storage: 10 * GIB },
@@ -41,7 +54,9 @@ const cspc = {
     pools: [
       {
         nodeSelector: { [LABEL.hostname]: NODE },
-        raidGroups: [{ type: "mirror", blockDevices: DEVICES.map((blockDeviceName) => ({ blockDeviceName })) }],
+        raidGroups: [
+          { type: "mirror", blockDevices: DEVICES.map((blockDeviceName) => ({ blockDeviceName })) },
+        ],
         poolConfig: { compression: "lz4" },
       },
     ],
@@ -65,7 +80,9 @@ describe("integration: the Metacontroller loop (test driver + hook server + real
 
   before(async () => {
     cluster = await projectInstalled();
-    await cluster.kubectl(["apply", "--server-side", "-f", "-"], { input: setup.map((o) => JSON.stringify(o)).join("\n") });
+    await cluster.kubectl(["apply", "--server-side", "-f", "-"], {
+      input: setup.map((o) => JSON.stringify(o)).join("\n"),
+    });
     driver = new MetacontrollerDriver({ cluster, hookServer: await serveHooks() });
   });
 
@@ -79,12 +96,23 @@ describe("integration: the Metacontroller loop (test driver + hook server + real
     expect(found.map((c) => c.metadata.name).sort()).to.deep.equal(DEVICES.map(claimName).sort());
     for (const claim of found) {
       expect(claim.metadata.ownerReferences).to.deep.equal([
-        { apiVersion: API_VERSION, kind: KIND.cspc, name: CSPC, uid: parent.metadata.uid, controller: true, blockOwnerDeletion: true },
+        {
+          apiVersion: API_VERSION,
+          kind: KIND.cspc,
+          name: CSPC,
+          uid: parent.metadata.uid,
+          controller: true,
+          blockOwnerDeletion: true,
+        },
       ]);
       expect(claim.metadata.labels).to.include({ [CONTROLLER_UID]: parent.metadata.uid, [LABEL.cspc]: CSPC });
     }
     expect(await cspis(), "no CSPI before its claims are Bound").to.deep.equal([]);
-    expect(parent.status).to.include({ desiredInstances: 1, provisionedInstances: 0, observedGeneration: parent.metadata.generation });
+    expect(parent.status).to.include({
+      desiredInstances: 1,
+      provisionedInstances: 0,
+      observedGeneration: parent.metadata.generation,
+    });
     const messages = (parent.status.conditions ?? []).map((c: { message: string }) => c.message).join("\n");
     for (const device of DEVICES) expect(messages).to.contain(device);
   });
@@ -92,7 +120,13 @@ describe("integration: the Metacontroller loop (test driver + hook server + real
   it("once NDM binds the claims, the CSPI appears, and the decorator gives it one pool Deployment", async () => {
     for (const claim of await claims()) {
       const path = `/apis/${API_VERSION}/namespaces/${NS}/blockdeviceclaims/${claim.metadata.name}`;
-      const bound = await cluster.request(cluster.admin, "PATCH", path, { status: { phase: "Bound" } }, "application/merge-patch+json");
+      const bound = await cluster.request(
+        cluster.admin,
+        "PATCH",
+        path,
+        { status: { phase: "Bound" } },
+        "application/merge-patch+json",
+      );
       expect(bound.status).to.equal(200);
     }
     await driver.converge(NS);
@@ -101,20 +135,42 @@ describe("integration: the Metacontroller loop (test driver + hook server + real
     const [cspi, ...others] = await cspis();
     expect(others).to.deep.equal([]);
     expect(cspi.metadata.ownerReferences).to.deep.equal([
-      { apiVersion: API_VERSION, kind: KIND.cspc, name: CSPC, uid: parent.metadata.uid, controller: true, blockOwnerDeletion: true },
+      {
+        apiVersion: API_VERSION,
+        kind: KIND.cspc,
+        name: CSPC,
+        uid: parent.metadata.uid,
+        controller: true,
+        blockOwnerDeletion: true,
+      },
     ]);
-    expect(cspi.metadata.labels).to.include({ [LABEL.cspc]: CSPC, [LABEL.hostname]: NODE, [CONTROLLER_UID]: parent.metadata.uid });
+    expect(cspi.metadata.labels).to.include({
+      [LABEL.cspc]: CSPC,
+      [LABEL.hostname]: NODE,
+      [CONTROLLER_UID]: parent.metadata.uid,
+    });
     expect(cspi.metadata.finalizers).to.include(`metacontroller.io/decoratorcontroller-${DECORATOR}`);
     expect(cspi.spec.hostName).to.equal(NODE);
     expect(cspi.spec.raidGroups[0].blockDevices).to.deep.equal(
-      DEVICES.map((name) => ({ blockDeviceName: name, capacity: 10 * GIB, devLink: `/dev/disk/by-id/scsi-0QEMU_${name}` })),
+      DEVICES.map((name) => ({
+        blockDeviceName: name,
+        capacity: 10 * GIB,
+        devLink: `/dev/disk/by-id/scsi-0QEMU_${name}`,
+      })),
     );
 
     const [deployment, ...moreDeployments] = await deployments();
     expect(moreDeployments).to.deep.equal([]);
     expect(deployment.metadata.name).to.equal(poolDeploymentName(cspi.metadata.name));
     expect(deployment.metadata.ownerReferences).to.deep.equal([
-      { apiVersion: API_VERSION, kind: KIND.cspi, name: cspi.metadata.name, uid: cspi.metadata.uid, controller: true, blockOwnerDeletion: true },
+      {
+        apiVersion: API_VERSION,
+        kind: KIND.cspi,
+        name: cspi.metadata.name,
+        uid: cspi.metadata.uid,
+        controller: true,
+        blockOwnerDeletion: true,
+      },
     ]);
     expect(deployment.metadata.annotations).to.include({ [DECORATOR_ANNOTATION]: DECORATOR });
     expect(deployment.spec.replicas).to.equal(1);
@@ -139,14 +195,26 @@ describe("integration: the Metacontroller loop (test driver + hook server + real
     });
     expect(online.status, JSON.stringify(online.body)).to.equal(200);
     const [deployment] = await deployments();
-    const available = await patchStatus(`/apis/apps/v1/namespaces/${NS}/deployments/${deployment.metadata.name}`, {
-      observedGeneration: deployment.metadata.generation,
-      replicas: 1,
-      readyReplicas: 1,
-      availableReplicas: 1,
-      updatedReplicas: 1,
-      conditions: [{ type: "Available", status: "True", reason: "MinimumReplicasAvailable", message: "ok", lastUpdateTime: new Date().toISOString(), lastTransitionTime: new Date().toISOString() }],
-    });
+    const available = await patchStatus(
+      `/apis/apps/v1/namespaces/${NS}/deployments/${deployment.metadata.name}`,
+      {
+        observedGeneration: deployment.metadata.generation,
+        replicas: 1,
+        readyReplicas: 1,
+        availableReplicas: 1,
+        updatedReplicas: 1,
+        conditions: [
+          {
+            type: "Available",
+            status: "True",
+            reason: "MinimumReplicasAvailable",
+            message: "ok",
+            lastUpdateTime: new Date().toISOString(),
+            lastTransitionTime: new Date().toISOString(),
+          },
+        ],
+      },
+    );
     expect(available.status, JSON.stringify(available.body)).to.equal(200);
     await driver.converge(NS);
 
@@ -154,7 +222,11 @@ describe("integration: the Metacontroller loop (test driver + hook server + real
     const podAvailable = after.status.conditions.find((c: { type: string }) => c.type === "PodAvailable");
     expect(podAvailable.status).to.equal("True");
     expect(after.status.phase).to.equal("ONLINE");
-    expect((await theCspc()).status).to.include({ healthyInstances: 1, provisionedInstances: 1, desiredInstances: 1 });
+    expect((await theCspc()).status).to.include({
+      healthyInstances: 1,
+      provisionedInstances: 1,
+      desiredInstances: 1,
+    });
     const { stdout } = await cluster.kubectl(["get", "cspc", CSPC, "-n", NS, "--no-headers"]);
     expect(stdout.trim().split(/\s+/).slice(0, 4)).to.deep.equal([CSPC, "1", "1", "1"]);
   });
@@ -175,7 +247,10 @@ describe("integration: the Metacontroller loop (test driver + hook server + real
     const first = await driver.syncComposite(COMPOSITE, NS, CSPC);
     expect(first.hook).to.equal("finalize");
     const marked = (await cspis())[0];
-    expect(marked?.metadata.annotations?.[ANNOTATION.poolRemoval], "the first finalize step marks the pool").to.equal("requested");
+    expect(
+      marked?.metadata.annotations?.[ANNOTATION.poolRemoval],
+      "the first finalize step marks the pool",
+    ).to.equal("requested");
     expect(marked?.metadata.uid).to.equal(cspi.metadata.uid);
 
     await driver.converge(NS);

@@ -5,7 +5,14 @@
 // sandbox's files are shared, like disks re-attached to another node, so a pool moves by export and import.
 import { Watch } from "@kubernetes/client-node";
 import { expect } from "chai";
-import { ANNOTATION, API_VERSION, FINALIZER, KIND, LABEL, POOL_REMOVAL_REQUESTED } from "../../api/constants.js";
+import {
+  ANNOTATION,
+  API_VERSION,
+  FINALIZER,
+  KIND,
+  LABEL,
+  POOL_REMOVAL_REQUESTED,
+} from "../../api/constants.js";
 import type { Condition, CSPI } from "../../api/types.js";
 import { resolvePoolConfig } from "../../lib/cspc/build.js";
 import { findCondition } from "../../lib/conditions.js";
@@ -14,19 +21,36 @@ import { commandsFromEnv } from "../../node-daemon/host.js";
 import { createKubeApi, type KubeApi } from "../../node-daemon/kube.js";
 import { leaves, parseZpoolStatus } from "../../node-daemon/parse.js";
 import { deviceRootsFromEnv } from "../../node-daemon/validate.js";
-import { getIfPresent, INSTALL_NAMESPACE, markDeploymentAvailable, projectInstalled, waitUntil, type Identity, type KubeCluster } from "../support/kube.js";
+import {
+  getIfPresent,
+  INSTALL_NAMESPACE,
+  markDeploymentAvailable,
+  projectInstalled,
+  waitUntil,
+  type Identity,
+  type KubeCluster,
+} from "../support/kube.js";
 import { MetacontrollerDriver, serveHooks } from "../support/metacontroller-driver.js";
 import { DaemonProcess, shippedDaemonEnv } from "../support/node-daemon-process.js";
 import { startNode, type ZfsNode } from "../support/zfs-node.js";
-import { blockDeviceName, MiB, ndmBlockDevice, nodeObject, requireZfs, ZfsSandbox } from "../../testkit/zfs.js";
+import {
+  blockDeviceName,
+  MiB,
+  ndmBlockDevice,
+  nodeObject,
+  requireZfs,
+  ZfsSandbox,
+} from "../../testkit/zfs.js";
 
 const NS = INSTALL_NAMESPACE;
 const OTHER_NS = "node-daemon-e2e-elsewhere";
 const CSPC = "e2e-cspc";
 const DEVICE_MIB = 128;
 const WAIT_MS = 60_000;
-const cspiPath = (name = "") => `/apis/${API_VERSION}/namespaces/${NS}/cstorpoolinstances${name ? `/${name}` : ""}`;
-const claimPath = (name = "") => `/apis/${API_VERSION}/namespaces/${NS}/blockdeviceclaims${name ? `/${name}` : ""}`;
+const cspiPath = (name = "") =>
+  `/apis/${API_VERSION}/namespaces/${NS}/cstorpoolinstances${name ? `/${name}` : ""}`;
+const claimPath = (name = "") =>
+  `/apis/${API_VERSION}/namespaces/${NS}/blockdeviceclaims${name ? `/${name}` : ""}`;
 
 interface GroupInput {
   type: "stripe" | "mirror";
@@ -36,7 +60,11 @@ interface GroupInput {
 function raidGroup(group: GroupInput) {
   return {
     type: group.type,
-    blockDevices: group.devices.map((devLink) => ({ blockDeviceName: blockDeviceName(devLink), capacity: DEVICE_MIB * MiB, devLink })),
+    blockDevices: group.devices.map((devLink) => ({
+      blockDeviceName: blockDeviceName(devLink),
+      capacity: DEVICE_MIB * MiB,
+      devLink,
+    })),
   };
 }
 
@@ -46,7 +74,12 @@ function cspiObject(name: string, host: string, groups: GroupInput[]): CSPI {
     apiVersion: API_VERSION,
     kind: KIND.cspi,
     metadata: { name, namespace: NS, labels: { [LABEL.cspc]: CSPC, [LABEL.hostname]: host } },
-    spec: { hostName: host, nodeSelector: { [LABEL.hostname]: host }, poolConfig: resolvePoolConfig(undefined), raidGroups: groups.map(raidGroup) },
+    spec: {
+      hostName: host,
+      nodeSelector: { [LABEL.hostname]: host },
+      poolConfig: resolvePoolConfig(undefined),
+      raidGroups: groups.map(raidGroup),
+    },
   };
 }
 
@@ -56,7 +89,12 @@ function claimObject(devLink: string, cspi: string, annotations?: Record<string,
   return {
     apiVersion: API_VERSION,
     kind: KIND.blockDeviceClaim,
-    metadata: { name: claimName(device), namespace: NS, labels: { [LABEL.cspc]: CSPC, [LABEL.cspi]: cspi }, ...(annotations ? { annotations } : {}) },
+    metadata: {
+      name: claimName(device),
+      namespace: NS,
+      labels: { [LABEL.cspc]: CSPC, [LABEL.cspi]: cspi },
+      ...(annotations ? { annotations } : {}),
+    },
     spec: { blockDeviceName: device },
     status: { phase: "Bound" },
   };
@@ -77,7 +115,10 @@ function importable(node: ZfsNode, dir: string, destroyedToo = false): string {
   try {
     return node.zpool("import", ...(destroyedToo ? ["-D"] : []), "-d", dir);
   } catch (error) {
-    return String((error as { stdout?: string }).stdout ?? "") + String((error as { stderr?: string }).stderr ?? "");
+    return (
+      String((error as { stdout?: string }).stdout ?? "") +
+      String((error as { stderr?: string }).stderr ?? "")
+    );
   }
 }
 
@@ -102,23 +143,37 @@ describe("integration: the node daemon end to end (real processes, real apiserve
   const getCspi = async (name: string): Promise<CSPI | undefined> => {
     const response = await cluster.request(cluster.admin, "GET", cspiPath(name));
     if (response.status === 404) return undefined;
-    if (response.status !== 200) throw new Error(`GET CSPI ${name}: ${response.status} ${JSON.stringify(response.body)}`);
+    if (response.status !== 200)
+      throw new Error(`GET CSPI ${name}: ${response.status} ${JSON.stringify(response.body)}`);
     return response.body;
   };
   const tails = () => daemons.map((d) => d.tail()).join("");
   /** Polls the CSPI until `done` holds; the failure shows the last CSPI seen and the daemons' last lines. */
-  const waitForCspi = async (name: string, what: string, done: (cspi: CSPI | undefined) => boolean): Promise<CSPI | undefined> => {
+  const waitForCspi = async (
+    name: string,
+    what: string,
+    done: (cspi: CSPI | undefined) => boolean,
+  ): Promise<CSPI | undefined> => {
     let last: CSPI | undefined;
     await waitUntil(
       async () => done((last = await getCspi(name))),
       WAIT_MS,
-      () => `CSPI ${name}: ${what} did not happen; last seen: ${JSON.stringify({ metadata: last?.metadata, status: last?.status })}${tails()}`,
+      () =>
+        `CSPI ${name}: ${what} did not happen; last seen: ${JSON.stringify({ metadata: last?.metadata, status: last?.status })}${tails()}`,
     );
     return last;
   };
-  const events = async (name: string): Promise<{ type: string; reason: string; message: string; source: { component: string; host: string } }[]> => {
+  const events = async (
+    name: string,
+  ): Promise<
+    { type: string; reason: string; message: string; source: { component: string; host: string } }[]
+  > => {
     const selector = encodeURIComponent(`involvedObject.name=${name},involvedObject.kind=${KIND.cspi}`);
-    const response = await cluster.request(cluster.admin, "GET", `/api/v1/namespaces/${NS}/events?fieldSelector=${selector}`);
+    const response = await cluster.request(
+      cluster.admin,
+      "GET",
+      `/api/v1/namespaces/${NS}/events?fieldSelector=${selector}`,
+    );
     return response.body.items;
   };
   const waitForEvent = async (name: string, reason: string, host: string) => {
@@ -129,10 +184,18 @@ describe("integration: the node daemon end to end (real processes, real apiserve
     );
   };
   const apply = async (...objects: object[]) => {
-    await cluster.kubectl(["apply", "--server-side", "-f", "-"], { input: objects.map((o) => JSON.stringify(o)).join("\n") });
+    await cluster.kubectl(["apply", "--server-side", "-f", "-"], {
+      input: objects.map((o) => JSON.stringify(o)).join("\n"),
+    });
   };
   const patchCspi = async (name: string, patch: unknown[]) => {
-    const response = await cluster.request(cluster.admin, "PATCH", cspiPath(name), patch, "application/json-patch+json");
+    const response = await cluster.request(
+      cluster.admin,
+      "PATCH",
+      cspiPath(name),
+      patch,
+      "application/json-patch+json",
+    );
     expect(response.status, JSON.stringify(response.body)).to.equal(200);
   };
   const startDaemon = async (nodeName: string, host: ZfsNode): Promise<DaemonProcess> => {
@@ -185,7 +248,10 @@ describe("integration: the node daemon end to end (real processes, real apiserve
         zfs: ["nsenter", "-t", "1", "-m", "--", "zfs"],
         truncate: ["nsenter", "-t", "1", "-m", "--", "truncate"],
       });
-      expect(env.CSTOR_REPLICA_BACKEND, "replicas are zvols where the DaemonSet runs (docs/decisions.md, 11)").to.equal("zvol");
+      expect(
+        env.CSTOR_REPLICA_BACKEND,
+        "replicas are zvols where the DaemonSet runs (docs/decisions.md, 11)",
+      ).to.equal("zvol");
     });
 
     it("keeps the default device roots: the daemon touches device paths under /dev/ only", () => {
@@ -202,7 +268,9 @@ describe("integration: the node daemon end to end (real processes, real apiserve
     before(() => {
       name = `e2e-life-${sandbox.id}`;
       pool = zpoolName(name);
-      devices = Object.fromEntries(["m1", "m2", "m3", "m4", "m5"].map((d) => [d, sandbox.file(`e2e-${d}`, DEVICE_MIB)]));
+      devices = Object.fromEntries(
+        ["m1", "m2", "m3", "m4", "m5"].map((d) => [d, sandbox.file(`e2e-${d}`, DEVICE_MIB)]),
+      );
     });
 
     it("a new CSPI: the daemon adds its finalizer, creates the pool and reports it ONLINE with capacity, with Events", async () => {
@@ -213,18 +281,26 @@ describe("integration: the node daemon end to end (real processes, real apiserve
       );
       const online = await waitForCspi(name, "phase ONLINE", (c) => c?.status?.phase === "ONLINE");
       expect(online!.metadata.finalizers).to.deep.equal([FINALIZER.poolProtection]);
-      expect(online!.status).to.include({ importedOn: nodeNameA(), poolName: pool, readOnly: false, provisionedReplicas: 0 });
+      expect(online!.status).to.include({
+        importedOn: nodeNameA(),
+        poolName: pool,
+        readOnly: false,
+        provisionedReplicas: 0,
+      });
       const { total, free, used } = online!.status!.capacity!;
       expect(total, "a 128 MiB mirror holds less than 128 MiB").to.match(/^\d+(\.\d+)?Mi$/);
       expect(parseFloat(total)).to.be.within(64, 128);
       expect([free, used].every((q) => /^\d+(\.\d+)?(Ki|Mi)?$/.test(q))).to.equal(true);
-      expect(Number.isNaN(Date.parse(online!.status!.lastUpdateTime!)), "lastUpdateTime is a date").to.equal(false);
+      expect(Number.isNaN(Date.parse(online!.status!.lastUpdateTime!)), "lastUpdateTime is a date").to.equal(
+        false,
+      );
       expect(dataGroups(hostA, pool)).to.deep.equal([[devices.m1, devices.m2]]);
 
       await waitForEvent(name, "PoolCreated", nodeNameA());
       const recorded = await events(name);
       expect(recorded.map((e) => e.reason)).to.include.members(["FinalizerAdded", "PoolCreated"]);
-      for (const event of recorded) expect(event.source).to.deep.equal({ component: "cstor-pool-node-daemon", host: nodeNameA() });
+      for (const event of recorded)
+        expect(event.source).to.deep.equal({ component: "cstor-pool-node-daemon", host: nodeNameA() });
 
       const metrics = await (await fetch(`http://127.0.0.1:${nodeA!.metricsPort}/metrics`)).text();
       expect(metrics).to.contain(`cstor_pool_phase{cspi="${name}",pool="${pool}",phase="ONLINE"} 1`);
@@ -233,36 +309,70 @@ describe("integration: the node daemon end to end (real processes, real apiserve
 
     it("keeps the heartbeat going without a change: lastUpdateTime moves, nothing else", async () => {
       const before = await getCspi(name);
-      const after = await waitForCspi(name, "a newer lastUpdateTime", (c) => c?.status?.lastUpdateTime !== before!.status!.lastUpdateTime);
-      expect({ ...after!.status, lastUpdateTime: undefined }).to.deep.equal({ ...before!.status, lastUpdateTime: undefined });
+      const after = await waitForCspi(
+        name,
+        "a newer lastUpdateTime",
+        (c) => c?.status?.lastUpdateTime !== before!.status!.lastUpdateTime,
+      );
+      expect({ ...after!.status, lastUpdateTime: undefined }).to.deep.equal({
+        ...before!.status,
+        lastUpdateTime: undefined,
+      });
     });
 
     it("expansion: a raid group added to the spec is added to the pool; PoolExpansion says so", async () => {
       const before = await getCspi(name);
-      await patchCspi(name, [{ op: "add", path: "/spec/raidGroups/-", value: raidGroup({ type: "mirror", devices: [devices.m3, devices.m4] }) }]);
+      await patchCspi(name, [
+        {
+          op: "add",
+          path: "/spec/raidGroups/-",
+          value: raidGroup({ type: "mirror", devices: [devices.m3, devices.m4] }),
+        },
+      ]);
       await apply(claimObject(devices.m3, name), claimObject(devices.m4, name));
-      const expanded = await waitForCspi(name, "PoolExpansion successful", (c) => condition(c, "PoolExpansion")?.reason === "PoolExpansionSuccessful");
+      const expanded = await waitForCspi(
+        name,
+        "PoolExpansion successful",
+        (c) => condition(c, "PoolExpansion")?.reason === "PoolExpansionSuccessful",
+      );
       expect(dataGroups(hostA, pool)).to.deep.equal([
         [devices.m1, devices.m2],
         [devices.m3, devices.m4],
       ]);
       expect(condition(expanded, "PoolExpansion")).to.include({ status: "False" });
-      expect(condition(expanded, "PoolExpansion")!.message).to.contain(blockDeviceName(devices.m3)).and.contain(blockDeviceName(devices.m4));
+      expect(condition(expanded, "PoolExpansion")!.message)
+        .to.contain(blockDeviceName(devices.m3))
+        .and.contain(blockDeviceName(devices.m4));
       expect(expanded!.status!.phase).to.equal("ONLINE");
-      const grown = await waitForCspi(name, "the capacity to grow", (c) => parseFloat(c!.status!.capacity!.total) > parseFloat(before!.status!.capacity!.total));
+      const grown = await waitForCspi(
+        name,
+        "the capacity to grow",
+        (c) => parseFloat(c!.status!.capacity!.total) > parseFloat(before!.status!.capacity!.total),
+      );
       expect(grown!.status!.capacity!.total).to.match(/Mi$/);
       await waitForEvent(name, "PoolExpanded", nodeNameA());
     });
 
     it("replacement: a mirror member swapped in the spec is replaced through resilver; then only the predecessor mark leaves the new claim", async () => {
       data = hostA.writeData(sandbox, `${pool}/vol1`);
-      const newClaim = claimObject(devices.m5, name, { [ANNOTATION.bdPredecessor]: blockDeviceName(devices.m2), "example.com/ticket": "OPS-1" });
+      const newClaim = claimObject(devices.m5, name, {
+        [ANNOTATION.bdPredecessor]: blockDeviceName(devices.m2),
+        "example.com/ticket": "OPS-1",
+      });
       await apply(newClaim);
       await patchCspi(name, [
         { op: "test", path: "/spec/raidGroups/0/blockDevices/1/devLink", value: devices.m2 },
-        { op: "replace", path: "/spec/raidGroups/0/blockDevices/1", value: raidGroup({ type: "mirror", devices: [devices.m5] }).blockDevices[0] },
+        {
+          op: "replace",
+          path: "/spec/raidGroups/0/blockDevices/1",
+          value: raidGroup({ type: "mirror", devices: [devices.m5] }).blockDevices[0],
+        },
       ]);
-      const done = await waitForCspi(name, "DiskReplacement successful", (c) => condition(c, "DiskReplacement")?.reason === "BlockDeviceReplacementSucceess");
+      const done = await waitForCspi(
+        name,
+        "DiskReplacement successful",
+        (c) => condition(c, "DiskReplacement")?.reason === "BlockDeviceReplacementSucceess",
+      );
       expect(condition(done, "DiskReplacement")!.status).to.equal("False");
       expect(dataGroups(hostA, pool)).to.deep.equal([
         [devices.m1, devices.m5],
@@ -286,7 +396,8 @@ describe("integration: the node daemon end to end (real processes, real apiserve
         (_type, object: CSPI) => {
           const entry = { importedOn: object.status?.importedOn, phase: object.status?.phase };
           const previous = seen.at(-1);
-          if (!previous || previous.importedOn !== entry.importedOn || previous.phase !== entry.phase) seen.push(entry);
+          if (!previous || previous.importedOn !== entry.importedOn || previous.phase !== entry.phase)
+            seen.push(entry);
         },
         () => undefined,
       );
@@ -296,7 +407,11 @@ describe("integration: the node daemon end to end (real processes, real apiserve
         await patchCspi(name, [
           { op: "replace", path: "/spec/hostName", value: nodeNameB() },
           { op: "replace", path: "/spec/nodeSelector", value: { [LABEL.hostname]: nodeNameB() } },
-          { op: "replace", path: `/metadata/labels/${LABEL.hostname.replace("/", "~1")}`, value: nodeNameB() },
+          {
+            op: "replace",
+            path: `/metadata/labels/${LABEL.hostname.replace("/", "~1")}`,
+            value: nodeNameB(),
+          },
         ]);
         await waitForEvent(name, "WaitingForExport", nodeNameB());
         expect(hostA.imported(pool), "B does not import while A's heartbeat is fresh").to.equal(true);
@@ -305,8 +420,16 @@ describe("integration: the node daemon end to end (real processes, real apiserve
 
         // A's daemon comes back and exports; B's, running all along, imports.
         nodeA = await startDaemon(nodeNameA(), hostA);
-        await waitForCspi(name, `import on ${nodeNameB()}`, (c) => c?.status?.importedOn === nodeNameB() && c.status.phase === "ONLINE");
-        await waitUntil(async () => seen.at(-1)?.importedOn === nodeNameB(), WAIT_MS, () => `the watch saw ${JSON.stringify(seen)}`);
+        await waitForCspi(
+          name,
+          `import on ${nodeNameB()}`,
+          (c) => c?.status?.importedOn === nodeNameB() && c.status.phase === "ONLINE",
+        );
+        await waitUntil(
+          async () => seen.at(-1)?.importedOn === nodeNameB(),
+          WAIT_MS,
+          () => `the watch saw ${JSON.stringify(seen)}`,
+        );
       } finally {
         watching.abort();
       }
@@ -318,7 +441,10 @@ describe("integration: the node daemon end to end (real processes, real apiserve
       expect(hostB.imported(pool)).to.equal(true);
       expect(hostA.imported(pool)).to.equal(false);
       expect(hostB.checksum(data.file)).to.equal(data.sha);
-      expect(nodeB!.lines.filter((l) => l.msg === "node daemon started"), "node B's daemon was never restarted").to.have.length(1);
+      expect(
+        nodeB!.lines.filter((l) => l.msg === "node daemon started"),
+        "node B's daemon was never restarted",
+      ).to.have.length(1);
       await waitForEvent(name, "PoolExported", nodeNameA());
       await waitForEvent(name, "PoolImported", nodeNameB());
       const moved = await getCspi(name);
@@ -346,7 +472,6 @@ describe("integration: the node daemon end to end (real processes, real apiserve
   });
 
   describe("a pool marked for removal", () => {
-
     it("openebs.io/pool-removal=requested, then delete: the pool is destroyed, its labels cleared, the CSPI gone", async () => {
       const name = `e2e-gone-${sandbox.id}`;
       const pool = zpoolName(name);
@@ -356,14 +481,24 @@ describe("integration: the node daemon end to end (real processes, real apiserve
         const devices = [own.file("e2e-g1", DEVICE_MIB), own.file("e2e-g2", DEVICE_MIB)];
         await apply(cspiObject(name, nodeNameA(), [{ type: "mirror", devices }]));
         await waitForCspi(name, "phase ONLINE", (c) => c?.status?.phase === "ONLINE");
-        await cluster.kubectl(["annotate", "cspi", name, "-n", NS, `${ANNOTATION.poolRemoval}=${POOL_REMOVAL_REQUESTED}`]);
+        await cluster.kubectl([
+          "annotate",
+          "cspi",
+          name,
+          "-n",
+          NS,
+          `${ANNOTATION.poolRemoval}=${POOL_REMOVAL_REQUESTED}`,
+        ]);
         await cluster.kubectl(["delete", "cspi", name, "-n", NS, "--wait=false"]);
         await waitForCspi(name, "the CSPI to go", (c) => c === undefined);
         expect(hostA.imported(pool)).to.equal(false);
         expect(importable(hostA, own.dir, true), "no label left on the devices").to.not.contain(pool);
         const recorded = await events(name);
         expect(recorded.map((e) => e.reason)).to.include.members(["PoolDestroyed", "FinalizerRemoved"]);
-        expect(new Set(recorded.map((e) => e.source.host)), "node B's daemon left node A's pool alone").to.deep.equal(new Set([nodeNameA()]));
+        expect(
+          new Set(recorded.map((e) => e.source.host)),
+          "node B's daemon left node A's pool alone",
+        ).to.deep.equal(new Set([nodeNameA()]));
       } finally {
         own.cleanup();
       }
@@ -384,7 +519,8 @@ describe("integration: the node daemon end to end (real processes, real apiserve
     const cspcPath = () => `/apis/${API_VERSION}/namespaces/${NS}/cstorpoolclusters/${cspc}`;
     const get = (path: string): Promise<any> => getIfPresent(cluster, path);
     const owned = async (path: string): Promise<any[]> =>
-      ((await get(`${path}?labelSelector=${encodeURIComponent(`${LABEL.cspc}=${cspc}`)}`))?.items ?? []) as any[];
+      ((await get(`${path}?labelSelector=${encodeURIComponent(`${LABEL.cspc}=${cspc}`)}`))?.items ??
+        []) as any[];
     const loopCspis = () => owned(cspiPath());
     const loopClaims = () => owned(claimPath());
     /** Metacontroller's syncs of this CSPC and its CSPIs, round after round until one writes nothing. */
@@ -392,7 +528,11 @@ describe("integration: the node daemon end to end (real processes, real apiserve
       for (let round = 0; round < 8; round++) {
         const writes = (await driver.syncComposite(COMPOSITE, NS, cspc)).writes;
         for (const cspi of await loopCspis()) {
-          writes.push(...(await driver.syncDecorator(DECORATOR, API_VERSION, "cstorpoolinstances", NS, cspi.metadata.name)).writes);
+          writes.push(
+            ...(
+              await driver.syncDecorator(DECORATOR, API_VERSION, "cstorpoolinstances", NS, cspi.metadata.name)
+            ).writes,
+          );
         }
         if (writes.length === 0) return;
       }
@@ -415,24 +555,48 @@ describe("integration: the node daemon end to end (real processes, real apiserve
         kind: KIND.cspc,
         metadata: { name: cspc, namespace: NS },
         spec: {
-          pools: [{ nodeSelector: { [LABEL.hostname]: nodeNameA() }, raidGroups: [{ type: "mirror", blockDevices: devices.map((d) => ({ blockDeviceName: blockDeviceName(d) })) }] }],
+          pools: [
+            {
+              nodeSelector: { [LABEL.hostname]: nodeNameA() },
+              raidGroups: [
+                {
+                  type: "mirror",
+                  blockDevices: devices.map((d) => ({ blockDeviceName: blockDeviceName(d) })),
+                },
+              ],
+            },
+          ],
         },
       });
       await syncLoop();
       const claims = await loopClaims();
-      expect(claims.map((c) => c.spec.blockDeviceName).sort()).to.deep.equal(devices.map(blockDeviceName).sort());
+      expect(claims.map((c) => c.spec.blockDeviceName).sort()).to.deep.equal(
+        devices.map(blockDeviceName).sort(),
+      );
       for (const claim of claims) {
-        const bound = await cluster.request(cluster.admin, "PATCH", claimPath(claim.metadata.name), { status: { phase: "Bound" } }, "application/merge-patch+json");
+        const bound = await cluster.request(
+          cluster.admin,
+          "PATCH",
+          claimPath(claim.metadata.name),
+          { status: { phase: "Bound" } },
+          "application/merge-patch+json",
+        );
         expect(bound.status, JSON.stringify(bound.body)).to.equal(200);
       }
       await syncLoop();
       const [cspi, ...others] = await loopCspis();
       expect(others).to.deep.equal([]);
       expect(cspi.spec.hostName).to.equal(nodeNameA());
-      expect(cspi.spec.raidGroups[0].blockDevices.map((d: { devLink: string }) => d.devLink)).to.deep.equal(devices);
+      expect(cspi.spec.raidGroups[0].blockDevices.map((d: { devLink: string }) => d.devLink)).to.deep.equal(
+        devices,
+      );
 
       // The pool is ONLINE on the node, but no kubelet runs its pool pod here: the phase says so.
-      const online = await waitForCspi(cspi.metadata.name, "phase PodUnavailable", (c) => c?.status?.phase === "PodUnavailable");
+      const online = await waitForCspi(
+        cspi.metadata.name,
+        "phase PodUnavailable",
+        (c) => c?.status?.phase === "PodUnavailable",
+      );
       expect(online!.metadata.finalizers).to.include(FINALIZER.poolProtection);
       expect(dataGroups(hostA, zpoolName(cspi.metadata.name))).to.deep.equal([devices]);
     });
@@ -442,9 +606,17 @@ describe("integration: the node daemon end to end (real processes, real apiserve
       const [cspi] = await loopCspis();
       expect(cspi.status.phase, "the daemon's ONLINE, without a pool pod").to.equal("PodUnavailable");
       expect(condition(cspi, "PodAvailable")).to.include({ status: "False" });
-      expect((await get(cspcPath())).status).to.include({ desiredInstances: 1, provisionedInstances: 1, healthyInstances: 0 });
+      expect((await get(cspcPath())).status).to.include({
+        desiredInstances: 1,
+        provisionedInstances: 1,
+        healthyInstances: 0,
+      });
 
-      const [deployment] = (await get(`/apis/apps/v1/namespaces/${NS}/deployments?labelSelector=${encodeURIComponent(`${LABEL.cspi}=${cspi.metadata.name}`)}`)).items;
+      const [deployment] = (
+        await get(
+          `/apis/apps/v1/namespaces/${NS}/deployments?labelSelector=${encodeURIComponent(`${LABEL.cspi}=${cspi.metadata.name}`)}`,
+        )
+      ).items;
       await markDeploymentAvailable(cluster, deployment);
       await waitUntil(
         async () => {
@@ -455,7 +627,10 @@ describe("integration: the node daemon end to end (real processes, real apiserve
         () => `healthyInstances never reached 1${tails()}`,
       );
       const healthy = (await loopCspis())[0];
-      expect(healthy.status.phase, "the daemon writes the zpool's state again once the pod is available").to.equal("ONLINE");
+      expect(
+        healthy.status.phase,
+        "the daemon writes the zpool's state again once the pod is available",
+      ).to.equal("ONLINE");
       expect(condition(healthy, "PodAvailable")).to.include({ status: "True" });
     });
 
@@ -490,7 +665,13 @@ describe("integration: the node daemon end to end (real processes, real apiserve
       return (await getCspi(name))!;
     };
     const setFinalizers = async (name: string, finalizers: string[]) => {
-      const response = await cluster.request(cluster.admin, "PATCH", cspiPath(name), { metadata: { finalizers } }, "application/merge-patch+json");
+      const response = await cluster.request(
+        cluster.admin,
+        "PATCH",
+        cspiPath(name),
+        { metadata: { finalizers } },
+        "application/merge-patch+json",
+      );
       expect(response.status, JSON.stringify(response.body)).to.equal(200);
     };
 
@@ -532,13 +713,18 @@ describe("integration: the node daemon end to end (real processes, real apiserve
     it("did all of the above without one refused or failed API call, zpool failure or warning", async () => {
       expect(daemons.length).to.be.greaterThan(2);
       for (const daemon of daemons) expect(daemon.problems(), daemon.nodeName).to.deep.equal([]);
-      const recorded = (await cluster.request(cluster.admin, "GET", `/api/v1/namespaces/${NS}/events`)).body.items as {
+      const recorded = (await cluster.request(cluster.admin, "GET", `/api/v1/namespaces/${NS}/events`)).body
+        .items as {
         type: string;
         reason: string;
         source: { component?: string };
       }[];
-      const warnings = recorded.filter((e) => e.source.component === "cstor-pool-node-daemon" && e.type === "Warning").map((e) => e.reason);
-      expect(new Set(warnings), "the only Warning: node B waiting for node A's export").to.deep.equal(new Set(["WaitingForExport"]));
+      const warnings = recorded
+        .filter((e) => e.source.component === "cstor-pool-node-daemon" && e.type === "Warning")
+        .map((e) => e.reason);
+      expect(new Set(warnings), "the only Warning: node B waiting for node A's export").to.deep.equal(
+        new Set(["WaitingForExport"]),
+      );
     });
 
     it("cannot read the CSPIs of a namespace where it has no Role: a daemon pointed there exits with code 1, saying it is forbidden", async () => {
@@ -559,7 +745,8 @@ describe("integration: the node daemon end to end (real processes, real apiserve
     it("every daemon process stopped on SIGTERM with exit code 0", async () => {
       nodeA = await stopDaemon(nodeA);
       nodeB = await stopDaemon(nodeB);
-      for (const daemon of daemons) expect(endings.get(daemon), daemon.tail()).to.deep.equal({ code: 0, signal: null });
+      for (const daemon of daemons)
+        expect(endings.get(daemon), daemon.tail()).to.deep.equal({ code: 0, signal: null });
     });
   });
 });

@@ -6,11 +6,25 @@
 import { createHash, randomBytes } from "node:crypto";
 import { join } from "node:path";
 import { expect } from "chai";
-import { ANNOTATION, API_VERSION, FINALIZER, KIND, LABEL, POOL_REMOVAL_REQUESTED, REPLICA_LOST_CONFIRM } from "../../api/constants.js";
+import {
+  ANNOTATION,
+  API_VERSION,
+  FINALIZER,
+  KIND,
+  LABEL,
+  POOL_REMOVAL_REQUESTED,
+  REPLICA_LOST_CONFIRM,
+} from "../../api/constants.js";
 import type { CSPI, CVR } from "../../api/types.js";
 import { resolvePoolConfig } from "../../lib/cspc/build.js";
 import { zpoolName } from "../../lib/names.js";
-import { INSTALL_NAMESPACE, projectInstalled, waitUntil, type Identity, type KubeCluster } from "../support/kube.js";
+import {
+  INSTALL_NAMESPACE,
+  projectInstalled,
+  waitUntil,
+  type Identity,
+  type KubeCluster,
+} from "../support/kube.js";
 import { DaemonProcess, shippedDaemonEnv } from "../support/node-daemon-process.js";
 import { startNode, type ZfsNode } from "../support/zfs-node.js";
 import { blockDeviceName, cvrObject, MiB, requireZfs, ZfsSandbox } from "../../testkit/zfs.js";
@@ -19,7 +33,8 @@ const NS = INSTALL_NAMESPACE;
 const CSPC = "replicas-cspc";
 const DEVICE_MIB = 128;
 const WAIT_MS = 60_000;
-const path = (plural: string, name = "") => `/apis/${API_VERSION}/namespaces/${NS}/${plural}${name ? `/${name}` : ""}`;
+const path = (plural: string, name = "") =>
+  `/apis/${API_VERSION}/namespaces/${NS}/${plural}${name ? `/${name}` : ""}`;
 
 function cspiObject(name: string, host: string, devLink: string): CSPI {
   return {
@@ -30,7 +45,12 @@ function cspiObject(name: string, host: string, devLink: string): CSPI {
       hostName: host,
       nodeSelector: { [LABEL.hostname]: host },
       poolConfig: resolvePoolConfig(undefined),
-      raidGroups: [{ type: "stripe", blockDevices: [{ blockDeviceName: blockDeviceName(devLink), capacity: DEVICE_MIB * MiB, devLink }] }],
+      raidGroups: [
+        {
+          type: "stripe",
+          blockDevices: [{ blockDeviceName: blockDeviceName(devLink), capacity: DEVICE_MIB * MiB, devLink }],
+        },
+      ],
     },
   };
 }
@@ -55,11 +75,17 @@ describe("integration: the node daemon's replicas (real processes, real apiserve
   const get = async <T>(plural: string, name: string): Promise<T | undefined> => {
     const response = await cluster.request(cluster.admin, "GET", path(plural, name));
     if (response.status === 404) return undefined;
-    if (response.status !== 200) throw new Error(`GET ${plural}/${name}: ${response.status} ${JSON.stringify(response.body)}`);
+    if (response.status !== 200)
+      throw new Error(`GET ${plural}/${name}: ${response.status} ${JSON.stringify(response.body)}`);
     return response.body as T;
   };
   const tails = () => daemons.map((d) => d.tail()).join("");
-  const waitFor = async <T>(plural: string, name: string, what: string, done: (object: T | undefined) => boolean): Promise<T | undefined> => {
+  const waitFor = async <T>(
+    plural: string,
+    name: string,
+    what: string,
+    done: (object: T | undefined) => boolean,
+  ): Promise<T | undefined> => {
     let last: T | undefined;
     await waitUntil(
       async () => done((last = await get<T>(plural, name))),
@@ -68,11 +94,18 @@ describe("integration: the node daemon's replicas (real processes, real apiserve
     );
     return last;
   };
-  const waitForCvr = (name: string, what: string, done: (cvr: CVR | undefined) => boolean) => waitFor<CVR>("cstorvolumereplicas", name, what, done);
-  const waitForCspi = (name: string, what: string, done: (cspi: CSPI | undefined) => boolean) => waitFor<CSPI>("cstorpoolinstances", name, what, done);
-  const events = async (kind: string, name: string): Promise<{ type: string; reason: string; message: string; source: { host: string } }[]> => {
+  const waitForCvr = (name: string, what: string, done: (cvr: CVR | undefined) => boolean) =>
+    waitFor<CVR>("cstorvolumereplicas", name, what, done);
+  const waitForCspi = (name: string, what: string, done: (cspi: CSPI | undefined) => boolean) =>
+    waitFor<CSPI>("cstorpoolinstances", name, what, done);
+  const events = async (
+    kind: string,
+    name: string,
+  ): Promise<{ type: string; reason: string; message: string; source: { host: string } }[]> => {
     const selector = encodeURIComponent(`involvedObject.name=${name},involvedObject.kind=${kind}`);
-    return (await cluster.request(cluster.admin, "GET", `/api/v1/namespaces/${NS}/events?fieldSelector=${selector}`)).body.items;
+    return (
+      await cluster.request(cluster.admin, "GET", `/api/v1/namespaces/${NS}/events?fieldSelector=${selector}`)
+    ).body.items;
   };
   const waitForEvent = async (kind: string, name: string, reason: string) => {
     await waitUntil(
@@ -82,13 +115,24 @@ describe("integration: the node daemon's replicas (real processes, real apiserve
     );
   };
   const apply = async (...objects: object[]) => {
-    await cluster.kubectl(["apply", "--server-side", "-f", "-"], { input: objects.map((o) => JSON.stringify(o)).join("\n") });
+    await cluster.kubectl(["apply", "--server-side", "-f", "-"], {
+      input: objects.map((o) => JSON.stringify(o)).join("\n"),
+    });
   };
-  const patch = async (plural: string, name: string, body: unknown, contentType = "application/merge-patch+json") => {
+  const patch = async (
+    plural: string,
+    name: string,
+    body: unknown,
+    contentType = "application/merge-patch+json",
+  ) => {
     const response = await cluster.request(cluster.admin, "PATCH", path(plural, name), body, contentType);
     expect(response.status, JSON.stringify(response.body)).to.equal(200);
   };
-  const startDaemon = async (nodeName: string, host: ZfsNode, as: Identity = identity): Promise<DaemonProcess> => {
+  const startDaemon = async (
+    nodeName: string,
+    host: ZfsNode,
+    as: Identity = identity,
+  ): Promise<DaemonProcess> => {
     const daemon = await DaemonProcess.start({
       env: shippedEnv(nodeName),
       kubeconfig: as.kubeconfig,
@@ -123,8 +167,12 @@ describe("integration: the node daemon's replicas (real processes, real apiserve
     shippedEnv = await shippedDaemonEnv(cluster, NS);
     await startDaemon(nodeNameA(), hostA);
     nodeB = await startDaemon(nodeNameB(), hostB);
-    await apply(cspiObject(cspiA(), nodeNameA(), sandbox.file("rep-a", DEVICE_MIB)), cspiObject(cspiB(), nodeNameB(), sandbox.file("rep-b", DEVICE_MIB)));
-    for (const name of [cspiA(), cspiB()]) await waitForCspi(name, "phase ONLINE", (c) => c?.status?.phase === "ONLINE");
+    await apply(
+      cspiObject(cspiA(), nodeNameA(), sandbox.file("rep-a", DEVICE_MIB)),
+      cspiObject(cspiB(), nodeNameB(), sandbox.file("rep-b", DEVICE_MIB)),
+    );
+    for (const name of [cspiA(), cspiB()])
+      await waitForCspi(name, "phase ONLINE", (c) => c?.status?.phase === "ONLINE");
   });
 
   after(async () => {
@@ -136,7 +184,13 @@ describe("integration: the node daemon's replicas (real processes, real apiserve
       ["cstorpoolinstances", cspiA()],
       ["cstorpoolinstances", cspiB()],
     ]) {
-      await cluster?.request(cluster.admin, "PATCH", path(plural, name), { metadata: { finalizers: null } }, "application/merge-patch+json");
+      await cluster?.request(
+        cluster.admin,
+        "PATCH",
+        path(plural, name),
+        { metadata: { finalizers: null } },
+        "application/merge-patch+json",
+      );
       await cluster?.request(cluster.admin, "DELETE", path(plural, name));
     }
     await Promise.all([hostA?.stop(), hostB?.stop()]);
@@ -150,33 +204,70 @@ describe("integration: the node daemon's replicas (real processes, real apiserve
       overrides: { ZFS_COMMAND_PREFIX: hostA.commandPrefixEnv, CSTOR_REPLICA_BACKEND: "zvols" },
     });
     expect((await daemon.exited).code).to.equal(1);
-    expect(daemon.otherOutput.join("")).to.contain('node daemon failed: CSTOR_REPLICA_BACKEND must be one of zvol, file').and.contain('got "zvols"');
+    expect(daemon.otherOutput.join(""))
+      .to.contain("node daemon failed: CSTOR_REPLICA_BACKEND must be one of zvol, file")
+      .and.contain('got "zvols"');
   });
 
   it("a CVR on node A's CSPI becomes a replica on A's pool only: dataset with its properties, replica.img of the capacity rounded up to 4 KiB, Healthy with its capacity; the CSPI counts it", async () => {
     const name = `${volume()}-${cspiA()}`;
     // 10M is 10,000,000 bytes: not a multiple of the 4 KiB block, so the replica is 10,002,432 bytes.
-    await apply(cvrObject({ volume: volume(), cspi: cspiA(), host: nodeNameA(), capacity: "10M", namespace: NS, cspc: CSPC }));
+    await apply(
+      cvrObject({
+        volume: volume(),
+        cspi: cspiA(),
+        host: nodeNameA(),
+        capacity: "10M",
+        namespace: NS,
+        cspc: CSPC,
+      }),
+    );
     const healthy = await waitForCvr(name, "phase Healthy", (c) => c?.status?.phase === "Healthy");
     expect(healthy!.status!.capacity!.total).to.equal("9768Ki");
     expect(healthy!.status!.capacity!.used).to.match(/^\d+(Ki|Mi)?$/);
     expect(healthy!.status!.observedGeneration).to.equal(healthy!.metadata.generation);
-    expect(Date.parse(healthy!.status!.lastTransitionTime!)).to.be.at.most(Date.parse(healthy!.status!.lastUpdateTime!));
+    expect(Date.parse(healthy!.status!.lastTransitionTime!)).to.be.at.most(
+      Date.parse(healthy!.status!.lastUpdateTime!),
+    );
     expect(healthy!.metadata.finalizers).to.deep.equal([FINALIZER.replicaProtection]);
     expect(fileSize(hostA, replicaFile(cspiA()))).to.equal(10_002_432);
-    const properties = hostA.zfs("get", "-H", "-o", "property,value", "io.openebs:volume,io.openebs:replica-id,io.openebs:cvr", `${zpoolName(cspiA())}/${volume()}`);
-    expect(properties).to.equal(`io.openebs:volume\t${volume()}\nio.openebs:replica-id\t${volume()}-r1\nio.openebs:cvr\t${name}\n`);
+    const properties = hostA.zfs(
+      "get",
+      "-H",
+      "-o",
+      "property,value",
+      "io.openebs:volume,io.openebs:replica-id,io.openebs:cvr",
+      `${zpoolName(cspiA())}/${volume()}`,
+    );
+    expect(properties).to.equal(
+      `io.openebs:volume\t${volume()}\nio.openebs:replica-id\t${volume()}-r1\nio.openebs:cvr\t${name}\n`,
+    );
     expect(datasets(hostB, cspiB()), "node B's pool holds nothing of node A's CVR").to.deep.equal([]);
-    const cspi = await waitForCspi(cspiA(), "the replica counted", (c) => c?.status?.provisionedReplicas === 1 && c.status.healthyReplicas === 1);
+    const cspi = await waitForCspi(
+      cspiA(),
+      "the replica counted",
+      (c) => c?.status?.provisionedReplicas === 1 && c.status.healthyReplicas === 1,
+    );
     expect(cspi!.status!.phase).to.equal("ONLINE");
     await waitForEvent(KIND.cvr, name, "ReplicaCreated");
-    for (const event of await events(KIND.cvr, name)) expect(event.source.host, "only node A's daemon acts on it").to.equal(nodeNameA());
+    for (const event of await events(KIND.cvr, name))
+      expect(event.source.host, "only node A's daemon acts on it").to.equal(nodeNameA());
   });
 
   it("the shipped policy lets the daemon's ServiceAccount change nothing of a CVR but its finalizers", async () => {
     const name = `${volume()}-${cspiA()}`;
-    for (const body of [{ spec: { capacity: "1Gi" } }, { metadata: { annotations: { [ANNOTATION.replicaLost]: REPLICA_LOST_CONFIRM } } }, { metadata: { labels: { [LABEL.replicaPool]: cspiB() } } }]) {
-      const response = await cluster.request(identity, "PATCH", path("cstorvolumereplicas", name), body, "application/merge-patch+json");
+    for (const body of [
+      { spec: { capacity: "1Gi" } },
+      { metadata: { annotations: { [ANNOTATION.replicaLost]: REPLICA_LOST_CONFIRM } } },
+      { metadata: { labels: { [LABEL.replicaPool]: cspiB() } } },
+    ]) {
+      const response = await cluster.request(
+        identity,
+        "PATCH",
+        path("cstorvolumereplicas", name),
+        body,
+        "application/merge-patch+json",
+      );
       expect(response.status, JSON.stringify(body)).to.equal(403);
       expect(JSON.stringify(response.body)).to.contain("may change only the finalizers of");
     }
@@ -184,12 +275,24 @@ describe("integration: the node daemon's replicas (real processes, real apiserve
 
   it("a CVR on node B's CSPI is B's alone: node A's daemon neither creates it nor writes its status", async () => {
     const name = `${volume()}-${cspiB()}`;
-    await apply(cvrObject({ volume: volume(), cspi: cspiB(), host: nodeNameB(), capacity: "4Mi", namespace: NS, cspc: CSPC }));
+    await apply(
+      cvrObject({
+        volume: volume(),
+        cspi: cspiB(),
+        host: nodeNameB(),
+        capacity: "4Mi",
+        namespace: NS,
+        cspc: CSPC,
+      }),
+    );
     await waitForCvr(name, "phase Healthy", (c) => c?.status?.phase === "Healthy");
     expect(datasets(hostB, cspiB())).to.deep.equal([`${zpoolName(cspiB())}/${volume()}`]);
     expect(datasets(hostA, cspiA())).to.deep.equal([`${zpoolName(cspiA())}/${volume()}`]);
     for (const event of await events(KIND.cvr, name)) expect(event.source.host).to.equal(nodeNameB());
-    expect(daemons[0].lines.filter((l) => l.cvr === name), "node A's daemon logged nothing about it").to.deep.equal([]);
+    expect(
+      daemons[0].lines.filter((l) => l.cvr === name),
+      "node A's daemon logged nothing about it",
+    ).to.deep.equal([]);
   });
 
   it("grows when spec.capacity grows; the data written into replica.img is still there", async () => {
@@ -197,9 +300,15 @@ describe("integration: the node daemon's replicas (real processes, real apiserve
     const data = randomBytes(MiB);
     hostA.run(["dd", `of=${replicaFile(cspiA())}`, "bs=1M", "conv=notrunc", "status=none"], data);
     await patch("cstorvolumereplicas", name, { spec: { capacity: "20Mi" } });
-    await waitForCvr(name, "capacity 20Mi", (c) => c?.status?.capacity?.total === "20Mi" && c.status.phase === "Healthy");
+    await waitForCvr(
+      name,
+      "capacity 20Mi",
+      (c) => c?.status?.capacity?.total === "20Mi" && c.status.phase === "Healthy",
+    );
     expect(fileSize(hostA, replicaFile(cspiA()))).to.equal(20 * MiB);
-    expect(hostA.run(["sh", "-c", `head -c ${MiB} ${replicaFile(cspiA())} | sha256sum`]).split(" ")[0]).to.equal(createHash("sha256").update(data).digest("hex"));
+    expect(
+      hostA.run(["sh", "-c", `head -c ${MiB} ${replicaFile(cspiA())} | sha256sum`]).split(" ")[0],
+    ).to.equal(createHash("sha256").update(data).digest("hex"));
     await waitForEvent(KIND.cvr, name, "ReplicaGrown");
   });
 
@@ -208,7 +317,9 @@ describe("integration: the node daemon's replicas (real processes, real apiserve
     await patch("cstorvolumereplicas", name, { spec: { capacity: "8Mi" } });
     const refused = await waitForCvr(name, "ShrinkRefused", (c) => c?.status?.reason === "ShrinkRefused");
     expect(refused!.status!.phase).to.equal("Error");
-    expect(refused!.status!.message).to.contain("never shrunk").and.contain(`${zpoolName(cspiA())}/${volume()}`);
+    expect(refused!.status!.message)
+      .to.contain("never shrunk")
+      .and.contain(`${zpoolName(cspiA())}/${volume()}`);
     expect(fileSize(hostA, replicaFile(cspiA()))).to.equal(20 * MiB);
     await waitForEvent(KIND.cvr, name, "ShrinkRefused");
     await patch("cstorvolumereplicas", name, { spec: { capacity: "20Mi" } });
@@ -219,7 +330,12 @@ describe("integration: the node daemon's replicas (real processes, real apiserve
   it("goes Offline when its pool is exported (the CSPI moved to a node without a daemon), Healthy again when it is back", async () => {
     const name = `${volume()}-${cspiA()}`;
     const moveTo = (node: string) =>
-      patch("cstorpoolinstances", cspiA(), [{ op: "replace", path: "/spec/hostName", value: node }], "application/json-patch+json");
+      patch(
+        "cstorpoolinstances",
+        cspiA(),
+        [{ op: "replace", path: "/spec/hostName", value: node }],
+        "application/json-patch+json",
+      );
     await moveTo(`nowhere-${sandbox.id}`);
     const offline = await waitForCvr(name, "phase Offline", (c) => c?.status?.phase === "Offline");
     expect(offline!.status!.reason).to.equal("PoolNotImported");
@@ -230,15 +346,22 @@ describe("integration: the node daemon's replicas (real processes, real apiserve
   });
 
   it("refuses to destroy a pool a CVR names (DestroyRefused), and removes nothing", async () => {
-    await patch("cstorpoolinstances", cspiA(), { metadata: { annotations: { [ANNOTATION.poolRemoval]: POOL_REMOVAL_REQUESTED } } });
+    await patch("cstorpoolinstances", cspiA(), {
+      metadata: { annotations: { [ANNOTATION.poolRemoval]: POOL_REMOVAL_REQUESTED } },
+    });
     await cluster.kubectl(["delete", "cspi", cspiA(), "-n", NS, "--wait=false"]);
     await waitUntil(
-      async () => (await events(KIND.cspi, cspiA())).some((e) => e.reason === "DestroyRefused" && e.message.includes(`${volume()}-${cspiA()}`)),
+      async () =>
+        (await events(KIND.cspi, cspiA())).some(
+          (e) => e.reason === "DestroyRefused" && e.message.includes(`${volume()}-${cspiA()}`),
+        ),
       WAIT_MS,
       () => `no DestroyRefused naming the CVR${tails()}`,
     );
     expect(hostA.imported(zpoolName(cspiA()))).to.equal(true);
-    expect((await get<CSPI>("cstorpoolinstances", cspiA()))!.metadata.finalizers).to.deep.equal([FINALIZER.poolProtection]);
+    expect((await get<CSPI>("cstorpoolinstances", cspiA()))!.metadata.finalizers).to.deep.equal([
+      FINALIZER.poolProtection,
+    ]);
   });
 
   it("a deleted CVR: its replica is destroyed, then its finalizer removed; the pool, now empty of replicas, is destroyed as asked", async () => {
@@ -249,7 +372,10 @@ describe("integration: the node daemon's replicas (real processes, real apiserve
     await waitForEvent(KIND.cvr, name, "FinalizerRemoved");
     // Events carry whole seconds: the daemon's log (milliseconds, in order) says which came first.
     const order = daemons[0].lines.filter((l) => l.cvr === name).map((l) => l.action);
-    expect(order.indexOf("destroy-replica"), "destroyed before the finalizer went").to.be.within(0, order.indexOf("remove-replica-finalizer") - 1);
+    expect(order.indexOf("destroy-replica"), "destroyed before the finalizer went").to.be.within(
+      0,
+      order.indexOf("remove-replica-finalizer") - 1,
+    );
     // The CSPI was deleted with the removal mark: with no CVR left, its pool is destroyed and the CSPI goes.
     await waitForCspi(cspiA(), "the CSPI to go", (c) => c === undefined);
     expect(hostA.imported(zpoolName(cspiA()))).to.equal(false);
@@ -257,14 +383,18 @@ describe("integration: the node daemon's replicas (real processes, real apiserve
 
   it("fail closed: a daemon that cannot read the CVRs (RBAC without them) leaves the counts out and refuses the destroy; with the shipped rights it destroys", async () => {
     const restricted = `cstor-pool-node-old-${sandbox.id}`;
-    const role = JSON.parse((await cluster.kubectl(["get", "role", "cstor-pool-node", "-n", NS, "-o", "json"])).stdout) as { rules: { resources: string[] }[] };
+    const role = JSON.parse(
+      (await cluster.kubectl(["get", "role", "cstor-pool-node", "-n", NS, "-o", "json"])).stdout,
+    ) as { rules: { resources: string[] }[] };
     await apply(
       { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: restricted, namespace: NS } },
       {
         apiVersion: "rbac.authorization.k8s.io/v1",
         kind: "Role",
         metadata: { name: restricted, namespace: NS },
-        rules: role.rules.filter((r) => !r.resources.some((resource) => resource.startsWith("cstorvolumereplicas"))),
+        rules: role.rules.filter(
+          (r) => !r.resources.some((resource) => resource.startsWith("cstorvolumereplicas")),
+        ),
       },
       {
         apiVersion: "rbac.authorization.k8s.io/v1",
@@ -282,10 +412,15 @@ describe("integration: the node daemon's replicas (real processes, real apiserve
       const online = await waitForCspi(emptyPool, "phase ONLINE", (c) => c?.status?.phase === "ONLINE");
       expect(online!.status, "unknown, not 0").to.not.have.property("provisionedReplicas");
       expect(online!.status).to.not.have.property("healthyReplicas");
-      await patch("cstorpoolinstances", emptyPool, { metadata: { annotations: { [ANNOTATION.poolRemoval]: POOL_REMOVAL_REQUESTED } } });
+      await patch("cstorpoolinstances", emptyPool, {
+        metadata: { annotations: { [ANNOTATION.poolRemoval]: POOL_REMOVAL_REQUESTED } },
+      });
       await cluster.kubectl(["delete", "cspi", emptyPool, "-n", NS, "--wait=false"]);
       await waitUntil(
-        async () => (await events(KIND.cspi, emptyPool)).some((e) => e.reason === "DestroyRefused" && e.message.includes("cannot be read")),
+        async () =>
+          (await events(KIND.cspi, emptyPool)).some(
+            (e) => e.reason === "DestroyRefused" && e.message.includes("cannot be read"),
+          ),
         WAIT_MS,
         () => `no DestroyRefused for unreadable CVRs${tails()}`,
       );
@@ -296,7 +431,8 @@ describe("integration: the node daemon's replicas (real processes, real apiserve
       await waitForCspi(emptyPool, "the CSPI to go", (c) => c === undefined);
       expect(hostB.imported(zpoolName(emptyPool))).to.equal(false);
     } finally {
-      for (const kind of ["rolebinding", "role", "serviceaccount"]) await cluster.kubectl(["delete", kind, restricted, "-n", NS, "--ignore-not-found"]);
+      for (const kind of ["rolebinding", "role", "serviceaccount"])
+        await cluster.kubectl(["delete", kind, restricted, "-n", NS, "--ignore-not-found"]);
     }
   });
 
@@ -306,13 +442,24 @@ describe("integration: the node daemon's replicas (real processes, real apiserve
     await cluster.kubectl(["delete", "cspi", cspiB(), "-n", NS, "--wait=false"]);
     await waitForCspi(cspiB(), "the CSPI to go", (c) => c === undefined);
     await cluster.kubectl(["delete", "cvr", name, "-n", NS, "--wait=false"]);
-    const waiting = await waitForCvr(name, "the deletion to be seen", (c) => c?.metadata.deletionTimestamp !== undefined);
-    expect(waiting!.metadata.finalizers, "no daemon can destroy a replica on a pool nobody holds").to.deep.equal([FINALIZER.replicaProtection]);
+    const waiting = await waitForCvr(
+      name,
+      "the deletion to be seen",
+      (c) => c?.metadata.deletionTimestamp !== undefined,
+    );
+    expect(
+      waiting!.metadata.finalizers,
+      "no daemon can destroy a replica on a pool nobody holds",
+    ).to.deep.equal([FINALIZER.replicaProtection]);
 
-    await patch("cstorvolumereplicas", name, { metadata: { annotations: { [ANNOTATION.replicaLost]: REPLICA_LOST_CONFIRM } } });
+    await patch("cstorvolumereplicas", name, {
+      metadata: { annotations: { [ANNOTATION.replicaLost]: REPLICA_LOST_CONFIRM } },
+    });
     await waitForCvr(name, "the CVR to go", (c) => c === undefined);
     const released = (await events(KIND.cvr, name)).filter((e) => e.reason === "ReplicaReleased");
     expect(released, "released once, by one daemon").to.have.length(1);
-    expect(released[0].message).to.contain("without destroying the replica").and.contain(`${cspiB()} is gone`);
+    expect(released[0].message)
+      .to.contain("without destroying the replica")
+      .and.contain(`${cspiB()} is gone`);
   });
 });

@@ -8,7 +8,15 @@ import { API_VERSION, KIND, LABEL } from "../../api/constants.js";
 import type { CSPI } from "../../api/types.js";
 import { resolvePoolConfig } from "../../lib/cspc/build.js";
 import { zpoolName } from "../../lib/names.js";
-import { getIfPresent, installProject, INSTALL_NAMESPACE, ownCluster, waitUntil, type Identity, type OwnCluster } from "../support/kube.js";
+import {
+  getIfPresent,
+  installProject,
+  INSTALL_NAMESPACE,
+  ownCluster,
+  waitUntil,
+  type Identity,
+  type OwnCluster,
+} from "../support/kube.js";
 import { DaemonProcess, shippedDaemonEnv } from "../support/node-daemon-process.js";
 import { startNode, type ZfsNode } from "../support/zfs-node.js";
 import { blockDeviceName, MiB, requireZfs, ZfsSandbox } from "../../testkit/zfs.js";
@@ -31,7 +39,8 @@ describe("integration: the node daemon's view of its CSPIs stays current (watch 
   let name: string;
   let pool: string;
   let data: { file: string; sha: string };
-  const cspiPath = (cspi = "") => `/apis/${API_VERSION}/namespaces/${NS}/cstorpoolinstances${cspi ? `/${cspi}` : ""}`;
+  const cspiPath = (cspi = "") =>
+    `/apis/${API_VERSION}/namespaces/${NS}/cstorpoolinstances${cspi ? `/${cspi}` : ""}`;
   const tails = () => [daemonA, daemonB].map((d) => d?.tail() ?? "").join("");
 
   const getCspi = (): Promise<CSPI | undefined> => getIfPresent(cluster, cspiPath(name));
@@ -57,7 +66,8 @@ describe("integration: the node daemon's view of its CSPIs stays current (watch 
     expect(response.status, JSON.stringify(response.body)).to.equal(200);
   };
   /** Lists after a watch ended or failed, from the daemon's log (watch-cache.ts). */
-  const relists = (daemon: DaemonProcess, reason: string) => daemon.lines.filter((l) => /^CSPI watch (ended|failed)/.test(l.msg) && l.reason === reason);
+  const relists = (daemon: DaemonProcess, reason: string) =>
+    daemon.lines.filter((l) => /^CSPI watch (ended|failed)/.test(l.msg) && l.reason === reason);
 
   before(async () => {
     requireZfs();
@@ -98,12 +108,24 @@ describe("integration: the node daemon's view of its CSPIs stays current (watch 
         hostName: daemonA.nodeName,
         nodeSelector: { [LABEL.hostname]: daemonA.nodeName },
         poolConfig: resolvePoolConfig(undefined),
-        raidGroups: [{ type: "mirror", blockDevices: devices.map((devLink) => ({ blockDeviceName: blockDeviceName(devLink), capacity: DEVICE_MIB * MiB, devLink })) }],
+        raidGroups: [
+          {
+            type: "mirror",
+            blockDevices: devices.map((devLink) => ({
+              blockDeviceName: blockDeviceName(devLink),
+              capacity: DEVICE_MIB * MiB,
+              devLink,
+            })),
+          },
+        ],
       },
     };
     const created = await cluster.request(cluster.admin, "POST", cspiPath(), cspi);
     expect(created.status, JSON.stringify(created.body)).to.equal(201);
-    await waitForCspi("ONLINE on node A", (c) => c?.status?.phase === "ONLINE" && c.status.importedOn === daemonA.nodeName);
+    await waitForCspi(
+      "ONLINE on node A",
+      (c) => c?.status?.phase === "ONLINE" && c.status.importedOn === daemonA.nodeName,
+    );
     data = hostA.writeData(sandbox, `${pool}/vol`, 1);
   });
 
@@ -115,28 +137,42 @@ describe("integration: the node daemon's view of its CSPIs stays current (watch 
       () => `the apiserver did not end the daemons' watches${tails()}`,
     );
     await moveTo(daemonB.nodeName);
-    await waitForCspi("ONLINE on node B", (c) => c?.status?.phase === "ONLINE" && c.status.importedOn === daemonB.nodeName);
+    await waitForCspi(
+      "ONLINE on node B",
+      (c) => c?.status?.phase === "ONLINE" && c.status.importedOn === daemonB.nodeName,
+    );
     expect(hostA.imported(pool)).to.equal(false);
     expect(hostB.checksum(data.file)).to.equal(data.sha);
 
     const metrics = await (await fetch(`http://127.0.0.1:${daemonB.metricsPort}/metrics`)).text();
     expect(metrics).to.match(/cstor_node_daemon_cspi_lists_total\{reason="watch-ended"\} [1-9]/);
     const age = Number(/^cstor_node_daemon_cspi_view_age_seconds (\S+)$/m.exec(metrics)?.[1]);
-    expect(age, "the view was confirmed within the last watch period").to.be.within(0, 2 * MIN_REQUEST_TIMEOUT_S + 5);
+    expect(age, "the view was confirmed within the last watch period").to.be.within(
+      0,
+      2 * MIN_REQUEST_TIMEOUT_S + 5,
+    );
     const ended = relists(daemonB, "watch-ended").at(-1)!;
     expect(ended.lastEventAgeSeconds, "the log line says how old the last event was").to.be.a("number");
   });
 
   it("the apiserver restarted under both daemons: they list and watch again, and the CSPI moved back to A follows", async () => {
-    const failedBefore = [daemonA, daemonB].map((d) => relists(d, "watch-failed").length + relists(d, "watch-ended").length);
+    const failedBefore = [daemonA, daemonB].map(
+      (d) => relists(d, "watch-failed").length + relists(d, "watch-ended").length,
+    );
     await cluster.restartApiserver();
     await waitUntil(
-      async () => [daemonA, daemonB].every((d, i) => relists(d, "watch-failed").length + relists(d, "watch-ended").length > failedBefore[i]),
+      async () =>
+        [daemonA, daemonB].every(
+          (d, i) => relists(d, "watch-failed").length + relists(d, "watch-ended").length > failedBefore[i],
+        ),
       WAIT_MS,
       () => `the daemons did not notice the restart${tails()}`,
     );
     await moveTo(daemonA.nodeName);
-    await waitForCspi("ONLINE on node A again", (c) => c?.status?.phase === "ONLINE" && c.status.importedOn === daemonA.nodeName);
+    await waitForCspi(
+      "ONLINE on node A again",
+      (c) => c?.status?.phase === "ONLINE" && c.status.importedOn === daemonA.nodeName,
+    );
     expect(hostB.imported(pool)).to.equal(false);
     expect(hostA.checksum(data.file)).to.equal(data.sha);
   });
@@ -144,7 +180,10 @@ describe("integration: the node daemon's view of its CSPIs stays current (watch 
   it("stopped on SIGTERM with exit code 0, with no error logged", async () => {
     for (const daemon of [daemonA, daemonB]) {
       expect(await daemon.stop(), daemon.tail()).to.deep.equal({ code: 0, signal: null });
-      expect(daemon.lines.filter((l) => l.level === "error"), daemon.nodeName).to.deep.equal([]);
+      expect(
+        daemon.lines.filter((l) => l.level === "error"),
+        daemon.nodeName,
+      ).to.deep.equal([]);
     }
   });
 });

@@ -4,7 +4,14 @@ import { expect } from "chai";
 import { ANNOTATION, API_VERSION, FINALIZER, KIND, LABEL } from "../../api/constants.js";
 import { kubeEventWriter } from "../../lib/events/kube-writer.js";
 import { createKubeApi } from "../../node-daemon/kube.js";
-import { INSTALL_NAMESPACE, projectInstalled, repoPath, waitUntil, type Identity, type KubeCluster } from "../support/kube.js";
+import {
+  INSTALL_NAMESPACE,
+  projectInstalled,
+  repoPath,
+  waitUntil,
+  type Identity,
+  type KubeCluster,
+} from "../support/kube.js";
 
 const NS = INSTALL_NAMESPACE;
 const OTHER_NS = "rbac-elsewhere";
@@ -23,7 +30,12 @@ function cspi(namespace: string): object {
       hostName: "node-1",
       nodeSelector: { [LABEL.hostname]: "node-1" },
       poolConfig: { compression: "off", roThresholdLimit: 85 },
-      raidGroups: [{ type: "stripe", blockDevices: [{ blockDeviceName: "rbac-bd-1", devLink: "/dev/sdb", capacity: 1073741824 }] }],
+      raidGroups: [
+        {
+          type: "stripe",
+          blockDevices: [{ blockDeviceName: "rbac-bd-1", devLink: "/dev/sdb", capacity: 1073741824 }],
+        },
+      ],
     },
   };
 }
@@ -50,13 +62,25 @@ const objects = [
     },
     spec: { blockDeviceName: DEVICE },
   },
-  { apiVersion: "v1", kind: "Secret", metadata: { name: "rbac-secret", namespace: NS }, stringData: { password: "x" } },
+  {
+    apiVersion: "v1",
+    kind: "Secret",
+    metadata: { name: "rbac-secret", namespace: NS },
+    stringData: { password: "x" },
+  },
   { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "rbac-config", namespace: NS }, data: { a: "b" } },
   {
     apiVersion: API_VERSION,
     kind: KIND.cspc,
     metadata: { name: "rbac", namespace: NS },
-    spec: { pools: [{ nodeSelector: { [LABEL.hostname]: "node-1" }, raidGroups: [{ type: "stripe", blockDevices: [{ blockDeviceName: "rbac-bd-1" }] }] }] },
+    spec: {
+      pools: [
+        {
+          nodeSelector: { [LABEL.hostname]: "node-1" },
+          raidGroups: [{ type: "stripe", blockDevices: [{ blockDeviceName: "rbac-bd-1" }] }],
+        },
+      ],
+    },
   },
 ];
 
@@ -66,7 +90,9 @@ describe("integration: RBAC and policy for each identity, on a real kube-apiserv
 
   before(async () => {
     cluster = await projectInstalled();
-    await cluster.kubectl(["apply", "--server-side", "-f", "-"], { input: objects.map((o) => JSON.stringify(o)).join("\n") });
+    await cluster.kubectl(["apply", "--server-side", "-f", "-"], {
+      input: objects.map((o) => JSON.stringify(o)).join("\n"),
+    });
   });
 
   describe("the node daemon (ServiceAccount cstor-pool-node)", () => {
@@ -78,7 +104,12 @@ describe("integration: RBAC and policy for each identity, on a real kube-apiserv
       node = await cluster.serviceAccount(NS, "cstor-pool-node");
       // The apiserver starts enforcing a new ValidatingAdmissionPolicy a moment after it is created.
       await waitUntil(
-        async () => (await call("PATCH", `${crd("blockdeviceclaims", NS, CLAIM)}?dryRun=All`, { spec: { blockDeviceName: "probe" } })).status === 403,
+        async () =>
+          (
+            await call("PATCH", `${crd("blockdeviceclaims", NS, CLAIM)}?dryRun=All`, {
+              spec: { blockDeviceName: "probe" },
+            })
+          ).status === 403,
         30_000,
         () => "the node policy is never enforced",
       );
@@ -91,13 +122,30 @@ describe("integration: RBAC and policy for each identity, on a real kube-apiserv
       expect(cspi.spec.hostName).to.equal("node-1");
 
       const events: string[] = [];
-      const watching = await api.watchCspis(NS, resourceVersion, (type, object) => events.push(`${type} ${object.metadata.name}`));
-      await cluster.request(cluster.admin, "PATCH", crd("cstorpoolinstances", NS, CSPI), { metadata: { labels: { watched: "yes" } } }, "application/merge-patch+json");
-      await waitUntil(async () => events.length > 0, 10_000, () => "no watch event");
+      const watching = await api.watchCspis(NS, resourceVersion, (type, object) =>
+        events.push(`${type} ${object.metadata.name}`),
+      );
+      await cluster.request(
+        cluster.admin,
+        "PATCH",
+        crd("cstorpoolinstances", NS, CSPI),
+        { metadata: { labels: { watched: "yes" } } },
+        "application/merge-patch+json",
+      );
+      await waitUntil(
+        async () => events.length > 0,
+        10_000,
+        () => "no watch event",
+      );
       watching.stop();
       expect(events[0]).to.equal(`MODIFIED ${CSPI}`);
 
-      const status = { phase: "ONLINE" as const, capacity: { total: "1Gi", free: "1000Mi", used: "24Mi" }, readOnly: false, lastUpdateTime: "2026-11-21T10:00:00Z" };
+      const status = {
+        phase: "ONLINE" as const,
+        capacity: { total: "1Gi", free: "1000Mi", used: "24Mi" },
+        readOnly: false,
+        lastUpdateTime: "2026-11-21T10:00:00Z",
+      };
       const written = await api.patchCspiStatus(NS, CSPI, status);
       expect(written.status).to.deep.include(status);
 
@@ -106,15 +154,27 @@ describe("integration: RBAC and policy for each identity, on a real kube-apiserv
       const released = await api.removeFinalizer(protectedCspi, FINALIZER.poolProtection);
       expect(released?.metadata.finalizers ?? []).to.deep.equal([]);
 
-      await api.createEvent(released!, { type: "Normal", reason: "PoolImported", message: "imported" }, "cstor-pool-node", "node-1", new Date());
-      const recorded = await cluster.request(cluster.admin, "GET", `/api/v1/namespaces/${NS}/events?fieldSelector=involvedObject.name=${CSPI}`);
+      await api.createEvent(
+        released!,
+        { type: "Normal", reason: "PoolImported", message: "imported" },
+        "cstor-pool-node",
+        "node-1",
+        new Date(),
+      );
+      const recorded = await cluster.request(
+        cluster.admin,
+        "GET",
+        `/api/v1/namespaces/${NS}/events?fieldSelector=involvedObject.name=${CSPI}`,
+      );
       expect(recorded.body.items.map((e: { reason: string }) => e.reason)).to.include("PoolImported");
 
       expect(await api.listClaimAnnotations(NS, CSPI)).to.deep.equal({
         [DEVICE]: { [ANNOTATION.bdPredecessor]: "rbac-bd-old", "example.com/note": "kept" },
       });
       await api.removeClaimAnnotation(NS, CLAIM, ANNOTATION.bdPredecessor);
-      expect(await api.listClaimAnnotations(NS, CSPI)).to.deep.equal({ [DEVICE]: { "example.com/note": "kept" } });
+      expect(await api.listClaimAnnotations(NS, CSPI)).to.deep.equal({
+        [DEVICE]: { "example.com/note": "kept" },
+      });
     });
 
     it("reads BlockDevices", async () => {
@@ -126,20 +186,58 @@ describe("integration: RBAC and policy for each identity, on a real kube-apiserv
       ["list Secrets", "GET", `/api/v1/namespaces/${NS}/secrets`],
       ["read ConfigMaps", "GET", `/api/v1/namespaces/${NS}/configmaps/rbac-config`],
       ["list CSPIs of another namespace", "GET", crd("cstorpoolinstances", OTHER_NS)],
-      ["patch a CSPI of another namespace", "PATCH", crd("cstorpoolinstances", OTHER_NS, CSPI), { metadata: { finalizers: [FINALIZER.poolProtection] } }],
+      [
+        "patch a CSPI of another namespace",
+        "PATCH",
+        crd("cstorpoolinstances", OTHER_NS, CSPI),
+        { metadata: { finalizers: [FINALIZER.poolProtection] } },
+      ],
       ["list CSPIs of all namespaces", "GET", `/apis/${API_VERSION}/cstorpoolinstances`],
       ["delete a CSPC", "DELETE", crd("cstorpoolclusters", NS, "rbac")],
       ["patch a CSPC", "PATCH", crd("cstorpoolclusters", NS, "rbac"), { metadata: { labels: { x: "y" } } }],
-      ["write CSPC status", "PATCH", crd("cstorpoolclusters", NS, "rbac/status"), { status: { desiredInstances: 0 } }],
+      [
+        "write CSPC status",
+        "PATCH",
+        crd("cstorpoolclusters", NS, "rbac/status"),
+        { status: { desiredInstances: 0 } },
+      ],
       ["delete a CSPI", "DELETE", crd("cstorpoolinstances", NS, CSPI)],
       ["create a CSPI", "POST", crd("cstorpoolinstances", NS), cspi(NS), "application/json"],
       ["delete a claim", "DELETE", crd("blockdeviceclaims", NS, CLAIM)],
       ["patch a BlockDevice", "PATCH", crd("blockdevices", NS, DEVICE), { metadata: { labels: { x: "y" } } }],
       ["list Nodes", "GET", "/api/v1/nodes"],
-      ["create Pods", "POST", `/api/v1/namespaces/${NS}/pods`, { apiVersion: "v1", kind: "Pod", metadata: { name: "p" }, spec: { containers: [{ name: "c", image: "x" }] } }, "application/json"],
-      ["replace CSPI status wholesale", "PUT", crd("cstorpoolinstances", NS, `${CSPI}/status`), cspi(NS), "application/json"],
-      ["create events.k8s.io Events", "POST", `/apis/events.k8s.io/v1/namespaces/${NS}/events`, { apiVersion: "events.k8s.io/v1", kind: "Event", metadata: { name: "e" } }, "application/json"],
-      ["change the DaemonSet", "PATCH", `/apis/apps/v1/namespaces/${NS}/daemonsets/cstor-pool-node`, { spec: { template: { spec: { hostNetwork: true } } } }],
+      [
+        "create Pods",
+        "POST",
+        `/api/v1/namespaces/${NS}/pods`,
+        {
+          apiVersion: "v1",
+          kind: "Pod",
+          metadata: { name: "p" },
+          spec: { containers: [{ name: "c", image: "x" }] },
+        },
+        "application/json",
+      ],
+      [
+        "replace CSPI status wholesale",
+        "PUT",
+        crd("cstorpoolinstances", NS, `${CSPI}/status`),
+        cspi(NS),
+        "application/json",
+      ],
+      [
+        "create events.k8s.io Events",
+        "POST",
+        `/apis/events.k8s.io/v1/namespaces/${NS}/events`,
+        { apiVersion: "events.k8s.io/v1", kind: "Event", metadata: { name: "e" } },
+        "application/json",
+      ],
+      [
+        "change the DaemonSet",
+        "PATCH",
+        `/apis/apps/v1/namespaces/${NS}/daemonsets/cstor-pool-node`,
+        { spec: { template: { spec: { hostNetwork: true } } } },
+      ],
     ];
     for (const [what, method, path, body, type] of refused) {
       it(`is refused: ${what}`, async () => {
@@ -151,31 +249,60 @@ describe("integration: RBAC and policy for each identity, on a real kube-apiserv
 
     const limited: [string, string, unknown][] = [
       ["change a CSPI's spec", crd("cstorpoolinstances", NS, CSPI), { spec: { hostName: "node-2" } }],
-      ["change a CSPI's labels", crd("cstorpoolinstances", NS, CSPI), { metadata: { labels: { [LABEL.hostname]: "node-2" } } }],
-      ["change a claim's device", crd("blockdeviceclaims", NS, CLAIM), { spec: { blockDeviceName: "someone-elses" } }],
-      ["add an annotation to a claim", crd("blockdeviceclaims", NS, CLAIM), { metadata: { annotations: { [ANNOTATION.bdPredecessor]: "x" } } }],
-      ["remove another annotation from a claim", crd("blockdeviceclaims", NS, CLAIM), { metadata: { annotations: { "example.com/note": null } } }],
+      [
+        "change a CSPI's labels",
+        crd("cstorpoolinstances", NS, CSPI),
+        { metadata: { labels: { [LABEL.hostname]: "node-2" } } },
+      ],
+      [
+        "change a claim's device",
+        crd("blockdeviceclaims", NS, CLAIM),
+        { spec: { blockDeviceName: "someone-elses" } },
+      ],
+      [
+        "add an annotation to a claim",
+        crd("blockdeviceclaims", NS, CLAIM),
+        { metadata: { annotations: { [ANNOTATION.bdPredecessor]: "x" } } },
+      ],
+      [
+        "remove another annotation from a claim",
+        crd("blockdeviceclaims", NS, CLAIM),
+        { metadata: { annotations: { "example.com/note": null } } },
+      ],
     ];
     for (const [what, path, body] of limited) {
       it(`is refused by the node policy, with a message saying what it may change: ${what}`, async () => {
         const before = (await cluster.request(cluster.admin, "GET", path)).body;
         const response = await call("PATCH", path, body);
         expect(response.status, JSON.stringify(response.body)).to.equal(403);
-        expect(response.body.message).to.match(/ValidatingAdmissionPolicy 'cstor-pool-node-limits'.*the node daemon \(system:serviceaccount:openebs:cstor-pool-node\) may (change only|only remove)/);
+        expect(response.body.message).to.match(
+          /ValidatingAdmissionPolicy 'cstor-pool-node-limits'.*the node daemon \(system:serviceaccount:openebs:cstor-pool-node\) may (change only|only remove)/,
+        );
         const after = (await cluster.request(cluster.admin, "GET", path)).body;
         expect(after.metadata.resourceVersion, "nothing changed").to.equal(before.metadata.resourceVersion);
       });
     }
 
     it("leaves everyone else's writes alone: the admin still edits a CSPI spec", async () => {
-      const response = await cluster.request(cluster.admin, "PATCH", crd("cstorpoolinstances", NS, CSPI), { metadata: { labels: { extra: "yes" } } }, "application/merge-patch+json");
+      const response = await cluster.request(
+        cluster.admin,
+        "PATCH",
+        crd("cstorpoolinstances", NS, CSPI),
+        { metadata: { labels: { extra: "yes" } } },
+        "application/merge-patch+json",
+      );
       expect(response.status, JSON.stringify(response.body)).to.equal(200);
     });
   });
 
   describe("the hook server (ServiceAccount cstor-pool-hooks)", () => {
     let hooks: Identity;
-    const readable = [crd("blockdevices"), crd("blockdeviceclaims"), crd("cstorpoolinstances"), "/api/v1/nodes"];
+    const readable = [
+      crd("blockdevices"),
+      crd("blockdeviceclaims"),
+      crd("cstorpoolinstances"),
+      "/api/v1/nodes",
+    ];
 
     before(async () => {
       hooks = await cluster.serviceAccount(NS, "cstor-pool-hooks");
@@ -191,7 +318,13 @@ describe("integration: RBAC and policy for each identity, on a real kube-apiserv
     it("creates and counts up core Events on CSPCs in its namespace, as the hook server's writer does", async () => {
       const writer = kubeEventWriter(cluster.kubeConfig(hooks));
       const cspc = { kind: KIND.cspc, metadata: { name: "rbac", namespace: NS } };
-      const name = await writer.createEvent(cspc, { type: "Warning", reason: "ChangesRejected", message: "refused: put it back" }, "cstor-pool-hooks", "hooks-0", new Date());
+      const name = await writer.createEvent(
+        cspc,
+        { type: "Warning", reason: "ChangesRejected", message: "refused: put it back" },
+        "cstor-pool-hooks",
+        "hooks-0",
+        new Date(),
+      );
       await writer.repeatEvent(NS, name, { count: 2, message: "refused: put it back", now: new Date() });
       const recorded = await cluster.request(cluster.admin, "GET", `/api/v1/namespaces/${NS}/events/${name}`);
       expect(recorded.body).to.deep.include({ reason: "ChangesRejected", count: 2 });
@@ -201,8 +334,18 @@ describe("integration: RBAC and policy for each identity, on a real kube-apiserv
     const refusedByDefault: [string, string, string, unknown?][] = [
       ["read Events", "GET", `/api/v1/namespaces/${NS}/events`],
       ["delete an Event", "DELETE", `/api/v1/namespaces/${NS}/events/any`],
-      ["create Events in another namespace", "POST", `/api/v1/namespaces/${OTHER_NS}/events`, { metadata: { name: "e" }, involvedObject: { kind: KIND.cspc, name: "rbac", namespace: OTHER_NS } }],
-      ["create events.k8s.io Events", "POST", `/apis/events.k8s.io/v1/namespaces/${NS}/events`, { apiVersion: "events.k8s.io/v1", kind: "Event", metadata: { name: "e" } }],
+      [
+        "create Events in another namespace",
+        "POST",
+        `/api/v1/namespaces/${OTHER_NS}/events`,
+        { metadata: { name: "e" }, involvedObject: { kind: KIND.cspc, name: "rbac", namespace: OTHER_NS } },
+      ],
+      [
+        "create events.k8s.io Events",
+        "POST",
+        `/apis/events.k8s.io/v1/namespaces/${NS}/events`,
+        { apiVersion: "events.k8s.io/v1", kind: "Event", metadata: { name: "e" } },
+      ],
       ["read Secrets", "GET", `/api/v1/namespaces/${NS}/secrets`],
     ];
     for (const [what, method, path, body] of refusedByDefault) {
@@ -214,11 +357,22 @@ describe("integration: RBAC and policy for each identity, on a real kube-apiserv
 
     describe("with the admission component's RBAC", () => {
       before(async () => {
-        await cluster.kubectl(["apply", "--server-side", "-f", repoPath("metacontroller/components/admission/hook-server-rbac.yaml")]);
+        await cluster.kubectl([
+          "apply",
+          "--server-side",
+          "-f",
+          repoPath("metacontroller/components/admission/hook-server-rbac.yaml"),
+        ]);
       });
 
       it("gets and lists what the admission lookups need: BlockDevices, claims, CSPIs, CStorVolumeReplicas, Nodes", async () => {
-        for (const path of [...readable, crd("blockdevices", NS, DEVICE), crd("cstorpoolinstances", NS, CSPI), crd("blockdeviceclaims", NS, CLAIM), crd("cstorvolumereplicas", NS)]) {
+        for (const path of [
+          ...readable,
+          crd("blockdevices", NS, DEVICE),
+          crd("cstorpoolinstances", NS, CSPI),
+          crd("blockdeviceclaims", NS, CLAIM),
+          crd("cstorvolumereplicas", NS),
+        ]) {
           const response = await cluster.request(hooks, "GET", path);
           expect(response.status, `${path}: ${JSON.stringify(response.body)}`).to.equal(200);
         }

@@ -12,13 +12,29 @@ describe("integration: cstor-pool render output on a real kube-apiserver", funct
     const cluster = await projectInstalled();
     let rendered = "";
     const code = await runRender(
-      ["-f", repoPath("metacontroller/samples/cspc-mirror.yaml"), "--block-devices", fixturePath("render/mirror/blockdevices.yaml"), "--nodes", fixturePath("render/mirror/nodes.yaml")],
-      { stdout: (text) => (rendered += text), stderr: () => undefined, readFile: (path) => readFileSync(path, "utf8") },
+      [
+        "-f",
+        repoPath("metacontroller/samples/cspc-mirror.yaml"),
+        "--block-devices",
+        fixturePath("render/mirror/blockdevices.yaml"),
+        "--nodes",
+        fixturePath("render/mirror/nodes.yaml"),
+      ],
+      {
+        stdout: (text) => (rendered += text),
+        stderr: () => undefined,
+        readFile: (path) => readFileSync(path, "utf8"),
+      },
     );
     expect(code).to.equal(0);
-    const { stdout } = await cluster.kubectl(["apply", "--server-side", "--dry-run=server", "-f", "-"], { input: rendered });
+    const { stdout } = await cluster.kubectl(["apply", "--server-side", "--dry-run=server", "-f", "-"], {
+      input: rendered,
+    });
     const applied = stdout.trim().split("\n");
     expect(applied).to.have.length(12);
-    expect(applied.every((line) => line.endsWith("serverside-applied (server dry run)")), stdout).to.equal(true);
+    expect(
+      applied.every((line) => line.endsWith("serverside-applied (server dry run)")),
+      stdout,
+    ).to.equal(true);
   });
 });

@@ -21,7 +21,11 @@ const setup = [
     {
       apiVersion: API_VERSION,
       kind: KIND.blockDevice,
-      metadata: { name: `${node}-bd`, namespace: NS, labels: { [LABEL.hostname]: node, "ndm.io/blockdevice-type": "blockdevice" } },
+      metadata: {
+        name: `${node}-bd`,
+        namespace: NS,
+        labels: { [LABEL.hostname]: node, "ndm.io/blockdevice-type": "blockdevice" },
+      },
       spec: {
         path: `/dev/sd${"bc"[i]}`,
         capacity: { storage: 10 * GIB },
@@ -56,18 +60,34 @@ describe("integration: pool pod rollouts one pool at a time (test driver + hook 
 
   const list = async (resource: string, group = `apis/${API_VERSION}`): Promise<any[]> =>
     (await getIfPresent(cluster, `/${group}/namespaces/${NS}/${resource}`)).items;
-  const cspis = async () => (await list("cstorpoolinstances")).sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
-  const deploymentOf = async (cspi: any) => (await list("deployments", "apis/apps/v1")).find((d) => d.metadata.labels[LABEL.cspi] === cspi.metadata.name);
+  const cspis = async () =>
+    (await list("cstorpoolinstances")).sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
+  const deploymentOf = async (cspi: any) =>
+    (await list("deployments", "apis/apps/v1")).find(
+      (d) => d.metadata.labels[LABEL.cspi] === cspi.metadata.name,
+    );
   const patch = async (path: string, status: unknown) => {
-    const response = await cluster.request(cluster.admin, "PATCH", path, { status }, "application/merge-patch+json");
+    const response = await cluster.request(
+      cluster.admin,
+      "PATCH",
+      path,
+      { status },
+      "application/merge-patch+json",
+    );
     expect(response.status, JSON.stringify(response.body)).to.equal(200);
   };
   const patchStatus = (path: string, status: unknown) => patch(`${path}/status`, status);
-  const apply = (objects: object[]) => cluster.kubectl(["apply", "--server-side", "-f", "-"], { input: objects.map((o) => JSON.stringify(o)).join("\n") });
+  const apply = (objects: object[]) =>
+    cluster.kubectl(["apply", "--server-side", "-f", "-"], {
+      input: objects.map((o) => JSON.stringify(o)).join("\n"),
+    });
   const permitOf = (cspi: any) => cspi.metadata.annotations?.[ANNOTATION.rolloutPermit];
-  const memoryLimit = async (cspi: any) => (await deploymentOf(cspi)).spec.template.spec.containers[0].resources.limits?.memory;
+  const memoryLimit = async (cspi: any) =>
+    (await deploymentOf(cspi)).spec.template.spec.containers[0].resources.limits?.memory;
   const progressing = async () =>
-    (await getIfPresent(cluster, `/apis/${API_VERSION}/namespaces/${NS}/cstorpoolclusters/${CSPC}`)).status.conditions.find((c: any) => c.type === "Progressing");
+    (
+      await getIfPresent(cluster, `/apis/${API_VERSION}/namespaces/${NS}/cstorpoolclusters/${CSPC}`)
+    ).status.conditions.find((c: any) => c.type === "Progressing");
 
   /** What the node daemon and the Deployment controller report once a pool's current pod is up: ONLINE, available. */
   async function podUp(cspi: any): Promise<void> {
@@ -87,7 +107,16 @@ describe("integration: pool pod rollouts one pool at a time (test driver + hook 
       readyReplicas: 1,
       availableReplicas: 1,
       updatedReplicas: 1,
-      conditions: [{ type: "Available", status: "True", reason: "MinimumReplicasAvailable", message: "ok", lastUpdateTime: now, lastTransitionTime: now }],
+      conditions: [
+        {
+          type: "Available",
+          status: "True",
+          reason: "MinimumReplicasAvailable",
+          message: "ok",
+          lastUpdateTime: now,
+          lastTransitionTime: now,
+        },
+      ],
     });
   }
 
@@ -100,14 +129,21 @@ describe("integration: pool pod rollouts one pool at a time (test driver + hook 
       onHookCall: async (path, request) => {
         if (!path.endsWith("/cspc-sync")) return;
         const children = Object.values<any>(request.children?.[`${KIND.cspi}.${API_VERSION}`] ?? {});
-        permitsSeen.push(children.filter((c) => permitOf(c) !== undefined).map((c) => c.metadata.name).sort());
+        permitsSeen.push(
+          children
+            .filter((c) => permitOf(c) !== undefined)
+            .map((c) => c.metadata.name)
+            .sort(),
+        );
       },
     });
     await apply([cspcWith({ compression: "lz4" })]);
     await driver.converge(NS);
     for (const claim of await list("blockdeviceclaims")) {
       // The claims' CRD (NDM's) has no status subresource.
-      await patch(`/apis/${API_VERSION}/namespaces/${NS}/blockdeviceclaims/${claim.metadata.name}`, { phase: "Bound" });
+      await patch(`/apis/${API_VERSION}/namespaces/${NS}/blockdeviceclaims/${claim.metadata.name}`, {
+        phase: "Bound",
+      });
     }
     await driver.converge(NS);
     for (const cspi of await cspis()) await podUp(cspi);
@@ -138,8 +174,13 @@ describe("integration: pool pod rollouts one pool at a time (test driver + hook 
     const [first, second] = await cspis();
     expect(await memoryLimit(first)).to.equal("4Gi");
     expect(await memoryLimit(second), "the second pool pod keeps its running template").to.equal(undefined);
-    expect(permitsSeen.flat(), "only the first pool ever held a permit").to.include(first.metadata.name).and.not.include(second.metadata.name);
-    expect(permitsSeen.every((held) => held.length <= 1), "never two permits at once").to.equal(true);
+    expect(permitsSeen.flat(), "only the first pool ever held a permit")
+      .to.include(first.metadata.name)
+      .and.not.include(second.metadata.name);
+    expect(
+      permitsSeen.every((held) => held.length <= 1),
+      "never two permits at once",
+    ).to.equal(true);
     const waiting = second.status.conditions.find((c: any) => c.type === CSPI_CONDITION.rolloutPending);
     expect(waiting).to.include({ status: "True", reason: "Waiting" });
     expect(second.status.pendingRollout).to.be.a("string");
@@ -148,13 +189,18 @@ describe("integration: pool pod rollouts one pool at a time (test driver + hook 
   it("the other waits while the first one's new pod is not available; the first's permit is withdrawn once its Deployment holds the template", async () => {
     const [first, second] = await cspis();
     expect(first.status.pendingRollout).to.equal(undefined);
-    expect(first.status.conditions.find((c: any) => c.type === CSPI_CONDITION.rolloutPending)).to.include({ status: "False", reason: "RolledOut" });
+    expect(first.status.conditions.find((c: any) => c.type === CSPI_CONDITION.rolloutPending)).to.include({
+      status: "False",
+      reason: "RolledOut",
+    });
     expect(permitOf(first)).to.equal(undefined);
     expect(first.status.phase).to.equal("PodUnavailable");
     expect(permitOf(second)).to.equal(undefined);
     const status = await progressing();
     expect(status.status).to.equal("True");
-    expect(status.message).to.contain(`pool pod rollout of pool ${second.metadata.name} waits until ${first.metadata.name} (PodUnavailable) is ONLINE with its pool pod available`);
+    expect(status.message).to.contain(
+      `pool pod rollout of pool ${second.metadata.name} waits until ${first.metadata.name} (PodUnavailable) is ONLINE with its pool pod available`,
+    );
   });
 
   it("once the first pool is ONLINE with its pod available, the second rolls; when it is back, nothing is pending", async () => {

@@ -14,7 +14,9 @@ import { MetacontrollerDriver, serveHooks, type Obj } from "../support/metacontr
 const NS = "shop";
 const POOLS_NS = "openebs";
 const DECORATOR = "cstor-storage-class";
-const SAMPLE_CLASS = parse(readFileSync(repoPath("metacontroller/samples/volumes/storageclass-cstor.yaml"), "utf8")) as Obj;
+const SAMPLE_CLASS = parse(
+  readFileSync(repoPath("metacontroller/samples/volumes/storageclass-cstor.yaml"), "utf8"),
+) as Obj;
 
 describe("integration: from a StorageClass to a Bound volume (real PV controller)", function () {
   this.timeout(20 * 60_000);
@@ -28,7 +30,8 @@ describe("integration: from a StorageClass to a Bound volume (real PV controller
   const pvcPath = (name: string) => `/api/v1/namespaces/${NS}/persistentvolumeclaims/${name}`;
   const cvcPath = (name: string) => `/apis/${API_VERSION}/namespaces/${POOLS_NS}/cstorvolumeconfigs/${name}`;
   const pvPath = (name: string) => `/api/v1/persistentvolumes/${name}`;
-  const syncClass = (name: string) => driver.syncDecorator(DECORATOR, "storage.k8s.io/v1", "storageclasses", "", name);
+  const syncClass = (name: string) =>
+    driver.syncDecorator(DECORATOR, "storage.k8s.io/v1", "storageclasses", "", name);
 
   async function apply(object: Obj): Promise<void> {
     await cluster.kubectl(["apply", "--server-side", "-f", "-"], { input: JSON.stringify(object) });
@@ -44,16 +47,23 @@ describe("integration: from a StorageClass to a Bound volume (real PV controller
       apiVersion: "v1",
       kind: "PersistentVolumeClaim",
       metadata: { name, namespace: NS },
-      spec: { accessModes: ["ReadWriteOnce"], storageClassName: className, resources: { requests: { storage: size } } },
+      spec: {
+        accessModes: ["ReadWriteOnce"],
+        storageClassName: className,
+        resources: { requests: { storage: size } },
+      },
     });
     let pvc: Obj | undefined;
     await waitUntil(
       async () => {
         pvc = await get(pvcPath(name));
-        return pvc?.metadata.annotations?.["volume.kubernetes.io/storage-provisioner"] === PROVISIONING.provisioner;
+        return (
+          pvc?.metadata.annotations?.["volume.kubernetes.io/storage-provisioner"] === PROVISIONING.provisioner
+        );
       },
       60_000,
-      () => `kube-controller-manager never handed PVC ${name} to ${PROVISIONING.provisioner}: ${JSON.stringify(pvc?.metadata)}`,
+      () =>
+        `kube-controller-manager never handed PVC ${name} to ${PROVISIONING.provisioner}: ${JSON.stringify(pvc?.metadata)}`,
     );
     return pvc!;
   }
@@ -75,7 +85,13 @@ describe("integration: from a StorageClass to a Bound volume (real PV controller
         desiredReplicationFactor: 3,
       },
     });
-    const status = await cluster.request(cluster.admin, "PATCH", `${cvcPath(volume)}/status`, { status: { phase: "Bound", capacity } }, "application/merge-patch+json");
+    const status = await cluster.request(
+      cluster.admin,
+      "PATCH",
+      `${cvcPath(volume)}/status`,
+      { status: { phase: "Bound", capacity } },
+      "application/merge-patch+json",
+    );
     expect(status.status, JSON.stringify(status.body)).to.equal(200);
   }
 
@@ -86,24 +102,46 @@ describe("integration: from a StorageClass to a Bound volume (real PV controller
     await syncClass(className);
     await playVolumeServed(volume, "1Gi");
     await syncClass(className);
-    await waitUntil(async () => (await get(pvcPath(name)))?.status?.phase === "Bound", 60_000, () => `PVC ${name} never became Bound`);
+    await waitUntil(
+      async () => (await get(pvcPath(name)))?.status?.phase === "Bound",
+      60_000,
+      () => `PVC ${name} never became Bound`,
+    );
     return volume;
   }
 
   async function deleteClaim(name: string, volume: string): Promise<void> {
     await cluster.kubectl(["delete", "pvc", "-n", NS, name, "--wait=false"]);
     // pvc-protection lets it go (no pod uses it), then the PV controller marks the PV Released.
-    await waitUntil(async () => (await get(pvPath(volume)))?.status?.phase === "Released", 60_000, () => `PV ${volume} never became Released`);
+    await waitUntil(
+      async () => (await get(pvPath(volume)))?.status?.phase === "Released",
+      60_000,
+      () => `PV ${volume} never became Released`,
+    );
   }
 
   before(async () => {
-    cluster = await ownCluster({ controllers: ["persistentvolume-binder", "persistentvolume-expander", "pvc-protection", "pv-protection"] });
+    cluster = await ownCluster({
+      controllers: [
+        "persistentvolume-binder",
+        "persistentvolume-expander",
+        "pvc-protection",
+        "pv-protection",
+      ],
+    });
     // A bad class stored before the install (its admission policy would refuse it now): the hooks judge it too.
-    await apply(storageClass("cstor-typo", { parameters: { ...SAMPLE_CLASS.parameters, replicaCount: "9" } }));
+    await apply(
+      storageClass("cstor-typo", { parameters: { ...SAMPLE_CLASS.parameters, replicaCount: "9" } }),
+    );
     await installProject(cluster);
     driver = new MetacontrollerDriver({ cluster, hookServer: await serveHooks() });
     await cluster.kubectl(["create", "namespace", NS]);
-    await cluster.kubectl(["apply", "--server-side", "-f", repoPath("metacontroller/samples/cspc-mirror.yaml")]);
+    await cluster.kubectl([
+      "apply",
+      "--server-side",
+      "-f",
+      repoPath("metacontroller/samples/cspc-mirror.yaml"),
+    ]);
     await apply(SAMPLE_CLASS);
     await apply(storageClass("cstor-retain", { reclaimPolicy: "Retain" }));
   });
@@ -113,24 +151,55 @@ describe("integration: from a StorageClass to a Bound volume (real PV controller
     // expression that failed to compile would let these through, and fail here.
     const probe = JSON.stringify(storageClass("probe", { parameters: { replicaCount: "3" } }));
     await waitUntil(
-      async () => (await cluster.kubectl(["create", "--dry-run=server", "-f", "-"], { input: probe, allowFailure: true })).exitCode !== 0,
+      async () =>
+        (
+          await cluster.kubectl(["create", "--dry-run=server", "-f", "-"], {
+            input: probe,
+            allowFailure: true,
+          })
+        ).exitCode !== 0,
       30_000,
       () => "the StorageClass policy is never enforced",
     );
     const refusals: [Obj, string][] = [
-      [storageClass("bad-replicas", { parameters: { cstorPoolCluster: "cstor-pool-mirror", replicaCount: "9" } }), 'parameters.replicaCount is "9"; write how many pools hold each volume, "1" to "5"'],
-      [storageClass("bad-key", { parameters: { cstorPoolCluster: "cstor-pool-mirror", replicacount: "3" } }), "parameters replicacount are not cStor parameters"],
-      [storageClass("bad-fs", { parameters: { ...SAMPLE_CLASS.parameters, fsType: "ntfs" } }), 'parameters.fsType is "ntfs"; write one of ext4, xfs'],
-      [storageClass("no-cspc", { parameters: { replicaCount: "3" } }), "parameters.cstorPoolCluster is missing or not a name"],
-      [{ ...storageClass("no-label"), metadata: { name: "no-label" } }, 'but not the label openebs.io/cstor-provisioner: "true"'],
-      [storageClass("other-provisioner", { provisioner: "cstor.csi.openebs.io" }), "carries the label openebs.io/cstor-provisioner but its provisioner is cstor.csi.openebs.io"],
+      [
+        storageClass("bad-replicas", {
+          parameters: { cstorPoolCluster: "cstor-pool-mirror", replicaCount: "9" },
+        }),
+        'parameters.replicaCount is "9"; write how many pools hold each volume, "1" to "5"',
+      ],
+      [
+        storageClass("bad-key", { parameters: { cstorPoolCluster: "cstor-pool-mirror", replicacount: "3" } }),
+        "parameters replicacount are not cStor parameters",
+      ],
+      [
+        storageClass("bad-fs", { parameters: { ...SAMPLE_CLASS.parameters, fsType: "ntfs" } }),
+        'parameters.fsType is "ntfs"; write one of ext4, xfs',
+      ],
+      [
+        storageClass("no-cspc", { parameters: { replicaCount: "3" } }),
+        "parameters.cstorPoolCluster is missing or not a name",
+      ],
+      [
+        { ...storageClass("no-label"), metadata: { name: "no-label" } },
+        'but not the label openebs.io/cstor-provisioner: "true"',
+      ],
+      [
+        storageClass("other-provisioner", { provisioner: "cstor.csi.openebs.io" }),
+        "carries the label openebs.io/cstor-provisioner but its provisioner is cstor.csi.openebs.io",
+      ],
     ];
     for (const [object, message] of refusals) {
-      const result = await cluster.kubectl(["apply", "-f", "-"], { input: JSON.stringify(object), allowFailure: true });
+      const result = await cluster.kubectl(["apply", "-f", "-"], {
+        input: JSON.stringify(object),
+        allowFailure: true,
+      });
       expect(result.exitCode, object.metadata.name).to.not.equal(0);
       expect(result.stderr, object.metadata.name).to.include(message);
     }
-    expect(await get("/apis/storage.k8s.io/v1/storageclasses/bad-replicas"), "nothing stored").to.equal(undefined);
+    expect(await get("/apis/storage.k8s.io/v1/storageclasses/bad-replicas"), "nothing stored").to.equal(
+      undefined,
+    );
     // The class stored before the policy is still served: Metacontroller's writes to it are not judged.
     expect((await syncClass("cstor-typo")).writes).to.include("update StorageClass cstor-typo");
   });
@@ -141,39 +210,91 @@ describe("integration: from a StorageClass to a Bound volume (real PV controller
     const first = await syncClass("cstor-mirror-3");
     expect(first.writes).to.include(`create ${KIND.cvc} ${POOLS_NS}/${volume}`);
     const cvc = (await get(cvcPath(volume)))!;
-    expect(cvc.spec).to.deep.equal({ capacity: "1Gi", cstorPoolCluster: "cstor-pool-mirror", replicaCount: 3 });
-    expect(cvc.metadata.ownerReferences[0]).to.include({ kind: "StorageClass", name: "cstor-mirror-3", controller: true });
+    expect(cvc.spec).to.deep.equal({
+      capacity: "1Gi",
+      cstorPoolCluster: "cstor-pool-mirror",
+      replicaCount: 3,
+    });
+    expect(cvc.metadata.ownerReferences[0]).to.include({
+      kind: "StorageClass",
+      name: "cstor-mirror-3",
+      controller: true,
+    });
     expect(await get(pvPath(volume)), "no PV before the volume is served").to.equal(undefined);
     // The new CVC brings another sync (as Metacontroller's attachment informer would): the PVC hears it waits.
     expect((await syncClass("cstor-mirror-3")).writes).to.include(`create Event ${NS}/${volume}`);
-    const waiting = await cluster.kubectl(["get", "events", "-n", NS, "--field-selector", "involvedObject.name=data", "-o", "json"]);
-    expect((JSON.parse(waiting.stdout) as Obj).items.map((e: Obj) => e.reason)).to.include(PROVISIONING.waitingReason);
+    const waiting = await cluster.kubectl([
+      "get",
+      "events",
+      "-n",
+      NS,
+      "--field-selector",
+      "involvedObject.name=data",
+      "-o",
+      "json",
+    ]);
+    expect((JSON.parse(waiting.stdout) as Obj).items.map((e: Obj) => e.reason)).to.include(
+      PROVISIONING.waitingReason,
+    );
 
     await playVolumeServed(volume, "1Gi");
     const second = await syncClass("cstor-mirror-3");
     expect(second.writes).to.include(`create PersistentVolume ${volume}`);
-    await waitUntil(async () => (await get(pvcPath("data")))?.status?.phase === "Bound", 60_000, () => "PVC data never became Bound");
+    await waitUntil(
+      async () => (await get(pvcPath("data")))?.status?.phase === "Bound",
+      60_000,
+      () => "PVC data never became Bound",
+    );
     const bound = (await get(pvcPath("data")))!;
     const pv = (await get(pvPath(volume)))!;
     expect(bound.spec.volumeName).to.equal(volume);
     expect(pv.status.phase).to.equal("Bound");
-    expect(pv.spec.iscsi).to.deep.include({ targetPortal: "10.96.0.41:3260", iqn: `iqn.2016-09.com.openebs.cstor:${volume}`, lun: 0, fsType: "ext4" });
+    expect(pv.spec.iscsi).to.deep.include({
+      targetPortal: "10.96.0.41:3260",
+      iqn: `iqn.2016-09.com.openebs.cstor:${volume}`,
+      lun: 0,
+      fsType: "ext4",
+    });
     expect(pv.spec.claimRef).to.include({ name: "data", namespace: NS, uid: pvc.metadata.uid });
     expect(pv.metadata.annotations[PROVISIONING.provisionedByAnnotation]).to.equal(PROVISIONING.provisioner);
     // The waiting Event is gone, and the answer is a fixed point: nothing more to write.
     await syncClass("cstor-mirror-3");
     expect((await syncClass("cstor-mirror-3")).writes).to.deep.equal([]);
-    const events = await cluster.kubectl(["get", "events", "-n", NS, "--field-selector", `involvedObject.name=data,source=${PROVISIONING.eventSource}`, "-o", "name"]);
+    const events = await cluster.kubectl([
+      "get",
+      "events",
+      "-n",
+      NS,
+      "--field-selector",
+      `involvedObject.name=data,source=${PROVISIONING.eventSource}`,
+      "-o",
+      "name",
+    ]);
     expect(events.stdout.trim()).to.equal("");
   });
 
   it("a resize of the PVC grows the CVC; the PV follows once the volume reports the capacity reached", async () => {
     const volume = `pvc-${(await get(pvcPath("data")))!.metadata.uid}`;
-    await cluster.kubectl(["patch", "pvc", "-n", NS, "data", "--type=merge", "-p", JSON.stringify({ spec: { resources: { requests: { storage: "2Gi" } } } })]);
+    await cluster.kubectl([
+      "patch",
+      "pvc",
+      "-n",
+      NS,
+      "data",
+      "--type=merge",
+      "-p",
+      JSON.stringify({ spec: { resources: { requests: { storage: "2Gi" } } } }),
+    ]);
     await syncClass("cstor-mirror-3");
     expect((await get(cvcPath(volume)))!.spec.capacity).to.equal("2Gi");
     expect((await get(pvPath(volume)))!.spec.capacity.storage).to.equal("1Gi");
-    await cluster.request(cluster.admin, "PATCH", `${cvcPath(volume)}/status`, { status: { capacity: "2Gi" } }, "application/merge-patch+json");
+    await cluster.request(
+      cluster.admin,
+      "PATCH",
+      `${cvcPath(volume)}/status`,
+      { status: { capacity: "2Gi" } },
+      "application/merge-patch+json",
+    );
     await syncClass("cstor-mirror-3");
     expect((await get(pvPath(volume)))!.spec.capacity.storage).to.equal("2Gi");
   });
@@ -182,8 +303,15 @@ describe("integration: from a StorageClass to a Bound volume (real PV controller
     const volume = `pvc-${(await get(pvcPath("data")))!.metadata.uid}`;
     await deleteClaim("data", volume);
     const sync = await syncClass("cstor-mirror-3");
-    expect(sync.writes).to.include.members([`delete PersistentVolume ${volume}`, `delete ${KIND.cvc} ${POOLS_NS}/${volume}`]);
-    await waitUntil(async () => !(await get(pvPath(volume))) && !(await get(cvcPath(volume))), 60_000, () => `PV or CVC ${volume} still there`);
+    expect(sync.writes).to.include.members([
+      `delete PersistentVolume ${volume}`,
+      `delete ${KIND.cvc} ${POOLS_NS}/${volume}`,
+    ]);
+    await waitUntil(
+      async () => !(await get(pvPath(volume))) && !(await get(cvcPath(volume))),
+      60_000,
+      () => `PV or CVC ${volume} still there`,
+    );
   });
 
   it("deleting the PVC of a Retain class keeps its PV and CVC, and the CVC remembers Retain", async () => {
@@ -191,7 +319,9 @@ describe("integration: from a StorageClass to a Bound volume (real PV controller
     await deleteClaim("keep", volume);
     expect((await syncClass("cstor-retain")).writes.filter((w) => w.startsWith("delete"))).to.deep.equal([]);
     expect((await get(pvPath(volume)))?.status.phase).to.equal("Released");
-    expect((await get(cvcPath(volume)))?.metadata.annotations[PROVISIONING.reclaimPolicyAnnotation]).to.equal("Retain");
+    expect((await get(cvcPath(volume)))?.metadata.annotations[PROVISIONING.reclaimPolicyAnnotation]).to.equal(
+      "Retain",
+    );
   });
 
   it("a PVC of a class with a bad parameter gets no CVC, and a Warning Event on the PVC and the class's annotation say why", async () => {
@@ -201,7 +331,11 @@ describe("integration: from a StorageClass to a Bound volume (real PV controller
     const described = await cluster.kubectl(["describe", "pvc", "-n", NS, "typo"]);
     expect(described.stdout).to.match(/Warning\s+ProvisioningFailed/);
     expect(described.stdout).to.include('parameters.replicaCount is "9"');
-    const sc = JSON.parse((await cluster.kubectl(["get", "storageclass", "cstor-typo", "-o", "json"])).stdout) as Obj;
-    expect(sc.metadata.annotations[PROVISIONING.classAnnotation]).to.include('write a whole number from "1" to "5"');
+    const sc = JSON.parse(
+      (await cluster.kubectl(["get", "storageclass", "cstor-typo", "-o", "json"])).stdout,
+    ) as Obj;
+    expect(sc.metadata.annotations[PROVISIONING.classAnnotation]).to.include(
+      'write a whole number from "1" to "5"',
+    );
   });
 });

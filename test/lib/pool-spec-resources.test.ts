@@ -10,7 +10,12 @@ const pool = (poolConfig: PoolSpec["poolConfig"]): PoolSpec => ({
 
 describe("pool spec rules: pool pod resources", () => {
   it("accepts valid quantities with requests within limits", () => {
-    expect(checkPoolSpec(pool({ resources: { requests: { memory: "1Gi", cpu: "500m" }, limits: { memory: "2Gi", cpu: 1 } } }), 0)).to.deep.equal([]);
+    expect(
+      checkPoolSpec(
+        pool({ resources: { requests: { memory: "1Gi", cpu: "500m" }, limits: { memory: "2Gi", cpu: 1 } } }),
+        0,
+      ),
+    ).to.deep.equal([]);
   });
 
   it("refuses a value that is not a quantity, naming the field", () => {
@@ -22,8 +27,13 @@ describe("pool spec rules: pool pod resources", () => {
   });
 
   it("refuses a request above its limit, which the API server would refuse in the pool Deployment", () => {
-    const [v] = checkPoolSpec(pool({ resources: { requests: { memory: "4Gi" }, limits: { memory: "2048Mi" } } }), 0);
+    const [v] = checkPoolSpec(
+      pool({ resources: { requests: { memory: "4Gi" }, limits: { memory: "2048Mi" } } }),
+      0,
+    );
     expect(v?.reason).to.equal("RequestAboveLimit");
-    expect(v?.message).to.match(/poolConfig\.resources\.requests\.memory 4Gi is above its limit 2Gi: lower the request or raise the limit$/);
+    expect(v?.message).to.match(
+      /poolConfig\.resources\.requests\.memory 4Gi is above its limit 2Gi: lower the request or raise the limit$/,
+    );
   });
 });

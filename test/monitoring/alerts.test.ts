@@ -5,14 +5,23 @@ import { expect } from "chai";
 import { readFileSync } from "node:fs";
 import { parse } from "yaml";
 import { fixturePath } from "../support/kube.js";
-import { checkRules, exportedMetricNames, metricsIn, shippedRules, testRules } from "../support/monitoring.js";
+import {
+  checkRules,
+  exportedMetricNames,
+  metricsIn,
+  shippedRules,
+  testRules,
+} from "../support/monitoring.js";
 
 interface AlertCase {
   alertname: string;
   exp_alerts: unknown[];
 }
 
-const cases = () => parse(readFileSync(fixturePath("monitoring/alert-tests.yaml"), "utf8")) as { tests: { alert_rule_test: AlertCase[] }[] };
+const cases = () =>
+  parse(readFileSync(fixturePath("monitoring/alert-tests.yaml"), "utf8")) as {
+    tests: { alert_rule_test: AlertCase[] }[];
+  };
 
 describe("alerts (PrometheusRule) under promtool", function () {
   this.timeout(60_000);
@@ -37,8 +46,14 @@ describe("alerts (PrometheusRule) under promtool", function () {
   it("each alert has a case where it fires and one where it does not", () => {
     const checks = cases().tests.flatMap((t) => t.alert_rule_test);
     for (const { alert } of shippedRules().alerts) {
-      expect(checks.some((c) => c.alertname === alert && c.exp_alerts.length > 0), `${alert} fires somewhere`).to.equal(true);
-      expect(checks.some((c) => c.alertname === alert && c.exp_alerts.length === 0), `${alert} stays quiet somewhere`).to.equal(true);
+      expect(
+        checks.some((c) => c.alertname === alert && c.exp_alerts.length > 0),
+        `${alert} fires somewhere`,
+      ).to.equal(true);
+      expect(
+        checks.some((c) => c.alertname === alert && c.exp_alerts.length === 0),
+        `${alert} stays quiet somewhere`,
+      ).to.equal(true);
     }
   });
 
@@ -48,7 +63,8 @@ describe("alerts (PrometheusRule) under promtool", function () {
     for (const { alert, expr } of shippedRules().alerts) {
       const names = metricsIn(expr);
       expect(names.length, `${alert} names a metric`).to.be.greaterThan(0);
-      for (const name of names) expect(exported.has(name), `${alert} watches ${name}, which nothing exports`).to.equal(true);
+      for (const name of names)
+        expect(exported.has(name), `${alert} watches ${name}, which nothing exports`).to.equal(true);
     }
   });
 });

@@ -20,7 +20,9 @@ function variableExpr(query: string): string {
   if (labelValues) return labelValues[1];
   const result = /^query_result\((.+)\)$/s.exec(query.trim());
   if (result) return result[1];
-  throw new Error(`"${query}" is not label_values(selector, label) or query_result(expr): write the variable in one of those forms`);
+  throw new Error(
+    `"${query}" is not label_values(selector, label) or query_result(expr): write the variable in one of those forms`,
+  );
 }
 
 /** Every PromQL expression of a dashboard, rows' nested panels included, with where it sits. */
@@ -28,7 +30,9 @@ function queriesOf(dashboard: Dashboard): Query[] {
   const queries: Query[] = [];
   const walk = (panels: Dashboard[]) => {
     for (const panel of panels) {
-      for (const target of panel.targets ?? []) if (target.expr !== undefined) queries.push({ where: `panel "${panel.title}" query ${target.refId}`, expr: target.expr });
+      for (const target of panel.targets ?? [])
+        if (target.expr !== undefined)
+          queries.push({ where: `panel "${panel.title}" query ${target.refId}`, expr: target.expr });
       walk(panel.panels ?? []);
     }
   };
@@ -57,11 +61,14 @@ function dashboardProblems(dashboards: Map<string, Dashboard>, exported: Set<str
     }
   }
   for (const [file, dashboard] of dashboards) {
-    for (const panel of dashboard.panels ?? []) if (panel.type !== "row" && !(panel.targets ?? []).some((t: { expr?: string }) => t.expr)) problems.push(`${file}: panel "${panel.title}" has no query`);
+    for (const panel of dashboard.panels ?? [])
+      if (panel.type !== "row" && !(panel.targets ?? []).some((t: { expr?: string }) => t.expr))
+        problems.push(`${file}: panel "${panel.title}" has no query`);
     for (const { where, expr } of queriesOf(dashboard)) {
       const names = metricsIn(withoutVariables(expr));
       if (names.length === 0) problems.push(`${file}: ${where} names no metric: ${expr}`);
-      for (const name of names) if (!exported.has(name)) problems.push(`${file}: ${where} queries ${name}, which nothing exports`);
+      for (const name of names)
+        if (!exported.has(name)) problems.push(`${file}: ${where} queries ${name}, which nothing exports`);
     }
   }
   return problems;
@@ -72,24 +79,32 @@ describe("Grafana dashboards", function () {
   const dashboards = shippedDashboards();
 
   it("are all in the ConfigMap the Grafana sidecar loads (label grafana_dashboard)", () => {
-    const component = parse(readFileSync(repoPath("metacontroller/components/monitoring/kustomization.yaml"), "utf8"));
+    const component = parse(
+      readFileSync(repoPath("metacontroller/components/monitoring/kustomization.yaml"), "utf8"),
+    );
     const [generator] = component.configMapGenerator;
     expect(generator.options.labels.grafana_dashboard).to.equal("1");
-    expect(generator.files.map((f: string) => f.replace("dashboards/", ""))).to.deep.equal([...dashboards.keys()]);
+    expect(generator.files.map((f: string) => f.replace("dashboards/", ""))).to.deep.equal([
+      ...dashboards.keys(),
+    ]);
     expect([...dashboards.keys()]).to.deep.equal(["fleet-overview.json", "pool.json", "volume.json"]);
   });
 
   it("have unique uids and titles, and query only metrics the daemon, the pool agent or the hook server export", () => {
     expect(dashboardProblems(dashboards, exportedMetricNames())).to.deep.equal([]);
     const queries = [...dashboards.values()].flatMap(queriesOf);
-    expect(queries.filter((q) => q.where.startsWith("variable")).map((q) => q.expr)).to.deep.equal(["cstor_pool_phase", "cstor_volume_replica_healthy"]);
+    expect(queries.filter((q) => q.where.startsWith("variable")).map((q) => q.expr)).to.deep.equal([
+      "cstor_pool_phase",
+      "cstor_volume_replica_healthy",
+    ]);
   });
 
   it("fail the check when a panel or a variable queries a metric nobody exports, or two share a uid and a title", () => {
     const broken = new Map(dashboards);
     const pool: Dashboard = structuredClone(dashboards.get("pool.json")!);
     pool.panels[0].targets.push({ refId: "Z", expr: 'cstor_pool_health{cspi="$cspi"} > 0' });
-    pool.templating.list.find((v: Dashboard) => v.name === "cspi").query.query = "label_values(cstor_pool_info, cspi)";
+    pool.templating.list.find((v: Dashboard) => v.name === "cspi").query.query =
+      "label_values(cstor_pool_info, cspi)";
     broken.set("pool.json", pool);
     broken.set("copy.json", dashboards.get("volume.json")!);
     expect(dashboardProblems(broken, exportedMetricNames())).to.deep.equal([
@@ -101,7 +116,9 @@ describe("Grafana dashboards", function () {
   });
 
   it("are valid PromQL (promtool check rules, each query as a recording rule)", async () => {
-    const rules = [...dashboards.values()].flatMap(queriesOf).map((q, i) => ({ record: `dashboard:query:${i}`, expr: withoutVariables(q.expr) }));
+    const rules = [...dashboards.values()]
+      .flatMap(queriesOf)
+      .map((q, i) => ({ record: `dashboard:query:${i}`, expr: withoutVariables(q.expr) }));
     const result = await checkRules(stringify({ groups: [{ name: "dashboards", rules }] }));
     expect(result.code, result.output).to.equal(0);
     expect(result.output).to.contain(`SUCCESS: ${rules.length} rules found`);

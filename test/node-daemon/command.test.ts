@@ -29,7 +29,9 @@ describe("node-daemon command layer", () => {
   });
 
   it("stops a command that ignores SIGTERM with SIGKILL after the grace period", async () => {
-    const error = await failure(runner.run(["sh", "-c", "trap '' TERM; sleep 30"], { timeoutMs: 200, killGraceMs: 200 }));
+    const error = await failure(
+      runner.run(["sh", "-c", "trap '' TERM; sleep 30"], { timeoutMs: 200, killGraceMs: 200 }),
+    );
     expect(error.timedOut).to.equal(true);
     expect(error.signal).to.equal("SIGKILL");
     expect(error.durationMs).to.be.lessThan(10_000);

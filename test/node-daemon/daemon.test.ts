@@ -1,7 +1,14 @@
 // The daemon loop against an in-memory API (same interface as the real client) and real zfs-fuse pools:
 // what a cluster user sees on the CSPI (finalizer, status, Events, claims) as objects change.
 import { expect } from "chai";
-import { ANNOTATION, FINALIZER, KIND, LABEL, POOL_REMOVAL_REQUESTED, REPLICA_LOST_CONFIRM } from "../../api/constants.js";
+import {
+  ANNOTATION,
+  FINALIZER,
+  KIND,
+  LABEL,
+  POOL_REMOVAL_REQUESTED,
+  REPLICA_LOST_CONFIRM,
+} from "../../api/constants.js";
 import type { Condition, CSPI, CVR } from "../../api/types.js";
 import { findCondition } from "../../lib/conditions.js";
 import { claimName, zpoolName } from "../../lib/names.js";
@@ -41,7 +48,11 @@ describe("node-daemon loop (in-memory API, real zfs-fuse)", function () {
     sandbox.cleanup();
   });
 
-  async function started(nodeName: string, metrics = createMetrics(), commands?: ZfsCommands): Promise<NodeDaemon> {
+  async function started(
+    nodeName: string,
+    metrics = createMetrics(),
+    commands?: ZfsCommands,
+  ): Promise<NodeDaemon> {
     const daemon = daemonFor(kube, nodeName, metrics, commands);
     daemons.push(daemon);
     await daemon.start();
@@ -50,7 +61,9 @@ describe("node-daemon loop (in-memory API, real zfs-fuse)", function () {
 
   it("adds its finalizer, creates the pool, writes status once and records Events", async () => {
     const name = sandbox.name("life");
-    kube.apply(cspiFor(name, "node-a", [{ type: "mirror", devices: [sandbox.file("d1"), sandbox.file("d2")] }]));
+    kube.apply(
+      cspiFor(name, "node-a", [{ type: "mirror", devices: [sandbox.file("d1"), sandbox.file("d2")] }]),
+    );
     const metrics = createMetrics();
     const daemon = await started("node-a", metrics);
     await settle(daemon);
@@ -68,9 +81,15 @@ describe("node-daemon loop (in-memory API, real zfs-fuse)", function () {
     expect(kube.statusPatches.length).to.equal(patches);
 
     const exposition = await metrics.registry.metrics();
-    expect(exposition).to.contain(`cstor_pool_phase{cspi="${name}",pool="${zpoolName(name)}",phase="ONLINE"} 1`);
-    expect(exposition).to.contain(`cstor_pool_phase{cspi="${name}",pool="${zpoolName(name)}",phase="DEGRADED"} 0`);
-    expect(exposition).to.match(/cstor_node_daemon_command_duration_seconds_count\{command="zpool create",outcome="ok"\} 1/);
+    expect(exposition).to.contain(
+      `cstor_pool_phase{cspi="${name}",pool="${zpoolName(name)}",phase="ONLINE"} 1`,
+    );
+    expect(exposition).to.contain(
+      `cstor_pool_phase{cspi="${name}",pool="${zpoolName(name)}",phase="DEGRADED"} 0`,
+    );
+    expect(exposition).to.match(
+      /cstor_node_daemon_command_duration_seconds_count\{command="zpool create",outcome="ok"\} 1/,
+    );
   });
 
   it("does not observe the pool again when its own status write comes back through the watch", async () => {
@@ -78,7 +97,13 @@ describe("node-daemon loop (in-memory API, real zfs-fuse)", function () {
     kube.apply(cspiFor(name, "node-a", [{ type: "stripe", devices: [sandbox.file("d1")] }]));
     const metrics = createMetrics();
     const commands: string[] = [];
-    const counting = { ...metrics, onCommand: (c: Parameters<typeof metrics.onCommand>[0]) => (commands.push(c.argv.join(" ")), metrics.onCommand(c)) };
+    const counting = {
+      ...metrics,
+      onCommand: (c: Parameters<typeof metrics.onCommand>[0]) => (
+        commands.push(c.argv.join(" ")),
+        metrics.onCommand(c)
+      ),
+    };
     const daemon = await started("node-a", counting);
     await settle(daemon);
     expect(kube.get(name)!.status?.phase).to.equal("ONLINE");
@@ -86,7 +111,8 @@ describe("node-daemon loop (in-memory API, real zfs-fuse)", function () {
     const before = commands.length;
     const patches = kube.statusPatches.length;
     await kube.patchCspiStatus("openebs", name, { ...kube.get(name)!.status, phase: "DEGRADED" });
-    for (let i = 0; i < 100 && kube.get(name)!.status?.phase !== "ONLINE"; i++) await new Promise((r) => setTimeout(r, 20));
+    for (let i = 0; i < 100 && kube.get(name)!.status?.phase !== "ONLINE"; i++)
+      await new Promise((r) => setTimeout(r, 20));
     expect(kube.get(name)!.status?.phase).to.equal("ONLINE");
     expect(kube.statusPatches.length, "the daemon wrote the status back").to.equal(patches + 2);
     expect(commands.length, "the change by someone else was looked at").to.be.greaterThan(before);
@@ -99,31 +125,64 @@ describe("node-daemon loop (in-memory API, real zfs-fuse)", function () {
   it("a status write applies only to the version it was made from: cspi-sync's condition written during a pass stays, and the pass's PoolExpansion is reported on top of it", async () => {
     const name = sandbox.name("shared");
     const [d1, d2] = [sandbox.file("d1"), sandbox.file("d2")];
-    const podAvailable: Condition = { type: "PodAvailable", status: "True", reason: "PoolPodAvailable", message: "the pool pod is available", lastTransitionTime: "2026-03-01T12:00:00Z", lastUpdateTime: "2026-03-01T12:00:00Z" };
+    const podAvailable: Condition = {
+      type: "PodAvailable",
+      status: "True",
+      reason: "PoolPodAvailable",
+      message: "the pool pod is available",
+      lastTransitionTime: "2026-03-01T12:00:00Z",
+      lastUpdateTime: "2026-03-01T12:00:00Z",
+    };
     /** cspi-sync writing the CSPI's status while the daemon runs zpool add (its view of the CSPI then stale). */
     class CspiSyncMeanwhile extends ZfsHost {
       override async add(...args: Parameters<ZfsHost["add"]>): Promise<void> {
         await super.add(...args);
-        await kube.patchCspiStatus("openebs", name, { conditions: [...(kube.get(name)!.status?.conditions ?? []), podAvailable] });
+        await kube.patchCspiStatus("openebs", name, {
+          conditions: [...(kube.get(name)!.status?.conditions ?? []), podAvailable],
+        });
       }
     }
-    const daemon = daemonFor(kube, "node-a", createMetrics(), undefined, undefined, undefined, (runner, commands) => new CspiSyncMeanwhile(runner, commands));
+    const daemon = daemonFor(
+      kube,
+      "node-a",
+      createMetrics(),
+      undefined,
+      undefined,
+      undefined,
+      (runner, commands) => new CspiSyncMeanwhile(runner, commands),
+    );
     daemons.push(daemon);
     kube.apply(cspiFor(name, "node-a", [{ type: "stripe", devices: [d1] }]));
     await daemon.start();
     await settle(daemon);
-    kube.apply(cspiFor(name, "node-a", [{ type: "stripe", devices: [d1] }, { type: "stripe", devices: [d2] }]));
+    kube.apply(
+      cspiFor(name, "node-a", [
+        { type: "stripe", devices: [d1] },
+        { type: "stripe", devices: [d2] },
+      ]),
+    );
     await settle(daemon);
     const conditions = kube.get(name)!.status!.conditions!;
-    expect(findCondition(conditions, "PodAvailable"), "the other writer's condition").to.deep.equal(podAvailable);
-    expect(findCondition(conditions, "PoolExpansion")).to.include({ status: "False", reason: "PoolExpansionSuccessful" });
+    expect(findCondition(conditions, "PodAvailable"), "the other writer's condition").to.deep.equal(
+      podAvailable,
+    );
+    expect(findCondition(conditions, "PoolExpansion")).to.include({
+      status: "False",
+      reason: "PoolExpansionSuccessful",
+    });
   });
 
   it("refreshes three pools with as many zpool and zfs commands as one pool, and a resync asked for during another joins it", async () => {
     const names = ["one", "two", "three"].map((n) => sandbox.name(`refresh-${n}`));
     const commands: string[] = [];
     const metrics = createMetrics();
-    const counting = { ...metrics, onCommand: (c: Parameters<typeof metrics.onCommand>[0]) => (commands.push(c.argv.join(" ")), metrics.onCommand(c)) };
+    const counting = {
+      ...metrics,
+      onCommand: (c: Parameters<typeof metrics.onCommand>[0]) => (
+        commands.push(c.argv.join(" ")),
+        metrics.onCommand(c)
+      ),
+    };
     const refresh = async () => {
       const before = commands.length;
       await daemon.resync();
@@ -133,13 +192,21 @@ describe("node-daemon loop (in-memory API, real zfs-fuse)", function () {
     const daemon = await started("node-a", counting);
     await settle(daemon);
     const onePool = await refresh();
-    names.slice(1).forEach((name, i) => kube.apply(cspiFor(name, "node-a", [{ type: "stripe", devices: [sandbox.file(`d${i + 1}`)] }])));
+    names
+      .slice(1)
+      .forEach((name, i) =>
+        kube.apply(cspiFor(name, "node-a", [{ type: "stripe", devices: [sandbox.file(`d${i + 1}`)] }])),
+      );
     await settle(daemon);
     expect(names.map((name) => kube.get(name)!.status?.phase)).to.deep.equal(["ONLINE", "ONLINE", "ONLINE"]);
     const threePools = await refresh();
     expect(threePools.length, threePools.join("\n")).to.equal(onePool.length);
     // One listing of each kind names all three pools: each was read, in the same commands.
-    for (const name of names) expect(threePools.filter((argv) => argv.includes(zpoolName(name))).length, zpoolName(name)).to.be.greaterThan(0);
+    for (const name of names)
+      expect(
+        threePools.filter((argv) => argv.includes(zpoolName(name))).length,
+        zpoolName(name),
+      ).to.be.greaterThan(0);
     // The interval's tick while a round runs joins it: the pools are not listed and passed a second time.
     const before = commands.length;
     await Promise.all([daemon.resync(), daemon.resync()]);
@@ -162,7 +229,10 @@ describe("node-daemon loop (in-memory API, real zfs-fuse)", function () {
     const daemon = await started("node-a");
     await settle(daemon);
     const cspi = kube.get(name)!;
-    kube.apply({ ...cspi, metadata: { ...cspi.metadata, annotations: { [ANNOTATION.poolRemoval]: POOL_REMOVAL_REQUESTED } } });
+    kube.apply({
+      ...cspi,
+      metadata: { ...cspi.metadata, annotations: { [ANNOTATION.poolRemoval]: POOL_REMOVAL_REQUESTED } },
+    });
     kube.delete(name);
     await settle(daemon);
     expect(poolExists(zpoolName(name))).to.equal(false);
@@ -177,7 +247,10 @@ describe("node-daemon loop (in-memory API, real zfs-fuse)", function () {
     await settle(daemon);
     writeData(sandbox, `${zpoolName(name)}/pvc-1`, 1);
     const cspi = kube.get(name)!;
-    kube.apply({ ...cspi, metadata: { ...cspi.metadata, annotations: { [ANNOTATION.poolRemoval]: POOL_REMOVAL_REQUESTED } } });
+    kube.apply({
+      ...cspi,
+      metadata: { ...cspi.metadata, annotations: { [ANNOTATION.poolRemoval]: POOL_REMOVAL_REQUESTED } },
+    });
     kube.delete(name);
     await settle(daemon);
     expect(kube.get(name)!.metadata.finalizers).to.deep.equal([FINALIZER.poolProtection]);
@@ -193,29 +266,49 @@ describe("node-daemon loop (in-memory API, real zfs-fuse)", function () {
     kube.apply(cspiFor(name, "node-a", [{ type: "mirror", devices: [d1, d2] }]));
     const daemon = await started("node-a");
     await settle(daemon);
-    kube.claims.set(claimName("bd-d3"), { blockDeviceName: "bd-d3", cspi: name, annotations: { [ANNOTATION.bdPredecessor]: "bd-d2", "keep.example/x": "y" } });
+    kube.claims.set(claimName("bd-d3"), {
+      blockDeviceName: "bd-d3",
+      cspi: name,
+      annotations: { [ANNOTATION.bdPredecessor]: "bd-d2", "keep.example/x": "y" },
+    });
     const cspi = kube.get(name)!;
     kube.apply({ ...cspi, spec: cspiFor(name, "node-a", [{ type: "mirror", devices: [d1, d3] }]).spec });
-    for (let i = 0; i < 10 && kube.claims.get(claimName("bd-d3"))!.annotations[ANNOTATION.bdPredecessor]; i++) await settle(daemon);
+    for (let i = 0; i < 10 && kube.claims.get(claimName("bd-d3"))!.annotations[ANNOTATION.bdPredecessor]; i++)
+      await settle(daemon);
     expect(kube.claims.get(claimName("bd-d3"))!.annotations).to.deep.equal({ "keep.example/x": "y" });
-    expect(findCondition(kube.get(name)!.status?.conditions, "DiskReplacement")).to.include({ status: "False", reason: "BlockDeviceReplacementSucceess" });
-    expect(kube.events.map((e) => e.reason)).to.include.members(["BlockDeviceReplacement", "ReplacementCompleted"]);
+    expect(findCondition(kube.get(name)!.status?.conditions, "DiskReplacement")).to.include({
+      status: "False",
+      reason: "BlockDeviceReplacementSucceess",
+    });
+    expect(kube.events.map((e) => e.reason)).to.include.members([
+      "BlockDeviceReplacement",
+      "ReplacementCompleted",
+    ]);
   });
 
   it("a daemon started after a replacement finished unseen (its predecessor killed) clears the predecessor mark, then stops listing the claims", async () => {
     const name = sandbox.name("unseen");
     const [d1, d2, d3] = [sandbox.file("d1"), sandbox.file("d2"), sandbox.file("d3")];
     kube.apply(cspiFor(name, "node-a", [{ type: "mirror", devices: [d1, d2] }]));
-    for (const device of ["bd-d1", "bd-d2"]) kube.claims.set(claimName(device), { blockDeviceName: device, cspi: name, annotations: {} });
+    for (const device of ["bd-d1", "bd-d2"])
+      kube.claims.set(claimName(device), { blockDeviceName: device, cspi: name, annotations: {} });
     const first = await started("node-a");
     await settle(first);
     await first.stop();
     // What the killed daemon left: the replace done and resilvered, the spec and the new claim updated, and
     // no status saying a replacement was under way.
-    kube.claims.set(claimName("bd-d3"), { blockDeviceName: "bd-d3", cspi: name, annotations: { [ANNOTATION.bdPredecessor]: "bd-d2" } });
-    kube.apply({ ...kube.get(name)!, spec: cspiFor(name, "node-a", [{ type: "mirror", devices: [d1, d3] }]).spec });
+    kube.claims.set(claimName("bd-d3"), {
+      blockDeviceName: "bd-d3",
+      cspi: name,
+      annotations: { [ANNOTATION.bdPredecessor]: "bd-d2" },
+    });
+    kube.apply({
+      ...kube.get(name)!,
+      spec: cspiFor(name, "node-a", [{ type: "mirror", devices: [d1, d3] }]).spec,
+    });
     zpool("replace", zpoolName(name), d2, d3);
-    for (let i = 0; i < 50 && /replacing|in progress/.test(zpool("status", zpoolName(name))); i++) await new Promise((resolve) => setTimeout(resolve, 100));
+    for (let i = 0; i < 50 && /replacing|in progress/.test(zpool("status", zpoolName(name))); i++)
+      await new Promise((resolve) => setTimeout(resolve, 100));
     expect(findCondition(kube.get(name)!.status?.conditions, "DiskReplacement")).to.equal(undefined);
 
     const restarted = await started("node-a");
@@ -243,8 +336,14 @@ describe("node-daemon loop (in-memory API, real zfs-fuse)", function () {
   it("zpool status prints half its output: phase Error and a Warning Event saying it could not be read, nothing tried; then ONLINE", async () => {
     const name = sandbox.name("cut");
     const faulty = new FaultyCommand(sandbox.dir, "/usr/sbin/zpool");
-    kube.apply(cspiFor(name, "node-a", [{ type: "mirror", devices: [sandbox.file("d1"), sandbox.file("d2")] }]));
-    const daemon = await started("node-a", createMetrics(), { zpool: [faulty.path], zfs: ["zfs"], truncate: ["truncate"] });
+    kube.apply(
+      cspiFor(name, "node-a", [{ type: "mirror", devices: [sandbox.file("d1"), sandbox.file("d2")] }]),
+    );
+    const daemon = await started("node-a", createMetrics(), {
+      zpool: [faulty.path],
+      zfs: ["zfs"],
+      truncate: ["truncate"],
+    });
     await settle(daemon);
     expect(kube.get(name)!.status?.phase).to.equal("ONLINE");
 
@@ -256,8 +355,16 @@ describe("node-daemon loop (in-memory API, real zfs-fuse)", function () {
     expect(cut.status?.conditions ?? [], "no condition claims an expansion or a lost pool").to.deep.equal([]);
     const warnings = kube.events.filter((e) => e.reason === "ObservationFailed");
     expect(warnings, "one Warning, not one per pass").to.have.length(1);
-    expect(warnings[0].message).to.match(/^unreadable zpool status output: pool \S+ ends before its vdev tree \(no config: section\)/);
-    expect(faulty.invocations().slice(before).filter((argv) => !/^(status|list|get)\b/.test(argv)), "zpool commands other than reads").to.deep.equal([]);
+    expect(warnings[0].message).to.match(
+      /^unreadable zpool status output: pool \S+ ends before its vdev tree \(no config: section\)/,
+    );
+    expect(
+      faulty
+        .invocations()
+        .slice(before)
+        .filter((argv) => !/^(status|list|get)\b/.test(argv)),
+      "zpool commands other than reads",
+    ).to.deep.equal([]);
 
     faulty.clear();
     await settle(daemon);
@@ -285,13 +392,25 @@ describe("node-daemon loop (in-memory API, real zfs-fuse)", function () {
     kube.applyCvr(cvr);
     const daemon = await started("node-a");
     await settle(daemon);
-    expect(kube.cvrs.get(cvr.metadata.name!)?.metadata.finalizers).to.deep.equal([FINALIZER.replicaProtection]);
+    expect(kube.cvrs.get(cvr.metadata.name!)?.metadata.finalizers).to.deep.equal([
+      FINALIZER.replicaProtection,
+    ]);
     const refused = kube.events.filter((e) => e.reason === "ReleaseRefused");
     expect(refused).to.have.length(1);
-    expect(refused[0].message).to.contain(`pool ${zpoolName(name)}`).and.contain("is not lost");
+    expect(refused[0].message)
+      .to.contain(`pool ${zpoolName(name)}`)
+      .and.contain("is not lost");
 
     await kube.patchCspiStatus("openebs", name, {
-      conditions: [{ type: "PoolLost", status: "True", reason: "ImportFailed", message: "gone", lastTransitionTime: "2026-03-01T12:00:00Z" }],
+      conditions: [
+        {
+          type: "PoolLost",
+          status: "True",
+          reason: "ImportFailed",
+          message: "gone",
+          lastTransitionTime: "2026-03-01T12:00:00Z",
+        },
+      ],
     });
     await settle(daemon);
     expect(kube.cvrs.has(cvr.metadata.name!), "released: the CVR had no other finalizer").to.equal(false);
@@ -312,7 +431,8 @@ describe("node-daemon loop (in-memory API, real zfs-fuse)", function () {
     daemons.push(daemon);
     await daemon.start();
     await settle(daemon);
-    const warnings = () => kube.events.filter((e) => e.cspi === name && e.reason === "ActionIneffective").map((e) => e.message);
+    const warnings = () =>
+      kube.events.filter((e) => e.cspi === name && e.reason === "ActionIneffective").map((e) => e.message);
     const tries = () => kube.events.filter((e) => e.cspi === name && e.reason === "PoolGrown").length;
 
     sandbox.grow(device, 512);
@@ -357,7 +477,11 @@ describe("node-daemon loop (in-memory API, real zfs-fuse)", function () {
     kube.apply(cspiFor(name, "node-b", [{ type: "stripe", devices: [sandbox.file("d1")] }]));
     let now = Date.now();
     // Node A holds the pool (its heartbeat fresh); node B's daemon passes over the CSPI as time goes by.
-    await kube.patchCspiStatus("openebs", name, { phase: "ONLINE", importedOn: "node-a", lastUpdateTime: new Date(now).toISOString() });
+    await kube.patchCspiStatus("openebs", name, {
+      phase: "ONLINE",
+      importedOn: "node-a",
+      lastUpdateTime: new Date(now).toISOString(),
+    });
     const daemon = daemonFor(kube, "node-b", createMetrics(), undefined, () => new Date(now));
     daemons.push(daemon);
     await daemon.start();
@@ -365,7 +489,10 @@ describe("node-daemon loop (in-memory API, real zfs-fuse)", function () {
       now += 7_000;
       await daemon.resync();
     }
-    expect(kube.events.filter((e) => e.reason === "WaitingForExport"), JSON.stringify(kube.events)).to.have.length(1);
+    expect(
+      kube.events.filter((e) => e.reason === "WaitingForExport"),
+      JSON.stringify(kube.events),
+    ).to.have.length(1);
     expect(kube.get(name)!.status?.importedOn, "B did not import meanwhile").to.equal("node-a");
   });
 
@@ -377,7 +504,10 @@ describe("node-daemon loop (in-memory API, real zfs-fuse)", function () {
     await settle(b);
     expect(kube.get(name)!.status).to.equal(undefined);
     const cspi = kube.get(name)!;
-    kube.apply({ ...cspi, spec: { ...cspi.spec, hostName: "node-b", nodeSelector: { "kubernetes.io/hostname": "node-b" } } });
+    kube.apply({
+      ...cspi,
+      spec: { ...cspi.spec, hostName: "node-b", nodeSelector: { "kubernetes.io/hostname": "node-b" } },
+    });
     await settle(b);
     expect(kube.get(name)!.status).to.include({ importedOn: "node-b", phase: "ONLINE" });
     expect(poolExists(zpoolName(name))).to.equal(true);
@@ -401,14 +531,22 @@ describe("node-daemon loop (in-memory API, real zfs-fuse)", function () {
       expect(nodeB.imported(zpoolName(name))).to.equal(false);
       const data = nodeA.writeData(sandbox, `${zpoolName(name)}/vol1`, 2);
       const cspi = kube.get(name)!;
-      kube.apply({ ...cspi, spec: { ...cspi.spec, hostName: "node-b", nodeSelector: { "kubernetes.io/hostname": "node-b" } } });
+      kube.apply({
+        ...cspi,
+        spec: { ...cspi.spec, hostName: "node-b", nodeSelector: { "kubernetes.io/hostname": "node-b" } },
+      });
       // Only the watch events and the daemons' own passes: no resync is driven here.
-      for (let i = 0; i < 100 && kube.get(name)!.status?.importedOn !== "node-b"; i++) await new Promise((resolve) => setTimeout(resolve, 100));
+      for (let i = 0; i < 100 && kube.get(name)!.status?.importedOn !== "node-b"; i++)
+        await new Promise((resolve) => setTimeout(resolve, 100));
       expect(kube.get(name)!.status).to.include({ importedOn: "node-b", phase: "ONLINE" });
       expect(nodeA.imported(zpoolName(name))).to.equal(false);
       expect(nodeB.imported(zpoolName(name))).to.equal(true);
-      expect(kube.events.filter((e) => e.reason === "PoolExported").map((e) => e.host)).to.deep.equal(["node-a"]);
-      expect(kube.events.filter((e) => e.reason === "PoolImported").map((e) => e.host)).to.deep.equal(["node-b"]);
+      expect(kube.events.filter((e) => e.reason === "PoolExported").map((e) => e.host)).to.deep.equal([
+        "node-a",
+      ]);
+      expect(kube.events.filter((e) => e.reason === "PoolImported").map((e) => e.host)).to.deep.equal([
+        "node-b",
+      ]);
       expect(nodeB.checksum(data.file)).to.equal(data.sha);
     } finally {
       await Promise.all(daemons.splice(0).map((d) => d.stop()));

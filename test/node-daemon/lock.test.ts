@@ -27,7 +27,15 @@ describe("node-daemon host lock", () => {
 
   it("takes over the lock of a process that no longer exists", async () => {
     const namespace = readlinkSync("/proc/self/ns/pid");
-    writeFileSync(join(dir, LOCK_FILE), JSON.stringify({ pid: 2 ** 22 + 17, pidNamespace: namespace, token: "dead", since: "2026-01-01T00:00:00Z" }));
+    writeFileSync(
+      join(dir, LOCK_FILE),
+      JSON.stringify({
+        pid: 2 ** 22 + 17,
+        pidNamespace: namespace,
+        token: "dead",
+        since: "2026-01-01T00:00:00Z",
+      }),
+    );
     const taken = await tryLock({ dir });
     expect(taken.lock).to.not.equal(undefined);
     expect(await taken.lock!.held()).to.equal(true);
@@ -35,7 +43,10 @@ describe("node-daemon host lock", () => {
   });
 
   it("takes over a lock from another pid namespace only once its heartbeat is stale", async () => {
-    writeFileSync(join(dir, LOCK_FILE), JSON.stringify({ pid: 1, pidNamespace: "pid:[other]", token: "other", since: "2026-01-01T00:00:00Z" }));
+    writeFileSync(
+      join(dir, LOCK_FILE),
+      JSON.stringify({ pid: 1, pidNamespace: "pid:[other]", token: "other", since: "2026-01-01T00:00:00Z" }),
+    );
     expect((await tryLock({ dir, staleMs: 60_000 })).lock).to.equal(undefined);
     const taken = await tryLock({ dir, staleMs: 0 });
     expect(taken.lock).to.not.equal(undefined);

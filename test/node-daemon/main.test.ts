@@ -11,7 +11,9 @@ describe("node-daemon /metrics and /healthz", () => {
     let healthy = true;
     const server = metricsServer(metrics, () => healthy);
     const body = (await request(server).get("/metrics").expect(200)).text;
-    expect(body).to.contain('cstor_node_daemon_command_duration_seconds_count{command="zpool status",outcome="ok"} 1');
+    expect(body).to.contain(
+      'cstor_node_daemon_command_duration_seconds_count{command="zpool status",outcome="ok"} 1',
+    );
     await request(server).get("/healthz").expect(200);
     healthy = false;
     const stalled = await request(server).get("/healthz").expect(503);

@@ -8,7 +8,12 @@ import { createMetrics } from "../../node-daemon/metrics.js";
 const cvr = (name: string, pool: string, volume: string, deleting = false): CVR => ({
   apiVersion: "openebs.io/v1alpha1",
   kind: KIND.cvr,
-  metadata: { name, namespace: "openebs", labels: { [LABEL.replicaPool]: pool, [LABEL.replicaVolume]: volume }, ...(deleting ? { deletionTimestamp: "2026-03-01T12:00:00Z" } : {}) },
+  metadata: {
+    name,
+    namespace: "openebs",
+    labels: { [LABEL.replicaPool]: pool, [LABEL.replicaVolume]: volume },
+    ...(deleting ? { deletionTimestamp: "2026-03-01T12:00:00Z" } : {}),
+  },
   spec: { capacity: "1Gi", replicaId: name },
 });
 
@@ -17,11 +22,26 @@ describe("node-daemon replica metrics", () => {
     const metrics = createMetrics();
     const ours = cvr("vol-1-a", "pool-a", "vol-1");
     const byVolume: Record<string, CVR[]> = {
-      "vol-1": [ours, cvr("vol-1-b", "pool-b", "vol-1"), cvr("vol-1-c", "pool-c", "vol-1"), cvr("vol-1-d", "pool-d", "vol-1"), cvr("vol-1-e", "pool-e", "vol-1", true)],
+      "vol-1": [
+        ours,
+        cvr("vol-1-b", "pool-b", "vol-1"),
+        cvr("vol-1-c", "pool-c", "vol-1"),
+        cvr("vol-1-d", "pool-d", "vol-1"),
+        cvr("vol-1-e", "pool-e", "vol-1", true),
+      ],
     };
-    metrics.replicas("pool-a", [ours], { "vol-1-a": { phase: "Healthy" } }, (volume) => byVolume[volume] ?? []);
+    metrics.replicas(
+      "pool-a",
+      [ours],
+      { "vol-1-a": { phase: "Healthy" } },
+      (volume) => byVolume[volume] ?? [],
+    );
     const text = await metrics.registry.metrics();
-    expect(text).to.include('cstor_volume_consistency_factor{cspi="pool-a",pool="cstor-pool-a",volume="vol-1"} 3');
-    expect(text).to.include('cstor_volume_replica_healthy{cspi="pool-a",pool="cstor-pool-a",volume="vol-1"} 1');
+    expect(text).to.include(
+      'cstor_volume_consistency_factor{cspi="pool-a",pool="cstor-pool-a",volume="vol-1"} 3',
+    );
+    expect(text).to.include(
+      'cstor_volume_replica_healthy{cspi="pool-a",pool="cstor-pool-a",volume="vol-1"} 1',
+    );
   });
 });

@@ -21,6 +21,8 @@ describe("node-daemon planner (golden)", () => {
     const waiting = goldenCases("node-daemon/planner").find((c) => c.name === "import-waits-for-holder")!;
     expect(plan(planInputOf(waiting)).holds.map((h) => h.reason)).to.deep.equal(["WaitingForExport"]);
     // The holder's heartbeat in that case is 30 s old: past a 20 s setting it counts as stale.
-    expect(plan({ ...planInputOf(waiting), staleStatusSeconds: 20 }).holds.map((h) => h.reason)).to.deep.equal(["ImportBlocked"]);
+    expect(
+      plan({ ...planInputOf(waiting), staleStatusSeconds: 20 }).holds.map((h) => h.reason),
+    ).to.deep.equal(["ImportBlocked"]);
   });
 });

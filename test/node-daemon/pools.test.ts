@@ -13,7 +13,17 @@ import type { ApiActions } from "../../node-daemon/executor.js";
 import { inspectDevice, ZfsHost } from "../../node-daemon/host.js";
 import { allLeaves, leaves, parseZpoolStatus } from "../../node-daemon/parse.js";
 import { reconcilePass, type PassResult } from "../../node-daemon/reconcile.js";
-import { blockDeviceName, checksum, cspiFor, requireZfs, SANDBOX_DEVICE_ROOTS, writeData, zfs, zpool, ZfsSandbox } from "../../testkit/zfs.js";
+import {
+  blockDeviceName,
+  checksum,
+  cspiFor,
+  requireZfs,
+  SANDBOX_DEVICE_ROOTS,
+  writeData,
+  zfs,
+  zpool,
+  ZfsSandbox,
+} from "../../testkit/zfs.js";
 
 /** One node's daemon without an API server: the CSPI's status is carried from pass to pass as the API would. */
 class Node {
@@ -81,27 +91,46 @@ describe("node-daemon on real zfs-fuse pools", function () {
     expect(layout.logs.map((v) => [v.kind, v.children.length])).to.deep.equal([["mirror", 2]]);
     expect(layout.cache.map((v) => v.name)).to.have.length(1);
     expect(layout.spares.map((v) => v.device)).to.deep.equal([join(sandbox.dir, "s1")]);
-    expect(zfs("get", "-H", "-o", "value", "compression,canmount", zpoolName(name)).split("\n").slice(0, 2)).to.deep.equal(["gzip", "off"]);
-    expect(status).to.include({ phase: "ONLINE", poolName: zpoolName(name), importedOn: "node-a", readOnly: false });
-    expect(status, "replica counts come from CStorVolumeReplicas, which a pass without them cannot count").to.not.have.property("provisionedReplicas");
+    expect(
+      zfs("get", "-H", "-o", "value", "compression,canmount", zpoolName(name)).split("\n").slice(0, 2),
+    ).to.deep.equal(["gzip", "off"]);
+    expect(status).to.include({
+      phase: "ONLINE",
+      poolName: zpoolName(name),
+      importedOn: "node-a",
+      readOnly: false,
+    });
+    expect(
+      status,
+      "replica counts come from CStorVolumeReplicas, which a pass without them cannot count",
+    ).to.not.have.property("provisionedReplicas");
     expect(status!.capacity!.total).to.match(/^\d+(\.\d+)?Mi$/);
   });
 
-  for (const [type, count] of [["stripe", 2], ["raidz", 3], ["raidz2", 4]] as const) {
+  for (const [type, count] of [
+    ["stripe", 2],
+    ["raidz", 3],
+    ["raidz2", 4],
+  ] as const) {
     it(`creates a ${type} pool of ${count} devices`, async () => {
       const name = sandbox.name(type);
       const devices = Array.from({ length: count }, (_, i) => sandbox.file(`d${i}`));
       const { status } = await nodeA.reconcile(cspiFor(name, "node-a", [{ type, devices }]));
       const data = layoutOf(zpoolName(name)).layout.data;
       if (type === "stripe") expect(data.map((v) => v.device)).to.deep.equal(devices);
-      else expect(data.map((v) => [v.kind, v.children.map((c) => c.device)])).to.deep.equal([[type === "raidz" ? "raidz1" : "raidz2", devices]]);
+      else
+        expect(data.map((v) => [v.kind, v.children.map((c) => c.device)])).to.deep.equal([
+          [type === "raidz" ? "raidz1" : "raidz2", devices],
+        ]);
       expect(status?.phase).to.equal("ONLINE");
     });
   }
 
   it("imports the pool after a restart instead of creating it, data intact", async () => {
     const name = sandbox.name("restart");
-    const created = await nodeA.reconcile(cspiFor(name, "node-a", [{ type: "mirror", devices: [sandbox.file("d1"), sandbox.file("d2")] }]));
+    const created = await nodeA.reconcile(
+      cspiFor(name, "node-a", [{ type: "mirror", devices: [sandbox.file("d1"), sandbox.file("d2")] }]),
+    );
     const data = writeData(sandbox, `${zpoolName(name)}/vol1`);
     zpool("export", zpoolName(name)); // what a node reboot or zfs-fuse restart leaves behind
 
@@ -129,21 +158,42 @@ describe("node-daemon on real zfs-fuse pools", function () {
     const name = sandbox.name("expand");
     const first = { type: "mirror" as const, devices: [sandbox.file("d1"), sandbox.file("d2")] };
     const created = await nodeA.reconcile(cspiFor(name, "node-a", [first]));
-    const grown = cspiFor(name, "node-a", [first, { type: "mirror", devices: [sandbox.file("d3"), sandbox.file("d4")] }]);
+    const grown = cspiFor(name, "node-a", [
+      first,
+      { type: "mirror", devices: [sandbox.file("d3"), sandbox.file("d4")] },
+    ]);
     const after = await nodeA.reconcile({ ...grown, status: created.status! });
     expect(layoutOf(zpoolName(name)).layout.data.map((v) => v.children.length)).to.deep.equal([2, 2]);
     const condition = findCondition(after.status?.conditions, "PoolExpansion");
     expect(condition).to.include({ status: "False", reason: "PoolExpansionSuccessful" });
     expect(condition!.message).to.contain("bd-d3").and.contain("bd-d4");
-    expect(parseFloat(after.status!.capacity!.total)).to.be.greaterThan(parseFloat(created.status!.capacity!.total));
+    expect(parseFloat(after.status!.capacity!.total)).to.be.greaterThan(
+      parseFloat(created.status!.capacity!.total),
+    );
   });
 
   // Day 2: each role ZFS keeps outside the data vdevs joins a live pool with `zpool add` (log, cache, spare),
   // and the data written before is intact afterwards.
   const dayTwoRoles = [
-    { role: "writeCache", section: "logs", group: (sb: ZfsSandbox) => ({ type: "mirror" as const, role: "writeCache" as const, devices: [sb.file("l1"), sb.file("l2")] }) },
-    { role: "readCache", section: "cache", group: (sb: ZfsSandbox) => ({ role: "readCache" as const, devices: [sb.loop("c1")] }) },
-    { role: "spare", section: "spares", group: (sb: ZfsSandbox) => ({ role: "spare" as const, devices: [sb.file("s1")] }) },
+    {
+      role: "writeCache",
+      section: "logs",
+      group: (sb: ZfsSandbox) => ({
+        type: "mirror" as const,
+        role: "writeCache" as const,
+        devices: [sb.file("l1"), sb.file("l2")],
+      }),
+    },
+    {
+      role: "readCache",
+      section: "cache",
+      group: (sb: ZfsSandbox) => ({ role: "readCache" as const, devices: [sb.loop("c1")] }),
+    },
+    {
+      role: "spare",
+      section: "spares",
+      group: (sb: ZfsSandbox) => ({ role: "spare" as const, devices: [sb.file("s1")] }),
+    },
   ] as const;
   for (const { role, section, group } of dayTwoRoles) {
     it(`adds a ${role} group to a live pool (zpool add) and keeps its data`, async () => {
@@ -154,14 +204,20 @@ describe("node-daemon on real zfs-fuse pools", function () {
       expect(layoutOf(zpoolName(name)).layout[section], "nothing there before").to.deep.equal([]);
 
       const added = group(sandbox);
-      const after = await nodeA.reconcile({ ...cspiFor(name, "node-a", [first, added]), status: created.status! });
+      const after = await nodeA.reconcile({
+        ...cspiFor(name, "node-a", [first, added]),
+        status: created.status!,
+      });
       expect(after.outcomes.map((o) => [o.action.kind, o.error])).to.deep.equal([["add", undefined]]);
       const layout = layoutOf(zpoolName(name)).layout;
       const leaves = layout[section].flatMap((v) => (v.children.length > 0 ? v.children : [v]));
       expect(leaves).to.have.length(added.devices.length);
       if (role === "writeCache") expect(layout.logs.map((v) => v.kind)).to.deep.equal(["mirror"]);
       if (role !== "readCache") expect(leaves.map((v) => v.device)).to.deep.equal(added.devices);
-      expect(layout.data.map((v) => v.children.length), "the data vdevs are untouched").to.deep.equal([2]);
+      expect(
+        layout.data.map((v) => v.children.length),
+        "the data vdevs are untouched",
+      ).to.deep.equal([2]);
       expect(checksum(data.file)).to.equal(data.sha);
       expect(after.status?.phase).to.equal("ONLINE");
 
@@ -178,19 +234,29 @@ describe("node-daemon on real zfs-fuse pools", function () {
     const claims: Record<string, Record<string, string>> = {};
     const confirmed: string[] = [];
     const api: ApiActions = {
-      addFinalizer: async (c) => ({ ...c, metadata: { ...c.metadata, finalizers: [FINALIZER.poolProtection] } }),
+      addFinalizer: async (c) => ({
+        ...c,
+        metadata: { ...c.metadata, finalizers: [FINALIZER.poolProtection] },
+      }),
       removeFinalizer: async (c) => c,
       clearPredecessor: async () => expect.fail("nothing is replaced here"),
       confirmRemoval: async (_namespace, claim) => {
         const device = claim.replace(/^bdc-/, "");
         const path = claims[device][ANNOTATION.bdRemoval];
-        expect(allLeaves(layoutOf(pool).layout).map((leaf) => leaf.device), `${path} is out of the pool before its mark goes`).not.to.include(path);
+        expect(
+          allLeaves(layoutOf(pool).layout).map((leaf) => leaf.device),
+          `${path} is out of the pool before its mark goes`,
+        ).not.to.include(path);
         confirmed.push(claim);
         delete claims[device][ANNOTATION.bdRemoval];
       },
     };
     const node = new Node("node-a", api, claims);
-    const everything = [data, { role: "spare" as const, devices: [s1, s2] }, { role: "readCache" as const, devices: [c1] }];
+    const everything = [
+      data,
+      { role: "spare" as const, devices: [s1, s2] },
+      { role: "readCache" as const, devices: [c1] },
+    ];
     const created = await node.reconcile(cspiFor(name, "node-a", everything));
     expect(leaves(layoutOf(pool).layout.spares).map((v) => v.device)).to.deep.equal([s1, s2]);
     expect(leaves(layoutOf(pool).layout.cache)).to.have.length(1);
@@ -202,7 +268,11 @@ describe("node-daemon on real zfs-fuse pools", function () {
     expect(marked.outcomes).to.deep.equal([]);
 
     // Then the CSPI drops s2 and the read cache group.
-    const without = { ...cspiFor(name, "node-a", [data, { role: "spare", devices: [s1] }]), metadata: created.cspi.metadata, status: marked.cspi.status };
+    const without = {
+      ...cspiFor(name, "node-a", [data, { role: "spare", devices: [s1] }]),
+      metadata: created.cspi.metadata,
+      status: marked.cspi.status,
+    };
     const removed = await node.reconcile(without);
     expect(removed.outcomes.map((o) => [o.action.kind, o.error])).to.deep.equal([
       ["remove", undefined],
@@ -210,11 +280,16 @@ describe("node-daemon on real zfs-fuse pools", function () {
       ["confirm-removal", undefined],
       ["confirm-removal", undefined],
     ]);
-    expect(confirmed.sort()).to.deep.equal([claimName(blockDeviceName(c1)), claimName(blockDeviceName(s2))].sort());
+    expect(confirmed.sort()).to.deep.equal(
+      [claimName(blockDeviceName(c1)), claimName(blockDeviceName(s2))].sort(),
+    );
     const layout = layoutOf(pool).layout;
     expect(leaves(layout.spares).map((v) => v.device)).to.deep.equal([s1]);
     expect(layout.cache).to.deep.equal([]);
-    expect(layout.data.map((v) => v.children.map((c) => c.device)), "the data vdevs are untouched").to.deep.equal([data.devices]);
+    expect(
+      layout.data.map((v) => v.children.map((c) => c.device)),
+      "the data vdevs are untouched",
+    ).to.deep.equal([data.devices]);
     expect(removed.status?.phase).to.equal("ONLINE");
 
     const again = await node.reconcile(removed.cspi);
@@ -224,10 +299,15 @@ describe("node-daemon on real zfs-fuse pools", function () {
   it("replaces a mirror member through resilver and removes the predecessor mark from the new claim", async () => {
     const name = sandbox.name("replace");
     const [d1, d2, d3] = [sandbox.file("d1"), sandbox.file("d2"), sandbox.file("d3")];
-    const claims: Record<string, Record<string, string>> = { "bd-d3": { [ANNOTATION.bdPredecessor]: "bd-d2" } };
+    const claims: Record<string, Record<string, string>> = {
+      "bd-d3": { [ANNOTATION.bdPredecessor]: "bd-d2" },
+    };
     const cleared: string[] = [];
     const api: ApiActions = {
-      addFinalizer: async (c) => ({ ...c, metadata: { ...c.metadata, finalizers: [FINALIZER.poolProtection] } }),
+      addFinalizer: async (c) => ({
+        ...c,
+        metadata: { ...c.metadata, finalizers: [FINALIZER.poolProtection] },
+      }),
       removeFinalizer: async (c) => c,
       clearPredecessor: async (_namespace, claim) => {
         cleared.push(claim);
@@ -239,7 +319,11 @@ describe("node-daemon on real zfs-fuse pools", function () {
     const created = await node.reconcile(cspiFor(name, "node-a", [{ type: "mirror", devices: [d1, d2] }]));
     const data = writeData(sandbox, `${zpoolName(name)}/vol1`, 16);
 
-    const replaced = await node.reconcile({ ...cspiFor(name, "node-a", [{ type: "mirror", devices: [d1, d3] }]), metadata: created.cspi.metadata, status: created.status! });
+    const replaced = await node.reconcile({
+      ...cspiFor(name, "node-a", [{ type: "mirror", devices: [d1, d3] }]),
+      metadata: created.cspi.metadata,
+      status: created.status!,
+    });
     expect(replaced.outcomes.map((o) => o.action.kind)).to.include("replace");
     // The resilver may still run after the first pass; passes continue until the claim is updated.
     let current = replaced;
@@ -249,7 +333,10 @@ describe("node-daemon on real zfs-fuse pools", function () {
     }
     expect(cleared).to.deep.equal(["bdc-bd-d3"]);
     expect(layoutOf(zpoolName(name)).layout.data[0].children.map((c) => c.device)).to.deep.equal([d1, d3]);
-    expect(findCondition(current.status?.conditions, "DiskReplacement")).to.include({ status: "False", reason: "BlockDeviceReplacementSucceess" });
+    expect(findCondition(current.status?.conditions, "DiskReplacement")).to.include({
+      status: "False",
+      reason: "BlockDeviceReplacementSucceess",
+    });
     expect(checksum(data.file)).to.equal(data.sha);
   });
 
@@ -283,7 +370,11 @@ describe("node-daemon on real zfs-fuse pools", function () {
     const created = await nodeA.reconcile(cspiFor(name, "node-a", [{ type: "mirror", devices }]));
     const deleting: CSPI = {
       ...created.cspi,
-      metadata: { ...created.cspi.metadata, deletionTimestamp: new Date().toISOString(), annotations: { [ANNOTATION.poolRemoval]: POOL_REMOVAL_REQUESTED } },
+      metadata: {
+        ...created.cspi.metadata,
+        deletionTimestamp: new Date().toISOString(),
+        annotations: { [ANNOTATION.poolRemoval]: POOL_REMOVAL_REQUESTED },
+      },
     };
     const result = await nodeA.reconcile(deleting);
     expect(result.outcomes.map((o) => [o.action.kind, o.error])).to.deep.equal([["destroy", undefined]]);
@@ -296,11 +387,17 @@ describe("node-daemon on real zfs-fuse pools", function () {
 
   it("refuses to destroy a pool that holds a volume, and keeps it", async () => {
     const name = sandbox.name("keep");
-    const created = await nodeA.reconcile(cspiFor(name, "node-a", [{ type: "stripe", devices: [sandbox.file("d1")] }]));
+    const created = await nodeA.reconcile(
+      cspiFor(name, "node-a", [{ type: "stripe", devices: [sandbox.file("d1")] }]),
+    );
     const data = writeData(sandbox, `${zpoolName(name)}/pvc-1`);
     const deleting: CSPI = {
       ...created.cspi,
-      metadata: { ...created.cspi.metadata, deletionTimestamp: new Date().toISOString(), annotations: { [ANNOTATION.poolRemoval]: POOL_REMOVAL_REQUESTED } },
+      metadata: {
+        ...created.cspi.metadata,
+        deletionTimestamp: new Date().toISOString(),
+        annotations: { [ANNOTATION.poolRemoval]: POOL_REMOVAL_REQUESTED },
+      },
     };
     const result = await nodeA.reconcile(deleting);
     expect(result.outcomes).to.deep.equal([]);
@@ -312,9 +409,14 @@ describe("node-daemon on real zfs-fuse pools", function () {
 
   it("exports (keeps the data) when the CSPI is deleted without the removal mark", async () => {
     const name = sandbox.name("unmark");
-    const created = await nodeA.reconcile(cspiFor(name, "node-a", [{ type: "stripe", devices: [sandbox.file("d1")] }]));
+    const created = await nodeA.reconcile(
+      cspiFor(name, "node-a", [{ type: "stripe", devices: [sandbox.file("d1")] }]),
+    );
     writeData(sandbox, `${zpoolName(name)}/vol1`);
-    const deleting: CSPI = { ...created.cspi, metadata: { ...created.cspi.metadata, deletionTimestamp: new Date().toISOString() } };
+    const deleting: CSPI = {
+      ...created.cspi,
+      metadata: { ...created.cspi.metadata, deletionTimestamp: new Date().toISOString() },
+    };
     const result = await nodeA.reconcile(deleting);
     expect(result.outcomes.map((o) => o.action.kind)).to.deep.equal(["export"]);
     expect(poolExists(zpoolName(name))).to.equal(false);
@@ -339,7 +441,9 @@ describe("node-daemon on real zfs-fuse pools", function () {
 
   it("turns the pool read-only at roThresholdLimit and back when the limit is raised", async () => {
     const name = sandbox.name("full");
-    const cspi = cspiFor(name, "node-a", [{ type: "stripe", devices: [sandbox.file("d1", 128)] }], { roThresholdLimit: 20 });
+    const cspi = cspiFor(name, "node-a", [{ type: "stripe", devices: [sandbox.file("d1", 128)] }], {
+      roThresholdLimit: 20,
+    });
     const created = await nodeA.reconcile(cspi);
     expect(created.status?.readOnly).to.equal(false);
     const data = writeData(sandbox, `${zpoolName(name)}/vol1`, 40);
@@ -349,7 +453,10 @@ describe("node-daemon on real zfs-fuse pools", function () {
     expect(zfs("get", "-H", "-o", "value", "readonly", zpoolName(name)).trim()).to.equal("on");
     expect(() => writeFileSync(join(data.file, "..", "more.bin"), "x")).to.throw(/read-only/i);
 
-    const raised = await nodeA.reconcile({ ...full.cspi, spec: { ...full.cspi.spec, poolConfig: { ...full.cspi.spec.poolConfig, roThresholdLimit: 90 } } });
+    const raised = await nodeA.reconcile({
+      ...full.cspi,
+      spec: { ...full.cspi.spec, poolConfig: { ...full.cspi.spec.poolConfig, roThresholdLimit: 90 } },
+    });
     expect(raised.status).to.include({ readOnly: false });
     expect(checksum(data.file)).to.equal(data.sha);
   });

@@ -11,7 +11,15 @@ import { planInputOf, plannerCase, replicaCountsOf } from "../support/planner-ca
 function reportFor(caseName: string, extra: Partial<ReportInput> = {}): ReturnType<typeof report> {
   const goldenCase = plannerCase(caseName);
   const input = planInputOf(goldenCase);
-  return report({ cspi: input.cspi, nodeName: input.nodeName, now: input.now, observation: input.observation, plan: plan(input), outcomes: [], ...extra });
+  return report({
+    cspi: input.cspi,
+    nodeName: input.nodeName,
+    now: input.now,
+    observation: input.observation,
+    plan: plan(input),
+    outcomes: [],
+    ...extra,
+  });
 }
 
 describe("node-daemon reporter", () => {
@@ -19,7 +27,15 @@ describe("node-daemon reporter", () => {
     it(`status for ${goldenCase.name}`, () => {
       const input = planInputOf(goldenCase);
       const counts = replicaCountsOf(goldenCase);
-      const reportInput = { cspi: input.cspi, nodeName: input.nodeName, now: input.now, observation: input.observation, plan: plan(input), outcomes: [], ...(counts ? { replicas: counts } : {}) };
+      const reportInput = {
+        cspi: input.cspi,
+        nodeName: input.nodeName,
+        now: input.now,
+        observation: input.observation,
+        plan: plan(input),
+        outcomes: [],
+        ...(counts ? { replicas: counts } : {}),
+      };
       const status = report(reportInput);
       expectGolden(goldenCase, "status.yaml", status);
       expect(report(reportInput)).to.deep.equal(status);
@@ -31,7 +47,14 @@ describe("node-daemon reporter", () => {
     const goldenCase = plannerCase("replacement-resilvering-openzfs");
     const input = planInputOf(goldenCase);
     const later = new Date(input.now.getTime() + 30_000);
-    const second = report({ cspi: { ...input.cspi, status: first }, nodeName: input.nodeName, now: later, observation: input.observation, plan: plan(input), outcomes: [] });
+    const second = report({
+      cspi: { ...input.cspi, status: first },
+      nodeName: input.nodeName,
+      now: later,
+      observation: input.observation,
+      plan: plan(input),
+      outcomes: [],
+    });
     expect({ ...second, lastUpdateTime: undefined }).to.deep.equal({ ...first, lastUpdateTime: undefined });
     expect(second.lastUpdateTime).to.equal("2026-03-01T12:00:30Z");
   });
@@ -39,17 +62,51 @@ describe("node-daemon reporter", () => {
   it("agrees with cspi-sync on the phase: an ONLINE pool whose pool pod is not available is PodUnavailable, and ONLINE again once it is", () => {
     const goldenCase = plannerCase("replacement-resilvering-openzfs");
     const input = planInputOf(goldenCase);
-    const online = report({ cspi: input.cspi, nodeName: input.nodeName, now: input.now, observation: input.observation, plan: plan(input), outcomes: [] });
-    const podDown = { type: "PodAvailable", status: "False" as const, reason: "PoolPodNotReady", message: "no pod", lastTransitionTime: "2026-03-01T12:00:00Z" };
-    const withPodDown = { ...input.cspi, status: { ...online, phase: "PodUnavailable" as const, conditions: [...(online.conditions ?? []), podDown] } };
+    const online = report({
+      cspi: input.cspi,
+      nodeName: input.nodeName,
+      now: input.now,
+      observation: input.observation,
+      plan: plan(input),
+      outcomes: [],
+    });
+    const podDown = {
+      type: "PodAvailable",
+      status: "False" as const,
+      reason: "PoolPodNotReady",
+      message: "no pod",
+      lastTransitionTime: "2026-03-01T12:00:00Z",
+    };
+    const withPodDown = {
+      ...input.cspi,
+      status: {
+        ...online,
+        phase: "PodUnavailable" as const,
+        conditions: [...(online.conditions ?? []), podDown],
+      },
+    };
     const later = new Date(input.now.getTime() + 60_000);
-    const down = report({ cspi: withPodDown, nodeName: input.nodeName, now: later, observation: input.observation, plan: plan(input), outcomes: [] });
+    const down = report({
+      cspi: withPodDown,
+      nodeName: input.nodeName,
+      now: later,
+      observation: input.observation,
+      plan: plan(input),
+      outcomes: [],
+    });
     expect(online.phase).to.be.oneOf(["ONLINE", "DEGRADED"]);
     expect(down.phase).to.equal("PodUnavailable");
     // The hook wrote this phase: the daemon keeps its time, so the two never rewrite each other.
     expect(down.phaseLastTransitionTime).to.equal(withPodDown.status.phaseLastTransitionTime);
     const podBack = { ...podDown, status: "True" as const, reason: "PoolPodAvailable" };
-    const back = report({ cspi: { ...withPodDown, status: { ...down, conditions: [...(online.conditions ?? []), podBack] } }, nodeName: input.nodeName, now: later, observation: input.observation, plan: plan(input), outcomes: [] });
+    const back = report({
+      cspi: { ...withPodDown, status: { ...down, conditions: [...(online.conditions ?? []), podBack] } },
+      nodeName: input.nodeName,
+      now: later,
+      observation: input.observation,
+      plan: plan(input),
+      outcomes: [],
+    });
     expect(back.phase).to.equal(online.phase);
     expect(back.phaseLastTransitionTime).to.equal("2026-03-01T12:01:00Z");
   });
@@ -58,9 +115,26 @@ describe("node-daemon reporter", () => {
     const goldenCase = plannerCase("expand-raid-group");
     const input = planInputOf(goldenCase);
     const [add] = plan(input).actions;
-    const status = report({ cspi: input.cspi, nodeName: "node-a", now: input.now, observation: input.observation, plan: { actions: [], holds: [], statusOwner: true }, outcomes: [{ action: add }] });
-    expect(findCondition(status.conditions, "PoolExpansion")).to.deep.include({ status: "False", reason: "PoolExpansionSuccessful" });
-    const failed = report({ cspi: input.cspi, nodeName: "node-a", now: input.now, observation: input.observation, plan: plan(input), outcomes: [{ action: add, error: "mismatched replication level" }] });
+    const status = report({
+      cspi: input.cspi,
+      nodeName: "node-a",
+      now: input.now,
+      observation: input.observation,
+      plan: { actions: [], holds: [], statusOwner: true },
+      outcomes: [{ action: add }],
+    });
+    expect(findCondition(status.conditions, "PoolExpansion")).to.deep.include({
+      status: "False",
+      reason: "PoolExpansionSuccessful",
+    });
+    const failed = report({
+      cspi: input.cspi,
+      nodeName: "node-a",
+      now: input.now,
+      observation: input.observation,
+      plan: plan(input),
+      outcomes: [{ action: add, error: "mismatched replication level" }],
+    });
     const condition = findCondition(failed.conditions, "PoolExpansion")!;
     expect(condition).to.deep.include({ status: "True", reason: "PoolExpansionInProgress" });
     expect(condition.message).to.contain("bd-disk2").and.contain("mismatched replication level");
@@ -73,13 +147,21 @@ describe("node-daemon reporter", () => {
     ] as const) {
       const goldenCase = plannerCase(caseName);
       const input = planInputOf(goldenCase);
-      const busy = report({ cspi: input.cspi, nodeName: input.nodeName, now: input.now, observation: input.observation, plan: plan(input), outcomes: [] });
+      const busy = report({
+        cspi: input.cspi,
+        nodeName: input.nodeName,
+        now: input.now,
+        observation: input.observation,
+        plan: plan(input),
+        outcomes: [],
+      });
       expect(findCondition(busy.conditions, type), caseName).to.deep.include({ status: "True" });
       const unread = report({
         cspi: { ...input.cspi, status: busy },
         nodeName: input.nodeName,
         now: new Date(input.now.getTime() + 30_000),
-        observationError: 'unreadable zpool status output: pool cstor-pool-a1b2c3 ends before its vdev tree (no config: section) (line 1: "  pool: cstor-pool-a1b2c3")',
+        observationError:
+          'unreadable zpool status output: pool cstor-pool-a1b2c3 ends before its vdev tree (no config: section) (line 1: "  pool: cstor-pool-a1b2c3")',
         plan: { actions: [], holds: [], statusOwner: true },
         outcomes: [],
       });
@@ -91,6 +173,13 @@ describe("node-daemon reporter", () => {
   });
 
   it("formats capacity as Kubernetes quantities", () => {
-    expect([quantity(0), quantity(1023), quantity(95059968), quantity(128 * 2 ** 20), quantity(1.5 * 2 ** 40), quantity(100 * 2 ** 20)]).to.deep.equal(["0", "1023", "90.7Mi", "128Mi", "1.5Ti", "100Mi"]);
+    expect([
+      quantity(0),
+      quantity(1023),
+      quantity(95059968),
+      quantity(128 * 2 ** 20),
+      quantity(1.5 * 2 ** 40),
+      quantity(100 * 2 ** 20),
+    ]).to.deep.equal(["0", "1023", "90.7Mi", "128Mi", "1.5Ti", "100Mi"]);
   });
 });

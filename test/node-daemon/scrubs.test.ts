@@ -42,17 +42,37 @@ describe("node daemon: scheduled scrubs on real zfs-fuse pools", function () {
   const startDaemon = async (metrics: DaemonMetrics, aheadMs = 0): Promise<NodeDaemon> => {
     await daemon?.stop();
     const clock = () => new Date(Date.now() + aheadMs);
-    daemon = daemonFor(kube, "node-a", metrics, commandsFromEnv({ ZFS_COMMAND_PREFIX: node.commandPrefixEnv }), clock);
+    daemon = daemonFor(
+      kube,
+      "node-a",
+      metrics,
+      commandsFromEnv({ ZFS_COMMAND_PREFIX: node.commandPrefixEnv }),
+      clock,
+    );
     await daemon.start();
     await daemon.resync();
     return daemon;
   };
   const scanLine = (pool: string) => parseZpoolStatus(node.zpool("status", pool))[0].scan.text;
   const started = (cspi: string) => kube.events.filter((e) => e.cspi === cspi && e.reason === "ScrubStarted");
-  const mirror = (label: string): [string, string] => [sandbox.file(`${label}1`, 64), sandbox.file(`${label}2`, 64)];
+  const mirror = (label: string): [string, string] => [
+    sandbox.file(`${label}1`, 64),
+    sandbox.file(`${label}2`, 64),
+  ];
   const create = (pool: string, devices: readonly string[]) =>
     // failmode=continue: a pool that loses a device never blocks the node's zfs-fuse; the daemon adopts the pool.
-    node.zpool("create", "-o", "failmode=continue", "-O", "canmount=off", "-O", "compression=off", pool, "mirror", ...devices);
+    node.zpool(
+      "create",
+      "-o",
+      "failmode=continue",
+      "-O",
+      "canmount=off",
+      "-O",
+      "compression=off",
+      pool,
+      "mirror",
+      ...devices,
+    );
 
   it("scrubs the due pool and reports what it repaired; not again before the interval; holds a paused and a DEGRADED pool", async () => {
     const schedule = { scrub: { interval: "1h" } };
@@ -94,7 +114,9 @@ describe("node daemon: scheduled scrubs on real zfs-fuse pools", function () {
     // The due pool: scrubbed once, its repairs in zpool status, in the CSPI status and in the metrics.
     expect(scanLine(zpoolName(due))).to.match(/^scrub completed after 0h\dm with 0 errors on /);
     expect(started(due)).to.have.length(1);
-    expect(started(due)[0].message).to.equal(`started a scrub of pool ${zpoolName(due)}: poolConfig.scrub.interval is 1h and no scrub of the pool is known`);
+    expect(started(due)[0].message).to.equal(
+      `started a scrub of pool ${zpoolName(due)}: poolConfig.scrub.interval is 1h and no scrub of the pool is known`,
+    );
     const result = kube.get(due)!.status!.scrub!;
     expect(result).to.include({ state: "Finished", errors: 0 });
     expect(result.repairedBytes, "what the scrub rewrote on the corrupted member").to.be.greaterThan(0);
@@ -102,23 +124,34 @@ describe("node daemon: scheduled scrubs on real zfs-fuse pools", function () {
     expect(Date.parse(result.lastStartTime!)).to.be.at.most(Date.parse(result.lastEndTime!) + 1000);
     expect(result.waiting).to.equal(undefined);
     const corrupted = kube.get(due)!.status!.devices!.find((d) => d.devLink === d1)!;
-    expect(corrupted.checksumErrors, "the corrupted member's checksum errors, found by the scrub").to.be.greaterThan(0);
+    expect(
+      corrupted.checksumErrors,
+      "the corrupted member's checksum errors, found by the scrub",
+    ).to.be.greaterThan(0);
     const exposition = await metrics.registry.metrics();
     const lint = spawnSync("promtool", ["check", "metrics"], { input: exposition, encoding: "utf8" });
-    expect(`${lint.stdout}${lint.stderr}`, "promtool check metrics: the scrub metrics follow Prometheus' conventions").to.equal("");
+    expect(
+      `${lint.stdout}${lint.stderr}`,
+      "promtool check metrics: the scrub metrics follow Prometheus' conventions",
+    ).to.equal("");
     const at = `{cspi="${due}",pool="${zpoolName(due)}"}`;
-    expect(exposition).to.contain(`cstor_pool_scrub_last_end_timestamp_seconds${at} ${Date.parse(result.lastEndTime!) / 1000}`);
+    expect(exposition).to.contain(
+      `cstor_pool_scrub_last_end_timestamp_seconds${at} ${Date.parse(result.lastEndTime!) / 1000}`,
+    );
     expect(exposition).to.contain(`cstor_pool_scrub_last_errors${at} 0`);
     expect(exposition).to.contain(`cstor_pool_scrub_last_repaired_bytes${at} ${result.repairedBytes}`);
 
     // Held: the paused pool and the DEGRADED one were not scrubbed, and their status says why.
     expect(scanLine(zpoolName(paused))).to.equal("none requested");
     expect(kube.get(paused)!.status!.scrub).to.deep.equal({
-      waiting: "a scrub is due (poolConfig.scrub.interval 1h) but waits: the CSPI carries openebs.io/reconcile-paused=true (copied from its CSPC): remove it from the CSPC (or from the CSPI, if set there by hand) to let scrubs run",
+      waiting:
+        "a scrub is due (poolConfig.scrub.interval 1h) but waits: the CSPI carries openebs.io/reconcile-paused=true (copied from its CSPC): remove it from the CSPC (or from the CSPI, if set there by hand) to let scrubs run",
     });
     expect(scanLine(zpoolName(degraded))).to.equal("none requested");
     expect(kube.get(degraded)!.status!.phase).to.equal("DEGRADED");
-    expect(kube.get(degraded)!.status!.scrub!.waiting).to.match(/waits: the pool is DEGRADED: a pool scrubs only when ONLINE/);
+    expect(kube.get(degraded)!.status!.scrub!.waiting).to.match(
+      /waits: the pool is DEGRADED: a pool scrubs only when ONLINE/,
+    );
     expect(started(paused).length + started(degraded).length).to.equal(0);
 
     // Not again before the interval: another pass; zfs-fuse forgetting the scrub on an import; a restarted daemon.
@@ -143,7 +176,9 @@ describe("node daemon: scheduled scrubs on real zfs-fuse pools", function () {
     // An interval later (the daemon's clock two hours ahead), the due pool is scrubbed again.
     await startDaemon(createMetrics(), 2 * 3600_000);
     expect(started(due)).to.have.length(2);
-    expect(started(due)[1].message).to.equal(`started a scrub of pool ${zpoolName(due)}: poolConfig.scrub.interval is 1h and the last scrub ended at ${result.lastEndTime}`);
+    expect(started(due)[1].message).to.equal(
+      `started a scrub of pool ${zpoolName(due)}: poolConfig.scrub.interval is 1h and the last scrub ended at ${result.lastEndTime}`,
+    );
     expect(scanLine(zpoolName(due))).to.match(/^scrub completed after 0h\dm with 0 errors on /);
   });
 });

@@ -114,7 +114,10 @@ describe("node-daemon watch cache", () => {
         now += 30_000;
         const lists = kube.lists;
         kube.endWatches(new Error("Premature close"));
-        await until(() => view.synced() && kube.lists === lists + 1, `break ${broken}: listed again and complete`);
+        await until(
+          () => view.synced() && kube.lists === lists + 1,
+          `break ${broken}: listed again and complete`,
+        );
       }
     } finally {
       view.stop();
@@ -144,7 +147,13 @@ describe("node-daemon CVR view by pool and by volume", () => {
   const cvr = (name: string, pool: string, volume: string): CVR => ({
     apiVersion: "openebs.io/v1alpha1",
     kind: KIND.cvr,
-    metadata: { name, namespace: "openebs", uid: `uid-${name}`, labels: { [LABEL.replicaPool]: pool, [LABEL.replicaVolume]: volume }, finalizers: [FINALIZER.replicaProtection] },
+    metadata: {
+      name,
+      namespace: "openebs",
+      uid: `uid-${name}`,
+      labels: { [LABEL.replicaPool]: pool, [LABEL.replicaVolume]: volume },
+      finalizers: [FINALIZER.replicaProtection],
+    },
     spec: { capacity: "1Gi", replicaId: name },
   });
   const names = (cvrs: readonly CVR[]): string[] => cvrs.map((c) => c.metadata.name ?? "");
@@ -177,7 +186,10 @@ describe("node-daemon CVR view by pool and by volume", () => {
     expect(names(cache.withLabel(LABEL.replicaPool, "pool-a")), "moved to pool-b").to.deep.equal(["a-1"]);
     expect(names(cache.withLabel(LABEL.replicaPool, "pool-b"))).to.deep.equal(["b-1", "a-2"]);
     const deleting = cvr("b-1", "pool-b", "vol-1");
-    kube.applyCvr({ ...deleting, metadata: { ...deleting.metadata, deletionTimestamp: "2026-03-01T12:00:00Z" } });
+    kube.applyCvr({
+      ...deleting,
+      metadata: { ...deleting.metadata, deletionTimestamp: "2026-03-01T12:00:00Z" },
+    });
     await kube.removeCvrFinalizer(deleting, FINALIZER.replicaProtection);
     expect(names(cache.withLabel(LABEL.replicaVolume, "vol-1")), "b-1 deleted").to.deep.equal(["a-1"]);
     expect(cache.withLabel(LABEL.replicaPool, "pool-c")).to.deep.equal([]);

@@ -44,7 +44,10 @@ describe("node-daemon work queue", () => {
   it("retries a pass that asks for it, after 1, 2, 4... times the base delay, until it is done", async () => {
     const outcomes: PassOutcome[] = ["retry", "retry", "retry", "done"];
     const times: number[] = [];
-    const queue = new KeyedWorkQueue(async () => (times.push(Date.now()), outcomes.shift()!), { retryBaseMs: 20, onError: () => undefined });
+    const queue = new KeyedWorkQueue(async () => (times.push(Date.now()), outcomes.shift()!), {
+      retryBaseMs: 20,
+      onError: () => undefined,
+    });
     await queue.enqueue("cspi-1");
     for (let i = 0; i < 100 && times.length < 4; i++) await tick(10);
     expect(times).to.have.length(4);

@@ -28,7 +28,9 @@ describe("test support: one zfs-fuse per simulated node", function () {
     const data = a.writeData(sandbox, `${pool}/vol`, 1);
     expect(a.imported(pool)).to.equal(true);
     expect(b.imported(pool), "node B sees only its own pools").to.equal(false);
-    expect(zpool("list", "-H", "-o", "name").split("\n"), "the shared zfs-fuse is not node A").to.not.include(pool);
+    expect(zpool("list", "-H", "-o", "name").split("\n"), "the shared zfs-fuse is not node A").to.not.include(
+      pool,
+    );
 
     // A node daemon reaches its node through ZFS_COMMAND_PREFIX, as the DaemonSet reaches the host.
     const hostOfB = new ZfsHost(createRunner(), commandsFromEnv({ ZFS_COMMAND_PREFIX: b.commandPrefixEnv }));

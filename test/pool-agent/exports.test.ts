@@ -41,7 +41,10 @@ describe("pool agent: replicas exported over iSCSI through tgtd (file backend, z
   });
 
   const startAgent = async (cspi: string) =>
-    PoolAgentProcess.start(cspiFor(cspi, node.name, []), node.name, { ZFS_COMMAND_PREFIX: node.commandPrefixEnv, TGT_CONTROL_PORT: String(tgtd.controlPort) });
+    PoolAgentProcess.start(cspiFor(cspi, node.name, []), node.name, {
+      ZFS_COMMAND_PREFIX: node.commandPrefixEnv,
+      TGT_CONTROL_PORT: String(tgtd.controlPort),
+    });
   const targets = async () => {
     const shown = await tgtd.tgtadm("--mode", "target", "--op", "show");
     if (shown.code !== 0) throw new Error(`tgtadm show: ${shown.stderr}`);
@@ -65,12 +68,32 @@ describe("pool agent: replicas exported over iSCSI through tgtd (file backend, z
     const pool = zpoolName(cspi);
     node.zpool("create", "-o", "failmode=continue", "-O", "canmount=off", pool, sandbox.file("d1"));
     const volume = `vol-${sandbox.id}`;
-    const replica: Replica = { cvr: `${volume}-${cspi}`, volume, replicaId: `${volume}-r1`, dataset: `${pool}/${volume}`, bytes: 4 * MiB };
+    const replica: Replica = {
+      cvr: `${volume}-${cspi}`,
+      volume,
+      replicaId: `${volume}-r1`,
+      dataset: `${pool}/${volume}`,
+      bytes: 4 * MiB,
+    };
     const replicaDir = join(sandbox.dir, "replicas");
-    for (const command of fileBackend(replicaDir).create(replica)) node.run([command.program, ...command.args]);
+    for (const command of fileBackend(replicaDir).create(replica))
+      node.run([command.program, ...command.args]);
     const replicaFile = join(replicaDir, replica.dataset, REPLICA_FILE);
     // Another tgt target on the same tgtd is not the agent's: left alone.
-    expect((await tgtd.tgtadm("--mode", "target", "--op", "new", "--tid", "1", "--targetname", "iqn.2026-11.org.example:other")).code).to.equal(0);
+    expect(
+      (
+        await tgtd.tgtadm(
+          "--mode",
+          "target",
+          "--op",
+          "new",
+          "--tid",
+          "1",
+          "--targetname",
+          "iqn.2026-11.org.example:other",
+        )
+      ).code,
+    ).to.equal(0);
 
     agent = await startAgent(cspi);
     const iqn = replicaIqn(volume);
@@ -85,22 +108,37 @@ describe("pool agent: replicas exported over iSCSI through tgtd (file backend, z
     const readBack = join(sandbox.dir, "read-back.bin");
     writeFileSync(written, data);
     await qemuImg("convert", "-n", "-f", "raw", "-O", "raw", written, url);
-    expect(node.checksum(replicaFile), "the replica file holds what the initiator wrote").to.equal(sha256(data));
+    expect(node.checksum(replicaFile), "the replica file holds what the initiator wrote").to.equal(
+      sha256(data),
+    );
     await qemuImg("convert", "-f", "raw", "-O", "raw", url, readBack);
     expect(sha256(readFileSync(readBack)), "and reads it back over iSCSI").to.equal(sha256(data));
 
     // A restarted agent adopts the export: SIGTERM leaves it in tgtd, the next agent changes nothing.
     expect(await agent.stop()).to.deep.equal({ code: 0, signal: null });
-    expect((await targets()).find((t) => t.iqn === iqn), "the export outlives the agent").to.deep.equal(target);
+    expect(
+      (await targets()).find((t) => t.iqn === iqn),
+      "the export outlives the agent",
+    ).to.deep.equal(target);
     agent = await startAgent(cspi);
     await agent.readyz(200, /is ONLINE/);
-    await waitUntil(async () => (await agent!.metric(`cstor_pool_replica_exports{pool="${pool}"}`)) === 1, 30_000, () => `no exports metric${agent!.tail()}`);
-    expect(agent.lines.filter((l) => /export/.test(l.msg)), "nothing exported or removed again").to.deep.equal([]);
+    await waitUntil(
+      async () => (await agent!.metric(`cstor_pool_replica_exports{pool="${pool}"}`)) === 1,
+      30_000,
+      () => `no exports metric${agent!.tail()}`,
+    );
+    expect(
+      agent.lines.filter((l) => /export/.test(l.msg)),
+      "nothing exported or removed again",
+    ).to.deep.equal([]);
 
     // The node daemon's destroy handshake: marked, unexported by the agent, then destroyed (the file is free).
     node.zfs("set", `${REPLICA_PROPERTY.destroying}=on`, replica.dataset);
     await waitForTargets(`no ${iqn}`, (iqns) => !iqns.includes(iqn));
-    expect((await targets()).map((t) => t.iqn), "the other target stays").to.deep.equal(["iqn.2026-11.org.example:other"]);
+    expect(
+      (await targets()).map((t) => t.iqn),
+      "the other target stays",
+    ).to.deep.equal(["iqn.2026-11.org.example:other"]);
     // As the daemon's next pass does: zfs-fuse may still call the dataset busy a moment after tgtd let go.
     let busy = "";
     await waitUntil(
@@ -126,8 +164,15 @@ describe("pool agent: replicas exported over iSCSI through tgtd (file backend, z
     const pool = zpoolName(cspi);
     node.zpool("create", "-o", "failmode=continue", "-O", "canmount=off", pool, sandbox.file("d1"));
     const volume = `vol-${sandbox.id}`;
-    const replica: Replica = { cvr: `${volume}-${cspi}`, volume, replicaId: `${volume}-r1`, dataset: `${pool}/${volume}`, bytes: MiB };
-    for (const command of fileBackend(join(sandbox.dir, "replicas")).create(replica)) node.run([command.program, ...command.args]);
+    const replica: Replica = {
+      cvr: `${volume}-${cspi}`,
+      volume,
+      replicaId: `${volume}-r1`,
+      dataset: `${pool}/${volume}`,
+      bytes: MiB,
+    };
+    for (const command of fileBackend(join(sandbox.dir, "replicas")).create(replica))
+      node.run([command.program, ...command.args]);
     const iqn = replicaIqn(volume);
     agent = await startAgent(cspi);
     await waitForTargets(iqn, (iqns) => iqns.includes(iqn));
@@ -143,7 +188,11 @@ describe("pool agent: replicas exported over iSCSI through tgtd (file backend, z
     tgtd = await Tgtd.start(node);
     agent = await startAgent(cspi);
     await agent.readyz(503, /not imported/);
-    await waitUntil(async () => (await agent!.metric(`cstor_pool_replica_exports{pool="${pool}"}`)) === 0, 30_000, () => `no exports metric${agent!.tail()}`);
+    await waitUntil(
+      async () => (await agent!.metric(`cstor_pool_replica_exports{pool="${pool}"}`)) === 0,
+      30_000,
+      () => `no exports metric${agent!.tail()}`,
+    );
     expect(await targets()).to.deep.equal([]);
 
     node.zpool("import", "-d", sandbox.dir, pool);

@@ -24,7 +24,10 @@ describe("pool agent: the process the pool Deployment runs, on a zfs-fuse node",
   afterEach(async () => {
     for (const agent of agents.splice(0)) {
       const ending = await agent.stop();
-      expect(ending, `${agent.label} stops on SIGTERM${agent.tail()}`).to.deep.equal({ code: 0, signal: null });
+      expect(ending, `${agent.label} stops on SIGTERM${agent.tail()}`).to.deep.equal({
+        code: 0,
+        signal: null,
+      });
     }
     await node.stop();
     sandbox.cleanup();
@@ -37,17 +40,27 @@ describe("pool agent: the process the pool Deployment runs, on a zfs-fuse node",
     return pool;
   };
   const startAgent = async (cspi: string): Promise<PoolAgentProcess> => {
-    const agent = await PoolAgentProcess.start(cspiFor(cspi, node.name, []), node.name, { ZFS_COMMAND_PREFIX: node.commandPrefixEnv });
+    const agent = await PoolAgentProcess.start(cspiFor(cspi, node.name, []), node.name, {
+      ZFS_COMMAND_PREFIX: node.commandPrefixEnv,
+    });
     agents.push(agent);
     return agent;
   };
   /** A file-backend replica, made with the node daemon's own commands for it. */
   const createReplica = (pool: string, volume: string, bytes: number): Replica => {
-    const replica: Replica = { cvr: `${volume}-cvr`, volume, replicaId: `${volume}-r1`, dataset: `${pool}/${volume}`, bytes };
-    for (const command of fileBackend(`${sandbox.dir}/replicas`).create(replica)) node.run([command.program, ...command.args]);
+    const replica: Replica = {
+      cvr: `${volume}-cvr`,
+      volume,
+      replicaId: `${volume}-r1`,
+      dataset: `${pool}/${volume}`,
+      bytes,
+    };
+    for (const command of fileBackend(`${sandbox.dir}/replicas`).create(replica))
+      node.run([command.program, ...command.args]);
     return replica;
   };
-  const zfsBytes = (dataset: string, property: string): number => Number(node.zfs("get", "-H", "-p", "-o", "value", property, dataset).trim());
+  const zfsBytes = (dataset: string, property: string): number =>
+    Number(node.zfs("get", "-H", "-p", "-o", "value", property, dataset).trim());
 
   it("is ready while its pool is ONLINE, and its /metrics are the pool's health, space, read-only flag and replicas", async () => {
     const cspi = sandbox.name("online");
@@ -58,23 +71,35 @@ describe("pool agent: the process the pool Deployment runs, on a zfs-fuse node",
     expect(await agent.readyz(200, /is ONLINE/)).to.equal(`pool ${pool} is ONLINE\n`);
     expect(await agent.metric(`cstor_pool_agent_health{pool="${pool}",cspi="${cspi}"}`)).to.equal(0);
     expect(await agent.metric(`cstor_pool_agent_readonly{pool="${pool}"}`)).to.equal(0);
-    expect(await agent.metric(`cstor_pool_replica_size_bytes{pool="${pool}",volume="${replica.volume}"}`), "the replica's file size").to.equal(replica.bytes);
+    expect(
+      await agent.metric(`cstor_pool_replica_size_bytes{pool="${pool}",volume="${replica.volume}"}`),
+      "the replica's file size",
+    ).to.equal(replica.bytes);
     // zfs-fuse settles its accounting a moment after a change: compared once the agent's next read has it.
     const kinds = ["used", "free", "total"];
     let expected: number[] = [];
     let seen: (number | undefined)[] = [];
     await waitUntil(
       async () => {
-        const [used, available, replicaUsed] = [zfsBytes(pool, "used"), zfsBytes(pool, "available"), zfsBytes(replica.dataset, "used")];
+        const [used, available, replicaUsed] = [
+          zfsBytes(pool, "used"),
+          zfsBytes(pool, "available"),
+          zfsBytes(replica.dataset, "used"),
+        ];
         expected = [used, available, used + available, replicaUsed];
         seen = [
-          ...(await Promise.all(kinds.map((kind) => agent.metric(`cstor_pool_agent_capacity_bytes{pool="${pool}",kind="${kind}"}`)))),
+          ...(await Promise.all(
+            kinds.map((kind) =>
+              agent.metric(`cstor_pool_agent_capacity_bytes{pool="${pool}",kind="${kind}"}`),
+            ),
+          )),
           await agent.metric(`cstor_pool_replica_used_bytes{pool="${pool}",volume="${replica.volume}"}`),
         ];
         return JSON.stringify(seen) === JSON.stringify(expected);
       },
       30_000,
-      () => `the pool's used, free, total and the replica's used as zfs get -p prints them: ${JSON.stringify(expected)}; /metrics: ${JSON.stringify(seen)}`,
+      () =>
+        `the pool's used, free, total and the replica's used as zfs get -p prints them: ${JSON.stringify(expected)}; /metrics: ${JSON.stringify(seen)}`,
     );
 
     expect(await agent.get("/healthz")).to.deep.equal({ status: 200, body: "ok\n" });
@@ -91,20 +116,32 @@ describe("pool agent: the process the pool Deployment runs, on a zfs-fuse node",
     expect(await agent.readyz(503, /not imported/)).to.equal(
       `pool ${pool} is not imported on this node (exported, destroyed, or not yet imported by the node daemon)\n`,
     );
-    expect(await agent.metric(`cstor_pool_agent_health{pool="${pool}",cspi="${cspi}"}`), "-1: not imported here").to.equal(-1);
+    expect(
+      await agent.metric(`cstor_pool_agent_health{pool="${pool}",cspi="${cspi}"}`),
+      "-1: not imported here",
+    ).to.equal(-1);
     node.zpool("import", "-d", sandbox.dir, pool);
     await agent.readyz(200, /is ONLINE/);
 
     const absent = await startAgent(sandbox.name("absent"));
-    expect(await absent.readyz(503, /not imported/)).to.contain(`pool ${zpoolName(sandbox.name("absent"))} is not imported on this node`);
+    expect(await absent.readyz(503, /not imported/)).to.contain(
+      `pool ${zpoolName(sandbox.name("absent"))} is not imported on this node`,
+    );
   });
 
   it("is ready while its pool is DEGRADED; not ready when it is UNAVAIL or FAULTED (the node restarted without its devices)", async () => {
-    const [m1, m2, lost, blank] = [sandbox.file("m1"), sandbox.file("m2"), sandbox.file("lost"), sandbox.file("blank")];
+    const [m1, m2, lost, blank] = [
+      sandbox.file("m1"),
+      sandbox.file("m2"),
+      sandbox.file("lost"),
+      sandbox.file("blank"),
+    ];
     const degraded = createPool(sandbox.name("degraded"), "mirror", m1, m2);
     const unavail = createPool(sandbox.name("unavail"), lost);
     const faulted = createPool(sandbox.name("faulted"), blank);
-    const [onDegraded, onUnavail, onFaulted] = await Promise.all(["degraded", "unavail", "faulted"].map((label) => startAgent(sandbox.name(label))));
+    const [onDegraded, onUnavail, onFaulted] = await Promise.all(
+      ["degraded", "unavail", "faulted"].map((label) => startAgent(sandbox.name(label))),
+    );
     for (const agent of [onDegraded, onUnavail, onFaulted]) await agent.readyz(200, /is ONLINE/);
 
     // A mirror loses one device, a stripe its only device, another stripe its labels: zfs-fuse opens them at start.
@@ -113,11 +150,25 @@ describe("pool agent: the process the pool Deployment runs, on a zfs-fuse node",
     node.run(["truncate", "-s", "128M", blank]);
     await node.restartZfs();
 
-    expect(await onDegraded.readyz(200, /is DEGRADED/)).to.match(new RegExp(`^pool ${degraded} is DEGRADED: One or more devices could not be opened`));
-    expect(await onUnavail.readyz(503, /is UNAVAIL/)).to.match(new RegExp(`^pool ${unavail} is UNAVAIL: One or more devices could not be opened.*insufficient`));
-    expect(await onFaulted.readyz(503, /is FAULTED/)).to.match(new RegExp(`^pool ${faulted} is FAULTED: .*label is missing or invalid`));
-    expect(await onDegraded.metric(`cstor_pool_agent_health{pool="${degraded}",cspi="${sandbox.name("degraded")}"}`)).to.equal(1);
-    expect(await onFaulted.metric(`cstor_pool_agent_health{pool="${faulted}",cspi="${sandbox.name("faulted")}"}`)).to.equal(2);
-    expect(await onUnavail.metric(`cstor_pool_agent_health{pool="${unavail}",cspi="${sandbox.name("unavail")}"}`)).to.equal(4);
+    expect(await onDegraded.readyz(200, /is DEGRADED/)).to.match(
+      new RegExp(`^pool ${degraded} is DEGRADED: One or more devices could not be opened`),
+    );
+    expect(await onUnavail.readyz(503, /is UNAVAIL/)).to.match(
+      new RegExp(`^pool ${unavail} is UNAVAIL: One or more devices could not be opened.*insufficient`),
+    );
+    expect(await onFaulted.readyz(503, /is FAULTED/)).to.match(
+      new RegExp(`^pool ${faulted} is FAULTED: .*label is missing or invalid`),
+    );
+    expect(
+      await onDegraded.metric(
+        `cstor_pool_agent_health{pool="${degraded}",cspi="${sandbox.name("degraded")}"}`,
+      ),
+    ).to.equal(1);
+    expect(
+      await onFaulted.metric(`cstor_pool_agent_health{pool="${faulted}",cspi="${sandbox.name("faulted")}"}`),
+    ).to.equal(2);
+    expect(
+      await onUnavail.metric(`cstor_pool_agent_health{pool="${unavail}",cspi="${sandbox.name("unavail")}"}`),
+    ).to.equal(4);
   });
 });

@@ -18,8 +18,12 @@ const MiB = 1024 * 1024;
 
 /** The memory limit of the hook server's container, read from the manifest users apply. */
 function podMemoryLimitBytes(): number {
-  const docs = readFileSync(`${REPO_ROOT}/metacontroller/base/hook-server.yaml`, "utf8").split(/^---$/m).map((d) => parse(d) as { kind?: string });
-  const deployment = docs.find((d) => d?.kind === "Deployment") as { spec: { template: { spec: { containers: { resources: { limits: { memory: string } } }[] } } } };
+  const docs = readFileSync(`${REPO_ROOT}/metacontroller/base/hook-server.yaml`, "utf8")
+    .split(/^---$/m)
+    .map((d) => parse(d) as { kind?: string });
+  const deployment = docs.find((d) => d?.kind === "Deployment") as {
+    spec: { template: { spec: { containers: { resources: { limits: { memory: string } } }[] } } };
+  };
   const limit = deployment.spec.template.spec.containers[0].resources.limits.memory;
   const match = /^(\d+)Mi$/.exec(limit);
   if (!match) throw new Error(`unexpected memory limit ${limit}`);
@@ -32,13 +36,25 @@ interface Answer {
   error?: string;
 }
 
-function post(port: number, path: string, body: Buffer, headers: Record<string, string> = {}): Promise<Answer> {
+function post(
+  port: number,
+  path: string,
+  body: Buffer,
+  headers: Record<string, string> = {},
+): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const req = httpRequest(
-      { port, method: "POST", path, headers: { "content-type": "application/json", "content-length": String(body.length), ...headers } },
+      {
+        port,
+        method: "POST",
+        path,
+        headers: { "content-type": "application/json", "content-length": String(body.length), ...headers },
+      },
       (res) => {
         let text = "";
-        res.setEncoding("utf8").on("data", (chunk: string) => (text += chunk.length + text.length < 4096 ? chunk : ""));
+        res
+          .setEncoding("utf8")
+          .on("data", (chunk: string) => (text += chunk.length + text.length < 4096 ? chunk : ""));
         res.on("end", () => {
           let error: string | undefined;
           try {
@@ -46,12 +62,18 @@ function post(port: number, path: string, body: Buffer, headers: Record<string, 
           } catch {
             // a 200 answer cut short above: only its status matters here
           }
-          resolve({ status: res.statusCode!, ...(res.headers["retry-after"] ? { retryAfter: String(res.headers["retry-after"]) } : {}), ...(error ? { error } : {}) });
+          resolve({
+            status: res.statusCode!,
+            ...(res.headers["retry-after"] ? { retryAfter: String(res.headers["retry-after"]) } : {}),
+            ...(error ? { error } : {}),
+          });
         });
       },
     );
     // The server may answer (413, 503) and close before the whole body is sent.
-    req.on("error", (error: NodeJS.ErrnoException) => (error.code === "EPIPE" || error.code === "ECONNRESET" ? resolve({ status: -1 }) : reject(error)));
+    req.on("error", (error: NodeJS.ErrnoException) =>
+      error.code === "EPIPE" || error.code === "ECONNRESET" ? resolve({ status: -1 }) : reject(error),
+    );
     req.end(body);
   });
 }
@@ -87,7 +109,11 @@ function distinctKeys(bytes: number): Buffer {
 /** A legitimate request of about 12.8 MB: the 1,000-pool fleet with block device names of 124 characters. */
 function largeLegitimate(): Buffer {
   const text = JSON.stringify(fleetRequest({ pools: 1000, withCspis: true }));
-  return Buffer.from(text.replace(/blockdevice-(\d{4})-(\d)/g, (_m, pool: string, d: string) => `blockdevice-${pool}-${d}-`.padEnd(124, "x")));
+  return Buffer.from(
+    text.replace(/blockdevice-(\d{4})-(\d)/g, (_m, pool: string, d: string) =>
+      `blockdevice-${pool}-${d}-`.padEnd(124, "x"),
+    ),
+  );
 }
 
 describe("hook server process: memory under hostile and large bodies (RSS from /proc)", function () {
@@ -97,7 +123,8 @@ describe("hook server process: memory under hostile and large bodies (RSS from /
   let peakRss = 0;
   let sampler: NodeJS.Timeout;
 
-  const rss = (): number => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${child.pid}/status`, "utf8"))![1]) * 1024;
+  const rss = (): number =>
+    Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${child.pid}/status`, "utf8"))![1]) * 1024;
 
   before(async () => {
     [port] = await freePorts(1);
@@ -134,7 +161,11 @@ describe("hook server process: memory under hostile and large bodies (RSS from /
       ["13 million empty lists", junk("[],", bodyLimit - 1e6)],
       ["10 million floats", junk("0.5,", bodyLimit - 1e6)],
       ["objects of distinct keys", distinctKeys(bodyLimit - 1e6)],
-      ["gzip of 13 million empty objects", gzipSync(junk("{},", bodyLimit - 1e6)), { "content-encoding": "gzip" }],
+      [
+        "gzip of 13 million empty objects",
+        gzipSync(junk("{},", bodyLimit - 1e6)),
+        { "content-encoding": "gzip" },
+      ],
       ["13 million empty objects, again", junk("{},", bodyLimit - 1e6)],
     ];
     const legitimate = largeLegitimate();
@@ -150,7 +181,9 @@ describe("hook server process: memory under hostile and large bodies (RSS from /
 
     expect(child.exitCode, "the server is still running").to.equal(null);
     expect(peakRss, `peak RSS ${(peakRss / MiB).toFixed(0)} MiB`).to.be.below(limit);
-    expect(await Promise.all(health), "/healthz during the storm").to.satisfy((codes: number[]) => codes.length > 0 && codes.every((c) => c === 200));
+    expect(await Promise.all(health), "/healthz during the storm").to.satisfy(
+      (codes: number[]) => codes.length > 0 && codes.every((c) => c === 200),
+    );
     hostile.forEach(([name], i) => {
       const answer = answers[i];
       expect([413, 503, -1], `${name}: ${JSON.stringify(answer)}`).to.include(answer.status);

@@ -22,7 +22,10 @@ import { tally } from "./support/tally.js";
 
 const clock = () => new Date("2026-11-21T12:00:00Z");
 const STACK_TRACE = /\n\s+at |\.[cm]?[jt]s:\d+:\d+/;
-const goldenRequest = () => goldenCases("cspc-sync").find((c) => c.name === "fixed-point")!.read("request.yaml") as object;
+const goldenRequest = () =>
+  goldenCases("cspc-sync")
+    .find((c) => c.name === "fixed-point")!
+    .read("request.yaml") as object;
 
 /** A route that fails the way a bug would: not a BadRequestError. */
 const brokenRoute: HookRoute = {
@@ -35,20 +38,38 @@ const brokenRoute: HookRoute = {
 
 function capturingApp(options: { bodyLimit?: string } = {}) {
   const lines: Record<string, unknown>[] = [];
-  const log = createLogger({ level: "debug", sink: (line) => lines.push(JSON.parse(line) as Record<string, unknown>) });
+  const log = createLogger({
+    level: "debug",
+    sink: (line) => lines.push(JSON.parse(line) as Record<string, unknown>),
+  });
   const app = makeApp({ routes: [...hookRoutes(), brokenRoute], clock, log, ...options });
   return { app, lines };
 }
 
 /** A raw POST through node:http (supertest would re-encode a Buffer body). */
-function rawPost(port: number, path: string, headers: Record<string, string>, body: Buffer): Promise<{ status: number; text: string }> {
+function rawPost(
+  port: number,
+  path: string,
+  headers: Record<string, string>,
+  body: Buffer,
+): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
-    const req = httpRequest({ host: "127.0.0.1", port, path, method: "POST", headers: { ...headers, "content-length": String(body.length) }, agent: false }, (res) => {
-      let text = "";
-      res.setEncoding("utf8");
-      res.on("data", (chunk: string) => (text += chunk));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, text }));
-    });
+    const req = httpRequest(
+      {
+        host: "127.0.0.1",
+        port,
+        path,
+        method: "POST",
+        headers: { ...headers, "content-length": String(body.length) },
+        agent: false,
+      },
+      (res) => {
+        let text = "";
+        res.setEncoding("utf8");
+        res.on("data", (chunk: string) => (text += chunk));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, text }));
+      },
+    );
     req.on("error", reject);
     req.end(body);
   });
@@ -57,20 +78,36 @@ function rawPost(port: number, path: string, headers: Record<string, string>, bo
 describe("hook server: logs, request ids and error answers", () => {
   it("logs one JSON line per answered request with the request id, the hook and the object's namespace/name", async () => {
     const { app, lines } = capturingApp();
-    const res = await request(app).post("/hooks/cspc-sync").set("X-Request-Id", "mc-7f3a.1").send(goldenRequest()).expect(200);
+    const res = await request(app)
+      .post("/hooks/cspc-sync")
+      .set("X-Request-Id", "mc-7f3a.1")
+      .send(goldenRequest())
+      .expect(200);
     expect(res.headers["x-request-id"]).to.equal("mc-7f3a.1");
     const answered = lines.find((l) => l.msg === "hook answered")!;
-    expect(answered).to.include({ level: "debug", requestId: "mc-7f3a.1", hook: "cspc-sync", object: "openebs/cstor-pool-mirror", code: 200 });
+    expect(answered).to.include({
+      level: "debug",
+      requestId: "mc-7f3a.1",
+      hook: "cspc-sync",
+      object: "openebs/cstor-pool-mirror",
+      code: 200,
+    });
     expect(answered.time).to.match(/^\d{4}-\d\d-\d\dT/);
   });
 
   it("makes up a request id when there is none or it is not a plain token, and echoes it", async () => {
     const { app, lines } = capturingApp();
     const none = await request(app).post("/hooks/cspc-sync").send(goldenRequest()).expect(200);
-    const odd = await request(app).post("/hooks/cspc-sync").set("X-Request-Id", `a b\u00e9${"x".repeat(200)}`).send(goldenRequest()).expect(200);
+    const odd = await request(app)
+      .post("/hooks/cspc-sync")
+      .set("X-Request-Id", `a b\u00e9${"x".repeat(200)}`)
+      .send(goldenRequest())
+      .expect(200);
     for (const res of [none, odd]) {
       expect(res.headers["x-request-id"]).to.match(/^[0-9a-f-]{36}$/);
-      expect(lines.some((l) => l.requestId === res.headers["x-request-id"] && l.msg === "hook answered")).to.equal(true);
+      expect(
+        lines.some((l) => l.requestId === res.headers["x-request-id"] && l.msg === "hook answered"),
+      ).to.equal(true);
     }
   });
 
@@ -78,15 +115,28 @@ describe("hook server: logs, request ids and error answers", () => {
     const { app, lines } = capturingApp();
     const body = goldenRequest() as { parent: { spec: unknown } };
     body.parent.spec = { pools: "all of them" };
-    const res = await request(app).post("/hooks/cspc-sync").set("X-Request-Id", "r-400").send(body).expect(400);
+    const res = await request(app)
+      .post("/hooks/cspc-sync")
+      .set("X-Request-Id", "r-400")
+      .send(body)
+      .expect(400);
     expect(res.body.error).to.match(/spec.pools must be of type array/);
-    expect(lines.find((l) => l.requestId === "r-400" && l.level === "warn")).to.include({ msg: "bad hook request", object: "openebs/cstor-pool-mirror" });
+    expect(lines.find((l) => l.requestId === "r-400" && l.level === "warn")).to.include({
+      msg: "bad hook request",
+      object: "openebs/cstor-pool-mirror",
+    });
   });
 
   it("answers a bug with a 500 that names the hook but carries no stack trace; the stack goes to the log", async () => {
     const { app, lines } = capturingApp();
-    const res = await request(app).post("/hooks/broken").set("X-Request-Id", "r-500").send({ parent: { metadata: { namespace: "ns", name: "c" } } }).expect(500);
-    expect(res.body).to.deep.equal({ error: "internal error in broken: Cannot read properties of undefined (reading 'raidGroups')" });
+    const res = await request(app)
+      .post("/hooks/broken")
+      .set("X-Request-Id", "r-500")
+      .send({ parent: { metadata: { namespace: "ns", name: "c" } } })
+      .expect(500);
+    expect(res.body).to.deep.equal({
+      error: "internal error in broken: Cannot read properties of undefined (reading 'raidGroups')",
+    });
     expect(res.text).to.not.match(STACK_TRACE);
     const logged = lines.find((l) => l.requestId === "r-500" && l.level === "error")!;
     expect(logged).to.include({ msg: "hook failed", object: "ns/c" });
@@ -115,21 +165,56 @@ describe("hook server: bodies it cannot read", () => {
   it("stops inflating a gzip bomb at the body limit: 413, and the server keeps answering", async () => {
     const bomb = gzipSync(Buffer.alloc(256 * 1024 * 1024, 0x20));
     expect(bomb.length).to.be.below(300_000);
-    const res = await rawPost(port, "/hooks/cspc-sync", { "content-type": "application/json", "content-encoding": "gzip" }, bomb);
+    const res = await rawPost(
+      port,
+      "/hooks/cspc-sync",
+      { "content-type": "application/json", "content-encoding": "gzip" },
+      bomb,
+    );
     expect(res.status).to.equal(413);
     expect(JSON.parse(res.text).error).to.contain(`larger than the ${DEFAULT_BODY_LIMIT} limit`);
-    const ok = await rawPost(port, "/hooks/cspc-sync", { "content-type": "application/json" }, Buffer.from(JSON.stringify(goldenRequest())));
+    const ok = await rawPost(
+      port,
+      "/hooks/cspc-sync",
+      { "content-type": "application/json" },
+      Buffer.from(JSON.stringify(goldenRequest())),
+    );
     expect(ok.status).to.equal(200);
   });
 
   it("answers an unknown Content-Encoding or charset, or a body that does not inflate, with a 4xx that says so", async () => {
     const json = { "content-type": "application/json" };
     const cases: [Record<string, string>, Buffer, number, RegExp][] = [
-      [{ ...json, "content-encoding": "compress" }, Buffer.from("{}"), 415, /request body could not be read: unsupported content encoding "compress"/],
-      [{ ...json, "content-encoding": "br" }, Buffer.from("not brotli"), 400, /request body could not be read: Decompression failed/],
-      [{ "content-type": "application/json; charset=klingon" }, Buffer.from("{}"), 415, /request body could not be read: unsupported charset "KLINGON"/],
-      [{ ...json, "content-encoding": "gzip" }, Buffer.from("not gzip"), 400, /request body could not be read: incorrect header check/],
-      [{ "content-type": "application/json; charset=utf-16le" }, Buffer.from("{}", "utf16le"), 400, /request has no parent/],
+      [
+        { ...json, "content-encoding": "compress" },
+        Buffer.from("{}"),
+        415,
+        /request body could not be read: unsupported content encoding "compress"/,
+      ],
+      [
+        { ...json, "content-encoding": "br" },
+        Buffer.from("not brotli"),
+        400,
+        /request body could not be read: Decompression failed/,
+      ],
+      [
+        { "content-type": "application/json; charset=klingon" },
+        Buffer.from("{}"),
+        415,
+        /request body could not be read: unsupported charset "KLINGON"/,
+      ],
+      [
+        { ...json, "content-encoding": "gzip" },
+        Buffer.from("not gzip"),
+        400,
+        /request body could not be read: incorrect header check/,
+      ],
+      [
+        { "content-type": "application/json; charset=utf-16le" },
+        Buffer.from("{}", "utf16le"),
+        400,
+        /request has no parent/,
+      ],
     ];
     for (const [headers, body, status, says] of cases) {
       const res = await rawPost(port, "/hooks/cspc-sync", headers, body);
@@ -140,7 +225,18 @@ describe("hook server: bodies it cannot read", () => {
   });
 
   it("never answers 5xx or a stack trace to random methods, paths, headers and bodies", async () => {
-    const paths = ["/hooks/cspc-sync", "/hooks/cspi-sync", "/admission/cspc", "/readyz", "/metrics", "/%", "/hooks/%E0%A4%A", "/../../etc/passwd", "//hooks//cspc-sync", "/hooks/cspc-sync?x=%00"];
+    const paths = [
+      "/hooks/cspc-sync",
+      "/hooks/cspi-sync",
+      "/admission/cspc",
+      "/readyz",
+      "/metrics",
+      "/%",
+      "/hooks/%E0%A4%A",
+      "/../../etc/passwd",
+      "//hooks//cspc-sync",
+      "/hooks/cspc-sync?x=%00",
+    ];
     const headerSets = [
       {},
       { "content-type": "application/json" },
@@ -156,20 +252,36 @@ describe("hook server: bodies it cannot read", () => {
         fc.constantFrom("GET", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "HEAD"),
         fc.constantFrom(...paths),
         fc.constantFrom(...headerSets),
-        fc.oneof(fc.uint8Array({ maxLength: 512 }).map((b) => Buffer.from(b)), fc.constant(Buffer.from(JSON.stringify(goldenRequest())))),
+        fc.oneof(
+          fc.uint8Array({ maxLength: 512 }).map((b) => Buffer.from(b)),
+          fc.constant(Buffer.from(JSON.stringify(goldenRequest()))),
+        ),
         async (method, path, headers, body) => {
           runs++;
           const res = await new Promise<{ status: number; text: string }>((resolve, reject) => {
-            const req = httpRequest({ host: "127.0.0.1", port, path, method, headers: { ...headers, "content-length": String(body.length) }, agent: false }, (r) => {
-              let text = "";
-              r.setEncoding("utf8");
-              r.on("data", (c: string) => (text += c));
-              r.on("end", () => resolve({ status: r.statusCode ?? 0, text }));
-            });
+            const req = httpRequest(
+              {
+                host: "127.0.0.1",
+                port,
+                path,
+                method,
+                headers: { ...headers, "content-length": String(body.length) },
+                agent: false,
+              },
+              (r) => {
+                let text = "";
+                r.setEncoding("utf8");
+                r.on("data", (c: string) => (text += c));
+                r.on("end", () => resolve({ status: r.statusCode ?? 0, text }));
+              },
+            );
             req.on("error", reject);
             req.end(body);
           });
-          expect(res.status, `${method} ${path} ${JSON.stringify(headers)}: ${res.text.slice(0, 200)}`).to.be.below(500);
+          expect(
+            res.status,
+            `${method} ${path} ${JSON.stringify(headers)}: ${res.text.slice(0, 200)}`,
+          ).to.be.below(500);
           expect(res.text).to.not.match(STACK_TRACE);
         },
       ),
@@ -248,7 +360,8 @@ describe("hook server process (node hooks/main.ts): keep-alive and drain on SIGT
       partial = lines.pop()!;
       stdout.push(...lines);
     });
-    for (let i = 0; i < 200 && !stdout.some((l) => l.includes("hook server listening")); i++) await new Promise((r) => setTimeout(r, 50));
+    for (let i = 0; i < 200 && !stdout.some((l) => l.includes("hook server listening")); i++)
+      await new Promise((r) => setTimeout(r, 50));
     expect(stdout.join("\n")).to.include("hook server listening");
   });
 
@@ -300,9 +413,15 @@ describe("hook server process (node hooks/main.ts): keep-alive and drain on SIGT
 
     expect(await exited).to.equal(0);
     const logs = stdout.filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
-    expect(logs.every((l) => l.component === "hook-server" && typeof l.time === "string" && typeof l.level === "string")).to.equal(true);
+    expect(
+      logs.every(
+        (l) => l.component === "hook-server" && typeof l.time === "string" && typeof l.level === "string",
+      ),
+    ).to.equal(true);
     expect(logs.map((l) => l.msg)).to.include.members(["draining", "stopped"]);
-    expect(logs.find((l) => l.msg === "hook answered" && l.code === 200 && l.hook === "cspc-sync")).to.have.property("requestId");
+    expect(
+      logs.find((l) => l.msg === "hook answered" && l.code === 200 && l.hook === "cspc-sync"),
+    ).to.have.property("requestId");
     tally.fault("hook server SIGTERM mid-request", true);
   });
 });

@@ -26,7 +26,15 @@ import {
   nullsIn,
   storageClassProblems,
 } from "./support/invariants.js";
-import { render, shapeKeepingMutation, structuralMutation, textMutation, type Json, type Mutation, type TextMutation } from "./support/mutate.js";
+import {
+  render,
+  shapeKeepingMutation,
+  structuralMutation,
+  textMutation,
+  type Json,
+  type Mutation,
+  type TextMutation,
+} from "./support/mutate.js";
 import { tally } from "./support/tally.js";
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 1500);
@@ -37,11 +45,19 @@ type Check = (request: unknown, response: unknown) => string[];
 
 function admissionProblems(request: unknown, response: unknown): string[] {
   const uid = (request as { request?: { uid?: unknown } }).request?.uid;
-  const answer = (response as { response?: { uid?: unknown; allowed?: unknown; status?: { message?: unknown } } }).response;
+  const answer = (
+    response as { response?: { uid?: unknown; allowed?: unknown; status?: { message?: unknown } } }
+  ).response;
   const problems: string[] = [];
-  if (answer?.uid !== uid) problems.push(`AdmissionReview answer uid ${JSON.stringify(answer?.uid)} is not the request's ${JSON.stringify(uid)}`);
+  if (answer?.uid !== uid)
+    problems.push(
+      `AdmissionReview answer uid ${JSON.stringify(answer?.uid)} is not the request's ${JSON.stringify(uid)}`,
+    );
   if (typeof answer?.allowed !== "boolean") problems.push("AdmissionReview answer has no allowed boolean");
-  if (answer?.allowed === false && !(typeof answer.status?.message === "string" && answer.status.message !== "")) {
+  if (
+    answer?.allowed === false &&
+    !(typeof answer.status?.message === "string" && answer.status.message !== "")
+  ) {
     problems.push("a refusal without a message");
   }
   return problems;
@@ -78,7 +94,9 @@ describe("hook endpoints under fuzzed requests (fast-check over HTTP)", function
   this.timeout(300_000);
   const corpus = loadCorpus();
   const errorLogs: string[] = [];
-  const routes = hookRoutes(DEFAULT_HOOK_CONFIG, { lookup: () => new FakeClusterLookup({ objects: clusterObjects(corpus.cspcSyncRequests) }) });
+  const routes = hookRoutes(DEFAULT_HOOK_CONFIG, {
+    lookup: () => new FakeClusterLookup({ objects: clusterObjects(corpus.cspcSyncRequests) }),
+  });
   let server: Server;
   let base: string;
 
@@ -106,11 +124,14 @@ describe("hook endpoints under fuzzed requests (fast-check over HTTP)", function
   /** The promises every answer keeps, whatever the request. */
   function judge(routeName: string, requestText: string, outcome: Outcome): string[] {
     if (outcome.status >= 500) return [`answered ${outcome.status}: ${outcome.text.slice(0, 300)}`];
-    if (STACK_TRACE.test(outcome.text)) return [`answer carries a stack trace: ${outcome.text.slice(0, 300)}`];
+    if (STACK_TRACE.test(outcome.text))
+      return [`answer carries a stack trace: ${outcome.text.slice(0, 300)}`];
     if (outcome.status === 400 || outcome.status === 413) {
       const error = (JSON.parse(outcome.text) as { error?: unknown }).error;
-      if (typeof error !== "string" || error.trim() === "") return [`${outcome.status} without an error message`];
-      if (error.length > MAX_ERROR_MESSAGE) return [`${outcome.status} message of ${error.length} characters echoes the request`];
+      if (typeof error !== "string" || error.trim() === "")
+        return [`${outcome.status} without an error message`];
+      if (error.length > MAX_ERROR_MESSAGE)
+        return [`${outcome.status} message of ${error.length} characters echoes the request`];
       return [];
     }
     if (outcome.status !== 200) return [`answered ${outcome.status}`];
@@ -122,7 +143,10 @@ describe("hook endpoints under fuzzed requests (fast-check over HTTP)", function
   it("has a corpus and a check for every endpoint of the hook server", () => {
     for (const route of routes) {
       expect(CHECKS, `no fuzz check for ${route.path}`).to.have.property(route.name);
-      expect(corpus.byRoute.get(route.name), `no golden requests to fuzz ${route.path}`).to.have.length.greaterThan(0);
+      expect(
+        corpus.byRoute.get(route.name),
+        `no golden requests to fuzz ${route.path}`,
+      ).to.have.length.greaterThan(0);
     }
   });
 
@@ -131,7 +155,10 @@ describe("hook endpoints under fuzzed requests (fast-check over HTTP)", function
       for (const seed of corpus.byRoute.get(route.name)!) {
         const text = JSON.stringify(seed);
         const outcome = await post(route.path, text);
-        expect(judge(route.name, text, outcome), `${route.path}: ${outcome.text.slice(0, 300)}`).to.deep.equal([]);
+        expect(
+          judge(route.name, text, outcome),
+          `${route.path}: ${outcome.text.slice(0, 300)}`,
+        ).to.deep.equal([]);
         expect(outcome.status).to.equal(200);
       }
     }
@@ -149,7 +176,10 @@ describe("hook endpoints under fuzzed requests (fast-check over HTTP)", function
       await fc.assert(
         fc.asyncProperty(
           seed,
-          fc.array(fc.oneof(structuralMutation, shapeKeepingMutation, shapeKeepingMutation), { minLength: 0, maxLength: 4 }),
+          fc.array(fc.oneof(structuralMutation, shapeKeepingMutation, shapeKeepingMutation), {
+            minLength: 0,
+            maxLength: 4,
+          }),
           // One case in six is also damaged as text; the others reach the hooks as valid JSON.
           fc.oneof({ weight: 5, arbitrary: fc.constant(null) }, { weight: 1, arbitrary: textMutation }),
           async (original: Json, mutations: Mutation[], text: TextMutation | null) => {
@@ -159,8 +189,13 @@ describe("hook endpoints under fuzzed requests (fast-check over HTTP)", function
             const outcome = await post(route.path, body);
             codes.set(outcome.status, (codes.get(outcome.status) ?? 0) + 1);
             const problems = judge(route.name, body, outcome);
-            const how = [...mutations.map((m) => m.describe), ...(text ? [text.describe] : [])].join(", ") || "no mutation";
-            expect(problems, `${route.path} after ${how}: ${problems.join("; ").slice(0, 2000)}`).to.deep.equal([]);
+            const how =
+              [...mutations.map((m) => m.describe), ...(text ? [text.describe] : [])].join(", ") ||
+              "no mutation";
+            expect(
+              problems,
+              `${route.path} after ${how}: ${problems.join("; ").slice(0, 2000)}`,
+            ).to.deep.equal([]);
           },
         ),
         { numRuns: RUNS, seed: SEED },

@@ -158,7 +158,8 @@ describe("malformed hook requests the fuzzer found crashing a hook", () => {
       fixture: "fixed-point",
       breakIt: (doc) => {
         const name = first(doc.children, BDC).metadata.name;
-        for (const map of [doc.children, doc.related]) Object.values(map[BDC] as Doc).find((c: Doc) => c.metadata.name === name).spec.blockDeviceName = 7;
+        for (const map of [doc.children, doc.related])
+          Object.values(map[BDC] as Doc).find((c: Doc) => c.metadata.name === name).spec.blockDeviceName = 7;
       },
       says: /^BlockDeviceClaim openebs\/bdc-[a-z0-9-]+: spec.blockDeviceName must be of type string; it is left as it is[^;]*; until then/,
     },
@@ -171,11 +172,18 @@ describe("malformed hook requests the fuzzer found crashing a hook", () => {
       const condition = res.body.status.conditions.find((x: Doc) => x.type === "ObjectsUnreadable");
       expect(condition).to.include({ status: "True", reason: "ObjectsSkipped" });
       expect(condition.message).to.match(c.says);
-      expect(res.body.finalized ?? false, "never finalized while a child it cannot read exists").to.equal(false);
+      expect(res.body.finalized ?? false, "never finalized while a child it cannot read exists").to.equal(
+        false,
+      );
       if (c.says.source.startsWith("CStorPoolInstance")) {
         const broken = first(doc.children, CSPI);
-        const answered = res.body.children.find((x: Doc) => x.kind === "CStorPoolInstance" && x.metadata.name === broken.metadata.name);
-        expect(answered?.spec, "returned as observed, so Metacontroller neither changes nor deletes it").to.deep.equal(JSON.parse(JSON.stringify(broken.spec, (_k, v) => (v === null ? undefined : v))));
+        const answered = res.body.children.find(
+          (x: Doc) => x.kind === "CStorPoolInstance" && x.metadata.name === broken.metadata.name,
+        );
+        expect(
+          answered?.spec,
+          "returned as observed, so Metacontroller neither changes nor deletes it",
+        ).to.deep.equal(JSON.parse(JSON.stringify(broken.spec, (_k, v) => (v === null ? undefined : v))));
       }
     });
   }
@@ -186,7 +194,13 @@ describe("malformed hook requests the fuzzer found crashing a hook", () => {
     const review = {
       apiVersion: "admission.k8s.io/v1",
       kind: "AdmissionReview",
-      request: { uid: "u-1", kind: { group: "openebs.io", version: "v1alpha1", kind: "CStorPoolCluster" }, operation: "CREATE", namespace: "openebs", object: cspc },
+      request: {
+        uid: "u-1",
+        kind: { group: "openebs.io", version: "v1alpha1", kind: "CStorPoolCluster" },
+        operation: "CREATE",
+        namespace: "openebs",
+        object: cspc,
+      },
     };
     const res = await request(app()).post("/admission/cspc").send(review).expect(400);
     expect(res.body.error).to.equal("AdmissionReview request.object.metadata.namespace must be a string");

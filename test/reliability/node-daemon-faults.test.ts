@@ -21,14 +21,25 @@ import { leaves, parseZpoolStatus } from "../../node-daemon/parse.js";
 import { reconcilePass, type PassResult } from "../../node-daemon/reconcile.js";
 import { INSTALL_NAMESPACE, projectInstalled, waitUntil, type KubeCluster } from "../support/kube.js";
 import { DaemonProcess, shippedDaemonEnv } from "../support/node-daemon-process.js";
-import { blockDeviceName, checksum, cspiFor, requireZfs, SANDBOX_DEVICE_ROOTS, writeData, zfs, zpool, ZfsSandbox } from "../../testkit/zfs.js";
+import {
+  blockDeviceName,
+  checksum,
+  cspiFor,
+  requireZfs,
+  SANDBOX_DEVICE_ROOTS,
+  writeData,
+  zfs,
+  zpool,
+  ZfsSandbox,
+} from "../../testkit/zfs.js";
 import { FaultyCommand, type Fault } from "./support/faulty-zpool.js";
 import { TcpProxy } from "./support/tcp-proxy.js";
 import { tally } from "./support/tally.js";
 
 const ZPOOL = "/usr/sbin/zpool";
 /** zpool subcommands that change a pool: none may run because of a fault, and none may ever run with -f. */
-const CHANGING = /^(create|add|replace|remove|destroy|export|import|labelclear|online|offline|detach|attach)\b/;
+const CHANGING =
+  /^(create|add|replace|remove|destroy|export|import|labelclear|online|offline|detach|attach)\b/;
 const DEVICE_MIB = 64;
 
 /** The pool's data groups as zpool shows them (device paths), in order. */
@@ -65,7 +76,12 @@ describe("node daemon under zpool faults (reconcile passes on real zfs-fuse pool
     // down from minutes to a second, so a hang past the timeout costs a second here.
     const real = createRunner();
     const runner: Runner = {
-      run: (argv, options = {}) => real.run(argv, { ...options, timeoutMs: Math.min(options.timeoutMs ?? 60_000, 1_000), killGraceMs: 200 }),
+      run: (argv, options = {}) =>
+        real.run(argv, {
+          ...options,
+          timeoutMs: Math.min(options.timeoutMs ?? 60_000, 1_000),
+          killGraceMs: 200,
+        }),
       idle: () => real.idle(),
     };
     host = new ZfsHost(runner, { zpool: [faulty.path], zfs: ["zfs"], truncate: ["truncate"] });
@@ -86,7 +102,11 @@ describe("node daemon under zpool faults (reconcile passes on real zfs-fuse pool
   }
 
   /** Runs one pass with the fault set; returns what it did and the commands it ran while faulty. */
-  async function withFault(cspi: CSPI, subcommand: string, fault: Fault): Promise<{ result: PassResult & { cspi: CSPI }; ran: string[] }> {
+  async function withFault(
+    cspi: CSPI,
+    subcommand: string,
+    fault: Fault,
+  ): Promise<{ result: PassResult & { cspi: CSPI }; ran: string[] }> {
     const before = faulty.invocations().length;
     faulty.set(subcommand, fault);
     try {
@@ -98,14 +118,23 @@ describe("node daemon under zpool faults (reconcile passes on real zfs-fuse pool
   }
 
   function expectNoChangeRan(ran: string[], fault: string): void {
-    expect(ran.filter((argv) => CHANGING.test(argv) && !argv.startsWith("import -d") && !argv.startsWith("import -c")), `${fault}: pool-changing commands`).to.deep.equal([]);
+    expect(
+      ran.filter(
+        (argv) => CHANGING.test(argv) && !argv.startsWith("import -d") && !argv.startsWith("import -c"),
+      ),
+      `${fault}: pool-changing commands`,
+    ).to.deep.equal([]);
   }
 
   it("zpool create fails: no pool, status Pending, nothing forced; the next pass creates it", async () => {
-    const cspi = cspiFor(sandbox.name("create-fails"), "node-f", [{ type: "mirror", devices: [sandbox.file("c1", DEVICE_MIB), sandbox.file("c2", DEVICE_MIB)] }]);
+    const cspi = cspiFor(sandbox.name("create-fails"), "node-f", [
+      { type: "mirror", devices: [sandbox.file("c1", DEVICE_MIB), sandbox.file("c2", DEVICE_MIB)] },
+    ]);
     const { result } = await withFault(cspi, "create", "fail");
     expect(result.outcomes.map((o) => o.action.kind)).to.deep.equal(["create"]);
-    expect(result.outcomes[0].error).to.match(/zpool create .* mirror \S+\/c1 \S+\/c2 exited with 1: cannot create: I\/O error \(injected fault\)$/);
+    expect(result.outcomes[0].error).to.match(
+      /zpool create .* mirror \S+\/c1 \S+\/c2 exited with 1: cannot create: I\/O error \(injected fault\)$/,
+    );
     expect(result.status?.phase).to.equal("Pending");
     expect(zpool("list", "-H", "-o", "name")).to.not.contain(zpoolName(cspi.metadata.name!));
     const again = await pass(result.cspi);
@@ -122,7 +151,13 @@ describe("node daemon under zpool faults (reconcile passes on real zfs-fuse pool
     before(async () => {
       const name = sandbox.name("live");
       pool = zpoolName(name);
-      cspi = (await pass(cspiFor(name, "node-f", [{ type: "mirror", devices: [sandbox.file("l1", DEVICE_MIB), sandbox.file("l2", DEVICE_MIB)] }]))).cspi;
+      cspi = (
+        await pass(
+          cspiFor(name, "node-f", [
+            { type: "mirror", devices: [sandbox.file("l1", DEVICE_MIB), sandbox.file("l2", DEVICE_MIB)] },
+          ]),
+        )
+      ).cspi;
       expect(cspi.status?.phase).to.equal("ONLINE");
       data = new Data(sandbox);
       data.write(`${pool}/vol1`);
@@ -133,7 +168,9 @@ describe("node daemon under zpool faults (reconcile passes on real zfs-fuse pool
       const healed = await pass(cspi);
       expect(healed.observationError, fault).to.equal(undefined);
       expect(healed.status?.phase, fault).to.equal("ONLINE");
-      expect(dataGroups(pool), fault).to.deep.equal(cspi.spec.raidGroups.map((g) => g.blockDevices.map((d) => d.devLink)));
+      expect(dataGroups(pool), fault).to.deep.equal(
+        cspi.spec.raidGroups.map((g) => g.blockDevices.map((d) => d.devLink)),
+      );
       cspi = healed.cspi;
       data.expectIntact(fault);
       tally.fault(fault, true);
@@ -157,17 +194,28 @@ describe("node daemon under zpool faults (reconcile passes on real zfs-fuse pool
     }
 
     for (const [fault, says] of [
-      ["garbage", /^unreadable zpool status output: expected a pool \(" {2}pool: <name>"\) or "no pools available" \(line 1: "\?\? status/],
-      ["truncated", /^unreadable zpool status output: pool \S+ ends before its vdev tree \(no config: section\)/],
+      [
+        "garbage",
+        /^unreadable zpool status output: expected a pool \(" {2}pool: <name>"\) or "no pools available" \(line 1: "\?\? status/,
+      ],
+      [
+        "truncated",
+        /^unreadable zpool status output: pool \S+ ends before its vdev tree \(no config: section\)/,
+      ],
     ] as const) {
       it(`zpool status prints ${fault === "garbage" ? "garbage" : "half its output"}: phase Error saying the output could not be read, no zpool add or other change tried; then ONLINE`, async () => {
         const { result, ran } = await withFault(cspi, "status", fault);
         // Read as "no pools" this was phase UNAVAIL with PoolLost; read as a pool without devices, a zpool add of its own devices.
         expect(result.observationError).to.match(says);
         expect(result.status?.phase).to.equal("Error");
-        expect(findCondition(result.status?.conditions, "PoolLost"), "no pool claimed lost").to.equal(undefined);
+        expect(findCondition(result.status?.conditions, "PoolLost"), "no pool claimed lost").to.equal(
+          undefined,
+        );
         expect(result.outcomes).to.deep.equal([]);
-        expect(ran.filter((argv) => argv.startsWith("add ")), "zpool add tried").to.deep.equal([]);
+        expect(
+          ran.filter((argv) => argv.startsWith("add ")),
+          "zpool add tried",
+        ).to.deep.equal([]);
         expectNoChangeRan(ran, `status ${fault}`);
         await expectConverged(`zpool status ${fault}`);
       });
@@ -178,9 +226,20 @@ describe("node daemon under zpool faults (reconcile passes on real zfs-fuse pool
       it(`zpool ${subcommand} prints garbage: nothing forced or destroyed, data intact; then ONLINE`, async () => {
         const { result, ran } = await withFault(cspi, subcommand, fault);
         // An unreadable size or cachefile property reads as unknown, and nothing is planned on an unknown.
-        expect(ran.filter((argv) => / -f\b/.test(argv) || /^(destroy|labelclear|export|replace|remove|detach|create)\b/.test(argv)), "forced or destructive commands").to.deep.equal([]);
-        expect(result.outcomes.filter((o) => !o.error).map((o) => o.action.kind), "actions that succeeded on a misread").to.deep.equal([]);
-        expect(dataGroups(pool)).to.deep.equal(cspi.spec.raidGroups.map((g) => g.blockDevices.map((d) => d.devLink)));
+        expect(
+          ran.filter(
+            (argv) =>
+              / -f\b/.test(argv) || /^(destroy|labelclear|export|replace|remove|detach|create)\b/.test(argv),
+          ),
+          "forced or destructive commands",
+        ).to.deep.equal([]);
+        expect(
+          result.outcomes.filter((o) => !o.error).map((o) => o.action.kind),
+          "actions that succeeded on a misread",
+        ).to.deep.equal([]);
+        expect(dataGroups(pool)).to.deep.equal(
+          cspi.spec.raidGroups.map((g) => g.blockDevices.map((d) => d.devLink)),
+        );
         await expectConverged(`zpool ${subcommand} ${fault}`);
       });
     }
@@ -188,11 +247,21 @@ describe("node daemon under zpool faults (reconcile passes on real zfs-fuse pool
     it("zpool add hangs during an expansion: the command is stopped, PoolExpansion says it failed and why; the next pass expands", async () => {
       const grown: CSPI = {
         ...cspi,
-        spec: { ...cspi.spec, raidGroups: [...cspi.spec.raidGroups, ...cspiFor("x", "node-f", [{ type: "mirror", devices: [sandbox.file("l3", DEVICE_MIB), sandbox.file("l4", DEVICE_MIB)] }]).spec.raidGroups] },
+        spec: {
+          ...cspi.spec,
+          raidGroups: [
+            ...cspi.spec.raidGroups,
+            ...cspiFor("x", "node-f", [
+              { type: "mirror", devices: [sandbox.file("l3", DEVICE_MIB), sandbox.file("l4", DEVICE_MIB)] },
+            ]).spec.raidGroups,
+          ],
+        },
       };
       const { result } = await withFault(grown, "add", "hang");
       expect(result.outcomes.map((o) => o.action.kind)).to.deep.equal(["add"]);
-      expect(result.outcomes[0].error).to.match(/zpool add cstor-live-\w+ mirror \S+l3 \S+l4 timed out and was stopped$/);
+      expect(result.outcomes[0].error).to.match(
+        /zpool add cstor-live-\w+ mirror \S+l3 \S+l4 timed out and was stopped$/,
+      );
       const expansion = findCondition(result.status?.conditions, "PoolExpansion");
       expect(expansion?.status).to.equal("True");
       expect(expansion?.message).to.contain("timed out");
@@ -226,7 +295,8 @@ describe("node daemon under zpool faults (reconcile passes on real zfs-fuse pool
 });
 
 const NS = INSTALL_NAMESPACE;
-const cspiPath = (name = "") => `/apis/${API_VERSION}/namespaces/${NS}/cstorpoolinstances${name ? `/${name}` : ""}`;
+const cspiPath = (name = "") =>
+  `/apis/${API_VERSION}/namespaces/${NS}/cstorpoolinstances${name ? `/${name}` : ""}`;
 
 describe("node daemon process killed mid-action, and the API server gone and back (real apiserver, real zfs-fuse)", function () {
   this.timeout(5 * 60_000);
@@ -244,28 +314,54 @@ describe("node daemon process killed mid-action, and the API server gone and bac
   const devices: Record<string, string> = {};
   const node = () => `flt-${sandbox.id}`;
 
-  const getCspi = async (): Promise<CSPI> => (await cluster.request(cluster.admin, "GET", cspiPath(name))).body as CSPI;
+  const getCspi = async (): Promise<CSPI> =>
+    (await cluster.request(cluster.admin, "GET", cspiPath(name))).body as CSPI;
   const tails = () => daemons.map((d) => d.tail()).join("");
-  const waitForStatus = async (what: string, done: (status: CSPIStatus) => boolean, timeoutMs = 60_000): Promise<CSPI> => {
+  const waitForStatus = async (
+    what: string,
+    done: (status: CSPIStatus) => boolean,
+    timeoutMs = 60_000,
+  ): Promise<CSPI> => {
     let last: CSPI | undefined;
-    await waitUntil(async () => done((last = await getCspi()).status ?? {}), timeoutMs, () => `${what} did not happen; status: ${JSON.stringify(last?.status)}${tails()}`);
+    await waitUntil(
+      async () => done((last = await getCspi()).status ?? {}),
+      timeoutMs,
+      () => `${what} did not happen; status: ${JSON.stringify(last?.status)}${tails()}`,
+    );
     return last!;
   };
   const apply = async (...objects: object[]) => {
-    await cluster.kubectl(["apply", "--server-side", "-f", "-"], { input: objects.map((o) => JSON.stringify(o)).join("\n") });
+    await cluster.kubectl(["apply", "--server-side", "-f", "-"], {
+      input: objects.map((o) => JSON.stringify(o)).join("\n"),
+    });
   };
   const patchCspi = async (patch: unknown[]) => {
-    const response = await cluster.request(cluster.admin, "PATCH", cspiPath(name), patch, "application/json-patch+json");
+    const response = await cluster.request(
+      cluster.admin,
+      "PATCH",
+      cspiPath(name),
+      patch,
+      "application/json-patch+json",
+    );
     expect(response.status, JSON.stringify(response.body)).to.equal(200);
   };
   const group = (type: "mirror" | "stripe", ...keys: string[]) => ({
     type,
-    blockDevices: keys.map((k) => ({ blockDeviceName: blockDeviceName(devices[k]), capacity: DEVICE_MIB * 1024 * 1024, devLink: devices[k] })),
+    blockDevices: keys.map((k) => ({
+      blockDeviceName: blockDeviceName(devices[k]),
+      capacity: DEVICE_MIB * 1024 * 1024,
+      devLink: devices[k],
+    })),
   });
   const claim = (key: string, annotations?: Record<string, string>) => ({
     apiVersion: API_VERSION,
     kind: KIND.blockDeviceClaim,
-    metadata: { name: claimName(blockDeviceName(devices[key])), namespace: NS, labels: { [LABEL.cspc]: "flt", [LABEL.cspi]: name }, ...(annotations ? { annotations } : {}) },
+    metadata: {
+      name: claimName(blockDeviceName(devices[key])),
+      namespace: NS,
+      labels: { [LABEL.cspc]: "flt", [LABEL.cspi]: name },
+      ...(annotations ? { annotations } : {}),
+    },
     spec: { blockDeviceName: blockDeviceName(devices[key]) },
     status: { phase: "Bound" },
   });
@@ -285,7 +381,8 @@ describe("node daemon process killed mid-action, and the API server gone and bac
     for (const pid of faulty.hanging()) process.kill(pid, "SIGKILL");
     daemon = undefined;
   };
-  const count = (subcommand: string) => faulty.invocations().filter((argv) => argv.startsWith(`${subcommand} `)).length;
+  const count = (subcommand: string) =>
+    faulty.invocations().filter((argv) => argv.startsWith(`${subcommand} `)).length;
 
   before(async () => {
     requireZfs();
@@ -299,7 +396,9 @@ describe("node daemon process killed mid-action, and the API server gone and bac
     // The daemon reaches the API server through a proxy the test can take away.
     const identity = await cluster.serviceAccount(NS, "cstor-pool-node");
     proxy = await TcpProxy.start(Number(new URL(cluster.server).port));
-    const config = parse(await readFile(identity.kubeconfig, "utf8")) as { clusters: { cluster: { server: string } }[] };
+    const config = parse(await readFile(identity.kubeconfig, "utf8")) as {
+      clusters: { cluster: { server: string } }[];
+    };
     config.clusters[0].cluster.server = `https://127.0.0.1:${proxy.port}`;
     kubeconfig = join(sandbox.dir, "node-daemon.kubeconfig");
     await writeFile(kubeconfig, stringify(config), { mode: 0o600 });
@@ -310,10 +409,20 @@ describe("node daemon process killed mid-action, and the API server gone and bac
     await proxy?.up().catch(() => undefined);
     for (const d of daemons) await d.stop(5_000);
     for (const pid of faulty?.hanging() ?? []) process.kill(pid, "SIGKILL");
-    await cluster?.request(cluster.admin, "PATCH", cspiPath(name), { metadata: { finalizers: null } }, "application/merge-patch+json");
+    await cluster?.request(
+      cluster.admin,
+      "PATCH",
+      cspiPath(name),
+      { metadata: { finalizers: null } },
+      "application/merge-patch+json",
+    );
     await cluster?.request(cluster.admin, "DELETE", cspiPath(name));
     for (const key of Object.keys(devices)) {
-      await cluster?.request(cluster.admin, "DELETE", `/apis/${API_VERSION}/namespaces/${NS}/blockdeviceclaims/${claimName(blockDeviceName(devices[key]))}`);
+      await cluster?.request(
+        cluster.admin,
+        "DELETE",
+        `/apis/${API_VERSION}/namespaces/${NS}/blockdeviceclaims/${claimName(blockDeviceName(devices[key]))}`,
+      );
     }
     sandbox?.cleanup();
   });
@@ -326,22 +435,36 @@ describe("node daemon process killed mid-action, and the API server gone and bac
         apiVersion: API_VERSION,
         kind: KIND.cspi,
         metadata: { name, namespace: NS, labels: { [LABEL.cspc]: "flt", [LABEL.hostname]: node() } },
-        spec: { hostName: node(), nodeSelector: { [LABEL.hostname]: node() }, poolConfig: { ...resolvePoolConfig(undefined), roThresholdLimit: 40 }, raidGroups: [group("mirror", "d1", "d2")] },
+        spec: {
+          hostName: node(),
+          nodeSelector: { [LABEL.hostname]: node() },
+          poolConfig: { ...resolvePoolConfig(undefined), roThresholdLimit: 40 },
+          raidGroups: [group("mirror", "d1", "d2")],
+        },
       },
       claim("d1"),
       claim("d2"),
     );
-    await waitUntil(async () => faulty.reached("create", "done-then-hang"), 60_000, () => `zpool create never ran${tails()}`);
+    await waitUntil(
+      async () => faulty.reached("create", "done-then-hang"),
+      60_000,
+      () => `zpool create never ran${tails()}`,
+    );
     // The pool exists; the daemon has not seen its create return. Someone writes to it meanwhile.
     data.write(`${pool}/vol1`);
     await kill();
     faulty.clear();
     const before = await getCspi();
-    expect(before.status?.phase, "no status claims the pool before the daemon has seen it").to.not.equal("ONLINE");
+    expect(before.status?.phase, "no status claims the pool before the daemon has seen it").to.not.equal(
+      "ONLINE",
+    );
 
     await start();
     // No CStorVolumeReplica names the pool: the count is a known 0 (the dataset written above is not a replica).
-    const online = await waitForStatus("phase ONLINE", (s) => s.phase === "ONLINE" && s.provisionedReplicas === 0);
+    const online = await waitForStatus(
+      "phase ONLINE",
+      (s) => s.phase === "ONLINE" && s.provisionedReplicas === 0,
+    );
     expect(online.status).to.include({ importedOn: node(), poolName: pool, readOnly: false });
     expect(count("create"), "zpool create runs").to.equal(1);
     expect(dataGroups(pool)).to.deep.equal([[devices.d1, devices.d2]]);
@@ -354,18 +477,31 @@ describe("node daemon process killed mid-action, and the API server gone and bac
     faulty.set("add", "done-then-hang");
     await apply(claim("d3"), claim("d4"));
     await patchCspi([{ op: "add", path: "/spec/raidGroups/-", value: group("mirror", "d3", "d4") }]);
-    await waitUntil(async () => faulty.reached("add", "done-then-hang"), 60_000, () => `zpool add never ran${tails()}`);
+    await waitUntil(
+      async () => faulty.reached("add", "done-then-hang"),
+      60_000,
+      () => `zpool add never ran${tails()}`,
+    );
     await kill();
     faulty.clear();
     const stalled = (await getCspi()).status!.lastUpdateTime;
     await new Promise((resolve) => setTimeout(resolve, 2_500));
-    expect((await getCspi()).status!.lastUpdateTime, "no heartbeat from a dead daemon: the hooks can tell its status is stale").to.equal(stalled);
+    expect(
+      (await getCspi()).status!.lastUpdateTime,
+      "no heartbeat from a dead daemon: the hooks can tell its status is stale",
+    ).to.equal(stalled);
 
     await start();
     // The daemon that ran the add died before reporting it; the new one has nothing left to do and says what is.
-    const expanded = await waitForStatus("the grown capacity", (s) => s.lastUpdateTime !== stalled && parseFloat(s.capacity?.total ?? "0") > smaller * 1.5);
+    const expanded = await waitForStatus(
+      "the grown capacity",
+      (s) => s.lastUpdateTime !== stalled && parseFloat(s.capacity?.total ?? "0") > smaller * 1.5,
+    );
     expect(expanded.status?.phase).to.equal("ONLINE");
-    expect(findCondition(expanded.status?.conditions, "PoolExpansion")?.status, "no expansion claimed in progress").to.not.equal("True");
+    expect(
+      findCondition(expanded.status?.conditions, "PoolExpansion")?.status,
+      "no expansion claimed in progress",
+    ).to.not.equal("True");
     expect(count("add"), "zpool add runs").to.equal(1);
     expect(dataGroups(pool)).to.deep.equal([
       [devices.d1, devices.d2],
@@ -380,17 +516,31 @@ describe("node daemon process killed mid-action, and the API server gone and bac
     await apply(claim("d5", { [ANNOTATION.bdPredecessor]: blockDeviceName(devices.d2) }));
     await patchCspi([
       { op: "test", path: "/spec/raidGroups/0/blockDevices/1/devLink", value: devices.d2 },
-      { op: "replace", path: "/spec/raidGroups/0/blockDevices/1", value: group("mirror", "d5").blockDevices[0] },
+      {
+        op: "replace",
+        path: "/spec/raidGroups/0/blockDevices/1",
+        value: group("mirror", "d5").blockDevices[0],
+      },
     ]);
-    await waitUntil(async () => faulty.reached("replace", "done-then-hang"), 60_000, () => `zpool replace never ran${tails()}`);
+    await waitUntil(
+      async () => faulty.reached("replace", "done-then-hang"),
+      60_000,
+      () => `zpool replace never ran${tails()}`,
+    );
     await kill();
     faulty.clear();
 
     const stalled = (await getCspi()).status!.lastUpdateTime;
     await start();
-    const replaced = await waitForStatus("a status from the restarted daemon", (s) => s.lastUpdateTime !== stalled);
+    const replaced = await waitForStatus(
+      "a status from the restarted daemon",
+      (s) => s.lastUpdateTime !== stalled,
+    );
     expect(replaced.status?.phase).to.equal("ONLINE");
-    expect(findCondition(replaced.status?.conditions, "DiskReplacement")?.status, "no replacement claimed in progress").to.not.equal("True");
+    expect(
+      findCondition(replaced.status?.conditions, "DiskReplacement")?.status,
+      "no replacement claimed in progress",
+    ).to.not.equal("True");
     expect(count("replace"), "zpool replace runs").to.equal(1);
     expect(dataGroups(pool)).to.deep.equal([
       [devices.d1, devices.d5],
@@ -401,11 +551,18 @@ describe("node daemon process killed mid-action, and the API server gone and bac
     const successor = `/apis/${API_VERSION}/namespaces/${NS}/blockdeviceclaims/${claimName(blockDeviceName(devices.d5))}`;
     let marks: Record<string, string> | undefined;
     await waitUntil(
-      async () => !(marks = (await cluster.request(cluster.admin, "GET", successor)).body.metadata.annotations)?.[ANNOTATION.bdPredecessor],
+      async () =>
+        !(marks = (await cluster.request(cluster.admin, "GET", successor)).body.metadata.annotations)?.[
+          ANNOTATION.bdPredecessor
+        ],
       30_000,
-      () => `the restarted daemon never cleared ${ANNOTATION.bdPredecessor} from the new device's claim (annotations: ${JSON.stringify(marks)})${tails()}`,
+      () =>
+        `the restarted daemon never cleared ${ANNOTATION.bdPredecessor} from the new device's claim (annotations: ${JSON.stringify(marks)})${tails()}`,
     );
-    expect(findCondition((await getCspi()).status?.conditions, "DiskReplacement")?.status, "no replacement claimed in progress").to.not.equal("True");
+    expect(
+      findCondition((await getCspi()).status?.conditions, "DiskReplacement")?.status,
+      "no replacement claimed in progress",
+    ).to.not.equal("True");
     data.expectIntact("killed mid-replacement");
     tally.fault("daemon killed mid-replacement", true);
   });
@@ -419,8 +576,12 @@ describe("node daemon process killed mid-action, and the API server gone and bac
       60_000,
       () => `the pool never turned read-only while the API server was away${tails()}`,
     );
-    expect(await daemon!.exitWithin(100), "the daemon keeps running without the API server").to.equal(undefined);
-    const unreachable = daemon!.lines.filter((l) => l.msg === "status update failed" || l.msg.startsWith("CSPI watch failed"));
+    expect(await daemon!.exitWithin(100), "the daemon keeps running without the API server").to.equal(
+      undefined,
+    );
+    const unreachable = daemon!.lines.filter(
+      (l) => l.msg === "status update failed" || l.msg.startsWith("CSPI watch failed"),
+    );
     expect(unreachable.length, "it noticed the API server was gone").to.be.greaterThan(0);
 
     await proxy.up();

@@ -25,19 +25,36 @@ describe("security: commands are argument arrays, never shell strings", () => {
 
   it("only node-daemon/command.ts starts processes, from a file and an argument array, and nothing asks for a shell", () => {
     expect(files.length).to.be.greaterThan(20);
-    const spawning = files.filter((f) => /from "node:child_process"|require\("(node:)?child_process"\)/.test(readFileSync(f, "utf8")));
+    const spawning = files.filter((f) =>
+      /from "node:child_process"|require\("(node:)?child_process"\)/.test(readFileSync(f, "utf8")),
+    );
     expect(spawning.map((f) => relative(REPO_ROOT, f))).to.deep.equal(["node-daemon/command.ts"]);
     const command = readFileSync(join(REPO_ROOT, "node-daemon/command.ts"), "utf8");
-    const calls = [...command.matchAll(/\b(exec|execSync|execFile|execFileSync|spawn|spawnSync|fork)\(([^,)]*),\s*([^,)]*)/g)].map((m) => m.slice(1, 4).join(" "));
-    expect(calls, "one way to start a program: spawn(file, args) or execFile(file, args)").to.satisfy((list: string[]) => list.length === 1 && /^(spawn|execFile) file args$/.test(list[0]));
-    for (const file of files) expect(readFileSync(file, "utf8"), relative(REPO_ROOT, file)).to.not.match(/shell:\s*(true|["'`])/);
+    const calls = [
+      ...command.matchAll(
+        /\b(exec|execSync|execFile|execFileSync|spawn|spawnSync|fork)\(([^,)]*),\s*([^,)]*)/g,
+      ),
+    ].map((m) => m.slice(1, 4).join(" "));
+    expect(calls, "one way to start a program: spawn(file, args) or execFile(file, args)").to.satisfy(
+      (list: string[]) => list.length === 1 && /^(spawn|execFile) file args$/.test(list[0]),
+    );
+    for (const file of files)
+      expect(readFileSync(file, "utf8"), relative(REPO_ROOT, file)).to.not.match(/shell:\s*(true|["'`])/);
   });
 
   it("passes shell syntax in an argument to the program literally; nothing is interpreted", async () => {
     const dir = mkdtempSync(join(tmpdir(), "cstor-sec-"));
     try {
       const marker = join(dir, "pwned");
-      const hostile = [`; touch ${marker}`, `$(touch ${marker})`, `\`touch ${marker}\``, `| touch ${marker}`, "*", "$HOME", "a\nb"];
+      const hostile = [
+        `; touch ${marker}`,
+        `$(touch ${marker})`,
+        `\`touch ${marker}\``,
+        `| touch ${marker}`,
+        "*",
+        "$HOME",
+        "a\nb",
+      ];
       const result = await createRunner().run(["/usr/bin/printf", "%s\\0", ...hostile]);
       expect(result.stdout.split("\0").slice(0, -1)).to.deep.equal(hostile);
       expect(existsSync(marker)).to.equal(false);
@@ -59,9 +76,21 @@ describe("security: commands are argument arrays, never shell strings", () => {
   });
 
   it("takes the zpool/zfs prefix (nsenter, chroot) as a JSON array only", () => {
-    expect(commandsFromEnv({ ZFS_COMMAND_PREFIX: '["nsenter","-t","1","-m","--"]' }).zpool).to.deep.equal(["nsenter", "-t", "1", "-m", "--", "zpool"]);
-    expect(() => commandsFromEnv({ ZFS_COMMAND_PREFIX: '["nsenter", 1]' })).to.throw(/ZFS_COMMAND_PREFIX must be a JSON array of strings/);
+    expect(commandsFromEnv({ ZFS_COMMAND_PREFIX: '["nsenter","-t","1","-m","--"]' }).zpool).to.deep.equal([
+      "nsenter",
+      "-t",
+      "1",
+      "-m",
+      "--",
+      "zpool",
+    ]);
+    expect(() => commandsFromEnv({ ZFS_COMMAND_PREFIX: '["nsenter", 1]' })).to.throw(
+      /ZFS_COMMAND_PREFIX must be a JSON array of strings/,
+    );
     expect(() => commandsFromEnv({ ZFS_COMMAND_PREFIX: "nsenter -t 1 -m --" })).to.throw();
-    expect(commandsFromEnv({ ZPOOL_BIN: "/sbin/zpool; reboot" }).zpool, "a binary path is one argv element, whatever it holds").to.deep.equal(["/sbin/zpool; reboot"]);
+    expect(
+      commandsFromEnv({ ZPOOL_BIN: "/sbin/zpool; reboot" }).zpool,
+      "a binary path is one argv element, whatever it holds",
+    ).to.deep.equal(["/sbin/zpool; reboot"]);
   });
 });

@@ -13,7 +13,12 @@ import { parse, stringify } from "yaml";
 import type { CSPI } from "../../api/types.js";
 import { zpoolName } from "../../lib/names.js";
 import { LOCAL_EXIT, runNodeDaemonCommand } from "../../node-daemon/local.js";
-import { cspiProblems, DEFAULT_DEVICE_ROOTS, deviceRootsFromEnv, pathProblem } from "../../node-daemon/validate.js";
+import {
+  cspiProblems,
+  DEFAULT_DEVICE_ROOTS,
+  deviceRootsFromEnv,
+  pathProblem,
+} from "../../node-daemon/validate.js";
 import { FaultyCommand } from "../reliability/support/faulty-zpool.js";
 import { tally } from "../reliability/support/tally.js";
 import { REPO_ROOT } from "../support/kube.js";
@@ -61,7 +66,17 @@ const OUTSIDE_DEVICE_ROOTS = [
   "/tmp/disk",
 ];
 
-const HOSTILE_NAMES = ["pool; rm -rf /", "../pool", "-f", "Pool", "pool name", "pool/child", "pool$(id)", "", "p".repeat(201)];
+const HOSTILE_NAMES = [
+  "pool; rm -rf /",
+  "../pool",
+  "-f",
+  "Pool",
+  "pool name",
+  "pool/child",
+  "pool$(id)",
+  "",
+  "p".repeat(201),
+];
 
 function cspiWith(devLink: string, name = "safe-pool"): CSPI {
   return cspiFor(name, "node-1", [{ type: "stripe", devices: [devLink] }]);
@@ -91,17 +106,34 @@ describe("security: device paths and pool names are validated before any command
         `CStorPoolInstance openebs/safe-pool: spec.raidGroups[0].blockDevices[0].devLink ${path} (${device}) is outside the node daemon's device roots (/dev/), ` +
           `the only places it touches: fix the BlockDevice ${device}, or add its directory to DEVICE_ROOTS of the node daemon`,
       ]);
-      expect(cspiProblems(cspiWith("/dev/disk/by-id/ata-x"), DEFAULT_DEVICE_ROOTS), "the same CSPI on a device under /dev/").to.deep.equal([]);
+      expect(
+        cspiProblems(cspiWith("/dev/disk/by-id/ata-x"), DEFAULT_DEVICE_ROOTS),
+        "the same CSPI on a device under /dev/",
+      ).to.deep.equal([]);
     });
   }
 
   it("DEVICE_ROOTS: /dev/ when unset; absolute directories as a JSON array; anything else refused at start-up with the fix", () => {
     expect(deviceRootsFromEnv(undefined)).to.deep.equal(["/dev/"]);
-    expect(deviceRootsFromEnv('["/dev", "/var/openebs/sparse/"]')).to.deep.equal(["/dev/", "/var/openebs/sparse/"]);
-    expect(cspiProblems(cspiWith("/var/openebs/sparse/disk0"), deviceRootsFromEnv('["/dev", "/var/openebs/sparse"]'))).to.deep.equal([]);
+    expect(deviceRootsFromEnv('["/dev", "/var/openebs/sparse/"]')).to.deep.equal([
+      "/dev/",
+      "/var/openebs/sparse/",
+    ]);
+    expect(
+      cspiProblems(
+        cspiWith("/var/openebs/sparse/disk0"),
+        deviceRootsFromEnv('["/dev", "/var/openebs/sparse"]'),
+      ),
+    ).to.deep.equal([]);
     // A root is a directory: /var/openebs/sparse does not let /var/openebs/sparse-other through.
-    expect(cspiProblems(cspiWith("/var/openebs/sparse-other/disk0"), deviceRootsFromEnv('["/var/openebs/sparse"]'))[0]).to.contain("outside the node daemon's device roots (/var/openebs/sparse/)");
-    const usage = 'DEVICE_ROOTS must be a JSON array of absolute directories that hold the node\'s devices, e.g. ["/dev/"]';
+    expect(
+      cspiProblems(
+        cspiWith("/var/openebs/sparse-other/disk0"),
+        deviceRootsFromEnv('["/var/openebs/sparse"]'),
+      )[0],
+    ).to.contain("outside the node daemon's device roots (/var/openebs/sparse/)");
+    const usage =
+      'DEVICE_ROOTS must be a JSON array of absolute directories that hold the node\'s devices, e.g. ["/dev/"]';
     for (const [value, says] of [
       ["/dev", `${usage}; got /dev`],
       ["{}", `${usage}; got {}`],
@@ -109,8 +141,14 @@ describe("security: device paths and pool names are validated before any command
       ["[1]", `${usage}; got [1]`],
       ['["dev"]', 'DEVICE_ROOTS entry "dev" must be an absolute path'],
       ['["/dev/../etc"]', 'DEVICE_ROOTS entry "/dev/../etc" must not contain . or .. components'],
-      ['["/dev/sd a"]', 'DEVICE_ROOTS entry "/dev/sd a" may only contain letters, digits and . _ : + @ , = - between slashes'],
-      ['["/"]', 'DEVICE_ROOTS entry "/" would let the daemon touch any path: list the directories that hold the node\'s devices, e.g. ["/dev/"]'],
+      [
+        '["/dev/sd a"]',
+        'DEVICE_ROOTS entry "/dev/sd a" may only contain letters, digits and . _ : + @ , = - between slashes',
+      ],
+      [
+        '["/"]',
+        'DEVICE_ROOTS entry "/" would let the daemon touch any path: list the directories that hold the node\'s devices, e.g. ["/dev/"]',
+      ],
     ] as const) {
       expect(() => deviceRootsFromEnv(value), value).to.throw(says);
     }
@@ -120,17 +158,25 @@ describe("security: device paths and pool names are validated before any command
   it("refuses CSPI names that cannot name a zpool, and the same devLink twice", () => {
     for (const name of HOSTILE_NAMES) {
       const problems = cspiProblems(cspiWith("/dev/sdb", name), DEFAULT_DEVICE_ROOTS);
-      expect(problems.some((p) => p.includes("metadata.name must be a DNS-1123 name")), JSON.stringify(name)).to.equal(true);
+      expect(
+        problems.some((p) => p.includes("metadata.name must be a DNS-1123 name")),
+        JSON.stringify(name),
+      ).to.equal(true);
     }
     const twice = cspiFor("twice", "node-1", [{ type: "mirror", devices: ["/dev/sdb", "/dev/sdb"] }]);
     expect(cspiProblems(twice, DEFAULT_DEVICE_ROOTS)).to.deep.equal([
       "CStorPoolInstance openebs/twice: spec.raidGroups[0].blockDevices[1].devLink /dev/sdb is also the devLink of spec.raidGroups[0].blockDevices[0] (bd-sdb): each device may appear once",
     ]);
-    tally.badInputs("CSPI device paths and pool names (listed)", HOSTILE_PATHS.length + OUTSIDE_DEVICE_ROOTS.length + HOSTILE_NAMES.length + 1);
+    tally.badInputs(
+      "CSPI device paths and pool names (listed)",
+      HOSTILE_PATHS.length + OUTSIDE_DEVICE_ROOTS.length + HOSTILE_NAMES.length + 1,
+    );
   });
 
   it("accepts only absolute paths of plain characters without . or .. components under a device root, whatever the string (fast-check)", () => {
-    const alphabet = fc.constantFrom(..."/abc.-_:+@,=01 ;|&$`'\"\\\n\t*?()[]{}<>!~#%^\u0000\u00e9\u0455".split(""));
+    const alphabet = fc.constantFrom(
+      ..."/abc.-_:+@,=01 ;|&$`'\"\\\n\t*?()[]{}<>!~#%^\u0000\u00e9\u0455".split(""),
+    );
     const roots = ["/dev/", "/a/"];
     // Prefixes so that many strings start at or near a root.
     const prefix = fc.constantFrom("", "/dev/", "/a/", "/dev", "/a", "/devx/", "/ab/", "/dev/../", "/a/./");
@@ -138,12 +184,17 @@ describe("security: device paths and pool names are validated before any command
     fc.assert(
       fc.property(
         prefix,
-        fc.oneof(fc.string({ unit: alphabet, maxLength: 40 }), fc.string({ unit: "binary", maxLength: 40 }), fc.string()),
+        fc.oneof(
+          fc.string({ unit: alphabet, maxLength: 40 }),
+          fc.string({ unit: "binary", maxLength: 40 }),
+          fc.string(),
+        ),
         (start, rest) => {
           tried++;
           const path = start + rest;
           const refused = cspiProblems(cspiWith(path), roots).length > 0;
-          const safe = SAFE_DEVICE_PATH.test(path) && !path.split("/").some((part) => part === "." || part === "..");
+          const safe =
+            SAFE_DEVICE_PATH.test(path) && !path.split("/").some((part) => part === "." || part === "..");
           const under = roots.some((root) => path.startsWith(root));
           expect(refused, JSON.stringify(path)).to.equal(!(safe && under));
         },
@@ -173,7 +224,12 @@ describe("security: device paths and pool names are validated before any command
     });
     after(() => sandbox?.cleanup());
 
-    for (const devLink of ["/dev/sda; touch MARKER", "/dev/$(touch MARKER)", "../../etc", "/dev/../etc/shadow"]) {
+    for (const devLink of [
+      "/dev/sda; touch MARKER",
+      "/dev/$(touch MARKER)",
+      "../../etc",
+      "/dev/../etc/shadow",
+    ]) {
       it(`devLink ${JSON.stringify(devLink)}: exit 1, InvalidSpec naming the field, no zpool argument carries it, nothing executed`, async () => {
         const marker = join(sandbox.dir, "pwned");
         const recording = new FaultyCommand(sandbox.dir, "/usr/sbin/zpool");
@@ -190,7 +246,10 @@ describe("security: device paths and pool names are validated before any command
         expect(stdout).to.contain("InvalidSpec").and.contain("spec.raidGroups[0].blockDevices[0].devLink");
         const ran = recording.invocations();
         expect(ran, "zpool is reached through the recording wrapper").to.include("status");
-        expect(ran.filter((argv) => argv.includes(path) || /create|add|replace|labelclear|import/.test(argv)), `commands: ${ran.join(" | ")}`).to.deep.equal([]);
+        expect(
+          ran.filter((argv) => argv.includes(path) || /create|add|replace|labelclear|import/.test(argv)),
+          `commands: ${ran.join(" | ")}`,
+        ).to.deep.equal([]);
         expect(existsSync(marker), "no shell ever saw the devLink").to.equal(false);
       });
     }
@@ -203,7 +262,11 @@ describe("security: device paths and pool names are validated before any command
       writeFileSync(file, stringify(cspi));
       const run = async (env: NodeJS.ProcessEnv) => {
         let stdout = "";
-        const code = await runNodeDaemonCommand(["--cspi-file", file, "--once"], { stdout: (t) => (stdout += t), stderr: () => undefined, env });
+        const code = await runNodeDaemonCommand(["--cspi-file", file, "--once"], {
+          stdout: (t) => (stdout += t),
+          stderr: () => undefined,
+          env,
+        });
         return { code, stdout };
       };
       const env: NodeJS.ProcessEnv = { ...process.env, ZPOOL_BIN: recording.path, ZFS_COMMAND_PREFIX: "" };
@@ -220,8 +283,14 @@ describe("security: device paths and pool names are validated before any command
             "the only places it touches: fix the BlockDevice bd-outside, or add its directory to DEVICE_ROOTS of the node daemon",
         },
       ]);
-      expect(recording.invocations().filter((argv) => argv.includes(device) || argv.includes(sandbox.dir)), "zpool arguments").to.deep.equal([]);
-      expect(readFileSync(device).every((byte) => byte === 0), "the device file untouched").to.equal(true);
+      expect(
+        recording.invocations().filter((argv) => argv.includes(device) || argv.includes(sandbox.dir)),
+        "zpool arguments",
+      ).to.deep.equal([]);
+      expect(
+        readFileSync(device).every((byte) => byte === 0),
+        "the device file untouched",
+      ).to.equal(true);
 
       const allowed = await run({ ...env, DEVICE_ROOTS: JSON.stringify([sandbox.dir]) });
       expect(allowed.code, allowed.stdout).to.equal(LOCAL_EXIT.changed);
@@ -229,19 +298,33 @@ describe("security: device paths and pool names are validated before any command
     });
 
     /** A directory that is the daemon's only device root, and a file with data outside it. */
-    function linkedOutside(label: string): { roots: string; link: string; victim: string; sha: () => string } {
+    function linkedOutside(label: string): {
+      roots: string;
+      link: string;
+      victim: string;
+      sha: () => string;
+    } {
       const roots = join(sandbox.dir, `roots-${label}`);
       mkdirSync(roots);
       const victim = sandbox.file(`victim-${label}`, 128);
       writeFileSync(victim, randomBytes(MiB), { flag: "r+" });
       const link = join(roots, "disk0");
       symlinkSync(victim, link);
-      return { roots, link, victim, sha: () => createHash("sha256").update(readFileSync(victim)).digest("hex") };
+      return {
+        roots,
+        link,
+        victim,
+        sha: () => createHash("sha256").update(readFileSync(victim)).digest("hex"),
+      };
     }
 
     async function localRun(file: string, env: NodeJS.ProcessEnv): Promise<{ code: number; stdout: string }> {
       let stdout = "";
-      const code = await runNodeDaemonCommand(["--cspi-file", file, "--once"], { stdout: (t) => (stdout += t), stderr: () => undefined, env });
+      const code = await runNodeDaemonCommand(["--cspi-file", file, "--once"], {
+        stdout: (t) => (stdout += t),
+        stderr: () => undefined,
+        env,
+      });
       return { code, stdout };
     }
 
@@ -252,7 +335,12 @@ describe("security: device paths and pool names are validated before any command
       const cspi = cspiWith(link, sandbox.name("linked"));
       const file = join(sandbox.dir, "linked.yaml");
       writeFileSync(file, stringify(cspi));
-      const result = await localRun(file, { ...process.env, ZPOOL_BIN: recording.path, ZFS_COMMAND_PREFIX: "", DEVICE_ROOTS: JSON.stringify([roots]) });
+      const result = await localRun(file, {
+        ...process.env,
+        ZPOOL_BIN: recording.path,
+        ZFS_COMMAND_PREFIX: "",
+        DEVICE_ROOTS: JSON.stringify([roots]),
+      });
       expect(result.code, result.stdout).to.equal(LOCAL_EXIT.failed);
       expect((parse(result.stdout) as { holds: unknown[] }).holds).to.deep.equal([
         {
@@ -263,7 +351,12 @@ describe("security: device paths and pool names are validated before any command
             "or add the real directory to DEVICE_ROOTS of the node daemon",
         },
       ]);
-      expect(recording.invocations().filter((argv) => argv.includes(link) || argv.includes(victim) || /create|import/.test(argv)), "zpool calls").to.deep.equal([]);
+      expect(
+        recording
+          .invocations()
+          .filter((argv) => argv.includes(link) || argv.includes(victim) || /create|import/.test(argv)),
+        "zpool calls",
+      ).to.deep.equal([]);
       expect(zpool("list", "-H", "-o", "name")).to.not.contain(zpoolName(cspi.metadata.name!));
       expect(sha(), "the file outside the roots").to.equal(before);
     });
@@ -291,14 +384,21 @@ describe("security: device paths and pool names are validated before any command
       symlinkSync(victim, link);
       const removed: CSPI = {
         ...cspi,
-        metadata: { ...cspi.metadata, deletionTimestamp: "2026-11-21T10:00:00Z", annotations: { "openebs.io/pool-removal": "requested" } },
+        metadata: {
+          ...cspi.metadata,
+          deletionTimestamp: "2026-11-21T10:00:00Z",
+          annotations: { "openebs.io/pool-removal": "requested" },
+        },
       };
       writeFileSync(file, stringify(removed));
       const result = await localRun(file, env);
       expect(result.code, result.stdout).to.equal(LOCAL_EXIT.failed);
       expect(result.stdout).to.contain("InvalidSpec").and.contain(`resolves to ${victim}`);
       expect(zpool("list", "-H", "-o", "name"), "the pool is kept").to.contain(pool);
-      expect(createHash("sha256").update(readFileSync(victim)).digest("hex"), "no label zeroed outside the roots").to.equal(before);
+      expect(
+        createHash("sha256").update(readFileSync(victim)).digest("hex"),
+        "no label zeroed outside the roots",
+      ).to.equal(before);
     });
 
     it("an unreadable DEVICE_ROOTS: local mode exits 2 and the daemon process exits 1 before doing anything, both saying how to fix it", async () => {
@@ -312,14 +412,26 @@ describe("security: device paths and pool names are validated before any command
       });
       expect(code).to.equal(2);
       expect(stderr).to.contain('DEVICE_ROOTS entry "/" would let the daemon touch any path');
-      const daemon = spawnSync(process.execPath, ["--import", "tsx", join(REPO_ROOT, "node-daemon/main.ts")], {
-        cwd: REPO_ROOT,
-        env: { PATH: process.env.PATH, NODE_NAME: "node-1", NAMESPACE: "openebs", DEVICE_ROOTS: "/dev", KUBECONFIG: "/nonexistent" },
-        encoding: "utf8",
-        timeout: 20_000,
-      });
+      const daemon = spawnSync(
+        process.execPath,
+        ["--import", "tsx", join(REPO_ROOT, "node-daemon/main.ts")],
+        {
+          cwd: REPO_ROOT,
+          env: {
+            PATH: process.env.PATH,
+            NODE_NAME: "node-1",
+            NAMESPACE: "openebs",
+            DEVICE_ROOTS: "/dev",
+            KUBECONFIG: "/nonexistent",
+          },
+          encoding: "utf8",
+          timeout: 20_000,
+        },
+      );
       expect(daemon.status, daemon.stderr).to.equal(1);
-      expect(daemon.stderr).to.contain(`node daemon failed: DEVICE_ROOTS must be a JSON array of absolute directories that hold the node's devices, e.g. ["/dev/"]; got /dev`);
+      expect(daemon.stderr).to.contain(
+        `node daemon failed: DEVICE_ROOTS must be a JSON array of absolute directories that hold the node's devices, e.g. ["/dev/"]; got /dev`,
+      );
     });
   });
 });

@@ -10,6 +10,7 @@ export function expectContained(desired: unknown, actual: unknown, path = ""): v
     desired.forEach((item, i) => expectContained(item, (actual as unknown[])[i], `${path}[${i}]`));
   } else if (desired && typeof desired === "object") {
     expect(actual, path).to.be.an("object");
-    for (const [key, value] of Object.entries(desired)) expectContained(value, (actual as Record<string, unknown>)[key], `${path}.${key}`);
+    for (const [key, value] of Object.entries(desired))
+      expectContained(value, (actual as Record<string, unknown>)[key], `${path}.${key}`);
   } else expect(actual, path).to.equal(desired);
 }

@@ -33,9 +33,14 @@ export function blockDevice(name: string, host: string, bytes = 10 * 1024 ** 3):
 }
 
 export function requestOf(world: World): CompositeSyncRequest {
-  const map = (objects: KubeObject[]) => Object.fromEntries(objects.map((o) => [`${o.metadata.namespace ?? ""}/${o.metadata.name}`, o]));
+  const map = (objects: KubeObject[]) =>
+    Object.fromEntries(objects.map((o) => [`${o.metadata.namespace ?? ""}/${o.metadata.name}`, o]));
   return {
-    controller: { apiVersion: "metacontroller.k8s.io/v1alpha1", kind: "CompositeController", metadata: { name: "cstor-pool-cluster" } },
+    controller: {
+      apiVersion: "metacontroller.k8s.io/v1alpha1",
+      kind: "CompositeController",
+      metadata: { name: "cstor-pool-cluster" },
+    },
     parent: world.parent,
     children: { [CSPI_KEY]: map(world.cspis), [BDC_KEY]: map(world.claims) },
     related: {
@@ -55,7 +60,11 @@ export function sync(world: World): CompositeSyncResponse {
  * Metacontroller applies the answer; NDM binds new claims; the node daemon brings CSPIs ONLINE on their
  * node and (if `resilver` is set) finishes replacements by removing the predecessor mark.
  */
-export function apply(world: World, response: CompositeSyncResponse, options: { resilver?: boolean } = {}): World {
+export function apply(
+  world: World,
+  response: CompositeSyncResponse,
+  options: { resilver?: boolean } = {},
+): World {
   const observedCspis = new Map(world.cspis.map((c) => [c.metadata.name, c]));
   const cspis = response.children
     .filter((c) => c.kind === "CStorPoolInstance")
@@ -63,14 +72,26 @@ export function apply(world: World, response: CompositeSyncResponse, options: { 
       const spec = c.spec as { hostName: string };
       return {
         ...structuredClone(c),
-        metadata: { ...structuredClone(c.metadata), uid: `uid-${c.metadata.name}`, labels: { ...c.metadata.labels, "controller-uid": "parent-uid" } },
+        metadata: {
+          ...structuredClone(c.metadata),
+          uid: `uid-${c.metadata.name}`,
+          labels: { ...c.metadata.labels, "controller-uid": "parent-uid" },
+        },
         status: {
           ...(observedCspis.get(c.metadata.name)?.status as object),
           phase: "ONLINE",
           importedOn: spec.hostName,
           provisionedReplicas: 0,
           lastUpdateTime: "2026-11-21T11:59:30Z",
-          conditions: [{ type: "PodAvailable", status: "True", reason: "PoolPodAvailable", message: "", lastTransitionTime: "2026-11-21T10:00:00Z" }],
+          conditions: [
+            {
+              type: "PodAvailable",
+              status: "True",
+              reason: "PoolPodAvailable",
+              message: "",
+              lastTransitionTime: "2026-11-21T10:00:00Z",
+            },
+          ],
         },
       };
     });
@@ -93,7 +114,11 @@ export function settle(world: World, rounds = 8): World {
   let current = world;
   for (let i = 0; i < rounds; i++) {
     const next = apply(current, sync(current), { resilver: true });
-    if (JSON.stringify(next.cspis) === JSON.stringify(current.cspis) && JSON.stringify(next.claims) === JSON.stringify(current.claims)) return next;
+    if (
+      JSON.stringify(next.cspis) === JSON.stringify(current.cspis) &&
+      JSON.stringify(next.claims) === JSON.stringify(current.claims)
+    )
+      return next;
     current = next;
   }
   return current;

@@ -48,9 +48,11 @@ export function fixtureProblems(root: string): string[] {
       for (const document of layout.inputs) {
         attempt(rel(join(dir, document)), () => {
           const source = documentSource(dir, document);
-          if (!source) throw new Error(`missing (neither ${document} nor ${document.replace(/\.yaml$/, PATCH_SUFFIX)})`);
+          if (!source)
+            throw new Error(`missing (neither ${document} nor ${document.replace(/\.yaml$/, PATCH_SUFFIX)})`);
           used.add(source);
-          if (source.endsWith(PATCH_SUFFIX)) for (const world of tree.worldsUnder(source)) worldsUsed.add(world);
+          if (source.endsWith(PATCH_SUFFIX))
+            for (const world of tree.worldsUnder(source)) worldsUsed.add(world);
         });
       }
       for (const file of layout.outputs) {
@@ -73,7 +75,9 @@ export function fixtureProblems(root: string): string[] {
   if (existsSync(tree.worlds)) {
     for (const file of readdirSync(tree.worlds).sort()) {
       const path = join(tree.worlds, file);
-      const world = file.endsWith(PATCH_SUFFIX) ? file.slice(0, -PATCH_SUFFIX.length) : file.replace(/\.yaml$/, "");
+      const world = file.endsWith(PATCH_SUFFIX)
+        ? file.slice(0, -PATCH_SUFFIX.length)
+        : file.replace(/\.yaml$/, "");
       if (!worldsUsed.has(world)) continue;
       used.add(path);
     }
@@ -83,7 +87,10 @@ export function fixtureProblems(root: string): string[] {
     if (used.has(path)) continue;
     const where = rel(path);
     if (path.startsWith(`${tree.worlds}/`)) problems.push(`${where}: a world no case builds on; remove it`);
-    else problems.push(`${where}: no case uses this file; remove it, or name it in test/support/golden.ts if a test reads it`);
+    else
+      problems.push(
+        `${where}: no case uses this file; remove it, or name it in test/support/golden.ts if a test reads it`,
+      );
   }
   return problems;
 }
@@ -92,8 +99,12 @@ function checkCaseFile(path: string, extraKeys: readonly string[]): void {
   const meta = readYaml(path) as Record<string, unknown> | null;
   if (!meta || typeof meta !== "object") throw new Error("must be a map with description and now");
   const unknown = Object.keys(meta).filter((key) => !CASE_KEYS.includes(key) && !extraKeys.includes(key));
-  if (unknown.length > 0) throw new Error(`unknown keys ${unknown.join(", ")} (allowed: ${[...CASE_KEYS, ...extraKeys].join(", ")})`);
-  if (typeof meta.now !== "string" || Number.isNaN(Date.parse(meta.now))) throw new Error(`"now" must be the case's clock, e.g. "2026-11-21T12:00:00Z"`);
+  if (unknown.length > 0)
+    throw new Error(
+      `unknown keys ${unknown.join(", ")} (allowed: ${[...CASE_KEYS, ...extraKeys].join(", ")})`,
+    );
+  if (typeof meta.now !== "string" || Number.isNaN(Date.parse(meta.now)))
+    throw new Error(`"now" must be the case's clock, e.g. "2026-11-21T12:00:00Z"`);
 }
 
 function filesUnder(dir: string): string[] {

@@ -25,7 +25,13 @@ import {
   readWorld,
   WORLDS,
 } from "../../testkit/case-documents.js";
-import { deepEqual, diffMergePatch, identityOf, isKubeObject, type PatchValue } from "../../testkit/merge-patch.js";
+import {
+  deepEqual,
+  diffMergePatch,
+  identityOf,
+  isKubeObject,
+  type PatchValue,
+} from "../../testkit/merge-patch.js";
 import { GOLDEN_AREAS } from "./golden.js";
 
 const INPUTS = [...new Set(Object.values(GOLDEN_AREAS).flatMap((area) => area.inputs))];
@@ -77,13 +83,16 @@ export function convert(caseDir: string, document: string, world?: string): stri
     .sort((a, b) => lineCount(a.text) - lineCount(b.text));
   const best = candidates[0];
   if (!best) {
-    throw new Error(`${source}: no world${world ? ` "${world}"` : ""} can build it (it holds a null, or no world is this kind of document: make one with --new-world)`);
+    throw new Error(
+      `${source}: no world${world ? ` "${world}"` : ""} can build it (it holds a null, or no world is this kind of document: make one with --new-world)`,
+    );
   }
   const patchPath = join(caseDir, patchFileName(document));
   rmSync(source);
   writeFileSync(patchPath, best.text);
   try {
-    if (!deepEqual(readCaseDocument(caseDir, document), original)) throw new Error("the world with the patch is not the document");
+    if (!deepEqual(readCaseDocument(caseDir, document), original))
+      throw new Error("the world with the patch is not the document");
   } catch (err) {
     rmSync(patchPath);
     writeFileSync(source, before);
@@ -95,7 +104,8 @@ export function convert(caseDir: string, document: string, world?: string): stri
 /** Writes <case>/<document> whole, from its patch, and removes the patch: before editing the world under it. */
 export function makeWhole(caseDir: string, document: string): string {
   const source = documentSource(caseDir, document);
-  if (!source?.endsWith(PATCH_SUFFIX)) return `${relative(process.cwd(), join(caseDir, document))}: whole already`;
+  if (!source?.endsWith(PATCH_SUFFIX))
+    return `${relative(process.cwd(), join(caseDir, document))}: whole already`;
   const whole = join(caseDir, document);
   writeFileSync(whole, canonicalYaml(readCaseDocument(caseDir, document)));
   rmSync(source);
@@ -117,7 +127,9 @@ export function consensus(documents: readonly PatchValue[]): PatchValue {
     }
     return result;
   }
-  const objectLists = documents.map((d) => (Array.isArray(d) && d.length > 0 && d.every(isKubeObject) ? d : undefined));
+  const objectLists = documents.map((d) =>
+    Array.isArray(d) && d.length > 0 && d.every(isKubeObject) ? d : undefined,
+  );
   if (objectLists.every((list) => list !== undefined)) {
     const identities = [...new Set(objectLists.flatMap((list) => list.map(identityOf)))];
     return identities.flatMap((identity) => {
@@ -141,7 +153,10 @@ export function newWorld(name: string, document: string, caseDirs: readonly stri
   const world = consensus(caseDirs.map((dir) => canonicalize(readCaseDocument(dir, document))));
   if (worldNames().includes(name)) throw new Error(`world "${name}" exists already`);
   const path = join(WORLDS, base ? `${name}${PATCH_SUFFIX}` : `${name}.yaml`);
-  writeFileSync(path, base ? patchFileText(base, diffMergePatch(readWorld(base), world)) : fixtureYaml(canonicalize(world)));
+  writeFileSync(
+    path,
+    base ? patchFileText(base, diffMergePatch(readWorld(base), world)) : fixtureYaml(canonicalize(world)),
+  );
   return `${relative(process.cwd(), path)}: ${lineCount(fixtureYaml(world))} lines`;
 }
 
@@ -191,11 +206,19 @@ export function fixtureYaml(value: PatchValue): string {
 
 /** A map of Kubernetes objects by name, as Metacontroller sends children and related objects. */
 const isObjectMap = (node: Json): boolean =>
-  !!node && typeof node === "object" && !Array.isArray(node) && Object.keys(node).length > 0 && Object.values(node).every(isKubeObject);
+  !!node &&
+  typeof node === "object" &&
+  !Array.isArray(node) &&
+  Object.keys(node).length > 0 &&
+  Object.values(node).every(isKubeObject);
 
 /** The object's name, or for a map of objects their kind ("BlockDeviceClaims"). */
 function anchorName(node: Json, taken: Set<string>): string {
-  const base = (isKubeObject(node) ? node.metadata.name : `${(Object.values(node as object)[0] as { kind: string }).kind}s`).replace(/[^A-Za-z0-9._-]/g, "-");
+  const base = (
+    isKubeObject(node)
+      ? node.metadata.name
+      : `${(Object.values(node as object)[0] as { kind: string }).kind}s`
+  ).replace(/[^A-Za-z0-9._-]/g, "-");
   let name = base;
   for (let i = 2; taken.has(name); i++) name = `${base}-${i}`;
   taken.add(name);
@@ -216,16 +239,20 @@ function main(argv: string[]): void {
   });
   const dirs = positionals.map((dir) => resolve(dir));
   if (dirs.length === 0) {
-    throw new Error("usage: fixture-patch.ts [--world <name> | --new-world <name> [--base <world>] | --whole] [--document <file>] <case-dir>...");
+    throw new Error(
+      "usage: fixture-patch.ts [--world <name> | --new-world <name> [--base <world>] | --whole] [--document <file>] <case-dir>...",
+    );
   }
-  const documentsOf = (dir: string) => (values.document ? [values.document] : INPUTS.filter((file) => documentSource(dir, file)));
+  const documentsOf = (dir: string) =>
+    values.document ? [values.document] : INPUTS.filter((file) => documentSource(dir, file));
   if (values.whole) {
     for (const dir of dirs) for (const document of documentsOf(dir)) console.log(makeWhole(dir, document));
     return;
   }
   const newName = values["new-world"];
   if (newName) {
-    if (!values.document) throw new Error("--new-world needs --document (request.yaml, review.yaml, lookups.yaml or input.yaml)");
+    if (!values.document)
+      throw new Error("--new-world needs --document (request.yaml, review.yaml, lookups.yaml or input.yaml)");
     console.log(newWorld(newName, values.document, dirs, values.base));
   }
   for (const dir of dirs) {
@@ -236,4 +263,5 @@ function main(argv: string[]): void {
 }
 
 // Run as a script, not when a test imports it.
-if (process.argv[1] && realpathSync(process.argv[1]) === fileURLToPath(import.meta.url)) main(process.argv.slice(2));
+if (process.argv[1] && realpathSync(process.argv[1]) === fileURLToPath(import.meta.url))
+  main(process.argv.slice(2));

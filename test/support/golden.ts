@@ -24,7 +24,11 @@ export interface GoldenArea {
 }
 
 export const GOLDEN_AREAS: Readonly<Record<string, GoldenArea>> = {
-  admission: { inputs: ["review.yaml", "lookups.yaml"], outputs: ["response.yaml"], caseKeys: ["lookupTimeoutMs", "expectedLookups"] },
+  admission: {
+    inputs: ["review.yaml", "lookups.yaml"],
+    outputs: ["response.yaml"],
+    caseKeys: ["lookupTimeoutMs", "expectedLookups"],
+  },
   // events.yaml: the Events the hook server writes on the CSPC after answering (never part of the answer).
   "cspc-sync": { inputs: ["request.yaml"], outputs: ["response.yaml", "events.yaml"] },
   "cspc-finalize": { inputs: ["request.yaml"], outputs: ["response.yaml"] },
@@ -106,7 +110,8 @@ export function goldenCases(area: string): GoldenCase[] {
 
 export function updatingGolden(): boolean {
   if (process.env.UPDATE_GOLDEN !== "1") return false;
-  if (process.env.CI) throw new Error("UPDATE_GOLDEN is refused under CI: golden files change only by a reviewed commit");
+  if (process.env.CI)
+    throw new Error("UPDATE_GOLDEN is refused under CI: golden files change only by a reviewed commit");
   return true;
 }
 
@@ -117,6 +122,7 @@ export function expectGolden(goldenCase: GoldenCase, file: string, actual: unkno
     writeFileSync(path, canonicalYaml(actual));
     return;
   }
-  if (!existsSync(path)) throw new Error(`missing golden file ${path}: run UPDATE_GOLDEN=1 npm test and review it`);
+  if (!existsSync(path))
+    throw new Error(`missing golden file ${path}: run UPDATE_GOLDEN=1 npm test and review it`);
   expect(canonicalize(actual), `${goldenCase.name}/${file}`).to.deep.equal(canonicalize(readYaml(path)));
 }

@@ -14,11 +14,20 @@ export class HookServerProcess extends LoggedProcess {
   }
 
   /** Starts the hook server of the installed Deployment `namespace/name`; resolves once it listens. */
-  static async start(cluster: KubeCluster, namespace: string, name = "cstor-pool-hooks"): Promise<HookServerProcess> {
+  static async start(
+    cluster: KubeCluster,
+    namespace: string,
+    name = "cstor-pool-hooks",
+  ): Promise<HookServerProcess> {
     const envOn = await shippedEnv(cluster, namespace, "deployment", name);
     const [port] = await freePorts(1);
     const identity = await cluster.serviceAccount(namespace, name);
-    const env = { PATH: process.env.PATH ?? "/usr/bin:/bin", ...envOn("hook-node"), PORT: String(port), KUBECONFIG: identity.kubeconfig };
+    const env = {
+      PATH: process.env.PATH ?? "/usr/bin:/bin",
+      ...envOn("hook-node"),
+      PORT: String(port),
+      KUBECONFIG: identity.kubeconfig,
+    };
     const server = new HookServerProcess(`http://127.0.0.1:${port}`, env);
     await waitUntil(
       async () => {

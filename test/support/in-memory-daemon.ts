@@ -18,7 +18,8 @@ export function daemonFor(
   clock?: () => Date,
   namespace = "openebs",
   /** A host of the test's own (a ZfsHost subclass that does something mid-command), on `commands`. */
-  makeHost: (runner: ReturnType<typeof createRunner>, commands: ZfsCommands) => ZfsHost = (runner, given) => new ZfsHost(runner, given),
+  makeHost: (runner: ReturnType<typeof createRunner>, commands: ZfsCommands) => ZfsHost = (runner, given) =>
+    new ZfsHost(runner, given),
 ): NodeDaemon {
   return new NodeDaemon({
     ...(clock ? { clock } : {}),

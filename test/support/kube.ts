@@ -7,7 +7,16 @@
 // Binaries come from scripts/kube-env.sh (Debian etcd, kubectl, kube-apiserver built once from Go modules).
 import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { generateKeyPairSync, randomBytes } from "node:crypto";
-import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  closeSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { request as httpsRequest } from "node:https";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -49,7 +58,9 @@ export class KubectlError extends Error {
     readonly args: readonly string[],
     readonly result: KubectlResult,
   ) {
-    super(`kubectl ${args.join(" ")} exited with ${result.exitCode}: ${result.stderr.trim() || result.stdout.trim()}`);
+    super(
+      `kubectl ${args.join(" ")} exited with ${result.exitCode}: ${result.stderr.trim() || result.stdout.trim()}`,
+    );
   }
 }
 
@@ -69,7 +80,13 @@ export interface KubeCluster {
   dir: string;
   kubectl(args: readonly string[], options?: KubectlOptions): Promise<KubectlResult>;
   /** One raw API call (JSON in and out) as an identity; never throws on an HTTP error status. */
-  request(as: Identity, method: string, path: string, body?: unknown, contentType?: string): Promise<ApiResponse>;
+  request(
+    as: Identity,
+    method: string,
+    path: string,
+    body?: unknown,
+    contentType?: string,
+  ): Promise<ApiResponse>;
   /** A token for a ServiceAccount from the TokenRequest API (no controller-manager needed) and its kubeconfig. */
   serviceAccount(namespace: string, name: string): Promise<Identity>;
   /** A @kubernetes/client-node KubeConfig for an identity (default admin). */
@@ -115,7 +132,12 @@ export async function ownCluster(options: OwnClusterOptions = {}): Promise<OwnCl
 
 /** Installs this project as projectInstalled() does, into any cluster. */
 export async function installProject(cluster: KubeCluster): Promise<void> {
-  await cluster.kubectl(["apply", "--server-side", "-f", fixturePath("metacontroller/metacontroller-crds.yaml")]);
+  await cluster.kubectl([
+    "apply",
+    "--server-side",
+    "-f",
+    fixturePath("metacontroller/metacontroller-crds.yaml"),
+  ]);
   await cluster.kubectl(["apply", "--server-side", "-k", repoPath("metacontroller/crds/ndm")]);
   await cluster.kubectl(["apply", "--server-side", "-k", repoPath("metacontroller/crds")]);
   await cluster.kubectl(["wait", "--for=condition=Established", "--timeout=60s", "crd", "--all"]);
@@ -153,7 +175,11 @@ interface KubeBinaries {
 
 async function kubeBinaries(): Promise<KubeBinaries> {
   // Idempotent and quick once cached; on a fresh machine this is where the one-time build happens.
-  const { stdout } = await execFileText("bash", [join(REPO_ROOT, "scripts/kube-env.sh"), "--print-env"], 20 * 60_000);
+  const { stdout } = await execFileText(
+    "bash",
+    [join(REPO_ROOT, "scripts/kube-env.sh"), "--print-env"],
+    20 * 60_000,
+  );
   const env = Object.fromEntries(
     stdout
       .trim()
@@ -166,7 +192,10 @@ async function kubeBinaries(): Promise<KubeBinaries> {
   return env as unknown as KubeBinaries;
 }
 
-async function startCluster(extraApiserverArgs: readonly string[] = [], controllers: readonly string[] = []): Promise<OwnCluster> {
+async function startCluster(
+  extraApiserverArgs: readonly string[] = [],
+  controllers: readonly string[] = [],
+): Promise<OwnCluster> {
   const bin = await kubeBinaries();
   // etcd fsyncs on every write; tmpfs keeps a test run's many small writes fast.
   const base = existsSync("/dev/shm") ? "/dev/shm" : tmpdir();
@@ -213,25 +242,25 @@ async function startCluster(extraApiserverArgs: readonly string[] = [], controll
   mkdirSync(certDir);
 
   const apiserverArgs = [
-      `--etcd-servers=${etcdUrl}`,
-      "--bind-address=127.0.0.1",
-      "--advertise-address=127.0.0.1",
-      `--secure-port=${apiPort}`,
-      `--cert-dir=${certDir}`,
-      `--token-auth-file=${join(dir, "tokens.csv")}`,
-      "--authorization-mode=RBAC",
-      "--service-account-issuer=https://kubernetes.default.svc",
-      `--service-account-key-file=${join(dir, "sa.key")}`,
-      `--service-account-signing-key-file=${join(dir, "sa.key")}`,
-      "--service-cluster-ip-range=10.96.0.0/24",
-      // The node daemon's DaemonSet must be privileged to run zpool; the default refuses it.
-      "--allow-privileged=true",
-      "--profiling=false",
-      // Debian's etcd 3.4.23 predates the progress notifications the watch cache relies on (3.4.31+) to serve a
-      // watch of a quiet resource type: it answers "Too large resource version". Watches go to etcd instead.
-      "--watch-cache=false",
-      "--event-ttl=10m",
-      ...extraApiserverArgs,
+    `--etcd-servers=${etcdUrl}`,
+    "--bind-address=127.0.0.1",
+    "--advertise-address=127.0.0.1",
+    `--secure-port=${apiPort}`,
+    `--cert-dir=${certDir}`,
+    `--token-auth-file=${join(dir, "tokens.csv")}`,
+    "--authorization-mode=RBAC",
+    "--service-account-issuer=https://kubernetes.default.svc",
+    `--service-account-key-file=${join(dir, "sa.key")}`,
+    `--service-account-signing-key-file=${join(dir, "sa.key")}`,
+    "--service-cluster-ip-range=10.96.0.0/24",
+    // The node daemon's DaemonSet must be privileged to run zpool; the default refuses it.
+    "--allow-privileged=true",
+    "--profiling=false",
+    // Debian's etcd 3.4.23 predates the progress notifications the watch cache relies on (3.4.31+) to serve a
+    // watch of a quiet resource type: it answers "Too large resource version". Watches go to etcd instead.
+    "--watch-cache=false",
+    "--event-ttl=10m",
+    ...extraApiserverArgs,
   ];
 
   const server = `https://127.0.0.1:${apiPort}`;
@@ -246,7 +275,8 @@ async function startCluster(extraApiserverArgs: readonly string[] = [], controll
     processes.push(child);
     await waitUntil(
       async () => {
-        if (child.exitCode !== null) throw new Error(`kube-apiserver exited: ${logTail(join(dir, "kube-apiserver.log"))}`);
+        if (child.exitCode !== null)
+          throw new Error(`kube-apiserver exited: ${logTail(join(dir, "kube-apiserver.log"))}`);
         if (!existsSync(caFile)) return false;
         const ready = await apiRequest(server, caFile, admin, "GET", "/readyz").catch(() => undefined);
         return ready?.status === 200;
@@ -261,7 +291,8 @@ async function startCluster(extraApiserverArgs: readonly string[] = [], controll
     admin,
     dir,
     kubectl: (args, options) => runKubectl(bin.KUBECTL, args, options ?? {}, admin),
-    request: (as, method, path, body, contentType) => apiRequest(server, caFile, as, method, path, body, contentType),
+    request: (as, method, path, body, contentType) =>
+      apiRequest(server, caFile, as, method, path, body, contentType),
     serviceAccount: (namespace, name) => serviceAccountIdentity(cluster, namespace, name),
     kubeConfig: (as) => clientKubeConfig(server, caFile, as ?? admin),
     restartApiserver: async () => {
@@ -278,15 +309,20 @@ async function startCluster(extraApiserverArgs: readonly string[] = [], controll
       }
     },
     restartEtcd: async () => {
-      const exited = new Promise<void>((resolve) => (etcd.exitCode !== null || etcd.signalCode !== null ? resolve() : etcd.once("exit", () => resolve())));
+      const exited = new Promise<void>((resolve) =>
+        etcd.exitCode !== null || etcd.signalCode !== null ? resolve() : etcd.once("exit", () => resolve()),
+      );
       etcd.kill("SIGKILL");
       await exited;
       etcd = startProcess(bin.ETCD, etcdArgs, join(dir, "etcd.log"));
       processes.push(etcd);
       await waitUntil(
         async () => {
-          if (etcd.exitCode !== null) throw new Error(`etcd exited after a restart: ${logTail(join(dir, "etcd.log"))}`);
-          return (await apiRequest(server, caFile, admin, "GET", "/readyz").catch(() => undefined))?.status === 200;
+          if (etcd.exitCode !== null)
+            throw new Error(`etcd exited after a restart: ${logTail(join(dir, "etcd.log"))}`);
+          return (
+            (await apiRequest(server, caFile, admin, "GET", "/readyz").catch(() => undefined))?.status === 200
+          );
         },
         90_000,
         () => `kube-apiserver not ready after etcd's restart: ${logTail(join(dir, "kube-apiserver.log"))}`,
@@ -308,7 +344,12 @@ async function startCluster(extraApiserverArgs: readonly string[] = [], controll
     const log = join(dir, "kube-controller-manager.log");
     const child = startProcess(
       bin.KUBE_CONTROLLER_MANAGER,
-      [`--kubeconfig=${adminKubeconfig}`, `--controllers=${controllers.join(",")}`, "--leader-elect=false", "--secure-port=0"],
+      [
+        `--kubeconfig=${adminKubeconfig}`,
+        `--controllers=${controllers.join(",")}`,
+        "--leader-elect=false",
+        "--secure-port=0",
+      ],
       log,
     );
     processes.push(child);
@@ -366,7 +407,11 @@ export async function getIfPresent(cluster: KubeCluster, path: string): Promise<
   return response.status === 200 ? response.body : undefined;
 }
 
-export async function waitUntil(check: () => Promise<boolean>, timeoutMs: number, describe: () => string): Promise<void> {
+export async function waitUntil(
+  check: () => Promise<boolean>,
+  timeoutMs: number,
+  describe: () => string,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     if (await check()) return;
@@ -375,12 +420,21 @@ export async function waitUntil(check: () => Promise<boolean>, timeoutMs: number
   }
 }
 
-function execFileText(file: string, args: readonly string[], timeoutMs: number): Promise<{ stdout: string; stderr: string }> {
+function execFileText(
+  file: string,
+  args: readonly string[],
+  timeoutMs: number,
+): Promise<{ stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    execFile(file, args, { timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024, encoding: "utf8" }, (error, stdout, stderr) => {
-      if (error) reject(new Error(`${file} ${args.join(" ")} failed: ${stderr || error.message}`));
-      else resolve({ stdout, stderr });
-    });
+    execFile(
+      file,
+      args,
+      { timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024, encoding: "utf8" },
+      (error, stdout, stderr) => {
+        if (error) reject(new Error(`${file} ${args.join(" ")} failed: ${stderr || error.message}`));
+        else resolve({ stdout, stderr });
+      },
+    );
   });
 }
 
@@ -426,7 +480,9 @@ function apiRequest(
         headers: {
           Authorization: `Bearer ${as.token}`,
           Accept: "application/json",
-          ...(payload === undefined ? {} : { "Content-Type": contentType, "Content-Length": Buffer.byteLength(payload) }),
+          ...(payload === undefined
+            ? {}
+            : { "Content-Type": contentType, "Content-Length": Buffer.byteLength(payload) }),
         },
         timeout: 30_000,
       },
@@ -459,7 +515,11 @@ function writeKubeconfig(path: string, server: string, caFile: string, user: str
   writeFileSync(path, stringify(config), { mode: 0o600 });
 }
 
-async function serviceAccountIdentity(cluster: KubeCluster, namespace: string, name: string): Promise<Identity> {
+async function serviceAccountIdentity(
+  cluster: KubeCluster,
+  namespace: string,
+  name: string,
+): Promise<Identity> {
   const response = await cluster.request(
     cluster.admin,
     "POST",
@@ -467,7 +527,9 @@ async function serviceAccountIdentity(cluster: KubeCluster, namespace: string, n
     { apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest", spec: { expirationSeconds: 3600 } },
   );
   if (response.status !== 201 || !response.body?.status?.token) {
-    throw new Error(`TokenRequest for ${namespace}/${name} answered ${response.status}: ${JSON.stringify(response.body)}`);
+    throw new Error(
+      `TokenRequest for ${namespace}/${name} answered ${response.status}: ${JSON.stringify(response.body)}`,
+    );
   }
   const username = `system:serviceaccount:${namespace}:${name}`;
   const kubeconfig = join(cluster.dir, `sa-${namespace}-${name}.kubeconfig`);
@@ -487,9 +549,16 @@ function clientKubeConfig(server: string, caFile: string, as: Identity): KubeCon
 }
 
 /** Plays the kubelet and the Deployment controller: the Deployment's one replica is available now. */
-export async function markDeploymentAvailable(cluster: KubeCluster, deployment: { metadata: { name?: string; namespace?: string; generation?: number } } | Record<string, any>): Promise<void> {
+export async function markDeploymentAvailable(
+  cluster: KubeCluster,
+  deployment: { metadata: { name?: string; namespace?: string; generation?: number } } | Record<string, any>,
+): Promise<void> {
   const now = new Date().toISOString();
-  const { namespace, name, generation } = deployment.metadata as { name?: string; namespace?: string; generation?: number };
+  const { namespace, name, generation } = deployment.metadata as {
+    name?: string;
+    namespace?: string;
+    generation?: number;
+  };
   const available = await cluster.request(
     cluster.admin,
     "PATCH",
@@ -501,12 +570,24 @@ export async function markDeploymentAvailable(cluster: KubeCluster, deployment: 
         readyReplicas: 1,
         availableReplicas: 1,
         updatedReplicas: 1,
-        conditions: [{ type: "Available", status: "True", reason: "MinimumReplicasAvailable", message: "played by the test", lastUpdateTime: now, lastTransitionTime: now }],
+        conditions: [
+          {
+            type: "Available",
+            status: "True",
+            reason: "MinimumReplicasAvailable",
+            message: "played by the test",
+            lastUpdateTime: now,
+            lastTransitionTime: now,
+          },
+        ],
       },
     },
     "application/merge-patch+json",
   );
-  if (available.status !== 200) throw new Error(`marking Deployment ${namespace}/${name} available: ${available.status} ${JSON.stringify(available.body)}`);
+  if (available.status !== 200)
+    throw new Error(
+      `marking Deployment ${namespace}/${name} available: ${available.status} ${JSON.stringify(available.body)}`,
+    );
 }
 
 /**
@@ -545,16 +626,41 @@ export function keepPlayingNdmAndKubelet(
  * One round of what NDM and the kubelet do for a CSPC's pools on a cluster without them: every claim of the
  * CSPC not being deleted is Bound, every pool Deployment is available at its generation.
  */
-export async function playNdmAndKubelet(cluster: KubeCluster, namespace: string, cspc: string): Promise<void> {
+export async function playNdmAndKubelet(
+  cluster: KubeCluster,
+  namespace: string,
+  cspc: string,
+): Promise<void> {
   const base = `/apis/${API_VERSION}/namespaces/${namespace}/blockdeviceclaims`;
-  const claims = (await cluster.request(cluster.admin, "GET", `${base}?labelSelector=${encodeURIComponent(`${LABEL.cspc}=${cspc}`)}`)).body.items ?? [];
+  const claims =
+    (
+      await cluster.request(
+        cluster.admin,
+        "GET",
+        `${base}?labelSelector=${encodeURIComponent(`${LABEL.cspc}=${cspc}`)}`,
+      )
+    ).body.items ?? [];
   for (const claim of claims) {
     if (claim.status?.phase !== "Bound" && !claim.metadata.deletionTimestamp) {
-      await cluster.request(cluster.admin, "PATCH", `${base}/${claim.metadata.name}`, { status: { phase: "Bound" } }, "application/merge-patch+json");
+      await cluster.request(
+        cluster.admin,
+        "PATCH",
+        `${base}/${claim.metadata.name}`,
+        { status: { phase: "Bound" } },
+        "application/merge-patch+json",
+      );
     }
   }
-  const deployments = (await cluster.request(cluster.admin, "GET", `/apis/apps/v1/namespaces/${namespace}/deployments?labelSelector=${encodeURIComponent(LABEL.cspi)}`)).body.items ?? [];
+  const deployments =
+    (
+      await cluster.request(
+        cluster.admin,
+        "GET",
+        `/apis/apps/v1/namespaces/${namespace}/deployments?labelSelector=${encodeURIComponent(LABEL.cspi)}`,
+      )
+    ).body.items ?? [];
   for (const d of deployments) {
-    if (d.status?.observedGeneration !== d.metadata.generation || d.status?.availableReplicas !== 1) await markDeploymentAvailable(cluster, d);
+    if (d.status?.observedGeneration !== d.metadata.generation || d.status?.availableReplicas !== 1)
+      await markDeploymentAvailable(cluster, d);
   }
 }

@@ -70,7 +70,9 @@ export class LoggedProcess {
   /** How the process ended, or undefined while it still runs after timeoutMs. */
   async exitWithin(timeoutMs: number): Promise<ProcessEnding | undefined> {
     let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), timeoutMs)));
+    const timeout = new Promise<undefined>(
+      (resolve) => (timer = setTimeout(() => resolve(undefined), timeoutMs)),
+    );
     try {
       return await Promise.race([this.exited, timeout]);
     } finally {

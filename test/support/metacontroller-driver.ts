@@ -115,16 +115,28 @@ export class MetacontrollerDriver {
     for (let round = 0; round < maxRounds; round++) {
       const writes: string[] = [];
       for (const cc of (await this.read(COMPOSITE_API)).items as Obj[]) {
-        const info = await this.resourceInfo(cc.spec.parentResource.apiVersion, cc.spec.parentResource.resource);
+        const info = await this.resourceInfo(
+          cc.spec.parentResource.apiVersion,
+          cc.spec.parentResource.resource,
+        );
         for (const parent of await this.list(info, namespace)) {
-          writes.push(...(await this.syncComposite(cc.metadata.name, parent.metadata.namespace, parent.metadata.name)).writes);
+          writes.push(
+            ...(await this.syncComposite(cc.metadata.name, parent.metadata.namespace, parent.metadata.name))
+              .writes,
+          );
         }
       }
       for (const dc of (await this.read(DECORATOR_API)).items as Obj[]) {
         for (const rule of dc.spec.resources as Obj[]) {
           const info = await this.resourceInfo(rule.apiVersion, rule.resource);
           for (const target of await this.list(info, namespace)) {
-            const outcome = await this.syncDecorator(dc.metadata.name, rule.apiVersion, rule.resource, target.metadata.namespace, target.metadata.name);
+            const outcome = await this.syncDecorator(
+              dc.metadata.name,
+              rule.apiVersion,
+              rule.resource,
+              target.metadata.namespace,
+              target.metadata.name,
+            );
             writes.push(...outcome.writes);
           }
         }
@@ -132,7 +144,9 @@ export class MetacontrollerDriver {
       rounds.push(writes);
       if (writes.length === 0) return rounds;
     }
-    throw new Error(`no fixed point after ${maxRounds} rounds; the last one wrote:\n  ${rounds.at(-1)!.join("\n  ")}`);
+    throw new Error(
+      `no fixed point after ${maxRounds} rounds; the last one wrote:\n  ${rounds.at(-1)!.join("\n  ")}`,
+    );
   }
 
   // ---------------------------------------------------------------- CompositeController
@@ -142,24 +156,47 @@ export class MetacontrollerDriver {
    * a race (409 Conflict) ends the sync early, as Metacontroller's requeue would; `writes` then names it, so
    * converge() runs another round.
    */
-  async syncComposite(controllerName: string, namespace: string, name: string, cached?: Obj): Promise<SyncOutcome> {
+  async syncComposite(
+    controllerName: string,
+    namespace: string,
+    name: string,
+    cached?: Obj,
+  ): Promise<SyncOutcome> {
     const writes: string[] = [];
-    return this.retryingOnConflict(writes, () => this.compositeSync(writes, controllerName, namespace, name, cached));
+    return this.retryingOnConflict(writes, () =>
+      this.compositeSync(writes, controllerName, namespace, name, cached),
+    );
   }
 
   /** `cached`: the parent as the informer cache holds it (it may lag the apiserver); read afresh without it. */
-  private async compositeSync(writes: string[], controllerName: string, namespace: string, name: string, cached?: Obj): Promise<SyncOutcome> {
+  private async compositeSync(
+    writes: string[],
+    controllerName: string,
+    namespace: string,
+    name: string,
+    cached?: Obj,
+  ): Promise<SyncOutcome> {
     const cc = await this.read(`${COMPOSITE_API}/${controllerName}`);
-    const parentInfo = await this.resourceInfo(cc.spec.parentResource.apiVersion, cc.spec.parentResource.resource);
+    const parentInfo = await this.resourceInfo(
+      cc.spec.parentResource.apiVersion,
+      cc.spec.parentResource.resource,
+    );
     let parent = cached ?? (await this.get(parentInfo, namespace, name));
     if (!parent) return { hook: "none", writes };
     const finalizer = `metacontroller.io/compositecontroller-${controllerName}`;
     const hasFinalizeHook = Boolean(cc.spec.hooks?.finalize);
     const parentSelector: LabelSelector | undefined = cc.spec.parentResource.labelSelector;
-    const outOfScope = () => parentSelector !== undefined && !selectorMatches(parentSelector, parent!.metadata.labels);
+    const outOfScope = () =>
+      parentSelector !== undefined && !selectorMatches(parentSelector, parent!.metadata.labels);
     if (outOfScope() && !hasFinalizer(parent, finalizer)) return { hook: "none", writes };
 
-    parent = await this.syncFinalizer(parentInfo, parent, finalizer, hasFinalizeHook && !outOfScope(), writes);
+    parent = await this.syncFinalizer(
+      parentInfo,
+      parent,
+      finalizer,
+      hasFinalizeHook && !outOfScope(),
+      writes,
+    );
     if (outOfScope() && !hasFinalizer(parent, finalizer)) return { hook: "none", writes };
 
     const selector = compositeSelector(cc, parent);
@@ -167,26 +204,43 @@ export class MetacontrollerDriver {
     const children: Record<string, Record<string, Obj>> = {};
     for (const rule of cc.spec.childResources ?? []) {
       const info = await this.resourceInfo(rule.apiVersion, rule.resource);
-      ruleTypes.set(typeKey(info.apiVersion, info.kind), { info, method: rule.updateStrategy?.method ?? "OnDelete" });
+      ruleTypes.set(typeKey(info.apiVersion, info.kind), {
+        info,
+        method: rule.updateStrategy?.method ?? "OnDelete",
+      });
       const claimed = await this.claimChildren(info, parent, parentInfo, selector, writes);
-      children[typeKey(info.apiVersion, info.kind)] = Object.fromEntries(claimed.map((o) => [objectKey(o), o]));
+      children[typeKey(info.apiVersion, info.kind)] = Object.fromEntries(
+        claimed.map((o) => [objectKey(o), o]),
+      );
     }
     const related = await this.relatedObjects(cc, parent);
 
     const finalizing = Boolean(parent.metadata.deletionTimestamp || outOfScope()) && hasFinalizeHook;
     const hook = finalizing ? cc.spec.hooks.finalize : cc.spec.hooks?.sync;
     if (!hook) throw new Error(`CompositeController ${controllerName} has no sync hook`);
-    const response = await this.callHook(hook, { controller: cc, parent, children, related, finalizing }, COMPOSITE_RESPONSE);
+    const response = await this.callHook(
+      hook,
+      { controller: cc, parent, children, related, finalizing },
+      COMPOSITE_RESPONSE,
+    );
 
     if (response.finalized === true) {
       parent = await this.removeFinalizer(parentInfo, parent, finalizer, writes);
     }
-    const desired = this.desiredChildren(response.children ?? [], parent, ruleTypes, `CompositeController ${controllerName}`);
+    const desired = this.desiredChildren(
+      response.children ?? [],
+      parent,
+      ruleTypes,
+      `CompositeController ${controllerName}`,
+    );
     for (const child of desired) {
       const labels = (child.metadata.labels ??= {});
-      if (cc.spec.generateSelector === true && !(CONTROLLER_UID in labels)) labels[CONTROLLER_UID] = parent.metadata.uid;
+      if (cc.spec.generateSelector === true && !(CONTROLLER_UID in labels))
+        labels[CONTROLLER_UID] = parent.metadata.uid;
       if (!selectorMatches(selector, labels)) {
-        throw new Error(`labels on desired child ${child.kind} ${objectKey(child)} don't match parent selector`);
+        throw new Error(
+          `labels on desired child ${child.kind} ${objectKey(child)} don't match parent selector`,
+        );
       }
     }
     if (!parent.metadata.deletionTimestamp || shouldFinalize(parent, finalizer, hasFinalizeHook)) {
@@ -196,7 +250,13 @@ export class MetacontrollerDriver {
     return { hook: finalizing ? "finalize" : "sync", writes, response };
   }
 
-  private async claimChildren(info: ResourceInfo, parent: Obj, parentInfo: ResourceInfo, selector: LabelSelector, writes: string[]): Promise<Obj[]> {
+  private async claimChildren(
+    info: ResourceInfo,
+    parent: Obj,
+    parentInfo: ResourceInfo,
+    selector: LabelSelector,
+    writes: string[],
+  ): Promise<Obj[]> {
     const all = await this.list(info, parentInfo.namespaced ? parent.metadata.namespace : undefined);
     const owned: Obj[] = [];
     for (const object of all) {
@@ -208,14 +268,31 @@ export class MetacontrollerDriver {
         } else if (!object.metadata.deletionTimestamp) {
           // Release: an owned child that no longer matches the selector loses its controllerRef.
           const refs = object.metadata.ownerReferences.filter((r: Obj) => r.uid !== parent.metadata.uid);
-          await this.write(writes, `release ${info.kind} ${objectKey(object)}`, "PATCH", objectPath(info, object),
-            { metadata: { ownerReferences: refs, uid: object.metadata.uid } }, "application/merge-patch+json");
+          await this.write(
+            writes,
+            `release ${info.kind} ${objectKey(object)}`,
+            "PATCH",
+            objectPath(info, object),
+            { metadata: { ownerReferences: refs, uid: object.metadata.uid } },
+            "application/merge-patch+json",
+          );
         }
-      } else if (!ref && matches && !object.metadata.deletionTimestamp && !parent.metadata.deletionTimestamp) {
+      } else if (
+        !ref &&
+        matches &&
+        !object.metadata.deletionTimestamp &&
+        !parent.metadata.deletionTimestamp
+      ) {
         // Adopt an orphan that matches: Metacontroller then treats it as its own (and deletes it if not desired).
         const refs = [...(object.metadata.ownerReferences ?? []), makeControllerRef(parent)];
-        const adopted = await this.write(writes, `adopt ${info.kind} ${objectKey(object)}`, "PATCH", objectPath(info, object),
-          { metadata: { ownerReferences: refs, uid: object.metadata.uid } }, "application/merge-patch+json");
+        const adopted = await this.write(
+          writes,
+          `adopt ${info.kind} ${objectKey(object)}`,
+          "PATCH",
+          objectPath(info, object),
+          { metadata: { ownerReferences: refs, uid: object.metadata.uid } },
+          "application/merge-patch+json",
+        );
         owned.push(withType(adopted.body, info));
       }
     }
@@ -236,16 +313,25 @@ export class MetacontrollerDriver {
     }
     for (const rule of rules) {
       if (rule.names && (rule.labelSelector || rule.namespaceSelector)) {
-        throw new Error(`customize rule for ${rule.resource}: names cannot be combined with labelSelector or namespaceSelector`);
+        throw new Error(
+          `customize rule for ${rule.resource}: names cannot be combined with labelSelector or namespaceSelector`,
+        );
       }
       if (rule.namespace && rule.namespaceSelector) {
-        throw new Error(`customize rule for ${rule.resource}: namespace cannot be combined with namespaceSelector`);
+        throw new Error(
+          `customize rule for ${rule.resource}: namespace cannot be combined with namespaceSelector`,
+        );
       }
       const info = await this.resourceInfo(rule.apiVersion, rule.resource);
       const key = typeKey(info.apiVersion, info.kind);
       related[key] ??= {};
-      const namespaces = rule.namespaceSelector && info.namespaced ? await this.namespacesSelectedBy(rule.namespaceSelector) : undefined;
-      const objects = (await this.list(info, info.namespaced ? rule.namespace : undefined)).filter((o) => ruleSelects(rule, o, namespaces));
+      const namespaces =
+        rule.namespaceSelector && info.namespaced
+          ? await this.namespacesSelectedBy(rule.namespaceSelector)
+          : undefined;
+      const objects = (await this.list(info, info.namespaced ? rule.namespace : undefined)).filter((o) =>
+        ruleSelects(rule, o, namespaces),
+      );
       for (const object of objects) related[key][objectKey(object)] = object;
     }
     return related;
@@ -253,7 +339,9 @@ export class MetacontrollerDriver {
 
   private async namespacesSelectedBy(selector: LabelSelector): Promise<Set<string>> {
     const namespaces = await this.list(await this.resourceInfo("v1", "namespaces"));
-    return new Set(namespaces.filter((n) => selectorMatches(selector, n.metadata.labels)).map((n) => n.metadata.name));
+    return new Set(
+      namespaces.filter((n) => selectorMatches(selector, n.metadata.labels)).map((n) => n.metadata.name),
+    );
   }
 
   /** The customize answer cached for this parent's generation, if the customize hook was called for it. */
@@ -263,10 +351,18 @@ export class MetacontrollerDriver {
 
   /** The CompositeControllers and DecoratorControllers installed. */
   async controllers(): Promise<{ composites: Obj[]; decorators: Obj[] }> {
-    return { composites: (await this.read(COMPOSITE_API)).items, decorators: (await this.read(DECORATOR_API)).items };
+    return {
+      composites: (await this.read(COMPOSITE_API)).items,
+      decorators: (await this.read(DECORATOR_API)).items,
+    };
   }
 
-  private async updateParentStatus(info: ResourceInfo, parent: Obj, status: Obj, writes: string[]): Promise<void> {
+  private async updateParentStatus(
+    info: ResourceInfo,
+    parent: Obj,
+    status: Obj,
+    writes: string[],
+  ): Promise<void> {
     const desired = { ...status, observedGeneration: parent.metadata.generation };
     // AtomicStatusUpdate: an uncached read, the UID checked, written; a conflict reads and tries again
     // (client-go's retry.DefaultBackoff: 4 attempts), after which it is left to the next sync.
@@ -274,7 +370,15 @@ export class MetacontrollerDriver {
       const live = await this.get(info, parent.metadata.namespace, parent.metadata.name);
       if (!live || live.metadata.uid !== parent.metadata.uid) return;
       if (isDeepStrictEqual(live.status ?? null, desired)) return;
-      const written = await this.write(writes, `status ${info.kind} ${objectKey(live)}`, "PUT", `${objectPath(info, live)}/status`, { ...live, status: desired }, "application/json", [404, 409]);
+      const written = await this.write(
+        writes,
+        `status ${info.kind} ${objectKey(live)}`,
+        "PUT",
+        `${objectPath(info, live)}/status`,
+        { ...live, status: desired },
+        "application/json",
+        [404, 409],
+      );
       if (written.status !== 409) return;
     }
   }
@@ -282,9 +386,18 @@ export class MetacontrollerDriver {
   // ---------------------------------------------------------------- DecoratorController
 
   /** One sync of one target object, as Metacontroller's decoratorController.syncParentObject does it. */
-  async syncDecorator(controllerName: string, apiVersion: string, resource: string, namespace: string, name: string, cached?: Obj): Promise<SyncOutcome> {
+  async syncDecorator(
+    controllerName: string,
+    apiVersion: string,
+    resource: string,
+    namespace: string,
+    name: string,
+    cached?: Obj,
+  ): Promise<SyncOutcome> {
     const writes: string[] = [];
-    return this.retryingOnConflict(writes, () => this.decoratorSync(writes, controllerName, apiVersion, resource, namespace, name, cached));
+    return this.retryingOnConflict(writes, () =>
+      this.decoratorSync(writes, controllerName, apiVersion, resource, namespace, name, cached),
+    );
   }
 
   private async retryingOnConflict(writes: string[], sync: () => Promise<SyncOutcome>): Promise<SyncOutcome> {
@@ -309,8 +422,11 @@ export class MetacontrollerDriver {
     const info = await this.resourceInfo(apiVersion, resource);
     let target = cached ?? (await this.get(info, namespace, name));
     if (!target) return { hook: "none", writes };
-    const rule = (dc.spec.resources as Obj[]).find((r) => r.apiVersion === apiVersion && r.resource === resource);
-    if (!rule) throw new Error(`DecoratorController ${controllerName} does not decorate ${resource}.${apiVersion}`);
+    const rule = (dc.spec.resources as Obj[]).find(
+      (r) => r.apiVersion === apiVersion && r.resource === resource,
+    );
+    if (!rule)
+      throw new Error(`DecoratorController ${controllerName} does not decorate ${resource}.${apiVersion}`);
     const finalizer = `metacontroller.io/decoratorcontroller-${controllerName}`;
     const hasFinalizeHook = Boolean(dc.spec.hooks?.finalize);
     const matches = () => decoratorMatches(rule, target!);
@@ -327,7 +443,11 @@ export class MetacontrollerDriver {
       const all = await this.list(attachmentInfo, target.metadata.namespace);
       attachments[key] = Object.fromEntries(
         all
-          .filter((o) => controllerRef(o)?.uid === target.metadata.uid && o.metadata.annotations?.[DECORATOR_ANNOTATION] === controllerName)
+          .filter(
+            (o) =>
+              controllerRef(o)?.uid === target.metadata.uid &&
+              o.metadata.annotations?.[DECORATOR_ANNOTATION] === controllerName,
+          )
           .map((o) => [objectKey(o), o]),
       );
     }
@@ -336,12 +456,17 @@ export class MetacontrollerDriver {
     const finalizing = hasFinalizeHook && Boolean(target.metadata.deletionTimestamp || !matches());
     const hook = finalizing ? dc.spec.hooks.finalize : dc.spec.hooks?.sync;
     if (!hook) throw new Error(`DecoratorController ${controllerName} has no sync hook`);
-    const response = await this.callHook(hook, { controller: dc, object: target, attachments, related, finalizing }, DECORATOR_RESPONSE);
+    const response = await this.callHook(
+      hook,
+      { controller: dc, object: target, attachments, related, finalizing },
+      DECORATOR_RESPONSE,
+    );
 
     const updated = structuredClone(target);
     const labels = (updated.metadata.labels ??= {});
     const annotations = (updated.metadata.annotations ??= {});
-    const status = response.status === null || response.status === undefined ? target.status : response.status;
+    const status =
+      response.status === null || response.status === undefined ? target.status : response.status;
     const labelsChanged = mergeStringMap(labels, response.labels);
     const annotationsChanged = mergeStringMap(annotations, response.annotations);
     const statusChanged = !isDeepStrictEqual(target.status ?? null, status ?? null);
@@ -350,18 +475,40 @@ export class MetacontrollerDriver {
     if (labelsChanged || annotationsChanged || statusChanged || removeFinalizer) {
       updated.status = status;
       if (statusChanged && (await this.hasStatusSubresource(info))) {
-        const written = await this.write(writes, `status ${info.kind} ${objectKey(target)}`, "PUT", `${objectPath(info, target)}/status`, updated, "application/json", [404, 409]);
+        const written = await this.write(
+          writes,
+          `status ${info.kind} ${objectKey(target)}`,
+          "PUT",
+          `${objectPath(info, target)}/status`,
+          updated,
+          "application/json",
+          [404, 409],
+        );
         // A conflict or NotFound ends the sync with no error: attachments are not managed, nothing is requeued.
         if (written.status !== 200) return given;
         updated.metadata.resourceVersion = written.body.metadata.resourceVersion;
       }
-      if (removeFinalizer) updated.metadata.finalizers = updated.metadata.finalizers.filter((f: string) => f !== finalizer);
+      if (removeFinalizer)
+        updated.metadata.finalizers = updated.metadata.finalizers.filter((f: string) => f !== finalizer);
       // Metacontroller updates the whole object after a status write too (labels, annotations, finalizer).
-      const written = await this.write(writes, `update ${info.kind} ${objectKey(target)}`, "PUT", objectPath(info, target), updated, "application/json", [404, 409]);
+      const written = await this.write(
+        writes,
+        `update ${info.kind} ${objectKey(target)}`,
+        "PUT",
+        objectPath(info, target),
+        updated,
+        "application/json",
+        [404, 409],
+      );
       if (written.status !== 200) return given;
     }
 
-    const desired = this.desiredChildren(response.attachments ?? [], target, ruleTypes, `DecoratorController ${controllerName}`);
+    const desired = this.desiredChildren(
+      response.attachments ?? [],
+      target,
+      ruleTypes,
+      `DecoratorController ${controllerName}`,
+    );
     for (const child of desired) {
       const childAnnotations = (child.metadata.annotations ??= {});
       childAnnotations[DECORATOR_ANNOTATION] = controllerName;
@@ -380,9 +527,12 @@ export class MetacontrollerDriver {
       const child = structuredClone(raw);
       const key = typeKey(child.apiVersion, child.kind);
       if (!ruleTypes.has(key)) {
-        throw new Error(`${who}: the hook returned a ${key}, which is not a listed child type (Metacontroller would create it and never manage it)`);
+        throw new Error(
+          `${who}: the hook returned a ${key}, which is not a listed child type (Metacontroller would create it and never manage it)`,
+        );
       }
-      if (parent.metadata.namespace && !child.metadata.namespace) child.metadata.namespace = parent.metadata.namespace;
+      if (parent.metadata.namespace && !child.metadata.namespace)
+        child.metadata.namespace = parent.metadata.namespace;
       const id = `${key} ${objectKey(child)}`;
       if (seen.has(id)) throw new Error(`${who}: the hook returned ${id} twice`);
       seen.add(id);
@@ -414,9 +564,20 @@ export class MetacontrollerDriver {
         delete child.metadata.annotations?.[LAST_APPLIED];
         const lastApplied = structuredClone(child);
         (child.metadata.annotations ??= {})[LAST_APPLIED] = goJson(lastApplied);
-        child.metadata.ownerReferences = [...(child.metadata.ownerReferences ?? []), makeControllerRef(parent)];
+        child.metadata.ownerReferences = [
+          ...(child.metadata.ownerReferences ?? []),
+          makeControllerRef(parent),
+        ];
         // AlreadyExists (someone else's object of that name) is swallowed, as Metacontroller does.
-        await this.write(writes, `create ${info.kind} ${objectKey(child)}`, "POST", collectionPath(info, child.metadata.namespace), child, "application/json", [409]);
+        await this.write(
+          writes,
+          `create ${info.kind} ${objectKey(child)}`,
+          "POST",
+          collectionPath(info, child.metadata.namespace),
+          child,
+          "application/json",
+          [409],
+        );
         continue;
       }
       const merged = applyUpdate(current, child);
@@ -430,7 +591,15 @@ export class MetacontrollerDriver {
           break;
         case "InPlace":
         case "RollingInPlace":
-          await this.write(writes, `update ${info.kind} ${objectKey(current)}`, "PUT", objectPath(info, current), merged, "application/json", [404, 409]);
+          await this.write(
+            writes,
+            `update ${info.kind} ${objectKey(current)}`,
+            "PUT",
+            objectPath(info, current),
+            merged,
+            "application/json",
+            [404, 409],
+          );
           break;
         default:
           throw new Error(`invalid update strategy for ${info.kind}: unknown method ${method}`);
@@ -439,38 +608,78 @@ export class MetacontrollerDriver {
   }
 
   private async deleteChild(info: ResourceInfo, object: Obj, writes: string[]): Promise<void> {
-    await this.write(writes, `delete ${info.kind} ${objectKey(object)}`, "DELETE", objectPath(info, object),
-      { apiVersion: "v1", kind: "DeleteOptions", propagationPolicy: "Background", preconditions: { uid: object.metadata.uid } }, "application/json", [404]);
+    await this.write(
+      writes,
+      `delete ${info.kind} ${objectKey(object)}`,
+      "DELETE",
+      objectPath(info, object),
+      {
+        apiVersion: "v1",
+        kind: "DeleteOptions",
+        propagationPolicy: "Background",
+        preconditions: { uid: object.metadata.uid },
+      },
+      "application/json",
+      [404],
+    );
   }
 
   // ---------------------------------------------------------------- finalizers
 
-  private async syncFinalizer(info: ResourceInfo, object: Obj, finalizer: string, wanted: boolean, writes: string[]): Promise<Obj> {
+  private async syncFinalizer(
+    info: ResourceInfo,
+    object: Obj,
+    finalizer: string,
+    wanted: boolean,
+    writes: string[],
+  ): Promise<Obj> {
     const present = hasFinalizer(object, finalizer);
     if (wanted && !present && !object.metadata.deletionTimestamp) {
       const finalizers = [...(object.metadata.finalizers ?? []), finalizer];
-      const written = await this.write(writes, `add finalizer ${finalizer} to ${info.kind} ${objectKey(object)}`, "PATCH", objectPath(info, object),
-        { metadata: { finalizers, resourceVersion: object.metadata.resourceVersion } }, "application/merge-patch+json");
+      const written = await this.write(
+        writes,
+        `add finalizer ${finalizer} to ${info.kind} ${objectKey(object)}`,
+        "PATCH",
+        objectPath(info, object),
+        { metadata: { finalizers, resourceVersion: object.metadata.resourceVersion } },
+        "application/merge-patch+json",
+      );
       return withType(written.body, info);
     }
-    if (!wanted && present && !object.metadata.deletionTimestamp) return this.removeFinalizer(info, object, finalizer, writes);
+    if (!wanted && present && !object.metadata.deletionTimestamp)
+      return this.removeFinalizer(info, object, finalizer, writes);
     return object;
   }
 
-  private async removeFinalizer(info: ResourceInfo, object: Obj, finalizer: string, writes: string[]): Promise<Obj> {
+  private async removeFinalizer(
+    info: ResourceInfo,
+    object: Obj,
+    finalizer: string,
+    writes: string[],
+  ): Promise<Obj> {
     if (!hasFinalizer(object, finalizer)) return object;
     const finalizers = object.metadata.finalizers.filter((f: string) => f !== finalizer);
-    const written = await this.write(writes, `remove finalizer ${finalizer} from ${info.kind} ${objectKey(object)}`, "PATCH", objectPath(info, object),
-      { metadata: { finalizers, resourceVersion: object.metadata.resourceVersion } }, "application/merge-patch+json", [404]);
+    const written = await this.write(
+      writes,
+      `remove finalizer ${finalizer} from ${info.kind} ${objectKey(object)}`,
+      "PATCH",
+      objectPath(info, object),
+      { metadata: { finalizers, resourceVersion: object.metadata.resourceVersion } },
+      "application/merge-patch+json",
+      [404],
+    );
     return written.status === 200 ? withType(written.body, info) : object;
   }
 
   // ---------------------------------------------------------------- hooks over HTTP
 
   private async callHook(hook: Obj, request: Obj, allowed: ResponseShape): Promise<Obj> {
-    if (hook.version !== "v2") throw new Error(`this driver speaks hook version v2 only; the controller asks for ${hook.version ?? "v1"}`);
+    if (hook.version !== "v2")
+      throw new Error(
+        `this driver speaks hook version v2 only; the controller asks for ${hook.version ?? "v1"}`,
+      );
     const webhook = hook.webhook ?? {};
-    const path = webhook.url ? new URL(webhook.url).pathname : webhook.path ?? "/";
+    const path = webhook.url ? new URL(webhook.url).pathname : (webhook.path ?? "/");
     const url = new URL(path, this.hookServer).toString();
     await this.onHookCall(path, request);
     const response = await fetch(url, {
@@ -496,7 +705,14 @@ export class MetacontrollerDriver {
       const [group, version] = apiVersion.includes("/") ? apiVersion.split("/") : ["", apiVersion];
       this.discovery.set(
         apiVersion,
-        (list.resources as Obj[]).map((r) => ({ apiVersion, group: group, version: version, resource: r.name, kind: r.kind, namespaced: r.namespaced })),
+        (list.resources as Obj[]).map((r) => ({
+          apiVersion,
+          group: group,
+          version: version,
+          resource: r.name,
+          kind: r.kind,
+          namespaced: r.namespaced,
+        })),
       );
     }
     const found = this.discovery.get(apiVersion)!.find((r) => r.resource === resource);
@@ -511,14 +727,22 @@ export class MetacontrollerDriver {
 
   private async read(path: string): Promise<Obj> {
     const response = await this.cluster.request(this.as, "GET", path);
-    if (response.status !== 200) throw new Error(`GET ${path} answered ${response.status}: ${JSON.stringify(response.body)}`);
+    if (response.status !== 200)
+      throw new Error(`GET ${path} answered ${response.status}: ${JSON.stringify(response.body)}`);
     return response.body;
   }
 
-  private async get(info: ResourceInfo, namespace: string | undefined, name: string): Promise<Obj | undefined> {
+  private async get(
+    info: ResourceInfo,
+    namespace: string | undefined,
+    name: string,
+  ): Promise<Obj | undefined> {
     const response = await this.cluster.request(this.as, "GET", `${collectionPath(info, namespace)}/${name}`);
     if (response.status === 404) return undefined;
-    if (response.status !== 200) throw new Error(`GET ${info.kind} ${namespace}/${name} answered ${response.status}: ${JSON.stringify(response.body)}`);
+    if (response.status !== 200)
+      throw new Error(
+        `GET ${info.kind} ${namespace}/${name} answered ${response.status}: ${JSON.stringify(response.body)}`,
+      );
     return withType(response.body, info);
   }
 
@@ -548,14 +772,21 @@ export class MetacontrollerDriver {
       throw new ConflictError(what);
     }
     if (tolerated.includes(response.status)) return response;
-    throw new Error(`${what}: ${method} ${path} answered ${response.status}: ${JSON.stringify(response.body)}`);
+    throw new Error(
+      `${what}: ${method} ${path} answered ${response.status}: ${JSON.stringify(response.body)}`,
+    );
   }
 }
 
 // ---------------------------------------------------------------- pure helpers
 
 type ResponseShape = Record<string, "object" | "array" | "number" | "boolean" | "stringMap">;
-const COMPOSITE_RESPONSE: ResponseShape = { status: "object", children: "array", resyncAfterSeconds: "number", finalized: "boolean" };
+const COMPOSITE_RESPONSE: ResponseShape = {
+  status: "object",
+  children: "array",
+  resyncAfterSeconds: "number",
+  finalized: "boolean",
+};
 const DECORATOR_RESPONSE: ResponseShape = {
   labels: "stringMap",
   annotations: "stringMap",
@@ -568,21 +799,37 @@ const CUSTOMIZE_RESPONSE: ResponseShape = { relatedResources: "array" };
 
 /** v2 hooks are decoded strictly: an unknown field or a wrong type fails the sync. */
 function checkResponse(body: unknown, shape: ResponseShape, url: string): void {
-  if (typeof body !== "object" || body === null || Array.isArray(body)) throw new Error(`hook ${url} answered a non-object`);
+  if (typeof body !== "object" || body === null || Array.isArray(body))
+    throw new Error(`hook ${url} answered a non-object`);
   for (const [field, value] of Object.entries(body)) {
     const expected = shape[field];
-    if (!expected) throw new Error(`hook ${url}: unknown field "${field}" (v2 responses are decoded strictly)`);
+    if (!expected)
+      throw new Error(`hook ${url}: unknown field "${field}" (v2 responses are decoded strictly)`);
     if (value === null) continue;
     const ok =
-      expected === "array" ? Array.isArray(value)
-      : expected === "object" ? typeof value === "object" && !Array.isArray(value)
-      : expected === "stringMap" ? typeof value === "object" && !Array.isArray(value) && Object.values(value).every((v) => v === null || typeof v === "string")
-      : typeof value === expected;
-    if (!ok) throw new Error(`hook ${url}: field "${field}" must be ${expected}, got ${JSON.stringify(value).slice(0, 200)}`);
+      expected === "array"
+        ? Array.isArray(value)
+        : expected === "object"
+          ? typeof value === "object" && !Array.isArray(value)
+          : expected === "stringMap"
+            ? typeof value === "object" &&
+              !Array.isArray(value) &&
+              Object.values(value).every((v) => v === null || typeof v === "string")
+            : typeof value === expected;
+    if (!ok)
+      throw new Error(
+        `hook ${url}: field "${field}" must be ${expected}, got ${JSON.stringify(value).slice(0, 200)}`,
+      );
   }
   for (const child of [...((body as Obj).children ?? []), ...((body as Obj).attachments ?? [])] as Obj[]) {
-    if (typeof child?.apiVersion !== "string" || typeof child?.kind !== "string" || typeof child?.metadata?.name !== "string") {
-      throw new Error(`hook ${url}: every child needs apiVersion, kind and metadata.name: ${JSON.stringify(child).slice(0, 200)}`);
+    if (
+      typeof child?.apiVersion !== "string" ||
+      typeof child?.kind !== "string" ||
+      typeof child?.metadata?.name !== "string"
+    ) {
+      throw new Error(
+        `hook ${url}: every child needs apiVersion, kind and metadata.name: ${JSON.stringify(child).slice(0, 200)}`,
+      );
     }
   }
 }
@@ -594,12 +841,16 @@ export function typeKey(apiVersion: string, kind: string): string {
 
 /** v2 object keys: "namespace/name" for namespaced objects, "name" for cluster-scoped ones. */
 export function objectKey(object: Obj): string {
-  return object.metadata.namespace ? `${object.metadata.namespace}/${object.metadata.name}` : object.metadata.name;
+  return object.metadata.namespace
+    ? `${object.metadata.namespace}/${object.metadata.name}`
+    : object.metadata.name;
 }
 
 function collectionPath(info: ResourceInfo, namespace?: string): string {
   const base = info.group ? `/apis/${info.apiVersion}` : `/api/${info.apiVersion}`;
-  return info.namespaced && namespace ? `${base}/namespaces/${namespace}/${info.resource}` : `${base}/${info.resource}`;
+  return info.namespaced && namespace
+    ? `${base}/namespaces/${namespace}/${info.resource}`
+    : `${base}/${info.resource}`;
 }
 
 function objectPath(info: ResourceInfo, object: Obj): string {
@@ -632,28 +883,41 @@ export function hasFinalizer(object: Obj, finalizer: string): boolean {
 
 function shouldFinalize(object: Obj, finalizer: string, hasFinalizeHook: boolean): boolean {
   const finalizers: string[] = object.metadata.finalizers ?? [];
-  return hasFinalizeHook && finalizers.includes(finalizer) && !finalizers.some((f) => GC_FINALIZERS.includes(f));
+  return (
+    hasFinalizeHook && finalizers.includes(finalizer) && !finalizers.some((f) => GC_FINALIZERS.includes(f))
+  );
 }
 
 export function compositeSelector(cc: Obj, parent: Obj): LabelSelector {
   if (cc.spec.generateSelector === true) return { matchLabels: { [CONTROLLER_UID]: parent.metadata.uid } };
   const selector: LabelSelector | undefined = parent.spec?.selector;
-  if (!selector || (!Object.keys(selector.matchLabels ?? {}).length && !(selector.matchExpressions ?? []).length)) {
+  if (
+    !selector ||
+    (!Object.keys(selector.matchLabels ?? {}).length && !(selector.matchExpressions ?? []).length)
+  ) {
     throw new Error(".spec.selector must have either matchLabels, matchExpressions, or both");
   }
   return selector;
 }
 
-export function selectorMatches(selector: LabelSelector, labels: Record<string, string> | undefined = {}): boolean {
-  for (const [key, value] of Object.entries(selector.matchLabels ?? {})) if (labels[key] !== value) return false;
+export function selectorMatches(
+  selector: LabelSelector,
+  labels: Record<string, string> | undefined = {},
+): boolean {
+  for (const [key, value] of Object.entries(selector.matchLabels ?? {}))
+    if (labels[key] !== value) return false;
   for (const { key, operator, values = [] } of selector.matchExpressions ?? []) {
     const has = key in labels;
     const ok =
-      operator === "In" ? has && values.includes(labels[key])
-      : operator === "NotIn" ? !has || !values.includes(labels[key])
-      : operator === "Exists" ? has
-      : operator === "DoesNotExist" ? !has
-      : false;
+      operator === "In"
+        ? has && values.includes(labels[key])
+        : operator === "NotIn"
+          ? !has || !values.includes(labels[key])
+          : operator === "Exists"
+            ? has
+            : operator === "DoesNotExist"
+              ? !has
+              : false;
     if (!ok) return false;
   }
   return true;
@@ -663,7 +927,10 @@ export function decoratorMatches(rule: Obj, object: Obj): boolean {
   if (rule.labelSelector && !selectorMatches(rule.labelSelector, object.metadata.labels)) return false;
   const annotations = rule.annotationSelector;
   if (annotations) {
-    const selector: LabelSelector = { matchLabels: annotations.matchAnnotations, matchExpressions: annotations.matchExpressions };
+    const selector: LabelSelector = {
+      matchLabels: annotations.matchAnnotations,
+      matchExpressions: annotations.matchExpressions,
+    };
     if (!selectorMatches(selector, object.metadata.annotations)) return false;
   }
   return true;
@@ -675,14 +942,18 @@ function customizeCacheKey(controller: Obj, parent: Obj): string {
 
 /** Whether a customize rule selects an object; `namespaces`: those its namespaceSelector chose. */
 export function ruleSelects(rule: Obj, object: Obj, namespaces?: Set<string>): boolean {
-  if (rule.namespace && object.metadata.namespace && object.metadata.namespace !== rule.namespace) return false;
+  if (rule.namespace && object.metadata.namespace && object.metadata.namespace !== rule.namespace)
+    return false;
   if (rule.names && !rule.names.includes(object.metadata.name)) return false;
   if (rule.labelSelector && !selectorMatches(rule.labelSelector, object.metadata.labels)) return false;
   return !namespaces || namespaces.has(object.metadata.namespace);
 }
 
 /** updateStringMap: a null value deletes the key. Returns whether anything changed. */
-function mergeStringMap(target: Record<string, string>, updates: Record<string, string | null> | null | undefined): boolean {
+function mergeStringMap(
+  target: Record<string, string>,
+  updates: Record<string, string | null> | null | undefined,
+): boolean {
   let changed = false;
   for (const [key, value] of Object.entries(updates ?? {})) {
     if (value === null) {
@@ -713,12 +984,24 @@ function goJson(value: unknown): string {
     Array.isArray(v)
       ? v.map(sort)
       : v && typeof v === "object"
-        ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, sort((v as Obj)[k])]))
+        ? Object.fromEntries(
+            Object.keys(v)
+              .sort()
+              .map((k) => [k, sort((v as Obj)[k])]),
+          )
         : v;
   return JSON.stringify(sort(value));
 }
 
-const SYSTEM_METADATA = ["selfLink", "uid", "resourceVersion", "generation", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds"];
+const SYSTEM_METADATA = [
+  "selfLink",
+  "uid",
+  "resourceVersion",
+  "generation",
+  "creationTimestamp",
+  "deletionTimestamp",
+  "deletionGracePeriodSeconds",
+];
 
 /** common.ApplyUpdate: 3-way merge of observed, last applied and desired; system metadata and status reverted. */
 export function applyUpdate(observed: Obj, desired: Obj): Obj {
@@ -747,19 +1030,27 @@ const isObject = (v: unknown): v is Obj => typeof v === "object" && v !== null &
 
 function mergeValue(destination: unknown, lastApplied: unknown, desired: unknown): unknown {
   if (isObject(destination)) {
-    if (desired !== null && desired !== undefined && !isObject(desired)) throw new Error("desired: expecting an object");
-    return mergeObject(destination, isObject(lastApplied) ? lastApplied : undefined, (desired ?? undefined));
+    if (desired !== null && desired !== undefined && !isObject(desired))
+      throw new Error("desired: expecting an object");
+    return mergeObject(destination, isObject(lastApplied) ? lastApplied : undefined, desired ?? undefined);
   }
   if (Array.isArray(destination)) {
-    if (desired !== null && desired !== undefined && !Array.isArray(desired)) throw new Error("desired: expecting an array");
-    return mergeArray(destination, Array.isArray(lastApplied) ? lastApplied : [], (desired ?? []) as unknown[]);
+    if (desired !== null && desired !== undefined && !Array.isArray(desired))
+      throw new Error("desired: expecting an array");
+    return mergeArray(
+      destination,
+      Array.isArray(lastApplied) ? lastApplied : [],
+      (desired ?? []) as unknown[],
+    );
   }
   return desired;
 }
 
 function mergeObject(destination: Obj, lastApplied: Obj | undefined, desired: Obj | undefined): Obj {
-  for (const key of Object.keys(lastApplied ?? {})) if (!desired || !(key in desired)) delete destination[key];
-  for (const [key, value] of Object.entries(desired ?? {})) destination[key] = mergeValue(destination[key], lastApplied?.[key], value);
+  for (const key of Object.keys(lastApplied ?? {}))
+    if (!desired || !(key in desired)) delete destination[key];
+  for (const [key, value] of Object.entries(desired ?? {}))
+    destination[key] = mergeValue(destination[key], lastApplied?.[key], value);
   return destination;
 }
 
@@ -768,7 +1059,8 @@ const MERGE_KEYS = ["containerPort", "port", "mountPath", "name", "uid", "ip", "
 function mergeArray(destination: unknown[], lastApplied: unknown[], desired: unknown[]): unknown[] {
   const key = listMapKey(destination, lastApplied, desired);
   if (!key) return desired;
-  const asMap = (list: unknown[]) => Object.fromEntries(list.map((item) => [String((item as Obj)[key]), item]));
+  const asMap = (list: unknown[]) =>
+    Object.fromEntries(list.map((item) => [String((item as Obj)[key]), item]));
   const merged = mergeObject(asMap(destination), asMap(lastApplied), asMap(desired));
   const out: unknown[] = [];
   const added = new Set<string>();

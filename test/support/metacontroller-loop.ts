@@ -19,7 +19,14 @@
 // it, so a test can tell a sync that comes in seconds from one that comes in a minute without waiting either.
 import { isDeepStrictEqual } from "node:util";
 import type { MetacontrollerDriver, Obj, ResourceInfo, SyncOutcome } from "./metacontroller-driver.js";
-import { compositeSelector, controllerRef, decoratorMatches, hasFinalizer, ruleSelects, selectorMatches } from "./metacontroller-driver.js";
+import {
+  compositeSelector,
+  controllerRef,
+  decoratorMatches,
+  hasFinalizer,
+  ruleSelects,
+  selectorMatches,
+} from "./metacontroller-driver.js";
 
 type Event = { type: "add" | "update" | "delete"; old?: Obj; cur: Obj };
 
@@ -62,7 +69,10 @@ export class MetacontrollerLoop {
   async start(): Promise<void> {
     const chosen = (c: Obj) => !this.only || this.only.includes(c.metadata.name);
     const installed = await this.driver.controllers();
-    const [composites, decorators] = [installed.composites.filter(chosen), installed.decorators.filter(chosen)];
+    const [composites, decorators] = [
+      installed.composites.filter(chosen),
+      installed.decorators.filter(chosen),
+    ];
     const info = (rule: Obj) => this.driver.resourceInfo(rule.apiVersion, rule.resource);
     this.controllers = [];
     for (const cc of composites) {
@@ -72,7 +82,13 @@ export class MetacontrollerLoop {
         object: cc,
         name: cc.metadata.name,
         finalizer: `metacontroller.io/compositecontroller-${cc.metadata.name}`,
-        parents: [{ info: await info(parent), rule: parent, ignoreStatusChanges: parent.ignoreStatusChanges === true }],
+        parents: [
+          {
+            info: await info(parent),
+            rule: parent,
+            ignoreStatusChanges: parent.ignoreStatusChanges === true,
+          },
+        ],
         children: await Promise.all((cc.spec.childResources ?? []).map(info)),
       });
     }
@@ -82,7 +98,13 @@ export class MetacontrollerLoop {
         object: dc,
         name: dc.metadata.name,
         finalizer: `metacontroller.io/decoratorcontroller-${dc.metadata.name}`,
-        parents: await Promise.all((dc.spec.resources as Obj[]).map(async (rule) => ({ info: await info(rule), rule, ignoreStatusChanges: rule.ignoreStatusChanges === true }))),
+        parents: await Promise.all(
+          (dc.spec.resources as Obj[]).map(async (rule) => ({
+            info: await info(rule),
+            rule,
+            ignoreStatusChanges: rule.ignoreStatusChanges === true,
+          })),
+        ),
         children: await Promise.all((dc.spec.attachments ?? []).map(info)),
       });
     }
@@ -100,7 +122,10 @@ export class MetacontrollerLoop {
       await this.observe();
       const key = this.queue.values().next().value;
       if (key === undefined) return ran;
-      if (ran.length >= maxSyncs) throw new Error(`still busy after ${maxSyncs} syncs: a hot loop; queued: ${[...this.queue].join(", ")}`);
+      if (ran.length >= maxSyncs)
+        throw new Error(
+          `still busy after ${maxSyncs} syncs: a hot loop; queued: ${[...this.queue].join(", ")}`,
+        );
       this.queue.delete(key);
       ran.push(await this.sync(key));
     }
@@ -124,7 +149,8 @@ export class MetacontrollerLoop {
         if (at > this.now) continue;
         const c = this.controllers.find((x) => x.name === name)!;
         for (const { info, rule } of c.parents) {
-          for (const parent of this.cache(info).values()) if (cares(c, rule, parent)) this.queue.add(keyOf(c, info, parent));
+          for (const parent of this.cache(info).values())
+            if (cares(c, rule, parent)) this.queue.add(keyOf(c, info, parent));
         }
         this.nextPeriodic.set(name, at + Math.max(1, c.object.spec.resyncPeriodSeconds));
       }
@@ -140,9 +166,18 @@ export class MetacontrollerLoop {
   }
 
   private async sync(key: string): Promise<LoopSync> {
-    const [kind, name, apiVersion, resource, namespace, objectName] = key.split("\t") as [string, string, string, string, string, string];
+    const [kind, name, apiVersion, resource, namespace, objectName] = key.split("\t") as [
+      string,
+      string,
+      string,
+      string,
+      string,
+      string,
+    ];
     const c = this.controllers.find((x) => x.kind === kind && x.name === name)!;
-    const info = c.parents.find((p) => p.info.apiVersion === apiVersion && p.info.resource === resource)!.info;
+    const info = c.parents.find(
+      (p) => p.info.apiVersion === apiVersion && p.info.resource === resource,
+    )!.info;
     const cached = this.cache(info).get(`${namespace}/${objectName}`);
     let outcome: SyncOutcome = { hook: "none", writes: [] };
     // A parent gone from the cache is forgotten, as Metacontroller swallows NotFound.
@@ -183,7 +218,9 @@ export class MetacontrollerLoop {
       }
     }
     // Parents first, so a child's event resolves against a parent cache as fresh as the child's.
-    const ordered = [...watched.values()].sort((a, b) => Number(this.isParentType(b)) - Number(this.isParentType(a)));
+    const ordered = [...watched.values()].sort(
+      (a, b) => Number(this.isParentType(b)) - Number(this.isParentType(a)),
+    );
     for (const info of ordered) {
       const cache = this.cache(info);
       const listed = await this.driver.list(info, info.namespaced ? this.namespace : undefined);
@@ -194,7 +231,8 @@ export class MetacontrollerLoop {
         seen.add(id);
         const old = cache.get(id);
         if (!old || old.metadata.uid !== cur.metadata.uid) events.push({ type: "add", cur });
-        else if (old.metadata.resourceVersion !== cur.metadata.resourceVersion) events.push({ type: "update", old, cur });
+        else if (old.metadata.resourceVersion !== cur.metadata.resourceVersion)
+          events.push({ type: "update", old, cur });
         cache.set(id, cur);
       }
       for (const [id, old] of cache) {
@@ -207,18 +245,24 @@ export class MetacontrollerLoop {
   }
 
   private isParentType(info: ResourceInfo): boolean {
-    return this.controllers.some((c) => c.parents.some((p) => p.info.apiVersion === info.apiVersion && p.info.resource === info.resource));
+    return this.controllers.some((c) =>
+      c.parents.some((p) => p.info.apiVersion === info.apiVersion && p.info.resource === info.resource),
+    );
   }
 
   private async dispatch(c: Controller, info: ResourceInfo, event: Event): Promise<void> {
-    const parentRule = c.parents.find((p) => p.info.apiVersion === info.apiVersion && p.info.resource === info.resource);
+    const parentRule = c.parents.find(
+      (p) => p.info.apiVersion === info.apiVersion && p.info.resource === info.resource,
+    );
     if (parentRule) {
       const { cur, old } = event;
       if (event.type === "update" && parentRule.ignoreStatusChanges && onlyStatusChanged(old!, cur)) return;
       if (!cares(c, parentRule.rule, cur)) return;
       this.queue.add(keyOf(c, info, cur));
     }
-    if (c.children.some((child) => child.apiVersion === info.apiVersion && child.resource === info.resource)) {
+    if (
+      c.children.some((child) => child.apiVersion === info.apiVersion && child.resource === info.resource)
+    ) {
       for (const parent of this.ownersOf(c, event.cur, event.type !== "delete")) this.queue.add(parent);
     }
     for (const parent of await this.selectingParents(c, info, event)) this.queue.add(parent);
@@ -230,7 +274,8 @@ export class MetacontrollerLoop {
     const parentsOf = c.parents.map(({ info, rule }) => ({ info, rule, cache: this.cache(info) }));
     if (ref) {
       for (const { info, rule, cache } of parentsOf) {
-        if (info.kind !== ref.kind || info.group !== String(ref.apiVersion).split("/").slice(0, -1).join("/")) continue;
+        if (info.kind !== ref.kind || info.group !== String(ref.apiVersion).split("/").slice(0, -1).join("/"))
+          continue;
         const parent = cache.get(`${info.namespaced ? child.metadata.namespace : ""}/${ref.name}`);
         if (!parent || parent.metadata.uid !== ref.uid) continue;
         if (!cares(c, rule, parent)) continue;
@@ -240,12 +285,18 @@ export class MetacontrollerLoop {
     }
     if (c.kind !== "composite" || !orphansToo) return [];
     const { info, cache } = parentsOf[0];
-    return [...cache.values()].filter((p) => selectorMatches(compositeSelector(c.object, p), child.metadata.labels)).map((p) => keyOf(c, info, p));
+    return [...cache.values()]
+      .filter((p) => selectorMatches(compositeSelector(c.object, p), child.metadata.labels))
+      .map((p) => keyOf(c, info, p));
   }
 
   /** Every customize rule the controller's cached parents were answered. */
   private relatedRules(c: Controller): Obj[] {
-    return c.parents.flatMap(({ info }) => [...this.cache(info).values()].flatMap((parent) => this.driver.cachedRelatedRules(c.object, parent) ?? []));
+    return c.parents.flatMap(({ info }) =>
+      [...this.cache(info).values()].flatMap(
+        (parent) => this.driver.cachedRelatedRules(c.object, parent) ?? [],
+      ),
+    );
   }
 
   private async selectingParents(c: Controller, info: ResourceInfo, event: Event): Promise<string[]> {
@@ -253,7 +304,12 @@ export class MetacontrollerLoop {
     for (const { info: parentInfo } of c.parents) {
       for (const parent of this.cache(parentInfo).values()) {
         const rules = this.driver.cachedRelatedRules(c.object, parent) ?? [];
-        const selects = rules.some((rule) => rule.apiVersion === info.apiVersion && rule.resource === info.resource && [event.cur, event.old].some((o) => o && ruleSelects(rule, o)));
+        const selects = rules.some(
+          (rule) =>
+            rule.apiVersion === info.apiVersion &&
+            rule.resource === info.resource &&
+            [event.cur, event.old].some((o) => o && ruleSelects(rule, o)),
+        );
         if (selects) out.push(keyOf(c, parentInfo, parent));
       }
     }
@@ -267,7 +323,14 @@ function cares(c: Controller, rule: Obj, parent: Obj): boolean {
 }
 
 function keyOf(c: Controller, info: ResourceInfo, parent: Obj): string {
-  return [c.kind, c.name, info.apiVersion, info.resource, parent.metadata.namespace ?? "", parent.metadata.name].join("\t");
+  return [
+    c.kind,
+    c.name,
+    info.apiVersion,
+    info.resource,
+    parent.metadata.namespace ?? "",
+    parent.metadata.name,
+  ].join("\t");
 }
 
 /** updateParentObject's ignoreStatusChanges filter. */

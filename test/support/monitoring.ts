@@ -20,13 +20,23 @@ const DASHBOARDS_DIR = "metacontroller/components/monitoring/dashboards";
 /** Every series name the daemon, the pool agent and the hook server can export. */
 export function exportedMetricNames(): Set<string> {
   const hookRegistry = new Registry();
-  makeApp({ routes: [], clock: () => new Date(), log: createLogger({ level: "silent" }), registry: hookRegistry });
+  makeApp({
+    routes: [],
+    clock: () => new Date(),
+    log: createLogger({ level: "silent" }),
+    registry: hookRegistry,
+  });
   const names = new Set<string>();
-  for (const registry of [createMetrics().registry, createAgentMetrics("pool", "cspi").registry, hookRegistry]) {
+  for (const registry of [
+    createMetrics().registry,
+    createAgentMetrics("pool", "cspi").registry,
+    hookRegistry,
+  ]) {
     for (const metric of registry.getMetricsAsArray()) {
       const name = (metric as unknown as { name: string }).name;
       names.add(name);
-      if (metric instanceof Histogram) for (const suffix of ["_bucket", "_sum", "_count"]) names.add(`${name}${suffix}`);
+      if (metric instanceof Histogram)
+        for (const suffix of ["_bucket", "_sum", "_count"]) names.add(`${name}${suffix}`);
     }
   }
   return names;
@@ -34,18 +44,46 @@ export function exportedMetricNames(): Set<string> {
 
 /** Metric names a PromQL expression selects: identifiers not followed by "(" that are not keywords or label names. */
 export function metricsIn(expr: string): string[] {
-  const withoutStrings = expr.replace(/"(?:[^"\\]|\\.)*"/g, '""').replace(/\{[^}]*\}/g, "{}").replace(/\[[^\]]*\]/g, "[]");
-  const without = withoutStrings.replace(/\b(by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)/g, "");
+  const withoutStrings = expr
+    .replace(/"(?:[^"\\]|\\.)*"/g, '""')
+    .replace(/\{[^}]*\}/g, "{}")
+    .replace(/\[[^\]]*\]/g, "[]");
+  const without = withoutStrings.replace(
+    /\b(by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)/g,
+    "",
+  );
   const names = [...without.matchAll(/\b([a-zA-Z_:][a-zA-Z0-9_:]*)\b(?!\s*\()/g)].map((m) => m[1]);
   return [...new Set(names.filter((n) => !PROMQL_WORDS.has(n) && !/^\d/.test(n)))];
 }
 
-const PROMQL_WORDS = new Set(["and", "or", "unless", "bool", "offset", "by", "without", "on", "ignoring", "group_left", "group_right", "inf", "nan", "e"]);
+const PROMQL_WORDS = new Set([
+  "and",
+  "or",
+  "unless",
+  "bool",
+  "offset",
+  "by",
+  "without",
+  "on",
+  "ignoring",
+  "group_left",
+  "group_right",
+  "inf",
+  "nan",
+  "e",
+]);
 
 /** The Grafana dashboards in the repository, by file name (the ConfigMap's keys), parsed. */
 export function shippedDashboards(): Map<string, Record<string, unknown>> {
-  const files = readdirSync(repoPath(DASHBOARDS_DIR)).filter((f) => f.endsWith(".json")).sort();
-  return new Map(files.map((f) => [f, JSON.parse(readFileSync(repoPath(`${DASHBOARDS_DIR}/${f}`), "utf8")) as Record<string, unknown>]));
+  const files = readdirSync(repoPath(DASHBOARDS_DIR))
+    .filter((f) => f.endsWith(".json"))
+    .sort();
+  return new Map(
+    files.map((f) => [
+      f,
+      JSON.parse(readFileSync(repoPath(`${DASHBOARDS_DIR}/${f}`), "utf8")) as Record<string, unknown>,
+    ]),
+  );
 }
 
 export interface AlertRule {
@@ -55,21 +93,31 @@ export interface AlertRule {
 
 /** The PrometheusRule's groups as a Prometheus rules file, and its alerts. */
 export function shippedRules(): { file: string; alerts: AlertRule[] } {
-  const rule = parse(readFileSync(repoPath(ALERTS_FILE), "utf8")) as { spec: { groups: { rules: AlertRule[] }[] } };
+  const rule = parse(readFileSync(repoPath(ALERTS_FILE), "utf8")) as {
+    spec: { groups: { rules: AlertRule[] }[] };
+  };
   return { file: stringify({ groups: rule.spec.groups }), alerts: rule.spec.groups.flatMap((g) => g.rules) };
 }
 
 function promtool(args: readonly string[], cwd: string): Promise<{ code: number; output: string }> {
   return new Promise((resolve) => {
-    execFile("promtool", args, { cwd, encoding: "utf8", maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
-      const code = error ? (typeof error.code === "number" ? error.code : 1) : 0;
-      resolve({ code, output: `${stdout}${stderr}` });
-    });
+    execFile(
+      "promtool",
+      args,
+      { cwd, encoding: "utf8", maxBuffer: 16 * 1024 * 1024 },
+      (error, stdout, stderr) => {
+        const code = error ? (typeof error.code === "number" ? error.code : 1) : 0;
+        resolve({ code, output: `${stdout}${stderr}` });
+      },
+    );
   });
 }
 
 /** promtool run in a temporary directory holding these files (name to text). */
-async function promtoolOn(files: Record<string, string>, args: readonly string[]): Promise<{ code: number; output: string }> {
+async function promtoolOn(
+  files: Record<string, string>,
+  args: readonly string[],
+): Promise<{ code: number; output: string }> {
   const dir = mkdtempSync(join(tmpdir(), "cstor-rules-"));
   try {
     for (const [name, text] of Object.entries(files)) writeFileSync(join(dir, name), text);
@@ -86,5 +134,8 @@ export function checkRules(file: string): Promise<{ code: number; output: string
 
 /** `promtool test rules` on the shipped alerts with these test cases (promtool's format, rule_files filled in). */
 export function testRules(cases: Record<string, unknown>): Promise<{ code: number; output: string }> {
-  return promtoolOn({ "rules.yaml": shippedRules().file, "tests.yaml": stringify({ ...cases, rule_files: ["rules.yaml"] }) }, ["test", "rules", "tests.yaml"]);
+  return promtoolOn(
+    { "rules.yaml": shippedRules().file, "tests.yaml": stringify({ ...cases, rule_files: ["rules.yaml"] }) },
+    ["test", "rules", "tests.yaml"],
+  );
 }

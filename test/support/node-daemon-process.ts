@@ -23,14 +23,26 @@ export type ConfigMapData = Record<string, Record<string, string>>;
  * `nodeName` in the workload's namespace: fieldRefs, and configMapKeyRefs from `configMaps` (a missing one
  * fails, as the pod would not start).
  */
-export function resolvedContainerEnv(workload: any, nodeName: string, configMaps: ConfigMapData): Record<string, string> {
-  const fields: Record<string, string> = { "spec.nodeName": nodeName, "metadata.namespace": workload.metadata.namespace };
+export function resolvedContainerEnv(
+  workload: any,
+  nodeName: string,
+  configMaps: ConfigMapData,
+): Record<string, string> {
+  const fields: Record<string, string> = {
+    "spec.nodeName": nodeName,
+    "metadata.namespace": workload.metadata.namespace,
+  };
   const env: Record<string, string> = {};
   for (const variable of (workload.spec.template.spec.containers[0].env ?? []) as EnvVar[]) {
     const path = variable.valueFrom?.fieldRef?.fieldPath;
     const ref = variable.valueFrom?.configMapKeyRef;
-    const resolved = variable.value ?? (path !== undefined ? fields[path] : ref ? configMaps[ref.name]?.[ref.key] : undefined);
-    if (resolved === undefined) throw new Error(`env ${variable.name}: cannot resolve ${JSON.stringify(variable.valueFrom)} outside a kubelet`);
+    const resolved =
+      variable.value ??
+      (path !== undefined ? fields[path] : ref ? configMaps[ref.name]?.[ref.key] : undefined);
+    if (resolved === undefined)
+      throw new Error(
+        `env ${variable.name}: cannot resolve ${JSON.stringify(variable.valueFrom)} outside a kubelet`,
+      );
     env[variable.name] = resolved;
   }
   return env;
@@ -43,16 +55,25 @@ export async function shippedEnv(
   kind: "daemonset" | "deployment",
   name: string,
 ): Promise<(nodeName: string) => Record<string, string>> {
-  const workload = JSON.parse((await cluster.kubectl(["get", kind, name, "-n", namespace, "-o", "json"])).stdout);
-  const list = JSON.parse((await cluster.kubectl(["get", "configmaps", "-n", namespace, "-o", "json"])).stdout) as {
+  const workload = JSON.parse(
+    (await cluster.kubectl(["get", kind, name, "-n", namespace, "-o", "json"])).stdout,
+  );
+  const list = JSON.parse(
+    (await cluster.kubectl(["get", "configmaps", "-n", namespace, "-o", "json"])).stdout,
+  ) as {
     items: { metadata: { name: string }; data?: Record<string, string> }[];
   };
-  const configMaps: ConfigMapData = Object.fromEntries(list.items.map((c) => [c.metadata.name, c.data ?? {}]));
+  const configMaps: ConfigMapData = Object.fromEntries(
+    list.items.map((c) => [c.metadata.name, c.data ?? {}]),
+  );
   return (nodeName) => resolvedContainerEnv(workload, nodeName, configMaps);
 }
 
 /** The installed node daemon's env per node. */
-export function shippedDaemonEnv(cluster: KubeCluster, namespace: string): Promise<(nodeName: string) => Record<string, string>> {
+export function shippedDaemonEnv(
+  cluster: KubeCluster,
+  namespace: string,
+): Promise<(nodeName: string) => Record<string, string>> {
   return shippedEnv(cluster, namespace, "daemonset", "cstor-pool-node");
 }
 
@@ -77,7 +98,12 @@ export class DaemonProcess extends LoggedProcess {
     lockDir: string,
     env: Record<string, string>,
   ) {
-    super(`node daemon ${nodeName}`, process.execPath, ["--import", "tsx", join(REPO_ROOT, "node-daemon/main.ts")], { cwd: REPO_ROOT, env });
+    super(
+      `node daemon ${nodeName}`,
+      process.execPath,
+      ["--import", "tsx", join(REPO_ROOT, "node-daemon/main.ts")],
+      { cwd: REPO_ROOT, env },
+    );
     void this.exited.then(() => rmSync(lockDir, { recursive: true, force: true }));
   }
 
@@ -87,7 +113,8 @@ export class DaemonProcess extends LoggedProcess {
     // A daemon that did not start is stopped, not left running beside the next one (on a loaded machine).
     await waitUntil(
       async () => {
-        if (daemon.ended()) throw new Error(`node daemon ${daemon.nodeName} exited at start: ${daemon.tail()}`);
+        if (daemon.ended())
+          throw new Error(`node daemon ${daemon.nodeName} exited at start: ${daemon.tail()}`);
         return daemon.lines.some((l) => l.msg === "node daemon started");
       },
       60_000,
@@ -120,6 +147,9 @@ export class DaemonProcess extends LoggedProcess {
 
   /** Log lines at warn or error level, and anything printed that is not a log line. */
   problems(): string[] {
-    return [...this.lines.filter((l) => l.level === "warn" || l.level === "error").map((l) => JSON.stringify(l)), ...this.otherOutput];
+    return [
+      ...this.lines.filter((l) => l.level === "warn" || l.level === "error").map((l) => JSON.stringify(l)),
+      ...this.otherOutput,
+    ];
   }
 }

@@ -4,7 +4,12 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { CSPI } from "../../api/types.js";
 import { zpoolName } from "../../lib/names.js";
-import type { DeviceInfo, ImportSource, Observation, PoolObservation } from "../../node-daemon/observation.js";
+import type {
+  DeviceInfo,
+  ImportSource,
+  Observation,
+  PoolObservation,
+} from "../../node-daemon/observation.js";
 import { parseImportList, parseSize, parseZpoolStatus } from "../../node-daemon/parse.js";
 import type { PlanInput } from "../../node-daemon/planner.js";
 import type { ReplicaCounts } from "../../node-daemon/reporter.js";
@@ -42,14 +47,21 @@ export function planInputOf(goldenCase: GoldenCase): PlanInput {
   const ours = imported.find((p) => p.name === zpoolName(input.cspi.metadata.name ?? ""));
   const observation: Observation = {
     imported,
-    importable: (input.importable ?? []).flatMap((entry) => parseImportList(text(entry.listing)).map((pool) => ({ pool, source: entry.source }))),
+    importable: (input.importable ?? []).flatMap((entry) =>
+      parseImportList(text(entry.listing)).map((pool) => ({ pool, source: entry.source })),
+    ),
     devices: input.devices,
   };
   if (ours) {
-    if (!input.pool) throw new Error(`${goldenCase.name}: the pool is imported, so input.yaml needs pool: details`);
+    if (!input.pool)
+      throw new Error(`${goldenCase.name}: the pool is imported, so input.yaml needs pool: details`);
     const { size, ...details } = input.pool;
     const parsedSize = size === undefined ? undefined : parseSize(size);
-    observation.pool = { status: ours, ...details, ...(parsedSize !== undefined ? { size: parsedSize } : {}) };
+    observation.pool = {
+      status: ours,
+      ...details,
+      ...(parsedSize !== undefined ? { size: parsedSize } : {}),
+    };
   }
   if (input.claims) observation.claims = input.claims;
   return {

@@ -22,11 +22,20 @@ export class PoolAgentProcess extends LoggedProcess {
     readonly port: number,
     env: Record<string, string>,
   ) {
-    super(`pool agent ${cspi}`, process.execPath, ["--import", "tsx", join(REPO_ROOT, "pool-agent/main.ts")], { cwd: REPO_ROOT, env });
+    super(
+      `pool agent ${cspi}`,
+      process.execPath,
+      ["--import", "tsx", join(REPO_ROOT, "pool-agent/main.ts")],
+      { cwd: REPO_ROOT, env },
+    );
   }
 
   /** Starts the agent of `cspi` on `nodeName`; resolves once it listens ("pool agent started"). */
-  static async start(cspi: CSPI, nodeName: string, overrides: Record<string, string>): Promise<PoolAgentProcess> {
+  static async start(
+    cspi: CSPI,
+    nodeName: string,
+    overrides: Record<string, string>,
+  ): Promise<PoolAgentProcess> {
     const [port] = await freePorts(1);
     const deployment = poolDeployment(cspi, DEFAULT_HOOK_CONFIG.poolPod);
     const env = {
@@ -56,7 +65,8 @@ export class PoolAgentProcess extends LoggedProcess {
         return last.status === status && reason.test(last.body);
       },
       timeoutMs,
-      () => `/readyz of ${this.cspi} never answered ${status} ${reason}: last ${JSON.stringify(last)}${this.tail()}`,
+      () =>
+        `/readyz of ${this.cspi} never answered ${status} ${reason}: last ${JSON.stringify(last)}${this.tail()}`,
     );
     return last!.body;
   }

@@ -25,12 +25,22 @@ export class NotConfigured extends Error {
 }
 
 /** The binary and CRDs named by the environment; NotConfigured (with HOW_TO_RUN) when either is missing. */
-export function realMetacontrollerFromEnv(env: Readonly<Record<string, string | undefined>> = process.env): RealMetacontroller {
+export function realMetacontrollerFromEnv(
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): RealMetacontroller {
   const bin = env.METACONTROLLER_BIN?.trim();
   const crds = env.METACONTROLLER_CRDS?.trim();
   const problems = [
-    !bin ? "METACONTROLLER_BIN is not set" : !existsSync(bin) ? `METACONTROLLER_BIN=${bin} does not exist` : undefined,
-    !crds ? "METACONTROLLER_CRDS is not set" : !existsSync(crds) ? `METACONTROLLER_CRDS=${crds} does not exist` : undefined,
+    !bin
+      ? "METACONTROLLER_BIN is not set"
+      : !existsSync(bin)
+        ? `METACONTROLLER_BIN=${bin} does not exist`
+        : undefined,
+    !crds
+      ? "METACONTROLLER_CRDS is not set"
+      : !existsSync(crds)
+        ? `METACONTROLLER_CRDS=${crds} does not exist`
+        : undefined,
   ].filter(Boolean);
   if (problems.length > 0) throw new NotConfigured(`${problems.join("; ")}.\n${HOW_TO_RUN}`);
   return { bin: bin!, crds: crds! };
@@ -46,23 +56,40 @@ export async function pointHooksAt(cluster: KubeCluster, baseUrl: string): Promi
     const { body } = await cluster.request(cluster.admin, "GET", path);
     for (const controller of body.items) {
       const hooks = Object.fromEntries(
-        Object.entries(controller.spec.hooks as Record<string, { version?: string; webhook: { path?: string; url?: string; timeout?: string } }>).map(
-          ([name, hook]) => {
-            const hookPath = hook.webhook.url ? new URL(hook.webhook.url).pathname : (hook.webhook.path ?? "/");
-            const webhook = { url: new URL(hookPath, baseUrl).toString(), ...(hook.webhook.timeout ? { timeout: hook.webhook.timeout } : {}) };
-            return [name, { ...hook, webhook }];
-          },
-        ),
+        Object.entries(
+          controller.spec.hooks as Record<
+            string,
+            { version?: string; webhook: { path?: string; url?: string; timeout?: string } }
+          >,
+        ).map(([name, hook]) => {
+          const hookPath = hook.webhook.url ? new URL(hook.webhook.url).pathname : (hook.webhook.path ?? "/");
+          const webhook = {
+            url: new URL(hookPath, baseUrl).toString(),
+            ...(hook.webhook.timeout ? { timeout: hook.webhook.timeout } : {}),
+          };
+          return [name, { ...hook, webhook }];
+        }),
       );
-      const patched = await cluster.request(cluster.admin, "PATCH", `${path}/${controller.metadata.name}`, [{ op: "replace", path: "/spec/hooks", value: hooks }], "application/json-patch+json");
-      if (patched.status !== 200) throw new Error(`pointing ${controller.metadata.name}'s hooks at ${baseUrl}: ${patched.status} ${JSON.stringify(patched.body)}`);
+      const patched = await cluster.request(
+        cluster.admin,
+        "PATCH",
+        `${path}/${controller.metadata.name}`,
+        [{ op: "replace", path: "/spec/hooks", value: hooks }],
+        "application/json-patch+json",
+      );
+      if (patched.status !== 200)
+        throw new Error(
+          `pointing ${controller.metadata.name}'s hooks at ${baseUrl}: ${patched.status} ${JSON.stringify(patched.body)}`,
+        );
     }
   }
 }
 
 export class MetacontrollerProcess extends LoggedProcess {
   private constructor(file: string, args: string[]) {
-    super("metacontroller", file, args, { env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: process.env.HOME ?? "/root" } });
+    super("metacontroller", file, args, {
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: process.env.HOME ?? "/root" },
+    });
   }
 
   /** Starts Metacontroller as `kubeconfig`'s user; resolves once both our controllers have started. */
@@ -81,7 +108,9 @@ export class MetacontrollerProcess extends LoggedProcess {
     await waitUntil(
       async () => {
         if (mc.ended()) throw new Error(`metacontroller exited at start: ${mc.tail()}`);
-        return ["Starting CompositeController", "Starting DecoratorController"].every((msg) => mc.lines.some((l) => l.msg === msg));
+        return ["Starting CompositeController", "Starting DecoratorController"].every((msg) =>
+          mc.lines.some((l) => l.msg === msg),
+        );
       },
       60_000,
       () => `metacontroller did not start both controllers: ${mc.tail()}`,

@@ -19,7 +19,8 @@ export class Tgtd {
     /** host:port initiators log in to. */
     readonly portal: string,
   ) {
-    for (const stream of [child.stdout!, child.stderr!]) stream.on("data", (chunk: Buffer) => this.log.push(chunk.toString("utf8")));
+    for (const stream of [child.stdout!, child.stderr!])
+      stream.on("data", (chunk: Buffer) => this.log.push(chunk.toString("utf8")));
   }
 
   static async start(node: ZfsNode): Promise<Tgtd> {
@@ -28,7 +29,11 @@ export class Tgtd {
     const controlPort = 1 + (iscsiPort % 32767);
     const portal = `127.0.0.1:${iscsiPort}`;
     const [enter, ...enterArgs] = node.commandPrefix;
-    const child = spawn(enter, [...enterArgs, "tgtd", "-f", "-C", String(controlPort), "--iscsi", `portal=${portal}`], { stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(
+      enter,
+      [...enterArgs, "tgtd", "-f", "-C", String(controlPort), "--iscsi", `portal=${portal}`],
+      { stdio: ["ignore", "pipe", "pipe"] },
+    );
     const tgtd = new Tgtd(child, controlPort, portal);
     onStop(() => tgtd.stop());
     await waitUntil(
@@ -57,6 +62,7 @@ export class Tgtd {
       this.child.kill("SIGKILL");
       await exited;
     }
-    for (const suffix of ["", ".lock"]) rmSync(`/var/run/tgtd/socket.${this.controlPort}${suffix}`, { force: true });
+    for (const suffix of ["", ".lock"])
+      rmSync(`/var/run/tgtd/socket.${this.controlPort}${suffix}`, { force: true });
   }
 }

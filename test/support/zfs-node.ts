@@ -40,19 +40,29 @@ export class ZfsNode {
 
   /** The prefix's program as an absolute path, for a wrapper script to run in its place. */
   get enterProgram(): string {
-    return this.commandPrefix[0].startsWith("/") ? this.commandPrefix[0] : `/usr/bin/${this.commandPrefix[0]}`;
+    return this.commandPrefix[0].startsWith("/")
+      ? this.commandPrefix[0]
+      : `/usr/bin/${this.commandPrefix[0]}`;
   }
 
   /** Starts the node's zfs-fuse; resolves once its zpool answers. */
   static async start(name: string): Promise<ZfsNode> {
     // The namespace's first process holds it open for as long as the node lives: mounts and zfs-fuse join it.
-    const holder = spawn("unshare", ["--mount", "--propagation", "private", "--", "sleep", "infinity"], { stdio: "ignore" });
+    const holder = spawn("unshare", ["--mount", "--propagation", "private", "--", "sleep", "infinity"], {
+      stdio: "ignore",
+    });
     started.add(holder);
     await waitUntil(
       async () => {
-        if (holder.exitCode !== null) throw new Error(`node ${name}: unshare exited with ${holder.exitCode} (root and util-linux needed)`);
+        if (holder.exitCode !== null)
+          throw new Error(
+            `node ${name}: unshare exited with ${holder.exitCode} (root and util-linux needed)`,
+          );
         try {
-          return execFileSync("readlink", [`/proc/${holder.pid}/ns/mnt`], { encoding: "utf8" }).trim() !== execFileSync("readlink", ["/proc/self/ns/mnt"], { encoding: "utf8" }).trim();
+          return (
+            execFileSync("readlink", [`/proc/${holder.pid}/ns/mnt`], { encoding: "utf8" }).trim() !==
+            execFileSync("readlink", ["/proc/self/ns/mnt"], { encoding: "utf8" }).trim()
+          );
         } catch {
           return false;
         }
@@ -61,7 +71,17 @@ export class ZfsNode {
       () => `node ${name}: no mount namespace of its own`,
     );
     const enter = ["nsenter", `--mount=/proc/${holder.pid}/ns/mnt`, "--"];
-    for (const dir of PER_NODE_DIRS) execFileSync(enter[0], [...enter.slice(1), "mount", "-t", "tmpfs", "-o", "size=16m,mode=0755", `zfs-node-${name}`, dir]);
+    for (const dir of PER_NODE_DIRS)
+      execFileSync(enter[0], [
+        ...enter.slice(1),
+        "mount",
+        "-t",
+        "tmpfs",
+        "-o",
+        "size=16m,mode=0755",
+        `zfs-node-${name}`,
+        dir,
+      ]);
     const node = new ZfsNode(name, holder);
     onStop(() => node.stop());
     await node.startZfsFuse();
@@ -70,15 +90,32 @@ export class ZfsNode {
 
   /** Starts the node's zfs-fuse (it imports the pools of the node's zpool.cache); resolves once its zpool answers. */
   private async startZfsFuse(): Promise<void> {
-    const zfsFuse = spawn(this.commandPrefix[0], [...this.commandPrefix.slice(1), "zfs-fuse", "--no-daemon", "--no-kstat-mount", "--max-arc-size", String(ARC_MIB), "--pidfile", "/var/run/zfs/zfs-fuse.pid"], {
-      stdio: ["ignore", "pipe", "pipe"],
-    });
+    const zfsFuse = spawn(
+      this.commandPrefix[0],
+      [
+        ...this.commandPrefix.slice(1),
+        "zfs-fuse",
+        "--no-daemon",
+        "--no-kstat-mount",
+        "--max-arc-size",
+        String(ARC_MIB),
+        "--pidfile",
+        "/var/run/zfs/zfs-fuse.pid",
+      ],
+      {
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
     this.zfsFuse = zfsFuse;
     started.add(zfsFuse);
-    for (const stream of [zfsFuse.stdout, zfsFuse.stderr]) stream.on("data", (chunk: Buffer) => this.log.push(chunk.toString("utf8")));
+    for (const stream of [zfsFuse.stdout, zfsFuse.stderr])
+      stream.on("data", (chunk: Buffer) => this.log.push(chunk.toString("utf8")));
     await waitUntil(
       async () => {
-        if (zfsFuse.exitCode !== null) throw new Error(`node ${this.name}: zfs-fuse exited with ${zfsFuse.exitCode}: ${this.log.join("")}`);
+        if (zfsFuse.exitCode !== null)
+          throw new Error(
+            `node ${this.name}: zfs-fuse exited with ${zfsFuse.exitCode}: ${this.log.join("")}`,
+          );
         try {
           this.zpool("list");
           return true;

@@ -4,8 +4,17 @@ import { expect } from "chai";
 import fc from "fast-check";
 import { applyMergePatch, diffMergePatch, type PatchValue } from "../../testkit/merge-patch.js";
 
-const node = (name: string, labels: Record<string, string> = {}) => ({ apiVersion: "v1", kind: "Node", metadata: { name, labels } });
-const device = (name: string, host = "node-a") => ({ apiVersion: "openebs.io/v1alpha1", kind: "BlockDevice", metadata: { name, namespace: "openebs" }, spec: { host } });
+const node = (name: string, labels: Record<string, string> = {}) => ({
+  apiVersion: "v1",
+  kind: "Node",
+  metadata: { name, labels },
+});
+const device = (name: string, host = "node-a") => ({
+  apiVersion: "openebs.io/v1alpha1",
+  kind: "BlockDevice",
+  metadata: { name, namespace: "openebs" },
+  spec: { host },
+});
 
 describe("merge patch", () => {
   describe("RFC 7386, Appendix A", () => {
@@ -18,7 +27,11 @@ describe("merge patch", () => {
       [{ a: "c" }, { a: ["b"] }, { a: ["b"] }],
       [{ a: { b: "c" } }, { a: { b: "d", c: null } }, { a: { b: "d" } }],
       [{ a: [{ b: "c" }] }, { a: [1] }, { a: [1] }],
-      [["a", "b"], ["c", "d"], ["c", "d"]],
+      [
+        ["a", "b"],
+        ["c", "d"],
+        ["c", "d"],
+      ],
       [{ a: "b" }, ["c"], ["c"]],
       [{ a: "foo" }, null, null],
       [{ a: "foo" }, "bar", "bar"],
@@ -34,7 +47,9 @@ describe("merge patch", () => {
     }
 
     it("except a map patched onto a list that does not hold Kubernetes objects: refused, where RFC 7386 would replace the list", () => {
-      expect(() => applyMergePatch({ a: [1, 2] }, { a: { b: "c" } })).to.throw("$.a[0]: a map patches only a list of Kubernetes objects (kind and metadata.name)");
+      expect(() => applyMergePatch({ a: [1, 2] }, { a: { b: "c" } })).to.throw(
+        "$.a[0]: a map patches only a list of Kubernetes objects (kind and metadata.name)",
+      );
     });
   });
 
@@ -42,22 +57,52 @@ describe("merge patch", () => {
     const objects = [node("node-a"), node("node-b"), device("a1"), device("a2")];
 
     it("merges an entry into the object of that identity, in place", () => {
-      const patched = applyMergePatch({ objects }, { objects: { "BlockDevice/openebs/a1": { spec: { host: "node-b" } }, "Node/node-b": { metadata: { labels: { zone: "z1" } } } } });
-      expect(patched).to.deep.equal({ objects: [node("node-a"), node("node-b", { zone: "z1" }), device("a1", "node-b"), device("a2")] });
+      const patched = applyMergePatch(
+        { objects },
+        {
+          objects: {
+            "BlockDevice/openebs/a1": { spec: { host: "node-b" } },
+            "Node/node-b": { metadata: { labels: { zone: "z1" } } },
+          },
+        },
+      );
+      expect(patched).to.deep.equal({
+        objects: [node("node-a"), node("node-b", { zone: "z1" }), device("a1", "node-b"), device("a2")],
+      });
     });
 
     it("removes the object of a null entry", () => {
-      expect(applyMergePatch(objects, { "Node/node-a": null, "BlockDevice/openebs/a2": null })).to.deep.equal([node("node-b"), device("a1")]);
+      expect(applyMergePatch(objects, { "Node/node-a": null, "BlockDevice/openebs/a2": null })).to.deep.equal(
+        [node("node-b"), device("a1")],
+      );
     });
 
     it("inserts a new object after the last of its kind, or at the end for a new kind, in the patch's order", () => {
-      const claim = { apiVersion: "openebs.io/v1alpha1", kind: "BlockDeviceClaim", metadata: { name: "bdc-a1", namespace: "openebs" } };
-      const patched = applyMergePatch(objects, { "BlockDeviceClaim/openebs/bdc-a1": claim, "Node/node-c": node("node-c"), "Node/node-0": node("node-0") });
-      expect(patched).to.deep.equal([node("node-a"), node("node-b"), node("node-c"), node("node-0"), device("a1"), device("a2"), claim]);
+      const claim = {
+        apiVersion: "openebs.io/v1alpha1",
+        kind: "BlockDeviceClaim",
+        metadata: { name: "bdc-a1", namespace: "openebs" },
+      };
+      const patched = applyMergePatch(objects, {
+        "BlockDeviceClaim/openebs/bdc-a1": claim,
+        "Node/node-c": node("node-c"),
+        "Node/node-0": node("node-0"),
+      });
+      expect(patched).to.deep.equal([
+        node("node-a"),
+        node("node-b"),
+        node("node-c"),
+        node("node-0"),
+        device("a1"),
+        device("a2"),
+        claim,
+      ]);
     });
 
     it("refuses to remove an object the list does not hold, or to add one under another identity", () => {
-      expect(() => applyMergePatch({ objects }, { objects: { "Node/node-x": null } })).to.throw("$.objects: cannot remove Node/node-x, no such object in the list");
+      expect(() => applyMergePatch({ objects }, { objects: { "Node/node-x": null } })).to.throw(
+        "$.objects: cannot remove Node/node-x, no such object in the list",
+      );
       expect(() => applyMergePatch(objects, { "Node/node-x": node("node-y") })).to.throw(
         "$: the new object under Node/node-x must be a whole object of that kind, namespace and name",
       );
@@ -66,7 +111,14 @@ describe("merge patch", () => {
 
   describe("the patch the converter derives", () => {
     const json = fc.letrec((tie) => ({
-      value: fc.oneof({ depthSize: "small" }, fc.string(), fc.integer(), fc.boolean(), tie("list"), tie("map")),
+      value: fc.oneof(
+        { depthSize: "small" },
+        fc.string(),
+        fc.integer(),
+        fc.boolean(),
+        tie("list"),
+        tie("map"),
+      ),
       list: fc.array(tie("value"), { maxLength: 3 }),
       map: fc.dictionary(fc.constantFrom("a", "b", "c", "d"), tie("value"), { maxKeys: 4 }),
     })).value as fc.Arbitrary<PatchValue>;
@@ -84,26 +136,48 @@ describe("merge patch", () => {
           expect(patch === undefined ? base : applyMergePatch(base, patch)).to.deep.equal(target);
         }),
       );
-      expect(() => diffMergePatch({ a: [] }, { a: {} })).to.throw("a merge patch cannot turn a list into a map");
+      expect(() => diffMergePatch({ a: [] }, { a: {} })).to.throw(
+        "a merge patch cannot turn a list into a map",
+      );
     });
 
     it("rebuilds a list of Kubernetes objects edited, removed, added and reordered, as a keyed patch where order allows", () => {
-      const pool: PatchValue[] = [...["node-a", "node-b", "node-c", "node-d"].map((name) => node(name)), ...["a1", "a2", "a3"].map((name) => device(name))];
-      const list = fc.shuffledSubarray(pool).chain<PatchValue[]>((items) =>
-        fc.tuple(...items.map((item) => fc.boolean().map((edited) => (edited ? applyMergePatch(item, { metadata: { labels: { edited: "yes" } } }) : item)))),
-      );
+      const pool: PatchValue[] = [
+        ...["node-a", "node-b", "node-c", "node-d"].map((name) => node(name)),
+        ...["a1", "a2", "a3"].map((name) => device(name)),
+      ];
+      const list = fc
+        .shuffledSubarray(pool)
+        .chain<PatchValue[]>((items) =>
+          fc.tuple(
+            ...items.map((item) =>
+              fc
+                .boolean()
+                .map((edited) =>
+                  edited ? applyMergePatch(item, { metadata: { labels: { edited: "yes" } } }) : item,
+                ),
+            ),
+          ),
+        );
       fc.assert(
         fc.property(list, list, (base, target) => {
           const patch = diffMergePatch({ objects: base }, { objects: target });
-          expect(patch === undefined ? { objects: base } : applyMergePatch({ objects: base }, patch)).to.deep.equal({ objects: target });
+          expect(
+            patch === undefined ? { objects: base } : applyMergePatch({ objects: base }, patch),
+          ).to.deep.equal({ objects: target });
         }),
       );
-      const keyed = diffMergePatch({ objects: pool.slice(0, 3) }, { objects: [...pool.slice(1, 3), node("node-e")] });
+      const keyed = diffMergePatch(
+        { objects: pool.slice(0, 3) },
+        { objects: [...pool.slice(1, 3), node("node-e")] },
+      );
       expect(keyed).to.deep.equal({ objects: { "Node/node-a": null, "Node/node-e": node("node-e") } });
     });
 
     it("cannot write a null", () => {
-      expect(() => diffMergePatch({ a: 1 }, { a: [null] })).to.throw("a merge patch cannot write null: the target holds one");
+      expect(() => diffMergePatch({ a: 1 }, { a: [null] })).to.throw(
+        "a merge patch cannot write null: the target holds one",
+      );
     });
   });
 });

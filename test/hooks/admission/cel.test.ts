@@ -32,12 +32,17 @@ const WEBHOOK_ONLY = new Set(["DuplicateBlockDevice"]);
 
 /** "spec.pools[0] (nodeSelector k=v) raidGroups[1]: a mirror raid group needs…" → "a mirror raid group needs…" (deviceSets alike) */
 function withoutLocation(message: string): string {
-  return message.replace(/^spec\.pools\[\d+\](?: \((?:nodeSelector|deviceSets) [^)]*\))?(?: (?:raidGroups|deviceSets)\[\d+\])?(?:: | )/, "");
+  return message.replace(
+    /^spec\.pools\[\d+\](?: \((?:nodeSelector|deviceSets) [^)]*\))?(?: (?:raidGroups|deviceSets)\[\d+\])?(?:: | )/,
+    "",
+  );
 }
 
 function spec_only(object: KubeObject) {
   const shape = checkCspcShape(object);
-  return shape.length > 0 ? shape : checkCspcSpec((object as unknown as { spec: Parameters<typeof checkCspcSpec>[0] }).spec);
+  return shape.length > 0
+    ? shape
+    : checkCspcSpec((object as unknown as { spec: Parameters<typeof checkCspcSpec>[0] }).spec);
 }
 
 describe("CRD CEL rules in a real kube-apiserver, on the TypeScript rules' cases", function () {
@@ -52,7 +57,10 @@ describe("CRD CEL rules in a real kube-apiserver, on the TypeScript rules' cases
   /** A server-side dry-run create: every admission and validation step, nothing stored. */
   async function dryRunCreate(object: KubeObject) {
     const path = `/apis/openebs.io/v1alpha1/namespaces/${NAMESPACE}/cstorpoolclusters?dryRun=All&fieldValidation=Strict`;
-    return cluster.request(cluster.admin, "POST", path, { ...object, metadata: { ...object.metadata, namespace: NAMESPACE } });
+    return cluster.request(cluster.admin, "POST", path, {
+      ...object,
+      metadata: { ...object.metadata, namespace: NAMESPACE },
+    });
   }
 
   for (const c of SPEC_CASES) {
@@ -80,12 +88,21 @@ describe("CRD CEL rules in a real kube-apiserver, on the TypeScript rules' cases
     for (const object of objects) {
       const refusedByRules = spec_only(object).filter((v) => !WEBHOOK_ONLY.has(v.reason));
       const { metadata } = object;
-      const clean = { ...object, metadata: { name: metadata.name, namespace: NAMESPACE, ...(metadata.labels ? { labels: metadata.labels } : {}) } };
+      const clean = {
+        ...object,
+        metadata: {
+          name: metadata.name,
+          namespace: NAMESPACE,
+          ...(metadata.labels ? { labels: metadata.labels } : {}),
+        },
+      };
       const res = await dryRunCreate(clean);
       // Strict field validation refuses unknown fields with 400 before any rule runs; rules refuse with 422.
       const refused = res.status === 400 || res.status === 422;
       expect(res.status === 201 || refused, JSON.stringify(res.body)).to.equal(true);
-      expect(refused, `${JSON.stringify(object.spec)} → ${JSON.stringify(res.body)}`).to.equal(refusedByRules.length > 0);
+      expect(refused, `${JSON.stringify(object.spec)} → ${JSON.stringify(res.body)}`).to.equal(
+        refusedByRules.length > 0,
+      );
     }
   });
 });

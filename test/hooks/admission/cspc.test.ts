@@ -14,19 +14,46 @@ const app = () =>
     log: createLogger({ level: "silent" }),
   });
 
-const review = (request: Record<string, unknown>, apiVersion = "admission.k8s.io/v1") => ({ apiVersion, kind: "AdmissionReview", request });
+const review = (request: Record<string, unknown>, apiVersion = "admission.k8s.io/v1") => ({
+  apiVersion,
+  kind: "AdmissionReview",
+  request,
+});
 
 describe("POST /admission/cspc: requests that are not a v1 AdmissionReview", () => {
   const cases: [string, unknown, RegExp][] = [
-    ["a v1beta1 review", review({ uid: "u" }, "admission.k8s.io/v1beta1"), /this webhook serves AdmissionReview admission\.k8s\.io\/v1: set admissionReviewVersions: \["v1"\]/],
-    ["a review without request", { apiVersion: "admission.k8s.io/v1", kind: "AdmissionReview" }, /AdmissionReview has no request/],
-    ["a request without uid", review({ operation: "CREATE", kind: { kind: "CStorPoolCluster" } }), /AdmissionReview request has no uid/],
-    ["an unknown operation", review({ uid: "u", operation: "PATCH", kind: { kind: "CStorPoolCluster" } }), /operation "PATCH" is not one of CREATE, UPDATE, DELETE, CONNECT/],
-    ["an object that is not a Kubernetes object", review({ uid: "u", operation: "CREATE", kind: { kind: "CStorPoolCluster" }, object: [1] }), /request\.object is not a Kubernetes object/],
+    [
+      "a v1beta1 review",
+      review({ uid: "u" }, "admission.k8s.io/v1beta1"),
+      /this webhook serves AdmissionReview admission\.k8s\.io\/v1: set admissionReviewVersions: \["v1"\]/,
+    ],
+    [
+      "a review without request",
+      { apiVersion: "admission.k8s.io/v1", kind: "AdmissionReview" },
+      /AdmissionReview has no request/,
+    ],
+    [
+      "a request without uid",
+      review({ operation: "CREATE", kind: { kind: "CStorPoolCluster" } }),
+      /AdmissionReview request has no uid/,
+    ],
+    [
+      "an unknown operation",
+      review({ uid: "u", operation: "PATCH", kind: { kind: "CStorPoolCluster" } }),
+      /operation "PATCH" is not one of CREATE, UPDATE, DELETE, CONNECT/,
+    ],
+    [
+      "an object that is not a Kubernetes object",
+      review({ uid: "u", operation: "CREATE", kind: { kind: "CStorPoolCluster" }, object: [1] }),
+      /request\.object is not a Kubernetes object/,
+    ],
   ];
   for (const [name, body, message] of cases) {
     it(`${name}: 400 with what is wrong`, async () => {
-      const res = await request(app()).post("/admission/cspc").send(body as object).expect(400);
+      const res = await request(app())
+        .post("/admission/cspc")
+        .send(body as object)
+        .expect(400);
       expect(res.body.error).to.match(message);
     });
   }
@@ -44,6 +71,8 @@ describe("admission configuration", () => {
   });
 
   it("refuses a deadline that is not a whole number of milliseconds, naming the variable", () => {
-    expect(() => defaultAdmissionOptions({ [LOOKUP_TIMEOUT_ENV]: "2s" })).to.throw(`${LOOKUP_TIMEOUT_ENV}="2s" is not a whole number of milliseconds: set e.g. ${LOOKUP_TIMEOUT_ENV}=2000`);
+    expect(() => defaultAdmissionOptions({ [LOOKUP_TIMEOUT_ENV]: "2s" })).to.throw(
+      `${LOOKUP_TIMEOUT_ENV}="2s" is not a whole number of milliseconds: set e.g. ${LOOKUP_TIMEOUT_ENV}=2000`,
+    );
   });
 });

@@ -24,7 +24,9 @@ function reasonsIn(file: string): string[] {
 
 describe("docs/validation.md", () => {
   for (const file of SOURCES) {
-    const reasons = reasonsIn(file).filter((r) => !["Invalid", "Forbidden", "ServiceUnavailable"].includes(r));
+    const reasons = reasonsIn(file).filter(
+      (r) => !["Invalid", "Forbidden", "ServiceUnavailable"].includes(r),
+    );
     if (reasons.length === 0) continue;
     it(`documents every rule of ${file}`, () => {
       const missing = reasons.filter((r) => !docs.includes(`\`${r}\``));
@@ -33,7 +35,9 @@ describe("docs/validation.md", () => {
   }
 
   it("states the webhook's timeout, failure policy and lookup deadline as shipped", () => {
-    const webhook = parse(readFileSync(join(REPO_ROOT, "metacontroller/components/admission/webhook.yaml"), "utf8")).webhooks[0];
+    const webhook = parse(
+      readFileSync(join(REPO_ROOT, "metacontroller/components/admission/webhook.yaml"), "utf8"),
+    ).webhooks[0];
     expect(docs).to.include(`\`timeoutSeconds: ${webhook.timeoutSeconds}\``);
     expect(docs).to.include(`\`failurePolicy: ${webhook.failurePolicy}\``);
     expect(docs).to.include(`**${DEFAULT_LOOKUP_TIMEOUT_MS / 1000} s**`);

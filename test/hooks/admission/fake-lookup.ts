@@ -22,11 +22,21 @@ export class FakeClusterLookup implements ClusterLookup {
   constructor(private readonly fixture: LookupFixture = {}) {}
 
   blockDevices(namespace: string, signal: AbortSignal): Promise<BlockDevice[]> {
-    return this.answer("blockDevices", namespace, signal, () => this.ofKind(KIND.blockDevice, namespace) as BlockDevice[]);
+    return this.answer(
+      "blockDevices",
+      namespace,
+      signal,
+      () => this.ofKind(KIND.blockDevice, namespace) as BlockDevice[],
+    );
   }
 
   blockDeviceClaims(namespace: string, signal: AbortSignal): Promise<BlockDeviceClaim[]> {
-    return this.answer("claims", namespace, signal, () => this.ofKind(KIND.blockDeviceClaim, namespace) as BlockDeviceClaim[]);
+    return this.answer(
+      "claims",
+      namespace,
+      signal,
+      () => this.ofKind(KIND.blockDeviceClaim, namespace) as BlockDeviceClaim[],
+    );
   }
 
   nodes(signal: AbortSignal): Promise<KubeObject[]> {
@@ -38,32 +48,57 @@ export class FakeClusterLookup implements ClusterLookup {
       "cspis",
       namespace,
       signal,
-      () => this.ofKind(KIND.cspi, namespace).filter((o) => o.metadata.labels?.[LABEL.cspc] === cspc) as unknown as CSPI[],
+      () =>
+        this.ofKind(KIND.cspi, namespace).filter(
+          (o) => o.metadata.labels?.[LABEL.cspc] === cspc,
+        ) as unknown as CSPI[],
     );
   }
 
   volumeReplicas(namespace: string, cspc: string, signal: AbortSignal): Promise<CVR[]> {
-    return this.answer("replicas", namespace, signal, () => this.ofKind(KIND.cvr, namespace).filter((o) => o.metadata.labels?.[LABEL.cspc] === cspc) as CVR[]);
+    return this.answer(
+      "replicas",
+      namespace,
+      signal,
+      () => this.ofKind(KIND.cvr, namespace).filter((o) => o.metadata.labels?.[LABEL.cspc] === cspc) as CVR[],
+    );
   }
 
   private ofKind(kind: string, namespace: string | undefined): KubeObject[] {
-    return (this.fixture.objects ?? []).filter((o) => o.kind === kind && (namespace === undefined || o.metadata.namespace === namespace));
+    return (this.fixture.objects ?? []).filter(
+      (o) => o.kind === kind && (namespace === undefined || o.metadata.namespace === namespace),
+    );
   }
 
-  private answer<T>(fact: FactName, namespace: string | undefined, signal: AbortSignal, result: () => T): Promise<T> {
+  private answer<T>(
+    fact: FactName,
+    namespace: string | undefined,
+    signal: AbortSignal,
+    result: () => T,
+  ): Promise<T> {
     this.calls.push(namespace ? `${fact} ${namespace}` : fact);
     const failure = this.fixture.fail?.[fact];
     const resource = RESOURCES[fact];
     if (failure === "hang") {
-      return new Promise((_, reject) => signal.addEventListener("abort", () => reject(explain(signal.reason, resource, namespace))));
+      return new Promise((_, reject) =>
+        signal.addEventListener("abort", () => reject(explain(signal.reason, resource, namespace))),
+      );
     }
     if (failure === "unreachable") {
       const err = Object.assign(new TypeError("fetch failed"), { cause: { code: "ECONNREFUSED" } });
       return Promise.reject(explain(err, resource, namespace));
     }
     if (failure) {
-      const body = JSON.stringify({ kind: "Status", apiVersion: "v1", status: "Failure", message: failure.message, code: failure.code });
-      return Promise.reject(explain(new ApiException(failure.code, "Unknown API Status Code!", body, {}), resource, namespace));
+      const body = JSON.stringify({
+        kind: "Status",
+        apiVersion: "v1",
+        status: "Failure",
+        message: failure.message,
+        code: failure.code,
+      });
+      return Promise.reject(
+        explain(new ApiException(failure.code, "Unknown API Status Code!", body, {}), resource, namespace),
+      );
     }
     return Promise.resolve(structuredClone(result()));
   }

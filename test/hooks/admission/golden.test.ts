@@ -20,7 +20,10 @@ describe("POST /admission/cspc golden cases", () => {
       const meta = c.read("case.yaml") as AdmissionCase;
       const lookup = new FakeClusterLookup(c.read("lookups.yaml") as LookupFixture);
       const app = makeApp({
-        routes: hookRoutes(undefined, { lookup: () => lookup, lookupTimeoutMs: meta.lookupTimeoutMs ?? 2000 }),
+        routes: hookRoutes(undefined, {
+          lookup: () => lookup,
+          lookupTimeoutMs: meta.lookupTimeoutMs ?? 2000,
+        }),
         clock: () => c.now,
         log: createLogger({ level: "silent" }),
       });

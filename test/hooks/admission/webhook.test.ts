@@ -27,7 +27,12 @@ const BD = (name: string, host: string, extra: Record<string, unknown> = {}) => 
   apiVersion: API_VERSION,
   kind: KIND.blockDevice,
   metadata: { name, namespace: NS, labels: { [LABEL.hostname]: host } },
-  spec: { path: `/dev/${name}`, capacity: { storage: 10 * 1024 ** 3 }, nodeAttributes: { nodeName: host }, ...extra },
+  spec: {
+    path: `/dev/${name}`,
+    capacity: { storage: 10 * 1024 ** 3 },
+    nodeAttributes: { nodeName: host },
+    ...extra,
+  },
   status: { state: "Active", claimState: "Unclaimed" },
 });
 const cspc = (name: string, pools: { host: string; devices: string[]; type?: string; key?: string }[]) => ({
@@ -37,7 +42,9 @@ const cspc = (name: string, pools: { host: string; devices: string[]; type?: str
   spec: {
     pools: pools.map((p) => ({
       nodeSelector: { [p.key ?? LABEL.hostname]: p.host },
-      raidGroups: [{ type: p.type ?? "stripe", blockDevices: p.devices.map((blockDeviceName) => ({ blockDeviceName })) }],
+      raidGroups: [
+        { type: p.type ?? "stripe", blockDevices: p.devices.map((blockDeviceName) => ({ blockDeviceName })) },
+      ],
     })),
   },
 });
@@ -46,8 +53,21 @@ async function selfSignedCertificate(dir: string): Promise<{ key: string; cert: 
   const key = join(dir, "admission-e2e.key");
   const cert = join(dir, "admission-e2e.crt");
   await promisify(execFile)("openssl", [
-    "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=cstor-admission-e2e",
-    "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", key, "-out", cert,
+    "req",
+    "-x509",
+    "-newkey",
+    "rsa:2048",
+    "-nodes",
+    "-days",
+    "1",
+    "-subj",
+    "/CN=cstor-admission-e2e",
+    "-addext",
+    "subjectAltName=IP:127.0.0.1",
+    "-keyout",
+    key,
+    "-out",
+    cert,
   ]);
   return { key: readFileSync(key, "utf8"), cert: readFileSync(cert, "utf8") };
 }
@@ -62,7 +82,12 @@ describe("admission webhook behind a real kube-apiserver", function () {
 
   before(async () => {
     cluster = await projectInstalled();
-    await cluster.kubectl(["apply", "--server-side", "-f", repoPath("metacontroller/components/admission/hook-server-rbac.yaml")]);
+    await cluster.kubectl([
+      "apply",
+      "--server-side",
+      "-f",
+      repoPath("metacontroller/components/admission/hook-server-rbac.yaml"),
+    ]);
     const identity = await cluster.serviceAccount(NS, "cstor-pool-hooks");
     const lookup = new KubeClusterLookup(cluster.kubeConfig(identity));
     const app = makeApp({
@@ -75,13 +100,27 @@ describe("admission webhook behind a real kube-apiserver", function () {
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
     const { port } = server.address() as { port: number };
 
-    for (const [name, extra] of [[NODE_A, { "kubernetes.io/hostName": NODE_A }], [NODE_B, {}]] as const) {
+    for (const [name, extra] of [
+      [NODE_A, { "kubernetes.io/hostName": NODE_A }],
+      [NODE_B, {}],
+    ] as const) {
       await cluster.kubectl(["apply", "-f", "-"], {
-        input: JSON.stringify({ apiVersion: "v1", kind: "Node", metadata: { name, labels: { [LABEL.hostname]: name, ...extra } } }),
+        input: JSON.stringify({
+          apiVersion: "v1",
+          kind: "Node",
+          metadata: { name, labels: { [LABEL.hostname]: name, ...extra } },
+        }),
       });
     }
-    const devices = [BD("adm-e2e-a1", NODE_A), BD("adm-e2e-a2", NODE_A), BD("adm-e2e-b1", NODE_B), BD("adm-e2e-ext4", NODE_B, { filesystem: { fsType: "ext4" } })];
-    await cluster.kubectl(["apply", "-f", "-"], { input: JSON.stringify({ apiVersion: "v1", kind: "List", items: devices }) });
+    const devices = [
+      BD("adm-e2e-a1", NODE_A),
+      BD("adm-e2e-a2", NODE_A),
+      BD("adm-e2e-b1", NODE_B),
+      BD("adm-e2e-ext4", NODE_B, { filesystem: { fsType: "ext4" } }),
+    ];
+    await cluster.kubectl(["apply", "-f", "-"], {
+      input: JSON.stringify({ apiVersion: "v1", kind: "List", items: devices }),
+    });
 
     await cluster.kubectl(["apply", "-f", "-"], {
       input: JSON.stringify({
@@ -96,8 +135,19 @@ describe("admission webhook behind a real kube-apiserver", function () {
             failurePolicy: "Fail",
             timeoutSeconds: 5,
             objectSelector: { matchLabels: SELECTED },
-            rules: [{ apiGroups: ["openebs.io"], apiVersions: ["v1alpha1"], operations: ["CREATE", "UPDATE", "DELETE"], resources: ["cstorpoolclusters"], scope: "Namespaced" }],
-            clientConfig: { url: `https://127.0.0.1:${port}/admission/cspc`, caBundle: Buffer.from(tls.cert).toString("base64") },
+            rules: [
+              {
+                apiGroups: ["openebs.io"],
+                apiVersions: ["v1alpha1"],
+                operations: ["CREATE", "UPDATE", "DELETE"],
+                resources: ["cstorpoolclusters"],
+                scope: "Namespaced",
+              },
+            ],
+            clientConfig: {
+              url: `https://127.0.0.1:${port}/admission/cspc`,
+              caBundle: Buffer.from(tls.cert).toString("base64"),
+            },
           },
         ],
       }),
@@ -110,82 +160,167 @@ describe("admission webhook behind a real kube-apiserver", function () {
   after(async () => {
     if (!cluster) return;
     await cluster.kubectl(["delete", "validatingwebhookconfiguration", WEBHOOK, "--ignore-not-found"]);
-    await cluster.kubectl(["delete", "cspc,cspi", "-n", NS, "-l", "admission-e2e=true", "--ignore-not-found"]);
-    await cluster.kubectl(["delete", "bd", "-n", NS, "adm-e2e-a1", "adm-e2e-a2", "adm-e2e-b1", "adm-e2e-ext4", "--ignore-not-found"]);
+    await cluster.kubectl([
+      "delete",
+      "cspc,cspi",
+      "-n",
+      NS,
+      "-l",
+      "admission-e2e=true",
+      "--ignore-not-found",
+    ]);
+    await cluster.kubectl([
+      "delete",
+      "bd",
+      "-n",
+      NS,
+      "adm-e2e-a1",
+      "adm-e2e-a2",
+      "adm-e2e-b1",
+      "adm-e2e-ext4",
+      "--ignore-not-found",
+    ]);
     await cluster.kubectl(["delete", "node", NODE_A, NODE_B, "--ignore-not-found"]);
-    await cluster.kubectl(["delete", "serviceaccount", "admission-e2e-nobody", "-n", NS, "--ignore-not-found"]);
+    await cluster.kubectl([
+      "delete",
+      "serviceaccount",
+      "admission-e2e-nobody",
+      "-n",
+      NS,
+      "--ignore-not-found",
+    ]);
     // The shared cluster is the default install, where the hook server has no rights (test/integration/rbac).
-    await cluster.kubectl(["delete", "--ignore-not-found", "-f", repoPath("metacontroller/components/admission/hook-server-rbac.yaml")]);
+    await cluster.kubectl([
+      "delete",
+      "--ignore-not-found",
+      "-f",
+      repoPath("metacontroller/components/admission/hook-server-rbac.yaml"),
+    ]);
   });
 
   it("refuses a CSPC whose device carries a filesystem; kubectl shows the device and the fix", async () => {
-    const res = await apply(cspc("adm-e2e-bad", [{ host: NODE_B, devices: ["adm-e2e-ext4"] }]), "--dry-run=server");
+    const res = await apply(
+      cspc("adm-e2e-bad", [{ host: NODE_B, devices: ["adm-e2e-ext4"] }]),
+      "--dry-run=server",
+    );
     expect(res.exitCode).to.equal(1);
     expect(res.stderr).to.include(
       'admission webhook "cspc.validation.cstor-pool.openebs.io" denied the request: CStorPoolCluster openebs/adm-e2e-bad: spec.pools[0]',
     );
-    expect(res.stderr).to.match(/block device adm-e2e-ext4 carries a filesystem \(ext4\): if its data is not needed wipe it \(wipefs -a \/dev\/adm-e2e-ext4\)/);
+    expect(res.stderr).to.match(
+      /block device adm-e2e-ext4 carries a filesystem \(ext4\): if its data is not needed wipe it \(wipefs -a \/dev\/adm-e2e-ext4\)/,
+    );
   });
 
   it("accepts a valid CSPC and passes warnings on to kubectl", async () => {
-    const res = await apply(cspc("adm-e2e-twin", [{ host: NODE_A, key: "kubernetes.io/hostName", devices: ["adm-e2e-a1"] }]), "--dry-run=server");
+    const res = await apply(
+      cspc("adm-e2e-twin", [{ host: NODE_A, key: "kubernetes.io/hostName", devices: ["adm-e2e-a1"] }]),
+      "--dry-run=server",
+    );
     expect(res.exitCode, res.stderr).to.equal(0);
-    expect(res.stderr).to.match(/Warning: spec\.pools\[0\] \(nodeSelector kubernetes\.io\/hostName=admission-e2e-node-a\) uses label key kubernetes\.io\/hostName/);
+    expect(res.stderr).to.match(
+      /Warning: spec\.pools\[0\] \(nodeSelector kubernetes\.io\/hostName=admission-e2e-node-a\) uses label key kubernetes\.io\/hostName/,
+    );
   });
 
   it("refuses removing a live pool's device and deleting a CSPC whose pool holds volumes; allows the delete once they are gone", async () => {
-    const created = await apply(cspc("adm-e2e-live", [{ host: NODE_A, devices: ["adm-e2e-a1", "adm-e2e-a2"] }]));
+    const created = await apply(
+      cspc("adm-e2e-live", [{ host: NODE_A, devices: ["adm-e2e-a1", "adm-e2e-a2"] }]),
+    );
     expect(created.exitCode, created.stderr).to.equal(0);
     const pool = {
       apiVersion: API_VERSION,
       kind: KIND.cspi,
-      metadata: { name: "adm-e2e-live-1a2b3c", namespace: NS, labels: { [LABEL.cspc]: "adm-e2e-live", [LABEL.hostname]: NODE_A, ...SELECTED } },
+      metadata: {
+        name: "adm-e2e-live-1a2b3c",
+        namespace: NS,
+        labels: { [LABEL.cspc]: "adm-e2e-live", [LABEL.hostname]: NODE_A, ...SELECTED },
+      },
       spec: {
         hostName: NODE_A,
         nodeSelector: { [LABEL.hostname]: NODE_A },
         poolConfig: { compression: "off", roThresholdLimit: 85 },
-        raidGroups: [{ type: "stripe", blockDevices: [{ blockDeviceName: "adm-e2e-a1" }, { blockDeviceName: "adm-e2e-a2" }] }],
+        raidGroups: [
+          {
+            type: "stripe",
+            blockDevices: [{ blockDeviceName: "adm-e2e-a1" }, { blockDeviceName: "adm-e2e-a2" }],
+          },
+        ],
       },
     };
     await cluster.kubectl(["apply", "-f", "-"], { input: JSON.stringify(pool) });
     const setVolumes = (n: number) =>
-      cluster.kubectl(["patch", "cspi", pool.metadata.name, "-n", NS, "--subresource=status", "--type=merge", "-p", JSON.stringify({ status: { phase: "ONLINE", provisionedReplicas: n } })]);
+      cluster.kubectl([
+        "patch",
+        "cspi",
+        pool.metadata.name,
+        "-n",
+        NS,
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        JSON.stringify({ status: { phase: "ONLINE", provisionedReplicas: n } }),
+      ]);
     await setVolumes(3);
 
-    const refused = await cluster.kubectl(["delete", "cspc", "adm-e2e-live", "-n", NS], { allowFailure: true });
+    const refused = await cluster.kubectl(["delete", "cspc", "adm-e2e-live", "-n", NS], {
+      allowFailure: true,
+    });
     expect(refused.exitCode).to.equal(1);
     expect(refused.stderr).to.include("Error from server (Forbidden)");
-    expect(refused.stderr).to.include(`pool adm-e2e-live-1a2b3c on node ${NODE_A} holds 3 volume replicas (as its node daemon reports)`);
+    expect(refused.stderr).to.include(
+      `pool adm-e2e-live-1a2b3c on node ${NODE_A} holds 3 volume replicas (as its node daemon reports)`,
+    );
 
     const shrunk = await apply(cspc("adm-e2e-live", [{ host: NODE_A, devices: ["adm-e2e-a1"] }]));
     expect(shrunk.exitCode).to.equal(1);
-    expect(shrunk.stderr).to.match(/\(pool adm-e2e-live-1a2b3c\): raidGroups\[0\] \(stripe: adm-e2e-a1, adm-e2e-a2\): block device adm-e2e-a2 was removed; data on it would be lost: put it back/);
+    expect(shrunk.stderr).to.match(
+      /\(pool adm-e2e-live-1a2b3c\): raidGroups\[0\] \(stripe: adm-e2e-a1, adm-e2e-a2\): block device adm-e2e-a2 was removed; data on it would be lost: put it back/,
+    );
 
-    const relabelled = await cluster.kubectl(["label", "cspc", "adm-e2e-live", "-n", NS, "team=storage"], { allowFailure: true });
+    const relabelled = await cluster.kubectl(["label", "cspc", "adm-e2e-live", "-n", NS, "team=storage"], {
+      allowFailure: true,
+    });
     expect(relabelled.exitCode, `a metadata-only update is allowed: ${relabelled.stderr}`).to.equal(0);
 
     await setVolumes(0);
-    const deleted = await cluster.kubectl(["delete", "cspc", "adm-e2e-live", "-n", NS], { allowFailure: true });
+    const deleted = await cluster.kubectl(["delete", "cspc", "adm-e2e-live", "-n", NS], {
+      allowFailure: true,
+    });
     expect(deleted.exitCode, deleted.stderr).to.equal(0);
-    expect(deleted.stderr).to.include(`Warning: deleting CStorPoolCluster openebs/adm-e2e-live destroys its pools adm-e2e-live-1a2b3c (node ${NODE_A})`);
+    expect(deleted.stderr).to.include(
+      `Warning: deleting CStorPoolCluster openebs/adm-e2e-live destroys its pools adm-e2e-live-1a2b3c (node ${NODE_A})`,
+    );
   });
 
   it("lists through the shipped RBAC, and a ServiceAccount without it gets a message naming the permission", async () => {
-    const allowed = new KubeClusterLookup(cluster.kubeConfig(await cluster.serviceAccount(NS, "cstor-pool-hooks")));
+    const allowed = new KubeClusterLookup(
+      cluster.kubeConfig(await cluster.serviceAccount(NS, "cstor-pool-hooks")),
+    );
     const signal = new AbortController().signal;
     const devices = await allowed.blockDevices(NS, signal);
     expect(devices.map((d) => d.metadata.name)).to.include.members(["adm-e2e-a1", "adm-e2e-ext4"]);
-    expect((await allowed.nodes(signal)).find((n) => n.metadata.name === NODE_A)?.metadata.labels).to.include({ "kubernetes.io/hostName": NODE_A });
+    expect((await allowed.nodes(signal)).find((n) => n.metadata.name === NODE_A)?.metadata.labels).to.include(
+      { "kubernetes.io/hostName": NODE_A },
+    );
 
-    await cluster.kubectl(["create", "serviceaccount", "admission-e2e-nobody", "-n", NS], { allowFailure: true });
-    const nobody = new KubeClusterLookup(cluster.kubeConfig(await cluster.serviceAccount(NS, "admission-e2e-nobody")));
+    await cluster.kubectl(["create", "serviceaccount", "admission-e2e-nobody", "-n", NS], {
+      allowFailure: true,
+    });
+    const nobody = new KubeClusterLookup(
+      cluster.kubeConfig(await cluster.serviceAccount(NS, "admission-e2e-nobody")),
+    );
     const failure = await nobody.blockDevices(NS, signal).then(
       () => undefined,
       (err: unknown) => err,
     );
     expect(failure).to.be.instanceOf(LookupError);
-    expect((failure as LookupError).cause).to.match(/^forbidden \(403\): blockdevices\.openebs\.io is forbidden: User "system:serviceaccount:openebs:admission-e2e-nobody" cannot list/);
-    expect((failure as LookupError).hint).to.include("kubectl auth can-i list blockdevices.openebs.io -n openebs");
+    expect((failure as LookupError).cause).to.match(
+      /^forbidden \(403\): blockdevices\.openebs\.io is forbidden: User "system:serviceaccount:openebs:admission-e2e-nobody" cannot list/,
+    );
+    expect((failure as LookupError).hint).to.include(
+      "kubectl auth can-i list blockdevices.openebs.io -n openebs",
+    );
   });
 
   it("a lookup whose deadline has passed is cancelled, not left running", async () => {

@@ -22,7 +22,14 @@ export interface PoolDef {
 }
 
 export function node(name: string, extraLabels: Record<string, string> = {}): KubeObject {
-  return { apiVersion: "v1", kind: "Node", metadata: { name, labels: { "kubernetes.io/hostname": name, "kubernetes.io/os": "linux", ...extraLabels } } };
+  return {
+    apiVersion: "v1",
+    kind: "Node",
+    metadata: {
+      name,
+      labels: { "kubernetes.io/hostname": name, "kubernetes.io/os": "linux", ...extraLabels },
+    },
+  };
 }
 
 export interface DeviceState {
@@ -64,7 +71,12 @@ export function claim(device: string, o: ClaimOptions = {}): KubeObject {
     metadata: {
       name: o.foreign ?? claimName(device),
       namespace: NS,
-      labels: o.foreign ? {} : { "openebs.io/cstor-pool-cluster": CSPC_NAME, ...(o.cspi ? { "openebs.io/cstor-pool-instance": o.cspi } : {}) },
+      labels: o.foreign
+        ? {}
+        : {
+            "openebs.io/cstor-pool-cluster": CSPC_NAME,
+            ...(o.cspi ? { "openebs.io/cstor-pool-instance": o.cspi } : {}),
+          },
       ...(o.predecessor ? { annotations: { "openebs.io/bd-predecessor": o.predecessor } } : {}),
     },
     spec: { blockDeviceName: device },
@@ -94,7 +106,11 @@ export function cspc(pools: PoolDef[], metadata: Record<string, unknown> = {}): 
 }
 
 export function poolName(p: PoolDef): string {
-  return cspiName(NS, CSPC_NAME, p.groups.flatMap((g) => g.devices));
+  return cspiName(
+    NS,
+    CSPC_NAME,
+    p.groups.flatMap((g) => g.devices),
+  );
 }
 
 /** The CSPI cspc-sync made for a pool, built and ONLINE, holding `volumes` volumes. */
@@ -103,7 +119,11 @@ export function cspi(p: PoolDef, o: { volumes?: number; gib?: number } = {}): Ku
   return {
     apiVersion: "openebs.io/v1alpha1",
     kind: "CStorPoolInstance",
-    metadata: { name: poolName(p), namespace: NS, labels: { "kubernetes.io/hostname": p.host, "openebs.io/cstor-pool-cluster": CSPC_NAME } },
+    metadata: {
+      name: poolName(p),
+      namespace: NS,
+      labels: { "kubernetes.io/hostname": p.host, "openebs.io/cstor-pool-cluster": CSPC_NAME },
+    },
     spec: {
       hostName: p.host,
       nodeSelector: p.selector ?? { "kubernetes.io/hostname": p.host },
@@ -111,14 +131,26 @@ export function cspi(p: PoolDef, o: { volumes?: number; gib?: number } = {}): Ku
       raidGroups: p.groups.map((g) => ({
         type: stripeRole(g) ? "stripe" : (g.type ?? "stripe"),
         ...(g.role ? { [g.role]: true } : {}),
-        blockDevices: g.devices.map((d) => ({ blockDeviceName: d, capacity: (o.gib ?? 10) * GiB, devLink: `/dev/disk/by-id/scsi-0QEMU_HARDDISK_${d}` })),
+        blockDevices: g.devices.map((d) => ({
+          blockDeviceName: d,
+          capacity: (o.gib ?? 10) * GiB,
+          devLink: `/dev/disk/by-id/scsi-0QEMU_HARDDISK_${d}`,
+        })),
       })),
     },
     status: {
       phase: "ONLINE",
       provisionedReplicas: o.volumes ?? 0,
       importedOn: p.host,
-      conditions: [{ type: "PodAvailable", status: "True", reason: "PoolPodAvailable", message: "pool pod is available", lastTransitionTime: "2026-11-21T10:05:00Z" }],
+      conditions: [
+        {
+          type: "PodAvailable",
+          status: "True",
+          reason: "PoolPodAvailable",
+          message: "pool pod is available",
+          lastTransitionTime: "2026-11-21T10:05:00Z",
+        },
+      ],
     },
   };
 }

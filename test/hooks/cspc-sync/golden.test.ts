@@ -11,22 +11,38 @@ describe("cspc-sync golden cases", () => {
   for (const c of goldenCases("cspc-sync")) {
     it(`${c.name}: ${c.description}`, () => {
       const emitted: { subject: EventSubject; events: readonly CoreEvent[] }[] = [];
-      const context = { clock: () => c.now, log: createLogger({ level: "silent" }), emit: (subject: EventSubject, events: readonly CoreEvent[]) => emitted.push({ subject, events }) };
+      const context = {
+        clock: () => c.now,
+        log: createLogger({ level: "silent" }),
+        emit: (subject: EventSubject, events: readonly CoreEvent[]) => emitted.push({ subject, events }),
+      };
       const response = syncCspcEmitting(c.read("request.yaml"), context);
-      expect(response, "the hook server's answer is the pure hook's").to.deep.equal(syncCspc(c.read("request.yaml"), () => c.now));
+      expect(response, "the hook server's answer is the pure hook's").to.deep.equal(
+        syncCspc(c.read("request.yaml"), () => c.now),
+      );
       expectGolden(c, "response.yaml", response);
       const request = c.read("request.yaml") as { parent: KubeObject };
-      expect(emitted.map((e) => e.subject.metadata.name), "Events are on the CSPC").to.deep.equal([request.parent.metadata.name]);
+      expect(
+        emitted.map((e) => e.subject.metadata.name),
+        "Events are on the CSPC",
+      ).to.deep.equal([request.parent.metadata.name]);
       expectGolden(c, "events.yaml", emitted[0].events);
     });
   }
 
   it("fixed-point: the answer equals the observed children and the observed status", () => {
     const c = goldenCases("cspc-sync").find((x) => x.name === "fixed-point")!;
-    const request = c.read("request.yaml") as { parent: KubeObject; children: Record<string, Record<string, KubeObject>> };
+    const request = c.read("request.yaml") as {
+      parent: KubeObject;
+      children: Record<string, Record<string, KubeObject>>;
+    };
     const response = syncCspc(request, () => c.now);
-    const observed = Object.values(request.children).flatMap((m) => Object.values(m)).map(ownedView);
-    expect(canonicalize(response.children.map(ownedView))).to.have.deep.members(canonicalize(observed) as object[]);
+    const observed = Object.values(request.children)
+      .flatMap((m) => Object.values(m))
+      .map(ownedView);
+    expect(canonicalize(response.children.map(ownedView))).to.have.deep.members(
+      canonicalize(observed) as object[],
+    );
     expect(response.children).to.have.length(observed.length);
     expect(canonicalize(response.status)).to.deep.equal(canonicalize(request.parent.status));
   });

@@ -7,7 +7,16 @@ import { ANNOTATION } from "../../../api/constants.js";
 import type { KubeObject } from "../../../api/types.js";
 import { ownedView } from "../../../lib/cspc/build.js";
 import { canonicalJson } from "../../../lib/canonical.js";
-import { apply, blockDevice, cspcWith, node, requestOf, settle, sync, type World } from "../../support/cspc-world.js";
+import {
+  apply,
+  blockDevice,
+  cspcWith,
+  node,
+  requestOf,
+  settle,
+  sync,
+  type World,
+} from "../../support/cspc-world.js";
 import { syncCspc } from "../../../hooks/cspc-sync/sync.js";
 
 const NODES = ["n0", "n1", "n2", "n3"];
@@ -20,15 +29,25 @@ const group = (type: string | undefined, devices: string[], extra: object = {}) 
 
 function basePools() {
   return [
-    { nodeSelector: { "kubernetes.io/hostname": "n0" }, raidGroups: [group("mirror", [dev(0, 0), dev(0, 1)]), group("mirror", [dev(0, 2), dev(0, 3)])] },
-    { nodeSelector: { "kubernetes.io/hostname": "n1" }, raidGroups: [group("raidz", [dev(1, 0), dev(1, 1), dev(1, 2)])] },
-    { nodeSelector: { "kubernetes.io/hostname": "n2" }, raidGroups: [group("stripe", [dev(2, 0), dev(2, 1)])] },
+    {
+      nodeSelector: { "kubernetes.io/hostname": "n0" },
+      raidGroups: [group("mirror", [dev(0, 0), dev(0, 1)]), group("mirror", [dev(0, 2), dev(0, 3)])],
+    },
+    {
+      nodeSelector: { "kubernetes.io/hostname": "n1" },
+      raidGroups: [group("raidz", [dev(1, 0), dev(1, 1), dev(1, 2)])],
+    },
+    {
+      nodeSelector: { "kubernetes.io/hostname": "n2" },
+      raidGroups: [group("stripe", [dev(2, 0), dev(2, 1)])],
+    },
   ];
 }
 
 function baseWorld(): World {
   const blockDevices: KubeObject[] = [];
-  for (let n = 0; n < NODES.length; n++) for (let d = 0; d < 8; d++) blockDevices.push(blockDevice(dev(n, d), NODES[n]));
+  for (let n = 0; n < NODES.length; n++)
+    for (let d = 0; d < 8; d++) blockDevices.push(blockDevice(dev(n, d), NODES[n]));
   return { parent: cspcWith(basePools()), cspis: [], claims: [], blockDevices, nodes: NODES.map(node) };
 }
 
@@ -54,18 +73,24 @@ const edits: fc.Arbitrary<Edit> = fc.oneof(
     const devices = pools[p]?.raidGroups[g]?.blockDevices;
     if (devices && devices[i]) devices[i] = { blockDeviceName: dev(n, s) };
   }),
-  fc.tuple(poolIndex, groupIndex, fc.constantFrom("stripe", "mirror", "raidz", "raidz2")).map(([p, g, t]) => (pools: Pools) => {
-    const rg = pools[p]?.raidGroups[g];
-    if (rg) rg.type = t;
-  }),
+  fc
+    .tuple(poolIndex, groupIndex, fc.constantFrom("stripe", "mirror", "raidz", "raidz2"))
+    .map(([p, g, t]) => (pools: Pools) => {
+      const rg = pools[p]?.raidGroups[g];
+      if (rg) rg.type = t;
+    }),
   fc.tuple(poolIndex, groupIndex).map(([p, g]) => (pools: Pools) => {
     pools[p]?.raidGroups.splice(g, 1);
   }),
-  fc.tuple(poolIndex, fc.constantFrom("mirror", "stripe"), fc.constantFrom({}, { isWriteCache: true }, { isSpare: true }, { isReadCache: true })).map(
-    ([p, t, role]) => (pools: Pools) => {
+  fc
+    .tuple(
+      poolIndex,
+      fc.constantFrom("mirror", "stripe"),
+      fc.constantFrom({}, { isWriteCache: true }, { isSpare: true }, { isReadCache: true }),
+    )
+    .map(([p, t, role]) => (pools: Pools) => {
       pools[p]?.raidGroups.push(group(t, [dev(p, 6), dev(p, 7)], role));
-    },
-  ),
+    }),
   fc.tuple(poolIndex, nodeIndex).map(([p, n]) => (pools: Pools) => {
     if (pools[p]) pools[p].nodeSelector = { "kubernetes.io/hostname": NODES[n] };
   }),
@@ -73,7 +98,10 @@ const edits: fc.Arbitrary<Edit> = fc.oneof(
     pools.splice(p, 1);
   }),
   fc.constant((pools: Pools) => {
-    pools.push({ nodeSelector: { "kubernetes.io/hostname": "n3" }, raidGroups: [group("mirror", [dev(3, 0), dev(3, 1)])] });
+    pools.push({
+      nodeSelector: { "kubernetes.io/hostname": "n3" },
+      raidGroups: [group("mirror", [dev(3, 0), dev(3, 1)])],
+    });
   }),
 );
 
@@ -96,31 +124,46 @@ describe("cspc-sync properties over random CSPC edits", () => {
       fc.property(fc.array(edits, { minLength: 1, maxLength: 3 }), (list) => {
         const world = edited(list);
         const response = sync(world);
-        const out = new Map(response.children.filter((c) => c.kind === "CStorPoolInstance").map((c) => [c.metadata.name, c]));
+        const out = new Map(
+          response.children.filter((c) => c.kind === "CStorPoolInstance").map((c) => [c.metadata.name, c]),
+        );
         const predecessors = new Map<string, string>();
         for (const c of response.children) {
           const p = c.metadata.annotations?.[ANNOTATION.bdPredecessor];
-          if (c.kind === "BlockDeviceClaim" && p) predecessors.set(p, (c.spec as { blockDeviceName: string }).blockDeviceName);
+          if (c.kind === "BlockDeviceClaim" && p)
+            predecessors.set(p, (c.spec as { blockDeviceName: string }).blockDeviceName);
         }
         for (const observed of world.cspis) {
           const now = out.get(observed.metadata.name);
           if (!now) {
-            expect(observed.metadata.annotations?.[ANNOTATION.poolRemoval], `${observed.metadata.name} vanished without the removal mark`).to.equal("requested");
+            expect(
+              observed.metadata.annotations?.[ANNOTATION.poolRemoval],
+              `${observed.metadata.name} vanished without the removal mark`,
+            ).to.equal("requested");
             continue;
           }
           const before = devicesByGroup(observed);
           const after = devicesByGroup(now);
           const removing = new Set(
-            response.children.filter((c) => c.kind === "BlockDeviceClaim" && c.metadata.annotations?.[ANNOTATION.bdRemoval] !== undefined).map((c) => (c.spec as { blockDeviceName: string }).blockDeviceName),
+            response.children
+              .filter(
+                (c) =>
+                  c.kind === "BlockDeviceClaim" &&
+                  c.metadata.annotations?.[ANNOTATION.bdRemoval] !== undefined,
+              )
+              .map((c) => (c.spec as { blockDeviceName: string }).blockDeviceName),
           );
           before.forEach((devices, g) => {
-            const group = (observed.spec as { raidGroups: { isSpare?: boolean; isReadCache?: boolean }[] }).raidGroups[g];
+            const group = (observed.spec as { raidGroups: { isSpare?: boolean; isReadCache?: boolean }[] })
+              .raidGroups[g];
             for (const d of devices) {
               if (after[g]?.includes(d)) continue;
               // A spare or read cache device may leave, its claim kept with the removal mark (docs/decisions.md, 26).
               if ((group.isSpare || group.isReadCache) && removing.has(d)) continue;
               const successor = predecessors.get(d);
-              expect(successor, `${d} left ${observed.metadata.name} without a replacement`).to.be.a("string");
+              expect(successor, `${d} left ${observed.metadata.name} without a replacement`).to.be.a(
+                "string",
+              );
               expect(after[g], `${d}'s successor sits in its group`).to.include(successor);
             }
           });
@@ -137,7 +180,9 @@ describe("cspc-sync properties over random CSPC edits", () => {
         const response = sync(settled);
         const observed = [...settled.cspis, ...settled.claims].map(ownedView).map(canonicalJson).sort();
         expect(response.children.map(ownedView).map(canonicalJson).sort()).to.deep.equal(observed);
-        expect(canonicalJson(apply(settled, response).parent.status)).to.equal(canonicalJson(settled.parent.status));
+        expect(canonicalJson(apply(settled, response).parent.status)).to.equal(
+          canonicalJson(settled.parent.status),
+        );
       }),
       { ...runs, numRuns: 150 },
     );
@@ -148,10 +193,22 @@ describe("cspc-sync properties over random CSPC edits", () => {
       fc.property(fc.array(edits, { minLength: 0, maxLength: 2 }), fc.func(fc.integer()), (list, rank) => {
         const world = edited(list);
         const reorder = <T extends KubeObject>(objects: T[]): T[] =>
-          [...objects].sort((a, b) => rank(a.metadata.name) - rank(b.metadata.name) || (a.metadata.name ?? "").localeCompare(b.metadata.name ?? "") * -1);
-        const shuffled: World = { ...world, cspis: reorder(world.cspis), claims: reorder(world.claims), blockDevices: reorder(world.blockDevices), nodes: reorder(world.nodes) };
+          [...objects].sort(
+            (a, b) =>
+              rank(a.metadata.name) - rank(b.metadata.name) ||
+              (a.metadata.name ?? "").localeCompare(b.metadata.name ?? "") * -1,
+          );
+        const shuffled: World = {
+          ...world,
+          cspis: reorder(world.cspis),
+          claims: reorder(world.claims),
+          blockDevices: reorder(world.blockDevices),
+          nodes: reorder(world.nodes),
+        };
         const clock = () => new Date("2026-11-21T12:00:00Z");
-        expect(canonicalJson(syncCspc(requestOf(shuffled), clock))).to.equal(canonicalJson(syncCspc(requestOf(world), clock)));
+        expect(canonicalJson(syncCspc(requestOf(shuffled), clock))).to.equal(
+          canonicalJson(syncCspc(requestOf(world), clock)),
+        );
       }),
       runs,
     );
@@ -160,7 +217,11 @@ describe("cspc-sync properties over random CSPC edits", () => {
 
 describe("cspc-sync property test world", () => {
   it("starts from a live CSPC of three ONLINE pools with nine Bound claims", () => {
-    expect(steady.cspis.map((c) => (c.status as { phase: string }).phase)).to.deep.equal(["ONLINE", "ONLINE", "ONLINE"]);
+    expect(steady.cspis.map((c) => (c.status as { phase: string }).phase)).to.deep.equal([
+      "ONLINE",
+      "ONLINE",
+      "ONLINE",
+    ]);
     expect(steady.claims).to.have.length(9);
   });
 });

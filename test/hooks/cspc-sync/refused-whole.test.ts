@@ -17,8 +17,15 @@ describe("cspc-sync: a CSPC refused as a whole", () => {
     request.related[TYPE_KEY.blockDeviceClaim] = {};
     const response = syncCspc(request, clock);
     expect(response.children.length, "children asked for").to.equal(0);
-    const blocked = findCondition((response.status as { conditions?: never }).conditions, "ProvisioningBlocked");
+    const blocked = findCondition(
+      (response.status as { conditions?: never }).conditions,
+      "ProvisioningBlocked",
+    );
     expect(blocked?.status).to.equal("True");
-    expect(blocked?.message).to.match(new RegExp(`^spec\\.pools has ${LIMITS.pools + 1} pools; at most ${LIMITS.pools} are supported per CSPC`));
+    expect(blocked?.message).to.match(
+      new RegExp(
+        `^spec\\.pools has ${LIMITS.pools + 1} pools; at most ${LIMITS.pools} are supported per CSPC`,
+      ),
+    );
   });
 });

@@ -21,7 +21,6 @@ function desiredDeployment(caseName: string): KubeObject & { spec: any } {
   return deployment;
 }
 
-
 describe("pool Deployments on a real kube-apiserver", function () {
   // The first integration test of a run starts etcd and the API server (and on a fresh machine builds it).
   this.timeout(25 * 60_000);
@@ -33,7 +32,9 @@ describe("pool Deployments on a real kube-apiserver", function () {
   });
 
   async function create(deployment: KubeObject): Promise<KubeObject & { spec: any }> {
-    return JSON.parse((await kube.kubectl(["create", "-f", "-", "-o", "json"], { input: JSON.stringify(deployment) })).stdout);
+    return JSON.parse(
+      (await kube.kubectl(["create", "-f", "-", "-o", "json"], { input: JSON.stringify(deployment) })).stdout,
+    );
   }
 
   for (const c of goldenCases("cspi-sync")) {
@@ -52,10 +53,18 @@ describe("pool Deployments on a real kube-apiserver", function () {
     const stored = await create(before);
     const after = desiredDeployment("rollout-node-changed-permitted");
     // What Metacontroller's in-place update sends: the stored object with the hook's fields applied.
-    const updated = { ...stored, metadata: { ...stored.metadata, labels: after.metadata.labels }, spec: after.spec };
-    const replaced = JSON.parse((await kube.kubectl(["replace", "-f", "-", "-o", "json"], { input: JSON.stringify(updated) })).stdout);
+    const updated = {
+      ...stored,
+      metadata: { ...stored.metadata, labels: after.metadata.labels },
+      spec: after.spec,
+    };
+    const replaced = JSON.parse(
+      (await kube.kubectl(["replace", "-f", "-", "-o", "json"], { input: JSON.stringify(updated) })).stdout,
+    );
     expect(replaced.metadata.generation).to.equal((stored.metadata.generation ?? 0) + 1);
-    expect(replaced.spec.template.spec.nodeSelector).to.deep.equal({ "kubernetes.io/hostname": "gke-cstor-it-default-pool-3" });
+    expect(replaced.spec.template.spec.nodeSelector).to.deep.equal({
+      "kubernetes.io/hostname": "gke-cstor-it-default-pool-3",
+    });
     expectContained({ spec: after.spec }, replaced);
   });
 });

@@ -5,7 +5,11 @@ import { expectGolden, goldenCases } from "../../support/golden.js";
 describe("cspi-sync golden cases", () => {
   for (const c of goldenCases("cspi-sync")) {
     it(`${c.name}: ${c.description}`, () => {
-      expectGolden(c, "response.yaml", syncCspi(c.read("request.yaml"), () => c.now, DEFAULT_HOOK_CONFIG));
+      expectGolden(
+        c,
+        "response.yaml",
+        syncCspi(c.read("request.yaml"), () => c.now, DEFAULT_HOOK_CONFIG),
+      );
     });
   }
 });

@@ -23,10 +23,10 @@ const NOW = "2026-11-21T10:00:00Z";
 function sync(request: Request, now = NOW, config: HookConfig = DEFAULT_HOOK_CONFIG): DecoratorSyncResponse {
   return syncCspi(request, at(now), config);
 }
-const deploymentOf = (response: DecoratorSyncResponse) => response.attachments[0] as KubeObject & { spec: any };
+const deploymentOf = (response: DecoratorSyncResponse) =>
+  response.attachments[0] as KubeObject & { spec: any };
 const conditionOf = (response: DecoratorSyncResponse, type: string) =>
   (response.status as CSPI["status"])!.conditions!.find((c) => c.type === type)!;
-
 
 describe("cspi-sync", () => {
   it("carries a fresh node daemon status through untouched and asks for the Deployment as observed (a fixed point)", () => {
@@ -57,20 +57,35 @@ describe("cspi-sync", () => {
 
   it("answers only the v2 decorator fields, with one pool Deployment named after the CSPI", () => {
     const response = sync(requestOf("seed-1-stripe"));
-    expect(Object.keys(response).sort()).to.deep.equal(["annotations", "attachments", "labels", "resyncAfterSeconds", "status"]);
+    expect(Object.keys(response).sort()).to.deep.equal([
+      "annotations",
+      "attachments",
+      "labels",
+      "resyncAfterSeconds",
+      "status",
+    ]);
     expect(response.attachments).to.have.length(1);
-    expect(deploymentOf(response).metadata).to.include({ name: "cstor-pool-stripe-57f22c", namespace: "openebs" });
+    expect(deploymentOf(response).metadata).to.include({
+      name: "cstor-pool-stripe-57f22c",
+      namespace: "openebs",
+    });
   });
 
   describe("the pool Deployment", () => {
     it("selects its pod by the CSPI's own label only, so two pools' Deployments never share pods", () => {
       const one = deploymentOf(sync(requestOf("seed-4-mirror-pool-1")));
       const two = deploymentOf(sync(requestOf("seed-4-mirror-pool-2")));
-      expect(one.spec.selector).to.deep.equal({ matchLabels: { "openebs.io/cstor-pool-instance": "cstor-pool-mirror-1a264d" } });
-      expect(two.spec.selector).to.deep.equal({ matchLabels: { "openebs.io/cstor-pool-instance": "cstor-pool-mirror-8f19f5" } });
+      expect(one.spec.selector).to.deep.equal({
+        matchLabels: { "openebs.io/cstor-pool-instance": "cstor-pool-mirror-1a264d" },
+      });
+      expect(two.spec.selector).to.deep.equal({
+        matchLabels: { "openebs.io/cstor-pool-instance": "cstor-pool-mirror-8f19f5" },
+      });
       for (const d of [one, two]) {
         expect(d.spec.template.metadata.labels).to.include(d.spec.selector.matchLabels);
-        expect(d.spec.template.metadata.labels).to.include({ "openebs.io/cstor-pool-cluster": "cstor-pool-mirror" });
+        expect(d.spec.template.metadata.labels).to.include({
+          "openebs.io/cstor-pool-cluster": "cstor-pool-mirror",
+        });
         expect(d.spec).to.include({ replicas: 1 });
         expect(d.spec.strategy).to.deep.equal({ type: "Recreate" });
       }
@@ -78,7 +93,10 @@ describe("cspi-sync", () => {
 
     it("pins the pod to the CSPI's node on top of the CSPI nodeSelector", () => {
       const request = requestOf("seed-1-stripe");
-      request.object.spec.nodeSelector = { "topology.kubernetes.io/zone": "z1", "kubernetes.io/hostname": "stale-name" };
+      request.object.spec.nodeSelector = {
+        "topology.kubernetes.io/zone": "z1",
+        "kubernetes.io/hostname": "stale-name",
+      };
       const spec = deploymentOf(sync(request)).spec.template.spec;
       expect(spec.nodeSelector).to.deep.equal({
         "kubernetes.io/hostname": "gke-cstor-it-default-pool-1",
@@ -96,7 +114,8 @@ describe("cspi-sync", () => {
         },
         resources: (c) => (c.spec.poolConfig.resources = { requests: { memory: "2Gi" } }),
         auxResources: (c) => (c.spec.poolConfig.auxResources = { limits: { cpu: "200m" } }),
-        tolerations: (c) => (c.spec.poolConfig.tolerations = [{ key: "storage", operator: "Exists", effect: "NoSchedule" }]),
+        tolerations: (c) =>
+          (c.spec.poolConfig.tolerations = [{ key: "storage", operator: "Exists", effect: "NoSchedule" }]),
         priorityClassName: (c) => (c.spec.poolConfig.priorityClassName = "system-node-critical"),
       };
       for (const [what, edit] of Object.entries(edits)) {
@@ -106,7 +125,9 @@ describe("cspi-sync", () => {
         expect(canonicalize(after.spec.template), what).to.not.deep.equal(canonicalize(before.spec.template));
         const { template: _a, ...restAfter } = after.spec;
         const { template: _b, ...restBefore } = before.spec;
-        expect(canonicalize(restAfter), `${what}: selector and strategy stay`).to.deep.equal(canonicalize(restBefore));
+        expect(canonicalize(restAfter), `${what}: selector and strategy stay`).to.deep.equal(
+          canonicalize(restBefore),
+        );
       }
     });
 
@@ -122,18 +143,36 @@ describe("cspi-sync", () => {
       const request = requestOf("device-set-pool-mounts-pvcs");
       const claimsOf = (response: DecoratorSyncResponse) => {
         const spec = deploymentOf(response).spec.template.spec;
-        const claims = spec.volumes.flatMap((v: { persistentVolumeClaim?: { claimName: string } }) => (v.persistentVolumeClaim ? [v.persistentVolumeClaim.claimName] : []));
-        const paths = spec.containers.map((c: { volumeDevices?: { devicePath: string }[] }) => (c.volumeDevices ?? []).map((d) => d.devicePath));
+        const claims = spec.volumes.flatMap((v: { persistentVolumeClaim?: { claimName: string } }) =>
+          v.persistentVolumeClaim ? [v.persistentVolumeClaim.claimName] : [],
+        );
+        const paths = spec.containers.map((c: { volumeDevices?: { devicePath: string }[] }) =>
+          (c.volumeDevices ?? []).map((d) => d.devicePath),
+        );
         return { claims, paths };
       };
-      const names = ["cstor-pool-mirror-data-0", "cstor-pool-mirror-data-1", "cstor-pool-mirror-data-2", "cstor-pool-mirror-data-3"];
+      const names = [
+        "cstor-pool-mirror-data-0",
+        "cstor-pool-mirror-data-1",
+        "cstor-pool-mirror-data-2",
+        "cstor-pool-mirror-data-3",
+      ];
       const before = sync(request);
-      expect(claimsOf(before)).to.deep.equal({ claims: names, paths: [names.map((n) => `/cstor-sets/${n}`), []] });
+      expect(claimsOf(before)).to.deep.equal({
+        claims: names,
+        paths: [names.map((n) => `/cstor-sets/${n}`), []],
+      });
 
       request.object.spec.raidGroups.reverse();
       expect(canonicalize(deploymentOf(sync(request)))).to.deep.equal(canonicalize(deploymentOf(before)));
 
-      request.object.spec.raidGroups.push({ type: "mirror", blockDevices: [{ blockDeviceName: "cstor-pool-mirror-data-4" }, { blockDeviceName: "cstor-pool-mirror-data-5" }] });
+      request.object.spec.raidGroups.push({
+        type: "mirror",
+        blockDevices: [
+          { blockDeviceName: "cstor-pool-mirror-data-4" },
+          { blockDeviceName: "cstor-pool-mirror-data-5" },
+        ],
+      });
       const grown = [...names, "cstor-pool-mirror-data-4", "cstor-pool-mirror-data-5"];
       expect(claimsOf(sync(request)).claims).to.deep.equal(grown);
     });
@@ -141,10 +180,17 @@ describe("cspi-sync", () => {
     it("takes the image, pull secrets and the host base directory from the configuration", () => {
       const config: HookConfig = {
         ...DEFAULT_HOOK_CONFIG,
-        poolPod: { poolImage: "registry.local/pool-agent:1", imagePullSecrets: ["regcred"], baseDir: "/data/openebs" },
+        poolPod: {
+          poolImage: "registry.local/pool-agent:1",
+          imagePullSecrets: ["regcred"],
+          baseDir: "/data/openebs",
+        },
       };
       const spec = deploymentOf(sync(requestOf("seed-1-stripe"), NOW, config)).spec.template.spec;
-      expect(spec.containers.map((c: { image: string }) => c.image), "the agent and tgtd, one image").to.deep.equal(["registry.local/pool-agent:1", "registry.local/pool-agent:1"]);
+      expect(
+        spec.containers.map((c: { image: string }) => c.image),
+        "the agent and tgtd, one image",
+      ).to.deep.equal(["registry.local/pool-agent:1", "registry.local/pool-agent:1"]);
       expect(spec.imagePullSecrets).to.deep.equal([{ name: "regcred" }]);
       expect(spec.volumes.find((v: { name: string }) => v.name === "storagepath").hostPath).to.deep.equal({
         path: "/data/openebs/cstor-pool/cstor-pool-stripe-57f22c",
@@ -164,22 +210,34 @@ describe("cspi-sync", () => {
         { name: "ZFS_COMMAND_PREFIX", value: '["nsenter","-t","1","-m","--"]' },
         { name: "PORT", value: "9500" },
       ]);
-      expect(spec.hostPID, "nsenter -t 1 reaches the host's mount namespace only with the host's PIDs").to.equal(true);
+      expect(
+        spec.hostPID,
+        "nsenter -t 1 reaches the host's mount namespace only with the host's PIDs",
+      ).to.equal(true);
       expect(tgtd.command).to.deep.equal(["tgtd", "-f", "--iscsi", "portal=0.0.0.0:3260"]);
       expect(spec.containers.map((c: any) => c.name)).to.deep.equal(["cstor-pool", "tgtd"]);
-      expect(JSON.stringify(spec), "no upstream pool data plane or exporter").to.not.match(/maya-exporter|m-exporter|zrepl|cstor-pool:3/);
+      expect(JSON.stringify(spec), "no upstream pool data plane or exporter").to.not.match(
+        /maya-exporter|m-exporter|zrepl|cstor-pool:3/,
+      );
     });
   });
 
   describe("PodAvailable", () => {
     it("is True once the Deployment has an available, updated replica", () => {
       const response = sync(requestOf("node-daemon-fresh-carried-through"));
-      expect(conditionOf(response, "PodAvailable")).to.include({ status: "True", reason: "PoolPodAvailable" });
+      expect(conditionOf(response, "PodAvailable")).to.include({
+        status: "True",
+        reason: "PoolPodAvailable",
+      });
     });
 
     it("is False with MissingPoolDeployment when the Deployment is gone, and the Deployment is returned again", () => {
       const response = sync(requestOf("deployment-missing-recreated"));
-      expect(conditionOf(response, "PodAvailable")).to.include({ status: "False", reason: "MissingPoolDeployment", lastTransitionTime: NOW });
+      expect(conditionOf(response, "PodAvailable")).to.include({
+        status: "False",
+        reason: "MissingPoolDeployment",
+        lastTransitionTime: NOW,
+      });
       expect(deploymentOf(response).metadata.name).to.equal("cstor-pool-mirror-1a264d");
     });
 
@@ -191,7 +249,8 @@ describe("cspi-sync", () => {
   });
 
   describe("resync while the pool Deployment is not applied (a decorator sync given up on a conflict is not retried)", () => {
-    const observedOf = (request: Request) => Object.values(request.attachments["Deployment.apps/v1"])[0] as KubeObject & { spec: any };
+    const observedOf = (request: Request) =>
+      Object.values(request.attachments["Deployment.apps/v1"])[0] as KubeObject & { spec: any };
     /** A heartbeat a second old: the heartbeat alone would ask for the full resync period. */
     const justReported = () => {
       const request = requestOf("node-daemon-fresh-carried-through");
@@ -200,7 +259,9 @@ describe("cspi-sync", () => {
     };
 
     it("asks again within seconds while the Deployment is missing", () => {
-      expect(sync(requestOf("deployment-missing-recreated")).resyncAfterSeconds).to.equal(DEFAULTS.attachmentResyncSeconds);
+      expect(sync(requestOf("deployment-missing-recreated")).resyncAfterSeconds).to.equal(
+        DEFAULTS.attachmentResyncSeconds,
+      );
     });
 
     it("asks again within seconds while the Deployment differs from the answer, or is being deleted", () => {
@@ -216,24 +277,33 @@ describe("cspi-sync", () => {
       const waiting = justReported();
       observedOf(waiting).spec.template.spec.containers[0].image = "openebs/cstor-pool:3.5.0";
       const answer = sync(waiting);
-      expect(deploymentOf(answer).spec.template.spec.containers[0].image).to.equal("openebs/cstor-pool:3.5.0");
+      expect(deploymentOf(answer).spec.template.spec.containers[0].image).to.equal(
+        "openebs/cstor-pool:3.5.0",
+      );
       expect(answer.resyncAfterSeconds).to.equal(DEFAULT_HOOK_CONFIG.resyncSeconds);
       const hash = (answer.status as CSPI["status"])!.pendingRollout!;
       waiting.object.metadata.annotations = { "openebs.io/rollout-permit": hash };
       const permitted = sync(waiting);
-      expect(deploymentOf(permitted).spec.template.spec.containers[0].image).to.equal(DEFAULT_HOOK_CONFIG.poolPod.poolImage);
+      expect(deploymentOf(permitted).spec.template.spec.containers[0].image).to.equal(
+        DEFAULT_HOOK_CONFIG.poolPod.poolImage,
+      );
       expect(permitted.resyncAfterSeconds).to.equal(DEFAULTS.attachmentResyncSeconds);
     });
 
     it("asks only for the heartbeat's resync once the Deployment holds the answer, whatever the server added", () => {
       const request = justReported();
-      observedOf(request).metadata.annotations = { ...observedOf(request).metadata.annotations, "deployment.kubernetes.io/revision": "3" };
+      observedOf(request).metadata.annotations = {
+        ...observedOf(request).metadata.annotations,
+        "deployment.kubernetes.io/revision": "3",
+      };
       expect(sync(request).resyncAfterSeconds).to.equal(DEFAULT_HOOK_CONFIG.resyncSeconds);
     });
 
     it("never asks later than a sooner heartbeat bound", () => {
       const config = { ...DEFAULT_HOOK_CONFIG, resyncSeconds: 3 };
-      expect(syncCspi(requestOf("deployment-missing-recreated"), at(NOW), config).resyncAfterSeconds).to.equal(3);
+      expect(
+        syncCspi(requestOf("deployment-missing-recreated"), at(NOW), config).resyncAfterSeconds,
+      ).to.equal(3);
     });
   });
 
@@ -250,25 +320,39 @@ describe("cspi-sync", () => {
       expect(conditionOf(atBound, "NodeDaemonHeartbeat")).to.include({ status: "True" });
       const past = sync(withHeartbeat("2026-11-21T09:54:59Z"));
       expect(past.status).to.include({ phase: "Unknown" });
-      expect(conditionOf(past, "NodeDaemonHeartbeat")).to.include({ status: "False", reason: "HeartbeatStale" });
-      expect(conditionOf(past, "NodeDaemonHeartbeat").message).to.contain("2026-11-21T09:54:59Z").and.contain("gke-cstor-it-default-pool-1");
+      expect(conditionOf(past, "NodeDaemonHeartbeat")).to.include({
+        status: "False",
+        reason: "HeartbeatStale",
+      });
+      expect(conditionOf(past, "NodeDaemonHeartbeat").message)
+        .to.contain("2026-11-21T09:54:59Z")
+        .and.contain("gke-cstor-it-default-pool-1");
     });
 
     it("asks to be called again when a fresh heartbeat would turn stale", () => {
       expect(sync(withHeartbeat("2026-11-21T09:55:30Z")).resyncAfterSeconds).to.equal(31);
-      expect(sync(withHeartbeat("2026-11-21T09:59:59Z")).resyncAfterSeconds).to.equal(DEFAULT_HOOK_CONFIG.resyncSeconds);
+      expect(sync(withHeartbeat("2026-11-21T09:59:59Z")).resyncAfterSeconds).to.equal(
+        DEFAULT_HOOK_CONFIG.resyncSeconds,
+      );
     });
 
     it("uses the configured bound", () => {
       const config = { ...DEFAULT_HOOK_CONFIG, staleStatusSeconds: 30 };
-      expect(syncCspi(withHeartbeat("2026-11-21T09:59:00Z"), at(NOW), config).status).to.include({ phase: "Unknown" });
-      expect(syncCspi(withHeartbeat("2026-11-21T09:59:45Z"), at(NOW), config).status).to.include({ phase: "ONLINE" });
+      expect(syncCspi(withHeartbeat("2026-11-21T09:59:00Z"), at(NOW), config).status).to.include({
+        phase: "Unknown",
+      });
+      expect(syncCspi(withHeartbeat("2026-11-21T09:59:45Z"), at(NOW), config).status).to.include({
+        phase: "ONLINE",
+      });
     });
 
     it("leaves the phase alone while the node daemon has never reported", () => {
       const response = sync(requestOf("seed-1-stripe"), "2027-01-01T00:00:00Z");
       expect(response.status).to.not.have.property("phase");
-      expect(conditionOf(response, "NodeDaemonHeartbeat")).to.include({ status: "Unknown", reason: "NoHeartbeat" });
+      expect(conditionOf(response, "NodeDaemonHeartbeat")).to.include({
+        status: "Unknown",
+        reason: "NoHeartbeat",
+      });
     });
   });
 
@@ -324,7 +408,10 @@ describe("cspi-sync", () => {
     it("a request for another kind", () => {
       const request = requestOf("seed-1-stripe") as unknown as { object: { kind: string } };
       request.object.kind = "CStorPoolCluster";
-      expect(() => syncCspi(request, at(NOW), DEFAULT_HOOK_CONFIG)).to.throw(BadRequestError, /this hook serves CStorPoolInstance/);
+      expect(() => syncCspi(request, at(NOW), DEFAULT_HOOK_CONFIG)).to.throw(
+        BadRequestError,
+        /this hook serves CStorPoolInstance/,
+      );
     });
   });
 });

@@ -5,32 +5,77 @@ import { BadRequestError } from "../../../lib/errors.js";
 
 const cvc = (spec: Record<string, unknown>) => ({
   controller: {},
-  parent: { apiVersion: "openebs.io/v1alpha1", kind: "CStorVolumeConfig", metadata: { name: "pvc-1", namespace: "storage" }, spec },
+  parent: {
+    apiVersion: "openebs.io/v1alpha1",
+    kind: "CStorVolumeConfig",
+    metadata: { name: "pvc-1", namespace: "storage" },
+    spec,
+  },
 });
 
 describe("cvc-customize and cv-customize: the related objects the volume hooks read", () => {
   it("relates the namespace's pools, the Nodes, the named cluster, every replica on its pools and their budgets", () => {
-    expect(customizeCvc(cvc({ capacity: "1Gi", cstorPoolCluster: "fast", replicaCount: 3 })).relatedResources).to.deep.equal([
-      { apiVersion: "openebs.io/v1alpha1", resource: "cstorpoolinstances", namespace: "storage", labelSelector: {} },
+    expect(
+      customizeCvc(cvc({ capacity: "1Gi", cstorPoolCluster: "fast", replicaCount: 3 })).relatedResources,
+    ).to.deep.equal([
+      {
+        apiVersion: "openebs.io/v1alpha1",
+        resource: "cstorpoolinstances",
+        namespace: "storage",
+        labelSelector: {},
+      },
       { apiVersion: "v1", resource: "nodes", labelSelector: {} },
-      { apiVersion: "openebs.io/v1alpha1", resource: "cstorpoolclusters", namespace: "storage", names: ["fast"] },
-      { apiVersion: "openebs.io/v1alpha1", resource: "cstorvolumereplicas", namespace: "storage", labelSelector: { matchLabels: { "openebs.io/cstor-pool-cluster": "fast" } } },
-      { apiVersion: "policy/v1", resource: "poddisruptionbudgets", namespace: "storage", labelSelector: { matchLabels: { "openebs.io/cstor-pool-cluster": "fast" } } },
+      {
+        apiVersion: "openebs.io/v1alpha1",
+        resource: "cstorpoolclusters",
+        namespace: "storage",
+        names: ["fast"],
+      },
+      {
+        apiVersion: "openebs.io/v1alpha1",
+        resource: "cstorvolumereplicas",
+        namespace: "storage",
+        labelSelector: { matchLabels: { "openebs.io/cstor-pool-cluster": "fast" } },
+      },
+      {
+        apiVersion: "policy/v1",
+        resource: "poddisruptionbudgets",
+        namespace: "storage",
+        labelSelector: { matchLabels: { "openebs.io/cstor-pool-cluster": "fast" } },
+      },
     ]);
   });
 
   it("without a cluster name relates no cluster, replica or budget (sync then says the cluster is missing)", () => {
-    expect(customizeCvc(cvc({})).relatedResources.map((r) => r.resource)).to.deep.equal(["cstorpoolinstances", "nodes"]);
+    expect(customizeCvc(cvc({})).relatedResources.map((r) => r.resource)).to.deep.equal([
+      "cstorpoolinstances",
+      "nodes",
+    ]);
   });
 
   it("relates a CStorVolume's own replicas by the volume label", () => {
-    const answer = customizeCv({ controller: {}, parent: { apiVersion: "openebs.io/v1alpha1", kind: "CStorVolume", metadata: { name: "pvc-1", namespace: "storage" } } });
+    const answer = customizeCv({
+      controller: {},
+      parent: {
+        apiVersion: "openebs.io/v1alpha1",
+        kind: "CStorVolume",
+        metadata: { name: "pvc-1", namespace: "storage" },
+      },
+    });
     expect(answer.relatedResources).to.deep.equal([
-      { apiVersion: "openebs.io/v1alpha1", resource: "cstorvolumereplicas", namespace: "storage", labelSelector: { matchLabels: { "cstorvolume.openebs.io/name": "pvc-1" } } },
+      {
+        apiVersion: "openebs.io/v1alpha1",
+        resource: "cstorvolumereplicas",
+        namespace: "storage",
+        labelSelector: { matchLabels: { "cstorvolume.openebs.io/name": "pvc-1" } },
+      },
     ]);
   });
 
   it("refuses a parent of another kind, naming it", () => {
-    expect(() => customizeCvc({ parent: { kind: "CStorPoolCluster", metadata: { name: "x" } } })).to.throw(BadRequestError, 'request parent is a "CStorPoolCluster", this hook serves CStorVolumeConfig');
+    expect(() => customizeCvc({ parent: { kind: "CStorPoolCluster", metadata: { name: "x" } } })).to.throw(
+      BadRequestError,
+      'request parent is a "CStorPoolCluster", this hook serves CStorVolumeConfig',
+    );
   });
 });

@@ -5,7 +5,16 @@
 // finalizer) and fed back.
 import { expect } from "chai";
 import fc from "fast-check";
-import { ANNOTATION, API_VERSION, CSPI_CONDITION, KIND, LABEL, POOL_REMOVAL_REQUESTED, REPLICA_LOST_CONFIRM, TYPE_KEY } from "../../../api/constants.js";
+import {
+  ANNOTATION,
+  API_VERSION,
+  CSPI_CONDITION,
+  KIND,
+  LABEL,
+  POOL_REMOVAL_REQUESTED,
+  REPLICA_LOST_CONFIRM,
+  TYPE_KEY,
+} from "../../../api/constants.js";
 import type { CompositeSyncResponse } from "../../../api/types.js";
 import { syncCvc } from "../../../hooks/cvc-sync/sync.js";
 import { canonicalJson } from "../../../lib/canonical.js";
@@ -47,13 +56,27 @@ function cspi(name: string, leaving: boolean): Obj {
       hostName: `node-${name}`,
       nodeSelector: { [LABEL.hostname]: `node-${name}` },
       poolConfig: { compression: "off", overProvisioning: false, roThresholdLimit: 85 },
-      raidGroups: [{ type: "stripe", blockDevices: [{ blockDeviceName: `bd-${name}`, capacity: 107374182400, devLink: `/dev/disk/by-id/${name}` }] }],
+      raidGroups: [
+        {
+          type: "stripe",
+          blockDevices: [
+            { blockDeviceName: `bd-${name}`, capacity: 107374182400, devLink: `/dev/disk/by-id/${name}` },
+          ],
+        },
+      ],
     },
     status: {
       phase: "ONLINE",
       readOnly: false,
       capacity: { total: "100Gi", free: "100Gi", used: "0" },
-      conditions: [{ type: CSPI_CONDITION.podAvailable, status: "True", reason: "PoolPodAvailable", message: "available" }],
+      conditions: [
+        {
+          type: CSPI_CONDITION.podAvailable,
+          status: "True",
+          reason: "PoolPodAvailable",
+          message: "available",
+        },
+      ],
     },
   };
 }
@@ -70,13 +93,19 @@ function newCluster(replicaCount: number): Cluster {
 
 function request(cluster: Cluster): Obj {
   const children: Record<string, Record<string, Obj>> = {};
-  for (const child of cluster.children.values()) (children[KEY[child.kind]] ??= {})[`${NS}/${child.metadata.name}`] = structuredClone(child);
+  for (const child of cluster.children.values())
+    (children[KEY[child.kind]] ??= {})[`${NS}/${child.metadata.name}`] = structuredClone(child);
   const cspis = Object.fromEntries(POOLS.map((p) => [`${NS}/${p}`, cspi(p, cluster.leaving.has(p))]));
   const cspc = {
     apiVersion: API_VERSION,
     kind: KIND.cspc,
     metadata: { name: "pools", namespace: NS },
-    spec: { pools: POOLS.map((p) => ({ nodeSelector: { [LABEL.hostname]: `node-${p}` }, raidGroups: [{ type: "stripe", blockDevices: [{ blockDeviceName: `bd-${p}` }] }] })) },
+    spec: {
+      pools: POOLS.map((p) => ({
+        nodeSelector: { [LABEL.hostname]: `node-${p}` },
+        raidGroups: [{ type: "stripe", blockDevices: [{ blockDeviceName: `bd-${p}` }] }],
+      })),
+    },
   };
   return {
     controller: {},
@@ -104,24 +133,36 @@ function apply(cluster: Cluster, response: CompositeSyncResponse): void {
       cluster.children.set(key, applyUpdate(current, desired));
       continue;
     }
-    const created = applyUpdate({ apiVersion: desired.apiVersion, kind: desired.kind, metadata: { name: desired.metadata.name, namespace: NS } }, desired);
+    const created = applyUpdate(
+      {
+        apiVersion: desired.apiVersion,
+        kind: desired.kind,
+        metadata: { name: desired.metadata.name, namespace: NS },
+      },
+      desired,
+    );
     // The API server gives a Service its ClusterIP.
     if (created.kind === KIND.service) created.spec.clusterIP = "10.96.0.9";
     cluster.children.set(key, created);
   }
   for (const [key, child] of [...cluster.children]) {
     if (wanted.has(key) || child.metadata.deletionTimestamp) continue;
-    if ((child.metadata.finalizers ?? []).length > 0) child.metadata.deletionTimestamp = "2026-11-24T08:00:00Z";
+    if ((child.metadata.finalizers ?? []).length > 0)
+      child.metadata.deletionTimestamp = "2026-11-24T08:00:00Z";
     else cluster.children.delete(key);
   }
   cluster.parent.status = structuredClone(response.status);
 }
 
-const replicas = (cluster: Cluster): Obj[] => [...cluster.children.values()].filter((c) => c.kind === KIND.cvr);
+const replicas = (cluster: Cluster): Obj[] =>
+  [...cluster.children.values()].filter((c) => c.kind === KIND.cvr);
 const poolOf = (cvr: Obj): string => cvr.metadata.labels[LABEL.replicaPool];
-const rebuilding = (cvr: Obj): boolean => cvr.metadata.annotations?.[ANNOTATION.rebuildingSince] !== undefined && cvr.metadata.annotations?.[ANNOTATION.replicaCaughtUp] !== "true";
+const rebuilding = (cvr: Obj): boolean =>
+  cvr.metadata.annotations?.[ANNOTATION.rebuildingSince] !== undefined &&
+  cvr.metadata.annotations?.[ANNOTATION.replicaCaughtUp] !== "true";
 /** A copy the volume can count on: Healthy, caught up, not being deleted. */
-const serving = (cvr: Obj): boolean => cvr.status?.phase === "Healthy" && !rebuilding(cvr) && !cvr.metadata.deletionTimestamp;
+const serving = (cvr: Obj): boolean =>
+  cvr.status?.phase === "Healthy" && !rebuilding(cvr) && !cvr.metadata.deletionTimestamp;
 
 type Event =
   | { kind: "replicaCount"; count: number }
@@ -135,15 +176,40 @@ type Event =
 
 // Weighted towards what makes a change unsafe: count edits while replicas are Offline or still rebuilding.
 const eventArb: fc.Arbitrary<Event> = fc.oneof(
-  { weight: 3, arbitrary: fc.record({ kind: fc.constant("replicaCount" as const), count: fc.integer({ min: 1, max: 5 }) }) },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant("markPool" as const), pool: fc.nat({ max: POOLS.length - 1 }) }) },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant("unmarkPool" as const), pool: fc.nat({ max: POOLS.length - 1 }) }) },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      kind: fc.constant("replicaCount" as const),
+      count: fc.integer({ min: 1, max: 5 }),
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({ kind: fc.constant("markPool" as const), pool: fc.nat({ max: POOLS.length - 1 }) }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      kind: fc.constant("unmarkPool" as const),
+      pool: fc.nat({ max: POOLS.length - 1 }),
+    }),
+  },
   {
     weight: 4,
-    arbitrary: fc.record({ kind: fc.constant("daemonReports" as const), replica: fc.nat({ max: 5 }), phase: fc.constantFrom("Healthy" as const, "Offline" as const) }),
+    arbitrary: fc.record({
+      kind: fc.constant("daemonReports" as const),
+      replica: fc.nat({ max: 5 }),
+      phase: fc.constantFrom("Healthy" as const, "Offline" as const),
+    }),
   },
-  { weight: 2, arbitrary: fc.record({ kind: fc.constant("targetConfirms" as const), replica: fc.nat({ max: 5 }) }) },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant("declareLost" as const), replica: fc.nat({ max: 5 }) }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({ kind: fc.constant("targetConfirms" as const), replica: fc.nat({ max: 5 }) }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({ kind: fc.constant("declareLost" as const), replica: fc.nat({ max: 5 }) }),
+  },
   { weight: 1, arbitrary: fc.constant({ kind: "daemonDestroys" as const }) },
   { weight: 1, arbitrary: fc.constant({ kind: "sync" as const }) },
 );
@@ -175,11 +241,13 @@ function happen(cluster: Cluster, event: Event): void {
     case "declareLost": {
       // A person declares lost only a replica that is not Healthy (its pool is gone).
       const cvr = pick(event.replica);
-      if (cvr && cvr.status?.phase !== "Healthy") (cvr.metadata.annotations ??= {})[ANNOTATION.replicaLost] = REPLICA_LOST_CONFIRM;
+      if (cvr && cvr.status?.phase !== "Healthy")
+        (cvr.metadata.annotations ??= {})[ANNOTATION.replicaLost] = REPLICA_LOST_CONFIRM;
       return;
     }
     case "daemonDestroys":
-      for (const cvr of list) if (cvr.metadata.deletionTimestamp) cluster.children.delete(`${KIND.cvr}/${cvr.metadata.name}`);
+      for (const cvr of list)
+        if (cvr.metadata.deletionTimestamp) cluster.children.delete(`${KIND.cvr}/${cvr.metadata.name}`);
       return;
     case "sync":
       return;
@@ -193,27 +261,49 @@ function checkedSync(cluster: Cluster): void {
   const returned = (response.children as Obj[]).filter((c) => c.kind === KIND.cvr);
   const returnedNames = new Set(returned.map((c) => c.metadata.name));
   const pools = returned.map(poolOf);
-  expect(new Set(pools).size, `two replicas of the volume on one pool: ${pools.join(", ")}`).to.equal(pools.length);
+  expect(new Set(pools).size, `two replicas of the volume on one pool: ${pools.join(", ")}`).to.equal(
+    pools.length,
+  );
   const added = returned.filter((c) => !before.some((b) => b.metadata.name === c.metadata.name));
   for (const made of added) {
-    expect(before.some((b) => poolOf(b) === poolOf(made)), `new replica on pool ${poolOf(made)}, which still holds one being deleted`).to.equal(false);
+    expect(
+      before.some((b) => poolOf(b) === poolOf(made)),
+      `new replica on pool ${poolOf(made)}, which still holds one being deleted`,
+    ).to.equal(false);
   }
   const lost = (c: Obj): boolean => c.metadata.annotations?.[ANNOTATION.replicaLost] === REPLICA_LOST_CONFIRM;
   // One change at a time: a volume with replicas gets at most one new replica per answer, none while one rebuilds.
   if (before.length > 0) {
     expect(added.length, "replicas added at once").to.be.at.most(1);
     // A rebuilding replica declared lost will never catch up: it is replaced.
-    const busy = before.filter((c) => rebuilding(c) && !c.metadata.deletionTimestamp && !lost(c)).map((c) => c.metadata.name);
-    if (busy.length > 0) expect(added.map((c) => c.metadata.name), `added while ${busy.join(", ")} rebuild`).to.deep.equal([]);
+    const busy = before
+      .filter((c) => rebuilding(c) && !c.metadata.deletionTimestamp && !lost(c))
+      .map((c) => c.metadata.name);
+    if (busy.length > 0)
+      expect(
+        added.map((c) => c.metadata.name),
+        `added while ${busy.join(", ")} rebuild`,
+      ).to.deep.equal([]);
   }
   const servingBefore = before.filter(serving);
   const servingAfter = servingBefore.filter((c) => returnedNames.has(c.metadata.name));
   const factor = consistencyFactor(cluster.parent.spec.replicaCount);
-  expect(servingAfter.length, `the answer keeps ${servingAfter.length} of ${servingBefore.length} Healthy caught-up replicas, ${factor} needed`).to.be.at.least(Math.min(servingBefore.length, factor));
-  expect(servingBefore.length - servingAfter.length, "at most one Healthy replica removed per answer").to.be.at.most(1);
-  const destroying = before.filter((c) => c.metadata.deletionTimestamp && !lost(c)).map((c) => c.metadata.name);
-  const dropped = before.filter((c) => !c.metadata.deletionTimestamp && !lost(c) && !returnedNames.has(c.metadata.name)).map((c) => c.metadata.name);
-  if (destroying.length > 0) expect(dropped, `removed while ${destroying.join(", ")} is still being destroyed`).to.deep.equal([]);
+  expect(
+    servingAfter.length,
+    `the answer keeps ${servingAfter.length} of ${servingBefore.length} Healthy caught-up replicas, ${factor} needed`,
+  ).to.be.at.least(Math.min(servingBefore.length, factor));
+  expect(
+    servingBefore.length - servingAfter.length,
+    "at most one Healthy replica removed per answer",
+  ).to.be.at.most(1);
+  const destroying = before
+    .filter((c) => c.metadata.deletionTimestamp && !lost(c))
+    .map((c) => c.metadata.name);
+  const dropped = before
+    .filter((c) => !c.metadata.deletionTimestamp && !lost(c) && !returnedNames.has(c.metadata.name))
+    .map((c) => c.metadata.name);
+  if (destroying.length > 0)
+    expect(dropped, `removed while ${destroying.join(", ")} is still being destroyed`).to.deep.equal([]);
   apply(cluster, response);
 }
 
@@ -225,7 +315,8 @@ function settle(cluster: Cluster): void {
       if (cvr.metadata.deletionTimestamp) cluster.children.delete(`${KIND.cvr}/${cvr.metadata.name}`);
       else {
         cvr.status = { phase: "Healthy" };
-        if (cvr.metadata.annotations?.[ANNOTATION.rebuildingSince]) cvr.metadata.annotations[ANNOTATION.replicaCaughtUp] = "true";
+        if (cvr.metadata.annotations?.[ANNOTATION.rebuildingSince])
+          cvr.metadata.annotations[ANNOTATION.replicaCaughtUp] = "true";
       }
     }
     const now = snapshot(cluster);
@@ -236,7 +327,10 @@ function settle(cluster: Cluster): void {
 }
 
 function snapshot(cluster: Cluster): string {
-  return canonicalJson({ children: [...cluster.children.entries()].sort(), status: cluster.parent.status ?? null });
+  return canonicalJson({
+    children: [...cluster.children.entries()].sort(),
+    status: cluster.parent.status ?? null,
+  });
 }
 
 /** A settled volume of `initial` replicas, then each event followed by a checked sync. */
@@ -279,7 +373,10 @@ describe("cvc-sync day-2 properties (decision 27)", function () {
         const change = (cluster.parent.status.conditions as Obj[]).find((c) => c.type === "ReplicaChange");
         if (count <= placeable) {
           expect(live.length, "replicas").to.equal(count);
-          expect(live.map(poolOf).filter((p) => cluster.leaving.has(p)), "replicas left on pools marked for removal").to.deep.equal([]);
+          expect(
+            live.map(poolOf).filter((p) => cluster.leaving.has(p)),
+            "replicas left on pools marked for removal",
+          ).to.deep.equal([]);
           expect(change?.reason, change?.message).to.equal("Settled");
         } else {
           // Not enough pools for every replica off the leaving ones: the condition says so, nothing is lost.

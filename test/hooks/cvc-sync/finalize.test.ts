@@ -6,9 +6,15 @@ import { goldenCases } from "../../support/golden.js";
 describe("cvc-finalize refuses a volume that is not being deleted", () => {
   it("answers 400 naming the sync hook, so a finalize URL given as sync hook never tears a volume down", () => {
     const c = goldenCases("cvc-finalize").find((x) => x.name === "target-first")!;
-    const request = c.read("request.yaml") as { finalizing: boolean; parent: { metadata: { deletionTimestamp?: string } } };
+    const request = c.read("request.yaml") as {
+      finalizing: boolean;
+      parent: { metadata: { deletionTimestamp?: string } };
+    };
     request.finalizing = false;
     delete request.parent.metadata.deletionTimestamp;
-    expect(() => finalizeCvc(request, () => c.now)).to.throw(BadRequestError, "point the controller's sync hook at /hooks/cvc-sync");
+    expect(() => finalizeCvc(request, () => c.now)).to.throw(
+      BadRequestError,
+      "point the controller's sync hook at /hooks/cvc-sync",
+    );
   });
 });

@@ -10,7 +10,11 @@ import { applyUpdate, LAST_APPLIED, type Obj } from "../../support/metacontrolle
 describe("cvc-sync golden cases", () => {
   for (const c of goldenCases("cvc-sync")) {
     it(`${c.name}: ${c.description}`, () => {
-      expectGolden(c, "response.yaml", syncCvc(c.read("request.yaml"), () => c.now, DEFAULT_HOOK_CONFIG));
+      expectGolden(
+        c,
+        "response.yaml",
+        syncCvc(c.read("request.yaml"), () => c.now, DEFAULT_HOOK_CONFIG),
+      );
     });
   }
 });
@@ -18,7 +22,11 @@ describe("cvc-sync golden cases", () => {
 describe("cvc-finalize golden cases", () => {
   for (const c of goldenCases("cvc-finalize")) {
     it(`${c.name}: ${c.description}`, () => {
-      expectGolden(c, "response.yaml", finalizeCvc(c.read("request.yaml"), () => c.now));
+      expectGolden(
+        c,
+        "response.yaml",
+        finalizeCvc(c.read("request.yaml"), () => c.now),
+      );
     });
   }
 });
@@ -26,7 +34,11 @@ describe("cvc-finalize golden cases", () => {
 describe("cv-status golden cases", () => {
   for (const c of goldenCases("cv-status")) {
     it(`${c.name}: ${c.description}`, () => {
-      expectGolden(c, "response.yaml", syncCvStatus(c.read("request.yaml"), () => c.now));
+      expectGolden(
+        c,
+        "response.yaml",
+        syncCvStatus(c.read("request.yaml"), () => c.now),
+      );
     });
   }
 });
@@ -34,18 +46,30 @@ describe("cv-status golden cases", () => {
 describe("cvc-sync at rest", () => {
   it("bound-healthy is a fixed point: Metacontroller would change no child and write the same status", () => {
     const c = goldenCases("cvc-sync").find((x) => x.name === "bound-healthy")!;
-    const request = c.read("request.yaml") as { parent: { status: unknown }; children: Record<string, Record<string, Obj>> };
+    const request = c.read("request.yaml") as {
+      parent: { status: unknown };
+      children: Record<string, Record<string, Obj>>;
+    };
     const response = syncCvc(request, () => c.now, DEFAULT_HOOK_CONFIG);
-    const observed = new Map(Object.values(request.children).flatMap((byName) => Object.values(byName)).map((o) => [`${o.kind}/${o.metadata.name}`, o]));
-    expect(response.children.map((child) => `${child.kind}/${child.metadata.name}`).sort()).to.deep.equal([...observed.keys()].sort());
+    const observed = new Map(
+      Object.values(request.children)
+        .flatMap((byName) => Object.values(byName))
+        .map((o) => [`${o.kind}/${o.metadata.name}`, o]),
+    );
+    expect(response.children.map((child) => `${child.kind}/${child.metadata.name}`).sort()).to.deep.equal(
+      [...observed.keys()].sort(),
+    );
     for (const child of response.children) {
       const current = observed.get(`${child.kind}/${child.metadata.name}`)!;
       // The world's objects carry no last-applied annotation; everything else must come out unchanged.
       const merged = applyUpdate(current, child);
       delete merged.metadata.annotations?.[LAST_APPLIED];
-      if (merged.metadata.annotations && Object.keys(merged.metadata.annotations).length === 0) delete merged.metadata.annotations;
+      if (merged.metadata.annotations && Object.keys(merged.metadata.annotations).length === 0)
+        delete merged.metadata.annotations;
       expect(merged, `${child.kind}/${child.metadata.name}`).to.deep.equal(current);
     }
-    expect(canonicalize({ ...response.status, observedGeneration: 1 })).to.deep.equal(canonicalize(request.parent.status));
+    expect(canonicalize({ ...response.status, observedGeneration: 1 })).to.deep.equal(
+      canonicalize(request.parent.status),
+    );
   });
 });

@@ -18,11 +18,19 @@ interface Request {
 }
 
 const requestOf = (name: string): Request =>
-  structuredClone(goldenCases("cspc-finalize").find((c) => c.name === name)!.read("request.yaml")) as Request;
-const finalize = (request: Request): CompositeSyncResponse => finalizeCspc(request, () => NOW, DEFAULT_HOOK_CONFIG);
-const namesOf = (objects: readonly KubeObject[], kind: string) => objects.filter((o) => o.kind === kind).map((o) => o.metadata.name!);
+  structuredClone(
+    goldenCases("cspc-finalize")
+      .find((c) => c.name === name)!
+      .read("request.yaml"),
+  ) as Request;
+const finalize = (request: Request): CompositeSyncResponse =>
+  finalizeCspc(request, () => NOW, DEFAULT_HOOK_CONFIG);
+const namesOf = (objects: readonly KubeObject[], kind: string) =>
+  objects.filter((o) => o.kind === kind).map((o) => o.metadata.name!);
 const condition = (response: CompositeSyncResponse, type: string) =>
-  (response.status.conditions as { type: string; status: string; reason: string; message: string }[]).find((c) => c.type === type)!;
+  (response.status.conditions as { type: string; status: string; reason: string; message: string }[]).find(
+    (c) => c.type === type,
+  )!;
 
 /**
  * Metacontroller and the node daemon between two finalize calls: returned children are applied, omitted ones
@@ -56,13 +64,28 @@ describe("cspc-finalize", () => {
       if (response.finalized) break;
 
       const returned = new Set(response.children.map((c) => c.metadata.name));
-      for (const pool of observedPools.filter((p) => !p.metadata.deletionTimestamp && !returned.has(p.metadata.name))) {
-        expect(pool.metadata.annotations?.["openebs.io/pool-removal"], `${pool.metadata.name} deleted before it was marked`).to.equal("requested");
+      for (const pool of observedPools.filter(
+        (p) => !p.metadata.deletionTimestamp && !returned.has(p.metadata.name),
+      )) {
+        expect(
+          pool.metadata.annotations?.["openebs.io/pool-removal"],
+          `${pool.metadata.name} deleted before it was marked`,
+        ).to.equal("requested");
       }
-      if (observedPools.length > 0) expect(namesOf(response.children, "BlockDeviceClaim"), "claims kept while a pool exists").to.have.members(claims);
+      if (observedPools.length > 0)
+        expect(
+          namesOf(response.children, "BlockDeviceClaim"),
+          "claims kept while a pool exists",
+        ).to.have.members(claims);
       applyAnswer(request, response);
     }
-    expect(steps).to.deep.equal(["RemovingPools", "RemovingPools", "RemovingPools", "ReleasingClaims", "Finalized"]);
+    expect(steps).to.deep.equal([
+      "RemovingPools",
+      "RemovingPools",
+      "RemovingPools",
+      "ReleasingClaims",
+      "Finalized",
+    ]);
     expect(request.children[CSPI_KEY]).to.deep.equal({});
     expect(request.children[CLAIM_KEY]).to.deep.equal({});
   });
@@ -88,25 +111,36 @@ describe("cspc-finalize", () => {
   it("removes nothing while a pool holds volumes, says which pool and why, and continues once it is empty", () => {
     const request = requestOf("blocked-by-volumes");
     const blocked = finalize(request);
-    const observed = Object.values(request.children).flatMap((m) => Object.values(m)).map(ownedView);
+    const observed = Object.values(request.children)
+      .flatMap((m) => Object.values(m))
+      .map(ownedView);
     expect(canonicalize(blocked.children)).to.have.deep.members(canonicalize(observed) as object[]);
     expect(blocked.finalized).to.equal(false);
     const removal = condition(blocked, "PoolRemovalBlocked");
     expect(removal).to.include({ status: "True", reason: "PoolHoldsVolumes" });
-    expect(removal.message).to.contain("pool cstor-pool-mirror-8f19f5 on node gke-cstor-it-default-pool-2 holds 3 volume replicas (as its node daemon reports)");
+    expect(removal.message).to.contain(
+      "pool cstor-pool-mirror-8f19f5 on node gke-cstor-it-default-pool-2 holds 3 volume replicas (as its node daemon reports)",
+    );
     expect(condition(blocked, "Ready")).to.include({ status: "False", reason: "PoolHoldsVolumes" });
 
-    (request.children[CSPI_KEY]["openebs/cstor-pool-mirror-8f19f5"].status as Record<string, unknown>).provisionedReplicas = 0;
+    (
+      request.children[CSPI_KEY]["openebs/cstor-pool-mirror-8f19f5"].status as Record<string, unknown>
+    ).provisionedReplicas = 0;
     const unblocked = finalize(request);
     expect(namesOf(unblocked.children, "CStorPoolInstance")).to.deep.equal(["cstor-pool-mirror-8f19f5"]);
-    expect(unblocked.children[0].metadata.annotations).to.deep.equal({ "openebs.io/pool-removal": "requested" });
+    expect(unblocked.children[0].metadata.annotations).to.deep.equal({
+      "openebs.io/pool-removal": "requested",
+    });
     expect(condition(unblocked, "PoolRemovalBlocked")).to.include({ status: "False" });
   });
 
   it("still finalizes a CSPC whose pool specs could never be provisioned", () => {
     const request = requestOf("step-4-release-claims");
     request.parent.spec.pools = [
-      { nodeSelector: { "kubernetes.io/hostname": "no-such-node" }, raidGroups: [{ type: "mirror", blockDevices: [{ blockDeviceName: "x" }, { blockDeviceName: "x" }] }] },
+      {
+        nodeSelector: { "kubernetes.io/hostname": "no-such-node" },
+        raidGroups: [{ type: "mirror", blockDevices: [{ blockDeviceName: "x" }, { blockDeviceName: "x" }] }],
+      },
     ];
     const response = finalize(request);
     expect(response.children).to.deep.equal([]);

@@ -14,8 +14,13 @@ interface Request {
 
 const NOW = new Date("2026-11-21T10:00:00Z");
 const requestOf = (name: string): Request =>
-  structuredClone(goldenCases("cspi-finalize").find((c) => c.name === name)!.read("request.yaml")) as Request;
-const finalize = (request: Request): DecoratorSyncResponse => finalizeCspi(request, () => NOW, DEFAULT_HOOK_CONFIG);
+  structuredClone(
+    goldenCases("cspi-finalize")
+      .find((c) => c.name === name)!
+      .read("request.yaml"),
+  ) as Request;
+const finalize = (request: Request): DecoratorSyncResponse =>
+  finalizeCspi(request, () => NOW, DEFAULT_HOOK_CONFIG);
 
 describe("cspi-finalize", () => {
   it("asks for no attachment and finalizes only once none is observed", () => {
@@ -49,7 +54,8 @@ describe("cspi-finalize", () => {
     expect(conditions.find((c) => c.type === "PodAvailable")).to.include({
       status: "False",
       reason: "MissingPoolDeployment",
-      message: "pool Deployment openebs/cstor-pool-mirror-1a264d is removed because the CStorPoolInstance is being deleted",
+      message:
+        "pool Deployment openebs/cstor-pool-mirror-1a264d is removed because the CStorPoolInstance is being deleted",
     });
   });
 
@@ -57,6 +63,9 @@ describe("cspi-finalize", () => {
     const request = requestOf("deployment-present");
     delete request.object.metadata.deletionTimestamp;
     request.finalizing = false;
-    expect(() => finalize(request)).to.throw(BadRequestError, /is not being deleted .*point the controller's sync hook at \/hooks\/cspi-sync/);
+    expect(() => finalize(request)).to.throw(
+      BadRequestError,
+      /is not being deleted .*point the controller's sync hook at \/hooks\/cspi-sync/,
+    );
   });
 });

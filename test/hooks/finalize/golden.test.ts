@@ -6,7 +6,11 @@ import { expectGolden, goldenCases } from "../../support/golden.js";
 describe("cspc-finalize golden cases", () => {
   for (const c of goldenCases("cspc-finalize")) {
     it(`${c.name}: ${c.description}`, () => {
-      expectGolden(c, "response.yaml", finalizeCspc(c.read("request.yaml"), () => c.now, DEFAULT_HOOK_CONFIG));
+      expectGolden(
+        c,
+        "response.yaml",
+        finalizeCspc(c.read("request.yaml"), () => c.now, DEFAULT_HOOK_CONFIG),
+      );
     });
   }
 });
@@ -14,7 +18,11 @@ describe("cspc-finalize golden cases", () => {
 describe("cspi-finalize golden cases", () => {
   for (const c of goldenCases("cspi-finalize")) {
     it(`${c.name}: ${c.description}`, () => {
-      expectGolden(c, "response.yaml", finalizeCspi(c.read("request.yaml"), () => c.now, DEFAULT_HOOK_CONFIG));
+      expectGolden(
+        c,
+        "response.yaml",
+        finalizeCspi(c.read("request.yaml"), () => c.now, DEFAULT_HOOK_CONFIG),
+      );
     });
   }
 });

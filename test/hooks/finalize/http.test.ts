@@ -9,28 +9,58 @@ import { createLogger } from "../../../lib/log.js";
 import { goldenCases } from "../../support/golden.js";
 
 const app = () =>
-  makeApp({ routes: hookRoutes(DEFAULT_HOOK_CONFIG), clock: () => new Date("2026-11-21T10:00:00Z"), log: createLogger({ level: "silent" }) });
+  makeApp({
+    routes: hookRoutes(DEFAULT_HOOK_CONFIG),
+    clock: () => new Date("2026-11-21T10:00:00Z"),
+    log: createLogger({ level: "silent" }),
+  });
 const golden = (area: string, name: string) => goldenCases(area).find((c) => c.name === name)!;
 
 describe("cspi-sync, cspc-finalize and cspi-finalize over HTTP", () => {
   const endpoints = [
-    { path: "/hooks/cspi-sync", area: "cspi-sync", name: "seed-4-mirror-pool-1", field: "object", kind: "CStorPoolInstance" },
-    { path: "/hooks/cspi-finalize", area: "cspi-finalize", name: "deployment-gone", field: "object", kind: "CStorPoolInstance" },
-    { path: "/hooks/cspc-finalize", area: "cspc-finalize", name: "step-1-mark-pools", field: "parent", kind: "CStorPoolCluster" },
+    {
+      path: "/hooks/cspi-sync",
+      area: "cspi-sync",
+      name: "seed-4-mirror-pool-1",
+      field: "object",
+      kind: "CStorPoolInstance",
+    },
+    {
+      path: "/hooks/cspi-finalize",
+      area: "cspi-finalize",
+      name: "deployment-gone",
+      field: "object",
+      kind: "CStorPoolInstance",
+    },
+    {
+      path: "/hooks/cspc-finalize",
+      area: "cspc-finalize",
+      name: "step-1-mark-pools",
+      field: "parent",
+      kind: "CStorPoolCluster",
+    },
   ];
 
   for (const e of endpoints) {
     it(`${e.path} answers 200 with the golden response`, async () => {
       const c = golden(e.area, e.name);
-      const res = await request(app()).post(e.path).send(c.read("request.yaml") as object).expect(200);
+      const res = await request(app())
+        .post(e.path)
+        .send(c.read("request.yaml") as object)
+        .expect(200);
       expect(res.body).to.deep.equal(canonicalize(c.read("response.yaml")));
     });
 
     it(`${e.path} answers 400 naming the kind it serves when sent another kind`, async () => {
-      const body = structuredClone(golden(e.area, e.name).read("request.yaml")) as Record<string, { kind: string }>;
+      const body = structuredClone(golden(e.area, e.name).read("request.yaml")) as Record<
+        string,
+        { kind: string }
+      >;
       body[e.field].kind = "Deployment";
       const res = await request(app()).post(e.path).send(body).expect(400);
-      expect(res.body.error).to.equal(`request ${e.field} is a "Deployment", this hook serves ${e.kind}: check the controller's resource`);
+      expect(res.body.error).to.equal(
+        `request ${e.field} is a "Deployment", this hook serves ${e.kind}: check the controller's resource`,
+      );
     });
 
     it(`${e.path} answers 405 to GET`, async () => {
@@ -56,6 +86,8 @@ describe("cspi-sync, cspc-finalize and cspi-finalize over HTTP", () => {
     };
     body.object.spec.poolConfig.resources = { requests: { cpu: "two" } };
     const res = await request(app()).post("/hooks/cspi-sync").send(body).expect(400);
-    expect(res.body.error).to.match(/spec\.poolConfig\.resources\.requests\.cpu "two" is not a non-negative Kubernetes quantity/);
+    expect(res.body.error).to.match(
+      /spec\.poolConfig\.resources\.requests\.cpu "two" is not a non-negative Kubernetes quantity/,
+    );
   });
 });

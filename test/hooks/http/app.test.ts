@@ -21,18 +21,27 @@ describe("hook server HTTP layer", () => {
   it("answers /healthz and /readyz, and /readyz turns 503 while draining", async () => {
     await request(app()).get("/healthz").expect(200, { status: "ok" });
     await request(app()).get("/readyz").expect(200);
-    await request(app({ isReady: () => false })).get("/readyz").expect(503, { status: "draining" });
+    await request(app({ isReady: () => false }))
+      .get("/readyz")
+      .expect(503, { status: "draining" });
   });
 
   it("serves Prometheus metrics including hook latency", async () => {
     const server = app();
-    await request(server).post("/hooks/cspc-sync").send(fleetRequest({ pools: 1 })).expect(200);
+    await request(server)
+      .post("/hooks/cspc-sync")
+      .send(fleetRequest({ pools: 1 }))
+      .expect(200);
     const res = await request(server).get("/metrics").expect(200);
     expect(res.text).to.match(/cstor_hook_duration_seconds_count\{hook="cspc-sync",code="200"\} 1/);
   });
 
   it("rejects malformed JSON with 400 and a message, not a stack trace", async () => {
-    const res = await request(app()).post("/hooks/cspc-sync").set("Content-Type", "application/json").send('{"parent": ').expect(400);
+    const res = await request(app())
+      .post("/hooks/cspc-sync")
+      .set("Content-Type", "application/json")
+      .send('{"parent": ')
+      .expect(400);
     expect(res.body.error).to.match(/not valid JSON/);
     expect(res.text).to.not.match(/at .*\.ts:\d+/);
   });
@@ -48,18 +57,41 @@ describe("hook server HTTP layer", () => {
   });
 
   it("says a parent that is not an object must be one, rather than that there is none", async () => {
-    for (const [parent, what] of [[[{ kind: "CStorPoolCluster" }], "a list"], ["pools", "a string"], [7, "a number"]] as const) {
+    for (const [parent, what] of [
+      [[{ kind: "CStorPoolCluster" }], "a list"],
+      ["pools", "a string"],
+      [7, "a number"],
+    ] as const) {
       const res = await request(app()).post("/hooks/cspc-sync").send({ parent }).expect(400);
-      expect(res.body.error).to.equal(`request parent is ${what}; it must be an object (the CStorPoolCluster)`);
+      expect(res.body.error).to.equal(
+        `request parent is ${what}; it must be an object (the CStorPoolCluster)`,
+      );
     }
   });
 
   it("reads a JSON null or a bare value as the valid JSON it is, and says what is wrong with it", async () => {
-    for (const [body, what] of [["null", "null"], ["42", "a number"], ['"x"', "a string"], ["[]", "a list"]] as const) {
-      const hook = await request(app()).post("/hooks/cspc-sync").set("Content-Type", "application/json").send(body).expect(400);
-      expect(hook.body.error).to.equal(`request body is ${what}; it must be a JSON object (a Metacontroller hook request)`);
-      const review = await request(app()).post("/admission/cspc").set("Content-Type", "application/json").send(body).expect(400);
-      expect(review.body.error).to.equal(`request body is ${what}; it must be a JSON object (an AdmissionReview)`);
+    for (const [body, what] of [
+      ["null", "null"],
+      ["42", "a number"],
+      ['"x"', "a string"],
+      ["[]", "a list"],
+    ] as const) {
+      const hook = await request(app())
+        .post("/hooks/cspc-sync")
+        .set("Content-Type", "application/json")
+        .send(body)
+        .expect(400);
+      expect(hook.body.error).to.equal(
+        `request body is ${what}; it must be a JSON object (a Metacontroller hook request)`,
+      );
+      const review = await request(app())
+        .post("/admission/cspc")
+        .set("Content-Type", "application/json")
+        .send(body)
+        .expect(400);
+      expect(review.body.error).to.equal(
+        `request body is ${what}; it must be a JSON object (an AdmissionReview)`,
+      );
     }
   });
 
@@ -73,9 +105,21 @@ describe("hook server HTTP layer", () => {
 
   it("counts refused bodies (413, 415, 400) in the request metrics of their hook", async () => {
     const server = app({ bodyLimit: "1kb" });
-    await request(server).post("/hooks/cspc-sync").send(fleetRequest({ pools: 2 })).expect(413);
-    await request(server).post("/hooks/cspc-sync").set("Content-Type", "application/json").set("Content-Encoding", "br2").send("{}").expect(415);
-    await request(server).post("/hooks/cspi-sync").set("Content-Type", "application/json").send("{").expect(400);
+    await request(server)
+      .post("/hooks/cspc-sync")
+      .send(fleetRequest({ pools: 2 }))
+      .expect(413);
+    await request(server)
+      .post("/hooks/cspc-sync")
+      .set("Content-Type", "application/json")
+      .set("Content-Encoding", "br2")
+      .send("{}")
+      .expect(415);
+    await request(server)
+      .post("/hooks/cspi-sync")
+      .set("Content-Type", "application/json")
+      .send("{")
+      .expect(400);
     const res = await request(server).get("/metrics").expect(200);
     expect(res.text).to.match(/cstor_hook_duration_seconds_count\{hook="cspc-sync",code="413"\} 1/);
     expect(res.text).to.match(/cstor_hook_duration_seconds_count\{hook="cspc-sync",code="415"\} 1/);
@@ -89,7 +133,10 @@ describe("hook server HTTP layer", () => {
   });
 
   it("refuses an oversize body with 413 and says which setting raises the limit", async () => {
-    const res = await request(app({ bodyLimit: "1kb" })).post("/hooks/cspc-sync").send(fleetRequest({ pools: 2 })).expect(413);
+    const res = await request(app({ bodyLimit: "1kb" }))
+      .post("/hooks/cspc-sync")
+      .send(fleetRequest({ pools: 2 }))
+      .expect(413);
     expect(res.body.error).to.match(/larger than the 1kb limit; raise BODY_LIMIT/);
   });
 
@@ -98,12 +145,21 @@ describe("hook server HTTP layer", () => {
     expect(parseCost(objects) / objects.length).to.be.within(3, 10);
     const empties = Buffer.from(`[${"{},".repeat(10_000)}{}]`);
     expect(parseCost(empties) / empties.length).to.be.above(30);
-    expect(parseCost(Buffer.from('["a\\"],{[", 1, -2.5e3, true, null]')), "brackets inside strings are not values").to.equal(3 * 34 + 128 + 5 * 40);
+    expect(
+      parseCost(Buffer.from('["a\\"],{[", 1, -2.5e3, true, null]')),
+      "brackets inside strings are not values",
+    ).to.equal(3 * 34 + 128 + 5 * 40);
   });
 
   it("refuses with 413 a body whose parsed size alone is over the memory limit, naming it", async () => {
-    const res = await request(app({ memoryLimit: "1mb" })).post("/hooks/cspc-sync").set("Content-Type", "application/json").send(`[${"{},".repeat(20_000)}{}]`).expect(413);
-    expect(res.body.error).to.match(/^request body of 60004 bytes would take about 3 MiB once parsed, far more than Kubernetes objects of its size, and more than the 1mb the hook server gives the requests in flight \(MEMORY_LIMIT\)$/);
+    const res = await request(app({ memoryLimit: "1mb" }))
+      .post("/hooks/cspc-sync")
+      .set("Content-Type", "application/json")
+      .send(`[${"{},".repeat(20_000)}{}]`)
+      .expect(413);
+    expect(res.body.error).to.match(
+      /^request body of 60004 bytes would take about 3 MiB once parsed, far more than Kubernetes objects of its size, and more than the 1mb the hook server gives the requests in flight \(MEMORY_LIMIT\)$/,
+    );
   });
 
   it("turns a request away with 503 and Retry-After while others hold the memory, and serves it once they are done", async () => {
@@ -118,11 +174,21 @@ describe("hook server HTTP layer", () => {
       memoryLimit: "400kb",
     });
     const body = JSON.stringify({ items: Array.from({ length: 1000 }, (_, i) => ({ name: `object-${i}` })) });
-    const first = request(slow).post("/hooks/slow").set("Content-Type", "application/json").send(body).then((r) => r);
+    const first = request(slow)
+      .post("/hooks/slow")
+      .set("Content-Type", "application/json")
+      .send(body)
+      .then((r) => r);
     await inside;
-    const turned = await request(slow).post("/hooks/slow").set("Content-Type", "application/json").send(body).expect(503);
+    const turned = await request(slow)
+      .post("/hooks/slow")
+      .set("Content-Type", "application/json")
+      .send(body)
+      .expect(503);
     expect(turned.headers["retry-after"]).to.equal("1");
-    expect(turned.body.error).to.match(/busy with other large requests \(400kb of estimated memory in flight, MEMORY_LIMIT\): retry in 1 s/);
+    expect(turned.body.error).to.match(
+      /busy with other large requests \(400kb of estimated memory in flight, MEMORY_LIMIT\): retry in 1 s/,
+    );
     release();
     expect((await first).status).to.equal(200);
     await request(slow).post("/hooks/slow").set("Content-Type", "application/json").send(body).expect(200);
@@ -132,8 +198,12 @@ describe("hook server HTTP layer", () => {
     const body = fleetRequest({ pools: 1000, withCspis: true });
     expect(JSON.stringify(body).length).to.be.greaterThan(4_000_000);
     const res = await request(app()).post("/hooks/cspc-sync").send(body).expect(200);
-    expect(res.body.children.filter((c: { kind: string }) => c.kind === "CStorPoolInstance")).to.have.length(1000);
-    expect(res.body.children.filter((c: { kind: string }) => c.kind === "BlockDeviceClaim")).to.have.length(4000);
+    expect(res.body.children.filter((c: { kind: string }) => c.kind === "CStorPoolInstance")).to.have.length(
+      1000,
+    );
+    expect(res.body.children.filter((c: { kind: string }) => c.kind === "BlockDeviceClaim")).to.have.length(
+      4000,
+    );
     expect(res.body.status.healthyInstances).to.equal(1000);
   });
 
@@ -143,15 +213,30 @@ describe("hook server HTTP layer", () => {
     // devices a CSPC may list, as Metacontroller sends them (claims as children and related, BlockDevices, CSPIs).
     const nameLength = BlockDeviceRefSchema.properties.blockDeviceName.maxLength!;
     const fleet = fleetRequest({ pools: LIMITS.pools, withCspis: true });
-    const text = JSON.stringify(fleet).replace(/blockdevice-(\d{4})-(\d)/g, (_m, pool: string, d: string) => `blockdevice-${pool}-${d}-`.padEnd(nameLength, "x"));
+    const text = JSON.stringify(fleet).replace(/blockdevice-(\d{4})-(\d)/g, (_m, pool: string, d: string) =>
+      `blockdevice-${pool}-${d}-`.padEnd(nameLength, "x"),
+    );
     const devices = LIMITS.pools * 4;
     // What the API server adds to every object it returns (uid, resourceVersion, timestamps, managedFields): 1 kB
     // for each claim (sent twice), BlockDevice and CSPI, more than the objects of this project's tests carry.
-    const largest = (text.length / devices) * LIMITS.blockDevicesPerCspc + 1024 * (3 * LIMITS.blockDevicesPerCspc + LIMITS.pools);
-    expect(largest, `the largest request, ${(largest / 1e6).toFixed(1)} MB`).to.be.below(parseByteSize(DEFAULT_BODY_LIMIT));
-    expect(parseCost(Buffer.from(text)) * (LIMITS.blockDevicesPerCspc / devices), "its estimated parsed size").to.be.below(parseByteSize(DEFAULT_MEMORY_LIMIT));
-    const res = await request(app()).post("/hooks/cspc-sync").set("Content-Type", "application/json").send(text).expect(200);
-    expect(res.body.children.filter((c: { kind: string }) => c.kind === "BlockDeviceClaim")).to.have.length(devices);
+    const largest =
+      (text.length / devices) * LIMITS.blockDevicesPerCspc +
+      1024 * (3 * LIMITS.blockDevicesPerCspc + LIMITS.pools);
+    expect(largest, `the largest request, ${(largest / 1e6).toFixed(1)} MB`).to.be.below(
+      parseByteSize(DEFAULT_BODY_LIMIT),
+    );
+    expect(
+      parseCost(Buffer.from(text)) * (LIMITS.blockDevicesPerCspc / devices),
+      "its estimated parsed size",
+    ).to.be.below(parseByteSize(DEFAULT_MEMORY_LIMIT));
+    const res = await request(app())
+      .post("/hooks/cspc-sync")
+      .set("Content-Type", "application/json")
+      .send(text)
+      .expect(200);
+    expect(res.body.children.filter((c: { kind: string }) => c.kind === "BlockDeviceClaim")).to.have.length(
+      devices,
+    );
   });
 
   it("answers the customize hook with the BlockDevices, claims, Nodes, PersistentVolumes, the Namespace and the CSPC's volume replicas and volumes the sync needs", async () => {
@@ -160,23 +245,55 @@ describe("hook server HTTP layer", () => {
       .send({ parent: { kind: "CStorPoolCluster", metadata: { name: "c", namespace: "storage" } } })
       .expect(200);
     expect(res.body.relatedResources).to.deep.equal([
-      { apiVersion: "openebs.io/v1alpha1", labelSelector: {}, namespace: "storage", resource: "blockdevices" },
-      { apiVersion: "openebs.io/v1alpha1", labelSelector: {}, namespace: "storage", resource: "blockdeviceclaims" },
+      {
+        apiVersion: "openebs.io/v1alpha1",
+        labelSelector: {},
+        namespace: "storage",
+        resource: "blockdevices",
+      },
+      {
+        apiVersion: "openebs.io/v1alpha1",
+        labelSelector: {},
+        namespace: "storage",
+        resource: "blockdeviceclaims",
+      },
       { apiVersion: "v1", labelSelector: {}, resource: "nodes" },
       { apiVersion: "v1", labelSelector: {}, resource: "persistentvolumes" },
       { apiVersion: "v1", names: ["storage"], resource: "namespaces" },
-      { apiVersion: "openebs.io/v1alpha1", labelSelector: { matchLabels: { "openebs.io/cstor-pool-cluster": "c" } }, namespace: "storage", resource: "cstorvolumereplicas" },
-      { apiVersion: "openebs.io/v1alpha1", labelSelector: { matchLabels: { "openebs.io/cstor-pool-cluster": "c" } }, namespace: "storage", resource: "cstorvolumes" },
+      {
+        apiVersion: "openebs.io/v1alpha1",
+        labelSelector: { matchLabels: { "openebs.io/cstor-pool-cluster": "c" } },
+        namespace: "storage",
+        resource: "cstorvolumereplicas",
+      },
+      {
+        apiVersion: "openebs.io/v1alpha1",
+        labelSelector: { matchLabels: { "openebs.io/cstor-pool-cluster": "c" } },
+        namespace: "storage",
+        resource: "cstorvolumes",
+      },
     ]);
   });
 
   describe("Events a hook emits", () => {
-    const refusedEdit = () => goldenCases("cspc-sync").find((c) => c.name === "day2-rejected-device-removed")!.read("request.yaml") as object;
+    const refusedEdit = () =>
+      goldenCases("cspc-sync")
+        .find((c) => c.name === "day2-rejected-device-removed")!
+        .read("request.yaml") as object;
     /** A recorder on an in-memory apiserver, and a promise of its first batch: written after the answer. */
     const recording = (kube: FakeKube) => {
-      const recorder = new EventRecorder({ writer: kube, component: "cstor-pool-hooks", host: "hooks-0", clock, logger: createLogger({ level: "silent" }), repeatAfterMs: 0 });
+      const recorder = new EventRecorder({
+        writer: kube,
+        component: "cstor-pool-hooks",
+        host: "hooks-0",
+        clock,
+        logger: createLogger({ level: "silent" }),
+        repeatAfterMs: 0,
+      });
       let done!: (batch: { subject: EventSubject; events: readonly CoreEvent[] }) => void;
-      const first = new Promise<{ subject: EventSubject; events: readonly CoreEvent[] }>((resolve) => (done = resolve));
+      const first = new Promise<{ subject: EventSubject; events: readonly CoreEvent[] }>(
+        (resolve) => (done = resolve),
+      );
       const events = {
         async record(subject: EventSubject, events: readonly CoreEvent[]) {
           const outcomes = await recorder.record(subject, events);
@@ -196,9 +313,15 @@ describe("hook server HTTP layer", () => {
       expect(answer.text).to.equal(plain.text);
       const { subject } = await first;
       expect(subject).to.deep.include({ kind: "CStorPoolCluster" });
-      expect(kube.events.map((e) => `${e.cspi} ${e.type} ${e.reason}`)).to.deep.equal(["pools Warning ChangesRejected"]);
-      expect(kube.events[0].message).to.match(/block device c2 was removed; data on it would be lost: put it back$/);
-      expect((await request(server).get("/metrics")).text).to.match(/cstor_hook_events_total\{hook="cspc-sync",outcome="created"\} 1/);
+      expect(kube.events.map((e) => `${e.cspi} ${e.type} ${e.reason}`)).to.deep.equal([
+        "pools Warning ChangesRejected",
+      ]);
+      expect(kube.events[0].message).to.match(
+        /block device c2 was removed; data on it would be lost: put it back$/,
+      );
+      expect((await request(server).get("/metrics")).text).to.match(
+        /cstor_hook_events_total\{hook="cspc-sync",outcome="created"\} 1/,
+      );
     });
 
     it("an Event the apiserver refuses does not change the answer; it is counted as failed", async () => {
@@ -208,7 +331,9 @@ describe("hook server HTTP layer", () => {
       const server = makeApp({ routes: hookRoutes(), clock, log: createLogger({ level: "silent" }), events });
       await request(server).post("/hooks/cspc-sync").send(refusedEdit()).expect(200);
       await first;
-      expect((await request(server).get("/metrics")).text).to.match(/cstor_hook_events_total\{hook="cspc-sync",outcome="failed"\} 1/);
+      expect((await request(server).get("/metrics")).text).to.match(
+        /cstor_hook_events_total\{hook="cspc-sync",outcome="failed"\} 1/,
+      );
     });
   });
 });

@@ -11,8 +11,25 @@ import { hookRoutes } from "../../../hooks/routes.js";
 import { createLogger } from "../../../lib/log.js";
 
 function selfSigned(dir: string, cn: string): void {
-  execFileSync("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", `/CN=${cn}`,
-    "-keyout", join(dir, "tls.key"), "-out", join(dir, "tls.crt")], { stdio: "ignore" });
+  execFileSync(
+    "openssl",
+    [
+      "req",
+      "-x509",
+      "-newkey",
+      "rsa:2048",
+      "-nodes",
+      "-days",
+      "1",
+      "-subj",
+      `/CN=${cn}`,
+      "-keyout",
+      join(dir, "tls.key"),
+      "-out",
+      join(dir, "tls.crt"),
+    ],
+    { stdio: "ignore" },
+  );
 }
 
 function get(port: number, path: string): Promise<{ status: number; issuer: string }> {
@@ -41,7 +58,11 @@ describe("hook server listeners", () => {
 
   it("serves the same app over HTTPS for admission, and picks up a renewed certificate", async () => {
     selfSigned(dir, "first");
-    const app = makeApp({ routes: hookRoutes(), clock: () => new Date(), log: createLogger({ level: "silent" }) });
+    const app = makeApp({
+      routes: hookRoutes(),
+      clock: () => new Date(),
+      log: createLogger({ level: "silent" }),
+    });
     listening = await listen(app, {
       port: 0,
       tls: { port: 0, certFile: join(dir, "tls.crt"), keyFile: join(dir, "tls.key") },
@@ -60,7 +81,11 @@ describe("hook server listeners", () => {
   });
 
   it("gives both servers keep-alive longer than Go's 90 s idle timeout", async () => {
-    const app = makeApp({ routes: hookRoutes(), clock: () => new Date(), log: createLogger({ level: "silent" }) });
+    const app = makeApp({
+      routes: hookRoutes(),
+      clock: () => new Date(),
+      log: createLogger({ level: "silent" }),
+    });
     listening = await listen(app, { port: 0, log: createLogger({ level: "silent" }) });
     expect(listening.servers[0].keepAliveTimeout).to.be.greaterThan(90_000);
     // Node applies headersTimeout to requests, not to idle connections; above requestTimeout it swaps the two.
@@ -69,7 +94,13 @@ describe("hook server listeners", () => {
 
   it("takes TLS from the environment all together or not at all", () => {
     expect(tlsFromEnv({})).to.equal(undefined);
-    expect(tlsFromEnv({ TLS_PORT: "8443", TLS_CERT_FILE: "/c", TLS_KEY_FILE: "/k" })).to.deep.equal({ port: 8443, certFile: "/c", keyFile: "/k" });
-    expect(() => tlsFromEnv({ TLS_PORT: "8443" })).to.throw(/TLS needs TLS_PORT, TLS_CERT_FILE and TLS_KEY_FILE together/);
+    expect(tlsFromEnv({ TLS_PORT: "8443", TLS_CERT_FILE: "/c", TLS_KEY_FILE: "/k" })).to.deep.equal({
+      port: 8443,
+      certFile: "/c",
+      keyFile: "/k",
+    });
+    expect(() => tlsFromEnv({ TLS_PORT: "8443" })).to.throw(
+      /TLS needs TLS_PORT, TLS_CERT_FILE and TLS_KEY_FILE together/,
+    );
   });
 });

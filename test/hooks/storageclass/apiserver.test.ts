@@ -36,8 +36,17 @@ describe("StorageClass decorator answers on a real kube-apiserver", function () 
       for (const attachment of response.attachments) {
         const desired = canonicalize(attachment) as unknown as KubeObject;
         // Held as observed (an object the hooks cannot read): Metacontroller finds nothing to write.
-        if (observed.some((o) => o.kind === desired.kind && o.metadata.name === desired.metadata.name && contains(o, desired))) continue;
-        const result = await kube.kubectl(["create", "--dry-run=server", "-f", "-", "-o", "json"], { input: JSON.stringify(desired), allowFailure: true });
+        if (
+          observed.some(
+            (o) =>
+              o.kind === desired.kind && o.metadata.name === desired.metadata.name && contains(o, desired),
+          )
+        )
+          continue;
+        const result = await kube.kubectl(["create", "--dry-run=server", "-f", "-", "-o", "json"], {
+          input: JSON.stringify(desired),
+          allowFailure: true,
+        });
         expect(result.exitCode, `${desired.kind} ${desired.metadata.name}: ${result.stderr}`).to.equal(0);
         expectContained(desired, JSON.parse(result.stdout));
       }

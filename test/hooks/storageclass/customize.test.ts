@@ -5,21 +5,38 @@ import { customizeStorageClass } from "../../../hooks/storageclass/customize.js"
 import { BadRequestError } from "../../../lib/errors.js";
 import { repoPath } from "../../support/kube.js";
 
-const SAMPLE = parse(readFileSync(repoPath("metacontroller/samples/volumes/storageclass-cstor.yaml"), "utf8")) as Record<string, any>;
+const SAMPLE = parse(
+  readFileSync(repoPath("metacontroller/samples/volumes/storageclass-cstor.yaml"), "utf8"),
+) as Record<string, any>;
 const withParameters = (parameters: Record<string, string>) => ({ parent: { ...SAMPLE, parameters } });
 
 describe("storageclass-customize", () => {
   it("asks for every PVC, the class's CStorPoolCluster by name and the CStorVolumes beside it", () => {
     expect(customizeStorageClass({ parent: SAMPLE }).relatedResources).to.deep.equal([
       { apiVersion: "v1", resource: "persistentvolumeclaims", labelSelector: {} },
-      { apiVersion: "openebs.io/v1alpha1", resource: "cstorpoolclusters", namespace: "openebs", names: ["cstor-pool-mirror"] },
-      { apiVersion: "openebs.io/v1alpha1", resource: "cstorvolumes", namespace: "openebs", labelSelector: {} },
+      {
+        apiVersion: "openebs.io/v1alpha1",
+        resource: "cstorpoolclusters",
+        namespace: "openebs",
+        names: ["cstor-pool-mirror"],
+      },
+      {
+        apiVersion: "openebs.io/v1alpha1",
+        resource: "cstorvolumes",
+        namespace: "openebs",
+        labelSelector: {},
+      },
     ]);
   });
 
   it("looks in the namespace a class names with <namespace>/<name>", () => {
-    const rules = customizeStorageClass(withParameters({ cstorPoolCluster: "storage/fast", replicaCount: "1" })).relatedResources;
-    expect(rules.slice(1).map((r) => [r.resource, r.namespace])).to.deep.equal([["cstorpoolclusters", "storage"], ["cstorvolumes", "storage"]]);
+    const rules = customizeStorageClass(
+      withParameters({ cstorPoolCluster: "storage/fast", replicaCount: "1" }),
+    ).relatedResources;
+    expect(rules.slice(1).map((r) => [r.resource, r.namespace])).to.deep.equal([
+      ["cstorpoolclusters", "storage"],
+      ["cstorvolumes", "storage"],
+    ]);
   });
 
   it("asks only for PVCs when the class's parameters are refused (the sync says why on each)", () => {
@@ -29,6 +46,9 @@ describe("storageclass-customize", () => {
   });
 
   it("refuses a parent that is not a StorageClass", () => {
-    expect(() => customizeStorageClass({ parent: { ...SAMPLE, kind: "ConfigMap" } })).to.throw(BadRequestError, /this hook serves StorageClass/);
+    expect(() => customizeStorageClass({ parent: { ...SAMPLE, kind: "ConfigMap" } })).to.throw(
+      BadRequestError,
+      /this hook serves StorageClass/,
+    );
   });
 });

@@ -4,7 +4,11 @@ import { expectGolden, goldenCases } from "../../support/golden.js";
 describe("storageclass-sync golden cases", () => {
   for (const c of goldenCases("storageclass-sync")) {
     it(`${c.name}: ${c.description}`, () => {
-      expectGolden(c, "response.yaml", syncStorageClass(c.read("request.yaml"), () => c.now));
+      expectGolden(
+        c,
+        "response.yaml",
+        syncStorageClass(c.read("request.yaml"), () => c.now),
+      );
     });
   }
 });

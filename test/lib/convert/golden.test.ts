@@ -7,7 +7,9 @@ import { expectGolden, goldenCases } from "../../support/golden.js";
 export function convertCase(input: unknown) {
   const items = (input as { items: KubeObject[] }).items;
   const result = convertObjects(items, "openebs");
-  return result.problems.length > 0 ? { problems: result.problems } : { cspcs: result.cspcs, notes: result.notes };
+  return result.problems.length > 0
+    ? { problems: result.problems }
+    : { cspcs: result.cspcs, notes: result.notes };
 }
 
 describe("convert golden cases", () => {

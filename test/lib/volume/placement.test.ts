@@ -13,37 +13,50 @@ function usually<T>(common: T, ...rare: T[]): T[] {
 }
 
 const poolArb = (index: number): fc.Arbitrary<PoolView> =>
-  fc.record({
-    node: fc.constantFrom("n0", "n1", "n2", "n3", "n4", "n5", "n6"),
-    zone: fc.option(fc.constantFrom("z1", "z2", "z3"), { nil: undefined }),
-    // Mostly usable pools, so that most inputs have a placement to check.
-    cspc: fc.constantFrom(...usually("pools", "other")),
-    phase: fc.constantFrom(...usually("ONLINE", "DEGRADED", "OFFLINE")),
-    readOnly: fc.constantFrom(...usually(false, true)),
-    podAvailable: fc.constantFrom(...usually(true, false)),
-    leaving: fc.constantFrom(...usually(false, true)),
-    overProvisioning: fc.boolean(),
-    free: fc.integer({ min: 0, max: 60 }),
-    reserved: fc.integer({ min: 0, max: 20 }),
-    used: fc.integer({ min: 0, max: 5 }),
-  }).map(({ free, reserved, used, zone, ...rest }) => ({
-    ...rest,
-    ...(zone !== undefined ? { zone } : {}),
-    name: `p${index}`,
-    freeBytes: BigInt(free) * GI,
-    reservedBytes: BigInt(reserved) * GI,
-    replicaUsedBytes: BigInt(Math.min(used, reserved)) * GI,
-  }));
+  fc
+    .record({
+      node: fc.constantFrom("n0", "n1", "n2", "n3", "n4", "n5", "n6"),
+      zone: fc.option(fc.constantFrom("z1", "z2", "z3"), { nil: undefined }),
+      // Mostly usable pools, so that most inputs have a placement to check.
+      cspc: fc.constantFrom(...usually("pools", "other")),
+      phase: fc.constantFrom(...usually("ONLINE", "DEGRADED", "OFFLINE")),
+      readOnly: fc.constantFrom(...usually(false, true)),
+      podAvailable: fc.constantFrom(...usually(true, false)),
+      leaving: fc.constantFrom(...usually(false, true)),
+      overProvisioning: fc.boolean(),
+      free: fc.integer({ min: 0, max: 60 }),
+      reserved: fc.integer({ min: 0, max: 20 }),
+      used: fc.integer({ min: 0, max: 5 }),
+    })
+    .map(({ free, reserved, used, zone, ...rest }) => ({
+      ...rest,
+      ...(zone !== undefined ? { zone } : {}),
+      name: `p${index}`,
+      freeBytes: BigInt(free) * GI,
+      reservedBytes: BigInt(reserved) * GI,
+      replicaUsedBytes: BigInt(Math.min(used, reserved)) * GI,
+    }));
 
 const inputArb: fc.Arbitrary<PlacementInput> = fc
   .integer({ min: 1, max: 10 })
   .chain((count) => fc.tuple(...Array.from({ length: count }, (_, i) => poolArb(i))))
   .chain((pools) =>
-    fc.record({
-      replicaCount: fc.integer({ min: 1, max: 5 }),
-      size: fc.integer({ min: 1, max: 20 }),
-      existing: fc.subarray(pools.map((p) => p.name), { maxLength: Math.min(2, pools.length) }),
-    }).map(({ replicaCount, size, existing }) => ({ cspc: "pools", sizeBytes: BigInt(size) * GI, replicaCount, existing, pools })),
+    fc
+      .record({
+        replicaCount: fc.integer({ min: 1, max: 5 }),
+        size: fc.integer({ min: 1, max: 20 }),
+        existing: fc.subarray(
+          pools.map((p) => p.name),
+          { maxLength: Math.min(2, pools.length) },
+        ),
+      })
+      .map(({ replicaCount, size, existing }) => ({
+        cspc: "pools",
+        sizeBytes: BigInt(size) * GI,
+        replicaCount,
+        existing,
+        pools,
+      })),
   );
 
 function shuffled<T>(items: readonly T[], seed: number): T[] {
@@ -75,19 +88,23 @@ describe("volume placement (properties)", () => {
     fc.assert(
       fc.property(inputArb, (input) => {
         const result = place(input);
-        expect(result.pools.slice(0, new Set(input.existing).size)).to.deep.equal([...new Set(input.existing)]);
+        expect(result.pools.slice(0, new Set(input.existing).size)).to.deep.equal([
+          ...new Set(input.existing),
+        ]);
         expect(new Set(result.pools).size, "one replica per pool").to.equal(result.pools.length);
         const byName = new Map(input.pools.map((p) => [p.name, p]));
         const keptNodes = new Set(input.existing.map((p) => byName.get(p)!.node));
         const addedNodes = result.added.map((p) => byName.get(p)!.node);
         expect(new Set(addedNodes).size, "one replica per node").to.equal(addedNodes.length);
-        for (const node of addedNodes) expect(keptNodes.has(node), `${node} already holds a replica`).to.equal(false);
+        for (const node of addedNodes)
+          expect(keptNodes.has(node), `${node} already holds a replica`).to.equal(false);
         if (result.added.length > 0) expect(result.pools).to.have.length(input.replicaCount);
         for (const name of result.added) expect(whyNot(byName.get(name)!, input), name).to.equal(undefined);
         if (result.unplaced) {
           expect(result.added).to.deep.equal([]);
           const named = new Set(result.unplaced.skipped.map((s) => s.name));
-          for (const pool of input.pools.filter((p) => p.cspc === "pools")) expect(named.has(pool.name), `${pool.name} is accounted for`).to.equal(true);
+          for (const pool of input.pools.filter((p) => p.cspc === "pools"))
+            expect(named.has(pool.name), `${pool.name} is accounted for`).to.equal(true);
         }
       }),
       RUNS,
@@ -113,9 +130,16 @@ describe("volume placement (properties)", () => {
         if (!crowded) return;
         const usedNodes = new Set(chosen.map((p) => p.node));
         const leftOut = input.pools.filter(
-          (p) => !result.added.includes(p.name) && !usedNodes.has(p.node) && !counts.has(domain(p)) && whyNot(p, fresh) === undefined,
+          (p) =>
+            !result.added.includes(p.name) &&
+            !usedNodes.has(p.node) &&
+            !counts.has(domain(p)) &&
+            whyNot(p, fresh) === undefined,
         );
-        expect(leftOut.map((p) => p.name), "eligible pools in domains without a replica").to.deep.equal([]);
+        expect(
+          leftOut.map((p) => p.name),
+          "eligible pools in domains without a replica",
+        ).to.deep.equal([]);
       }),
       RUNS,
     );

@@ -44,10 +44,14 @@ function admissionReviews(cspcRequests: Json[]): Json[] {
 /** The objects a cluster would hold for the admission lookups: what the golden cspc-sync requests observed. */
 export function clusterObjects(cspcRequests: Json[]): KubeObject[] {
   const seen = new Map<string, KubeObject>();
-  for (const r of cspcRequests as { children?: Record<string, Record<string, KubeObject>>; related?: Record<string, Record<string, KubeObject>> }[]) {
+  for (const r of cspcRequests as {
+    children?: Record<string, Record<string, KubeObject>>;
+    related?: Record<string, Record<string, KubeObject>>;
+  }[]) {
     for (const map of [r.children ?? {}, r.related ?? {}]) {
       for (const objects of Object.values(map)) {
-        for (const o of Object.values(objects ?? {})) seen.set(`${o.kind}/${o.metadata.namespace ?? ""}/${o.metadata.name}`, o);
+        for (const o of Object.values(objects ?? {}))
+          seen.set(`${o.kind}/${o.metadata.namespace ?? ""}/${o.metadata.name}`, o);
       }
     }
   }
@@ -84,20 +88,38 @@ export function loadCorpus(): Corpus {
   const cspcSyncRequests = byRoute.get("cspc-sync") ?? [];
   byRoute.set(
     "cspc-customize",
-    parentsOf(cspcSyncRequests).map((parent) => ({ controller: { kind: "CompositeController", metadata: { name: "cstor-pool-cluster" } }, parent }) as unknown as Json),
+    parentsOf(cspcSyncRequests).map(
+      (parent) =>
+        ({
+          controller: { kind: "CompositeController", metadata: { name: "cstor-pool-cluster" } },
+          parent,
+        }) as unknown as Json,
+    ),
   );
   byRoute.set("admission-cspc", admissionReviews(cspcSyncRequests));
   byRoute.set(
     "storageclass-customize",
-    (byRoute.get("storageclass-sync") ?? []).map((r) => ({ controller: { kind: "DecoratorController", metadata: { name: "cstor-storage-class" } }, parent: (r as { object: Json }).object })),
+    (byRoute.get("storageclass-sync") ?? []).map((r) => ({
+      controller: { kind: "DecoratorController", metadata: { name: "cstor-storage-class" } },
+      parent: (r as { object: Json }).object,
+    })),
   );
   byRoute.set(
     "cvc-customize",
-    parentsOf(byRoute.get("cvc-sync") ?? []).map((parent) => ({ controller: { kind: "CompositeController", metadata: { name: "cstor-volume-config" } }, parent }) as unknown as Json),
+    parentsOf(byRoute.get("cvc-sync") ?? []).map(
+      (parent) =>
+        ({
+          controller: { kind: "CompositeController", metadata: { name: "cstor-volume-config" } },
+          parent,
+        }) as unknown as Json,
+    ),
   );
   byRoute.set(
     "cv-customize",
-    (byRoute.get("cv-status") ?? []).map((r) => ({ controller: { kind: "DecoratorController", metadata: { name: "cstor-volume" } }, parent: (r as { object: Json }).object })),
+    (byRoute.get("cv-status") ?? []).map((r) => ({
+      controller: { kind: "DecoratorController", metadata: { name: "cstor-volume" } },
+      parent: (r as { object: Json }).object,
+    })),
   );
   return { byRoute, all: [...byRoute.values()].flat(), cspcSyncRequests };
 }

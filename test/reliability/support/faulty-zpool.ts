@@ -68,7 +68,10 @@ exec ${quote(real)} "$@"
   /** Wrapper processes still hanging (their sleep), so a test can show none is left behind or end them. */
   hanging(): number[] {
     try {
-      return execFileSync("pgrep", ["-f", `^${this.hangName}`], { encoding: "utf8" }).split("\n").filter(Boolean).map(Number);
+      return execFileSync("pgrep", ["-f", `^${this.hangName}`], { encoding: "utf8" })
+        .split("\n")
+        .filter(Boolean)
+        .map(Number);
     } catch {
       return [];
     }

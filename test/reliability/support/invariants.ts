@@ -1,6 +1,13 @@
 // What every hook answer must respect, whatever the request was. Each check returns the broken promises as
 // sentences (empty = fine), so a fuzz failure reads like a bug report.
-import { ANNOTATION, LABEL, POOL_REMOVAL_REQUESTED, PROVISIONING, REPLICA_LOST_CONFIRM, TYPE_KEY } from "../../../api/constants.js";
+import {
+  ANNOTATION,
+  LABEL,
+  POOL_REMOVAL_REQUESTED,
+  PROVISIONING,
+  REPLICA_LOST_CONFIRM,
+  TYPE_KEY,
+} from "../../../api/constants.js";
 import { CV_PHASES } from "../../../api/volume-schema.js";
 import { canonicalize } from "../../../lib/canonical.js";
 import { contains } from "../../../lib/cspi/deployment.js";
@@ -75,8 +82,13 @@ export function nullsIn(value: unknown, path = "$"): string[] {
  */
 export function compositeChildrenProblems(request: unknown, response: unknown): string[] {
   const problems: string[] = [];
-  const permitted = children(response, "CStorPoolInstance").filter((c) => field(c, "metadata", "annotations", ANNOTATION.rolloutPermit) !== undefined);
-  if (permitted.length > 1) problems.push(`${permitted.length} CSPIs carry a rollout permit (${permitted.map(nameOf).join(", ")}), want at most 1`);
+  const permitted = children(response, "CStorPoolInstance").filter(
+    (c) => field(c, "metadata", "annotations", ANNOTATION.rolloutPermit) !== undefined,
+  );
+  if (permitted.length > 1)
+    problems.push(
+      `${permitted.length} CSPIs carry a rollout permit (${permitted.map(nameOf).join(", ")}), want at most 1`,
+    );
   const observedCspis = observed(field(request, "children"), TYPE_KEY.cspi);
   const returned = new Map(children(response, "CStorPoolInstance").map((c) => [nameOf(c), c]));
   const claims = children(response, "BlockDeviceClaim");
@@ -86,7 +98,11 @@ export function compositeChildrenProblems(request: unknown, response: unknown): 
   const observedPvcs = new Set(observed(field(request, "children"), "PersistentVolumeClaim.v1").map(nameOf));
   for (const name of children(response, "PersistentVolumeClaim").map(nameOf)) claimed.add(name);
   const successorOf = new Map<unknown, string>();
-  const removing = new Set(claims.filter((c) => typeof field(c, "metadata", "annotations", ANNOTATION.bdRemoval) === "string").map((c) => field(c, "spec", "blockDeviceName")));
+  const removing = new Set(
+    claims
+      .filter((c) => typeof field(c, "metadata", "annotations", ANNOTATION.bdRemoval) === "string")
+      .map((c) => field(c, "spec", "blockDeviceName")),
+  );
   for (const c of claims) {
     const predecessor = field(c, "metadata", "annotations", ANNOTATION.bdPredecessor);
     const successor = field(c, "spec", "blockDeviceName");
@@ -99,30 +115,43 @@ export function compositeChildrenProblems(request: unknown, response: unknown): 
     const before = devicesByGroup(cspi);
     for (const device of before?.flat() ?? []) {
       const onSets = field(cspi, "metadata", "labels", "openebs.io/on-device-sets") === "true";
-      if (!claimed.has(device) && (!onSets || observedPvcs.has(device))) problems.push(`claim of device ${device} of observed CSPI ${name} is missing`);
+      if (!claimed.has(device) && (!onSets || observedPvcs.has(device)))
+        problems.push(`claim of device ${device} of observed CSPI ${name} is missing`);
     }
     const now = returned.get(name);
     const permit = field(now, "metadata", "annotations", ANNOTATION.rolloutPermit);
     if (permit !== undefined && permit !== field(cspi, "status", "pendingRollout")) {
-      problems.push(`CSPI ${name} got rollout permit ${JSON.stringify(permit)} for a template it does not report pending`);
+      problems.push(
+        `CSPI ${name} got rollout permit ${JSON.stringify(permit)} for a template it does not report pending`,
+      );
     }
     if (!now) {
-      if (!isMarked(cspi) && !isTerminating(cspi)) problems.push(`observed CSPI ${name} was dropped without being marked for removal`);
+      if (!isMarked(cspi) && !isTerminating(cspi))
+        problems.push(`observed CSPI ${name} was dropped without being marked for removal`);
       continue;
     }
     const after = devicesByGroup(now) ?? [];
     const groups = field(cspi, "spec", "raidGroups") as unknown[];
-    const holdsNoData = (g: number): boolean => field(groups[g], "isSpare") === true || field(groups[g], "isReadCache") === true;
+    const holdsNoData = (g: number): boolean =>
+      field(groups[g], "isSpare") === true || field(groups[g], "isReadCache") === true;
     before?.forEach((devices, g) => {
       // The group as it is now: the one that kept any of its devices (a group emptied by a removal before it
       // shifts the later groups' indexes), else the same index.
       const kept = after.findIndex((group) => devices.some((d) => group.includes(d)));
       const current = after[kept >= 0 ? kept : g];
       for (const device of devices) {
-        if (current?.includes(device) || (holdsNoData(g) && removing.has(device) && !after.flat().includes(device))) continue;
+        if (
+          current?.includes(device) ||
+          (holdsNoData(g) && removing.has(device) && !after.flat().includes(device))
+        )
+          continue;
         const successor = successorOf.get(device);
-        if (successor === undefined) problems.push(`device ${device} left raidGroups[${g}] of CSPI ${name} without a replacement`);
-        else if (!current?.includes(successor)) problems.push(`device ${device} of CSPI ${name} was replaced by ${successor}, which is not in its group`);
+        if (successor === undefined)
+          problems.push(`device ${device} left raidGroups[${g}] of CSPI ${name} without a replacement`);
+        else if (!current?.includes(successor))
+          problems.push(
+            `device ${device} of CSPI ${name} was replaced by ${successor}, which is not in its group`,
+          );
       }
     });
   }
@@ -137,12 +166,17 @@ export function finalizeCspcProblems(request: unknown, response: unknown): strin
   const problems = compositeChildrenProblems(request, response);
   const cspis = observed(field(request, "children"), TYPE_KEY.cspi);
   const claims = observed(field(request, "children"), TYPE_KEY.blockDeviceClaim);
-  const named = new Set(observed(field(request, "related"), TYPE_KEY.cvr).map((r) => field(r, "metadata", "labels", LABEL.replicaPool)));
+  const named = new Set(
+    observed(field(request, "related"), TYPE_KEY.cvr).map((r) =>
+      field(r, "metadata", "labels", LABEL.replicaPool),
+    ),
+  );
   const holding = cspis.some((c) => field(c, "status", "provisionedReplicas") !== 0 || named.has(nameOf(c)));
   const returned = new Set(children(response, "CStorPoolInstance").map(nameOf));
   if (holding) {
     for (const c of cspis) {
-      if (!isTerminating(c) && !returned.has(nameOf(c))) problems.push(`CSPI ${nameOf(c)} was removed while a pool holds volumes`);
+      if (!isTerminating(c) && !returned.has(nameOf(c)))
+        problems.push(`CSPI ${nameOf(c)} was removed while a pool holds volumes`);
     }
   }
   if (field(response, "finalized") === true && (cspis.length > 0 || claims.length > 0)) {
@@ -158,14 +192,20 @@ export function finalizeCspcProblems(request: unknown, response: unknown): strin
 export function cspiSyncProblems(request: unknown, response: unknown): string[] {
   if (field(request, "finalizing") === true) return cspiFinalizeProblems(request, response);
   const attachments = field(response, "attachments");
-  const deployments = Array.isArray(attachments) ? attachments.filter((a) => field(a, "kind") === "Deployment") : [];
+  const deployments = Array.isArray(attachments)
+    ? attachments.filter((a) => field(a, "kind") === "Deployment")
+    : [];
   if (deployments.length !== 1) return [`answer has ${deployments.length} pool Deployments, want exactly 1`];
-  const running = observed(field(request, "attachments"), TYPE_KEY.deployment).find((d) => nameOf(d) === nameOf(deployments[0]));
+  const running = observed(field(request, "attachments"), TYPE_KEY.deployment).find(
+    (d) => nameOf(d) === nameOf(deployments[0]),
+  );
   const permit = field(request, "object", "metadata", "annotations", ANNOTATION.rolloutPermit);
   if (!running || isTerminating(running) || permit !== undefined || !isAvailable(running)) return [];
   // As a hook answer carries it: without nulls (a null list item too), which the server never stores.
   const before = canonicalize(field(running, "spec", "template"));
-  return contains(before, field(deployments[0], "spec", "template")) ? [] : [`the available pool pod of ${nameOf(running)} got a new template without a rollout permit`];
+  return contains(before, field(deployments[0], "spec", "template"))
+    ? []
+    : [`the available pool pod of ${nameOf(running)} got a new template without a rollout permit`];
 }
 
 function isAvailable(deployment: Obj): boolean {
@@ -174,16 +214,25 @@ function isAvailable(deployment: Obj): boolean {
     return typeof value === "number" ? value : 0;
   };
   const generation = field(deployment, "metadata", "generation");
-  return count("availableReplicas") >= 1 && count("updatedReplicas") >= 1 && count("observedGeneration") >= (typeof generation === "number" ? generation : 0);
+  return (
+    count("availableReplicas") >= 1 &&
+    count("updatedReplicas") >= 1 &&
+    count("observedGeneration") >= (typeof generation === "number" ? generation : 0)
+  );
 }
 
 /** cspi-finalize: finalized only once Metacontroller observes no attachment. */
 export function cspiFinalizeProblems(request: unknown, response: unknown): string[] {
   const attachments = field(request, "attachments");
   const remaining = isRecord(attachments)
-    ? Object.values(attachments).reduce<number>((n, objects) => n + (isRecord(objects) ? Object.keys(objects).length : 0), 0)
+    ? Object.values(attachments).reduce<number>(
+        (n, objects) => n + (isRecord(objects) ? Object.keys(objects).length : 0),
+        0,
+      )
     : 0;
-  return field(response, "finalized") === true && remaining > 0 ? [`finalized while ${remaining} attachment(s) are observed`] : [];
+  return field(response, "finalized") === true && remaining > 0
+    ? [`finalized while ${remaining} attachment(s) are observed`]
+    : [];
 }
 
 export function customizeProblems(_request: unknown, response: unknown): string[] {
@@ -198,27 +247,40 @@ export function customizeProblems(_request: unknown, response: unknown): string[
 export function storageClassProblems(request: unknown, response: unknown): string[] {
   const problems: string[] = [];
   const answered = new Set(
-    (Array.isArray(field(response, "attachments")) ? (field(response, "attachments") as unknown[]) : []).map((a) => `${String(field(a, "kind"))}/${String(field(a, "metadata", "name"))}`),
+    (Array.isArray(field(response, "attachments")) ? (field(response, "attachments") as unknown[]) : []).map(
+      (a) => `${String(field(a, "kind"))}/${String(field(a, "metadata", "name"))}`,
+    ),
   );
   const objectsAt = (map: string, typeKey: string): Obj[] => {
     const objects = field(request, map, typeKey);
     return isRecord(objects) ? Object.values(objects).filter(isRecord) : [];
   };
-  const claimUids = new Set(objectsAt("related", TYPE_KEY.persistentVolumeClaim).map((c) => field(c, "metadata", "uid")));
-  const pvs = new Map(objectsAt("attachments", TYPE_KEY.persistentVolume).map((pv) => [field(pv, "metadata", "name"), pv]));
+  const claimUids = new Set(
+    objectsAt("related", TYPE_KEY.persistentVolumeClaim).map((c) => field(c, "metadata", "uid")),
+  );
+  const pvs = new Map(
+    objectsAt("attachments", TYPE_KEY.persistentVolume).map((pv) => [field(pv, "metadata", "name"), pv]),
+  );
   const volumes = [...objectsAt("attachments", TYPE_KEY.cvc), ...pvs.values()];
   for (const volume of volumes) {
     const name = String(field(volume, "metadata", "name"));
     const what = `${String(field(volume, "kind"))} ${name}`;
     if (answered.has(`${String(field(volume, "kind"))}/${name}`)) continue;
     const pv = pvs.get(name);
-    const policy = pv ? field(pv, "spec", "persistentVolumeReclaimPolicy") : field(volume, "metadata", "annotations", PROVISIONING.reclaimPolicyAnnotation);
+    const policy = pv
+      ? field(pv, "spec", "persistentVolumeReclaimPolicy")
+      : field(volume, "metadata", "annotations", PROVISIONING.reclaimPolicyAnnotation);
     if (claimUids.has(name.replace(/^pvc-/, ""))) problems.push(`${what} dropped while its PVC exists`);
-    else if (policy !== "Delete") problems.push(`${what} dropped with reclaim policy ${JSON.stringify(policy)}`);
-    else if (pv && field(pv, "status", "phase") !== "Released") problems.push(`${what} dropped before its PV was Released`);
+    else if (policy !== "Delete")
+      problems.push(`${what} dropped with reclaim policy ${JSON.stringify(policy)}`);
+    else if (pv && field(pv, "status", "phase") !== "Released")
+      problems.push(`${what} dropped before its PV was Released`);
   }
-  const holding = [...answered].filter((key) => key.startsWith("CStorVolumeConfig/") || key.startsWith("PersistentVolume/"));
-  if (field(response, "finalized") === true && holding.length > 0) problems.push(`finalized while answering ${holding.join(", ")}`);
+  const holding = [...answered].filter(
+    (key) => key.startsWith("CStorVolumeConfig/") || key.startsWith("PersistentVolume/"),
+  );
+  if (field(response, "finalized") === true && holding.length > 0)
+    problems.push(`finalized while answering ${holding.join(", ")}`);
   return problems;
 }
 
@@ -238,28 +300,40 @@ export function cvcSyncProblems(request: unknown, response: unknown): string[] {
   const poolOf = (c: Obj): unknown => field(c, "metadata", "labels", LABEL.replicaPool);
   const annotation = (c: Obj, key: string): unknown => field(c, "metadata", "annotations", key);
   const healthy = (c: Obj): boolean => field(c, "status", "phase") === "Healthy";
-  const caughtUp = (c: Obj): boolean => healthy(c) && (annotation(c, ANNOTATION.rebuildingSince) === undefined || annotation(c, ANNOTATION.replicaCaughtUp) === "true");
+  const caughtUp = (c: Obj): boolean =>
+    healthy(c) &&
+    (annotation(c, ANNOTATION.rebuildingSince) === undefined ||
+      annotation(c, ANNOTATION.replicaCaughtUp) === "true");
   const observedReplicas = observed(field(request, "children"), TYPE_KEY.cvr);
   const removed = observedReplicas.filter((cvr) => {
     if (names.has(nameOf(cvr)) || field(cvr, "metadata", "deletionTimestamp") !== undefined) return false;
     return !(annotation(cvr, ANNOTATION.replicaLost) === REPLICA_LOST_CONFIRM && !healthy(cvr));
   });
   for (const cvr of removed) {
-    if (nameOf(cvr) !== `${String(volume)}-${String(poolOf(cvr))}`) problems.push(`replica ${nameOf(cvr)}, made by hand under another name, was dropped`);
+    if (nameOf(cvr) !== `${String(volume)}-${String(poolOf(cvr))}`)
+      problems.push(`replica ${nameOf(cvr)}, made by hand under another name, was dropped`);
   }
-  if (removed.length > 1) problems.push(`${removed.length} replicas dropped at once: ${removed.map(nameOf).join(", ")}`);
+  if (removed.length > 1)
+    problems.push(`${removed.length} replicas dropped at once: ${removed.map(nameOf).join(", ")}`);
   if (removed.length > 0) {
     const stay = observedReplicas.filter((cvr) => names.has(nameOf(cvr)));
     const unsafe = stay.filter((cvr) => !caughtUp(cvr)).map(nameOf);
-    if (unsafe.length > 0) problems.push(`${removed.map(nameOf).join(", ")} dropped while ${unsafe.join(", ")} are not Healthy and caught up`);
-    if (stay.length < returned.length) problems.push(`${removed.map(nameOf).join(", ")} dropped while a new replica is being made`);
+    if (unsafe.length > 0)
+      problems.push(
+        `${removed.map(nameOf).join(", ")} dropped while ${unsafe.join(", ")} are not Healthy and caught up`,
+      );
+    if (stay.length < returned.length)
+      problems.push(`${removed.map(nameOf).join(", ")} dropped while a new replica is being made`);
     const count = field(request, "parent", "spec", "replicaCount");
-    if (typeof count === "number" && stay.length < count) problems.push(`${removed.map(nameOf).join(", ")} dropped, leaving ${stay.length} of ${count} replicas`);
+    if (typeof count === "number" && stay.length < count)
+      problems.push(`${removed.map(nameOf).join(", ")} dropped, leaving ${stay.length} of ${count} replicas`);
   }
   const observedNames = new Set(observedReplicas.map(nameOf));
   for (const made of returned.filter((c) => !observedNames.has(nameOf(c)))) {
     if (returned.some((other) => other !== made && poolOf(other) === poolOf(made))) {
-      problems.push(`new replica ${nameOf(made)} is on pool ${String(poolOf(made))}, which already holds one of the volume`);
+      problems.push(
+        `new replica ${nameOf(made)} is on pool ${String(poolOf(made))}, which already holds one of the volume`,
+      );
     }
   }
   return problems;
@@ -268,16 +342,20 @@ export function cvcSyncProblems(request: unknown, response: unknown): string[] {
 /** cvc-finalize: finalized only once no replica is observed (their data is gone from the pools). */
 export function cvcFinalizeProblems(request: unknown, response: unknown): string[] {
   const replicas = observed(field(request, "children"), TYPE_KEY.cvr);
-  return field(response, "finalized") === true && replicas.length > 0 ? [`finalized while ${replicas.length} replica(s) are observed`] : [];
+  return field(response, "finalized") === true && replicas.length > 0
+    ? [`finalized while ${replicas.length} replica(s) are observed`]
+    : [];
 }
 
 /** cv-status: the phase is one of the CStorVolume's, and no more replicas are healthy than are related. */
 export function cvStatusProblems(request: unknown, response: unknown): string[] {
   const problems: string[] = [];
   const phase = field(response, "status", "phase");
-  if (phase !== undefined && !(CV_PHASES as readonly unknown[]).includes(phase)) problems.push(`phase ${JSON.stringify(phase)} is not a CStorVolume phase`);
+  if (phase !== undefined && !(CV_PHASES as readonly unknown[]).includes(phase))
+    problems.push(`phase ${JSON.stringify(phase)} is not a CStorVolume phase`);
   const healthy = field(response, "status", "healthyReplicas");
   const related = observed(field(request, "related"), TYPE_KEY.cvr).length;
-  if (typeof healthy === "number" && healthy > related) problems.push(`${healthy} healthy replicas reported, ${related} related`);
+  if (typeof healthy === "number" && healthy > related)
+    problems.push(`${healthy} healthy replicas reported, ${related} related`);
   return problems;
 }

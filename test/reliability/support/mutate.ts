@@ -11,7 +11,8 @@ type Path = (string | number)[];
 export function pathsOf(value: Json, prefix: Path = [], out: Path[] = []): Path[] {
   out.push(prefix);
   if (Array.isArray(value)) value.forEach((item, i) => pathsOf(item, [...prefix, i], out));
-  else if (value !== null && typeof value === "object") for (const key of Object.keys(value)) pathsOf(value[key], [...prefix, key], out);
+  else if (value !== null && typeof value === "object")
+    for (const key of Object.keys(value)) pathsOf(value[key], [...prefix, key], out);
   return out;
 }
 
@@ -65,7 +66,17 @@ export function render(doc: Json): string {
   });
 }
 
-const KINDS = ["CStorPoolCluster", "CStorPoolInstance", "BlockDevice", "BlockDeviceClaim", "Deployment", "Node", "Pod", "", "cstorpoolcluster"];
+const KINDS = [
+  "CStorPoolCluster",
+  "CStorPoolInstance",
+  "BlockDevice",
+  "BlockDeviceClaim",
+  "Deployment",
+  "Node",
+  "Pod",
+  "",
+  "cstorpoolcluster",
+];
 
 /** Strings that break naive code: huge, empty, unicode edge cases, path tricks, shell metacharacters. */
 const oddString: fc.Arbitrary<string> = fc.oneof(
@@ -106,7 +117,9 @@ const replacements: fc.Arbitrary<{ name: string; replace: Replacement }> = fc.on
   fc.constantFrom(...KINDS).map((kind) => ({
     name: "wrong kind",
     replace: (original: Json | undefined) =>
-      original !== null && typeof original === "object" && !Array.isArray(original) ? { ...original, kind } : kind,
+      original !== null && typeof original === "object" && !Array.isArray(original)
+        ? { ...original, kind }
+        : kind,
   })),
   // Another part of the same request in this place: a CSPI where a claim was, a device list in a pool, ...
   fc.constant({
@@ -149,7 +162,9 @@ export const shapeKeepingMutation: fc.Arbitrary<Mutation> = fc
       const all = pathsOf(doc);
       const path = all[where % all.length];
       const value = getAt(doc, path);
-      const sameType = all.map((p) => getAt(doc, p)).filter((v) => typeof v === typeof value && Array.isArray(v) === Array.isArray(value));
+      const sameType = all
+        .map((p) => getAt(doc, p))
+        .filter((v) => typeof v === typeof value && Array.isArray(v) === Array.isArray(value));
       const other = structuredClone(sameType[pick % sameType.length] ?? null);
       if (typeof value === "string") return setAt(doc, path, variant === 0 ? odd : other);
       if (typeof value === "number") return setAt(doc, path, variant === 0 ? number : other);
@@ -178,26 +193,61 @@ export interface TextMutation {
 
 /** Mutations of the request's bytes; most make it invalid JSON, some keep it valid but surprising. */
 export const textMutation: fc.Arbitrary<TextMutation> = fc.oneof(
-  fc.nat().map((at) => ({ describe: `truncated at ${at}`, apply: (t: string) => t.slice(0, at % Math.max(1, t.length)) })),
-  fc.tuple(fc.nat(), fc.constantFrom('"kind":"Pod"', '"parent":null', '"spec":{}', '"metadata":7', '"children":[]', '"object":"x"')).map(([at, pair]) => ({
-    // A duplicate key after an existing one wins in JSON.parse, exactly as in Go's decoder: the late value is the one used.
-    describe: `duplicate key ${pair} in object #${at}`,
-    apply: (t: string) => {
-      const closers = [...t.matchAll(/}/g)].map((m) => m.index);
-      if (closers.length === 0) return t;
-      const i = closers[at % closers.length];
-      const open = t.lastIndexOf("{", i);
-      const empty = t.slice(open + 1, i).trim() === "";
-      return `${t.slice(0, i)}${empty ? "" : ","}${pair}${t.slice(i)}`;
-    },
-  })),
-  fc.tuple(fc.nat(), fc.constantFrom("\u0000", "\ufeff", "}", "]", ",", '"', "\\", "\u00ff", "NaN", "Infinity", "undefined", "01")).map(([at, bytes]) => ({
-    describe: `inserted ${JSON.stringify(bytes)} at ${at}`,
-    apply: (t: string) => {
-      const i = at % Math.max(1, t.length);
-      return t.slice(0, i) + bytes + t.slice(i);
-    },
-  })),
+  fc
+    .nat()
+    .map((at) => ({
+      describe: `truncated at ${at}`,
+      apply: (t: string) => t.slice(0, at % Math.max(1, t.length)),
+    })),
+  fc
+    .tuple(
+      fc.nat(),
+      fc.constantFrom(
+        '"kind":"Pod"',
+        '"parent":null',
+        '"spec":{}',
+        '"metadata":7',
+        '"children":[]',
+        '"object":"x"',
+      ),
+    )
+    .map(([at, pair]) => ({
+      // A duplicate key after an existing one wins in JSON.parse, exactly as in Go's decoder: the late value is the one used.
+      describe: `duplicate key ${pair} in object #${at}`,
+      apply: (t: string) => {
+        const closers = [...t.matchAll(/}/g)].map((m) => m.index);
+        if (closers.length === 0) return t;
+        const i = closers[at % closers.length];
+        const open = t.lastIndexOf("{", i);
+        const empty = t.slice(open + 1, i).trim() === "";
+        return `${t.slice(0, i)}${empty ? "" : ","}${pair}${t.slice(i)}`;
+      },
+    })),
+  fc
+    .tuple(
+      fc.nat(),
+      fc.constantFrom(
+        "\u0000",
+        "\ufeff",
+        "}",
+        "]",
+        ",",
+        '"',
+        "\\",
+        "\u00ff",
+        "NaN",
+        "Infinity",
+        "undefined",
+        "01",
+      ),
+    )
+    .map(([at, bytes]) => ({
+      describe: `inserted ${JSON.stringify(bytes)} at ${at}`,
+      apply: (t: string) => {
+        const i = at % Math.max(1, t.length);
+        return t.slice(0, i) + bytes + t.slice(i);
+      },
+    })),
   fc.constantFrom("", " ", "null", "[]", "0", '"x"', "true", "{}", "{".repeat(100_000)).map((text) => ({
     describe: `body ${JSON.stringify(text.slice(0, 12))}`,
     apply: () => text,

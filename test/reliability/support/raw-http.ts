@@ -40,7 +40,9 @@ export class RawConnection {
 
   /** Resolves once the bytes are handed to the kernel (on loopback: in the server's receive queue). */
   send(text: string): Promise<void> {
-    return new Promise((resolve, reject) => this.socket.write(text, (err) => (err ? reject(err) : resolve())));
+    return new Promise((resolve, reject) =>
+      this.socket.write(text, (err) => (err ? reject(err) : resolve())),
+    );
   }
 
   /** The next complete response (Content-Length framed, as express answers). */
@@ -48,7 +50,10 @@ export class RawConnection {
     for (;;) {
       const parsed = this.parse();
       if (parsed) return parsed;
-      if (this.closedFlag) throw new Error(`connection closed before a complete response: ${JSON.stringify(this.buffer.slice(0, 200))}`);
+      if (this.closedFlag)
+        throw new Error(
+          `connection closed before a complete response: ${JSON.stringify(this.buffer.slice(0, 200))}`,
+        );
       await new Promise<void>((resolve) => this.waiters.push(resolve));
     }
   }
@@ -70,7 +75,9 @@ export class RawConnection {
     const end = this.buffer.indexOf("\r\n\r\n");
     if (end < 0) return undefined;
     const [statusLine, ...lines] = this.buffer.slice(0, end).split("\r\n");
-    const headers = Object.fromEntries(lines.map((l) => [l.slice(0, l.indexOf(":")).toLowerCase(), l.slice(l.indexOf(":") + 1).trim()]));
+    const headers = Object.fromEntries(
+      lines.map((l) => [l.slice(0, l.indexOf(":")).toLowerCase(), l.slice(l.indexOf(":") + 1).trim()]),
+    );
     const length = Number(headers["content-length"] ?? 0);
     // Content-Length counts bytes; the buffer holds characters. Responses here are ASCII JSON.
     if (this.buffer.length < end + 4 + length) return undefined;
