@@ -1,15 +1,16 @@
 // The daemon loop, assembled from its parts: the watch cache (node-daemon/watch-cache.ts) says which CSPI
-// changed; the keyed work queue (work-queue.ts) runs one reconcile pass per CSPI at a time for those that
-// concern this node; each pass (reconcile.ts: the pure planner, the executor, the reporter) ends in a status
-// write (status-writer.ts) and Events (lib/events/recorder.ts). Every interval a resync passes every CSPI through
-// the queue, so the heartbeat and time-based decisions move without an event; every relist interval the
-// CSPIs are listed again, so the view cannot go stale even if a watch event was lost.
+// changed; a keyed work queue (work-queue.ts) runs one reconcile pass per CSPI at a time for those that
+// concern this node, and a second one runs one release per CVR whose replica the user confirmed lost; each
+// pass (reconcile.ts: the pure planner, the executor, the reporter) ends in a status write (status-writer.ts)
+// and Events (lib/events/recorder.ts). Every interval a resync passes every CSPI through its queue, so the
+// heartbeat and time-based decisions move without an event; every relist interval the CSPIs are listed
+// again, so the view cannot go stale even if a watch event was lost.
 import { ANNOTATION, FINALIZER, KIND, LABEL, REPLICA_LOST_CONFIRM } from "../api/constants.js";
-import type { CSPI, CVR } from "../api/types.js";
+import type { CSPI, CSPIStatus, CVR } from "../api/types.js";
 import { findCondition } from "../lib/conditions.js";
 import type { Logger } from "../lib/log.js";
 import { zpoolName } from "../lib/names.js";
-import { describeAction, EVENT_REASONS, type ApiActions } from "./executor.js";
+import { describeAction, EVENT_REASONS } from "./executor.js";
 import { IneffectiveBackoff } from "./backoff.js";
 import type { ZfsHost } from "./host.js";
 import type { KubeApi } from "./kube.js";
@@ -17,7 +18,7 @@ import { EventRecorder, type CoreEvent } from "../lib/events/recorder.js";
 import type { DaemonMetrics } from "./metrics.js";
 import type { DeviceInspector } from "./observe.js";
 import type { Action } from "./planner.js";
-import { reconcilePass, type PassResult } from "./reconcile.js";
+import { reconcilePass, type PassDeps, type PassResult } from "./reconcile.js";
 import { replicaEvents, replicaPass, type ReplicaPassResult } from "./replica-pass.js";
 import { replicaStatus, type ReplicaBackend } from "./replicas.js";
 import { CONDITION, type ReplicaCounts } from "./reporter.js";
@@ -48,9 +49,6 @@ export interface DaemonOptions {
   replicaBackend: ReplicaBackend;
 }
 
-/** Work queue keys of lost-replica releases: CSPI names never contain a slash. */
-const LOST_REPLICA_KEY = "cvr/";
-
 /** An action that changed nothing is not tried again for this long, doubled at each further try, up to the maximum. */
 const INEFFECTIVE_BACKOFF_MS = 10 * 60_000;
 const INEFFECTIVE_BACKOFF_MAX_MS = 6 * 60 * 60_000;
@@ -60,7 +58,10 @@ const EVENT_COMPONENT = "cstor-pool-node-daemon";
 export class NodeDaemon {
   private readonly cache: CspiWatchCache;
   private readonly cvrCache: CvrWatchCache;
-  private readonly queue: KeyedWorkQueue;
+  /** Reconcile passes, keyed by CSPI name. */
+  private readonly passes: KeyedWorkQueue;
+  /** Releases of replicas confirmed lost, keyed by CVR name. */
+  private readonly releases: KeyedWorkQueue;
   private readonly statusWriter: ReturnType<typeof cspiStatusWriter>;
   private readonly cvrStatusWriter: ReturnType<typeof cvrStatusWriter>;
   private readonly events: EventRecorder;
@@ -97,22 +98,21 @@ export class NodeDaemon {
       clock: this.clock,
       logger,
     });
-    this.queue = new KeyedWorkQueue(
-      (key) =>
-        key.startsWith(LOST_REPLICA_KEY)
-          ? this.releaseLostReplica(key.slice(LOST_REPLICA_KEY.length))
-          : this.pass(key),
-      {
-        retryMaxMs: this.intervalMs,
-        onError: (name, error) => logger.error("reconcile failed", { cspi: name, error: error.message }),
-      },
-    );
+    const retryMaxMs = this.intervalMs;
+    this.passes = new KeyedWorkQueue((name) => this.pass(name), {
+      retryMaxMs,
+      onError: (name, error) => logger.error("reconcile failed", { cspi: name, error: error.message }),
+    });
+    this.releases = new KeyedWorkQueue((name) => this.releaseLostReplica(name), {
+      retryMaxMs,
+      onError: (name, error) => logger.error("release failed", { cvr: name, error: error.message }),
+    });
     this.cache = new CspiWatchCache({
       kube,
       namespace,
       clock: this.clock,
       logger,
-      onChange: (name) => void this.queue.enqueue(name),
+      onChange: (name) => void this.passes.enqueue(name),
       onDelete: (name) => this.forget(name),
       isOwnEcho: (cached, incoming) => this.statusWriter.isOwnEcho(cached, incoming),
       ...(metrics ? { onRelist: (reason: string) => metrics.relisted(reason) } : {}),
@@ -141,7 +141,7 @@ export class NodeDaemon {
     const release = this.options.host.shareSnapshots();
     try {
       await this.cache.start();
-      await this.queue.idle();
+      await Promise.all([this.passes.idle(), this.releases.idle()]);
     } finally {
       release();
     }
@@ -164,7 +164,7 @@ export class NodeDaemon {
     this.timers.forEach(clearInterval);
     this.cache.stop();
     this.cvrCache.stop();
-    await this.queue.stop();
+    await Promise.all([this.passes.stop(), this.releases.stop()]);
   }
 
   /**
@@ -185,8 +185,11 @@ export class NodeDaemon {
       const lost = this.cvrCache
         .values()
         .filter(releaseRequested)
-        .map((cvr) => `${LOST_REPLICA_KEY}${cvr.metadata.name ?? ""}`);
-      await Promise.allSettled([...this.cache.names(), ...lost].map((key) => this.queue.enqueue(key)));
+        .map((cvr) => cvr.metadata.name ?? "");
+      await Promise.allSettled([
+        ...this.cache.names().map((name) => this.passes.enqueue(name)),
+        ...lost.map((name) => this.releases.enqueue(name)),
+      ]);
     } finally {
       release();
     }
@@ -196,9 +199,8 @@ export class NodeDaemon {
   /** A CVR changed or went: its pool's pass looks after it (and recounts); a release request gets its own. */
   private replicaChanged(cvr: CVR | undefined): void {
     const pool = cvr?.metadata.labels?.[LABEL.replicaPool];
-    if (pool && this.cache.get(pool)) void this.queue.enqueue(pool);
-    if (cvr && releaseRequested(cvr))
-      void this.queue.enqueue(`${LOST_REPLICA_KEY}${cvr.metadata.name ?? ""}`);
+    if (pool && this.cache.get(pool)) void this.passes.enqueue(pool);
+    if (cvr && releaseRequested(cvr)) void this.releases.enqueue(cvr.metadata.name ?? "");
   }
 
   /** The CVRs naming this CSPI, or undefined while the CVR view is not complete (unknown). */
@@ -217,46 +219,34 @@ export class NodeDaemon {
     if (!cvr || this.stopping || !releaseRequested(cvr) || !this.cache.synced()) return "done";
     const cspiName = cvr.metadata.labels?.[LABEL.replicaPool] ?? "";
     const cspi = cspiName ? this.cache.get(cspiName) : undefined;
-    const poolLost = findCondition(cspi?.status?.conditions, CONDITION.poolLost)?.status === "True";
-    if (this.heldPools.has(zpoolName(cspiName)) || (cspi && !poolLost)) {
+    if (this.heldPools.has(zpoolName(cspiName)) || (cspi && !reportsPoolLost(cspi))) {
       // Said once, by the daemon of the pool's node: the others have nothing to add.
-      if (cspi && cspi.spec?.hostName === this.hostName) {
-        await this.events.record(cvr, [
-          {
-            type: "Warning",
-            reason: "ReleaseRefused",
-            message:
-              `${ANNOTATION.replicaLost}=${REPLICA_LOST_CONFIRM} is refused: pool ${zpoolName(cspiName)} of CStorPoolInstance ${cspiName} is not lost ` +
-              `(phase ${cspi.status?.phase ?? "unknown"}); the node daemon of ${cspi.spec.hostName} destroys the replica when its pool is back. Remove the annotation`,
-          },
-        ]);
-      }
+      if (cspi && cspi.spec?.hostName === this.hostName)
+        await this.events.record(cvr, [releaseRefused(cspiName, cspi)]);
       return "done";
     }
+    const removal = await this.removeLostReplicaFinalizer(cvr);
+    if (removal !== "removed") return removal;
+    this.options.logger.warn("released a lost replica without destroying it", { cvr: name, cspi: cspiName });
+    await this.events.record(cvr, [replicaReleased(cvr, cspiName, cspi)]);
+    return "done";
+  }
+
+  /** "removed", or the release's outcome when the finalizer could not be removed. */
+  private async removeLostReplicaFinalizer(cvr: CVR): Promise<"removed" | PassOutcome> {
     try {
       await this.options.kube.removeCvrFinalizer(cvr, FINALIZER.replicaProtection, { exactly: true });
+      return "removed";
     } catch (error) {
       // 422: the CVR changed since it was judged (another daemon released it, or the annotation went): its next event decides.
       if ((error as { code?: number }).code === 422 || (error as { code?: number }).code === 404)
         return "done";
       this.options.logger.warn("cannot release the lost replica", {
-        cvr: name,
+        cvr: cvr.metadata.name ?? "",
         error: (error as Error).message,
       });
       return "retry";
     }
-    const why = cspi
-      ? `CStorPoolInstance ${cspiName} reports its pool lost (PoolLost)`
-      : `CStorPoolInstance ${cspiName || "(none)"} is gone`;
-    this.options.logger.warn("released a lost replica without destroying it", { cvr: name, cspi: cspiName });
-    await this.events.record(cvr, [
-      {
-        type: "Warning",
-        reason: "ReplicaReleased",
-        message: `finalizer removed without destroying the replica, as ${ANNOTATION.replicaLost}=${REPLICA_LOST_CONFIRM} asked: ${why}. If the pool comes back, dataset ${zpoolName(cspiName)}/${cvr.metadata.labels?.[LABEL.replicaVolume] ?? ""} stays on it until removed by hand`,
-      },
-    ]);
-    return "done";
   }
 
   private async refreshHeldPools(): Promise<void> {
@@ -269,10 +259,10 @@ export class NodeDaemon {
 
   private forget(name: string): void {
     this.options.metrics?.forget(name);
-    this.queue.forget(name);
+    this.passes.forget(name);
     this.settledClaims.delete(name);
     this.events.forget(name);
-    this.ineffective.forgetWhere((key) => key.startsWith(`${name}\u0000`));
+    this.ineffective.forgetWhere(keysOfPool(name));
   }
 
   private async pass(name: string): Promise<PassOutcome> {
@@ -309,22 +299,45 @@ export class NodeDaemon {
   }
 
   private async reconcile(cspi: CSPI): Promise<PassOutcome> {
-    const { kube, logger, metrics } = this.options;
     const name = cspi.metadata.name ?? "";
     let replicas: ReplicaPassResult | undefined;
-    const api: ApiActions = {
-      addFinalizer: (c) => kube.addFinalizer(c, FINALIZER.poolProtection),
-      removeFinalizer: (c) => kube.removeFinalizer(c, FINALIZER.poolProtection),
-      clearPredecessor: (namespace, claim) =>
-        kube.removeClaimAnnotation(namespace, claim, ANNOTATION.bdPredecessor),
-      confirmRemoval: (namespace, claim) =>
-        kube.removeClaimAnnotation(namespace, claim, ANNOTATION.bdRemoval),
-    };
     const started = performance.now();
-    const result = await reconcilePass(cspi, {
+    const result = await reconcilePass(
+      cspi,
+      this.passDeps(name, (passed) => (replicas = passed)),
+    );
+    if (replicas) await this.reportReplicas(name, replicas);
+    const latest = result.cspi;
+    this.cache.replace(cspi, latest);
+    await this.events.record(latest ?? cspi, passEvents(result, this.judgeIneffective(name, result)));
+    const outcome =
+      latest && result.status ? await this.writeStatus(latest, result.status, result.restatus) : "done";
+    if (latest) {
+      this.options.metrics?.passed({
+        cspi: latest,
+        seconds: (performance.now() - started) / 1000,
+        now: this.clock(),
+        ...(result.observation ? { observation: result.observation } : {}),
+        ...(result.status ? { status: result.status } : {}),
+      });
+    } else this.options.metrics?.forget(name);
+    return outcome;
+  }
+
+  /** What a pass of this CSPI works with; the replica pass's result goes to `onReplicas` for its report. */
+  private passDeps(name: string, onReplicas: (result: ReplicaPassResult) => void): PassDeps {
+    const { kube, logger, metrics } = this.options;
+    return {
       host: this.options.host,
       inspect: this.options.inspect,
-      api,
+      api: {
+        addFinalizer: (c) => kube.addFinalizer(c, FINALIZER.poolProtection),
+        removeFinalizer: (c) => kube.removeFinalizer(c, FINALIZER.poolProtection),
+        clearPredecessor: (namespace, claim) =>
+          kube.removeClaimAnnotation(namespace, claim, ANNOTATION.bdPredecessor),
+        confirmRemoval: (namespace, claim) =>
+          kube.removeClaimAnnotation(namespace, claim, ANNOTATION.bdRemoval),
+      },
       readClaims: async (c) => {
         const claims = await kube.listClaimAnnotations(c.metadata.namespace ?? "", name);
         if (claimsSettled(c, claims)) this.settledClaims.set(name, deviceKey(c));
@@ -348,7 +361,7 @@ export class NodeDaemon {
       replicas: async (current, observation, statusOwner) => {
         const cvrs = this.replicasOf(name);
         if (!cvrs || !statusOwner) return undefined;
-        replicas = await replicaPass(
+        const passed = await replicaPass(
           {
             host: this.options.host,
             backend: this.options.replicaBackend,
@@ -358,41 +371,36 @@ export class NodeDaemon {
           },
           { pool: zpoolName(current.metadata.name ?? ""), observed: observation?.pool, cvrs },
         );
-        return replicaCounts(replicas);
+        onReplicas(passed);
+        return replicaCounts(passed);
       },
-    });
-    if (replicas) await this.reportReplicas(name, replicas);
-    const latest = result.cspi;
-    this.cache.replace(cspi, latest);
+    };
+  }
+
+  /**
+   * The no-progress guard after a pass: an action no longer planned is forgotten, one that changed nothing is
+   * held back longer. Returns how long each of those is held back.
+   */
+  private judgeIneffective(name: string, result: PassResult): number[] {
     const now = this.clock().getTime();
-    const ofThisPool = (key: string) => key.startsWith(`${name}\u0000`);
     // Only a pass that saw the pool can tell that an action is no longer planned.
     if (result.observation)
       this.ineffective.settle(
-        ofThisPool,
+        keysOfPool(name),
         new Set(result.plan.actions.map((action) => ineffectiveKey(name, action))),
       );
-    const windows = result.ineffective.map((action) =>
-      this.ineffective.strike(ineffectiveKey(name, action), now),
-    );
-    await this.events.record(latest ?? cspi, passEvents(result, windows));
-    let outcome: PassOutcome = "done";
-    if (latest && result.status) {
-      const write = await this.statusWriter.write(latest, result.status, result.restatus);
-      if (write.result === "written") this.cache.replace(write.base, write.object);
-      // The heartbeat and what the pass found must reach the apiserver: try again soon, not at the next resync.
-      if (write.result === "failed") outcome = "retry";
-    }
-    if (latest) {
-      metrics?.passed({
-        cspi: latest,
-        seconds: (performance.now() - started) / 1000,
-        now: this.clock(),
-        ...(result.observation ? { observation: result.observation } : {}),
-        ...(result.status ? { status: result.status } : {}),
-      });
-    } else metrics?.forget(name);
-    return outcome;
+    return result.ineffective.map((action) => this.ineffective.strike(ineffectiveKey(name, action), now));
+  }
+
+  private async writeStatus(
+    latest: CSPI,
+    status: CSPIStatus,
+    restatus: PassResult["restatus"],
+  ): Promise<PassOutcome> {
+    const write = await this.statusWriter.write(latest, status, restatus);
+    if (write.result === "written") this.cache.replace(write.base, write.object);
+    // The heartbeat and what the pass found must reach the apiserver: try again soon, not at the next resync.
+    return write.result === "failed" ? "retry" : "done";
   }
 }
 
@@ -411,6 +419,31 @@ function releaseRequested(cvr: CVR): boolean {
   );
 }
 
+function reportsPoolLost(cspi: CSPI): boolean {
+  return findCondition(cspi.status?.conditions, CONDITION.poolLost)?.status === "True";
+}
+
+function releaseRefused(cspiName: string, cspi: CSPI): CoreEvent {
+  return {
+    type: "Warning",
+    reason: "ReleaseRefused",
+    message:
+      `${ANNOTATION.replicaLost}=${REPLICA_LOST_CONFIRM} is refused: pool ${zpoolName(cspiName)} of CStorPoolInstance ${cspiName} is not lost ` +
+      `(phase ${cspi.status?.phase ?? "unknown"}); the node daemon of ${cspi.spec.hostName} destroys the replica when its pool is back. Remove the annotation`,
+  };
+}
+
+function replicaReleased(cvr: CVR, cspiName: string, cspi: CSPI | undefined): CoreEvent {
+  const why = cspi
+    ? `CStorPoolInstance ${cspiName} reports its pool lost (PoolLost)`
+    : `CStorPoolInstance ${cspiName || "(none)"} is gone`;
+  return {
+    type: "Warning",
+    reason: "ReplicaReleased",
+    message: `finalizer removed without destroying the replica, as ${ANNOTATION.replicaLost}=${REPLICA_LOST_CONFIRM} asked: ${why}. If the pool comes back, dataset ${zpoolName(cspiName)}/${cvr.metadata.labels?.[LABEL.replicaVolume] ?? ""} stays on it until removed by hand`,
+  };
+}
+
 /** Provisioned: every CVR naming the pool, deleted ones included (their data is there until destroyed). */
 function replicaCounts(result: ReplicaPassResult): ReplicaCounts {
   return {
@@ -421,6 +454,11 @@ function replicaCounts(result: ReplicaPassResult): ReplicaCounts {
 
 function ineffectiveKey(cspi: string, action: Action): string {
   return `${cspi}\u0000${action.key}`;
+}
+
+/** Picks the no-progress guard's keys of one CSPI. */
+function keysOfPool(cspi: string): (key: string) => boolean {
+  return (key) => key.startsWith(`${cspi}\u0000`);
 }
 
 /** What a pass tells the user: each action done or failed, each ineffective action, each hold. */
