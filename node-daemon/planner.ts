@@ -100,43 +100,83 @@ const UNIMPORTABLE_STATES = new Set(["FAULTED", "UNAVAIL"]);
 const GROW_MIN_BYTES = 64 * 2 ** 20;
 const GROW_MIN_FRACTION = 0.1;
 
+/** What one step of the planner contributes to the plan: its actions and its holds, each in order. */
+interface Part {
+  actions: Action[];
+  holds: Hold[];
+}
+
+function nothing(): Part {
+  return { actions: [], holds: [] };
+}
+
+function acting(...actions: Action[]): Part {
+  return { actions, holds: [] };
+}
+
+function holding(...holds: (Hold | undefined)[]): Part {
+  return { actions: [], holds: holds.filter((hold) => hold !== undefined) };
+}
+
+/** The parts one after the other: their actions in order, and their holds in order. */
+function joined(...parts: Part[]): Part {
+  return { actions: parts.flatMap((part) => part.actions), holds: parts.flatMap((part) => part.holds) };
+}
+
 export function plan(given: PlanInput): Plan {
   const input = withoutPoolHeldElsewhere(given);
-  const { cspi, observation } = input;
-  const invalid = cspiProblems(cspi, input.deviceRoots);
-  const problems =
-    invalid.length > 0 ? invalid : resolvedPathProblems(cspi, observation.devices, input.deviceRoots);
-  const pool = zpoolName(cspi.metadata.name ?? "");
-  const imported = observation.pool !== undefined;
-  const importedOn = cspi.status?.importedOn ?? "";
-  const target = cspi.spec?.hostName === input.hostName;
+  const target = input.cspi.spec?.hostName === input.hostName;
   const handshake = importHandshake(input);
-  const statusOwner = imported || importedOn === input.nodeName || (target && handshake.allowed);
-  if (problems.length > 0) {
-    return {
-      actions: [],
-      holds: problems.map((message) => ({ reason: "InvalidSpec", message })),
-      statusOwner,
-    };
-  }
-  if (cspi.metadata.deletionTimestamp) return planDeletion(input, pool, handshake, statusOwner);
-  if (!target) {
-    // The pool moved to another node: hand it over (export), which clears status.importedOn.
-    return { actions: imported ? [exportAction(pool)] : [], holds: [], statusOwner };
-  }
-  const actions: Action[] = [];
-  const holds: Hold[] = [];
-  if (input.manageFinalizer && !hasFinalizer(cspi))
-    actions.push({ kind: "add-finalizer", key: "add-finalizer" });
-  if (!observation.pool) {
-    planBringUp(input, pool, handshake, actions, holds);
-    return { actions, holds, statusOwner };
-  }
-  planDayTwo(input, pool, observation.pool, actions, holds);
+  const { actions, holds, scrubWaiting } = planPool(input, target, handshake);
+  return {
+    actions,
+    holds,
+    statusOwner: ownsStatus(input, target, handshake),
+    ...(scrubWaiting ? { scrubWaiting } : {}),
+  };
+}
+
+/** Plan["statusOwner"]: this node holds the pool, or it is the pool's node and nobody else holds it. */
+function ownsStatus(input: PlanInput, target: boolean, handshake: Handshake): boolean {
+  return (
+    input.observation.pool !== undefined ||
+    (input.cspi.status?.importedOn ?? "") === input.nodeName ||
+    (target && handshake.allowed)
+  );
+}
+
+function planPool(
+  input: PlanInput,
+  target: boolean,
+  handshake: Handshake,
+): Part & Pick<Plan, "scrubWaiting"> {
+  const { cspi, observation } = input;
+  const pool = zpoolName(cspi.metadata.name ?? "");
+  const problems = specProblems(input);
+  if (problems.length > 0) return holding(...problems.map((message) => ({ reason: "InvalidSpec", message })));
+  if (cspi.metadata.deletionTimestamp) return planDeletion(input, pool, handshake);
+  // The pool moved to another node: hand it over (export), which clears status.importedOn.
+  if (!target) return observation.pool ? acting(exportAction(pool)) : nothing();
+  const finalizer =
+    input.manageFinalizer && !hasFinalizer(cspi)
+      ? acting({ kind: "add-finalizer", key: "add-finalizer" })
+      : nothing();
+  if (!observation.pool) return joined(finalizer, planBringUp(input, pool, handshake));
+  const dayTwo = joined(finalizer, planDayTwo(input, pool, observation.pool));
   // Last, and only when nothing else is planned or held: a scrub never runs beside a day-2 change.
-  const scrub = planScrub({ cspi, pool, observed: observation.pool, actions, holds, now: input.now });
-  if (scrub.action) actions.push(scrub.action);
-  return { actions, holds, statusOwner, ...(scrub.waiting ? { scrubWaiting: scrub.waiting } : {}) };
+  const scrub = planScrub({ cspi, pool, observed: observation.pool, ...dayTwo, now: input.now });
+  return {
+    ...joined(dayTwo, scrub.action ? acting(scrub.action) : nothing()),
+    ...(scrub.waiting ? { scrubWaiting: scrub.waiting } : {}),
+  };
+}
+
+/** What makes the CSPI unusable as it is: its spec, then the paths its devices resolve to. */
+function specProblems(input: PlanInput): string[] {
+  const invalid = cspiProblems(input.cspi, input.deviceRoots);
+  return invalid.length > 0
+    ? invalid
+    : resolvedPathProblems(input.cspi, input.observation.devices, input.deviceRoots);
 }
 
 /**
@@ -193,45 +233,47 @@ function importHandshake(input: PlanInput): Handshake {
   };
 }
 
-function planDeletion(input: PlanInput, pool: string, handshake: Handshake, statusOwner: boolean): Plan {
+function planDeletion(input: PlanInput, pool: string, handshake: Handshake): Part {
   const { cspi, observation } = input;
   const removal = cspi.metadata.annotations?.[ANNOTATION.poolRemoval] === POOL_REMOVAL_REQUESTED;
-  const finalizer = input.manageFinalizer && hasFinalizer(cspi);
-  const holds: Hold[] = [];
-  if (observation.pool) {
-    if (!removal) return { actions: [exportAction(pool)], holds, statusOwner };
-    const replicaHold = replicasHold(pool, input.replicas);
-    if (replicaHold) return { actions: [], holds: [replicaHold], statusOwner };
-    const volumes = observation.pool.volumes;
-    if (volumes.length > 0) {
-      holds.push({
-        reason: "DestroyRefused",
-        message:
-          `pool ${pool} still holds ${volumes.length} volume(s) (${volumes.slice(0, 5).join(", ")}${volumes.length > 5 ? ", ..." : ""}): ` +
-          `delete or move them first; the pool is kept`,
-      });
-      return { actions: [], holds, statusOwner };
-    }
-    // The real paths, checked against the device roots above: the labels zeroed are the ones just judged.
-    const devices = devicesOf(cspi).map((d) => observation.devices[d.devLink]?.realPath ?? d.devLink);
-    return {
-      actions: [{ kind: "destroy", key: `destroy:${pool}`, pool, clearLabels: devices }],
-      holds,
-      statusOwner,
-    };
-  }
+  if (observation.pool)
+    return removal ? planDestroy(input, pool, observation.pool) : acting(exportAction(pool));
   const target = cspi.spec.hostName === input.hostName;
-  if (removal && target && handshake.allowed) {
-    // Destroying needs the pool imported; its volumes are checked once it is.
-    const candidate = importCandidate(pool, input, holds);
-    if (candidate)
-      return { actions: [importAction(pool, candidate, input, handshake.force)], holds, statusOwner };
+  // Destroying needs the pool imported; its volumes are checked once it is.
+  const lookup: Lookup = removal && target && handshake.allowed ? importCandidate(pool, input) : {};
+  if (lookup.candidate)
+    return acting(importAction(input, pool, lookup.candidate, { force: handshake.force }));
+  return joined(holding(lookup.hold), releaseFinalizer(input, handshake, target));
+}
+
+/** A pool marked for removal is destroyed once nothing holds data on it. */
+function planDestroy(input: PlanInput, pool: string, observed: PoolObservation): Part {
+  const replicaHold = replicasHold(pool, input.replicas);
+  if (replicaHold) return holding(replicaHold);
+  const volumes = observed.volumes;
+  if (volumes.length > 0) {
+    return holding({
+      reason: "DestroyRefused",
+      message:
+        `pool ${pool} still holds ${volumes.length} volume(s) (${volumes.slice(0, 5).join(", ")}${volumes.length > 5 ? ", ..." : ""}): ` +
+        `delete or move them first; the pool is kept`,
+    });
   }
-  if (!finalizer) return { actions: [], holds, statusOwner };
+  // The real paths, checked against the device roots above: the labels zeroed are the ones just judged.
+  const devices = devicesOf(input.cspi).map(
+    (d) => input.observation.devices[d.devLink]?.realPath ?? d.devLink,
+  );
+  return acting({ kind: "destroy", key: `destroy:${pool}`, pool, clearLabels: devices });
+}
+
+/** A deleted CSPI whose pool is not here lets go once this node is the one that had it, or its target. */
+function releaseFinalizer(input: PlanInput, handshake: Handshake, target: boolean): Part {
+  const { cspi } = input;
+  if (!(input.manageFinalizer && hasFinalizer(cspi))) return nothing();
   const mine = (cspi.status?.importedOn ?? "") === input.nodeName || target;
-  if (!mine) return { actions: [], holds, statusOwner };
-  if (!handshake.allowed) return { actions: [], holds: handshake.hold ? [handshake.hold] : [], statusOwner };
-  return { actions: [{ kind: "remove-finalizer", key: "remove-finalizer" }], holds, statusOwner };
+  if (!mine) return nothing();
+  if (!handshake.allowed) return holding(handshake.hold);
+  return acting({ kind: "remove-finalizer", key: "remove-finalizer" });
 }
 
 /** A pool named by any CStorVolumeReplica, or whose replicas cannot be counted, is never destroyed. */
@@ -252,57 +294,50 @@ function replicasHold(pool: string, replicas: readonly string[] | undefined): Ho
   };
 }
 
-function planBringUp(
-  input: PlanInput,
-  pool: string,
-  handshake: Handshake,
-  actions: Action[],
-  holds: Hold[],
-): void {
-  const { cspi, observation } = input;
-  if (!handshake.allowed) {
-    if (handshake.hold) holds.push(handshake.hold);
-    return;
-  }
-  const candidate = importCandidate(pool, input, holds);
-  if (candidate) {
-    if (UNIMPORTABLE_STATES.has(candidate.pool.state)) {
-      holds.push({
-        reason: "ImportFailed",
-        message: `pool ${pool} was found on the devices but cannot be imported: it is ${candidate.pool.state}${candidate.pool.status ? ` (${candidate.pool.status})` : ""}`,
-      });
-      return;
-    }
-    actions.push(importAction(pool, candidate, input, handshake.force));
-    return;
-  }
-  if (holds.length > 0) return;
-  if (cspi.status?.poolName) {
+/** A pool that is not imported here: imported, adopted or created, in that order of preference. */
+function planBringUp(input: PlanInput, pool: string, handshake: Handshake): Part {
+  if (!handshake.allowed) return holding(handshake.hold);
+  const lookup = importCandidate(pool, input);
+  if (lookup.candidate) return planImport(input, pool, lookup.candidate, handshake.force);
+  if (lookup.hold) return holding(lookup.hold);
+  if (input.cspi.status?.poolName) {
     // Created before: never create again over what may still be the data.
-    holds.push({
+    return holding({
       reason: "ImportFailed",
       message:
         `pool ${pool} existed but is neither imported nor importable from ${importDescription(input)}: ` +
         `check that the block devices are attached to node ${input.hostName}; the daemon never re-creates a pool that existed`,
     });
-    return;
   }
-  const existing = cspi.spec.poolConfig?.existingPoolName;
+  const existing = input.cspi.spec.poolConfig?.existingPoolName;
   if (existing && existing !== pool) {
     // Another operator's pool, taken over (docs/decisions.md, 30): imported and renamed, never created over.
-    const adopted = adoptionCandidate(existing, pool, input, holds);
-    if (adopted) actions.push(importAction(pool, adopted, input, false, existing));
-    return;
+    const adopted = adoptionCandidate(existing, pool, input);
+    return adopted.candidate
+      ? acting(importAction(input, pool, adopted.candidate, { force: false, renamedFrom: existing }))
+      : holding(adopted.hold);
   }
+  return planCreate(input, pool);
+}
+
+function planImport(input: PlanInput, pool: string, candidate: ImportCandidate, force: boolean): Part {
+  if (UNIMPORTABLE_STATES.has(candidate.pool.state)) {
+    return holding({
+      reason: "ImportFailed",
+      message: `pool ${pool} was found on the devices but cannot be imported: it is ${candidate.pool.state}${candidate.pool.status ? ` (${candidate.pool.status})` : ""}`,
+    });
+  }
+  return acting(importAction(input, pool, candidate, { force }));
+}
+
+function planCreate(input: PlanInput, pool: string): Part {
+  const { cspi } = input;
   const force = cspi.metadata.annotations?.[ANNOTATION.forceCreate] === "true";
   const devices = devicesOf(cspi);
-  const blocked = deviceBlocks(devices, observation, pool, force);
-  if (blocked.length > 0) {
-    holds.push(...blocked);
-    return;
-  }
+  const blocked = deviceBlocks(devices, input.observation, pool, force);
+  if (blocked.length > 0) return holding(...blocked);
   const config = cspi.spec.poolConfig ?? {};
-  actions.push({
+  return acting({
     kind: "create",
     key: `create:${pool}`,
     pool,
@@ -314,54 +349,56 @@ function planBringUp(
   });
 }
 
-function importCandidate(pool: string, input: PlanInput, holds: Hold[]): ImportCandidate | undefined {
-  const named = input.observation.importable.filter((c) => c.pool.name === pool);
-  if (named.length === 0) return undefined;
-  // The same pool may be listed by the cachefile and the scan; distinct ids are distinct pools.
+/** The pool to import, or why none can be; neither when there is none to import. */
+interface Lookup {
+  candidate?: ImportCandidate;
+  hold?: Hold;
+}
+
+/** The importable pools of this name, one per pool id: the cachefile and the scan may list the same pool. */
+function distinctImportable(observation: Observation, name: string): ImportCandidate[] {
   const byId = new Map<string, ImportCandidate>();
-  for (const candidate of named) {
+  for (const candidate of observation.importable) {
     const id = candidate.pool.id ?? "";
-    if (!byId.has(id)) byId.set(id, candidate);
+    if (candidate.pool.name === name && !byId.has(id)) byId.set(id, candidate);
   }
-  const distinct = [...byId.values()];
-  if (distinct.length === 1) return distinct[0];
+  return [...byId.values()];
+}
+
+function importCandidate(pool: string, input: PlanInput): Lookup {
+  const distinct = distinctImportable(input.observation, pool);
+  if (distinct.length <= 1) return distinct.length === 1 ? { candidate: distinct[0] } : {};
   const devices = devicesOf(input.cspi);
   const ours = distinct.filter((c) =>
     allLeaves(c.pool.layout).some((leaf) =>
       devices.some((d) => sameDevice(leaf, d.devLink, input.observation.devices[d.devLink])),
     ),
   );
-  if (ours.length === 1) return ours[0];
-  holds.push({
-    reason: "ImportAmbiguous",
-    message: `${distinct.length} different pools named ${pool} can be imported (ids ${distinct.map((c) => c.pool.id).join(", ")}): import the right one by hand with zpool import <id>`,
-  });
-  return undefined;
+  if (ours.length === 1) return { candidate: ours[0] };
+  return {
+    hold: {
+      reason: "ImportAmbiguous",
+      message: `${distinct.length} different pools named ${pool} can be imported (ids ${distinct.map((c) => c.pool.id).join(", ")}): import the right one by hand with zpool import <id>`,
+    },
+  };
 }
 
 /**
  * The pool named `existing` (poolConfig.existingPoolName) to import as `pool`: only when it is found exactly
  * once on the CSPI's devices, can be opened, and holds exactly the CSPI's devices. Otherwise a hold says why.
  */
-function adoptionCandidate(
-  existing: string,
-  pool: string,
-  input: PlanInput,
-  holds: Hold[],
-): ImportCandidate | undefined {
+function adoptionCandidate(existing: string, pool: string, input: PlanInput): Lookup {
   const { observation } = input;
-  const hold = (reason: string, message: string): undefined =>
-    void holds.push({ reason, message: `pool ${existing} (poolConfig.existingPoolName) ${message}` });
+  const hold = (reason: string, message: string): Lookup => ({
+    hold: { reason, message: `pool ${existing} (poolConfig.existingPoolName) ${message}` },
+  });
   if (observation.imported.some((p) => p.name === existing)) {
     return hold(
       "AdoptionWaiting",
       `is imported on this node under its old name: export it (zpool export ${existing}) and it is imported as ${pool}; nothing is created over its devices`,
     );
   }
-  const byId = new Map<string, ImportCandidate>();
-  for (const c of observation.importable)
-    if (c.pool.name === existing && !byId.has(c.pool.id ?? "")) byId.set(c.pool.id ?? "", c);
-  const found = [...byId.values()];
+  const found = distinctImportable(observation, existing);
   if (found.length === 0) {
     return hold(
       "AdoptionWaiting",
@@ -391,15 +428,14 @@ function adoptionCandidate(
       `does not hold exactly the CSPI's devices (${[unlisted.length > 0 ? `in the pool, not listed: ${unlisted.join(", ")}` : "", absent.length > 0 ? `listed, not in the pool: ${absent.join(", ")}` : ""].filter(Boolean).join("; ")}): fix the CStorPoolCluster's pool spec to what zpool import shows; nothing is imported or created`,
     );
   }
-  return candidate;
+  return { candidate };
 }
 
 function importAction(
+  input: PlanInput,
   pool: string,
   candidate: ImportCandidate,
-  input: PlanInput,
-  force: boolean,
-  renamedFrom?: string,
+  how: { force: boolean; renamedFrom?: string },
 ): Action {
   const cachefile = input.cspi.spec.poolConfig?.cacheFile;
   return {
@@ -409,8 +445,8 @@ function importAction(
     ...(candidate.pool.id ? { id: candidate.pool.id } : {}),
     from: candidate.source,
     ...(cachefile ? { cachefile } : {}),
-    force,
-    ...(renamedFrom ? { renamedFrom } : {}),
+    force: how.force,
+    ...(how.renamedFrom ? { renamedFrom: how.renamedFrom } : {}),
   };
 }
 
@@ -458,48 +494,46 @@ function deviceBlocks(
   pool: string,
   force: boolean,
 ): Hold[] {
-  const holds: Hold[] = [];
-  for (const device of devices) {
-    const info = observation.devices[device.devLink];
-    if (!info?.exists) {
-      holds.push({
-        reason: "DeviceMissing",
-        message: `block device ${device.blockDeviceName} (${device.devLink}) does not exist on this node: attach it or fix ${device.source}`,
-      });
-      continue;
-    }
-    const tooSmall = info.size === undefined ? undefined : deviceSizeProblem(info.size);
-    if (tooSmall) {
-      holds.push({
-        reason: "DeviceTooSmall",
-        message: `block device ${device.blockDeviceName} (${device.devLink}) ${tooSmall}: attach a larger device or fix ${device.source}`,
-      });
-      continue;
-    }
-    const active = poolHoldingDevice(observation.imported, device.devLink, info, (p) => p.name === pool);
-    if (active) {
-      holds.push({
-        reason: "DeviceInUse",
-        message: `block device ${device.blockDeviceName} (${device.devLink}) belongs to imported pool ${active.name}: it is never reused`,
-      });
-      continue;
-    }
-    const exported = poolHoldingDevice(
-      observation.importable.map((c) => c.pool),
-      device.devLink,
-      info,
-      (p) => p.name === pool,
-    );
-    if (exported && !force) {
-      holds.push({
-        reason: "DeviceInUse",
-        message:
-          `block device ${device.blockDeviceName} (${device.devLink}) carries a label of exported pool ${exported.name}: ` +
-          `import that pool, or clear the device, or annotate the CSPI with ${ANNOTATION.forceCreate}=true to overwrite it`,
-      });
-    }
+  return devices.flatMap((device) => deviceBlock(device, { observation, pool, force }) ?? []);
+}
+
+/** Why this device must not be used, if it must not; the first reason only. */
+function deviceBlock(
+  device: ListedDevice,
+  { observation, pool, force }: { observation: Observation; pool: string; force: boolean },
+): Hold | undefined {
+  const info = observation.devices[device.devLink];
+  const named = `block device ${device.blockDeviceName} (${device.devLink})`;
+  if (!info?.exists) {
+    return {
+      reason: "DeviceMissing",
+      message: `${named} does not exist on this node: attach it or fix ${device.source}`,
+    };
   }
-  return holds;
+  const tooSmall = info.size === undefined ? undefined : deviceSizeProblem(info.size);
+  if (tooSmall) {
+    return {
+      reason: "DeviceTooSmall",
+      message: `${named} ${tooSmall}: attach a larger device or fix ${device.source}`,
+    };
+  }
+  const ours = (p: PoolStatus) => p.name === pool;
+  const active = poolHoldingDevice(observation.imported, device.devLink, info, ours);
+  if (active) {
+    return {
+      reason: "DeviceInUse",
+      message: `${named} belongs to imported pool ${active.name}: it is never reused`,
+    };
+  }
+  const importable = observation.importable.map((c) => c.pool);
+  const exported = poolHoldingDevice(importable, device.devLink, info, ours);
+  if (!exported || force) return undefined;
+  return {
+    reason: "DeviceInUse",
+    message:
+      `${named} carries a label of exported pool ${exported.name}: ` +
+      `import that pool, or clear the device, or annotate the CSPI with ${ANNOTATION.forceCreate}=true to overwrite it`,
+  };
 }
 
 const SECTION_OF_ROLE: Record<GroupRole, Section> = {
@@ -509,147 +543,203 @@ const SECTION_OF_ROLE: Record<GroupRole, Section> = {
   spare: "spares",
 };
 
-function planDayTwo(
-  input: PlanInput,
-  pool: string,
-  observed: PoolObservation,
-  actions: Action[],
-  holds: Hold[],
-): void {
+/** The imported pool as day-2 planning reads it, next to the devices the CSPI lists. */
+interface PoolView {
+  pool: string;
+  observation: Observation;
+  layout: PoolStatus["layout"];
+  listed: ListedDevice[];
+  /** The CSPI's force-create annotation: devices labelled by an exported pool may be used. */
+  force: boolean;
+  info: (devLink: string) => Observation["devices"][string];
+  inPool: (devLink: string) => boolean;
+  isListed: (leaf: Vdev) => boolean;
+}
+
+/** One raid group of the CSPI and its devices, as the pool has them. */
+interface GroupView {
+  group: CSPIRaidGroup;
+  role: GroupRole;
+  devices: ListedDevice[];
+  /** Devices the pool does not have yet. */
+  fresh: ListedDevice[];
+  /** Fresh devices nothing keeps from being used. */
+  usable: ListedDevice[];
+  /** The group, in messages. */
+  where: string;
+}
+
+/** What one raid group asks of the pool: the plan runs every group's replacements before any addition. */
+interface GroupPlan {
+  replacements: Action[];
+  additions: Action[];
+  holds: Hold[];
+}
+
+function planDayTwo(input: PlanInput, pool: string, observed: PoolObservation): Part {
   const { cspi, observation } = input;
-  const force = cspi.metadata.annotations?.[ANNOTATION.forceCreate] === "true";
   const listed = devicesOf(cspi);
   const layout = observed.status.layout;
   const info = (devLink: string) => observation.devices[devLink];
-  const inPool = (devLink: string) =>
-    allLeaves(layout).some((leaf) => sameDevice(leaf, devLink, info(devLink)));
-  const isListed = (leaf: Vdev) => listed.some((d) => sameDevice(leaf, d.devLink, info(d.devLink)));
-  const replacements: Action[] = [];
-  const additions: Action[] = [];
-  const removals: Action[] = [];
-
-  cspi.spec.raidGroups.forEach((group, g) => {
-    const role = groupRole(group);
-    const section = layout[SECTION_OF_ROLE[role]];
-    const devices = listed.filter((d) => d.group === g);
-    const fresh = devices.filter((d) => !inPool(d.devLink));
-    const usable = fresh.filter((d) => deviceBlocks([d], observation, pool, force).length === 0);
-    holds.push(...fresh.flatMap((d) => deviceBlocks([d], observation, pool, force)));
-    const where = `raid group ${g} (${role === "data" ? group.type : role})`;
-    const mismatch = layoutMismatch(group, role, devices, layout, info, `${where} of pool ${pool}`);
-    if (mismatch) {
-      holds.push(mismatch);
-      return;
-    }
-
-    if (role === "spare" || role === "readCache") {
-      if (usable.length > 0)
-        additions.push(
-          addAction(pool, { role, type: "stripe", devices: usable.map((d) => d.devLink) }, force, usable),
-        );
-      return;
-    }
-    if (group.type === "stripe") {
-      if (usable.length > 0)
-        additions.push(
-          addAction(pool, { role, type: "stripe", devices: usable.map((d) => d.devLink) }, force, usable),
-        );
-      return;
-    }
-    const touching = section.filter(
-      (top) =>
-        top.children.length > 0 &&
-        devices.some((d) => leaves([top]).some((leaf) => sameDevice(leaf, d.devLink, info(d.devLink)))),
-    );
-    if (touching.length === 0) {
-      if (fresh.length === devices.length && usable.length === devices.length) {
-        additions.push(addAction(pool, vdevSpec(group), force, usable));
-      }
-      return;
-    }
-    if (touching.length > 1) {
-      holds.push({
-        reason: "GroupMismatch",
-        message: `${where} has devices in ${touching.length} different vdevs of pool ${pool} (${touching.map((t) => t.name).join(", ")}): fix the CSPC`,
-      });
-      return;
-    }
-    const vdev = touching[0];
-    // Members of a replacing vdev that are not listed are on their way out: ZFS detaches them after resilver.
-    const gone = membersOutsideReplacing(vdev).filter((leaf) => !isListed(leaf));
-    const pairs = Math.min(gone.length, usable.length);
-    for (let i = 0; i < pairs; i++) {
-      const old = gone[i];
-      const next = usable[i];
-      replacements.push({
-        kind: "replace",
-        key: `replace:${pool}:${old.name}`,
-        pool,
-        old: old.name,
-        oldDevice: old.device ?? old.name,
-        newDevice: next.devLink,
-        blockDevices: [next.blockDeviceName],
-      });
-    }
-    if (usable.length > pairs) {
-      holds.push({
-        reason: "UnsupportedChange",
-        message: `${where} lists ${usable
-          .slice(pairs)
-          .map((d) => d.blockDeviceName)
-          .join(
-            ", ",
-          )} but no member left the group to be replaced: a ${group.type} group cannot grow by a device`,
-      });
-    }
-    if (gone.length > pairs && fresh.length === 0) {
-      holds.push({
-        reason: "DeviceNotListed",
-        message: `pool ${pool} member ${gone
-          .slice(pairs)
-          .map((l) => l.device ?? l.name)
-          .join(", ")} of ${vdev.name} is no longer listed in ${where}: list its replacement to replace it`,
-      });
-    }
-  });
-
-  // Top-level single devices that nobody lists any more: ZFS cannot take them out of the data.
-  const unlisted = [...layout.data, ...layout.logs].filter(
-    (top) => top.children.length === 0 && !isListed(top),
-  );
-  if (unlisted.length > 0) {
-    holds.push({
-      reason: "DeviceNotListed",
-      message: `pool ${pool} has devices no raid group lists (${unlisted.map((l) => l.device ?? l.name).join(", ")}): striped devices cannot be removed from a pool`,
-    });
-  }
-
-  // Spares and read caches no group lists any more (a device or a whole group removed): they hold no data,
-  // so they leave the pool; a spare standing in for a failed device stays until it is no longer needed.
-  for (const leaf of [...leaves(layout.spares), ...leaves(layout.cache)]) {
-    if (isListed(leaf)) continue;
-    if (leaf.state === "INUSE") {
-      holds.push({
-        reason: "SpareInUse",
-        message: `spare ${leaf.name} is no longer listed but is in use; it is removed once the pool no longer needs it`,
-      });
-    } else
-      removals.push({
-        kind: "remove",
-        key: `remove:${pool}:${leaf.name}`,
-        pool,
-        device: removalTarget(leaf),
-      });
-  }
-
-  actions.push(...replacements, ...additions, ...removals);
+  const view: PoolView = {
+    pool,
+    observation,
+    layout,
+    listed,
+    force: cspi.metadata.annotations?.[ANNOTATION.forceCreate] === "true",
+    info,
+    inPool: (devLink) => allLeaves(layout).some((leaf) => sameDevice(leaf, devLink, info(devLink))),
+    isListed: (leaf) => listed.some((d) => sameDevice(leaf, d.devLink, info(d.devLink))),
+  };
+  const groups = cspi.spec.raidGroups.map((group, g) => planGroup(view, group, g));
+  const leaving = planLeavingCaches(view);
   const grow = growAction(pool, observed, listed, observation);
-  if (grow) actions.push(grow);
-  actions.push(...propertyActions(cspi, pool, observed));
-  if (observation.claims) {
-    actions.push(...predecessorActions(cspi, observed.status, observation));
-    actions.push(...removalConfirmations(cspi, observed.status, observation));
+  return {
+    actions: [
+      ...groups.flatMap((group) => group.replacements),
+      ...groups.flatMap((group) => group.additions),
+      ...leaving.actions,
+      ...(grow ? [grow] : []),
+      ...propertyActions(cspi, pool, observed),
+      ...(observation.claims
+        ? [
+            ...predecessorActions(cspi, observed.status, observation),
+            ...removalConfirmations(cspi, observed.status, observation),
+          ]
+        : []),
+    ],
+    holds: [...groups.flatMap((group) => group.holds), ...unlistedStripes(view), ...leaving.holds],
+  };
+}
+
+function planGroup(view: PoolView, group: CSPIRaidGroup, index: number): GroupPlan {
+  const role = groupRole(group);
+  const devices = view.listed.filter((d) => d.group === index);
+  const fresh = devices.filter((d) => !view.inPool(d.devLink));
+  const blocks = fresh.map((d) => deviceBlock(d, view));
+  const groupView: GroupView = {
+    group,
+    role,
+    devices,
+    fresh,
+    usable: fresh.filter((_d, i) => blocks[i] === undefined),
+    where: `raid group ${index} (${role === "data" ? group.type : role})`,
+  };
+  const blocked = blocks.filter((hold) => hold !== undefined);
+  const mismatch = layoutMismatch(view, groupView);
+  const change = mismatch
+    ? { replacements: [], additions: [], holds: [mismatch] }
+    : groupChange(view, groupView);
+  return { ...change, holds: [...blocked, ...change.holds] };
+}
+
+/** The group's shape matches the pool: its fresh devices are added, or replace members that left it. */
+function groupChange(view: PoolView, groupView: GroupView): GroupPlan {
+  const { group, role, devices, fresh, usable, where } = groupView;
+  const none: GroupPlan = { replacements: [], additions: [], holds: [] };
+  if (role === "spare" || role === "readCache" || group.type === "stripe") {
+    if (usable.length === 0) return none;
+    const vdev: VdevSpec = { role, type: "stripe", devices: usable.map((d) => d.devLink) };
+    return { ...none, additions: [addAction(view, vdev, usable)] };
   }
+  const section = view.layout[SECTION_OF_ROLE[role]];
+  const touching = section.filter(
+    (top) =>
+      top.children.length > 0 &&
+      devices.some((d) => leaves([top]).some((leaf) => sameDevice(leaf, d.devLink, view.info(d.devLink)))),
+  );
+  if (touching.length === 0) {
+    const whole = fresh.length === devices.length && usable.length === devices.length;
+    return whole ? { ...none, additions: [addAction(view, vdevSpec(group), usable)] } : none;
+  }
+  if (touching.length > 1) {
+    return {
+      ...none,
+      holds: [
+        {
+          reason: "GroupMismatch",
+          message: `${where} has devices in ${touching.length} different vdevs of pool ${view.pool} (${touching.map((t) => t.name).join(", ")}): fix the CSPC`,
+        },
+      ],
+    };
+  }
+  return replaceMembers(view, groupView, touching[0]);
+}
+
+/** Members of the group's vdev that the CSPI no longer lists are replaced by its fresh devices, in order. */
+function replaceMembers(view: PoolView, groupView: GroupView, vdev: Vdev): GroupPlan {
+  const { pool } = view;
+  const { group, fresh, usable, where } = groupView;
+  // Members of a replacing vdev that are not listed are on their way out: ZFS detaches them after resilver.
+  const gone = membersOutsideReplacing(vdev).filter((leaf) => !view.isListed(leaf));
+  const pairs = Math.min(gone.length, usable.length);
+  const replacements: Action[] = usable.slice(0, pairs).map((next, i) => ({
+    kind: "replace",
+    key: `replace:${pool}:${gone[i].name}`,
+    pool,
+    old: gone[i].name,
+    oldDevice: gone[i].device ?? gone[i].name,
+    newDevice: next.devLink,
+    blockDevices: [next.blockDeviceName],
+  }));
+  const unmatched: Hold | undefined =
+    usable.length > pairs
+      ? {
+          reason: "UnsupportedChange",
+          message: `${where} lists ${usable
+            .slice(pairs)
+            .map((d) => d.blockDeviceName)
+            .join(
+              ", ",
+            )} but no member left the group to be replaced: a ${group.type} group cannot grow by a device`,
+        }
+      : undefined;
+  const unreplaced: Hold | undefined =
+    gone.length > pairs && fresh.length === 0
+      ? {
+          reason: "DeviceNotListed",
+          message: `pool ${pool} member ${gone
+            .slice(pairs)
+            .map((l) => l.device ?? l.name)
+            .join(", ")} of ${vdev.name} is no longer listed in ${where}: list its replacement to replace it`,
+        }
+      : undefined;
+  return { replacements, additions: [], holds: holding(unmatched, unreplaced).holds };
+}
+
+/** Top-level single devices that nobody lists any more: ZFS cannot take them out of the data. */
+function unlistedStripes(view: PoolView): Hold[] {
+  const unlisted = [...view.layout.data, ...view.layout.logs].filter(
+    (top) => top.children.length === 0 && !view.isListed(top),
+  );
+  if (unlisted.length === 0) return [];
+  return [
+    {
+      reason: "DeviceNotListed",
+      message: `pool ${view.pool} has devices no raid group lists (${unlisted.map((l) => l.device ?? l.name).join(", ")}): striped devices cannot be removed from a pool`,
+    },
+  ];
+}
+
+/**
+ * Spares and read caches no group lists any more (a device or a whole group removed): they hold no data,
+ * so they leave the pool; a spare standing in for a failed device stays until it is no longer needed.
+ */
+function planLeavingCaches(view: PoolView): Part {
+  const { pool } = view;
+  const unlisted = [...leaves(view.layout.spares), ...leaves(view.layout.cache)].filter(
+    (leaf) => !view.isListed(leaf),
+  );
+  return joined(
+    ...unlisted.map((leaf) =>
+      leaf.state === "INUSE"
+        ? holding({
+            reason: "SpareInUse",
+            message: `spare ${leaf.name} is no longer listed but is in use; it is removed once the pool no longer needs it`,
+          })
+        : acting({ kind: "remove", key: `remove:${pool}:${leaf.name}`, pool, device: removalTarget(leaf) }),
+    ),
+  );
 }
 
 /**
@@ -658,20 +748,20 @@ function planDayTwo(
  */
 function removalConfirmations(cspi: CSPI, status: PoolStatus, observation: Observation): Action[] {
   const listed = new Set(devicesOf(cspi).map((d) => d.blockDeviceName));
-  const out: Action[] = [];
-  for (const [device, annotations] of Object.entries(observation.claims ?? {})) {
-    const devLink = annotations[ANNOTATION.bdRemoval];
-    if (devLink === undefined || listed.has(device)) continue;
-    const info = devLink ? observation.devices[devLink] : undefined;
-    if (devLink && allLeaves(status.layout).some((leaf) => sameDevice(leaf, devLink, info))) continue;
-    out.push({
+  const stillInPool = (devLink: string) =>
+    allLeaves(status.layout).some((leaf) => sameDevice(leaf, devLink, observation.devices[devLink]));
+  return Object.entries(observation.claims ?? {})
+    .filter(([device, annotations]) => {
+      const devLink = annotations[ANNOTATION.bdRemoval];
+      return devLink !== undefined && !listed.has(device) && !(devLink && stillInPool(devLink));
+    })
+    .map(([device]): Action => ({
       kind: "confirm-removal",
       key: `confirm-removal:${device}`,
       claim: claimName(device),
       blockDevices: [device],
-    });
-  }
-  return out.sort((a, b) => a.key.localeCompare(b.key));
+    }))
+    .sort((a, b) => a.key.localeCompare(b.key));
 }
 
 /**
@@ -708,14 +798,10 @@ const ROLE_OF_SECTION: Partial<Record<Section, GroupRole>> = {
  * A group whose devices the pool already has in another shape (another type, another role): ZFS converts
  * neither, so nothing is planned for it and the hold says what the pool has and what the CSPI must say again.
  */
-function layoutMismatch(
-  group: CSPIRaidGroup,
-  role: GroupRole,
-  devices: readonly ListedDevice[],
-  layout: PoolStatus["layout"],
-  info: (devLink: string) => Observation["devices"][string],
-  where: string,
-): Hold | undefined {
+function layoutMismatch(view: PoolView, groupView: GroupView): Hold | undefined {
+  const { layout, info } = view;
+  const { group, role, devices } = groupView;
+  const where = `${groupView.where} of pool ${view.pool}`;
   const own = SECTION_OF_ROLE[role];
   // Its own section first: a hot spare at work shows in the data section too, and is still a spare.
   const sections = [own, ...(Object.keys(ROLE_OF_SECTION) as Section[]).filter((section) => section !== own)];
@@ -750,13 +836,13 @@ function unsupported(message: string): Hold {
   return { reason: "UnsupportedChange", message };
 }
 
-function addAction(pool: string, vdev: VdevSpec, force: boolean, devices: readonly ListedDevice[]): Action {
+function addAction(view: PoolView, vdev: VdevSpec, devices: readonly ListedDevice[]): Action {
   return {
     kind: "add",
-    key: `add:${pool}:${vdev.devices.join(",")}`,
-    pool,
+    key: `add:${view.pool}:${vdev.devices.join(",")}`,
+    pool: view.pool,
     vdevs: [vdev],
-    force,
+    force: view.force,
     blockDevices: devices.map((d) => d.blockDeviceName),
   };
 }
@@ -787,51 +873,49 @@ function growAction(
   observation: Observation,
 ): Action | undefined {
   if (observed.size === undefined) return undefined;
-  const members: string[] = [];
-  let expected = 0;
-  for (const top of observed.status.layout.data) {
-    const sizes: number[] = [];
-    for (const leaf of leaves([top])) {
-      const device = listed.find((d) => sameDevice(leaf, d.devLink, observation.devices[d.devLink]));
-      const size = device ? observation.devices[device.devLink]?.size : undefined;
-      if (size === undefined || leaf.state !== "ONLINE") return undefined;
-      sizes.push(size);
-      members.push(leaf.name);
-    }
-    const smallest = Math.min(...sizes);
-    expected += top.children.length === 0 || top.kind === "mirror" ? smallest : smallest * sizes.length;
-  }
+  const data = observed.status.layout.data;
+  /** A member's size, known only for a listed device that is online. */
+  const sizeOf = (leaf: Vdev): number | undefined => {
+    const device = listed.find((d) => sameDevice(leaf, d.devLink, observation.devices[d.devLink]));
+    return device && leaf.state === "ONLINE" ? observation.devices[device.devLink]?.size : undefined;
+  };
+  const tops = data.map((top) => ({ top, sizes: leaves([top]).map(sizeOf) }));
+  if (tops.some(({ sizes }) => sizes.includes(undefined))) return undefined;
+  const expected = tops.reduce((sum, { top, sizes }) => {
+    const known = sizes.filter((size) => size !== undefined);
+    const smallest = Math.min(...known);
+    return sum + (top.children.length === 0 || top.kind === "mirror" ? smallest : smallest * known.length);
+  }, 0);
   if (expected - observed.size < Math.max(GROW_MIN_BYTES, observed.size * GROW_MIN_FRACTION))
     return undefined;
+  const members = data.flatMap((top) => leaves([top]).map((leaf) => leaf.name));
   return { kind: "grow", key: `grow:${pool}:${expected}`, pool, devices: members };
 }
 
 function propertyActions(cspi: CSPI, pool: string, observed: PoolObservation): Action[] {
   const config = cspi.spec.poolConfig ?? {};
-  const out: Action[] = [];
   const compression = config.compression ?? DEFAULTS.compression;
-  if (observed.compression !== undefined && observed.compression !== compression) {
-    out.push(datasetProperty(pool, "compression", compression));
-  }
   const cachefile = config.cacheFile ?? "";
-  if (observed.cachefile !== undefined && observed.cachefile !== cachefile) {
-    out.push({
-      kind: "set-pool-property",
-      key: `set:${pool}:cachefile`,
-      pool,
-      property: "cachefile",
-      value: cachefile || "none",
-    });
-  }
   const readOnly = shouldBeReadOnly(config.roThresholdLimit ?? DEFAULTS.roThresholdLimit, observed.space);
-  if (readOnly !== undefined && observed.readonly !== undefined && observed.readonly !== readOnly) {
-    out.push(datasetProperty(pool, "readonly", readOnly ? "on" : "off"));
-  }
-  return out;
+  return [
+    observed.compression !== undefined && observed.compression !== compression
+      ? datasetProperty(pool, "compression", compression)
+      : undefined,
+    observed.cachefile !== undefined && observed.cachefile !== cachefile
+      ? poolProperty(pool, "cachefile", cachefile || "none")
+      : undefined,
+    readOnly !== undefined && observed.readonly !== undefined && observed.readonly !== readOnly
+      ? datasetProperty(pool, "readonly", readOnly ? "on" : "off")
+      : undefined,
+  ].filter((action) => action !== undefined);
 }
 
 function datasetProperty(dataset: string, property: string, value: string): Action {
   return { kind: "set-dataset-property", key: `set:${dataset}:${property}`, dataset, property, value };
+}
+
+function poolProperty(pool: string, property: string, value: string): Action {
+  return { kind: "set-pool-property", key: `set:${pool}:${property}`, pool, property, value };
 }
 
 /** Read-only once used capacity reaches the limit (percent of used + available); a limit of 100 never. */
@@ -846,20 +930,18 @@ export function shouldBeReadOnly(limit: number, space: PoolObservation["space"])
 /** A replacement is complete when the new device is a plain, healthy member and no resilver runs. */
 function predecessorActions(cspi: CSPI, status: PoolStatus, observation: Observation): Action[] {
   if (status.scan.activity === "resilver" && status.scan.inProgress) return [];
-  const out: Action[] = [];
-  for (const device of devicesOf(cspi)) {
-    const annotations = observation.claims?.[device.blockDeviceName];
-    if (!annotations?.[ANNOTATION.bdPredecessor]) continue;
-    const member = settledMember(status, device.devLink, observation);
-    if (!member) continue;
-    out.push({
+  return devicesOf(cspi)
+    .filter(
+      (device) =>
+        observation.claims?.[device.blockDeviceName]?.[ANNOTATION.bdPredecessor] &&
+        settledMember(status, device.devLink, observation),
+    )
+    .map((device): Action => ({
       kind: "clear-predecessor",
       key: `clear-predecessor:${device.blockDeviceName}`,
       claim: claimName(device.blockDeviceName),
       blockDevices: [device.blockDeviceName],
-    });
-  }
-  return out;
+    }));
 }
 
 function settledMember(status: PoolStatus, devLink: string, observation: Observation): Vdev | undefined {
