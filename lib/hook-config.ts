@@ -16,7 +16,7 @@ export interface PoolPodConfig {
 }
 
 export interface VolumeTargetConfig {
-  /** The volume target (decision 11: logs in to the replicas, mirrors them, serves the LUN on 3260). */
+  /** The volume target (docs/adr/0011-a-replica-is-a-zvol-on-the-pool-data-reaches.md: logs in to the replicas, mirrors them, serves the LUN on 3260). */
   image: string;
   /** Secrets the kubelet uses to pull it; the same list as the pool pod's. */
   imagePullSecrets: string[];

@@ -289,7 +289,7 @@ function planBringUp(
   }
   const existing = cspi.spec.poolConfig?.existingPoolName;
   if (existing && existing !== pool) {
-    // Another operator's pool, taken over (docs/decisions.md, 30): imported and renamed, never created over.
+    // Another operator's pool, taken over (docs/adr/0030-from-storagepoolclaim-and-cstor-openebs-io-v1.md): imported and renamed, never created over.
     const adopted = adoptionCandidate(existing, pool, input, holds);
     if (adopted) actions.push(importAction(pool, adopted, input, false, existing));
     return;

@@ -1,6 +1,6 @@
 // The one express adapter. Hooks are pure functions (body, context) → response; this file only moves
 // JSON in and out, maps errors to status codes, owns /healthz, /readyz and /metrics, and hands the Events a
-// hook emitted to the recorder once the answer is sent (docs/decisions.md, 29).
+// hook emitted to the recorder once the answer is sent (docs/adr/0029-events-on-the-cspc-computed-by-cspc-sync-as-data.md).
 import { randomUUID } from "node:crypto";
 import express, { type NextFunction, type Request, type Response } from "express";
 import { Counter, Histogram, Registry, collectDefaultMetrics } from "prom-client";

@@ -360,7 +360,7 @@ export async function chaosRun(cluster: OwnCluster, options: RunOptions): Promis
   /**
    * The target's part (there is no target here), played after NDM's and the kubelet's every second: a replica
    * added to the volume is rebuilt from the others (the volume's data written into it) once its node daemon made
-   * it, then confirmed caught up (decision 27).
+   * it, then confirmed caught up (docs/adr/0027-volume-day-2-a-new-replica-is-rebuilding.md).
    */
   const playTarget = async () => {
     for (const r of await replicasOfVolume()) {
@@ -553,7 +553,7 @@ export async function chaosRun(cluster: OwnCluster, options: RunOptions): Promis
     await verifyVolume();
     await verifyData();
 
-    // remove-pool: pool B holds a replica of the volume, which moves to pool C (decision 27) before B goes.
+    // remove-pool: pool B holds a replica of the volume, which moves to pool C (docs/adr/0027-volume-day-2-a-new-replica-is-rebuilding.md) before B goes.
     step = "remove-pool";
     await verifyData(pool.B);
     since = Date.now();

@@ -235,7 +235,7 @@ describe("integration: the CSPC admission policy of the default install (no webh
         ),
       ),
     ],
-    // Spares and read caches hold no data: the node daemon removes them from the pool (docs/decisions.md, 26).
+    // Spares and read caches hold no data: the node daemon removes them from the pool (docs/adr/0026-spare-and-read-cache-devices-may-leave-a-live.md).
     ["a spare device removed", edit((p) => (group(p, 0, 3).blockDevices = bds("s1")))],
     ["the read cache group removed", edit((p) => p[0].raidGroups.splice(4, 1))],
     ["a spare swapped for another", edit((p) => (group(p, 0, 3).blockDevices = bds("s1", "s3")))],

@@ -1,4 +1,4 @@
-// Pools on device sets, the node side (docs/decisions.md, 33): a CSPC with a raidz device set of 3 PVCs becomes
+// Pools on device sets, the node side (docs/adr/0033-pools-on-pvcs-device-sets-lowered-to-raid-groups.md): a CSPC with a raidz device set of 3 PVCs becomes
 // an ONLINE zpool on the node its local PVs are on, and count 3 -> 6 adds a second raidz group. Everything is
 // real but Metacontroller: kube-apiserver with kube-controller-manager's PV binder, the project's hooks under
 // the emulated Metacontroller loop (test/support/metacontroller-loop.ts), and one node daemon process per

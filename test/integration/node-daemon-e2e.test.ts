@@ -250,7 +250,7 @@ describe("integration: the node daemon end to end (real processes, real apiserve
       });
       expect(
         env.CSTOR_REPLICA_BACKEND,
-        "replicas are zvols where the DaemonSet runs (docs/decisions.md, 11)",
+        "replicas are zvols where the DaemonSet runs (docs/adr/0011-a-replica-is-a-zvol-on-the-pool-data-reaches.md)",
       ).to.equal("zvol");
     });
 

@@ -1,4 +1,4 @@
-// The node daemon's replica side end to end (docs/decisions.md, 11 and 21): real daemon processes under the
+// The node daemon's replica side end to end (docs/adr/0011-a-replica-is-a-zvol-on-the-pool-data-reaches.md and docs/adr/0021-the-volume-control-plane-placement-phases.md): real daemon processes under the
 // shipped ServiceAccount, RBAC and admission policy, against the real kube-apiserver, each node with a zfs-fuse
 // of its own (test/support/zfs-node.ts). zfs-fuse has no zvols, so the daemons run the file backend
 // (CSTOR_REPLICA_BACKEND=file): a replica is a dataset holding a sparse replica.img. The zvol backend's

@@ -1,4 +1,4 @@
-// Pool pod rollouts one pool at a time (docs/decisions.md, 28) on a real apiserver, with the test driver playing
+// Pool pod rollouts one pool at a time (docs/adr/0028-pool-pod-rollouts-go-one-pool-at-a-time.md) on a real apiserver, with the test driver playing
 // Metacontroller by the controllers we ship and the hook server answering over HTTP: a poolConfig edit that
 // restarts both pool pods reaches one Deployment, the other waits until the first pool is ONLINE with its pod
 // available again. Nothing runs pods here, so the test writes what the node daemon and the Deployment

@@ -3,7 +3,7 @@
 // the sample class becomes a CStorVolumeConfig, then a PV that kube-controller-manager binds; a resize grows
 // the CVC; deleting the PVC deletes (Delete) or keeps (Retain) the volume; a bad class changes nothing and
 // says why on the PVC. The cvc-sync hook's part (a Bound CVC and its CStorVolume's target address) is played
-// by the test, as the kubelet's is elsewhere: no kubelet, no iSCSI initiator here (docs/decisions.md, 22).
+// by the test, as the kubelet's is elsewhere: no kubelet, no iSCSI initiator here (docs/adr/0022-from-a-pvc-to-a-volume-a-decoratorcontroller.md).
 import { readFileSync } from "node:fs";
 import { expect } from "chai";
 import { parse } from "yaml";

@@ -1,4 +1,4 @@
-// Property tests of volume day-2 (decision 27) over random sequences of what users and nodes do: replicaCount
+// Property tests of volume day-2 (docs/adr/0027-volume-day-2-a-new-replica-is-rebuilding.md) over random sequences of what users and nodes do: replicaCount
 // edits, pools marked for removal, replicas going Offline or Healthy, the target confirming a rebuild,
 // replicas declared lost, node daemons destroying deleted replicas. Each answer of cvc-sync is applied as
 // Metacontroller applies it (3-way merge; a child left out is deleted, a replica stays Terminating behind its
