@@ -4,7 +4,7 @@
 // The CSPI is the truth of what a pool holds, so the policy takes the CSPC's CSPIs as params (one evaluation per
 // CSPI, selected by label) and judges the edit against each, as lib/rules/day2.ts does, word for word where it
 // can. Removing a pool that holds volumes, and DELETE while a CSPI reports volumes, are refused as the webhook
-// refuses them (hooks/admission/judge.ts).
+// refuses them (lib/admission/judge.ts).
 // `npm run generate` writes it to metacontroller/base/cspc-policy.yaml; docs/validation.md says what it covers.
 import { API_VERSION, GROUP, KIND, LABEL } from "./constants.js";
 

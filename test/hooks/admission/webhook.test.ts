@@ -189,7 +189,7 @@ describe("admission webhook behind a real kube-apiserver", function () {
       NS,
       "--ignore-not-found",
     ]);
-    // The shared cluster is the default install, where the hook server has no rights (test/integration/rbac).
+    // The shared cluster is the default install, where the hook server has no rights (test/integration/rbac.test.ts).
     await cluster.kubectl([
       "delete",
       "--ignore-not-found",
