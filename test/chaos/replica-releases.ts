@@ -9,8 +9,8 @@ import { Watch } from "@kubernetes/client-node";
 import { API_VERSION, LABEL } from "../../api/constants.js";
 import type { CVR } from "../../api/types.js";
 import { rebuildingSince } from "../../lib/volume/health.js";
-import type { OwnCluster } from "../support/kube.js";
-import { NS } from "./parts.js";
+import type { OwnCluster } from "../../testkit/kube.js";
+import { NS } from "../../testkit/control-plane.js";
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const going = (replica: CVR): boolean => replica.metadata.deletionTimestamp !== undefined;

@@ -8,7 +8,7 @@
 //   (`https://github.com/…/docs/x`) and absolute paths (`/var/lib/zfs`) are not references;
 // - in Markdown, the target of a relative link (`[text](adr/README.md)`), resolved from the file's folder;
 //   links with a scheme (`https:`) and in-page anchors (`#…`) are not.
-// A reference ends before `#` (an anchor) and `:` (a line, `lib/x.ts:12`); trailing punctuation is not part
+// A reference ends before `#` (an anchor) and `:` (a line, `lib/cspc/sync.ts:12`); trailing punctuation is not part
 // of it. One with a placeholder (`<name>`, `NNNN`, `…`, `$VAR`) is skipped; `{a,b}` is expanded; one with
 // `*` is a glob that must match a tracked file or folder; a `.js` path is also satisfied by its `.ts` source
 // (the import spelling of a TypeScript module). A path .gitignore covers names where something is written

@@ -6,7 +6,12 @@ import { API_VERSION, KIND, LABEL, TYPE_KEY } from "../../api/constants.js";
 import type { BlockPoolSpec, CSPC, CSPI } from "../../api/types.js";
 import { buildInventory } from "../../lib/inventory.js";
 import { diffPool } from "../../lib/rules/day2.js";
-import { INSTALL_NAMESPACE as NS, projectInstalled, waitUntil, type KubeCluster } from "../support/kube.js";
+import {
+  INSTALL_NAMESPACE as NS,
+  projectInstalled,
+  waitUntil,
+  type KubeCluster,
+} from "../../testkit/kube.js";
 
 const NAME = "policy-day2";
 const bds = (...names: string[]) => names.map((blockDeviceName) => ({ blockDeviceName }));

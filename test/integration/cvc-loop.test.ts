@@ -7,8 +7,8 @@
 import { expect } from "chai";
 import { ANNOTATION, API_VERSION, FINALIZER, KIND, LABEL } from "../../api/constants.js";
 import { consistencyFactor } from "../../lib/volume/children.js";
-import { getIfPresent, projectInstalled, type KubeCluster } from "../support/kube.js";
-import { MetacontrollerDriver, serveHooks } from "../support/metacontroller-driver.js";
+import { getIfPresent, projectInstalled, type KubeCluster } from "../../testkit/kube.js";
+import { MetacontrollerDriver, serveHooks } from "../../testkit/metacontroller-driver.js";
 
 const NS = "vol-loop";
 const CONTROLLER = "cstor-volume-config";

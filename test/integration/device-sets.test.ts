@@ -6,8 +6,8 @@
 // daemon's part (the pool ONLINE) is played by the test here; no kubelet runs, so no pod binds a claim.
 import { expect } from "chai";
 import { API_VERSION, KIND, LABEL } from "../../api/constants.js";
-import { getIfPresent, installProject, ownCluster, waitUntil, type OwnCluster } from "../support/kube.js";
-import { MetacontrollerDriver, serveHooks, type Obj } from "../support/metacontroller-driver.js";
+import { getIfPresent, installProject, ownCluster, waitUntil, type OwnCluster } from "../../testkit/kube.js";
+import { MetacontrollerDriver, serveHooks, type Obj } from "../../testkit/metacontroller-driver.js";
 
 const NS = "ds-pools";
 const CSPC = "ds";

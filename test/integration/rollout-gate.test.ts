@@ -5,8 +5,8 @@
 // controller would report.
 import { expect } from "chai";
 import { ANNOTATION, API_VERSION, CSPI_CONDITION, KIND, LABEL } from "../../api/constants.js";
-import { getIfPresent, projectInstalled, type KubeCluster } from "../support/kube.js";
-import { MetacontrollerDriver, serveHooks } from "../support/metacontroller-driver.js";
+import { getIfPresent, projectInstalled, type KubeCluster } from "../../testkit/kube.js";
+import { MetacontrollerDriver, serveHooks } from "../../testkit/metacontroller-driver.js";
 
 const NS = "gate-rollout";
 const CSPC = "gate-pools";

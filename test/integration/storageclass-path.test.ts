@@ -8,8 +8,8 @@ import { readFileSync } from "node:fs";
 import { expect } from "chai";
 import { parse } from "yaml";
 import { API_VERSION, KIND, PROVISIONING } from "../../api/constants.js";
-import { installProject, ownCluster, repoPath, waitUntil, type KubeCluster } from "../support/kube.js";
-import { MetacontrollerDriver, serveHooks, type Obj } from "../support/metacontroller-driver.js";
+import { installProject, ownCluster, repoPath, waitUntil, type KubeCluster } from "../../testkit/kube.js";
+import { MetacontrollerDriver, serveHooks, type Obj } from "../../testkit/metacontroller-driver.js";
 
 const NS = "shop";
 const POOLS_NS = "openebs";

@@ -18,7 +18,7 @@ import { parseZpoolStatus } from "../../node-daemon/parse.js";
 import { FakeKube } from "../../testkit/fake-kube.js";
 import { cspiFor, MiB, requireZfs, ZfsSandbox } from "../../testkit/zfs.js";
 import { daemonFor } from "../support/in-memory-daemon.js";
-import { startNode, type ZfsNode } from "../support/zfs-node.js";
+import { startNode, type ZfsNode } from "../../testkit/zfs-node.js";
 
 describe("node daemon: scheduled scrubs on real zfs-fuse pools", function () {
   this.timeout(240_000);

@@ -11,10 +11,10 @@ import { fileBackend, REPLICA_FILE, type Replica } from "../../node-daemon/repli
 import { REPLICA_PROPERTY } from "../../node-daemon/vocabulary.js";
 import { parseTargets } from "../../pool-agent/tgt.js";
 import { runProgram } from "../support/installed.js";
-import { waitUntil } from "../support/kube.js";
+import { waitUntil } from "../../testkit/kube.js";
 import { PoolAgentProcess } from "../support/pool-agent-process.js";
 import { Tgtd } from "../support/tgtd.js";
-import { startNode, type ZfsNode } from "../support/zfs-node.js";
+import { startNode, type ZfsNode } from "../../testkit/zfs-node.js";
 import { cspiFor, MiB, requireZfs, ZfsSandbox } from "../../testkit/zfs.js";
 
 const sha256 = (data: Buffer) => createHash("sha256").update(data).digest("hex");

@@ -5,9 +5,9 @@
 import { expect } from "chai";
 import { zpoolName } from "../../lib/names.js";
 import { fileBackend, type Replica } from "../../node-daemon/replicas.js";
-import { waitUntil } from "../support/kube.js";
+import { waitUntil } from "../../testkit/kube.js";
 import { PoolAgentProcess } from "../support/pool-agent-process.js";
-import { startNode, type ZfsNode } from "../support/zfs-node.js";
+import { startNode, type ZfsNode } from "../../testkit/zfs-node.js";
 import { cspiFor, requireZfs, ZfsSandbox } from "../../testkit/zfs.js";
 
 describe("pool agent: the process the pool Deployment runs, on a zfs-fuse node", function () {

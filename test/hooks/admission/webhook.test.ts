@@ -15,8 +15,8 @@ import { LookupError } from "../../../lib/admission/lookup.js";
 import { makeApp } from "../../../hooks/http/app.js";
 import { hookRoutes } from "../../../hooks/routes.js";
 import { createLogger } from "../../../lib/log.js";
-import { INSTALL_NAMESPACE, projectInstalled, repoPath, type KubeCluster } from "../../support/kube.js";
-import { onStop } from "../../support/processes.js";
+import { INSTALL_NAMESPACE, projectInstalled, repoPath, type KubeCluster } from "../../../testkit/kube.js";
+import { onStop } from "../../../testkit/processes.js";
 
 const NS = INSTALL_NAMESPACE;
 const WEBHOOK = "cstor-admission-e2e";

@@ -20,7 +20,7 @@ import { syncCvc } from "../../../hooks/cvc-sync/sync.js";
 import { canonicalJson } from "../../../lib/canonical.js";
 import { DEFAULT_HOOK_CONFIG } from "../../../lib/hook-config.js";
 import { consistencyFactor } from "../../../lib/volume/children.js";
-import { applyUpdate, type Obj } from "../../support/metacontroller-driver.js";
+import { applyUpdate, type Obj } from "../../../testkit/metacontroller-driver.js";
 
 const NS = "openebs";
 const VOLUME = "pvc-9";
