@@ -270,11 +270,9 @@ export function makeApp(options: AppOptions): express.Express {
         return;
       }
       // Anything else body-parser refuses: an unknown charset or Content-Encoding, a body that does not inflate.
-      res
-        .status(status)
-        .json({
-          error: status === 500 ? "internal error" : brief(`request body could not be read: ${err.message}`),
-        });
+      res.status(status).json({
+        error: status === 500 ? "internal error" : brief(`request body could not be read: ${err.message}`),
+      });
     },
   );
 
