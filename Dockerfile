@@ -38,7 +38,7 @@ FROM runtime AS node-daemon
 EXPOSE 9500
 ENTRYPOINT ["node", "dist/node-daemon/main.js"]
 
-# The pool pod (docs/decisions.md, 10 and 32): the pool agent as the entrypoint (root: it runs the host's
+# The pool pod (docs/adr/0010-the-hosts-zfs-owns-the-pool-the-pool-pod-runs.md and docs/adr/0032-the-pool-agent-what-it-reads-how-it-exports.md): the pool agent as the entrypoint (root: it runs the host's
 # zpool/zfs through `nsenter -t 1 -m --`), and tgt, whose tgtd the pool Deployment runs in a second container
 # from this same image to serve the pool's replicas over iSCSI.
 FROM runtime AS pool-agent

@@ -27,8 +27,9 @@ export default tseslint.config(
   },
   {
     // Tests read JSON answers from servers and processes as untyped data and assert on them field by field;
-    // typing every such body would add casts, not safety. The promise rules stay on here too.
-    files: ["test/**/*.ts", "bench/**/*.ts"],
+    // typing every such body would add casts, not safety. The promise rules stay on here too. testkit/ is
+    // what tests and benchmarks share (the test apiserver, processes, the Metacontroller emulator): the same.
+    files: ["test/**/*.ts", "bench/**/*.ts", "testkit/**/*.ts"],
     rules: {
       "@typescript-eslint/no-explicit-any": "off",
       "@typescript-eslint/no-unsafe-argument": "off",

@@ -126,7 +126,7 @@ const MIN_SHAPE = shapeText(SMALLEST_SHAPE);
 const MAX_SHAPE = shapeText(LARGEST_SHAPE);
 
 /**
- * Rules on one device set (docs/decisions.md, 33): its PVCs, groupSize at a time, are raid groups of its type, so
+ * Rules on one device set (docs/adr/0033-pools-on-pvcs-device-sets-lowered-to-raid-groups.md): its PVCs, groupSize at a time, are raid groups of its type, so
  * groupSize is checked as a group's device count and count must be whole groups.
  */
 export const DEVICE_SET_RULES: CelRule[] = [
@@ -214,7 +214,7 @@ export const POOL_RULES: CelRule[] = [
 
 /**
  * Rules on a CStorVolumeConfig's spec. Transition rules (oldSelf) run on updates only. replicaCount may change
- * (decision 27) except on a pinned volume, whose pins are exact and fixed at creation: the message says so
+ * (docs/adr/0027-volume-day-2-a-new-replica-is-rebuilding.md) except on a pinned volume, whose pins are exact and fixed at creation: the message says so
  * instead of letting the hook ignore the edit. The capacity comparison uses the
  * Kubernetes quantity() CEL library (1Gi == 1024Mi), guarded by isQuantity() so a value the schema's
  * pattern already refuses does not also fail inside CEL.

@@ -54,7 +54,7 @@ export const LABEL = {
   /** On a CStorVolumeReplica and the volume's other children: the volume (upstream cStor's labels). */
   replicaVolume: "cstorvolume.openebs.io/name",
   persistentVolume: "openebs.io/persistent-volume",
-  /** On a device set's PVC: the set's name and the PVC's index in it (docs/decisions.md, 33). */
+  /** On a device set's PVC: the set's name and the PVC's index in it (docs/adr/0033-pools-on-pvcs-device-sets-lowered-to-raid-groups.md). */
   deviceSet: "openebs.io/device-set",
   deviceSetIndex: "openebs.io/device-set-index",
   /** On a CSPI of a pool on device sets: "true". Its devices are PVCs, never BlockDevices with claims. */
@@ -90,7 +90,7 @@ export const ANNOTATION = {
   replicaLost: "openebs.io/replica-lost",
   /**
    * On a CSPI: cspi-sync may roll the pool pod to the template with this hash. cspc-sync grants it to one pool
-   * of a CSPC at a time (docs/decisions.md, 28).
+   * of a CSPC at a time (docs/adr/0028-pool-pod-rollouts-go-one-pool-at-a-time.md).
    */
   rolloutPermit: "openebs.io/rollout-permit",
   /**
@@ -98,7 +98,7 @@ export const ANNOTATION = {
    * replica's replacement): when it was added (RFC 3339). Removed by cvc-sync once the replica caught up.
    */
   rebuildingSince: "openebs.io/rebuilding-since",
-  /** On a rebuilding CStorVolumeReplica: "true" once the target copied the volume's data into it (decision 27). */
+  /** On a rebuilding CStorVolumeReplica: "true" once the target copied the volume's data into it (docs/adr/0027-volume-day-2-a-new-replica-is-rebuilding.md). */
   replicaCaughtUp: "openebs.io/replica-caught-up",
 } as const;
 
@@ -107,7 +107,7 @@ export const REPLICA_LOST_CONFIRM = "confirm";
 export const POOL_REMOVAL_REQUESTED = "requested";
 
 /**
- * The StorageClass path (docs/decisions.md, 22): a PVC of a class with this provisioner and label gets a
+ * The StorageClass path (docs/adr/0022-from-a-pvc-to-a-volume-a-decoratorcontroller.md): a PVC of a class with this provisioner and label gets a
  * CStorVolumeConfig and, once the volume is served, a PersistentVolume.
  */
 export const PROVISIONING = {
@@ -172,7 +172,7 @@ export type RaidType = (typeof RAID_TYPES)[number];
 export const COMPRESSION_VALUES = ["off", "on", "lz4", "lzjb", "gzip", "zle"] as const;
 export type Compression = (typeof COMPRESSION_VALUES)[number];
 
-/** poolConfig.scrub.interval: whole hours or days (docs/decisions.md, 34). */
+/** poolConfig.scrub.interval: whole hours or days (docs/adr/0034-scrubs-an-interval-in-poolconfig-decided.md). */
 export const SCRUB_INTERVAL_PATTERN = "^[1-9][0-9]{0,3}[hd]$";
 
 export const DEFAULTS = {
@@ -185,7 +185,7 @@ export const DEFAULTS = {
   /**
    * Resync while a CSPI's pool Deployment is missing or not yet as cspi-sync answered it: Metacontroller's
    * decorator gives a sync up on a conflict before applying attachments, and a status-only change (the node
-   * daemon's report) triggers no other sync (docs/decisions.md, 15).
+   * daemon's report) triggers no other sync (docs/adr/0015-cspi-sync-asks-for-a-short-resync-until-its-pool.md).
    */
   attachmentResyncSeconds: 5,
 };

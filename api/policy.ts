@@ -4,7 +4,7 @@
 // The CSPI is the truth of what a pool holds, so the policy takes the CSPC's CSPIs as params (one evaluation per
 // CSPI, selected by label) and judges the edit against each, as lib/rules/day2.ts does, word for word where it
 // can. Removing a pool that holds volumes, and DELETE while a CSPI reports volumes, are refused as the webhook
-// refuses them (hooks/admission/judge.ts).
+// refuses them (lib/admission/judge.ts).
 // `npm run generate` writes it to metacontroller/base/cspc-policy.yaml; docs/validation.md says what it covers.
 import { API_VERSION, GROUP, KIND, LABEL } from "./constants.js";
 
@@ -176,7 +176,7 @@ export function cspcPolicy(): object[] {
         },
         {
           // No pool spec has any of its devices while its replica count is unknown: refused. With a known count the
-          // webhook and cspc-sync judge the replicas (decision 27 moves those CVRs name; other data holds the pool).
+          // webhook and cspc-sync judge the replicas (the replicas those CVRs name move, docs/adr/0027-volume-day-2-a-new-replica-is-rebuilding.md; other data holds the pool).
           expression:
             `request.operation != 'UPDATE' || !variables.ours || ${COUNT_KNOWN} || !has(object.spec) || ` +
             "object.spec.pools.exists(p, has(p.raidGroups) && p.raidGroups.exists(g, g.blockDevices.exists(d, d.blockDeviceName in variables.groupOf)))",
@@ -202,7 +202,7 @@ export function cspcPolicy(): object[] {
       validationActions: ["Deny"],
       // Every CSPI of the CSPC's namespace that belongs to some CSPC; the policy keeps those of this CSPC.
       // Pools on device sets are judged by the webhook and cspc-sync only: their devices are PVCs named
-      // from the sets, which this policy's device matching does not know (docs/decisions.md, 33).
+      // from the sets, which this policy's device matching does not know (docs/adr/0033-pools-on-pvcs-device-sets-lowered-to-raid-groups.md).
       paramRef: {
         selector: {
           matchExpressions: [

@@ -1,5 +1,6 @@
-// The one definition of the API. TypeScript types (api/types.ts), the validators (lib/validate.ts) and the
-// CRD YAML under metacontroller/crds (scripts/generate-crds.ts) are all derived from these schemas.
+// The one definition of the API. TypeScript types (api/types.ts), the validators (lib/request.ts,
+// lib/rules/admission-shape.ts, node-daemon/validate.ts) and the CRD YAML under metacontroller/crds
+// (scripts/generate-crds.ts) are all derived from these schemas.
 //
 // Schemas are closed (additionalProperties: false) so our own validation catches typos; the CRD generator
 // drops that keyword because structural CRD schemas forbid it (the API server prunes unknown fields instead).

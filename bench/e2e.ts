@@ -10,15 +10,10 @@ import { join } from "node:path";
 import { Watch } from "@kubernetes/client-node";
 import { API_VERSION, KIND, LABEL } from "../api/constants.js";
 import type { CSPI } from "../api/types.js";
-import { HookServer, metacontrollerFor, NS, type Metacontroller } from "../test/chaos/parts.js";
-import {
-  installProject,
-  keepPlayingNdmAndKubelet,
-  ownCluster,
-  type OwnCluster,
-} from "../test/support/kube.js";
-import { DaemonProcess, shippedDaemonEnv } from "../test/support/node-daemon-process.js";
-import { startNode, type ZfsNode } from "../test/support/zfs-node.js";
+import { HookServer, metacontrollerFor, NS, type Metacontroller } from "../testkit/control-plane.js";
+import { installProject, keepPlayingNdmAndKubelet, ownCluster, type OwnCluster } from "../testkit/kube.js";
+import { DaemonProcess, shippedDaemonEnv } from "../testkit/node-daemon-process.js";
+import { startNode, type ZfsNode } from "../testkit/zfs-node.js";
 import { blockDeviceName, ndmBlockDevice, nodeObject, requireZfs, ZfsSandbox } from "../testkit/zfs.js";
 import { BENCHMARK_KIND, CENSUS_KINDS, cpuBetween, takeCensus } from "./cpu-census.js";
 import { growth, sumsBy } from "./metrics-text.js";
@@ -157,12 +152,10 @@ async function runSize(count: number, progress: (line: string) => void): Promise
           spec: {
             pools: nodes.map((n, i) => ({
               nodeSelector: { [LABEL.hostname]: nodeName(i) },
-              raidGroups: n.devices
-                .slice(0, devicesPerPool)
-                .map((path) => ({
-                  type: "stripe",
-                  blockDevices: [{ blockDeviceName: blockDeviceName(path) }],
-                })),
+              raidGroups: n.devices.slice(0, devicesPerPool).map((path) => ({
+                type: "stripe",
+                blockDevices: [{ blockDeviceName: blockDeviceName(path) }],
+              })),
             })),
           },
         }),

@@ -1,5 +1,5 @@
-// `npm run bench`: every benchmark of the project in one run, printed as the Markdown tables that
-// docs/benchmarks.md carries, and written to bench/results/latest.json.
+// `npm run bench`: every benchmark of the project in one run, printed as Markdown tables and written to
+// bench/results/latest.md (the raw numbers to bench/results/latest.json); docs/benchmarks.md analyses them.
 //   npm run bench                      all parts (11 to 13 minutes on the idle 2-core reference machine, most of it the end-to-end part)
 //   npm run bench -- --only=pure,http  some parts: pure, volumes, http, daemon, e2e
 //   npm run bench -- --quick           short runs, to check the benchmark itself works

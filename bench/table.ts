@@ -1,4 +1,5 @@
-// Markdown tables, printed by `npm run bench` and pasted as they are into docs/benchmarks.md.
+// Markdown tables, printed by `npm run bench` and written to bench/results/latest.md, which docs/benchmarks.md
+// analyses.
 
 export type Cell = string | number;
 

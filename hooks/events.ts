@@ -1,4 +1,4 @@
-// The hook server's Events (docs/decisions.md, 29): written with the default credentials (in a pod, its
+// The hook server's Events (docs/adr/0029-events-on-the-cspc-computed-by-cspc-sync-as-data.md): written with the default credentials (in a pod, its
 // ServiceAccount cstor-pool-hooks; elsewhere $KUBECONFIG), through a Kubernetes client loaded on the first Event.
 import { hostname } from "node:os";
 import { EventRecorder, type EventWriter } from "../lib/events/recorder.js";

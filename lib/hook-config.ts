@@ -16,7 +16,7 @@ export interface PoolPodConfig {
 }
 
 export interface VolumeTargetConfig {
-  /** The volume target (decision 11: logs in to the replicas, mirrors them, serves the LUN on 3260). */
+  /** The volume target (docs/adr/0011-a-replica-is-a-zvol-on-the-pool-data-reaches.md: logs in to the replicas, mirrors them, serves the LUN on 3260). */
   image: string;
   /** Secrets the kubelet uses to pull it; the same list as the pool pod's. */
   imagePullSecrets: string[];
@@ -85,7 +85,7 @@ export function loadHookConfig(env: Readonly<Record<string, string | undefined>>
   const poolImage = image(CONFIG_ENV.poolImage, DEFAULT_HOOK_CONFIG.poolPod.poolImage);
   if (UPSTREAM_POOL_IMAGE.test(poolImage)) {
     throw new ConfigError(
-      `${CONFIG_ENV.poolImage}=${JSON.stringify(poolImage)} is upstream's cStor pool image (zrepl): the pool Deployment runs the project's pool agent (docs/decisions.md, 10); set the image built from the Dockerfile's pool-agent target, or unset it`,
+      `${CONFIG_ENV.poolImage}=${JSON.stringify(poolImage)} is upstream's cStor pool image (zrepl): the pool Deployment runs the project's pool agent (docs/adr/0010-the-hosts-zfs-owns-the-pool-the-pool-pod-runs.md); set the image built from the Dockerfile's pool-agent target, or unset it`,
     );
   }
 

@@ -47,7 +47,7 @@ export interface Inventory {
   namespaceUid?: string;
   /** Devices that are PVCs of device sets (own PVCs, and the devices of CSPIs on device sets): never claimed through NDM. */
   setDevices: Set<string>;
-  /** Names of the replicas that could not be read: their volumes cannot move them (decision 27). */
+  /** Names of the replicas that could not be read: their volumes cannot move them (docs/adr/0027-volume-day-2-a-new-replica-is-rebuilding.md). */
   unreadableReplicas: ReadonlySet<string>;
 }
 

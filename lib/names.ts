@@ -31,7 +31,7 @@ export function claimName(blockDeviceName: string): string {
 
 /**
  * A device set's PVC: "<cspc>-<set>-<index>", hashed down past 253 characters (it is used as the CSPI's device
- * name and the pool pod's volume). Deterministic, so a sync can be answered twice the same (docs/decisions.md, 33).
+ * name and the pool pod's volume). Deterministic, so a sync can be answered twice the same (docs/adr/0033-pools-on-pvcs-device-sets-lowered-to-raid-groups.md).
  */
 export function deviceSetClaimName(cspc: string, set: string, index: number): string {
   const name = `${cspc}-${set}-${index}`;

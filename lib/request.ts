@@ -288,7 +288,7 @@ function objectMap(
       // Children are returned as observed where nothing changes, so a child without its kind would come back without one.
       if (obj.kind !== kind)
         throw new BadRequestError(`request ${where()} is a ${quote(obj.kind)} listed under ${typeKey}`);
-      // Stored under an older schema, say: the rest of the request is still used (docs/decisions.md, 16).
+      // Stored under an older schema, say: the rest of the request is still used (docs/adr/0016-read-tolerantly-what-the-api-server-stores-hold.md).
       const problem = shapeProblem(obj, kind);
       // Outside spec and status, or a null (the API server drops or refuses them), it was never stored so.
       if (problem && (!problem.underCrd || holdsNull(obj))) requireShape(obj, kind, where);

@@ -209,7 +209,7 @@ export class NodeDaemon {
   }
 
   /**
-   * The way out for a replica whose pool is gone for good (docs/decisions.md, 23): a deleted CVR annotated
+   * The way out for a replica whose pool is gone for good (docs/adr/0023-a-replica-whose-pool-is-gone-for-good.md): a deleted CVR annotated
    * openebs.io/replica-lost=confirm loses its finalizer without its replica being destroyed, but only while its
    * CSPI is gone or reports PoolLost and its pool is not imported here. Any node's daemon may do it: the patch
    * tests the CVR's resourceVersion, so exactly one succeeds and only on the CVR as judged.
@@ -508,7 +508,7 @@ function deviceKey(cspi: CSPI): string {
 
 /**
  * Every listed device has its claim, no claim still names a predecessor, and none waits for its removal. A pool
- * on device sets has PVCs, not claims (docs/decisions.md, 33): none is waited for, or it would be listed every pass.
+ * on device sets has PVCs, not claims (docs/adr/0033-pools-on-pvcs-device-sets-lowered-to-raid-groups.md): none is waited for, or it would be listed every pass.
  */
 function claimsSettled(cspi: CSPI, claims: Record<string, Record<string, string>>): boolean {
   const claimed = cspi.metadata.labels?.[LABEL.onDeviceSets] === "true" ? [] : listedDevices(cspi);

@@ -1,8 +1,9 @@
 // Prometheus metrics on the daemon's own registry (no global default registry, so tests and several
-// daemons in one process never collide). Names and labels follow Prometheus conventions (docs/decisions.md,
-// 31): units in names, _total only on counters, states as a state set (one series per state, 1 for the
-// current one), labels no wider than cspi/pool, device and volume. ZFS error counts are gauges, not
-// counters: `zpool clear` and an export/import reset them. A pool's series exist only while this node
+// daemons in one process never collide). Names and labels follow Prometheus conventions
+// (docs/adr/0031-metrics-state-sets-error-counts-as-gauges-volume.md): units in names, _total only on
+// counters, states as a state set (one series per state, 1 for the current one), labels no wider than
+// cspi/pool, device and volume. ZFS error counts are gauges, not counters: `zpool clear` and an
+// export/import reset them. A pool's series exist only while this node
 // looks after it, so a pool that moved to another node is never reported twice.
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import { CSPI_PHASES } from "../api/schema.js";

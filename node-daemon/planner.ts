@@ -311,7 +311,7 @@ function planBringUp(input: PlanInput, pool: string, handshake: Handshake): Part
   }
   const existing = input.cspi.spec.poolConfig?.existingPoolName;
   if (existing && existing !== pool) {
-    // Another operator's pool, taken over (docs/decisions.md, 30): imported and renamed, never created over.
+    // Another operator's pool, taken over (docs/adr/0030-from-storagepoolclaim-and-cstor-openebs-io-v1.md): imported and renamed, never created over.
     const adopted = adoptionCandidate(existing, pool, input);
     return adopted.candidate
       ? acting(importAction(input, pool, adopted.candidate, { force: false, renamedFrom: existing }))

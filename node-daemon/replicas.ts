@@ -1,4 +1,4 @@
-// The replica planner (docs/decisions.md, 11): pure. From the CStorVolumeReplicas (CVRs) of one CSPI and ONE
+// The replica planner (docs/adr/0011-a-replica-is-a-zvol-on-the-pool-data-reaches.md): pure. From the CStorVolumeReplicas (CVRs) of one CSPI and ONE
 // observation of its pool's datasets it plans the commands that make each CVR's replica exist at its size, or
 // be gone when the CVR is deleted, and says each CVR's state. A replica is `<zpool>/<volume>` carrying the
 // io.openebs:* properties; the backend (zvol or file, chosen by configuration) says which commands make it.
@@ -53,7 +53,7 @@ function identity(replica: Replica): string[] {
 }
 
 /**
- * Marked first, so the pool agent drops its iSCSI export, which holds the replica open (decision 32): until it
+ * Marked first, so the pool agent drops its iSCSI export, which holds the replica open (docs/adr/0032-the-pool-agent-what-it-reads-how-it-exports.md): until it
  * has, the destroy fails as busy and the next pass tries again. -r: a replica's snapshots (a later release's)
  * go with it; never -f, never -R (clones elsewhere stop it).
  */

@@ -1,4 +1,4 @@
-// Scheduled scrubs (docs/decisions.md, 34), decided like every other action: a pure function of the CSPI,
+// Scheduled scrubs (docs/adr/0034-scrubs-an-interval-in-poolconfig-decided.md), decided like every other action: a pure function of the CSPI,
 // the observed pool, the rest of the plan and the clock. A scrub is due an interval after the pool's last
 // scrub ended, which is the later of what zpool status says (lost by zfs-fuse on export/import) and what
 // the CSPI status remembers (lost with a status write); a scrub still running is never started again.

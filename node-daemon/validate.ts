@@ -35,7 +35,7 @@ const validateSpec = ajv.compile<CSPI["spec"]>(openObjects(CSPISpecSchema) as ob
 
 /**
  * What holds a device's path, for a message's fix: its BlockDevice, or on a pool on device sets the local PV
- * its PVC is bound to, whose spec.local.path cspc-sync copied into the devLink (docs/decisions.md, 33).
+ * its PVC is bound to, whose spec.local.path cspc-sync copied into the devLink (docs/adr/0033-pools-on-pvcs-device-sets-lowered-to-raid-groups.md).
  */
 export function deviceSource(cspi: CSPI, blockDeviceName: string): string {
   return cspi.metadata?.labels?.[LABEL.onDeviceSets] === "true"

@@ -30,7 +30,7 @@ export const REPLICA_PROPERTY = {
   cvr: "io.openebs:cvr",
   /** File backend only: the size replica.img was last grown to (zfs-fuse has no volsize for it). */
   fileSize: "io.openebs:file-size",
-  /** Set (to "on") just before the replica is destroyed: its pool agent stops exporting it (docs/decisions.md, 32). */
+  /** Set (to "on") just before the replica is destroyed: its pool agent stops exporting it (docs/adr/0032-the-pool-agent-what-it-reads-how-it-exports.md). */
   destroying: "io.openebs:destroying",
 } as const;
 

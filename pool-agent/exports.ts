@@ -1,4 +1,4 @@
-// The pool's replicas served to volume targets over iSCSI (docs/decisions.md, 11 and 32): one tgt target per
+// The pool's replicas served to volume targets over iSCSI (docs/adr/0011-a-replica-is-a-zvol-on-the-pool-data-reaches.md and docs/adr/0032-the-pool-agent-what-it-reads-how-it-exports.md): one tgt target per
 // replica, named from its volume, LUN 1 on the replica's zvol or file. planExports is pure: what tgtd holds
 // against what the pool holds. Only targets with the replica IQN prefix are the agent's; others are left alone.
 import { Buffer } from "node:buffer";

@@ -1,4 +1,4 @@
-// The pool pod's entrypoint (docs/decisions.md, 10 and 32): the configuration from the environment, the loop,
+// The pool pod's entrypoint (docs/adr/0010-the-hosts-zfs-owns-the-pool-the-pool-pod-runs.md and docs/adr/0032-the-pool-agent-what-it-reads-how-it-exports.md): the configuration from the environment, the loop,
 // and a thin HTTP side on PORT: /readyz (the pool imported here and ONLINE or DEGRADED), /healthz (the loop
 // is alive), /metrics. SIGTERM stops the loop, lets a running command finish and exits; tgtd's exports stay
 // (they end with the pod, and a restarted agent adopts them).

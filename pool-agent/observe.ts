@@ -1,7 +1,7 @@
 // What the agent reads of its pool: the node's `zpool status` (the node daemon's command runner and parser,
 // through the same ZfsHost), and for a pool that is imported and serving, the details the daemon reads too
 // (space, datasets, readonly). Replicas are the datasets the daemon made for this pool's CVRs: they carry
-// the io.openebs:* identity properties (docs/decisions.md, 32).
+// the io.openebs:* identity properties (docs/adr/0032-the-pool-agent-what-it-reads-how-it-exports.md).
 import type { ZfsHost } from "../node-daemon/host.js";
 import type { PoolObservation } from "../node-daemon/observation.js";
 import { observePool } from "../node-daemon/observe.js";

@@ -1,4 +1,4 @@
-// Whether the pool pod is ready (docs/decisions.md, 10): only when this CSPI's pool is imported on this node
+// Whether the pool pod is ready (docs/adr/0010-the-hosts-zfs-owns-the-pool-the-pool-pod-runs.md): only when this CSPI's pool is imported on this node
 // and ONLINE or DEGRADED (a degraded pool still serves every block). Pure: from the last read of the pool.
 import { SERVING_STATES, type AgentObservation } from "./observe.js";
 

@@ -1,7 +1,7 @@
 // An in-memory API server for the daemon's KubeApi interface, with the semantics the daemon relies on:
 // resourceVersions, watch events, merge-patched status (null removes), finalizers that hold a deleted
 // object until the last one is removed, Events, and claim annotations. Real-apiserver tests come with
-// test/support/kube.ts.
+// testkit/kube.ts.
 import type { CSPI, CVR } from "../api/types.js";
 import type { CoreEvent, EventSubject } from "../lib/events/recorder.js";
 import type { CvrStatusPatch, KubeApi, StatusPatch, WatchEventType } from "../node-daemon/kube.js";

@@ -15,7 +15,7 @@ export function customizeCspc(body: unknown): CustomizeResponse {
       { apiVersion: API_VERSION, resource: "blockdevices", namespace, labelSelector: {} },
       { apiVersion: API_VERSION, resource: "blockdeviceclaims", namespace, labelSelector: {} },
       { apiVersion: "v1", resource: "nodes", labelSelector: {} },
-      // Pools on device sets: where their PVCs are bound, and the Namespace that keeps retained PVCs (docs/decisions.md, 33).
+      // Pools on device sets: where their PVCs are bound, and the Namespace that keeps retained PVCs (docs/adr/0033-pools-on-pvcs-device-sets-lowered-to-raid-groups.md).
       { apiVersion: "v1", resource: "persistentvolumes", labelSelector: {} },
       { apiVersion: "v1", resource: "namespaces", names: [namespace] },
       {

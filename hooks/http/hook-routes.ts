@@ -1,5 +1,5 @@
 // The hooks' routes: each POST runs its hook on the admitted body and answers the canonical JSON of its
-// result; the Events the hook emitted go to the recorder once the answer is sent (docs/decisions.md, 29).
+// result; the Events the hook emitted go to the recorder once the answer is sent (docs/adr/0029-events-on-the-cspc-computed-by-cspc-sync-as-data.md).
 import type { Express, Request, RequestHandler, Response } from "express";
 import type { Clock } from "../../api/types.js";
 import { canonicalize } from "../../lib/canonical.js";

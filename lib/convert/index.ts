@@ -2,7 +2,7 @@
 // cstor-operators (cstor.openebs.io/v1 CStorPoolClusters and CStorPoolInstances) → openebs.io/v1alpha1
 // CStorPoolClusters describing the pools that exist, each naming its zpool for adoption
 // (poolConfig.existingPoolName). Pure: objects in, CSPCs or problems out. Nothing is guessed: with any problem
-// there is no output (docs/decisions.md, 30).
+// there is no output (docs/adr/0030-from-storagepoolclaim-and-cstor-openebs-io-v1.md).
 import { API_VERSION, KIND } from "../../api/constants.js";
 import type { CSPC, KubeObject } from "../../api/types.js";
 import { canonicalize } from "../canonical.js";

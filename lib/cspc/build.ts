@@ -160,7 +160,7 @@ export function ownedView(obj: KubeObject): KubeObject {
 
 /**
  * A paused CSPC's CSPIs carry its pause annotation: the node daemon, which never reads CSPCs, holds their
- * scheduled scrubs (docs/decisions.md, 34). Returned only while paused, so Metacontroller removes it after.
+ * scheduled scrubs (docs/adr/0034-scrubs-an-interval-in-poolconfig-decided.md). Returned only while paused, so Metacontroller removes it after.
  */
 export function withPause(cspi: KubeObject, paused: boolean): KubeObject {
   if (!paused) return cspi;

@@ -69,7 +69,7 @@ export function claimsListedByCspis(inventory: Inventory): ClaimWant[] {
 
 /**
  * Every claim marked for removal whose CSPI still exists, mark kept: the node daemon clears the mark once
- * `zpool remove` is done, and only then is the claim released (docs/decisions.md, 26).
+ * `zpool remove` is done, and only then is the claim released (docs/adr/0026-spare-and-read-cache-devices-may-leave-a-live.md).
  */
 export function claimsBeingRemoved(inventory: Inventory): ClaimWant[] {
   return [...inventory.ownClaims].flatMap(([device, own]) => {

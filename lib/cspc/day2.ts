@@ -1,6 +1,7 @@
 // Carrying allowed day-2 changes into a live CSPI, in order and one disruptive change at a time.
 // Within a pool: migration, then expansion, then replacement. Across the CSPC: a migration or replacement
-// starts only when no other pool is mid-change and every other pool is ONLINE (the health gate of Rook's lesson, docs/decisions.md 7).
+// starts only when no other pool is mid-change and every other pool is ONLINE (the health gate of Rook's lesson,
+// docs/adr/0007-one-disruptive-change-at-a-time-rooks-lesson.md).
 import { ANNOTATION, CSPI_CONDITION } from "../../api/constants.js";
 import type { BlockPoolSpec, CSPI, CSPIRaidGroup, CSPISpec } from "../../api/types.js";
 import { findCondition } from "../conditions.js";

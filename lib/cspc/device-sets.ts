@@ -1,4 +1,4 @@
-// Pools on device sets (docs/decisions.md, 33). A pool spec naming deviceSets is lowered to the shape the
+// Pools on device sets (docs/adr/0033-pools-on-pvcs-device-sets-lowered-to-raid-groups.md). A pool spec naming deviceSets is lowered to the shape the
 // planner builds from (a nodeSelector and raid groups of devices) once its PVCs are Bound: each PVC is a device
 // named by the PVC, at its local PV's path, and the node is the one its PVs are on. The PVCs themselves are
 // children of the CSPC, kept with a second owner (the Namespace) unless the set's claimRetention is Delete.
@@ -348,7 +348,7 @@ function keptPvc(pvc: PersistentVolumeClaim, inventory: Inventory): KubeObject {
 
 /**
  * A retained PVC's second owner: its Namespace. Garbage collection deletes a dependent only once no owner is
- * left, so deleting the CSPC (with any cascade) leaves the PVC and its PV (docs/decisions.md, 33).
+ * left, so deleting the CSPC (with any cascade) leaves the PVC and its PV (docs/adr/0033-pools-on-pvcs-device-sets-lowered-to-raid-groups.md).
  */
 function ownerOf(retention: string, inventory: Inventory): { ownerReferences?: Record<string, unknown>[] } {
   if (retention !== "Retain" || !inventory.namespaceUid) return {};

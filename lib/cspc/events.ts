@@ -1,4 +1,4 @@
-// The Events cspc-sync wants on its CSPC (docs/decisions.md, 29): plain data from the status it computed, held
+// The Events cspc-sync wants on its CSPC (docs/adr/0029-events-on-the-cspc-computed-by-cspc-sync-as-data.md): plain data from the status it computed, held
 // against the status the request carries. The hook server writes them after answering; they are never part of
 // the answer. No message holds a clock value, so the same finding is the same Event, counted up.
 import { LABEL } from "../../api/constants.js";

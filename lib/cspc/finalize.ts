@@ -5,7 +5,7 @@
 //   3. once no CSPI is observed, the BlockDeviceClaims are omitted and NDM releases the devices;
 //   4. finalized: true once neither a CSPI nor a claim is observed.
 // PVCs of device sets are kept throughout, with their Namespace as second owner, so they outlive the CSPC; those
-// whose set says claimRetention: Delete go with the claims, once no CSPI is left (docs/decisions.md, 33).
+// whose set says claimRetention: Delete go with the claims, once no CSPI is left (docs/adr/0033-pools-on-pvcs-device-sets-lowered-to-raid-groups.md).
 // A pool that holds volumes, or may (lib/rules/held-volumes.ts), stops all of it: every CSPI and claim is
 // kept, that pool loses its removal mark, and the status names the pool.
 import { KIND, TYPE_KEY } from "../../api/constants.js";

@@ -1,4 +1,4 @@
-// cspc-sync's half of the rollout gate (docs/decisions.md, 28): which one pool of the CSPC may restart its pool
+// cspc-sync's half of the rollout gate (docs/adr/0028-pool-pod-rollouts-go-one-pool-at-a-time.md): which one pool of the CSPC may restart its pool
 // pod with a new template now. cspi-sync reports what each pool waits for (status.pendingRollout); the permit
 // is the annotation openebs.io/rollout-permit=<that hash> on the CSPI. Fails closed: whatever cannot be judged
 // from the request holds the rollout, with the reason in the CSPC's Progressing condition.

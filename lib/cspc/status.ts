@@ -22,7 +22,7 @@ export const CSPC_CONDITION = {
 export interface RemovalBlocked {
   cspi: CSPI;
   held: HeldVolumes;
-  /** Kept marked while its volumes move their replicas off it (decision 27): every replica on it is a readable CVR. */
+  /** Kept marked while its volumes move their replicas off it (docs/adr/0027-volume-day-2-a-new-replica-is-rebuilding.md): every replica on it is a readable CVR. */
   moving?: boolean;
 }
 
@@ -43,7 +43,7 @@ export interface SyncFindings {
   blocked: Violation[];
   /** Devices whose claims are not Bound yet, per CSPI name. */
   pendingClaims: Map<string, string[]>;
-  /** Pools on device sets and their PVCs not Bound yet (docs/decisions.md, 33). */
+  /** Pools on device sets and their PVCs not Bound yet (docs/adr/0033-pools-on-pvcs-device-sets-lowered-to-raid-groups.md). */
   pendingVolumeClaims?: Map<string, string[]>;
   /** Day-2 changes refused; the CSPI keeps its spec. */
   rejected: Violation[];

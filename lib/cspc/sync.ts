@@ -326,7 +326,7 @@ interface OrphanOutcome extends CspiOutcome {
  * A CSPI whose pool spec is gone. Removal takes two syncs: first the CSPI is marked, so the node daemon
  * knows the pool may be destroyed; only a later sync omits it. A pool that holds volumes is never removed.
  * When every replica on it is a CStorVolumeReplica naming it and its node daemon reported a count, it keeps
- * (or gets) the mark, which makes its volumes move their replicas off it (decision 27); otherwise (an unknown
+ * (or gets) the mark, which makes its volumes move their replicas off it (docs/adr/0027-volume-day-2-a-new-replica-is-rebuilding.md); otherwise (an unknown
  * count, a replica naming no pool, data without a CVR) it loses a mark it got before.
  */
 function planOrphan(orphan: CSPI, inventory: Inventory): OrphanOutcome {

@@ -1,6 +1,6 @@
 // Objects of a request the hooks cannot use (stored under an older schema, say, with a field they need
 // missing or of another type): named in the CSPC status, and the rest of the sync proceeds as far as it
-// safely can (docs/decisions.md, 16). A related object is not used, so whatever needs it waits. An
+// safely can (docs/adr/0016-read-tolerantly-what-the-api-server-stores-hold.md). A related object is not used, so whatever needs it waits. An
 // unreadable child holds the CSPC's children as they are: what that CSPI or claim holds cannot be known, so
 // nothing is created, changed or deleted until it is fixed, except that every device a CSPI lists keeps (or
 // gets) its claim.

@@ -1,6 +1,6 @@
 // The pool Deployment of a CSPI: one pod on the CSPI's node that serves the pool's data plane. It never
 // creates, imports or changes the zpool (the node daemon does). Its first container is the project's pool
-// agent (docs/decisions.md, 10 and 32): ready only when the pool is imported on the node and healthy, the
+// agent (docs/adr/0010-the-hosts-zfs-owns-the-pool-the-pool-pod-runs.md and docs/adr/0032-the-pool-agent-what-it-reads-how-it-exports.md): ready only when the pool is imported on the node and healthy, the
 // pool's metrics, and the replicas' iSCSI exports, made in the second container's tgtd.
 //
 // Every field is written the way the API server stores it (defaults explicit, quantities canonical, no
@@ -34,7 +34,7 @@ const TGT_SOCKET_PATH = "/var/run/tgtd";
 const HOST_ZFS_PREFIX = JSON.stringify(["nsenter", "-t", "1", "-m", "--"]);
 const POOL_FIX = "fix it in the CStorPoolCluster's poolConfig";
 /**
- * Where the agent container sees a device-set PVC (docs/decisions.md, 33). Not under /dev: the container's
+ * Where the agent container sees a device-set PVC (docs/adr/0033-pools-on-pvcs-device-sets-lowered-to-raid-groups.md). Not under /dev: the container's
  * /dev is the host's, and the runtime must not make device nodes there.
  */
 const DEVICE_SET_DIR = "/cstor-sets";

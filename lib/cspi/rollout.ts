@@ -1,4 +1,4 @@
-// cspi-sync's half of the rollout gate (docs/decisions.md, 28): a running pool pod moves to a new template only
+// cspi-sync's half of the rollout gate (docs/adr/0028-pool-pod-rollouts-go-one-pool-at-a-time.md): a running pool pod moves to a new template only
 // with the permit cspc-sync grants to one pool of a CSPC at a time. Pure: the decision follows from the CSPI,
 // the wanted and the observed Deployment, and whether the pool pod is available.
 import { ANNOTATION, CSPI_CONDITION } from "../../api/constants.js";

@@ -28,7 +28,7 @@ export function syncCspiRequest(
   const desired = rollout.deployment;
   const health = cspiHealth(cspi, deployment, clock(), config, deleting, rollout);
   // Until Metacontroller has applied the Deployment, this sync may be given up on a conflict with nothing
-  // else to trigger the next one (docs/decisions.md, 15).
+  // else to trigger the next one (docs/adr/0015-cspi-sync-asks-for-a-short-resync-until-its-pool.md).
   const resyncAfterSeconds = isApplied(desired, deployment)
     ? health.resyncAfterSeconds
     : Math.min(health.resyncAfterSeconds, DEFAULTS.attachmentResyncSeconds);

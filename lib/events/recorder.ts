@@ -1,5 +1,5 @@
 // Kubernetes Events, as the node daemon (on CSPIs and CVRs) and the hook server (on CSPCs) write them
-// (docs/decisions.md, 29). An Event seen again is the same Event counted up (count, lastTimestamp and its latest
+// (docs/adr/0029-events-on-the-cspc-computed-by-cspc-sync-as-data.md). An Event seen again is the same Event counted up (count, lastTimestamp and its latest
 // message), not a new one: a Warning is one per object and reason, whatever its message says, and is written
 // again at most once per repeatAfterMs; a Normal Event is one per object, reason and message. Every write takes
 // a token from its object's bucket, so a storm of syncs cannot flood the apiserver. Memory is bounded.

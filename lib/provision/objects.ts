@@ -90,7 +90,7 @@ export const PersistentVolumeSchema = kubeObject({
         mountOptions: Type.Optional(Strings),
         claimRef: Type.Optional(ObjectReferenceSchema),
         iscsi: Type.Optional(IscsiSourceSchema),
-        /** A local PV: the device or directory on its node (pools on device sets use its path, docs/decisions.md 33). */
+        /** A local PV: the device or directory on its node (pools on device sets use its path, docs/adr/0033-pools-on-pvcs-device-sets-lowered-to-raid-groups.md). */
         local: Type.Optional(Type.Object({ path: Type.String() }, open)),
         nodeAffinity: Type.Optional(
           Type.Object(

@@ -1,4 +1,4 @@
-// The StorageClass decorator's answer (docs/decisions.md, 22): for each PVC of the class handed to us, a
+// The StorageClass decorator's answer (docs/adr/0022-from-a-pvc-to-a-volume-a-decoratorcontroller.md): for each PVC of the class handed to us, a
 // CStorVolumeConfig in the pools' namespace and, once the volume is served, a PersistentVolume bound to the
 // claim; an Event on each PVC still waiting, saying why. Volumes whose claim is gone are kept or dropped by
 // their reclaim policy. Pure: the same request and clock give the same answer.
@@ -92,7 +92,7 @@ export function syncStorageClassRequest(
   const notices = new Map<PersistentVolumeClaim, Notice>();
 
   // A volume with an object the hooks cannot read is held as it is: what it holds cannot be known, so nothing
-  // of it is created, changed or deleted until that object is fixed (docs/decisions.md, 16).
+  // of it is created, changed or deleted until that object is fixed (docs/adr/0016-read-tolerantly-what-the-api-server-stores-hold.md).
   for (const objects of observed.held.values()) volumes.push(...objects.map(heldView));
 
   // Volumes that exist: kept while their claim lives, then by reclaim policy.

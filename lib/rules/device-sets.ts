@@ -1,4 +1,4 @@
-// Spec-only rules of pools on device sets (docs/decisions.md, 33): the TypeScript twins of api/cel.ts's
+// Spec-only rules of pools on device sets (docs/adr/0033-pools-on-pvcs-device-sets-lowered-to-raid-groups.md): the TypeScript twins of api/cel.ts's
 // DEVICE_SET_RULES, VOLUME_CLAIM_TEMPLATE_RULES and the pool rules about deviceSets, with the same words.
 import { MESSAGES } from "../../api/cel.js";
 import { LIMITS, RAID_TYPES, ZFS_MIN_DEVICE_BYTES } from "../../api/constants.js";

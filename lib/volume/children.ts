@@ -1,6 +1,6 @@
 // The children of a CStorVolumeConfig, built from it and the pools placement chose. Pure and deterministic,
 // written the way the API server stores them so Metacontroller's 3-way merge finds nothing to change once
-// they exist. Decision 11 shapes them: the target pod logs in to each replica (exported by its pool's agent)
+// they exist. docs/adr/0011-a-replica-is-a-zvol-on-the-pool-data-reaches.md shapes them: the target pod logs in to each replica (exported by its pool's agent)
 // and serves the mirrored LUN on 3260, so the Service carries the LUN and the target's metrics only; no
 // replica dials the target.
 import { ANNOTATION, API_VERSION, FINALIZER, KIND, LABEL } from "../../api/constants.js";
@@ -61,7 +61,7 @@ export function targetService(world: VolumeWorld): KubeObject {
 }
 
 /**
- * The target's view. Its replicationFactor counts the replicas that are not rebuilding (decision 27), as
+ * The target's view. Its replicationFactor counts the replicas that are not rebuilding (docs/adr/0027-volume-day-2-a-new-replica-is-rebuilding.md), as
  * upstream's target expects: a replica being added raises desiredReplicationFactor first, so adding a second
  * replica to a one-replica volume does not make writes wait for the empty one.
  */
@@ -112,7 +112,7 @@ export function targetDeployment(world: VolumeWorld, config: VolumeTargetConfig)
       { containerPort: ISCSI_PORT, name: "iscsi", protocol: "TCP" },
       { containerPort: TARGET_METRICS_PORT, name: "metrics", protocol: "TCP" },
     ],
-    // The iSCSI initiator and md (decision 11) need the node's kernel.
+    // The iSCSI initiator and md (docs/adr/0011-a-replica-is-a-zvol-on-the-pool-data-reaches.md) need the node's kernel.
     securityContext: { privileged: true },
     terminationMessagePath: "/dev/termination-log",
     terminationMessagePolicy: "File",

@@ -5,7 +5,7 @@
 //      node daemon has destroyed it on its pool and removed its finalizer;
 //   3. finalized: true once no replica is observed.
 // The status names every replica still there, with its pool, node and finalizers, and reports one whose pool
-// cannot be reached (CSPI gone, pool not ONLINE) with decision 23's way out.
+// cannot be reached (CSPI gone, pool not ONLINE) with the way out of docs/adr/0023-a-replica-whose-pool-is-gone-for-good.md.
 import { ANNOTATION, LABEL, REPLICA_LOST_CONFIRM } from "../../api/constants.js";
 import type {
   Clock,

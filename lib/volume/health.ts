@@ -14,7 +14,7 @@ export interface VolumeHealth {
 }
 
 /**
- * When a replica added to a volume with data started rebuilding, while it has not caught up (decision 27):
+ * When a replica added to a volume with data started rebuilding, while it has not caught up (docs/adr/0027-volume-day-2-a-new-replica-is-rebuilding.md):
  * caught up only once the target confirmed it (annotation) and its node daemon reports it Healthy. Anything
  * else (no confirmation, another value, not Healthy) is still rebuilding: a fresh replica is Healthy at once.
  */

@@ -1,4 +1,4 @@
-// The iSCSI names of a volume's replicas (docs/decisions.md, 32): derived from the volume alone, so the pool
+// The iSCSI names of a volume's replicas (docs/adr/0032-the-pool-agent-what-it-reads-how-it-exports.md): derived from the volume alone, so the pool
 // agent that exports a replica and the volume target that logs in to it agree without asking each other.
 import { IQN_PREFIX } from "./children.js";
 

@@ -43,7 +43,7 @@ export interface PlacementInput {
   /** Pools that hold (or were given) a replica of this volume: kept as they are. */
   existing: readonly string[];
   /**
-   * Pools where a replica of this volume is still being deleted (decision 27): not counted, never chosen,
+   * Pools where a replica of this volume is still being deleted (docs/adr/0027-volume-day-2-a-new-replica-is-rebuilding.md): not counted, never chosen,
    * since the new replica's name would be the deleted one's until its node daemon destroyed it.
    */
   avoid?: readonly string[];

@@ -1,4 +1,4 @@
-// Which replicas a volume keeps, adds and lets go in one cvc-sync answer (decision 27). One change at a time:
+// Which replicas a volume keeps, adds and lets go in one cvc-sync answer (docs/adr/0027-volume-day-2-a-new-replica-is-rebuilding.md). One change at a time:
 // a replica added to a volume with data is rebuilding until the target confirms it caught up, and nothing
 // else is added or removed meanwhile; a replica is removed only when every replica that stays is Healthy and
 // caught up. Scale-up, scale-down, moving replicas off a pool being removed and replacing a replica declared
@@ -29,7 +29,7 @@ export interface ReplicaPlan {
   condition: ConditionInput;
 }
 
-/** Declared lost by a person (decision 23's annotation): replaced, and left to decision 23's release. */
+/** Declared lost by a person (the annotation of docs/adr/0023-a-replica-whose-pool-is-gone-for-good.md): replaced, and left to that record's release. */
 export function declaredLost(replica: CVR): boolean {
   return replica.metadata.annotations?.[ANNOTATION.replicaLost] === REPLICA_LOST_CONFIRM;
 }

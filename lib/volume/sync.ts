@@ -54,7 +54,7 @@ export interface Outcome {
   conditions?: ConditionInput[];
   /** Children are held as observed because one cannot be read: the replicas' health is not judged from the rest. */
   held?: boolean;
-  /** Rebuilding replicas (decision 27): pool → since. */
+  /** Rebuilding replicas (docs/adr/0027-volume-day-2-a-new-replica-is-rebuilding.md): pool → since. */
   rebuilding?: ReadonlyMap<string, string>;
   /** Replicas still on pools marked for removal. */
   replicasToMove?: number;

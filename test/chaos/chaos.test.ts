@@ -7,7 +7,7 @@
 import { expect } from "chai";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { installProject, ownCluster, type OwnCluster } from "../support/kube.js";
+import { installProject, ownCluster, type OwnCluster } from "../../testkit/kube.js";
 import { requireZfs } from "../../testkit/zfs.js";
 import { DEFAULT_FAULTS } from "./faults.js";
 import { chaosRun, DEFAULT_BOUND_MS } from "./lifecycle.js";

@@ -3,8 +3,9 @@
 // put back). At most two faults run at once, never two on the same target, so faults overlap each other and
 // every lifecycle step.
 import { renameSync } from "node:fs";
-import type { OwnCluster } from "../support/kube.js";
-import type { ChaosNode, HookServer, Metacontroller } from "./parts.js";
+import type { OwnCluster } from "../../testkit/kube.js";
+import type { HookServer, Metacontroller } from "../../testkit/control-plane.js";
+import type { ChaosNode } from "./parts.js";
 import type { Prng } from "./prng.js";
 import { retrying } from "./retrying.js";
 

@@ -6,8 +6,9 @@
 // pause can hide a violation but never invent one.
 import { API_VERSION, LABEL } from "../../api/constants.js";
 import { allLeaves, parseZpoolStatus } from "../../node-daemon/parse.js";
-import type { OwnCluster } from "../support/kube.js";
-import { NS, type ChaosNode } from "./parts.js";
+import type { OwnCluster } from "../../testkit/kube.js";
+import { NS } from "../../testkit/control-plane.js";
+import type { ChaosNode } from "./parts.js";
 import { ReplicaReleases } from "./replica-releases.js";
 
 export interface Violation {

@@ -14,14 +14,15 @@ import { claimName, zpoolName } from "../../lib/names.js";
 import { parseQuantity } from "../../lib/quantity.js";
 import { rebuildingSince } from "../../lib/volume/health.js";
 import { leaves, parseZpoolStatus } from "../../node-daemon/parse.js";
-import { keepPlayingNdmAndKubelet, type ApiResponse, type OwnCluster } from "../support/kube.js";
-import { shippedDaemonEnv } from "../support/node-daemon-process.js";
-import { onStop } from "../support/processes.js";
-import { startNode } from "../support/zfs-node.js";
+import { keepPlayingNdmAndKubelet, type ApiResponse, type OwnCluster } from "../../testkit/kube.js";
+import { shippedDaemonEnv } from "../../testkit/node-daemon-process.js";
+import { onStop } from "../../testkit/processes.js";
+import { startNode } from "../../testkit/zfs-node.js";
 import { blockDeviceName, MiB, ndmBlockDevice, nodeObject, ZfsSandbox } from "../../testkit/zfs.js";
 import { FaultScheduler, type FaultOptions } from "./faults.js";
 import { InvariantMonitor, type Violation } from "./invariants.js";
-import { ChaosNode, commandLogDir, HookServer, metacontrollerFor, NS, type Metacontroller } from "./parts.js";
+import { HookServer, metacontrollerFor, NS, type Metacontroller } from "../../testkit/control-plane.js";
+import { ChaosNode, commandLogDir } from "./parts.js";
 import { Prng } from "./prng.js";
 import { retrying } from "./retrying.js";
 
@@ -360,7 +361,7 @@ export async function chaosRun(cluster: OwnCluster, options: RunOptions): Promis
   /**
    * The target's part (there is no target here), played after NDM's and the kubelet's every second: a replica
    * added to the volume is rebuilt from the others (the volume's data written into it) once its node daemon made
-   * it, then confirmed caught up (decision 27).
+   * it, then confirmed caught up (docs/adr/0027-volume-day-2-a-new-replica-is-rebuilding.md).
    */
   const playTarget = async () => {
     for (const r of await replicasOfVolume()) {
@@ -553,7 +554,7 @@ export async function chaosRun(cluster: OwnCluster, options: RunOptions): Promis
     await verifyVolume();
     await verifyData();
 
-    // remove-pool: pool B holds a replica of the volume, which moves to pool C (decision 27) before B goes.
+    // remove-pool: pool B holds a replica of the volume, which moves to pool C (docs/adr/0027-volume-day-2-a-new-replica-is-rebuilding.md) before B goes.
     step = "remove-pool";
     await verifyData(pool.B);
     since = Date.now();

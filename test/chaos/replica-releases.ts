@@ -1,5 +1,5 @@
 // No replica of the volume goes while the volume lives unless at least replicaCount others are Healthy and caught
-// up (decision 27: a replica is removed only once the one replacing it holds the data). Judged from a watch, in
+// up (docs/adr/0027-volume-day-2-a-new-replica-is-rebuilding.md: a replica is removed only once the one replacing it holds the data). Judged from a watch, in
 // the apiserver's order of events: the replacement's confirmation and the old replica's deletion can fall within
 // a few hundred milliseconds, and a poll between them would judge the deletion by the replicas as they were
 // before the confirmation (seed 112 of the first twenty runs). A watch broken by a restart resumes from the last
@@ -9,8 +9,8 @@ import { Watch } from "@kubernetes/client-node";
 import { API_VERSION, LABEL } from "../../api/constants.js";
 import type { CVR } from "../../api/types.js";
 import { rebuildingSince } from "../../lib/volume/health.js";
-import type { OwnCluster } from "../support/kube.js";
-import { NS } from "./parts.js";
+import type { OwnCluster } from "../../testkit/kube.js";
+import { NS } from "../../testkit/control-plane.js";
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const going = (replica: CVR): boolean => replica.metadata.deletionTimestamp !== undefined;

@@ -1,5 +1,5 @@
 // `npm run chaos`: the CSPC and volume lifecycle under a seeded random fault schedule, run after run (docs/reliability.md,
-// docs/decisions.md 35). `npm test` runs two fixed seeds of it (chaos.test.ts); this runs any number of others.
+// docs/adr/0035-chaos-runs-one-seeded-fault-schedule-over.md). `npm test` runs two fixed seeds of it (chaos.test.ts); this runs any number of others.
 //   npm run chaos                                  3 runs, seeds 1, 2, 3
 //   npm run chaos -- --runs 20 --seed 100          20 runs, seeds 100 to 119
 //   npm run chaos -- --runs 1 --seed 107           replays run 107's fault schedule
@@ -10,8 +10,8 @@ import { writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { installProject, ownCluster } from "../support/kube.js";
-import { stopAll } from "../support/processes.js";
+import { installProject, ownCluster } from "../../testkit/kube.js";
+import { stopAll } from "../../testkit/processes.js";
 import { requireZfs } from "../../testkit/zfs.js";
 import { DEFAULT_FAULTS, FAULT_KINDS, type FaultKind } from "./faults.js";
 import { chaosRun, DEFAULT_BOUND_MS, type RunReport } from "./lifecycle.js";

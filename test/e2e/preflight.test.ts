@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { expect } from "chai";
-import { REPO_ROOT } from "../support/kube.js";
+import { REPO_ROOT } from "../../testkit/kube.js";
 
 function preflight(env: Record<string, string>): { status: number | null; stdout: string } {
   const result = spawnSync(process.execPath, ["--import", "tsx", "test/e2e/preflight.ts"], {

@@ -1,6 +1,6 @@
 // `npm run test:e2e` runs this first: without a real Metacontroller the suite is not run, and says so with exit
 // code 2, so that neither a person nor CI can take it for a pass.
-import { NotConfigured, realMetacontrollerFromEnv } from "../support/real-metacontroller.js";
+import { NotConfigured, realMetacontrollerFromEnv } from "../../testkit/real-metacontroller.js";
 
 try {
   const { bin, crds } = realMetacontrollerFromEnv();

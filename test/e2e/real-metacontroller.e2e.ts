@@ -1,7 +1,7 @@
 // Opt-in (npm run test:e2e): the pool lifecycle under the real Metacontroller. Real: Metacontroller (the binary
 // named by METACONTROLLER_BIN, out of cluster), kube-apiserver + etcd, the hook server process with the shipped
 // Deployment's environment, and three simulated nodes, each its own zfs-fuse in a private mount namespace
-// (test/support/zfs-node.ts) with a node daemon process (the shipped DaemonSet's environment and ServiceAccount)
+// (testkit/zfs-node.ts) with a node daemon process (the shipped DaemonSet's environment and ServiceAccount)
 // reaching it through ZFS_COMMAND_PREFIX, making pools on sparse files. Played by the test: NDM (it binds claims and moves disks
 // between nodes) and the kubelet (a pool Deployment is made available whenever it is not). Every step is asserted on the
 // apiserver's objects, the zpools and the data, and on Metacontroller's log: a hook call that failed or a
@@ -22,7 +22,7 @@ import type { Condition, CSPI } from "../../api/types.js";
 import { findCondition } from "../../lib/conditions.js";
 import { claimName, zpoolName } from "../../lib/names.js";
 import { leaves, parseZpoolStatus } from "../../node-daemon/parse.js";
-import { HookServerProcess } from "../support/hook-server-process.js";
+import { HookServerProcess } from "../../testkit/hook-server-process.js";
 import {
   INSTALL_NAMESPACE,
   keepPlayingNdmAndKubelet,
@@ -30,14 +30,14 @@ import {
   waitUntil,
   type Identity,
   type KubeCluster,
-} from "../support/kube.js";
-import { DaemonProcess, shippedDaemonEnv } from "../support/node-daemon-process.js";
+} from "../../testkit/kube.js";
+import { DaemonProcess, shippedDaemonEnv } from "../../testkit/node-daemon-process.js";
 import {
   MetacontrollerProcess,
   pointHooksAt,
   realMetacontrollerFromEnv,
   type RealMetacontroller,
-} from "../support/real-metacontroller.js";
+} from "../../testkit/real-metacontroller.js";
 import {
   blockDeviceName,
   cvrObject,
@@ -46,7 +46,7 @@ import {
   requireZfs,
   ZfsSandbox,
 } from "../../testkit/zfs.js";
-import { startNode, type ZfsNode } from "../support/zfs-node.js";
+import { startNode, type ZfsNode } from "../../testkit/zfs-node.js";
 
 const NS = INSTALL_NAMESPACE;
 const DEVICE_MIB = 128;

@@ -8,7 +8,7 @@ import { readFileSync } from "node:fs";
 import { expect } from "chai";
 import { parse } from "yaml";
 import { API_VERSION, KIND, PROVISIONING } from "../../api/constants.js";
-import { HookServerProcess } from "../support/hook-server-process.js";
+import { HookServerProcess } from "../../testkit/hook-server-process.js";
 import {
   installProject,
   INSTALL_NAMESPACE,
@@ -16,12 +16,12 @@ import {
   repoPath,
   waitUntil,
   type KubeCluster,
-} from "../support/kube.js";
+} from "../../testkit/kube.js";
 import {
   MetacontrollerProcess,
   pointHooksAt,
   realMetacontrollerFromEnv,
-} from "../support/real-metacontroller.js";
+} from "../../testkit/real-metacontroller.js";
 
 type Obj = Record<string, any>;
 const NS = "shop";

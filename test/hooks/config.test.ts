@@ -57,7 +57,7 @@ describe("hook server configuration from the environment", () => {
       ],
       [
         { OPENEBS_IO_CSTOR_POOL_IMAGE: "registry.local/openebs/cstor-pool:3.6.0" },
-        "OPENEBS_IO_CSTOR_POOL_IMAGE=\"registry.local/openebs/cstor-pool:3.6.0\" is upstream's cStor pool image (zrepl): the pool Deployment runs the project's pool agent (docs/decisions.md, 10); set the image built from the Dockerfile's pool-agent target, or unset it",
+        "OPENEBS_IO_CSTOR_POOL_IMAGE=\"registry.local/openebs/cstor-pool:3.6.0\" is upstream's cStor pool image (zrepl): the pool Deployment runs the project's pool agent (docs/adr/0010-the-hosts-zfs-owns-the-pool-the-pool-pod-runs.md); set the image built from the Dockerfile's pool-agent target, or unset it",
       ],
       [
         { OPENEBS_IO_CSTOR_POOL_EXPORTER_IMAGE: "openebs/m-exporter:3.6.0" },

@@ -18,10 +18,10 @@ import {
   projectInstalled,
   waitUntil,
   type KubeCluster,
-} from "../support/kube.js";
-import { CONTROLLER_UID, MetacontrollerDriver, serveHooks } from "../support/metacontroller-driver.js";
-import { DaemonProcess, shippedDaemonEnv } from "../support/node-daemon-process.js";
-import { startNode, type ZfsNode } from "../support/zfs-node.js";
+} from "../../testkit/kube.js";
+import { CONTROLLER_UID, MetacontrollerDriver, serveHooks } from "../../testkit/metacontroller-driver.js";
+import { DaemonProcess, shippedDaemonEnv } from "../../testkit/node-daemon-process.js";
+import { startNode, type ZfsNode } from "../../testkit/zfs-node.js";
 import { MiB, requireZfs, ZfsSandbox } from "../../testkit/zfs.js";
 
 const DEVICE_MIB = 128;

@@ -9,8 +9,8 @@ import { expect } from "chai";
 import { parse } from "yaml";
 import { API_VERSION, KIND, LABEL } from "../../api/constants.js";
 import { poolDeploymentName } from "../../lib/names.js";
-import { projectInstalled, repoPath, type KubeCluster } from "../support/kube.js";
-import { MetacontrollerDriver, serveHooks, type Obj } from "../support/metacontroller-driver.js";
+import { projectInstalled, repoPath, type KubeCluster } from "../../testkit/kube.js";
+import { MetacontrollerDriver, serveHooks, type Obj } from "../../testkit/metacontroller-driver.js";
 
 const NS = "crd-upgrade";
 const NODE = "upgrade-node-1";

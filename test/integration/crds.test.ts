@@ -4,7 +4,7 @@ import { expect } from "chai";
 import { API_VERSION, KIND } from "../../api/constants.js";
 import type { CSPCSpec, PoolSpec } from "../../api/types.js";
 import { checkCspcSpec } from "../../lib/rules/pool-spec.js";
-import { INSTALL_NAMESPACE, projectInstalled, type KubeCluster } from "../support/kube.js";
+import { INSTALL_NAMESPACE, projectInstalled, type KubeCluster } from "../../testkit/kube.js";
 
 const devices = (prefix: string, count: number) =>
   Array.from({ length: count }, (_, i) => ({ blockDeviceName: `${prefix}-bd-${i + 1}` }));

@@ -4,8 +4,8 @@
 import { expect } from "chai";
 import { KIND } from "../../api/constants.js";
 import type { KubeObject } from "../../api/types.js";
-import { HookServerProcess } from "../support/hook-server-process.js";
-import { INSTALL_NAMESPACE, projectInstalled, waitUntil, type KubeCluster } from "../support/kube.js";
+import { HookServerProcess } from "../../testkit/hook-server-process.js";
+import { INSTALL_NAMESPACE, projectInstalled, waitUntil, type KubeCluster } from "../../testkit/kube.js";
 import { goldenCases } from "../support/golden.js";
 
 const NS = INSTALL_NAMESPACE;

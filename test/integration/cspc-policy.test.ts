@@ -6,7 +6,12 @@ import { API_VERSION, KIND, LABEL, TYPE_KEY } from "../../api/constants.js";
 import type { BlockPoolSpec, CSPC, CSPI } from "../../api/types.js";
 import { buildInventory } from "../../lib/inventory.js";
 import { diffPool } from "../../lib/rules/day2.js";
-import { INSTALL_NAMESPACE as NS, projectInstalled, waitUntil, type KubeCluster } from "../support/kube.js";
+import {
+  INSTALL_NAMESPACE as NS,
+  projectInstalled,
+  waitUntil,
+  type KubeCluster,
+} from "../../testkit/kube.js";
 
 const NAME = "policy-day2";
 const bds = (...names: string[]) => names.map((blockDeviceName) => ({ blockDeviceName }));
@@ -235,7 +240,7 @@ describe("integration: the CSPC admission policy of the default install (no webh
         ),
       ),
     ],
-    // Spares and read caches hold no data: the node daemon removes them from the pool (docs/decisions.md, 26).
+    // Spares and read caches hold no data: the node daemon removes them from the pool (docs/adr/0026-spare-and-read-cache-devices-may-leave-a-live.md).
     ["a spare device removed", edit((p) => (group(p, 0, 3).blockDevices = bds("s1")))],
     ["the read cache group removed", edit((p) => p[0].raidGroups.splice(4, 1))],
     ["a spare swapped for another", edit((p) => (group(p, 0, 3).blockDevices = bds("s1", "s3")))],

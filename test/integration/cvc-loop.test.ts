@@ -2,13 +2,13 @@
 // test driver (playing Metacontroller by the controller we ship) and the hook server into its Service (with a
 // real ClusterIP), CStorVolume, target Deployment, replicas and disruption budget; the replicas' status (the
 // node daemon's, written here by hand) rolled up into the CVC and, by the cstor-volume decorator, the CV; capacity growth reaching the replicas;
-// replicaCount 3 -> 4 -> 3 one replica at a time (decision 27); and deletion in order,
+// replicaCount 3 -> 4 -> 3 one replica at a time (docs/adr/0027-volume-day-2-a-new-replica-is-rebuilding.md); and deletion in order,
 // waiting for the node daemon to release each replica.
 import { expect } from "chai";
 import { ANNOTATION, API_VERSION, FINALIZER, KIND, LABEL } from "../../api/constants.js";
 import { consistencyFactor } from "../../lib/volume/children.js";
-import { getIfPresent, projectInstalled, type KubeCluster } from "../support/kube.js";
-import { MetacontrollerDriver, serveHooks } from "../support/metacontroller-driver.js";
+import { getIfPresent, projectInstalled, type KubeCluster } from "../../testkit/kube.js";
+import { MetacontrollerDriver, serveHooks } from "../../testkit/metacontroller-driver.js";
 
 const NS = "vol-loop";
 const CONTROLLER = "cstor-volume-config";

@@ -1,9 +1,9 @@
-// Pools on device sets, the node side (docs/decisions.md, 33): a CSPC with a raidz device set of 3 PVCs becomes
+// Pools on device sets, the node side (docs/adr/0033-pools-on-pvcs-device-sets-lowered-to-raid-groups.md): a CSPC with a raidz device set of 3 PVCs becomes
 // an ONLINE zpool on the node its local PVs are on, and count 3 -> 6 adds a second raidz group. Everything is
 // real but Metacontroller: kube-apiserver with kube-controller-manager's PV binder, the project's hooks under
-// the emulated Metacontroller loop (test/support/metacontroller-loop.ts), and one node daemon process per
+// the emulated Metacontroller loop (testkit/metacontroller-loop.ts), and one node daemon process per
 // simulated node, started as the shipped DaemonSet starts it, each with a zfs-fuse of its own
-// (test/support/zfs-node.ts). Node A's local PVs are sparse files in one directory, as a static provisioner
+// (testkit/zfs-node.ts). Node A's local PVs are sparse files in one directory, as a static provisioner
 // publishes the disks it finds in its discovery directory; the daemons' DEVICE_ROOTS is that directory only.
 // Node B has no PVs: its daemon sees the CSPI and makes nothing. No kubelet runs: the pool pod's availability
 // is played (markDeploymentAvailable), as the pool's phase is PodUnavailable without it.
@@ -24,11 +24,11 @@ import {
   waitUntil,
   type Identity,
   type OwnCluster,
-} from "../support/kube.js";
-import { MetacontrollerDriver, serveHooks, type Obj } from "../support/metacontroller-driver.js";
-import { MetacontrollerLoop } from "../support/metacontroller-loop.js";
-import { DaemonProcess, shippedDaemonEnv } from "../support/node-daemon-process.js";
-import { startNode, type ZfsNode } from "../support/zfs-node.js";
+} from "../../testkit/kube.js";
+import { MetacontrollerDriver, serveHooks, type Obj } from "../../testkit/metacontroller-driver.js";
+import { MetacontrollerLoop } from "../../testkit/metacontroller-loop.js";
+import { DaemonProcess, shippedDaemonEnv } from "../../testkit/node-daemon-process.js";
+import { startNode, type ZfsNode } from "../../testkit/zfs-node.js";
 import { ZfsSandbox } from "../../testkit/zfs.js";
 
 const NS = INSTALL_NAMESPACE;

@@ -1,4 +1,4 @@
-// Pools on device sets (docs/decisions.md, 33) on a real kube-apiserver with kube-controller-manager's PV
+// Pools on device sets (docs/adr/0033-pools-on-pvcs-device-sets-lowered-to-raid-groups.md) on a real kube-apiserver with kube-controller-manager's PV
 // binder, PVC/PV protection and garbage collector, and the project's hooks under the Metacontroller emulator:
 // a CSPC with a raidz device set of 3 PVCs gets its PVCs, the PV controller binds them to local PVs of node-a,
 // and the CSPI is made on node-a at the PVs' paths; count 3 -> 6 adds a second raidz group; deleting the CSPC
@@ -6,8 +6,8 @@
 // daemon's part (the pool ONLINE) is played by the test here; no kubelet runs, so no pod binds a claim.
 import { expect } from "chai";
 import { API_VERSION, KIND, LABEL } from "../../api/constants.js";
-import { getIfPresent, installProject, ownCluster, waitUntil, type OwnCluster } from "../support/kube.js";
-import { MetacontrollerDriver, serveHooks, type Obj } from "../support/metacontroller-driver.js";
+import { getIfPresent, installProject, ownCluster, waitUntil, type OwnCluster } from "../../testkit/kube.js";
+import { MetacontrollerDriver, serveHooks, type Obj } from "../../testkit/metacontroller-driver.js";
 
 const NS = "ds-pools";
 const CSPC = "ds";

@@ -11,7 +11,7 @@ import {
   projectInstalled,
   repoPath,
   type KubeCluster,
-} from "../support/kube.js";
+} from "../../testkit/kube.js";
 import { shippedDashboards } from "../support/monitoring.js";
 
 interface Manifest {

@@ -14,7 +14,7 @@ import { makeApp } from "../../hooks/http/app.js";
 import { listen } from "../../hooks/http/listen.js";
 import { hookRoutes } from "../../hooks/routes.js";
 import { createLogger } from "../../lib/log.js";
-import { INSTALL_NAMESPACE, projectInstalled, repoPath, type KubeCluster } from "../support/kube.js";
+import { INSTALL_NAMESPACE, projectInstalled, repoPath, type KubeCluster } from "../../testkit/kube.js";
 
 const run = promisify(execFile);
 const SERVICE_DNS = `cstor-pool-hooks.${INSTALL_NAMESPACE}.svc`;

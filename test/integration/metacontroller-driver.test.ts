@@ -5,15 +5,15 @@ import type { AddressInfo } from "node:net";
 import { expect } from "chai";
 import express from "express";
 import { API_VERSION, KIND } from "../../api/constants.js";
-import { getIfPresent, projectInstalled, type KubeCluster } from "../support/kube.js";
+import { getIfPresent, projectInstalled, type KubeCluster } from "../../testkit/kube.js";
 import {
   CONTROLLER_UID,
   HookCallError,
   LAST_APPLIED,
   MetacontrollerDriver,
-} from "../support/metacontroller-driver.js";
-import { MetacontrollerLoop } from "../support/metacontroller-loop.js";
-import { onStop } from "../support/processes.js";
+} from "../../testkit/metacontroller-driver.js";
+import { MetacontrollerLoop } from "../../testkit/metacontroller-loop.js";
+import { onStop } from "../../testkit/processes.js";
 
 const NS = "mc-driver";
 const CONTROLLER = "driver-contract";

@@ -1,13 +1,13 @@
 // When Metacontroller syncs, not only what a sync does: the shipped controllers under the event loop of
-// Metacontroller v4.17.2 (test/support/metacontroller-loop.ts: informer events, ignoreStatusChanges, the
+// Metacontroller v4.17.2 (testkit/metacontroller-loop.ts: informer events, ignoreStatusChanges, the
 // decorator giving a sync up on a conflict, resyncs on a virtual clock), the hooks over HTTP, a real apiserver.
 // The node daemon's status writes land in the middle of a sync, as they do on a live cluster.
 import { expect } from "chai";
 import { API_VERSION, KIND, LABEL } from "../../api/constants.js";
 import { poolDeploymentName } from "../../lib/names.js";
-import { projectInstalled, type KubeCluster } from "../support/kube.js";
-import { MetacontrollerDriver, serveHooks, type Obj } from "../support/metacontroller-driver.js";
-import { MetacontrollerLoop } from "../support/metacontroller-loop.js";
+import { projectInstalled, type KubeCluster } from "../../testkit/kube.js";
+import { MetacontrollerDriver, serveHooks, type Obj } from "../../testkit/metacontroller-driver.js";
+import { MetacontrollerLoop } from "../../testkit/metacontroller-loop.js";
 
 const NS = "mc-events";
 const NODE = "events-node-1";

@@ -4,13 +4,13 @@
 import { expect } from "chai";
 import { ANNOTATION, API_VERSION, KIND, LABEL } from "../../api/constants.js";
 import { claimName, poolDeploymentName } from "../../lib/names.js";
-import { getIfPresent, projectInstalled, type KubeCluster } from "../support/kube.js";
+import { getIfPresent, projectInstalled, type KubeCluster } from "../../testkit/kube.js";
 import {
   CONTROLLER_UID,
   DECORATOR_ANNOTATION,
   MetacontrollerDriver,
   serveHooks,
-} from "../support/metacontroller-driver.js";
+} from "../../testkit/metacontroller-driver.js";
 
 const NS = "mc-loop";
 const NODE = "loop-node-1";

@@ -1,6 +1,6 @@
 // The node daemon end to end: real daemon processes (node-daemon/main.ts) authenticated as the shipped
 // ServiceAccount under the shipped RBAC and admission policy, against the real kube-apiserver, making real
-// zfs-fuse pools on sparse files. Each daemon plays one node with a zfs-fuse of its own (test/support/zfs-node.ts),
+// zfs-fuse pools on sparse files. Each daemon plays one node with a zfs-fuse of its own (testkit/zfs-node.ts),
 // reached through ZFS_COMMAND_PREFIX as the DaemonSet reaches the host: a node sees only its own pools. The
 // sandbox's files are shared, like disks re-attached to another node, so a pool moves by export and import.
 import { Watch } from "@kubernetes/client-node";
@@ -29,10 +29,10 @@ import {
   waitUntil,
   type Identity,
   type KubeCluster,
-} from "../support/kube.js";
-import { MetacontrollerDriver, serveHooks } from "../support/metacontroller-driver.js";
-import { DaemonProcess, shippedDaemonEnv } from "../support/node-daemon-process.js";
-import { startNode, type ZfsNode } from "../support/zfs-node.js";
+} from "../../testkit/kube.js";
+import { MetacontrollerDriver, serveHooks } from "../../testkit/metacontroller-driver.js";
+import { DaemonProcess, shippedDaemonEnv } from "../../testkit/node-daemon-process.js";
+import { startNode, type ZfsNode } from "../../testkit/zfs-node.js";
 import {
   blockDeviceName,
   MiB,
@@ -250,7 +250,7 @@ describe("integration: the node daemon end to end (real processes, real apiserve
       });
       expect(
         env.CSTOR_REPLICA_BACKEND,
-        "replicas are zvols where the DaemonSet runs (docs/decisions.md, 11)",
+        "replicas are zvols where the DaemonSet runs (docs/adr/0011-a-replica-is-a-zvol-on-the-pool-data-reaches.md)",
       ).to.equal("zvol");
     });
 
@@ -505,7 +505,7 @@ describe("integration: the node daemon end to end (real processes, real apiserve
     });
   });
 
-  // The whole loop: Metacontroller played by the test driver (test/support/metacontroller-driver.ts) with the
+  // The whole loop: Metacontroller played by the test driver (testkit/metacontroller-driver.ts) with the
   // hook server over HTTP, NDM played by the test (it binds claims), the node daemon real. No kubelet and no
   // Deployment controller run here, so the pool Deployment never gets a pod: PodAvailable stays False and
   // cspc-sync does not count the pool healthy, even though the daemon reports it ONLINE. The test says so,

@@ -1,6 +1,6 @@
-// The node daemon's replica side end to end (docs/decisions.md, 11 and 21): real daemon processes under the
+// The node daemon's replica side end to end (docs/adr/0011-a-replica-is-a-zvol-on-the-pool-data-reaches.md and docs/adr/0021-the-volume-control-plane-placement-phases.md): real daemon processes under the
 // shipped ServiceAccount, RBAC and admission policy, against the real kube-apiserver, each node with a zfs-fuse
-// of its own (test/support/zfs-node.ts). zfs-fuse has no zvols, so the daemons run the file backend
+// of its own (testkit/zfs-node.ts). zfs-fuse has no zvols, so the daemons run the file backend
 // (CSTOR_REPLICA_BACKEND=file): a replica is a dataset holding a sparse replica.img. The zvol backend's
 // commands are pinned by golden files (test/node-daemon/replicas.test.ts).
 import { createHash, randomBytes } from "node:crypto";
@@ -24,9 +24,9 @@ import {
   waitUntil,
   type Identity,
   type KubeCluster,
-} from "../support/kube.js";
-import { DaemonProcess, shippedDaemonEnv } from "../support/node-daemon-process.js";
-import { startNode, type ZfsNode } from "../support/zfs-node.js";
+} from "../../testkit/kube.js";
+import { DaemonProcess, shippedDaemonEnv } from "../../testkit/node-daemon-process.js";
+import { startNode, type ZfsNode } from "../../testkit/zfs-node.js";
 import { blockDeviceName, cvrObject, MiB, requireZfs, ZfsSandbox } from "../../testkit/zfs.js";
 
 const NS = INSTALL_NAMESPACE;

@@ -1,7 +1,7 @@
 // The node daemon's view of its CSPIs cannot go stale, against a real kube-apiserver of this suite's own
-// (test/support/kube.ts ownCluster) that ends every watch after a few seconds (--min-request-timeout=4: watches
+// (testkit/kube.ts ownCluster) that ends every watch after a few seconds (--min-request-timeout=4: watches
 // last 4 to 8 s, where the default is 30 to 60 minutes) and is restarted under the running daemons. Two daemon
-// processes, each on a simulated node with its own zfs-fuse (test/support/zfs-node.ts). Their resync period is
+// processes, each on a simulated node with its own zfs-fuse (testkit/zfs-node.ts). Their resync period is
 // an hour, so only the watch, and the lists after it ends, can bring a change to them within the test.
 import { expect } from "chai";
 import { API_VERSION, KIND, LABEL } from "../../api/constants.js";
@@ -16,9 +16,9 @@ import {
   waitUntil,
   type Identity,
   type OwnCluster,
-} from "../support/kube.js";
-import { DaemonProcess, shippedDaemonEnv } from "../support/node-daemon-process.js";
-import { startNode, type ZfsNode } from "../support/zfs-node.js";
+} from "../../testkit/kube.js";
+import { DaemonProcess, shippedDaemonEnv } from "../../testkit/node-daemon-process.js";
+import { startNode, type ZfsNode } from "../../testkit/zfs-node.js";
 import { blockDeviceName, MiB, requireZfs, ZfsSandbox } from "../../testkit/zfs.js";
 
 const NS = INSTALL_NAMESPACE;

@@ -11,7 +11,7 @@ import {
   waitUntil,
   type Identity,
   type KubeCluster,
-} from "../support/kube.js";
+} from "../../testkit/kube.js";
 
 const NS = INSTALL_NAMESPACE;
 const OTHER_NS = "rbac-elsewhere";

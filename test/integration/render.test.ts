@@ -3,7 +3,7 @@
 import { readFileSync } from "node:fs";
 import { expect } from "chai";
 import { runRender } from "../../cli/render.js";
-import { fixturePath, projectInstalled, repoPath } from "../support/kube.js";
+import { fixturePath, projectInstalled, repoPath } from "../../testkit/kube.js";
 
 describe("integration: cstor-pool render output on a real kube-apiserver", function () {
   this.timeout(20 * 60_000);

@@ -1,12 +1,12 @@
-// Pool pod rollouts one pool at a time (docs/decisions.md, 28) on a real apiserver, with the test driver playing
+// Pool pod rollouts one pool at a time (docs/adr/0028-pool-pod-rollouts-go-one-pool-at-a-time.md) on a real apiserver, with the test driver playing
 // Metacontroller by the controllers we ship and the hook server answering over HTTP: a poolConfig edit that
 // restarts both pool pods reaches one Deployment, the other waits until the first pool is ONLINE with its pod
 // available again. Nothing runs pods here, so the test writes what the node daemon and the Deployment
 // controller would report.
 import { expect } from "chai";
 import { ANNOTATION, API_VERSION, CSPI_CONDITION, KIND, LABEL } from "../../api/constants.js";
-import { getIfPresent, projectInstalled, type KubeCluster } from "../support/kube.js";
-import { MetacontrollerDriver, serveHooks } from "../support/metacontroller-driver.js";
+import { getIfPresent, projectInstalled, type KubeCluster } from "../../testkit/kube.js";
+import { MetacontrollerDriver, serveHooks } from "../../testkit/metacontroller-driver.js";
 
 const NS = "gate-rollout";
 const CSPC = "gate-pools";

@@ -3,13 +3,13 @@
 // the sample class becomes a CStorVolumeConfig, then a PV that kube-controller-manager binds; a resize grows
 // the CVC; deleting the PVC deletes (Delete) or keeps (Retain) the volume; a bad class changes nothing and
 // says why on the PVC. The cvc-sync hook's part (a Bound CVC and its CStorVolume's target address) is played
-// by the test, as the kubelet's is elsewhere: no kubelet, no iSCSI initiator here (docs/decisions.md, 22).
+// by the test, as the kubelet's is elsewhere: no kubelet, no iSCSI initiator here (docs/adr/0022-from-a-pvc-to-a-volume-a-decoratorcontroller.md).
 import { readFileSync } from "node:fs";
 import { expect } from "chai";
 import { parse } from "yaml";
 import { API_VERSION, KIND, PROVISIONING } from "../../api/constants.js";
-import { installProject, ownCluster, repoPath, waitUntil, type KubeCluster } from "../support/kube.js";
-import { MetacontrollerDriver, serveHooks, type Obj } from "../support/metacontroller-driver.js";
+import { installProject, ownCluster, repoPath, waitUntil, type KubeCluster } from "../../testkit/kube.js";
+import { MetacontrollerDriver, serveHooks, type Obj } from "../../testkit/metacontroller-driver.js";
 
 const NS = "shop";
 const POOLS_NS = "openebs";

@@ -5,8 +5,8 @@
 // There is no garbage collector here: the test does the GC's orphaning itself, and says where.
 import { expect } from "chai";
 import { ANNOTATION, API_VERSION, KIND, LABEL } from "../../api/constants.js";
-import { getIfPresent, projectInstalled, repoPath, type KubeCluster } from "../support/kube.js";
-import { CONTROLLER_UID, MetacontrollerDriver, serveHooks } from "../support/metacontroller-driver.js";
+import { getIfPresent, projectInstalled, repoPath, type KubeCluster } from "../../testkit/kube.js";
+import { CONTROLLER_UID, MetacontrollerDriver, serveHooks } from "../../testkit/metacontroller-driver.js";
 
 const NS = "mc-uninstall";
 const NODE = "uninstall-node-1";

@@ -13,7 +13,7 @@ import { CUSTOM_PLURAL } from "../../cli/cluster.js";
 import { processIO, readAll, type CliIO } from "../../cli/input.js";
 import { runDescribe, runGet, runTree } from "../../cli/views-command.js";
 import { installedPackage, runProgram, type Installed } from "../support/installed.js";
-import { projectInstalled, repoPath, type KubeCluster } from "../support/kube.js";
+import { projectInstalled, repoPath, type KubeCluster } from "../../testkit/kube.js";
 
 const FIXTURE = repoPath("test/fixtures/cli/views/cluster.yaml");
 const NS = "views-it";

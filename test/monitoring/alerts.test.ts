@@ -4,7 +4,7 @@
 import { expect } from "chai";
 import { readFileSync } from "node:fs";
 import { parse } from "yaml";
-import { fixturePath } from "../support/kube.js";
+import { fixturePath } from "../../testkit/kube.js";
 import {
   checkRules,
   exportedMetricNames,

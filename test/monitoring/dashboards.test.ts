@@ -4,7 +4,7 @@
 import { expect } from "chai";
 import { readFileSync } from "node:fs";
 import { parse, stringify } from "yaml";
-import { repoPath } from "../support/kube.js";
+import { repoPath } from "../../testkit/kube.js";
 import { checkRules, exportedMetricNames, metricsIn, shippedDashboards } from "../support/monitoring.js";
 
 type Dashboard = Record<string, any>;

@@ -23,9 +23,9 @@ import { metricsServer } from "../../node-daemon/main.js";
 import { createMetrics } from "../../node-daemon/metrics.js";
 import { cspiFor, requireZfs, ZfsSandbox } from "../../testkit/zfs.js";
 import { daemonFor } from "../support/in-memory-daemon.js";
-import { projectInstalled, type KubeCluster } from "../support/kube.js";
+import { projectInstalled, type KubeCluster } from "../../testkit/kube.js";
 import { testRules } from "../support/monitoring.js";
-import { startNode, type ZfsNode } from "../support/zfs-node.js";
+import { startNode, type ZfsNode } from "../../testkit/zfs-node.js";
 
 /** One scrape's samples by series (`name{labels}` as exposed); comments and histograms' buckets left out. */
 function samples(exposition: string): Map<string, number> {

@@ -18,7 +18,7 @@ import { createMetrics } from "../../node-daemon/metrics.js";
 import { parseZpoolStatus } from "../../node-daemon/parse.js";
 import { cspiFor, requireZfs, writeData, zpool, ZfsSandbox } from "../../testkit/zfs.js";
 import { FaultyCommand } from "../reliability/support/faulty-zpool.js";
-import { startNode, type ZfsNode } from "../support/zfs-node.js";
+import { startNode, type ZfsNode } from "../../testkit/zfs-node.js";
 import { FakeKube } from "../../testkit/fake-kube.js";
 import { daemonFor } from "../support/in-memory-daemon.js";
 

@@ -1,10 +1,10 @@
-// The daemon's Kubernetes calls against a real kube-apiserver (test/support/kube.ts): merge-patched status
+// The daemon's Kubernetes calls against a real kube-apiserver (testkit/kube.ts): merge-patched status
 // through the subresource, finalizer patches that touch only ours, Events, claim annotations, the watch.
 import { expect } from "chai";
 import { ANNOTATION, API_VERSION, FINALIZER, KIND, LABEL } from "../../api/constants.js";
 import type { CSPI } from "../../api/types.js";
 import { createKubeApi, type KubeApi } from "../../node-daemon/kube.js";
-import { kubeCluster, repoPath, type KubeCluster } from "../support/kube.js";
+import { kubeCluster, repoPath, type KubeCluster } from "../../testkit/kube.js";
 import { cspiFor } from "../../testkit/zfs.js";
 
 const NAMESPACE = "node-daemon-api";

@@ -1,4 +1,4 @@
-// Scheduled scrubs as the planner and the reporter decide them (docs/decisions.md, 34): pure functions of the
+// Scheduled scrubs as the planner and the reporter decide them (docs/adr/0034-scrubs-an-interval-in-poolconfig-decided.md): pure functions of the
 // CSPI, the observed pool (zpool status text through the daemon's parser) and the clock.
 import { expect } from "chai";
 import { ANNOTATION } from "../../api/constants.js";

@@ -1,4 +1,4 @@
-// Scheduled scrubs on real zfs-fuse pools on a simulated node of their own (docs/decisions.md, 34): a node
+// Scheduled scrubs on real zfs-fuse pools on a simulated node of their own (docs/adr/0034-scrubs-an-interval-in-poolconfig-decided.md): a node
 // daemon in the test process scrubs the pool whose schedule is due (a mirror with one member corrupted while
 // exported, so the scrub has something to repair), reports the result in status and metrics, never scrubs it
 // again before the interval (another pass, zfs-fuse forgetting the scrub on an import, a restarted daemon),
@@ -18,7 +18,7 @@ import { parseZpoolStatus } from "../../node-daemon/parse.js";
 import { FakeKube } from "../../testkit/fake-kube.js";
 import { cspiFor, MiB, requireZfs, ZfsSandbox } from "../../testkit/zfs.js";
 import { daemonFor } from "../support/in-memory-daemon.js";
-import { startNode, type ZfsNode } from "../support/zfs-node.js";
+import { startNode, type ZfsNode } from "../../testkit/zfs-node.js";
 
 describe("node daemon: scheduled scrubs on real zfs-fuse pools", function () {
   this.timeout(240_000);

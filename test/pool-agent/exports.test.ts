@@ -1,4 +1,4 @@
-// The pool agent's iSCSI exports (docs/decisions.md, 11 and 32), end to end: a tgtd of the test's own inside a
+// The pool agent's iSCSI exports (docs/adr/0011-a-replica-is-a-zvol-on-the-pool-data-reaches.md and docs/adr/0032-the-pool-agent-what-it-reads-how-it-exports.md), end to end: a tgtd of the test's own inside a
 // zfs-fuse node, the agent as the pool Deployment starts it driving that tgtd, a `file`-backend replica made
 // with the node daemon's own commands, and data written and read back over iSCSI by qemu-img (libiscsi).
 import { createHash, randomBytes } from "node:crypto";
@@ -11,10 +11,10 @@ import { fileBackend, REPLICA_FILE, type Replica } from "../../node-daemon/repli
 import { REPLICA_PROPERTY } from "../../node-daemon/vocabulary.js";
 import { parseTargets } from "../../pool-agent/tgt.js";
 import { runProgram } from "../support/installed.js";
-import { waitUntil } from "../support/kube.js";
+import { waitUntil } from "../../testkit/kube.js";
 import { PoolAgentProcess } from "../support/pool-agent-process.js";
 import { Tgtd } from "../support/tgtd.js";
-import { startNode, type ZfsNode } from "../support/zfs-node.js";
+import { startNode, type ZfsNode } from "../../testkit/zfs-node.js";
 import { cspiFor, MiB, requireZfs, ZfsSandbox } from "../../testkit/zfs.js";
 
 const sha256 = (data: Buffer) => createHash("sha256").update(data).digest("hex");

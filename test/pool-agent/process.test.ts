@@ -1,13 +1,13 @@
-// The pool agent as the pool Deployment starts it (docs/decisions.md, 10 and 32): a process with the env
+// The pool agent as the pool Deployment starts it (docs/adr/0010-the-hosts-zfs-owns-the-pool-the-pool-pod-runs.md and docs/adr/0032-the-pool-agent-what-it-reads-how-it-exports.md): a process with the env
 // cspi-sync renders, reading a real zfs-fuse pool on its own simulated node through ZFS_COMMAND_PREFIX, as the
 // pod reads the host's pool through nsenter. Its /readyz follows the pool (ready ONLINE and DEGRADED; 503
 // with the reason when exported, absent, UNAVAIL or FAULTED) and its /metrics are the pool's numbers.
 import { expect } from "chai";
 import { zpoolName } from "../../lib/names.js";
 import { fileBackend, type Replica } from "../../node-daemon/replicas.js";
-import { waitUntil } from "../support/kube.js";
+import { waitUntil } from "../../testkit/kube.js";
 import { PoolAgentProcess } from "../support/pool-agent-process.js";
-import { startNode, type ZfsNode } from "../support/zfs-node.js";
+import { startNode, type ZfsNode } from "../../testkit/zfs-node.js";
 import { cspiFor, requireZfs, ZfsSandbox } from "../../testkit/zfs.js";
 
 describe("pool agent: the process the pool Deployment runs, on a zfs-fuse node", function () {

@@ -10,8 +10,8 @@ import { expect } from "chai";
 import { parse } from "yaml";
 import { DEFAULT_BODY_LIMIT, parseByteSize } from "../../hooks/http/app.js";
 import { fleetRequest } from "../../testkit/fleet.js";
-import { freePorts, REPO_ROOT } from "../support/kube.js";
-import { onStop } from "../support/processes.js";
+import { freePorts, REPO_ROOT } from "../../testkit/kube.js";
+import { onStop } from "../../testkit/processes.js";
 import { tally } from "./support/tally.js";
 
 const MiB = 1024 * 1024;

@@ -15,8 +15,8 @@ import { hookRoutes } from "../../hooks/routes.js";
 import { createLogger } from "../../lib/log.js";
 import { fleetRequest } from "../../testkit/fleet.js";
 import { goldenCases } from "../support/golden.js";
-import { freePorts, REPO_ROOT } from "../support/kube.js";
-import { onStop } from "../support/processes.js";
+import { freePorts, REPO_ROOT } from "../../testkit/kube.js";
+import { onStop } from "../../testkit/processes.js";
 import { postText, RawConnection } from "./support/raw-http.js";
 import { tally } from "./support/tally.js";
 

@@ -19,8 +19,8 @@ import { createRunner, type Runner } from "../../node-daemon/command.js";
 import { inspectDevice, ZfsHost } from "../../node-daemon/host.js";
 import { leaves, parseZpoolStatus } from "../../node-daemon/parse.js";
 import { reconcilePass, type PassResult } from "../../node-daemon/reconcile.js";
-import { INSTALL_NAMESPACE, projectInstalled, waitUntil, type KubeCluster } from "../support/kube.js";
-import { DaemonProcess, shippedDaemonEnv } from "../support/node-daemon-process.js";
+import { INSTALL_NAMESPACE, projectInstalled, waitUntil, type KubeCluster } from "../../testkit/kube.js";
+import { DaemonProcess, shippedDaemonEnv } from "../../testkit/node-daemon-process.js";
 import {
   blockDeviceName,
   checksum,

@@ -7,7 +7,7 @@ import { join, relative } from "node:path";
 import { expect } from "chai";
 import { CommandError, createRunner } from "../../node-daemon/command.js";
 import { commandsFromEnv } from "../../node-daemon/host.js";
-import { REPO_ROOT } from "../support/kube.js";
+import { REPO_ROOT } from "../../testkit/kube.js";
 
 /** Shipped TypeScript: what runs in the hook server, the node daemon and the CLI. */
 const SHIPPED = ["api", "lib", "hooks", "node-daemon", "pool-agent", "cli"];

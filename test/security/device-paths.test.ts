@@ -21,7 +21,7 @@ import {
 } from "../../node-daemon/validate.js";
 import { FaultyCommand } from "../reliability/support/faulty-zpool.js";
 import { tally } from "../reliability/support/tally.js";
-import { REPO_ROOT } from "../support/kube.js";
+import { REPO_ROOT } from "../../testkit/kube.js";
 import { cspiFor, MiB, requireZfs, zpool, ZfsSandbox } from "../../testkit/zfs.js";
 
 const SAFE_DEVICE_PATH = /^(\/[A-Za-z0-9._:+@,=-]+)+$/;

@@ -63,7 +63,7 @@ export const GOLDEN_AREAS: Readonly<Record<string, GoldenArea>> = {
 
 /** Fixture directories that are no golden area: exactly these files, each read by the tests named. */
 export const FIXED_FIXTURES: Readonly<Record<string, readonly string[]>> = {
-  // test/support/kube.ts and test/integration/manifests.test.ts apply them to the test apiserver.
+  // testkit/kube.ts and test/integration/manifests.test.ts apply them to the test apiserver.
   metacontroller: ["README.md", "cert-manager-crds.yaml", "metacontroller-crds.yaml"],
   // test/cli/render.test.ts and test/integration/render.test.ts.
   "render/mirror": ["blockdevices.yaml", "expected.yaml", "nodes.yaml"],

@@ -6,7 +6,7 @@ import { execFile, type ExecFileOptions } from "node:child_process";
 import { mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { onStop } from "./processes.js";
+import { onStop } from "../../testkit/processes.js";
 
 export const REPO = new URL("../../", import.meta.url).pathname;
 

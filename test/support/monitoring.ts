@@ -12,7 +12,7 @@ import { makeApp } from "../../hooks/http/app.js";
 import { createLogger } from "../../lib/log.js";
 import { createMetrics } from "../../node-daemon/metrics.js";
 import { createAgentMetrics } from "../../pool-agent/metrics.js";
-import { repoPath } from "./kube.js";
+import { repoPath } from "../../testkit/kube.js";
 
 export const ALERTS_FILE = "metacontroller/components/monitoring/alerts.yaml";
 const DASHBOARDS_DIR = "metacontroller/components/monitoring/dashboards";

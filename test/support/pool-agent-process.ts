@@ -7,9 +7,9 @@ import { join } from "node:path";
 import type { CSPI } from "../../api/types.js";
 import { poolDeployment } from "../../lib/cspi/deployment.js";
 import { DEFAULT_HOOK_CONFIG } from "../../lib/hook-config.js";
-import { freePorts, REPO_ROOT, waitUntil } from "./kube.js";
-import { LoggedProcess } from "./logged-process.js";
-import { resolvedContainerEnv } from "./node-daemon-process.js";
+import { freePorts, REPO_ROOT, waitUntil } from "../../testkit/kube.js";
+import { LoggedProcess } from "../../testkit/logged-process.js";
+import { resolvedContainerEnv } from "../../testkit/node-daemon-process.js";
 
 export interface Probe {
   status: number;

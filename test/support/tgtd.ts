@@ -1,13 +1,13 @@
-// A tgtd of the test's own, run inside a simulated node (test/support/zfs-node.ts) so that it opens the
+// A tgtd of the test's own, run inside a simulated node (testkit/zfs-node.ts) so that it opens the
 // replicas' files where that node mounts them, as a pool pod's tgtd opens the node's zvols. Private control
 // socket (/var/run/tgtd/socket.<n>) and portal (127.0.0.1:<free port>), so tests never share one; stopped
 // and its socket files removed when the test ends.
 import { spawn, type ChildProcess } from "node:child_process";
 import { rmSync } from "node:fs";
-import { freePorts, waitUntil } from "./kube.js";
+import { freePorts, waitUntil } from "../../testkit/kube.js";
 import { runProgram } from "./installed.js";
-import { onStop } from "./processes.js";
-import type { ZfsNode } from "./zfs-node.js";
+import { onStop } from "../../testkit/processes.js";
+import type { ZfsNode } from "../../testkit/zfs-node.js";
 
 export class Tgtd {
   private readonly log: string[] = [];

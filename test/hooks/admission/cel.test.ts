@@ -6,7 +6,7 @@ import type { KubeObject } from "../../../api/types.js";
 import { checkCspcShape } from "../../../lib/rules/admission-shape.js";
 import { checkCspcSpec } from "../../../lib/rules/pool-spec.js";
 import { goldenCases } from "../../support/golden.js";
-import { projectInstalled, type KubeCluster } from "../../support/kube.js";
+import { projectInstalled, type KubeCluster } from "../../../testkit/kube.js";
 import { SPEC_CASES, specCaseObject } from "./spec-cases.js";
 
 const NAMESPACE = "admission-cel";

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { expect } from "chai";
 import { parse } from "yaml";
 import { DEFAULT_LOOKUP_TIMEOUT_MS } from "../../../lib/admission/lookup.js";
-import { REPO_ROOT } from "../../support/kube.js";
+import { REPO_ROOT } from "../../../testkit/kube.js";
 
 const docs = readFileSync(join(REPO_ROOT, "docs/validation.md"), "utf8");
 const SOURCES = [

@@ -15,8 +15,8 @@ import { LookupError } from "../../../lib/admission/lookup.js";
 import { makeApp } from "../../../hooks/http/app.js";
 import { hookRoutes } from "../../../hooks/routes.js";
 import { createLogger } from "../../../lib/log.js";
-import { INSTALL_NAMESPACE, projectInstalled, repoPath, type KubeCluster } from "../../support/kube.js";
-import { onStop } from "../../support/processes.js";
+import { INSTALL_NAMESPACE, projectInstalled, repoPath, type KubeCluster } from "../../../testkit/kube.js";
+import { onStop } from "../../../testkit/processes.js";
 
 const NS = INSTALL_NAMESPACE;
 const WEBHOOK = "cstor-admission-e2e";
@@ -189,7 +189,7 @@ describe("admission webhook behind a real kube-apiserver", function () {
       NS,
       "--ignore-not-found",
     ]);
-    // The shared cluster is the default install, where the hook server has no rights (test/integration/rbac).
+    // The shared cluster is the default install, where the hook server has no rights (test/integration/rbac.test.ts).
     await cluster.kubectl([
       "delete",
       "--ignore-not-found",

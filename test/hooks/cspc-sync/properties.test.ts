@@ -158,7 +158,7 @@ describe("cspc-sync properties over random CSPC edits", () => {
               .raidGroups[g];
             for (const d of devices) {
               if (after[g]?.includes(d)) continue;
-              // A spare or read cache device may leave, its claim kept with the removal mark (docs/decisions.md, 26).
+              // A spare or read cache device may leave, its claim kept with the removal mark (docs/adr/0026-spare-and-read-cache-devices-may-leave-a-live.md).
               if ((group.isSpare || group.isReadCache) && removing.has(d)) continue;
               const successor = predecessors.get(d);
               expect(successor, `${d} left ${observed.metadata.name} without a replacement`).to.be.a(

@@ -8,7 +8,7 @@ import { isApplied } from "../../../lib/cspi/deployment.js";
 import { syncCspi } from "../../../hooks/cspi-sync/sync.js";
 import { canonicalize } from "../../../lib/canonical.js";
 import { goldenCases } from "../../support/golden.js";
-import { kubeCluster, type KubeCluster } from "../../support/kube.js";
+import { kubeCluster, type KubeCluster } from "../../../testkit/kube.js";
 import { expectContained } from "../../support/contained.js";
 
 const NAMESPACE = "cspi-sync-deployments";

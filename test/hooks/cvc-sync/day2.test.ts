@@ -1,4 +1,4 @@
-// Property tests of volume day-2 (decision 27) over random sequences of what users and nodes do: replicaCount
+// Property tests of volume day-2 (docs/adr/0027-volume-day-2-a-new-replica-is-rebuilding.md) over random sequences of what users and nodes do: replicaCount
 // edits, pools marked for removal, replicas going Offline or Healthy, the target confirming a rebuild,
 // replicas declared lost, node daemons destroying deleted replicas. Each answer of cvc-sync is applied as
 // Metacontroller applies it (3-way merge; a child left out is deleted, a replica stays Terminating behind its
@@ -20,7 +20,7 @@ import { syncCvc } from "../../../hooks/cvc-sync/sync.js";
 import { canonicalJson } from "../../../lib/canonical.js";
 import { DEFAULT_HOOK_CONFIG } from "../../../lib/hook-config.js";
 import { consistencyFactor } from "../../../lib/volume/children.js";
-import { applyUpdate, type Obj } from "../../support/metacontroller-driver.js";
+import { applyUpdate, type Obj } from "../../../testkit/metacontroller-driver.js";
 
 const NS = "openebs";
 const VOLUME = "pvc-9";

@@ -5,7 +5,7 @@ import { finalizeCvc } from "../../../hooks/finalize/cvc.js";
 import { canonicalize } from "../../../lib/canonical.js";
 import { DEFAULT_HOOK_CONFIG } from "../../../lib/hook-config.js";
 import { expectGolden, goldenCases } from "../../support/golden.js";
-import { applyUpdate, LAST_APPLIED, type Obj } from "../../support/metacontroller-driver.js";
+import { applyUpdate, LAST_APPLIED, type Obj } from "../../../testkit/metacontroller-driver.js";
 
 describe("cvc-sync golden cases", () => {
   for (const c of goldenCases("cvc-sync")) {

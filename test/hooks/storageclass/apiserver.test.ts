@@ -8,7 +8,7 @@ import { syncStorageClass } from "../../../hooks/storageclass/sync.js";
 import { canonicalize } from "../../../lib/canonical.js";
 import { expectContained } from "../../support/contained.js";
 import { goldenCases } from "../../support/golden.js";
-import { projectInstalled, type KubeCluster } from "../../support/kube.js";
+import { projectInstalled, type KubeCluster } from "../../../testkit/kube.js";
 
 function contains(actual: unknown, desired: unknown): boolean {
   try {

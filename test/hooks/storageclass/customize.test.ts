@@ -3,7 +3,7 @@ import { expect } from "chai";
 import { parse } from "yaml";
 import { customizeStorageClass } from "../../../hooks/storageclass/customize.js";
 import { BadRequestError } from "../../../lib/errors.js";
-import { repoPath } from "../../support/kube.js";
+import { repoPath } from "../../../testkit/kube.js";
 
 const SAMPLE = parse(
   readFileSync(repoPath("metacontroller/samples/volumes/storageclass-cstor.yaml"), "utf8"),

@@ -93,7 +93,7 @@ export function compositeChildrenProblems(request: unknown, response: unknown): 
   const returned = new Map(children(response, "CStorPoolInstance").map((c) => [nameOf(c), c]));
   const claims = children(response, "BlockDeviceClaim");
   const claimed = new Set(claims.map((c) => field(c, "spec", "blockDeviceName")));
-  // A device set's PVC is its device's claim (docs/decisions.md, 33): an observed one is never dropped, and a
+  // A device set's PVC is its device's claim (docs/adr/0033-pools-on-pvcs-device-sets-lowered-to-raid-groups.md): an observed one is never dropped, and a
   // missing one is never made again (a new PVC would bind another PV, without the pool's data).
   const observedPvcs = new Set(observed(field(request, "children"), "PersistentVolumeClaim.v1").map(nameOf));
   for (const name of children(response, "PersistentVolumeClaim").map(nameOf)) claimed.add(name);
@@ -287,7 +287,7 @@ export function storageClassProblems(request: unknown, response: unknown): strin
 /**
  * cvc-sync: an observed replica is dropped (Metacontroller deletes it and its data) only when it is already
  * being deleted, declared lost (openebs.io/replica-lost=confirm) and not reported Healthy, or removed by a
- * scale-down or a move (decision 27): then one at most, never a replica made by hand under another name, and
+ * scale-down or a move (docs/adr/0027-volume-day-2-a-new-replica-is-rebuilding.md): then one at most, never a replica made by hand under another name, and
  * only while every replica that stays exists, is Healthy and caught up, and they are at least replicaCount.
  * No new replica goes to a pool that already holds one of the volume.
  */

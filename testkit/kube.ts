@@ -23,10 +23,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { KubeConfig } from "@kubernetes/client-node";
 import { stringify } from "yaml";
-import { API_VERSION, LABEL } from "../../api/constants.js";
+import { API_VERSION, LABEL } from "../api/constants.js";
 import { onStop } from "./processes.js";
 
-export const REPO_ROOT = new URL("../../", import.meta.url).pathname;
+export const REPO_ROOT = new URL("../", import.meta.url).pathname;
 
 /** Who a request is made as: a bearer token, and a kubeconfig file for kubectl holding the same token. */
 export interface Identity {

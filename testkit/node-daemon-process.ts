@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { freePorts, REPO_ROOT, waitUntil, type KubeCluster } from "./kube.js";
 import { LoggedProcess } from "./logged-process.js";
-import { SANDBOX_DEVICE_ROOTS } from "../../testkit/zfs.js";
+import { SANDBOX_DEVICE_ROOTS } from "./zfs.js";
 
 interface EnvVar {
   name: string;

@@ -11,10 +11,10 @@
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { join } from "node:path";
-import { parseZpoolStatus } from "../../node-daemon/parse.js";
+import { parseZpoolStatus } from "../node-daemon/parse.js";
 import { waitUntil } from "./kube.js";
 import { onStop } from "./processes.js";
-import { MiB, type ZfsSandbox } from "../../testkit/zfs.js";
+import { MiB, type ZfsSandbox } from "./zfs.js";
 
 /** Where zfs-fuse 0.7 keeps per-host state (strings in its binary): each node gets its own. */
 const PER_NODE_DIRS = ["/var/run/zfs", "/var/lock/zfs", "/var/lib/zfs"];
