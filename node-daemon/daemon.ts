@@ -11,7 +11,7 @@ import type { Logger } from "../lib/log.js";
 import { zpoolName } from "../lib/names.js";
 import { describeAction, EVENT_REASONS, type ApiActions } from "./executor.js";
 import { IneffectiveBackoff } from "./backoff.js";
-import type { ZfsHost } from "./host.js";
+import type { ZfsHost } from "../zfs/host.js";
 import type { KubeApi } from "./kube.js";
 import { EventRecorder, type CoreEvent } from "../lib/events/recorder.js";
 import type { DaemonMetrics } from "./metrics.js";

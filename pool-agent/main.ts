@@ -5,12 +5,12 @@
 import { isEntryPoint } from "../lib/entry.js";
 import { createLogger } from "../lib/log.js";
 import { probeServer } from "../lib/probe-server.js";
-import { createRunner } from "../node-daemon/command.js";
-import { ZfsHost } from "../node-daemon/host.js";
+import { createRunner } from "../process/runner.js";
+import { ZfsHost } from "../zfs/host.js";
 import { PoolAgent } from "./agent.js";
 import { loadAgentConfig } from "./config.js";
 import { createAgentMetrics } from "./metrics.js";
-import { Tgt } from "./tgt.js";
+import { Tgt } from "../iscsi/tgt.js";
 
 export async function main(): Promise<void> {
   const config = loadAgentConfig(process.env);

@@ -20,7 +20,7 @@ import {
 } from "../support/real-metacontroller.js";
 import type { ZfsNode } from "../support/zfs-node.js";
 import { FaultyCommand } from "../reliability/support/faulty-zpool.js";
-import { parseZpoolStatus } from "../../node-daemon/parse.js";
+import { parseZpoolStatus } from "../../zfs/parse.js";
 
 export const NS = INSTALL_NAMESPACE;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

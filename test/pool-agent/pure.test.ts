@@ -2,12 +2,12 @@
 // output, and the configuration's refusals. The process tests (process.test.ts, exports.test.ts) run them for real.
 import { expect } from "chai";
 import { replicaIqn } from "../../lib/volume/iqn.js";
-import { emptyLayout, type PoolStatus } from "../../node-daemon/parse.js";
+import { emptyLayout, type PoolStatus } from "../../zfs/parse.js";
 import { loadAgentConfig } from "../../pool-agent/config.js";
 import { planExports, wantedExports } from "../../pool-agent/exports.js";
 import type { AgentObservation, ReplicaOnPool } from "../../pool-agent/observe.js";
 import { readiness } from "../../pool-agent/readiness.js";
-import { parseTargets, type TgtTarget } from "../../pool-agent/tgt.js";
+import { parseTargets, type TgtTarget } from "../../iscsi/tgt.js";
 
 const POOL = "cstor-pool-a";
 const status = (state: string, text?: string): PoolStatus => ({

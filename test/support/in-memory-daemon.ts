@@ -2,9 +2,9 @@
 // KubeApi, the real apiserver; its passes driven by the test (resync()), on the shared zfs-fuse or, with
 // `commands`, on a simulated node of its own (test/support/zfs-node.ts).
 import { createLogger } from "../../lib/log.js";
-import { createRunner } from "../../node-daemon/command.js";
+import { createRunner } from "../../process/runner.js";
 import { NodeDaemon } from "../../node-daemon/daemon.js";
-import { inspectDevice, ZfsHost, type ZfsCommands } from "../../node-daemon/host.js";
+import { inspectDevice, ZfsHost, type ZfsCommands } from "../../zfs/host.js";
 import { createMetrics } from "../../node-daemon/metrics.js";
 import { zvolBackend } from "../../node-daemon/replicas.js";
 import type { KubeApi } from "../../node-daemon/kube.js";
