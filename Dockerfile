@@ -12,6 +12,7 @@ RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY api api
 COPY lib lib
+COPY runtime runtime
 COPY process process
 COPY zfs zfs
 COPY iscsi iscsi

@@ -9,7 +9,7 @@ import type { CSPI, CVR, CVCStatus, KubeObject } from "../api/types.js";
 import { syncCvStatus } from "../hooks/cv-status/sync.js";
 import { syncCvc } from "../hooks/cvc-sync/sync.js";
 import { DEFAULT_HOOK_CONFIG } from "../lib/hook-config.js";
-import { createLogger } from "../lib/log.js";
+import { createLogger } from "../runtime/log.js";
 import { replicaName } from "../lib/names.js";
 import { replicasOnPool } from "../node-daemon/daemon.js";
 import type { DatasetRecord } from "../zfs/parse.js";

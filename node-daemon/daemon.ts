@@ -7,7 +7,7 @@
 import { ANNOTATION, FINALIZER, KIND, LABEL, REPLICA_LOST_CONFIRM } from "../api/constants.js";
 import type { CSPI, CVR } from "../api/types.js";
 import { findCondition } from "../lib/conditions.js";
-import type { Logger } from "../lib/log.js";
+import type { Logger } from "../runtime/log.js";
 import { zpoolName } from "../lib/names.js";
 import { describeAction, EVENT_REASONS, type ApiActions } from "./executor.js";
 import { IneffectiveBackoff } from "./backoff.js";

@@ -5,7 +5,7 @@ import { parse } from "yaml";
 import type { CSPI } from "../api/types.js";
 import { canonicalYaml } from "../lib/canonical.js";
 import { zpoolName } from "../lib/names.js";
-import { createLogger } from "../lib/log.js";
+import { createLogger } from "../runtime/log.js";
 import { createRunner } from "../process/runner.js";
 import { describeAction } from "./executor.js";
 import { commandsFromEnv, inspectDevice, ZfsHost } from "../zfs/host.js";

@@ -2,7 +2,7 @@
 // Shared by the daemon and local mode. One action at a time, each decided on a fresh observation.
 import type { CSPI, CSPIStatus } from "../api/types.js";
 import { findCondition } from "../lib/conditions.js";
-import type { Logger } from "../lib/log.js";
+import type { Logger } from "../runtime/log.js";
 import { describeAction, execute, type ApiActions } from "./executor.js";
 import type { ZfsHost } from "../zfs/host.js";
 import type { Observation } from "../zfs/observation.js";

@@ -12,7 +12,7 @@ import type { CSPI } from "../../api/types.js";
 import { findCondition } from "../../lib/conditions.js";
 import { claimName } from "../../lib/names.js";
 import { CONDITION } from "../../node-daemon/reporter.js";
-import { createLogger } from "../../lib/log.js";
+import { createLogger } from "../../runtime/log.js";
 import { createRunner } from "../../process/runner.js";
 import { NodeDaemon } from "../../node-daemon/daemon.js";
 import { inspectDevice, ZfsHost } from "../../zfs/host.js";

@@ -8,7 +8,7 @@ import type { Clock } from "../../api/types.js";
 import { canonicalize } from "../../lib/canonical.js";
 import { BadRequestError } from "../../lib/errors.js";
 import type { CoreEvent, EventOutcome, EventSubject } from "../../lib/events/recorder.js";
-import type { Logger } from "../../lib/log.js";
+import type { Logger } from "../../runtime/log.js";
 import { MemoryBudget, parseCost, RAW_COPIES } from "./body-cost.js";
 
 export interface HookContext {
@@ -270,11 +270,9 @@ export function makeApp(options: AppOptions): express.Express {
         return;
       }
       // Anything else body-parser refuses: an unknown charset or Content-Encoding, a body that does not inflate.
-      res
-        .status(status)
-        .json({
-          error: status === 500 ? "internal error" : brief(`request body could not be read: ${err.message}`),
-        });
+      res.status(status).json({
+        error: status === 500 ? "internal error" : brief(`request body could not be read: ${err.message}`),
+      });
     },
   );
 

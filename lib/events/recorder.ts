@@ -6,7 +6,7 @@
 import { KIND } from "../../api/constants.js";
 import type { ObjectMeta } from "../../api/types.js";
 import { ExpiringKeys } from "../expiring-keys.js";
-import type { Logger } from "../log.js";
+import type { Logger } from "../../runtime/log.js";
 
 /** What an Event is about: a CSPC, CSPI or CVR (kind absent: a CSPI). */
 export interface EventSubject {
@@ -23,7 +23,7 @@ export interface CoreEvent {
 /** Longest message written: the apiserver takes more, but `kubectl describe` lines do not. */
 export const MAX_EVENT_MESSAGE = 1024;
 
-/** Where Events go: the apiserver (kube-writer.ts), or a test's memory. */
+/** Where Events go: the apiserver (runtime/kube-event-writer.ts), or a test's memory. */
 export interface EventWriter {
   /** Creates the Event; resolves to its name. */
   createEvent(

@@ -21,7 +21,7 @@ import type {
   PersistentVolumeClaim,
   PersistentVolumeSpec,
   StorageClass,
-} from "./objects.js";
+} from "../../api/core-schema.js";
 import { checkClass, DEFAULT_FS_TYPE, type ClassCheck, type ClassParameters } from "./parameters.js";
 
 const DEFAULT_RECLAIM_POLICY = "Delete";

@@ -6,7 +6,7 @@ import { expect } from "chai";
 import { ANNOTATION, FINALIZER, POOL_REMOVAL_REQUESTED } from "../../api/constants.js";
 import type { CSPI } from "../../api/types.js";
 import { findCondition } from "../../lib/conditions.js";
-import { createLogger } from "../../lib/log.js";
+import { createLogger } from "../../runtime/log.js";
 import { claimName, zpoolName } from "../../lib/names.js";
 import { createRunner } from "../../process/runner.js";
 import type { ApiActions } from "../../node-daemon/executor.js";

@@ -13,7 +13,7 @@ import { ANNOTATION, API_VERSION, KIND, LABEL } from "../../api/constants.js";
 import type { CSPI, CSPIStatus } from "../../api/types.js";
 import { resolvePoolConfig } from "../../lib/cspc/build.js";
 import { findCondition } from "../../lib/conditions.js";
-import { createLogger } from "../../lib/log.js";
+import { createLogger } from "../../runtime/log.js";
 import { claimName, zpoolName } from "../../lib/names.js";
 import { createRunner, type Runner } from "../../process/runner.js";
 import { inspectDevice, ZfsHost } from "../../zfs/host.js";

@@ -10,7 +10,18 @@ import { commandsFromEnv } from "../../zfs/host.js";
 import { REPO_ROOT } from "../support/kube.js";
 
 /** Shipped TypeScript: what runs in the hook server, the node daemon and the CLI. */
-const SHIPPED = ["api", "lib", "process", "zfs", "iscsi", "hooks", "node-daemon", "pool-agent", "cli"];
+const SHIPPED = [
+  "api",
+  "lib",
+  "runtime",
+  "process",
+  "zfs",
+  "iscsi",
+  "hooks",
+  "node-daemon",
+  "pool-agent",
+  "cli",
+];
 
 function sources(dir: string): string[] {
   return readdirSync(dir).flatMap((entry) => {

@@ -1,7 +1,7 @@
 // A node daemon in the test process against the in-memory API (testkit/fake-kube.ts) or, given a client-node
 // KubeApi, the real apiserver; its passes driven by the test (resync()), on the shared zfs-fuse or, with
 // `commands`, on a simulated node of its own (test/support/zfs-node.ts).
-import { createLogger } from "../../lib/log.js";
+import { createLogger } from "../../runtime/log.js";
 import { createRunner } from "../../process/runner.js";
 import { NodeDaemon } from "../../node-daemon/daemon.js";
 import { inspectDevice, ZfsHost, type ZfsCommands } from "../../zfs/host.js";

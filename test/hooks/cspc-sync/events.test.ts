@@ -5,7 +5,7 @@ import type { Condition, CSPC, CSPCStatus } from "../../../api/types.js";
 import { syncCspcEmitting } from "../../../hooks/cspc-sync/sync.js";
 import { cspcEvents } from "../../../lib/cspc/events.js";
 import type { CoreEvent } from "../../../lib/events/recorder.js";
-import { createLogger } from "../../../lib/log.js";
+import { createLogger } from "../../../runtime/log.js";
 import { goldenCases } from "../../support/golden.js";
 
 const condition = (type: string, status: "True" | "False", reason: string, message: string): Condition => ({

@@ -1,7 +1,7 @@
 import { expect } from "chai";
 import { syncCspc, syncCspcEmitting } from "../../../hooks/cspc-sync/sync.js";
 import type { CoreEvent, EventSubject } from "../../../lib/events/recorder.js";
-import { createLogger } from "../../../lib/log.js";
+import { createLogger } from "../../../runtime/log.js";
 import { ownedView } from "../../../lib/cspc/build.js";
 import type { KubeObject } from "../../../api/types.js";
 import { canonicalize } from "../../../lib/canonical.js";
