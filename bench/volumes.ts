@@ -6,8 +6,8 @@
 import { join } from "node:path";
 import { LABEL, TYPE_KEY } from "../api/constants.js";
 import type { CSPI, CVR, CVCStatus, KubeObject } from "../api/types.js";
-import { syncCvStatus } from "../hooks/cv-status/sync.js";
-import { syncCvc } from "../hooks/cvc-sync/sync.js";
+import { handleCvStatus } from "../hooks/cv-status/sync.js";
+import { handleCvcSync } from "../hooks/cvc-sync/sync.js";
 import { DEFAULT_HOOK_CONFIG } from "../lib/hook-config.js";
 import { createLogger } from "../runtime/log.js";
 import { replicaName } from "../lib/names.js";
@@ -244,7 +244,7 @@ export interface VolumeResults {
   growth: Record<"placement" | "bound" | "plan" | "pick", { hook: Growth; control?: Growth }>;
 }
 
-const cvcHook = (body: unknown) => syncCvc(body, clock, DEFAULT_HOOK_CONFIG);
+const cvcHook = (body: unknown) => handleCvcSync(body, clock, DEFAULT_HOOK_CONFIG);
 
 function checked(request: Request, phase: NonNullable<CVCStatus["phase"]>, placed: boolean): Request {
   const { status } = cvcHook(structuredClone(request)) as { status: CVCStatus };
@@ -292,7 +292,7 @@ export async function runVolumes(options: {
   options.progress("volumes: cv-status");
   const cvStatus = measurePipeline(
     readCaseDocument(join(FIXTURES, "cv-status/healthy"), "request.yaml"),
-    (body) => syncCvStatus(body, clock),
+    (body) => handleCvStatus(body, clock),
     options.budget,
   );
   const plan = options.nodeReplicas.map((replicas) => {

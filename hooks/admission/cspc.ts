@@ -20,7 +20,7 @@ export interface AdmissionOptions {
   lookupTimeoutMs?: number;
 }
 
-export async function admitCspc(
+export async function handleCspcAdmission(
   body: unknown,
   options: AdmissionOptions,
   log: Logger,

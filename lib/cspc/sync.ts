@@ -47,10 +47,6 @@ import { hasUnreadableChild, heldChildren } from "./unreadable.js";
 import { isBlockPool } from "../rules/device-sets.js";
 import { lowerSetPool, planSetPvcs, pvcsAsObserved, type SetPool } from "./device-sets.js";
 
-export function syncCspcRequest(request: CompositeSyncRequest<CSPC>, clock: Clock): CompositeSyncResponse {
-  return answerCspcSync(request, clock).response;
-}
-
 /** The answer, and the Events the hook server writes on the CSPC once it has sent it (lib/cspc/events.ts). */
 export function answerCspcSync(
   request: CompositeSyncRequest<CSPC>,

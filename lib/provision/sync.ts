@@ -76,7 +76,7 @@ function observe(request: DecoratorSyncRequest<StorageClass>): Observed {
   };
 }
 
-export function syncStorageClassRequest(
+export function answerStorageClassSync(
   request: DecoratorSyncRequest<StorageClass>,
   clock: Clock,
 ): DecoratorSyncResponse {
