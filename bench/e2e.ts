@@ -157,12 +157,10 @@ async function runSize(count: number, progress: (line: string) => void): Promise
           spec: {
             pools: nodes.map((n, i) => ({
               nodeSelector: { [LABEL.hostname]: nodeName(i) },
-              raidGroups: n.devices
-                .slice(0, devicesPerPool)
-                .map((path) => ({
-                  type: "stripe",
-                  blockDevices: [{ blockDeviceName: blockDeviceName(path) }],
-                })),
+              raidGroups: n.devices.slice(0, devicesPerPool).map((path) => ({
+                type: "stripe",
+                blockDevices: [{ blockDeviceName: blockDeviceName(path) }],
+              })),
             })),
           },
         }),

@@ -193,12 +193,10 @@ export interface TextMutation {
 
 /** Mutations of the request's bytes; most make it invalid JSON, some keep it valid but surprising. */
 export const textMutation: fc.Arbitrary<TextMutation> = fc.oneof(
-  fc
-    .nat()
-    .map((at) => ({
-      describe: `truncated at ${at}`,
-      apply: (t: string) => t.slice(0, at % Math.max(1, t.length)),
-    })),
+  fc.nat().map((at) => ({
+    describe: `truncated at ${at}`,
+    apply: (t: string) => t.slice(0, at % Math.max(1, t.length)),
+  })),
   fc
     .tuple(
       fc.nat(),
