@@ -12,6 +12,10 @@ RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY api api
 COPY lib lib
+COPY runtime runtime
+COPY process process
+COPY zfs zfs
+COPY iscsi iscsi
 COPY hooks hooks
 COPY node-daemon node-daemon
 COPY pool-agent pool-agent

@@ -2,7 +2,7 @@
 // The CSPC's own CRD rules cannot judge a day-2 edit: the stored spec is not what the pool holds (an expansion
 // may wait for its claim, a change may have been refused), and CRD rules cannot see metadata.generation to tell.
 // The CSPI is the truth of what a pool holds, so the policy takes the CSPC's CSPIs as params (one evaluation per
-// CSPI, selected by label) and judges the edit against each, as lib/rules/day2.ts does, word for word where it
+// CSPI, selected by label) and judges the edit against each, as lib/cspc/day2-diff.ts does, word for word where it
 // can. Removing a pool that holds volumes, and DELETE while a CSPI reports volumes, are refused as the webhook
 // refuses them (lib/admission/judge.ts).
 // `npm run generate` writes it to metacontroller/base/cspc-policy.yaml; docs/validation.md says what it covers.
@@ -18,7 +18,7 @@ const resolvedType = (g: string): string =>
   `(${role(g)} in ${STRIPE_ROLES} ? 'stripe' : has(${g}.type) ? ${g}.type : ` +
   `has(variables.pool.poolConfig) && has(variables.pool.poolConfig.defaultRaidGroupType) ? variables.pool.poolConfig.defaultRaidGroupType : '')`;
 
-/** describeGroup() of lib/rules/day2.ts for a CSPI group. */
+/** describeGroup() of lib/cspc/day2-diff.ts for a CSPI group. */
 const describe = (g: string): string =>
   `'(' + (${role(g)} == 'data' ? ${g}.type : ${role(g)} == 'writeCache' ? 'write cache ' + ${g}.type : ` +
   `${role(g)} == 'spare' ? 'spare' : 'read cache') + ': ' + ${g}.blockDevices.map(d, d.blockDeviceName).join(', ') + ')'`;

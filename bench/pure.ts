@@ -3,10 +3,11 @@
 import { admissionInput, capWarnings, judgeCspc } from "../lib/admission/judge.js";
 import type { ClusterFacts } from "../lib/admission/lookup.js";
 import { parseAdmissionReview, reviewResponse } from "../lib/admission/review.js";
-import { syncCspc } from "../hooks/cspc-sync/sync.js";
+import { quietHookContext } from "../testkit/hook-context.js";
+import { handleCspcSync } from "../hooks/cspc-sync/sync.js";
 import { DEFAULT_HOOK_CONFIG } from "../lib/hook-config.js";
-import { syncCspi } from "../hooks/cspi-sync/sync.js";
-import { syncStorageClass } from "../hooks/storageclass/sync.js";
+import { handleCspiSync } from "../hooks/cspi-sync/sync.js";
+import { handleStorageClassSync } from "../hooks/storageclass/sync.js";
 import { canonicalize } from "../lib/canonical.js";
 import { admissionReview, fleetCluster, fleetFacts, type AdmissionOperation } from "./admission.js";
 import {
@@ -111,11 +112,11 @@ const EDITS: readonly FleetEdit[] = ["expansion", "replacement", "selector-typo"
 
 export interface PureResults {
   cspcSync: Record<FleetState, SizedResult[]>;
-  /** syncCspc on a whole-fleet edit, per size: the day-2 and error paths' growth. */
+  /** handleCspcSync on a whole-fleet edit, per size: the day-2 and error paths' growth. */
   edits: Record<FleetEdit, { sizes: SizedResult[]; growth: Series }>;
   /** Fitted on each size's fastest call: a shared machine disturbs medians more than minimums. */
   growth: Record<FleetState, { hook: Series; parse: Series }>;
-  /** syncCspc, steady state: minimum and median µs per pool at finely spaced sizes. */
+  /** handleCspcSync, steady state: minimum and median µs per pool at finely spaced sizes. */
   curve: { pools: number; minMicrosPerPool: number; medianMicrosPerPool: number }[];
   cspiSync: PipelineResult;
   storageClassSync: (PipelineResult & { claims: number })[];
@@ -137,7 +138,7 @@ function series(points: readonly { pools: number; millis: number }[]): Series {
 }
 
 /**
- * The webhook's work for one review once its lookups have answered (admitCspc without gatherFacts and the
+ * The webhook's work for one review once its lookups have answered (handleCspcAdmission without gatherFacts and the
  * log line): parse, judge with cspc-sync's planner, answer. Refuses to time anything but an allowed review.
  */
 function admissionHook(facts: ClusterFacts): Hook {
@@ -149,9 +150,10 @@ function admissionHook(facts: ClusterFacts): Hook {
   };
 }
 
-const syncHook: Hook = (body) => syncCspc(body, benchClock);
-const cspiHook: Hook = (body) => syncCspi(body, benchClock, DEFAULT_HOOK_CONFIG);
-const storageClassHook: Hook = (body) => syncStorageClass(body, benchClock);
+const benchContext = quietHookContext(benchClock);
+const syncHook: Hook = (body) => handleCspcSync(body, benchContext);
+const cspiHook: Hook = (body) => handleCspiSync(body, benchClock, DEFAULT_HOOK_CONFIG);
+const storageClassHook: Hook = (body) => handleStorageClassSync(body, benchClock);
 
 export function runPure(options: {
   sizes: number[];
@@ -279,17 +281,18 @@ export function pureTables(results: PureResults): Table[] {
   const growthRows = [
     growthRow("control: JSON.parse of the steady-state request", results.growth.steady.parse),
     ...(["steady", "first-sync"] as const).map((state) =>
-      growthRow(`cspc-sync ${state}, syncCspc`, results.growth[state].hook),
+      growthRow(`cspc-sync ${state}, handleCspcSync`, results.growth[state].hook),
     ),
     ...EDITS.map((edit) =>
-      growthRow(`cspc-sync, ${edit} in every pool, syncCspc`, results.edits[edit].growth),
+      growthRow(`cspc-sync, ${edit} in every pool, handleCspcSync`, results.edits[edit].growth),
     ),
     ...(["UPDATE", "CREATE"] as const).map((op) =>
       growthRow(`admission ${op}, judge`, results.admissionGrowth[op]),
     ),
   ];
   tables.push({
-    title: "cspc-sync per-pool cost by size (steady state, syncCspc only): where the time per pool changes",
+    title:
+      "cspc-sync per-pool cost by size (steady state, handleCspcSync only): where the time per pool changes",
     headers: ["pools", "min µs/pool", "median µs/pool"],
     rows: results.curve.map((c) => [c.pools, num(c.minMicrosPerPool), num(c.medianMicrosPerPool)]),
     notes: [
@@ -313,7 +316,7 @@ export function pureTables(results: PureResults): Table[] {
   const editSizes = results.edits[EDITS[0]].sizes.map((r) => r.pools);
   tables.push({
     title:
-      "cspc-sync on an edit of every pool at once (the day-2 and error paths): syncCspc ms per call, median (fastest)",
+      "cspc-sync on an edit of every pool at once (the day-2 and error paths): handleCspcSync ms per call, median (fastest)",
     headers: ["edit", ...editSizes.map((n) => `${n} pools`), "µs/pool at the largest"],
     rows: EDITS.map((edit) => {
       const sizes = results.edits[edit].sizes;

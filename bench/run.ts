@@ -215,7 +215,7 @@ function targets(): Target[] {
     const past = hook.pastGcStep ?? hook.all;
     const v = verdict(hook, control);
     out.push({
-      target: "growth linear in pools (syncCspc, steady state)",
+      target: "growth linear in pools (handleCspcSync, steady state)",
       measured: `time ∝ pools^${num(past.exponent)} from ${past.perDoubling[0]?.from ?? "?"} pools, JSON.parse of the same requests ∝ pools^${num((control.pastGcStep ?? control.all).exponent)}: ${v}`,
       met: v.startsWith("linear"),
     });

@@ -3,7 +3,8 @@
 import { join } from "node:path";
 import { LABEL, TYPE_KEY } from "../api/constants.js";
 import type { BlockPoolSpec, CompositeSyncRequest, KubeObject } from "../api/types.js";
-import { syncCspc } from "../hooks/cspc-sync/sync.js";
+import { quietHookContext } from "../testkit/hook-context.js";
+import { handleCspcSync } from "../hooks/cspc-sync/sync.js";
 import { FIXTURES, readCaseDocument, readYaml } from "../testkit/case-documents.js";
 import { fleetRequest } from "../testkit/fleet.js";
 
@@ -71,7 +72,7 @@ export function editedFleetRequest(pools: number, edit: FleetEdit): CompositeSyn
   }
   // The claims this edit asks for, Bound as NDM leaves them.
   const claims = { ...request.children[TYPE_KEY.blockDeviceClaim] };
-  for (const child of syncCspc(request, benchClock).children) {
+  for (const child of handleCspcSync(request, quietHookContext(benchClock)).children) {
     const key = `${child.metadata.namespace}/${child.metadata.name}`;
     if (child.kind === "BlockDeviceClaim" && !claims[key])
       claims[key] = { ...child, status: { phase: "Bound" } };

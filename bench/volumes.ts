@@ -6,15 +6,15 @@
 import { join } from "node:path";
 import { LABEL, TYPE_KEY } from "../api/constants.js";
 import type { CSPI, CVR, CVCStatus, KubeObject } from "../api/types.js";
-import { syncCvStatus } from "../hooks/cv-status/sync.js";
-import { syncCvc } from "../hooks/cvc-sync/sync.js";
+import { handleCvStatus } from "../hooks/cv-status/sync.js";
+import { handleCvcSync } from "../hooks/cvc-sync/sync.js";
 import { DEFAULT_HOOK_CONFIG } from "../lib/hook-config.js";
-import { createLogger } from "../lib/log.js";
+import { createLogger } from "../runtime/log.js";
 import { replicaName } from "../lib/names.js";
 import { replicasOnPool } from "../node-daemon/daemon.js";
-import type { DatasetRecord } from "../node-daemon/parse.js";
+import type { DatasetRecord } from "../zfs/parse.js";
 import { planReplicas, zvolBackend } from "../node-daemon/replicas.js";
-import { REPLICA_PROPERTY } from "../node-daemon/vocabulary.js";
+import { REPLICA_PROPERTY } from "../zfs/layout.js";
 import { CvrWatchCache } from "../node-daemon/watch-cache.js";
 import { FakeKube } from "../testkit/fake-kube.js";
 import { FIXTURES, readCaseDocument, readYaml } from "../testkit/case-documents.js";
@@ -244,7 +244,7 @@ export interface VolumeResults {
   growth: Record<"placement" | "bound" | "plan" | "pick", { hook: Growth; control?: Growth }>;
 }
 
-const cvcHook = (body: unknown) => syncCvc(body, clock, DEFAULT_HOOK_CONFIG);
+const cvcHook = (body: unknown) => handleCvcSync(body, clock, DEFAULT_HOOK_CONFIG);
 
 function checked(request: Request, phase: NonNullable<CVCStatus["phase"]>, placed: boolean): Request {
   const { status } = cvcHook(structuredClone(request)) as { status: CVCStatus };
@@ -292,7 +292,7 @@ export async function runVolumes(options: {
   options.progress("volumes: cv-status");
   const cvStatus = measurePipeline(
     readCaseDocument(join(FIXTURES, "cv-status/healthy"), "request.yaml"),
-    (body) => syncCvStatus(body, clock),
+    (body) => handleCvStatus(body, clock),
     options.budget,
   );
   const plan = options.nodeReplicas.map((replicas) => {

@@ -5,7 +5,7 @@
 // the same file.
 import { readFileSync } from "node:fs";
 import { basename } from "node:path";
-import { isEntryPoint } from "../lib/entry.js";
+import { isEntryPoint } from "../runtime/entry.js";
 import { runNodeDaemonCommand } from "../node-daemon/local.js";
 import { didYouMean, EXIT, EXIT_CODES_HELP } from "./args.js";
 import { runConvert } from "./convert.js";

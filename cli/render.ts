@@ -7,8 +7,8 @@ import { KIND, LABEL, TYPE_KEY } from "../api/constants.js";
 import type { CSPC, KubeObject, ObjectMap } from "../api/types.js";
 import type { ClusterFacts } from "../lib/admission/lookup.js";
 import { ConfigError, loadHookConfig, type HookConfig } from "../lib/hook-config.js";
-import { planChildren, syncCspcRequest } from "../lib/cspc/sync.js";
-import { syncCspiRequest } from "../lib/cspi/sync.js";
+import { answerCspcSync, planChildren } from "../lib/cspc/sync.js";
+import { answerCspiSync } from "../lib/cspi/sync.js";
 import { parseCompositeRequest, parseDecoratorRequest } from "../lib/request.js";
 import { canonicalJson, canonicalYaml } from "../lib/canonical.js";
 import { buildInventory } from "../lib/inventory.js";
@@ -123,12 +123,12 @@ function renderOne(cspc: KubeObject, files: ClusterFiles, notes: string[], confi
   const otherClaims = claims.filter((c) => !ownedBy(c));
   const sync = (children: readonly KubeObject[]) => request(cspc, children, facts, otherClaims);
   let children: KubeObject[] = [...facts.cspis, ...claims.filter(ownedBy)];
-  let answer = syncCspcRequest(parseCompositeRequest(sync(children), KIND.cspc), () => new Date());
+  let answer = answerCspcSync(parseCompositeRequest(sync(children), KIND.cspc), () => new Date()).response;
   for (let i = 1; i < MAX_SYNCS; i++) {
     const next = answer.children.map(boundAsNdmWould);
     if (canonicalJson(next) === canonicalJson(children)) break;
     children = next;
-    answer = syncCspcRequest(parseCompositeRequest(sync(children), KIND.cspc), () => new Date());
+    answer = answerCspcSync(parseCompositeRequest(sync(children), KIND.cspc), () => new Date()).response;
   }
   const last = sync(children) as { parent: KubeObject; children: ObjectMap; related: ObjectMap };
   const { findings } = planChildren(cspc as CSPC, buildInventory(last.parent, last.children, last.related));
@@ -136,7 +136,7 @@ function renderOne(cspc: KubeObject, files: ClusterFiles, notes: string[], confi
   const renderedCspis = answer.children.filter((c) => c.kind === KIND.cspi);
   const deployments = renderedCspis.flatMap(
     (cspi) =>
-      syncCspiRequest(
+      answerCspiSync(
         parseDecoratorRequest(
           { controller: {}, object: cspi, attachments: {}, related: {}, finalizing: false },
           KIND.cspi,

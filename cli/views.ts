@@ -14,7 +14,7 @@ import type {
   KubeObject,
 } from "../api/types.js";
 import { poolDeploymentName, zpoolName } from "../lib/names.js";
-import { quantityBytes } from "../lib/volume/world.js";
+import { quantityBytes } from "../lib/quantity.js";
 
 /** A pool or volume target Deployment: only what the views read. */
 export interface Deployment extends KubeObject {

@@ -3,7 +3,7 @@
 import { hostname } from "node:os";
 import { EventRecorder, type EventWriter } from "../lib/events/recorder.js";
 import { lazily } from "../lib/lazy.js";
-import type { Logger } from "../lib/log.js";
+import type { Logger } from "../runtime/log.js";
 
 export const HOOKS_COMPONENT = "cstor-pool-hooks";
 
@@ -11,7 +11,7 @@ export function hookEventRecorder(log: Logger): EventRecorder {
   const writer = lazily(async (): Promise<EventWriter> => {
     const [{ KubeConfig }, { kubeEventWriter }] = await Promise.all([
       import("@kubernetes/client-node"),
-      import("../lib/events/kube-writer.js"),
+      import("../runtime/kube-event-writer.js"),
     ]);
     const config = new KubeConfig();
     config.loadFromDefault();

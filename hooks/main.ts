@@ -1,6 +1,6 @@
 // The hook server process: configuration from the environment, HTTP (and HTTPS for admission) listeners,
 // and a graceful drain on SIGTERM: /readyz turns 503, in-flight requests finish, then the process exits.
-import { createLogger, type LogLevel } from "../lib/log.js";
+import { createLogger, type LogLevel } from "../runtime/log.js";
 import { makeApp } from "./http/app.js";
 import { listen, tlsFromEnv } from "./http/listen.js";
 import { loadHookConfig } from "../lib/hook-config.js";

@@ -11,9 +11,8 @@ import type {
   ObjectMap,
   UnreadableObject,
 } from "../api/types.js";
-import type { PersistentVolume, PersistentVolumeClaim } from "./provision/objects.js";
+import type { PersistentVolume, PersistentVolumeClaim } from "../api/core-schema.js";
 import { objectsOf, type CheckedTypeKeys } from "./request.js";
-import { indexReplicas, type ReplicaIndex } from "./rules/held-volumes.js";
 
 export interface Inventory {
   namespace: string;
@@ -49,6 +48,28 @@ export interface Inventory {
   setDevices: Set<string>;
   /** Names of the replicas that could not be read: their volumes cannot move them (docs/adr/0027-volume-day-2-a-new-replica-is-rebuilding.md). */
   unreadableReplicas: ReadonlySet<string>;
+}
+
+/** The CStorVolumeReplicas of one CSPC, by the pool (CSPI) each names. */
+export interface ReplicaIndex {
+  byPool: Map<string, string[]>;
+  /** Replicas that name no pool: which pool they are on cannot be told, so they hold every pool. */
+  unplaced: string[];
+}
+
+/** Indexes replicas by their pool label. Only metadata is read, so a replica unreadable otherwise counts too. */
+export function indexReplicas(replicas: readonly KubeObject[]): ReplicaIndex {
+  const byPool = new Map<string, string[]>();
+  const unplaced: string[] = [];
+  for (const replica of replicas) {
+    const name = replica.metadata.name ?? "";
+    const pool = replica.metadata.labels?.[LABEL.replicaPool];
+    if (!pool) unplaced.push(name);
+    else byPool.set(pool, [...(byPool.get(pool) ?? []), name]);
+  }
+  for (const names of byPool.values()) names.sort();
+  unplaced.sort();
+  return { byPool, unplaced };
 }
 
 /** The objects of one type key among a request's children or related, in objectsOf's order (by namespace/name). */

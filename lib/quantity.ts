@@ -111,3 +111,10 @@ function decimal(nano: bigint, exponentForm: boolean): string {
   if (exponentForm) return exponent === 0 ? `${amount}` : `${amount}e${exponent}`;
   return `${amount}${DECIMAL_SUFFIX.get(exponent)}`;
 }
+
+/** Whole bytes of a quantity, or undefined when it is not one. */
+export function quantityBytes(value: unknown): bigint | undefined {
+  if (typeof value !== "string" && typeof value !== "number") return undefined;
+  const parsed = parseQuantity(value);
+  return parsed === undefined ? undefined : parsed.nano / 1_000_000_000n;
+}

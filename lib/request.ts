@@ -36,7 +36,7 @@ import {
   type PersistentVolume,
   type PersistentVolumeClaim,
   type StorageClass,
-} from "./provision/objects.js";
+} from "../api/core-schema.js";
 
 export function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);

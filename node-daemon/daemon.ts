@@ -8,11 +8,11 @@
 import { ANNOTATION, FINALIZER, KIND, LABEL, REPLICA_LOST_CONFIRM } from "../api/constants.js";
 import type { CSPI, CSPIStatus, CVR } from "../api/types.js";
 import { findCondition } from "../lib/conditions.js";
-import type { Logger } from "../lib/log.js";
+import type { Logger } from "../runtime/log.js";
 import { zpoolName } from "../lib/names.js";
 import { describeAction, EVENT_REASONS } from "./executor.js";
 import { IneffectiveBackoff } from "./backoff.js";
-import type { ZfsHost } from "./host.js";
+import type { ZfsHost } from "../zfs/host.js";
 import type { KubeApi } from "./kube.js";
 import { EventRecorder, type CoreEvent } from "../lib/events/recorder.js";
 import type { DaemonMetrics } from "./metrics.js";

@@ -1,8 +1,8 @@
 // Per-device health of an imported pool: every leaf zpool status shows, matched to the CSPI's block device
 // when it is one of them. Pure; read by the reporter (CSPI status.devices) and the metrics, so both say the same.
 import type { CSPI, DeviceHealth } from "../api/types.js";
-import { sameDevice, type Observation } from "./observation.js";
-import { leaves, type Section } from "./parse.js";
+import { sameDevice, type Observation } from "../zfs/observation.js";
+import { leaves, type Section } from "../zfs/parse.js";
 
 const SECTIONS: readonly Section[] = ["data", "logs", "cache", "spares", "special", "dedup"];
 

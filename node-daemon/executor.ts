@@ -1,6 +1,6 @@
 // The executor: carries out one planned action on the host (zpool/zfs) or on the API (finalizer, claim).
 import type { CSPI } from "../api/types.js";
-import type { ZfsHost } from "./host.js";
+import type { ZfsHost } from "../zfs/host.js";
 import type { Action } from "./planner.js";
 
 /** What the executor needs from the API side; absent in local mode. */

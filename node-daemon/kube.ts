@@ -9,7 +9,7 @@ import {
 } from "@kubernetes/client-node";
 import { GROUP, LABEL, VERSION } from "../api/constants.js";
 import type { CSPI, CSPIStatus, CVR, CVRStatus, ObjectMeta } from "../api/types.js";
-import { kubeEventWriter } from "../lib/events/kube-writer.js";
+import { kubeEventWriter } from "../runtime/kube-event-writer.js";
 import type { EventWriter } from "../lib/events/recorder.js";
 
 export type WatchEventType = "ADDED" | "MODIFIED" | "DELETED";

@@ -2,13 +2,13 @@
 // on METRICS_PORT, a host lock so that one daemon per node acts, and SIGTERM that lets a running zpool
 // command finish before exiting.
 import type { Server } from "node:http";
-import { isEntryPoint } from "../lib/entry.js";
-import { createLogger } from "../lib/log.js";
-import { probeServer } from "../lib/probe-server.js";
+import { isEntryPoint } from "../runtime/entry.js";
+import { createLogger } from "../runtime/log.js";
+import { probeServer } from "../runtime/probe-server.js";
 import { staleStatusSeconds } from "../lib/settings.js";
-import { createRunner } from "./command.js";
+import { createRunner } from "../process/runner.js";
 import { NodeDaemon } from "./daemon.js";
-import { commandsFromEnv, inspectDevice, ZfsHost } from "./host.js";
+import { commandsFromEnv, inspectDevice, ZfsHost } from "../zfs/host.js";
 import { createKubeApi } from "./kube.js";
 import { tryLock, type HostLock } from "./lock.js";
 import { createMetrics, type DaemonMetrics } from "./metrics.js";

@@ -11,10 +11,10 @@ import { DEFAULTS, LABEL } from "../api/constants.js";
 import type { CSPI, CSPIStatus, CVR } from "../api/types.js";
 import { zpoolName } from "../lib/names.js";
 import { consistencyFactor } from "../lib/volume/children.js";
-import type { CommandListener } from "./command.js";
+import type { CommandListener } from "../process/runner.js";
 import { deviceHealth } from "./devices.js";
-import type { Observation } from "./observation.js";
-import { scanProgress } from "./parse.js";
+import type { Observation } from "../zfs/observation.js";
+import { scanProgress } from "../zfs/parse.js";
 import type { ReplicaState } from "./replicas.js";
 
 /** Device states of the cstor_pool_device_state state set: what zpool prints for a leaf (spares: AVAIL, INUSE). */

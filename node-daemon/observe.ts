@@ -2,10 +2,15 @@
 // when ours is not imported), and every listed device's existence and size.
 import type { CSPI } from "../api/types.js";
 import { zpoolName } from "../lib/names.js";
-import type { ZfsHost } from "./host.js";
-import type { DeviceInfo, ImportCandidate, Observation, PoolObservation } from "./observation.js";
+import type { ZfsHost } from "../zfs/host.js";
+import {
+  poolObservation,
+  type DeviceInfo,
+  type ImportCandidate,
+  type Observation,
+} from "../zfs/observation.js";
 import { cspiProblems, resolvedPathProblems } from "./validate.js";
-import { parentDir } from "./vocabulary.js";
+import { parentDir } from "../zfs/layout.js";
 
 export type DeviceInspector = (path: string) => Promise<DeviceInfo>;
 
@@ -37,23 +42,13 @@ export async function observe(
   const observation: Observation = { imported, importable: [], devices };
   if (ours) {
     const facts = snapshot.facts.get(pool) ?? (await host.poolFacts(pool));
-    observation.pool = { status: ours, volumes: (facts.datasets ?? []).map((d) => d.name), ...facts };
+    observation.pool = poolObservation(ours, facts);
     return observation;
   }
   // A device that resolves outside the roots stops the CSPI (the planner says so): no scan of where it leads.
   const contained = valid && resolvedPathProblems(cspi, devices, options.deviceRoots).length === 0;
   if (contained && options.scanImportable) observation.importable = await findImportable(host, cspi, devices);
   return observation;
-}
-
-/** An imported pool's space, datasets and properties read on their own: what the pool agent reads of its pool. */
-export async function observePool(
-  host: ZfsHost,
-  pool: string,
-  status: PoolObservation["status"],
-): Promise<PoolObservation> {
-  const facts = await host.poolFacts(pool);
-  return { status, volumes: (facts.datasets ?? []).map((d) => d.name), ...facts };
 }
 
 /** Cachefile first (fast, and the pool's own record), then a scan of the directories holding the devices. */

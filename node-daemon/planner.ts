@@ -11,11 +11,11 @@ import {
   type ImportCandidate,
   type Observation,
   type PoolObservation,
-} from "./observation.js";
-import { allLeaves, leaves, type PoolStatus, type Section, type Vdev } from "./parse.js";
+} from "../zfs/observation.js";
+import { allLeaves, leaves, type PoolStatus, type Section, type Vdev } from "../zfs/parse.js";
 import { planScrub } from "./scrub.js";
 import { cspiProblems, deviceSource, resolvedPathProblems } from "./validate.js";
-import { parentDir, type VdevSpec } from "./vocabulary.js";
+import { parentDir, type VdevSpec } from "../zfs/layout.js";
 
 interface ActionBase {
   /** Identifies the action for logs, metrics and the no-progress guard. */

@@ -2,10 +2,10 @@
 // Shared by the daemon and local mode. One action at a time, each decided on a fresh observation.
 import type { CSPI, CSPIStatus } from "../api/types.js";
 import { findCondition } from "../lib/conditions.js";
-import type { Logger } from "../lib/log.js";
+import type { Logger } from "../runtime/log.js";
 import { describeAction, execute, type ApiActions } from "./executor.js";
-import type { ZfsHost } from "./host.js";
-import type { Observation } from "./observation.js";
+import type { ZfsHost } from "../zfs/host.js";
+import type { Observation } from "../zfs/observation.js";
 import { observe, type DeviceInspector } from "./observe.js";
 import { plan, type Action, type Plan } from "./planner.js";
 import { CONDITION, report, type Outcome, type ReplicaCounts } from "./reporter.js";

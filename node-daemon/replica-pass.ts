@@ -2,10 +2,10 @@
 // again → plan again..., as the pool pass does, so every action is decided on what the previous one really
 // did. A failed action marks its CVR Error and the pass goes on with the other CVRs.
 import type { CVR } from "../api/types.js";
-import type { Logger } from "../lib/log.js";
-import type { ZfsHost } from "./host.js";
+import type { Logger } from "../runtime/log.js";
+import type { ZfsHost } from "../zfs/host.js";
 import type { CoreEvent } from "../lib/events/recorder.js";
-import type { PoolObservation } from "./observation.js";
+import type { PoolObservation } from "../zfs/observation.js";
 import {
   planReplicas,
   type ReplicaAction,
@@ -13,7 +13,7 @@ import {
   type ReplicaPlan,
   type ReplicaState,
 } from "./replicas.js";
-import { DATASET_PROPERTIES } from "./vocabulary.js";
+import { DATASET_PROPERTIES } from "../zfs/layout.js";
 
 export interface ReplicaPassDeps {
   host: ZfsHost;

@@ -7,8 +7,8 @@ import type { CVR, CVRStatus } from "../api/types.js";
 import { CVR_PHASES } from "../api/volume-schema.js";
 import { formatTime } from "../lib/conditions.js";
 import { parseQuantity } from "../lib/quantity.js";
-import type { DatasetRecord } from "./parse.js";
-import { REPLICA_PROPERTY, type HostCommand } from "./vocabulary.js";
+import type { DatasetRecord } from "../zfs/parse.js";
+import { bytesProperty, REPLICA_FILE, REPLICA_PROPERTY, type HostCommand } from "../zfs/layout.js";
 
 /**
  * Every replica's size is a multiple of this, its volblocksize: ZFS refuses a volsize that is not ("volume
@@ -61,14 +61,6 @@ const destroyDataset = (dataset: string): HostCommand[] => [
   { program: "zfs", args: ["set", `${REPLICA_PROPERTY.destroying}=on`, dataset] },
   { program: "zfs", args: ["destroy", "-r", dataset] },
 ];
-
-/** The file backend's one file in its dataset's mountpoint: what the pool agent exports as the LUN. */
-export const REPLICA_FILE = "replica.img";
-
-export function bytesProperty(dataset: DatasetRecord, property: string): number | undefined {
-  const text = dataset.properties[property];
-  return text !== undefined && /^\d+$/.test(text) ? Number(text) : undefined;
-}
 
 /** OpenZFS zvol: sparse, 4K blocks, the pool's compression inherited. What the DaemonSet ships. */
 export function zvolBackend(): ReplicaBackend {

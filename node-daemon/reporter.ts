@@ -15,8 +15,8 @@ import { servingPhase } from "../lib/cspi/phase.js";
 import { zpoolName } from "../lib/names.js";
 import { groupRole } from "../lib/rules/pool-spec.js";
 import { deviceHealth } from "./devices.js";
-import { sameDevice, type Observation } from "./observation.js";
-import { allLeaves, parseScrub, type Vdev } from "./parse.js";
+import { sameDevice, type Observation } from "../zfs/observation.js";
+import { allLeaves, parseScrub, type Vdev } from "../zfs/parse.js";
 import type { Action, ActionKind, Plan } from "./planner.js";
 
 /** What happened to one executed action. */

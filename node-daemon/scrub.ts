@@ -5,8 +5,8 @@
 import { ANNOTATION, CSPI_CONDITION } from "../api/constants.js";
 import type { CSPI } from "../api/types.js";
 import { findCondition } from "../lib/conditions.js";
-import type { PoolObservation } from "./observation.js";
-import { parseScrub, type Vdev } from "./parse.js";
+import type { PoolObservation } from "../zfs/observation.js";
+import { parseScrub, type Vdev } from "../zfs/parse.js";
 import type { Action, Hold } from "./planner.js";
 
 const UNIT_SECONDS: Record<string, number> = { h: 3600, d: 86_400 };

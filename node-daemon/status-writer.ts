@@ -3,7 +3,7 @@
 // recognises its own writes when the watch brings them back, so they start no pass.
 import type { CSPI, CSPIStatus, CVR, CVRStatus, ObjectMeta } from "../api/types.js";
 import { canonicalJson } from "../lib/canonical.js";
-import type { Logger } from "../lib/log.js";
+import type { Logger } from "../runtime/log.js";
 import { isConflict, type KubeApi } from "./kube.js";
 
 interface WithStatus<S> {

@@ -8,7 +8,7 @@ import { CSPISpecSchema } from "../api/schema.js";
 import type { CSPI } from "../api/types.js";
 import { groupRole, zfsCannotBuild } from "../lib/rules/pool-spec.js";
 import { fieldPath, wordedErrors } from "../lib/rules/schema-messages.js";
-import type { DeviceInfo } from "./observation.js";
+import type { DeviceInfo } from "../zfs/observation.js";
 
 /** Absolute, normalised, and only characters that appear in device paths (/dev/disk/by-id/..., by-path with ':' and '+'). */
 const SAFE_PATH = /^\/[A-Za-z0-9._:+@,=-]+(\/[A-Za-z0-9._:+@,=-]+)*$/;

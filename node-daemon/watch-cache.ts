@@ -6,7 +6,7 @@
 // takes to list again, and the view never ages past the relist period.
 import { LABEL } from "../api/constants.js";
 import type { CSPI, CVR, ObjectMeta } from "../api/types.js";
-import type { Logger } from "../lib/log.js";
+import type { Logger } from "../runtime/log.js";
 import type { KubeApi, ListFunction, WatchEventType, WatchFunction, WatchHandle } from "./kube.js";
 
 export type RelistReason = "start" | "watch-ended" | "watch-failed" | "periodic";

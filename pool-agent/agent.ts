@@ -1,13 +1,13 @@
 // The agent's loop: read the pool, keep the readiness and the metrics from that read, and reconcile the iSCSI
 // exports against it. One pass at a time; a pass that fails leaves the exports as they are (an unknown pool
 // is not an empty one) and makes the agent not ready, with the reason.
-import type { Logger } from "../lib/log.js";
-import type { ZfsHost } from "../node-daemon/host.js";
+import type { Logger } from "../runtime/log.js";
+import type { ZfsHost } from "../zfs/host.js";
 import { reconcileExports } from "./exports.js";
 import type { AgentMetrics } from "./metrics.js";
 import { observeAgentPool } from "./observe.js";
 import { readiness, type LastRead, type Readiness } from "./readiness.js";
-import type { Tgt } from "./tgt.js";
+import type { Tgt } from "../iscsi/tgt.js";
 
 export interface AgentDeps {
   pool: string;

@@ -2,7 +2,7 @@
 // lib/cspi/deployment.ts). A wrong value stops the agent at start with the variable and the fix named.
 import { zpoolName } from "../lib/names.js";
 import { ConfigError, wholeSeconds } from "../lib/settings.js";
-import { commandsFromEnv, type ZfsCommands } from "../node-daemon/host.js";
+import { commandsFromEnv, type ZfsCommands } from "../zfs/host.js";
 
 export interface AgentConfig {
   cspi: string;

@@ -4,7 +4,7 @@
 import { Buffer } from "node:buffer";
 import { MAX_IQN_BYTES, REPLICA_IQN_PREFIX, replicaIqn } from "../lib/volume/iqn.js";
 import { SERVING_STATES, type AgentObservation } from "./observe.js";
-import type { Tgt, TgtTarget } from "./tgt.js";
+import type { Tgt, TgtTarget } from "../iscsi/tgt.js";
 
 export interface WantedExport {
   iqn: string;

@@ -2,15 +2,15 @@
 // and a thin HTTP side on PORT: /readyz (the pool imported here and ONLINE or DEGRADED), /healthz (the loop
 // is alive), /metrics. SIGTERM stops the loop, lets a running command finish and exits; tgtd's exports stay
 // (they end with the pod, and a restarted agent adopts them).
-import { isEntryPoint } from "../lib/entry.js";
-import { createLogger } from "../lib/log.js";
-import { probeServer } from "../lib/probe-server.js";
-import { createRunner } from "../node-daemon/command.js";
-import { ZfsHost } from "../node-daemon/host.js";
+import { isEntryPoint } from "../runtime/entry.js";
+import { createLogger } from "../runtime/log.js";
+import { probeServer } from "../runtime/probe-server.js";
+import { createRunner } from "../process/runner.js";
+import { ZfsHost } from "../zfs/host.js";
 import { PoolAgent } from "./agent.js";
 import { loadAgentConfig } from "./config.js";
 import { createAgentMetrics } from "./metrics.js";
-import { Tgt } from "./tgt.js";
+import { Tgt } from "../iscsi/tgt.js";
 
 export async function main(): Promise<void> {
   const config = loadAgentConfig(process.env);

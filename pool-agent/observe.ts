@@ -1,13 +1,11 @@
-// What the agent reads of its pool: the node's `zpool status` (the node daemon's command runner and parser,
-// through the same ZfsHost), and for a pool that is imported and serving, the details the daemon reads too
-// (space, datasets, readonly). Replicas are the datasets the daemon made for this pool's CVRs: they carry
+// What the agent reads of its pool: the node's `zpool status` (the shared process runner and parser, through
+// the same ZfsHost as the node daemon), and for a pool that is imported and serving, the details the daemon
+// reads too (space, datasets, readonly). Replicas are the datasets the daemon made for this pool's CVRs: they carry
 // the io.openebs:* identity properties (docs/adr/0032-the-pool-agent-what-it-reads-how-it-exports.md).
-import type { ZfsHost } from "../node-daemon/host.js";
-import type { PoolObservation } from "../node-daemon/observation.js";
-import { observePool } from "../node-daemon/observe.js";
-import type { PoolStatus } from "../node-daemon/parse.js";
-import { bytesProperty, REPLICA_FILE } from "../node-daemon/replicas.js";
-import { REPLICA_PROPERTY } from "../node-daemon/vocabulary.js";
+import type { ZfsHost } from "../zfs/host.js";
+import { bytesProperty, REPLICA_FILE, REPLICA_PROPERTY } from "../zfs/layout.js";
+import { poolObservation, type PoolObservation } from "../zfs/observation.js";
+import type { PoolStatus } from "../zfs/parse.js";
 
 /** A pool in these states holds and serves data; in any other, its details are not read (they may hang or fail). */
 export const SERVING_STATES: ReadonlySet<string> = new Set(["ONLINE", "DEGRADED"]);
@@ -35,7 +33,7 @@ export interface AgentObservation {
 export async function observeAgentPool(host: ZfsHost, pool: string): Promise<AgentObservation> {
   const status = (await host.pools()).find((p) => p.name === pool);
   if (!status || !SERVING_STATES.has(status.state)) return { status, replicas: [] };
-  const details = await observePool(host, pool, status);
+  const details = poolObservation(status, await host.poolFacts(pool));
   return { status, details, replicas: replicasOf(details) };
 }
 

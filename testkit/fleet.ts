@@ -2,7 +2,8 @@
 // Nodes, BlockDevices, Bound claims and (optionally) the CSPIs a previous sync created. Used by tests of
 // large requests and by the benchmarks.
 import type { CompositeSyncRequest, KubeObject } from "../api/types.js";
-import { syncCspc } from "../hooks/cspc-sync/sync.js";
+import { quietHookContext } from "./hook-context.js";
+import { handleCspcSync } from "../hooks/cspc-sync/sync.js";
 import { claimName } from "../lib/names.js";
 
 const NS = "openebs";
@@ -82,7 +83,7 @@ export function fleetRequest(options: FleetOptions): CompositeSyncRequest {
     finalizing: false,
   };
   // The claims the first sync asks for, as NDM leaves them: Bound.
-  for (const child of syncCspc(empty, CLOCK).children) {
+  for (const child of handleCspcSync(empty, quietHookContext(CLOCK)).children) {
     claims[`${NS}/${child.metadata.name}`] = { ...child, status: { phase: "Bound" } };
   }
   const withClaims: CompositeSyncRequest = {
@@ -92,7 +93,7 @@ export function fleetRequest(options: FleetOptions): CompositeSyncRequest {
   };
   if (!options.withCspis) return withClaims;
   const cspis: Record<string, KubeObject> = {};
-  for (const child of syncCspc(withClaims, CLOCK).children) {
+  for (const child of handleCspcSync(withClaims, quietHookContext(CLOCK)).children) {
     if (child.kind !== "CStorPoolInstance") continue;
     cspis[`${NS}/${child.metadata.name}`] = {
       ...child,

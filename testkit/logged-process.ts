@@ -1,4 +1,4 @@
-// A long-running child process whose output is read as JSON log lines (ours from lib/log.ts, Metacontroller's from
+// A long-running child process whose output is read as JSON log lines (ours from runtime/log.ts, Metacontroller's from
 // zap), kept in memory for assertions and failure messages. Killed if the test process exits without stopping it.
 import { spawn, type ChildProcess } from "node:child_process";
 import { writeFileSync } from "node:fs";

@@ -24,7 +24,7 @@ import type { AddressInfo } from "node:net";
 import { isDeepStrictEqual } from "node:util";
 import { makeApp } from "../hooks/http/app.js";
 import { hookRoutes } from "../hooks/routes.js";
-import { createLogger } from "../lib/log.js";
+import { createLogger } from "../runtime/log.js";
 import type { ApiResponse, Identity, KubeCluster } from "./kube.js";
 import { onStop } from "./processes.js";
 

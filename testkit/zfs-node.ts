@@ -11,7 +11,7 @@
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { join } from "node:path";
-import { parseZpoolStatus } from "../node-daemon/parse.js";
+import { parseZpoolStatus } from "../zfs/parse.js";
 import { waitUntil } from "./kube.js";
 import { onStop } from "./processes.js";
 import { MiB, type ZfsSandbox } from "./zfs.js";

@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ANNOTATION, API_VERSION, FINALIZER, KIND, LABEL } from "../api/constants.js";
 import type { CSPI, CSPIRaidGroup, CVR } from "../api/types.js";
-import { allLeaves, parseZpoolStatus } from "../node-daemon/parse.js";
+import { allLeaves, parseZpoolStatus } from "../zfs/parse.js";
 
 export const MiB = 1024 * 1024;
 

@@ -6,7 +6,7 @@ import { readFileSync } from "node:fs";
 import { DEFAULT_HOOK_CONFIG } from "../../lib/hook-config.js";
 import { makeApp } from "../../hooks/http/app.js";
 import { hookRoutes } from "../../hooks/routes.js";
-import { createLogger } from "../../lib/log.js";
+import { createLogger } from "../../runtime/log.js";
 import { FleetLookup } from "./fleet-lookup.js";
 import { reportListening } from "./listening.js";
 

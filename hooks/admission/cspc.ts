@@ -1,6 +1,6 @@
 // POST /admission/cspc: the validating webhook for CStorPoolClusters. Parse the AdmissionReview, look up only
 // what the verdict needs (nothing for a metadata-only update), judge, answer with the request's uid.
-import type { Logger } from "../../lib/log.js";
+import type { Logger } from "../../runtime/log.js";
 import { ConfigError } from "../../lib/hook-config.js";
 import { lazily } from "../../lib/lazy.js";
 import {
@@ -20,7 +20,7 @@ export interface AdmissionOptions {
   lookupTimeoutMs?: number;
 }
 
-export async function admitCspc(
+export async function handleCspcAdmission(
   body: unknown,
   options: AdmissionOptions,
   log: Logger,

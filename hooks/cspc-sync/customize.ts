@@ -7,7 +7,7 @@ import { API_VERSION, KIND, LABEL } from "../../api/constants.js";
 import type { CustomizeResponse } from "../../api/types.js";
 import { parseCustomizeRequest } from "../../lib/request.js";
 
-export function customizeCspc(body: unknown): CustomizeResponse {
+export function handleCspcCustomize(body: unknown): CustomizeResponse {
   const { parent } = parseCustomizeRequest(body, KIND.cspc);
   const namespace = parent.metadata.namespace ?? "default";
   return {

@@ -3,14 +3,14 @@
 // the CSPI go, so a finalizing request gets the finalize answer.
 import { KIND } from "../../api/constants.js";
 import type { Clock, DecoratorSyncResponse } from "../../api/types.js";
-import { finalizeCspiRequest } from "../../lib/cspi/finalize.js";
-import { syncCspiRequest } from "../../lib/cspi/sync.js";
+import { answerCspiFinalize } from "../../lib/cspi/finalize.js";
+import { answerCspiSync } from "../../lib/cspi/sync.js";
 import type { HookConfig } from "../../lib/hook-config.js";
 import { parseDecoratorRequest } from "../../lib/request.js";
 
-export function syncCspi(body: unknown, clock: Clock, config: HookConfig): DecoratorSyncResponse {
+export function handleCspiSync(body: unknown, clock: Clock, config: HookConfig): DecoratorSyncResponse {
   const request = parseDecoratorRequest(body, KIND.cspi);
   return request.finalizing
-    ? finalizeCspiRequest(request, clock, config)
-    : syncCspiRequest(request, clock, config);
+    ? answerCspiFinalize(request, clock, config)
+    : answerCspiSync(request, clock, config);
 }

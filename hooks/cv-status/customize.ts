@@ -3,7 +3,7 @@ import { API_VERSION, KIND, LABEL } from "../../api/constants.js";
 import type { CustomizeResponse } from "../../api/types.js";
 import { parseCustomizeRequest } from "../../lib/request.js";
 
-export function customizeCv(body: unknown): CustomizeResponse {
+export function handleCvCustomize(body: unknown): CustomizeResponse {
   const { parent } = parseCustomizeRequest(body, KIND.cv);
   const namespace = parent.metadata.namespace ?? "default";
   return {

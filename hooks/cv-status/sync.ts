@@ -3,8 +3,8 @@
 import { KIND } from "../../api/constants.js";
 import type { Clock, DecoratorSyncResponse } from "../../api/types.js";
 import { parseDecoratorRequest } from "../../lib/request.js";
-import { cvStatusRequest } from "../../lib/volume/cv-status.js";
+import { answerCvStatus } from "../../lib/volume/cv-status.js";
 
-export function syncCvStatus(body: unknown, clock: Clock): DecoratorSyncResponse {
-  return cvStatusRequest(parseDecoratorRequest(body, KIND.cv), clock);
+export function handleCvStatus(body: unknown, clock: Clock): DecoratorSyncResponse {
+  return answerCvStatus(parseDecoratorRequest(body, KIND.cv), clock);
 }

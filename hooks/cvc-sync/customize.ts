@@ -4,7 +4,7 @@ import { API_VERSION, KIND, LABEL } from "../../api/constants.js";
 import type { CustomizeResponse } from "../../api/types.js";
 import { isRecord, parseCustomizeRequest } from "../../lib/request.js";
 
-export function customizeCvc(body: unknown): CustomizeResponse {
+export function handleCvcCustomize(body: unknown): CustomizeResponse {
   const { parent } = parseCustomizeRequest(body, KIND.cvc);
   const namespace = parent.metadata.namespace ?? "default";
   const spec = parent.spec;

@@ -4,8 +4,8 @@ import { KIND } from "../../api/constants.js";
 import type { Clock, CompositeSyncResponse } from "../../api/types.js";
 import type { HookConfig } from "../../lib/hook-config.js";
 import { parseCompositeRequest } from "../../lib/request.js";
-import { syncCvcRequest } from "../../lib/volume/sync.js";
+import { answerCvcSync } from "../../lib/volume/sync.js";
 
-export function syncCvc(body: unknown, clock: Clock, config: HookConfig): CompositeSyncResponse {
-  return syncCvcRequest(parseCompositeRequest(body, KIND.cvc), clock, config.volumeTarget);
+export function handleCvcSync(body: unknown, clock: Clock, config: HookConfig): CompositeSyncResponse {
+  return answerCvcSync(parseCompositeRequest(body, KIND.cvc), clock, config.volumeTarget);
 }

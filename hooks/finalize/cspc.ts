@@ -2,13 +2,13 @@
 // teardown answer from lib/cspc.
 import { KIND } from "../../api/constants.js";
 import type { Clock, CompositeSyncResponse } from "../../api/types.js";
-import { finalizeCspcRequest } from "../../lib/cspc/finalize.js";
+import { answerCspcFinalize } from "../../lib/cspc/finalize.js";
 import type { HookConfig } from "../../lib/hook-config.js";
 import { parseCompositeRequest } from "../../lib/request.js";
 import { requireDeletion } from "./deletion.js";
 
-export function finalizeCspc(body: unknown, clock: Clock, config: HookConfig): CompositeSyncResponse {
+export function handleCspcFinalize(body: unknown, clock: Clock, config: HookConfig): CompositeSyncResponse {
   const request = parseCompositeRequest(body, KIND.cspc);
   requireDeletion(request.parent, request.finalizing, "/hooks/cspc-sync");
-  return finalizeCspcRequest(request, clock, config);
+  return answerCspcFinalize(request, clock, config);
 }

@@ -2,13 +2,13 @@
 // teardown answer from lib/cspi.
 import { KIND } from "../../api/constants.js";
 import type { Clock, DecoratorSyncResponse } from "../../api/types.js";
-import { finalizeCspiRequest } from "../../lib/cspi/finalize.js";
+import { answerCspiFinalize } from "../../lib/cspi/finalize.js";
 import type { HookConfig } from "../../lib/hook-config.js";
 import { parseDecoratorRequest } from "../../lib/request.js";
 import { requireDeletion } from "./deletion.js";
 
-export function finalizeCspi(body: unknown, clock: Clock, config: HookConfig): DecoratorSyncResponse {
+export function handleCspiFinalize(body: unknown, clock: Clock, config: HookConfig): DecoratorSyncResponse {
   const request = parseDecoratorRequest(body, KIND.cspi);
   requireDeletion(request.object, request.finalizing, "/hooks/cspi-sync");
-  return finalizeCspiRequest(request, clock, config);
+  return answerCspiFinalize(request, clock, config);
 }

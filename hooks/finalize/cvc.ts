@@ -3,11 +3,11 @@
 import { KIND } from "../../api/constants.js";
 import type { Clock, CompositeSyncResponse } from "../../api/types.js";
 import { parseCompositeRequest } from "../../lib/request.js";
-import { finalizeCvcRequest } from "../../lib/volume/finalize.js";
+import { answerCvcFinalize } from "../../lib/volume/finalize.js";
 import { requireDeletion } from "./deletion.js";
 
-export function finalizeCvc(body: unknown, clock: Clock): CompositeSyncResponse {
+export function handleCvcFinalize(body: unknown, clock: Clock): CompositeSyncResponse {
   const request = parseCompositeRequest(body, KIND.cvc);
   requireDeletion(request.parent, request.finalizing, "/hooks/cvc-sync");
-  return finalizeCvcRequest(request, clock);
+  return answerCvcFinalize(request, clock);
 }

@@ -6,7 +6,7 @@ import { randomUUID } from "node:crypto";
 import express, { type NextFunction, type Request, type Response } from "express";
 import { Registry, collectDefaultMetrics } from "prom-client";
 import type { Clock } from "../../api/types.js";
-import type { Logger } from "../../lib/log.js";
+import type { Logger } from "../../runtime/log.js";
 import { bodyAdmission } from "./body-admission.js";
 import { bodyErrorHandler } from "./error-response.js";
 import { mountHookRoutes, type EventSink, type HookRoute } from "./hook-routes.js";

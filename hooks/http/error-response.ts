@@ -3,7 +3,7 @@
 // keeps body-parser's or admission's status.
 import type { ErrorRequestHandler, Response } from "express";
 import { BadRequestError } from "../../lib/errors.js";
-import type { Logger } from "../../lib/log.js";
+import type { Logger } from "../../runtime/log.js";
 import { ADMISSION_ERROR, RETRY_AFTER_SECONDS } from "./body-admission.js";
 import type { CloseIfDraining } from "./probes.js";
 

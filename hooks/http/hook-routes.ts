@@ -4,7 +4,7 @@ import type { Express, Request, RequestHandler, Response } from "express";
 import type { Clock } from "../../api/types.js";
 import { canonicalize } from "../../lib/canonical.js";
 import type { CoreEvent, EventOutcome, EventSubject } from "../../lib/events/recorder.js";
-import type { Logger } from "../../lib/log.js";
+import type { Logger } from "../../runtime/log.js";
 import { answerHookError } from "./error-response.js";
 import type { CloseIfDraining } from "./probes.js";
 import type { EmittedOutcome, HookMetrics } from "./request-metrics.js";

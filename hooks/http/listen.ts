@@ -4,7 +4,7 @@
 import { readFileSync, unwatchFile, watchFile } from "node:fs";
 import { createServer as createHttpServer, type RequestListener, type Server } from "node:http";
 import { createServer as createHttpsServer, type Server as HttpsServer } from "node:https";
-import type { Logger } from "../../lib/log.js";
+import type { Logger } from "../../runtime/log.js";
 
 export interface TlsFiles {
   port: number;

@@ -7,7 +7,7 @@ import type { CustomizeResponse } from "../../api/types.js";
 import { checkClass } from "../../lib/provision/parameters.js";
 import { parseCustomizeParent } from "../../lib/request.js";
 
-export function customizeStorageClass(body: unknown): CustomizeResponse {
+export function handleStorageClassCustomize(body: unknown): CustomizeResponse {
   const parent = parseCustomizeParent(body, KIND.storageClass);
   const check = checkClass(parent);
   const claims = { apiVersion: "v1", resource: "persistentvolumeclaims", labelSelector: {} };

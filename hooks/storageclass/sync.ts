@@ -3,9 +3,9 @@
 // the same answer with `finalized` set once the class holds no volume (docs/adr/0022-from-a-pvc-to-a-volume-a-decoratorcontroller.md).
 import { KIND } from "../../api/constants.js";
 import type { Clock, DecoratorSyncResponse } from "../../api/types.js";
-import { syncStorageClassRequest } from "../../lib/provision/sync.js";
+import { answerStorageClassSync } from "../../lib/provision/sync.js";
 import { parseDecoratorRequest } from "../../lib/request.js";
 
-export function syncStorageClass(body: unknown, clock: Clock): DecoratorSyncResponse {
-  return syncStorageClassRequest(parseDecoratorRequest(body, KIND.storageClass), clock);
+export function handleStorageClassSync(body: unknown, clock: Clock): DecoratorSyncResponse {
+  return answerStorageClassSync(parseDecoratorRequest(body, KIND.storageClass), clock);
 }

@@ -8,7 +8,14 @@
 import { ANNOTATION, KIND, LABEL, TYPE_KEY } from "../../api/constants.js";
 import type { CSPC, CSPI, KubeObject, PoolSpec } from "../../api/types.js";
 import { canonicalJson } from "../canonical.js";
-import { inventoryOfLists, isTerminating, type Inventory, type ObjectLists } from "../inventory.js";
+import {
+  indexReplicas,
+  inventoryOfLists,
+  isTerminating,
+  type Inventory,
+  type ObjectLists,
+  type ReplicaIndex,
+} from "../inventory.js";
 import { checkCspcShape } from "../rules/admission-shape.js";
 import { selectorKeyCaseWarnings } from "../rules/admission-warnings.js";
 import {
@@ -16,9 +23,7 @@ import {
   heldPredicate,
   heldVolumes,
   heldVolumesFix,
-  indexReplicas,
   type HeldVolumes,
-  type ReplicaIndex,
 } from "../rules/held-volumes.js";
 import type { Violation } from "../rules/pool-spec.js";
 import { devicesOf, isMarkedForRemoval } from "../cspc/build.js";

@@ -6,7 +6,7 @@ import { LABEL } from "../../api/constants.js";
 import type { BlockPoolSpec, CSPI, DeviceSet, KubeObject, PoolSpec, RaidGroup } from "../../api/types.js";
 import type { Inventory } from "../inventory.js";
 import { cspiName, deviceSetClaimName } from "../names.js";
-import type { PersistentVolume, PersistentVolumeClaim } from "../provision/objects.js";
+import type { PersistentVolume, PersistentVolumeClaim } from "../../api/core-schema.js";
 import { parseQuantity } from "../quantity.js";
 import { groupsOfSet, setLabel } from "../rules/device-sets.js";
 import { poolLabel, type Violation } from "../rules/pool-spec.js";

@@ -67,7 +67,7 @@ function changed(previous: Condition | undefined, next: Condition): boolean {
 }
 
 /**
- * The condition as an Event. An Event's message is cut at 1,024 characters (lib/events/kube-writer.ts): a longer
+ * The condition as an Event. An Event's message is cut at 1,024 characters (runtime/kube-event-writer.ts): a longer
  * one (several refusals joined) says where the whole of it is.
  */
 function eventOf(type: CoreEvent["type"], condition: Condition, cspc: CSPC): CoreEvent {

@@ -40,7 +40,7 @@ import { goesWithPool, pvcsAsObserved } from "./device-sets.js";
 /** Written only while the CSPC is being deleted: which teardown step it is in and what it waits for. */
 export const DELETING_CONDITION = "Deleting";
 
-export function finalizeCspcRequest(
+export function answerCspcFinalize(
   request: CompositeSyncRequest<CSPC>,
   clock: Clock,
   config: HookConfig,

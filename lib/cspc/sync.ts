@@ -13,7 +13,7 @@ import type {
 import { BadRequestError } from "../errors.js";
 import { buildInventory, isDeviceBound, isTerminating, type Inventory } from "../inventory.js";
 import { checkDevices, checkOneNodePerPool, resolveNode, type Placement } from "../rules/placement.js";
-import { diffPool, type PoolDiff } from "../rules/day2.js";
+import { diffPool, type PoolDiff } from "./day2-diff.js";
 import { checkCspcSpec, type Violation } from "../rules/pool-spec.js";
 import { heldVolumes, type HeldVolumes } from "../rules/held-volumes.js";
 import {
@@ -37,7 +37,7 @@ import {
   type ClaimPart,
   type ClaimWant,
 } from "./claims.js";
-import { gateDisruptions, planExistingPool, withoutDevices, type ExistingPoolPlan } from "./day2.js";
+import { gateDisruptions, planExistingPool, withoutDevices, type ExistingPoolPlan } from "./day2-plan.js";
 import { matchPools, type PoolMatch } from "./match.js";
 import { planRollouts, withRolloutPermit } from "./rollout.js";
 import { computeStatus, type RemovalBlocked, type SyncFindings } from "./status.js";
@@ -46,10 +46,6 @@ import type { CoreEvent } from "../events/recorder.js";
 import { hasUnreadableChild, heldChildren } from "./unreadable.js";
 import { isBlockPool } from "../rules/device-sets.js";
 import { lowerSetPool, planSetPvcs, pvcsAsObserved, type SetPool } from "./device-sets.js";
-
-export function syncCspcRequest(request: CompositeSyncRequest<CSPC>, clock: Clock): CompositeSyncResponse {
-  return answerCspcSync(request, clock).response;
-}
 
 /** The answer, and the Events the hook server writes on the CSPC once it has sent it (lib/cspc/events.ts). */
 export function answerCspcSync(

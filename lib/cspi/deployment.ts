@@ -180,22 +180,22 @@ export function observedPoolDeployment(request: DecoratorSyncRequest): KubeObjec
  * stores it, so an applied Deployment contains it whatever the server and other controllers add.
  */
 export function isApplied(desired: KubeObject, observed: KubeObject | undefined): boolean {
-  return observed !== undefined && !observed.metadata.deletionTimestamp && contains(observed, desired);
+  return observed !== undefined && !observed.metadata.deletionTimestamp && hasEveryFieldOf(observed, desired);
 }
 
 /** Whether `observed` holds every field of `desired` with the same value (lists item by item). */
-export function contains(observed: unknown, desired: unknown): boolean {
+export function hasEveryFieldOf(observed: unknown, desired: unknown): boolean {
   if (Array.isArray(desired)) {
     return (
       Array.isArray(observed) &&
       observed.length === desired.length &&
-      desired.every((item, i) => contains(observed[i], item))
+      desired.every((item, i) => hasEveryFieldOf(observed[i], item))
     );
   }
   if (typeof desired === "object" && desired !== null) {
     if (typeof observed !== "object" || observed === null || Array.isArray(observed)) return false;
     return Object.entries(desired).every(([key, value]) =>
-      contains((observed as Record<string, unknown>)[key], value),
+      hasEveryFieldOf((observed as Record<string, unknown>)[key], value),
     );
   }
   return observed === desired;

@@ -5,7 +5,7 @@ import type { HookConfig } from "../hook-config.js";
 import { observedPoolDeployment } from "./deployment.js";
 import { cspiHealth } from "./status.js";
 
-export function finalizeCspiRequest(
+export function answerCspiFinalize(
   request: DecoratorSyncRequest<CSPI>,
   clock: Clock,
   config: HookConfig,

@@ -7,7 +7,7 @@ import { canonicalJson } from "../canonical.js";
 import type { ConditionInput } from "../conditions.js";
 import { shortHash } from "../hash.js";
 import { isTerminating } from "../inventory.js";
-import { contains } from "./deployment.js";
+import { hasEveryFieldOf } from "./deployment.js";
 
 export interface RolloutDecision {
   /** The Deployment to answer: the wanted one, or the wanted one with the observed pod template kept. */
@@ -36,7 +36,7 @@ export function gateRollout(
   // Nothing runs to be kept: the Deployment is created (again) as wanted.
   if (!observed || isTerminating(observed))
     return rolledOut("no pool pod runs yet: the pool Deployment is created with the wanted pod template");
-  if (contains(templateOf(observed), templateOf(wanted)))
+  if (hasEveryFieldOf(templateOf(observed), templateOf(wanted)))
     return rolledOut("the pool pod runs the wanted pod template");
 
   const hash = podTemplateHash(wanted);

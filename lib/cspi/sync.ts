@@ -4,18 +4,18 @@ import { DEFAULTS } from "../../api/constants.js";
 import type { Clock, CSPI, DecoratorSyncRequest, DecoratorSyncResponse } from "../../api/types.js";
 import { isTerminating } from "../inventory.js";
 import type { HookConfig } from "../hook-config.js";
-import { finalizeCspiRequest } from "./finalize.js";
+import { answerCspiFinalize } from "./finalize.js";
 import { isApplied, observedPoolDeployment, poolDeployment } from "./deployment.js";
 import { gateRollout } from "./rollout.js";
 import { cspiHealth, podAvailability } from "./status.js";
 
-export function syncCspiRequest(
+export function answerCspiSync(
   request: DecoratorSyncRequest<CSPI>,
   clock: Clock,
   config: HookConfig,
 ): DecoratorSyncResponse {
   // The finalize hook may point here too; answering a plain sync would never let the CSPI go.
-  if (request.finalizing) return finalizeCspiRequest(request, clock, config);
+  if (request.finalizing) return answerCspiFinalize(request, clock, config);
   const cspi = request.object;
   const deployment = observedPoolDeployment(request);
   const deleting = isTerminating(request.object);

@@ -6,7 +6,6 @@
 import { KIND } from "../../api/constants.js";
 import type { ObjectMeta } from "../../api/types.js";
 import { ExpiringKeys } from "../expiring-keys.js";
-import type { Logger } from "../log.js";
 
 /** What an Event is about: a CSPC, CSPI or CVR (kind absent: a CSPI). */
 export interface EventSubject {
@@ -23,7 +22,7 @@ export interface CoreEvent {
 /** Longest message written: the apiserver takes more, but `kubectl describe` lines do not. */
 export const MAX_EVENT_MESSAGE = 1024;
 
-/** Where Events go: the apiserver (kube-writer.ts), or a test's memory. */
+/** Where Events go: the apiserver (runtime/kube-event-writer.ts), or a test's memory. */
 export interface EventWriter {
   /** Creates the Event; resolves to its name. */
   createEvent(
@@ -51,7 +50,8 @@ export interface EventRecorderOptions {
   /** source.host and reportingInstance: the node, or the hook server's pod. */
   host: string;
   clock: () => Date;
-  logger: Logger;
+  /** Told of an Event that could not be written (runtime/log.ts's Logger is one). */
+  logger: { warn(msg: string, fields?: Record<string, unknown>): void };
   /** A Warning (same object and reason) is written again only after this long; default 10 minutes, 0: each time. */
   repeatAfterMs?: number;
   /** How long a written Event is counted up rather than created again: below the apiserver's Event TTL (1 h). */

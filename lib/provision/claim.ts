@@ -1,7 +1,7 @@
 // Which PVCs of a class are ours to provision, and what a claim asks for, checked.
 import { PROVISIONING } from "../../api/constants.js";
 import { parseQuantity } from "../quantity.js";
-import type { PersistentVolumeClaim, StorageClass } from "./objects.js";
+import type { PersistentVolumeClaim, StorageClass } from "../../api/core-schema.js";
 
 /** iSCSI serves a LUN to one initiator at a time: read-write by one node. */
 const ACCESS_MODES = ["ReadWriteOnce", "ReadWriteOncePod"];

@@ -1,7 +1,7 @@
 // A cStor StorageClass's parameters, checked. A class's parameters cannot be edited, so the message says how to
 // replace it. The class is judged as a whole: every problem is named, not only the first.
 import { LIMITS, PROVISIONING } from "../../api/constants.js";
-import type { StorageClass } from "./objects.js";
+import type { StorageClass } from "../../api/core-schema.js";
 
 /** Where a CStorPoolCluster named without a namespace is: the install's namespace. */
 export const DEFAULT_POOL_NAMESPACE = "openebs";

@@ -21,7 +21,7 @@ import type {
   PersistentVolumeClaim,
   PersistentVolumeSpec,
   StorageClass,
-} from "./objects.js";
+} from "../../api/core-schema.js";
 import { checkClass, DEFAULT_FS_TYPE, type ClassCheck, type ClassParameters } from "./parameters.js";
 
 const DEFAULT_RECLAIM_POLICY = "Delete";
@@ -76,7 +76,7 @@ function observe(request: DecoratorSyncRequest<StorageClass>): Observed {
   };
 }
 
-export function syncStorageClassRequest(
+export function answerStorageClassSync(
   request: DecoratorSyncRequest<StorageClass>,
   clock: Clock,
 ): DecoratorSyncResponse {

@@ -3,32 +3,8 @@
 // fails closed: a pool holds volumes while any CStorVolumeReplica names it, and also while its node daemon has
 // not reported how many replicas it holds (an exported or lost pool, a daemon not yet upgraded), since a pool
 // that reads as empty is destroyed, its claims released and its disks wiped by NDM.
-import { LABEL } from "../../api/constants.js";
-import type { CSPI, KubeObject } from "../../api/types.js";
-
-/** The CStorVolumeReplicas of one CSPC, by the pool (CSPI) each names. */
-export interface ReplicaIndex {
-  byPool: Map<string, string[]>;
-  /** Replicas that name no pool: which pool they are on cannot be told, so they hold every pool. */
-  unplaced: string[];
-}
-
-/** Indexes replicas by their pool label. Only metadata is read, so a replica unreadable otherwise counts too. */
-export function indexReplicas(replicas: readonly KubeObject[]): ReplicaIndex {
-  const byPool = new Map<string, string[]>();
-  const unplaced: string[] = [];
-  for (const replica of replicas) {
-    const name = replica.metadata.name ?? "";
-    const pool = replica.metadata.labels?.[LABEL.replicaPool];
-    if (!pool) unplaced.push(name);
-    else byPool.set(pool, [...(byPool.get(pool) ?? []), name]);
-  }
-  for (const names of byPool.values()) names.sort();
-  unplaced.sort();
-  return { byPool, unplaced };
-}
-
-export const NO_REPLICAS: ReplicaIndex = { byPool: new Map(), unplaced: [] };
+import type { CSPI } from "../../api/types.js";
+import type { ReplicaIndex } from "../inventory.js";
 
 /** Why a pool holds volumes; undefined when it is known to hold none. */
 export interface HeldVolumes {

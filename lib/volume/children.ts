@@ -9,7 +9,8 @@ import type { ConditionInput } from "../conditions.js";
 import type { VolumeTargetConfig } from "../hook-config.js";
 import { poolsDisruptionBudgetName, replicaId, replicaName, targetDeploymentName } from "../names.js";
 import { canonicalResources, withoutEmptyFields } from "../pod-template.js";
-import { quantityBytes, type VolumeWorld } from "./world.js";
+import { quantityBytes } from "../quantity.js";
+import type { VolumeInventory } from "./inventory.js";
 
 export const TARGET_APP = "cstor-volume-target";
 export const TARGET_CONTAINER = "cstor-target";
@@ -40,18 +41,18 @@ function targetLabels(volume: string): Record<string, string> {
   return { [LABEL.app]: TARGET_APP, [LABEL.persistentVolume]: volume };
 }
 
-function volumeLabels(world: VolumeWorld): Record<string, string> {
-  return { [LABEL.persistentVolume]: world.volume, [LABEL.cspc]: world.cvc.spec.cstorPoolCluster };
+function volumeLabels(inventory: VolumeInventory): Record<string, string> {
+  return { [LABEL.persistentVolume]: inventory.volume, [LABEL.cspc]: inventory.cvc.spec.cstorPoolCluster };
 }
 
-export function targetService(world: VolumeWorld): KubeObject {
+export function targetService(inventory: VolumeInventory): KubeObject {
   return {
     apiVersion: "v1",
     kind: KIND.service,
-    metadata: { name: world.volume, namespace: world.namespace, labels: volumeLabels(world) },
+    metadata: { name: inventory.volume, namespace: inventory.namespace, labels: volumeLabels(inventory) },
     spec: {
       type: "ClusterIP",
-      selector: targetLabels(world.volume),
+      selector: targetLabels(inventory.volume),
       ports: [
         { name: "iscsi", port: ISCSI_PORT, protocol: "TCP", targetPort: ISCSI_PORT },
         { name: "metrics", port: TARGET_METRICS_PORT, protocol: "TCP", targetPort: TARGET_METRICS_PORT },
@@ -66,26 +67,26 @@ export function targetService(world: VolumeWorld): KubeObject {
  * replica to a one-replica volume does not make writes wait for the empty one.
  */
 export function cstorVolume(
-  world: VolumeWorld,
+  inventory: VolumeInventory,
   targetIP: string,
   pools: readonly string[],
   rebuilding: ReadonlySet<string> = new Set(),
 ): KubeObject {
   const replicationFactor = Math.max(1, pools.filter((p) => !rebuilding.has(p)).length);
-  const knownReplicas = Object.fromEntries(pools.map((pool) => [replicaId(world.volume, pool), pool]));
+  const knownReplicas = Object.fromEntries(pools.map((pool) => [replicaId(inventory.volume, pool), pool]));
   return {
     apiVersion: API_VERSION,
     kind: KIND.cv,
-    metadata: { name: world.volume, namespace: world.namespace, labels: volumeLabels(world) },
+    metadata: { name: inventory.volume, namespace: inventory.namespace, labels: volumeLabels(inventory) },
     spec: {
-      capacity: world.cvc.spec.capacity,
+      capacity: inventory.cvc.spec.capacity,
       targetIP,
       targetPort: String(ISCSI_PORT),
       targetPortal: `${targetIP}:${ISCSI_PORT}`,
-      iqn: `${IQN_PREFIX}:${world.volume}`,
+      iqn: `${IQN_PREFIX}:${inventory.volume}`,
       replicationFactor,
       consistencyFactor: consistencyFactor(replicationFactor),
-      desiredReplicationFactor: world.cvc.spec.replicaCount,
+      desiredReplicationFactor: inventory.cvc.spec.replicaCount,
       replicaDetails: { knownReplicas },
     },
   };
@@ -94,8 +95,8 @@ export function cstorVolume(
 /** Thrown as a 400 by canonicalResources: a target resource list the API server would refuse. */
 const TARGET_FIX = "fix spec.target.resources of the CStorVolumeConfig";
 
-export function targetDeployment(world: VolumeWorld, config: VolumeTargetConfig): KubeObject {
-  const { cvc, volume, namespace } = world;
+export function targetDeployment(inventory: VolumeInventory, config: VolumeTargetConfig): KubeObject {
+  const { cvc, volume, namespace } = inventory;
   const target = cvc.spec.target ?? {};
   const labels = targetLabels(volume);
   const where = `CStorVolumeConfig ${namespace}/${volume}`;
@@ -162,15 +163,15 @@ export function targetDeployment(world: VolumeWorld, config: VolumeTargetConfig)
  * replica is destroyed on its pool. A replica added to a volume with data carries when it started rebuilding.
  */
 export function volumeReplica(
-  world: VolumeWorld,
+  inventory: VolumeInventory,
   pool: string,
   targetIP: string | undefined,
   rebuildingSince?: string,
 ): CVR {
-  const { cvc, volume, namespace } = world;
-  const observed = world.ownReplicas.get(pool);
+  const { cvc, volume, namespace } = inventory;
+  const observed = inventory.ownReplicas.get(pool);
   const host =
-    world.cspis.get(pool)?.spec?.hostName ?? observed?.metadata.annotations?.[ANNOTATION.replicaPoolHost];
+    inventory.cspis.get(pool)?.spec?.hostName ?? observed?.metadata.annotations?.[ANNOTATION.replicaPoolHost];
   const observedBytes = quantityBytes(observed?.spec?.capacity);
   const wantedBytes = quantityBytes(cvc.spec.capacity);
   const capacity =
@@ -223,7 +224,7 @@ export interface BudgetPlan {
  * volume whose name sorts later gives its own up. The condition says which budget, if any, protects it.
  */
 export function planDisruptionBudget(
-  world: VolumeWorld,
+  inventory: VolumeInventory,
   pools: readonly string[],
   replicas: number,
 ): BudgetPlan {
@@ -240,15 +241,15 @@ export function planDisruptionBudget(
   }
   const maxUnavailable = replicas - consistencyFactor(replicas);
   const mine = new Set(pools);
-  const overlapping = world.otherBudgets.filter((b) => b.pools.some((p) => mine.has(p)));
-  const yieldTo = overlapping.filter((b) => world.pdb === undefined || b.volume < world.volume);
+  const overlapping = inventory.otherBudgets.filter((b) => b.pools.some((p) => mine.has(p)));
+  const yieldTo = overlapping.filter((b) => inventory.pdb === undefined || b.volume < inventory.volume);
   if (yieldTo.length === 0) {
-    const name = poolsDisruptionBudgetName(world.volume);
+    const name = poolsDisruptionBudgetName(inventory.volume);
     return {
       budget: {
         apiVersion: "policy/v1",
         kind: KIND.podDisruptionBudget,
-        metadata: { name, namespace: world.namespace, labels: volumeLabels(world) },
+        metadata: { name, namespace: inventory.namespace, labels: volumeLabels(inventory) },
         spec: {
           maxUnavailable,
           selector: {

@@ -10,7 +10,7 @@ import { reachedCapacity, volumeHealth } from "./health.js";
 
 export const CV_CONDITION_REPLICAS_HEALTHY = "ReplicasHealthy";
 
-export function cvStatusRequest(request: DecoratorSyncRequest<CV>, clock: Clock): DecoratorSyncResponse {
+export function answerCvStatus(request: DecoratorSyncRequest<CV>, clock: Clock): DecoratorSyncResponse {
   const cv = request.object;
   const namespace = cv.metadata.namespace ?? "default";
   const replicas = objectsOf(request.related, TYPE_KEY.cvr).filter(

@@ -18,19 +18,19 @@ import type {
 import type { ConditionInput } from "../conditions.js";
 import { isTerminating } from "../inventory.js";
 import { asObserved, CVC_CONDITION, keptPools, volumeStatus } from "./sync.js";
-import { buildVolumeWorld, type VolumeWorld } from "./world.js";
+import { buildVolumeInventory, type VolumeInventory } from "./inventory.js";
 
 const LISTED = 20;
 
-export function finalizeCvcRequest(request: CompositeSyncRequest<CVC>, clock: Clock): CompositeSyncResponse {
-  const world = buildVolumeWorld(request);
-  const replicas = [...world.ownReplicas.values(), ...world.strayReplicas];
-  const targetGone = world.deployment === undefined;
+export function answerCvcFinalize(request: CompositeSyncRequest<CVC>, clock: Clock): CompositeSyncResponse {
+  const inventory = buildVolumeInventory(request);
+  const replicas = [...inventory.ownReplicas.values(), ...inventory.strayReplicas];
+  const targetGone = inventory.deployment === undefined;
   // Kept exactly as observed: a replica being let go needs no update.
   const children: KubeObject[] = targetGone ? [] : replicas.filter((r) => !isTerminating(r)).map(asObserved);
   const finalized = replicas.length === 0 && targetGone;
 
-  const remaining = replicas.map((r) => replicaText(r, world)).sort();
+  const remaining = replicas.map((r) => replicaText(r, inventory)).sort();
   const shown =
     remaining.slice(0, LISTED).join("; ") +
     (remaining.length > LISTED ? `; and ${remaining.length - LISTED} more` : "");
@@ -54,11 +54,11 @@ export function finalizeCvcRequest(request: CompositeSyncRequest<CVC>, clock: Cl
           reason: "DestroyingReplicas",
           message: `waiting for the node daemons to destroy the replicas on their pools: ${shown}`,
         };
-  const pools = keptPools(world);
+  const pools = keptPools(inventory);
   const status = volumeStatus(
-    world,
+    inventory,
     {
-      phase: world.cvc.status?.phase ?? "Pending",
+      phase: inventory.cvc.status?.phase ?? "Pending",
       placed: pools.length > 0,
       reason: deleting.reason,
       message: deleting.message,
@@ -76,7 +76,7 @@ function poolOf(replica: CVR): string {
 }
 
 /** One remaining replica; one on a pool its node daemon cannot reach is reported with the way out, not left silently. */
-function replicaText(replica: CVR, world: VolumeWorld): string {
+function replicaText(replica: CVR, inventory: VolumeInventory): string {
   const node = replica.metadata.annotations?.[ANNOTATION.replicaPoolHost] ?? "unknown node";
   const finalizers = (replica.metadata.finalizers ?? []).slice().sort();
   const state = isTerminating(replica)
@@ -84,7 +84,7 @@ function replicaText(replica: CVR, world: VolumeWorld): string {
       ? `deleting, finalizers ${finalizers.join(", ")}`
       : "deleting"
     : "to delete";
-  const pool = world.cspis.get(poolOf(replica));
+  const pool = inventory.cspis.get(poolOf(replica));
   const unreachable = !pool
     ? "its CSPI is gone"
     : pool.status?.phase !== "ONLINE"

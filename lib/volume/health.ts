@@ -3,7 +3,7 @@
 import { ANNOTATION } from "../../api/constants.js";
 import type { CVR } from "../../api/types.js";
 import { consistencyFactor } from "./children.js";
-import { quantityBytes } from "./world.js";
+import { quantityBytes } from "../quantity.js";
 
 export type VolumeHealthPhase = "Init" | "Healthy" | "Degraded" | "Offline";
 

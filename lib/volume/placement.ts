@@ -189,7 +189,7 @@ export function place(input: PlacementInput): Placement {
   const takenNodes = new Set(usedNodes);
   let open = candidates;
   while (added.length < missing && open.length > 0) {
-    const best = open.reduce((a, b) => (better(b, a, domainLoad) ? b : a));
+    const best = open.reduce((a, b) => betterHome(a, b, domainLoad));
     added.push(best.name);
     domainLoad.set(domainOf(best), (domainLoad.get(domainOf(best)) ?? 0) + 1);
     if (best.node !== undefined) takenNodes.add(best.node);
@@ -218,15 +218,15 @@ export function place(input: PlacementInput): Placement {
   };
 }
 
-/** b is a better home than a for the next replica: emptier failure domain, then more room, then name. */
-function better(b: PoolView, a: PoolView, domainLoad: ReadonlyMap<string, number>): boolean {
+/** The better home of a and b for the next replica: emptier failure domain, then more room, then name. */
+function betterHome(a: PoolView, b: PoolView, domainLoad: ReadonlyMap<string, number>): PoolView {
   const loadA = domainLoad.get(domainOf(a)) ?? 0;
   const loadB = domainLoad.get(domainOf(b)) ?? 0;
-  if (loadA !== loadB) return loadB < loadA;
+  if (loadA !== loadB) return loadA < loadB ? a : b;
   const roomA = roomBytes(a) ?? 0n;
   const roomB = roomBytes(b) ?? 0n;
-  if (roomA !== roomB) return roomB > roomA;
-  return b.name < a.name;
+  if (roomA !== roomB) return roomA > roomB ? a : b;
+  return b.name < a.name ? b : a;
 }
 
 function placePinned(

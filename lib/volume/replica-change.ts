@@ -2,7 +2,7 @@
 // a replica added to a volume with data is rebuilding until the target confirms it caught up, and nothing
 // else is added or removed meanwhile; a replica is removed only when every replica that stays is Healthy and
 // caught up. Scale-up, scale-down, moving replicas off a pool being removed and replacing a replica declared
-// lost are all this one rule. Pure: the same world and clock give the same plan.
+// lost are all this one rule. Pure: the same inventory and clock give the same plan.
 import { ANNOTATION, LABEL, REPLICA_LOST_CONFIRM } from "../../api/constants.js";
 import type { CVR, SkippedPool } from "../../api/types.js";
 import type { ConditionInput } from "../conditions.js";
@@ -11,7 +11,7 @@ import { replicaName } from "../names.js";
 import { consistencyFactor } from "./children.js";
 import { caughtUp } from "./health.js";
 import { place, type PoolView } from "./placement.js";
-import type { VolumeWorld } from "./world.js";
+import type { VolumeInventory } from "./inventory.js";
 
 export const REPLICA_CHANGE_CONDITION = "ReplicaChange";
 
@@ -39,14 +39,14 @@ export function declaredLost(replica: CVR): boolean {
  * and this decides what to add or remove. `now` is the injected clock's time, for a new replica's since.
  */
 export function planReplicas(
-  world: VolumeWorld,
+  inventory: VolumeInventory,
   kept: readonly string[],
   sizeBytes: bigint,
   now: string,
 ): ReplicaPlan {
-  const { cvc } = world;
+  const { cvc } = inventory;
   const desired = cvc.spec.replicaCount;
-  const own = [...world.ownReplicas.values()];
+  const own = [...inventory.ownReplicas.values()];
   const healthyButLost = own.filter(
     (r) => declaredLost(r) && !isTerminating(r) && r.status?.phase === "Healthy",
   );
@@ -55,22 +55,23 @@ export function planReplicas(
   // A replica being deleted or declared lost no longer counts; its pool takes no new replica of this volume
   // until the old one is gone (the names would collide).
   const gone = new Set([...lost, ...removing].map(poolOf));
-  const first = world.ownReplicas.size === 0 && world.strayReplicas.length === 0;
+  const first = inventory.ownReplicas.size === 0 && inventory.strayReplicas.length === 0;
   const pools = kept.filter((p) => !gone.has(p));
-  const view = new Map(world.pools.map((p) => [p.name, p]));
+  const view = new Map(inventory.pools.map((p) => [p.name, p]));
   const recorded = new Map((cvc.status?.rebuildingReplicas ?? []).map((r) => [r.pool, r.since]));
 
   const rebuilding = new Map<string, string>();
   for (const pool of pools) {
-    const observed = world.ownReplicas.get(pool);
+    const observed = inventory.ownReplicas.get(pool);
     const since = observed?.metadata.annotations?.[ANNOTATION.rebuildingSince] ?? recorded.get(pool);
     if (since !== undefined && !(observed && caughtUp(observed))) rebuilding.set(pool, since);
   }
   const serving = (pool: string): boolean => {
-    const replica = world.ownReplicas.get(pool);
+    const replica = inventory.ownReplicas.get(pool);
     return replica?.status?.phase === "Healthy" && !rebuilding.has(pool);
   };
-  const leaving = (pool: string): boolean => view.get(pool)?.leaving === true && world.ownReplicas.has(pool);
+  const leaving = (pool: string): boolean =>
+    view.get(pool)?.leaving === true && inventory.ownReplicas.has(pool);
   const pinned = (cvc.spec.pinnedPools ?? []).length > 0;
   const names = (replicas: readonly CVR[]): string =>
     replicas
@@ -79,7 +80,7 @@ export function planReplicas(
       .join(", ");
   const rebuildingText = (): string =>
     [...rebuilding]
-      .map(([pool, since]) => `${replicaName(world.volume, pool)} on ${pool} (since ${since})`)
+      .map(([pool, since]) => `${replicaName(inventory.volume, pool)} on ${pool} (since ${since})`)
       .join(", ");
   const waitingForCatchUp = (): string =>
     `waiting for ${rebuildingText()} to catch up: the target confirms with annotation ${ANNOTATION.replicaCaughtUp}=true and the node daemon reports it Healthy`;
@@ -104,7 +105,7 @@ export function planReplicas(
       ...(cvc.spec.pinnedPools ? { pinned: cvc.spec.pinnedPools } : {}),
       existing: pools,
       avoid: [...gone],
-      pools: world.pools,
+      pools: inventory.pools,
     });
     if (placement.unplaced) {
       const { skipped, message } = placement.unplaced;
@@ -119,7 +120,7 @@ export function planReplicas(
     rebuilding.set(added, now);
     return result(
       reason,
-      `${doing}: added ${replicaName(world.volume, added)} on pool ${added}, rebuilding from the other replicas`,
+      `${doing}: added ${replicaName(inventory.volume, added)} on pool ${added}, rebuilding from the other replicas`,
       { pools: [...pools, added] },
     );
   };
@@ -131,7 +132,7 @@ export function planReplicas(
       replicaCount: desired,
       ...(cvc.spec.pinnedPools ? { pinned: cvc.spec.pinnedPools } : {}),
       existing: pools,
-      pools: world.pools,
+      pools: inventory.pools,
     });
     if (placement.unplaced) {
       const { skipped, permanent, message } = placement.unplaced;
@@ -159,7 +160,7 @@ export function planReplicas(
   }
 
   if (pools.length > desired)
-    return removeOne(world, pools, desired, {
+    return removeOne(inventory, pools, desired, {
       rebuilding,
       removing,
       serving,
@@ -216,13 +217,13 @@ interface RemovalContext {
  * then the replicas that stay, all Healthy, are at least replicaCount, itself at least the consistency factor.
  */
 function removeOne(
-  world: VolumeWorld,
+  inventory: VolumeInventory,
   pools: readonly string[],
   desired: number,
   context: RemovalContext,
 ): ReplicaPlan {
   const { rebuilding, removing, serving, leaving, view, result, waitingForCatchUp } = context;
-  const candidates = pools.filter((p) => world.ownReplicas.has(p));
+  const candidates = pools.filter((p) => inventory.ownReplicas.has(p));
   const domain = (pool: string): string => {
     const v = view.get(pool);
     return v?.zone !== undefined ? `zone:${v.zone}` : `node:${v?.node ?? pool}`;
@@ -234,7 +235,7 @@ function removeOne(
   const moving = victim !== undefined && leaving(victim);
   const reason = moving ? "Evacuating" : "ScaleDownRefused";
   const doing = moving
-    ? `moving ${replicaName(world.volume, victim)} off pool ${victim}, marked for removal`
+    ? `moving ${replicaName(inventory.volume, victim)} off pool ${victim}, marked for removal`
     : `scaling down from ${pools.length} to ${desired} replicas, one at a time`;
   if (victim === undefined)
     return result(
@@ -256,8 +257,8 @@ function removeOne(
   const notServing = (moving ? stay : pools).filter((p) => !serving(p));
   if (notServing.length > 0) {
     const state = (pool: string): string => {
-      const replica = world.ownReplicas.get(pool);
-      if (!replica) return `${replicaName(world.volume, pool)} not created yet`;
+      const replica = inventory.ownReplicas.get(pool);
+      if (!replica) return `${replicaName(inventory.volume, pool)} not created yet`;
       return `${replica.metadata.name} ${replica.status?.phase ?? "not reported"}`;
     };
     return result(
@@ -268,7 +269,7 @@ function removeOne(
   }
   return result(
     moving ? reason : "ScalingDown",
-    `${doing}: removed ${replicaName(world.volume, victim)} from pool ${victim}; its node daemon destroys it`,
+    `${doing}: removed ${replicaName(inventory.volume, victim)} from pool ${victim}; its node daemon destroys it`,
     { pools: stay },
   );
 }

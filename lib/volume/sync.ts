@@ -30,7 +30,8 @@ import {
 } from "./children.js";
 import { reachedCapacity, volumeHealth } from "./health.js";
 import { planReplicas, REPLICA_CHANGE_CONDITION } from "./replica-change.js";
-import { buildVolumeWorld, quantityBytes, type VolumeWorld } from "./world.js";
+import { quantityBytes } from "../quantity.js";
+import { buildVolumeInventory, type VolumeInventory } from "./inventory.js";
 import { isRecord } from "../request.js";
 
 export const CVC_CONDITION = {
@@ -60,20 +61,20 @@ export interface Outcome {
   replicasToMove?: number;
 }
 
-export function syncCvcRequest(
+export function answerCvcSync(
   request: CompositeSyncRequest<CVC>,
   clock: Clock,
   config: VolumeTargetConfig,
 ): CompositeSyncResponse {
-  const world = buildVolumeWorld(request);
+  const inventory = buildVolumeInventory(request);
   const held = request.unreadable?.filter((u) => u.field === "children") ?? [];
   const now = clock();
-  const outcome = held.length > 0 ? holdChildren(request, world) : planVolume(world, config, now);
-  return { status: volumeStatus(world, outcome, now), children: outcome.children };
+  const outcome = held.length > 0 ? holdChildren(request, inventory) : planVolume(inventory, config, now);
+  return { status: volumeStatus(inventory, outcome, now), children: outcome.children };
 }
 
 /** A child the hook cannot read: every child is returned as observed, nothing is made, changed or deleted. */
-function holdChildren(request: CompositeSyncRequest<CVC>, world: VolumeWorld): Outcome {
+function holdChildren(request: CompositeSyncRequest<CVC>, inventory: VolumeInventory): Outcome {
   const unreadable = (request.unreadable ?? []).filter((u) => u.field === "children");
   const all = [
     ...Object.values(request.children).flatMap((objects) => Object.values(objects ?? {})),
@@ -81,9 +82,9 @@ function holdChildren(request: CompositeSyncRequest<CVC>, world: VolumeWorld): O
   ];
   const names = unreadable.map((u) => `${u.object.kind} ${u.object.metadata.name}: ${u.problem}`).join("; ");
   const message = `nothing is created, changed or deleted until these children match the installed CRDs (kubectl edit): ${names}`;
-  const pools = world.cvc.status?.pools ?? [];
+  const pools = inventory.cvc.status?.pools ?? [];
   return {
-    phase: world.cvc.status?.phase ?? "Pending",
+    phase: inventory.cvc.status?.phase ?? "Pending",
     placed: pools.length > 0,
     reason: "ObjectsUnreadable",
     message,
@@ -116,32 +117,32 @@ export function asObserved(object: KubeObject): KubeObject {
  * The pools holding a replica: every observed replica's (a stray one's too: its data is this volume's on that
  * pool), and those status.pools recorded whose pool still exists.
  */
-export function keptPools(world: VolumeWorld): string[] {
-  const recorded = (world.cvc.status?.pools ?? []).filter((p) => world.cspis.has(p));
-  return [...new Set([...world.ownReplicas.keys(), ...strayPools(world), ...recorded])].sort();
+export function keptPools(inventory: VolumeInventory): string[] {
+  const recorded = (inventory.cvc.status?.pools ?? []).filter((p) => inventory.cspis.has(p));
+  return [...new Set([...inventory.ownReplicas.keys(), ...strayPools(inventory), ...recorded])].sort();
 }
 
 /** Pools holding a replica of this volume under another name: never given a second one. */
-function strayPools(world: VolumeWorld): Set<string> {
+function strayPools(inventory: VolumeInventory): Set<string> {
   return new Set(
-    world.strayReplicas
+    inventory.strayReplicas
       .map((cvr) => cvr.metadata.labels?.[LABEL.replicaPool])
       .filter((p): p is string => typeof p === "string" && p !== ""),
   );
 }
 
-function planVolume(world: VolumeWorld, config: VolumeTargetConfig, now: Date): Outcome {
-  const { cvc } = world;
+function planVolume(inventory: VolumeInventory, config: VolumeTargetConfig, now: Date): Outcome {
+  const { cvc } = inventory;
   const spec = cvc.spec;
-  const kept = keptPools(world);
-  const where = `CStorPoolCluster ${world.namespace}/${spec.cstorPoolCluster}`;
+  const kept = keptPools(inventory);
+  const where = `CStorPoolCluster ${inventory.namespace}/${spec.cstorPoolCluster}`;
   const failed = (reason: string, message: string): Outcome => ({
     phase: "Failed",
     placed: false,
     reason,
     message,
     pools: kept,
-    children: keptChildren(world, kept),
+    children: keptChildren(inventory, kept),
   });
 
   const sizeBytes = quantityBytes(spec.capacity);
@@ -152,14 +153,14 @@ function planVolume(world: VolumeWorld, config: VolumeTargetConfig, now: Date): 
     );
   }
   // A volume with replicas is never failed for a later change it cannot make yet: ReplicaChange says why.
-  const first = world.ownReplicas.size === 0 && world.strayReplicas.length === 0;
+  const first = inventory.ownReplicas.size === 0 && inventory.strayReplicas.length === 0;
   if (first && kept.length < spec.replicaCount) {
-    if (!world.cspc)
+    if (!inventory.cspc)
       return failed(
         "CStorPoolClusterNotFound",
         `${where} does not exist: create it, or name an existing one in a new CStorVolumeConfig`,
       );
-    const poolCount = Array.isArray(world.cspc.spec?.pools) ? world.cspc.spec.pools.length : 0;
+    const poolCount = Array.isArray(inventory.cspc.spec?.pools) ? inventory.cspc.spec.pools.length : 0;
     if (spec.replicaCount > poolCount) {
       return failed(
         "NotEnoughPoolsInCluster",
@@ -168,7 +169,7 @@ function planVolume(world: VolumeWorld, config: VolumeTargetConfig, now: Date): 
     }
   }
 
-  const plan = planReplicas(world, kept, sizeBytes, formatTime(now));
+  const plan = planReplicas(inventory, kept, sizeBytes, formatTime(now));
   const { pools, rebuilding } = plan;
   const day2 = {
     rebuilding,
@@ -184,57 +185,57 @@ function planVolume(world: VolumeWorld, config: VolumeTargetConfig, now: Date): 
       message,
       pools,
       ...day2,
-      children: keptChildren(world, pools),
+      children: keptChildren(inventory, pools),
       conditions: [plan.condition],
     };
   }
 
   let deployment: KubeObject;
   try {
-    deployment = targetDeployment(world, config);
+    deployment = targetDeployment(inventory, config);
   } catch (error) {
     if (error instanceof BadRequestError) return failed("InvalidTargetSpec", error.message);
     throw error;
   }
-  const strays = strayPools(world);
+  const strays = strayPools(inventory);
   // A stray replica (made by hand under another name) holds its pool; the real replica beside it is still
   // returned, or Metacontroller would delete it.
   const replicas = (targetIP: string | undefined): CVR[] =>
     pools
-      .filter((p) => world.ownReplicas.has(p) || !strays.has(p))
-      .map((p) => volumeReplica(world, p, targetIP, rebuilding.get(p)));
+      .filter((p) => inventory.ownReplicas.has(p) || !strays.has(p))
+      .map((p) => volumeReplica(inventory, p, targetIP, rebuilding.get(p)));
   const targetIP =
-    clusterIP(world.service) ?? (world.cv?.spec as { targetIP?: string } | undefined)?.targetIP;
+    clusterIP(inventory.service) ?? (inventory.cv?.spec as { targetIP?: string } | undefined)?.targetIP;
   if (!targetIP) {
     return {
       phase: "Pending",
       placed: true,
       reason: "WaitingForTargetService",
-      message: `waiting for Service ${world.volume} to get its ClusterIP, the volume's target address`,
+      message: `waiting for Service ${inventory.volume} to get its ClusterIP, the volume's target address`,
       pools,
       ...day2,
       children: [
-        targetService(world),
+        targetService(inventory),
         ...pools
-          .filter((p) => world.ownReplicas.has(p))
-          .map((p) => volumeReplica(world, p, undefined, rebuilding.get(p))),
-        ...world.strayReplicas.map(asObserved),
+          .filter((p) => inventory.ownReplicas.has(p))
+          .map((p) => volumeReplica(inventory, p, undefined, rebuilding.get(p))),
+        ...inventory.strayReplicas.map(asObserved),
       ],
       conditions: [plan.condition],
     };
   }
 
   const children: KubeObject[] = [
-    targetService(world),
-    cstorVolume(world, targetIP, pools, new Set(rebuilding.keys())),
+    targetService(inventory),
+    cstorVolume(inventory, targetIP, pools, new Set(rebuilding.keys())),
     deployment,
     ...replicas(targetIP),
-    ...world.strayReplicas.map(asObserved),
+    ...inventory.strayReplicas.map(asObserved),
   ];
-  const budget = planDisruptionBudget(world, pools, pools.filter((p) => !rebuilding.has(p)).length);
+  const budget = planDisruptionBudget(inventory, pools, pools.filter((p) => !rebuilding.has(p)).length);
   if (budget.budget) children.push(budget.budget);
   const conditions = [budget.condition, plan.condition];
-  const missing = pools.filter((p) => !world.ownReplicas.has(p) && !strays.has(p));
+  const missing = pools.filter((p) => !inventory.ownReplicas.has(p) && !strays.has(p));
   // A Bound volume stays Bound while a replica is added to it: its data is served meanwhile.
   if (missing.length > 0 && cvc.status?.phase !== "Bound") {
     return {
@@ -251,8 +252,8 @@ function planVolume(world: VolumeWorld, config: VolumeTargetConfig, now: Date): 
   const existing = pools.filter((p) => !missing.includes(p));
   const message =
     missing.length > 0
-      ? `replicas on ${placedText(world, existing)}; creating ${missing.join(", ")} (see condition ${REPLICA_CHANGE_CONDITION})`
-      : `every replica exists: ${placedText(world, existing)}`;
+      ? `replicas on ${placedText(inventory, existing)}; creating ${missing.join(", ")} (see condition ${REPLICA_CHANGE_CONDITION})`
+      : `every replica exists: ${placedText(inventory, existing)}`;
   return { phase: "Bound", placed: true, reason: "Bound", message, pools, ...day2, children, conditions };
 }
 
@@ -261,17 +262,18 @@ function planVolume(world: VolumeWorld, config: VolumeTargetConfig, now: Date): 
  * of a volume that has one). Before the first replica nothing is made at all, so a volume that cannot be
  * placed leaves no half-made Service or target behind.
  */
-function keptChildren(world: VolumeWorld, pools: readonly string[]): KubeObject[] {
-  const replicas = pools.filter((p) => world.ownReplicas.has(p));
-  const observed = [world.service, world.cv, world.deployment, world.pdb].filter(
+function keptChildren(inventory: VolumeInventory, pools: readonly string[]): KubeObject[] {
+  const replicas = pools.filter((p) => inventory.ownReplicas.has(p));
+  const observed = [inventory.service, inventory.cv, inventory.deployment, inventory.pdb].filter(
     (o): o is KubeObject => o !== undefined && replicas.length > 0,
   );
-  const targetIP = (world.cv?.spec as { targetIP?: string } | undefined)?.targetIP;
-  const since = (p: string) => world.ownReplicas.get(p)?.metadata.annotations?.[ANNOTATION.rebuildingSince];
+  const targetIP = (inventory.cv?.spec as { targetIP?: string } | undefined)?.targetIP;
+  const since = (p: string) =>
+    inventory.ownReplicas.get(p)?.metadata.annotations?.[ANNOTATION.rebuildingSince];
   return [
     ...observed.map(asObserved),
-    ...replicas.map((p) => volumeReplica(world, p, targetIP, since(p))),
-    ...world.strayReplicas.map(asObserved),
+    ...replicas.map((p) => volumeReplica(inventory, p, targetIP, since(p))),
+    ...inventory.strayReplicas.map(asObserved),
   ].sort(byKindAndName);
 }
 
@@ -280,11 +282,11 @@ function clusterIP(service: KubeObject | undefined): string | undefined {
   return typeof ip === "string" && ip !== "" && ip !== "None" ? ip : undefined;
 }
 
-function placedText(world: VolumeWorld, pools: readonly string[]): string {
+function placedText(inventory: VolumeInventory, pools: readonly string[]): string {
   return pools
     .map(
       (p) =>
-        `${p} (node ${world.cspis.get(p)?.spec?.hostName ?? world.ownReplicas.get(p)?.metadata.annotations?.[ANNOTATION.replicaPoolHost] ?? "unknown"})`,
+        `${p} (node ${inventory.cspis.get(p)?.spec?.hostName ?? inventory.ownReplicas.get(p)?.metadata.annotations?.[ANNOTATION.replicaPoolHost] ?? "unknown"})`,
     )
     .join(", ");
 }
@@ -293,17 +295,17 @@ function byKindAndName(a: KubeObject, b: KubeObject): number {
   return a.kind.localeCompare(b.kind) || (a.metadata.name ?? "").localeCompare(b.metadata.name ?? "");
 }
 
-export function volumeStatus(world: VolumeWorld, outcome: Outcome, now: Date): CVCStatus {
-  const { cvc } = world;
+export function volumeStatus(inventory: VolumeInventory, outcome: Outcome, now: Date): CVCStatus {
+  const { cvc } = inventory;
   const replicas = outcome.pools
-    .map((p) => world.ownReplicas.get(p))
+    .map((p) => inventory.ownReplicas.get(p))
     .filter((r): r is CVR => r !== undefined);
   const placed: ConditionInput = outcome.placed
     ? {
         type: CVC_CONDITION.placed,
         status: "True",
         reason: "Placed",
-        message: `replicas on ${placedText(world, outcome.pools)}`,
+        message: `replicas on ${placedText(inventory, outcome.pools)}`,
       }
     : { type: CVC_CONDITION.placed, status: "False", reason: outcome.reason, message: outcome.message };
   const rebuilding = outcome.rebuilding;
@@ -355,7 +357,7 @@ export function volumeStatus(world: VolumeWorld, outcome: Outcome, now: Date): C
   if (outcome.skippedPools) status.skippedPools = outcome.skippedPools;
   if (rebuilding && rebuilding.size > 0) {
     status.rebuildingReplicas = [...rebuilding]
-      .map(([pool, since]) => ({ name: replicaName(world.volume, pool), pool, since }))
+      .map(([pool, since]) => ({ name: replicaName(inventory.volume, pool), pool, since }))
       .sort((a, b) => a.pool.localeCompare(b.pool));
   }
   if (outcome.replicasToMove) status.replicasToMove = outcome.replicasToMove;

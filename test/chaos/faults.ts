@@ -21,7 +21,7 @@ export const FAULT_KINDS = [
 ] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
-/** The node daemon's timeout for a reading zpool command (node-daemon/host.ts READ): a long pause outlasts it. */
+/** The node daemon's timeout for a reading zpool command (zfs/host.ts READ): a long pause outlasts it. */
 const READ_TIMEOUT_MS = 60_000;
 
 export interface FaultTargets {

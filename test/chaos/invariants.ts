@@ -5,7 +5,7 @@
 // so a poll can be late but never wrong; a check that needs a node whose zfs-fuse is stopped waits for it, so a
 // pause can hide a violation but never invent one.
 import { API_VERSION, LABEL } from "../../api/constants.js";
-import { allLeaves, parseZpoolStatus } from "../../node-daemon/parse.js";
+import { allLeaves, parseZpoolStatus } from "../../zfs/parse.js";
 import type { OwnCluster } from "../../testkit/kube.js";
 import { NS } from "../../testkit/control-plane.js";
 import type { ChaosNode } from "./parts.js";

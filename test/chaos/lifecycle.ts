@@ -13,7 +13,7 @@ import type { CSPI } from "../../api/types.js";
 import { claimName, zpoolName } from "../../lib/names.js";
 import { parseQuantity } from "../../lib/quantity.js";
 import { rebuildingSince } from "../../lib/volume/health.js";
-import { leaves, parseZpoolStatus } from "../../node-daemon/parse.js";
+import { leaves, parseZpoolStatus } from "../../zfs/parse.js";
 import { keepPlayingNdmAndKubelet, type ApiResponse, type OwnCluster } from "../../testkit/kube.js";
 import { shippedDaemonEnv } from "../../testkit/node-daemon-process.js";
 import { onStop } from "../../testkit/processes.js";

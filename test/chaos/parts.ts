@@ -10,7 +10,7 @@ import type { Identity } from "../../testkit/kube.js";
 import { DaemonProcess } from "../../testkit/node-daemon-process.js";
 import type { ZfsNode } from "../../testkit/zfs-node.js";
 import { FaultyCommand } from "../reliability/support/faulty-zpool.js";
-import { parseZpoolStatus } from "../../node-daemon/parse.js";
+import { parseZpoolStatus } from "../../zfs/parse.js";
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const execFileAsync = promisify(execFile);

@@ -21,7 +21,7 @@ import {
 import type { Condition, CSPI } from "../../api/types.js";
 import { findCondition } from "../../lib/conditions.js";
 import { claimName, zpoolName } from "../../lib/names.js";
-import { leaves, parseZpoolStatus } from "../../node-daemon/parse.js";
+import { leaves, parseZpoolStatus } from "../../zfs/parse.js";
 import { HookServerProcess } from "../../testkit/hook-server-process.js";
 import {
   INSTALL_NAMESPACE,

@@ -7,7 +7,7 @@ import request from "supertest";
 import { DEFAULT_HOOK_CONFIG } from "../../lib/hook-config.js";
 import { makeApp } from "../../hooks/http/app.js";
 import { hookRoutes } from "../../hooks/routes.js";
-import { createLogger } from "../../lib/log.js";
+import { createLogger } from "../../runtime/log.js";
 import { goldenCases, type GoldenCase } from "../support/golden.js";
 
 const COMPOSITE_KEYS = ["children", "finalized", "resyncAfterSeconds", "status"];

@@ -5,7 +5,7 @@ import { expect } from "chai";
 import { API_VERSION, KIND, LABEL, TYPE_KEY } from "../../api/constants.js";
 import type { BlockPoolSpec, CSPC, CSPI } from "../../api/types.js";
 import { buildInventory } from "../../lib/inventory.js";
-import { diffPool } from "../../lib/rules/day2.js";
+import { diffPool } from "../../lib/cspc/day2-diff.js";
 import {
   INSTALL_NAMESPACE as NS,
   projectInstalled,
@@ -68,7 +68,7 @@ function cspi(index: number, volumes = 0): CSPI {
   };
 }
 
-/** What lib/rules/day2.ts says about pool `index` of `pools` against what its CSPI holds. */
+/** What lib/cspc/day2-diff.ts says about pool `index` of `pools` against what its CSPI holds. */
 function day2Violations(pools: BlockPoolSpec[], index: number) {
   const held = CSPI_NAMES.map((_, i) => cspi(i));
   const children = { [TYPE_KEY.cspi]: Object.fromEntries(held.map((c) => [`${NS}/${c.metadata.name}`, c])) };
@@ -249,7 +249,7 @@ describe("integration: the CSPC admission policy of the default install (no webh
     it(`accepts ${name}`, async () => {
       const result = await apply(cluster, pools, true);
       expect(result.exitCode, result.stderr).to.equal(0);
-      // cspc-sync and the webhook agree (lib/rules/day2.ts): what the policy lets through for pool 0's spares
+      // cspc-sync and the webhook agree (lib/cspc/day2-diff.ts): what the policy lets through for pool 0's spares
       // and read caches is carried out, not refused later.
       if (/spare|read cache/.test(name)) expect(day2Violations(pools, 0)).to.deep.equal([]);
     });

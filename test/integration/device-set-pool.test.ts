@@ -14,7 +14,7 @@ import { API_VERSION, KIND, LABEL } from "../../api/constants.js";
 import type { CSPI } from "../../api/types.js";
 import { findCondition } from "../../lib/conditions.js";
 import { zpoolName } from "../../lib/names.js";
-import { leaves, parseZpoolStatus } from "../../node-daemon/parse.js";
+import { leaves, parseZpoolStatus } from "../../zfs/parse.js";
 import {
   getIfPresent,
   INSTALL_NAMESPACE,

@@ -4,7 +4,7 @@ import { expect } from "chai";
 import { parseAllDocuments } from "yaml";
 import { hookRoutes } from "../../hooks/routes.js";
 import { STALE_STATUS_SECONDS_ENV } from "../../lib/settings.js";
-import { commandsFromEnv } from "../../node-daemon/host.js";
+import { commandsFromEnv } from "../../zfs/host.js";
 import {
   fixturePath,
   INSTALL_NAMESPACE,

@@ -13,7 +13,7 @@ import { parseAllDocuments } from "yaml";
 import { makeApp } from "../../hooks/http/app.js";
 import { listen } from "../../hooks/http/listen.js";
 import { hookRoutes } from "../../hooks/routes.js";
-import { createLogger } from "../../lib/log.js";
+import { createLogger } from "../../runtime/log.js";
 import { INSTALL_NAMESPACE, projectInstalled, repoPath, type KubeCluster } from "../../testkit/kube.js";
 
 const run = promisify(execFile);

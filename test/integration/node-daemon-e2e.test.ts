@@ -17,9 +17,9 @@ import type { Condition, CSPI } from "../../api/types.js";
 import { resolvePoolConfig } from "../../lib/cspc/build.js";
 import { findCondition } from "../../lib/conditions.js";
 import { claimName, zpoolName } from "../../lib/names.js";
-import { commandsFromEnv } from "../../node-daemon/host.js";
+import { commandsFromEnv } from "../../zfs/host.js";
 import { createKubeApi, type KubeApi } from "../../node-daemon/kube.js";
-import { leaves, parseZpoolStatus } from "../../node-daemon/parse.js";
+import { leaves, parseZpoolStatus } from "../../zfs/parse.js";
 import { deviceRootsFromEnv } from "../../node-daemon/validate.js";
 import {
   getIfPresent,

@@ -2,7 +2,7 @@
 // authenticated by a ServiceAccount token, can do its whole job and is refused everything else.
 import { expect } from "chai";
 import { ANNOTATION, API_VERSION, FINALIZER, KIND, LABEL } from "../../api/constants.js";
-import { kubeEventWriter } from "../../lib/events/kube-writer.js";
+import { kubeEventWriter } from "../../runtime/kube-event-writer.js";
 import { createKubeApi } from "../../node-daemon/kube.js";
 import {
   INSTALL_NAMESPACE,

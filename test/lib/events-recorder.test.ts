@@ -3,7 +3,7 @@
 import { expect } from "chai";
 import { KIND } from "../../api/constants.js";
 import { EventRecorder, type EventRecorderOptions } from "../../lib/events/recorder.js";
-import { createLogger } from "../../lib/log.js";
+import { createLogger } from "../../runtime/log.js";
 import { cspiFor } from "../../testkit/zfs.js";
 import { FakeKube } from "../../testkit/fake-kube.js";
 

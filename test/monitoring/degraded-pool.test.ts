@@ -17,7 +17,7 @@ import { processIO } from "../../cli/input.js";
 import { runDescribe } from "../../cli/views-command.js";
 import { zpoolName } from "../../lib/names.js";
 import { NodeDaemon } from "../../node-daemon/daemon.js";
-import { commandsFromEnv } from "../../node-daemon/host.js";
+import { commandsFromEnv } from "../../zfs/host.js";
 import { createKubeApi, type KubeApi } from "../../node-daemon/kube.js";
 import { metricsServer } from "../../node-daemon/main.js";
 import { createMetrics } from "../../node-daemon/metrics.js";

@@ -6,7 +6,7 @@ import { parse, stringify } from "yaml";
 import { zpoolName } from "../../lib/names.js";
 import type { CSPI } from "../../api/types.js";
 import { LOCAL_EXIT, runNodeDaemonCommand } from "../../node-daemon/local.js";
-import { parseZpoolStatus } from "../../node-daemon/parse.js";
+import { parseZpoolStatus } from "../../zfs/parse.js";
 import { cspiFor, requireZfs, SANDBOX_DEVICE_ROOTS, zpool, ZfsSandbox } from "../../testkit/zfs.js";
 
 /** The command as run on a machine whose devices are the sandboxes' sparse files (DEVICE_ROOTS). */

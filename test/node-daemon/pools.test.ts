@@ -6,12 +6,12 @@ import { expect } from "chai";
 import { ANNOTATION, FINALIZER, POOL_REMOVAL_REQUESTED } from "../../api/constants.js";
 import type { CSPI } from "../../api/types.js";
 import { findCondition } from "../../lib/conditions.js";
-import { createLogger } from "../../lib/log.js";
+import { createLogger } from "../../runtime/log.js";
 import { claimName, zpoolName } from "../../lib/names.js";
-import { createRunner } from "../../node-daemon/command.js";
+import { createRunner } from "../../process/runner.js";
 import type { ApiActions } from "../../node-daemon/executor.js";
-import { inspectDevice, ZfsHost } from "../../node-daemon/host.js";
-import { allLeaves, leaves, parseZpoolStatus } from "../../node-daemon/parse.js";
+import { inspectDevice, ZfsHost } from "../../zfs/host.js";
+import { allLeaves, leaves, parseZpoolStatus } from "../../zfs/parse.js";
 import { reconcilePass, type PassResult } from "../../node-daemon/reconcile.js";
 import {
   blockDeviceName,

@@ -6,7 +6,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { expect } from "chai";
 import type { CVR } from "../../api/types.js";
-import { parseDatasetProperties } from "../../node-daemon/parse.js";
+import { parseDatasetProperties } from "../../zfs/parse.js";
 import {
   exactQuantity,
   fileBackend,

@@ -4,7 +4,7 @@ import { expect } from "chai";
 import { ANNOTATION } from "../../api/constants.js";
 import type { CSPI, CSPIStatus } from "../../api/types.js";
 import { describeAction } from "../../node-daemon/executor.js";
-import { parseZpoolStatus } from "../../node-daemon/parse.js";
+import { parseZpoolStatus } from "../../zfs/parse.js";
 import { plan, type PlanInput } from "../../node-daemon/planner.js";
 import { report } from "../../node-daemon/reporter.js";
 import { scrubIntervalSeconds } from "../../node-daemon/scrub.js";

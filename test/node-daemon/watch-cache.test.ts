@@ -4,7 +4,7 @@
 import { expect } from "chai";
 import { FINALIZER, KIND, LABEL } from "../../api/constants.js";
 import type { CSPI, CVR } from "../../api/types.js";
-import { createLogger } from "../../lib/log.js";
+import { createLogger } from "../../runtime/log.js";
 import { WatchError } from "../../node-daemon/kube.js";
 import { CspiWatchCache, CvrWatchCache, type RelistReason } from "../../node-daemon/watch-cache.js";
 import { cspiFor } from "../../testkit/zfs.js";

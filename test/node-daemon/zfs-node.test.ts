@@ -1,8 +1,8 @@
 // The tests' simulated nodes (testkit/zfs-node.ts) are separate as real nodes are: each sees only its
 // own pools, the shared zfs-fuse sees none of them, and a pool moves between nodes only by export and import.
 import { expect } from "chai";
-import { createRunner } from "../../node-daemon/command.js";
-import { commandsFromEnv, ZfsHost } from "../../node-daemon/host.js";
+import { createRunner } from "../../process/runner.js";
+import { commandsFromEnv, ZfsHost } from "../../zfs/host.js";
 import { startNode, type ZfsNode } from "../../testkit/zfs-node.js";
 import { requireZfs, zpool, ZfsSandbox } from "../../testkit/zfs.js";
 

@@ -2,12 +2,12 @@
 // output, and the configuration's refusals. The process tests (process.test.ts, exports.test.ts) run them for real.
 import { expect } from "chai";
 import { replicaIqn } from "../../lib/volume/iqn.js";
-import { emptyLayout, type PoolStatus } from "../../node-daemon/parse.js";
+import { emptyLayout, type PoolStatus } from "../../zfs/parse.js";
 import { loadAgentConfig } from "../../pool-agent/config.js";
 import { planExports, wantedExports } from "../../pool-agent/exports.js";
 import type { AgentObservation, ReplicaOnPool } from "../../pool-agent/observe.js";
 import { readiness } from "../../pool-agent/readiness.js";
-import { parseTargets, type TgtTarget } from "../../pool-agent/tgt.js";
+import type { TgtTarget } from "../../iscsi/tgt.js";
 
 const POOL = "cstor-pool-a";
 const status = (state: string, text?: string): PoolStatus => ({
@@ -120,48 +120,6 @@ describe("pool agent: export plan", () => {
     expect(result.wanted.map((w) => w.volume)).to.deep.equal(["ok"]);
     expect(result.refused).to.have.length(1);
     expect(result.refused[0]).to.contain("longer than 223 bytes").and.contain("shorter name");
-  });
-});
-
-describe("pool agent: tgtadm output", () => {
-  it("reads targets, LUN backing stores and ACLs as tgt 1.0.85 prints them", () => {
-    const shown = [
-      "Target 1: iqn.2016-09.com.openebs.cstor:replica:vol1",
-      "    System information:",
-      "        Driver: iscsi",
-      "        State: ready",
-      "    I_T nexus information:",
-      "    LUN information:",
-      "        LUN: 0",
-      "            Type: controller",
-      "            Backing store path: None",
-      "        LUN: 1",
-      "            Type: disk",
-      "            Backing store path: /var/openebs/replicas/cstor-a/vol1/replica.img",
-      "            Backing store flags: ",
-      "    Account information:",
-      "    ACL information:",
-      "        ALL",
-      "Target 3: iqn.2026-11.org.example:other",
-      "    System information:",
-      "    LUN information:",
-      "        LUN: 0",
-      "            Backing store path: None",
-      "    Account information:",
-      "    ACL information:",
-      "",
-    ].join("\n");
-    expect(parseTargets(shown)).to.deep.equal([
-      {
-        tid: 1,
-        iqn: "iqn.2016-09.com.openebs.cstor:replica:vol1",
-        luns: { 1: "/var/openebs/replicas/cstor-a/vol1/replica.img" },
-        acl: ["ALL"],
-      },
-      { tid: 3, iqn: "iqn.2026-11.org.example:other", luns: {}, acl: [] },
-    ]);
-    expect(parseTargets("")).to.deep.equal([]);
-    expect(() => parseTargets("tgtadm: something else")).to.throw(/unreadable tgtadm output/);
   });
 });
 

@@ -12,7 +12,7 @@ import request from "supertest";
 import { DEFAULT_BODY_LIMIT, makeApp, parseByteSize, type HookRoute } from "../../hooks/http/app.js";
 import { listen, type Listening } from "../../hooks/http/listen.js";
 import { hookRoutes } from "../../hooks/routes.js";
-import { createLogger } from "../../lib/log.js";
+import { createLogger } from "../../runtime/log.js";
 import { fleetRequest } from "../../testkit/fleet.js";
 import { goldenCases } from "../support/golden.js";
 import { freePorts, REPO_ROOT } from "../../testkit/kube.js";

@@ -11,7 +11,7 @@ import fc from "fast-check";
 import { makeApp } from "../../hooks/http/app.js";
 import { hookRoutes } from "../../hooks/routes.js";
 import { DEFAULT_HOOK_CONFIG } from "../../lib/hook-config.js";
-import { createLogger } from "../../lib/log.js";
+import { createLogger } from "../../runtime/log.js";
 import { FakeClusterLookup } from "../hooks/admission/fake-lookup.js";
 import { clusterObjects, loadCorpus } from "./support/corpus.js";
 import {

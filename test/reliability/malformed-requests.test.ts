@@ -6,7 +6,7 @@ import request from "supertest";
 import { makeApp } from "../../hooks/http/app.js";
 import { hookRoutes } from "../../hooks/routes.js";
 import { DEFAULT_HOOK_CONFIG } from "../../lib/hook-config.js";
-import { createLogger } from "../../lib/log.js";
+import { createLogger } from "../../runtime/log.js";
 import { goldenCases } from "../support/golden.js";
 import { FakeClusterLookup } from "../hooks/admission/fake-lookup.js";
 

@@ -1,12 +1,12 @@
 // Commands run as argument arrays, never through a shell: one module of the shipped code starts processes
-// (node-daemon/command.ts), with execFile; an argument full of shell syntax reaches the program as one
+// (process/runner.ts), with execFile; an argument full of shell syntax reaches the program as one
 // literal argument; the configurable command prefix is a JSON array, not a string to split.
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { expect } from "chai";
-import { CommandError, createRunner } from "../../node-daemon/command.js";
-import { commandsFromEnv } from "../../node-daemon/host.js";
+import { CommandError, createRunner } from "../../process/runner.js";
+import { commandsFromEnv } from "../../zfs/host.js";
 import { REPO_ROOT } from "../../testkit/kube.js";
 
 /** Shipped TypeScript: what runs in the hook server, the node daemon and the CLI. */
@@ -23,13 +23,13 @@ function sources(dir: string): string[] {
 describe("security: commands are argument arrays, never shell strings", () => {
   const files = SHIPPED.flatMap((dir) => sources(join(REPO_ROOT, dir)));
 
-  it("only node-daemon/command.ts starts processes, from a file and an argument array, and nothing asks for a shell", () => {
+  it("only process/runner.ts starts processes, from a file and an argument array, and nothing asks for a shell", () => {
     expect(files.length).to.be.greaterThan(20);
     const spawning = files.filter((f) =>
       /from "node:child_process"|require\("(node:)?child_process"\)/.test(readFileSync(f, "utf8")),
     );
-    expect(spawning.map((f) => relative(REPO_ROOT, f))).to.deep.equal(["node-daemon/command.ts"]);
-    const command = readFileSync(join(REPO_ROOT, "node-daemon/command.ts"), "utf8");
+    expect(spawning.map((f) => relative(REPO_ROOT, f))).to.deep.equal(["process/runner.ts"]);
+    const command = readFileSync(join(REPO_ROOT, "process/runner.ts"), "utf8");
     const calls = [
       ...command.matchAll(
         /\b(exec|execSync|execFile|execFileSync|spawn|spawnSync|fork)\(([^,)]*),\s*([^,)]*)/g,

@@ -3,7 +3,8 @@
 // many syncs over random edits.
 import { ANNOTATION } from "../../api/constants.js";
 import type { CompositeSyncRequest, CompositeSyncResponse, KubeObject } from "../../api/types.js";
-import { syncCspc } from "../../hooks/cspc-sync/sync.js";
+import { quietHookContext } from "../../testkit/hook-context.js";
+import { handleCspcSync } from "../../hooks/cspc-sync/sync.js";
 
 export const NS = "openebs";
 export const CLOCK = (): Date => new Date("2026-11-21T12:00:00Z");
@@ -53,7 +54,7 @@ export function requestOf(world: World): CompositeSyncRequest {
 }
 
 export function sync(world: World): CompositeSyncResponse {
-  return syncCspc(requestOf(world), CLOCK);
+  return handleCspcSync(requestOf(world), quietHookContext(CLOCK));
 }
 
 /**

@@ -1,10 +1,10 @@
 // A node daemon in the test process against the in-memory API (testkit/fake-kube.ts) or, given a client-node
 // KubeApi, the real apiserver; its passes driven by the test (resync()), on the shared zfs-fuse or, with
 // `commands`, on a simulated node of its own (testkit/zfs-node.ts).
-import { createLogger } from "../../lib/log.js";
-import { createRunner } from "../../node-daemon/command.js";
+import { createLogger } from "../../runtime/log.js";
+import { createRunner } from "../../process/runner.js";
 import { NodeDaemon } from "../../node-daemon/daemon.js";
-import { inspectDevice, ZfsHost, type ZfsCommands } from "../../node-daemon/host.js";
+import { inspectDevice, ZfsHost, type ZfsCommands } from "../../zfs/host.js";
 import { createMetrics } from "../../node-daemon/metrics.js";
 import { zvolBackend } from "../../node-daemon/replicas.js";
 import type { KubeApi } from "../../node-daemon/kube.js";

@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { Histogram, Registry } from "prom-client";
 import { stringify, parse } from "yaml";
 import { makeApp } from "../../hooks/http/app.js";
-import { createLogger } from "../../lib/log.js";
+import { createLogger } from "../../runtime/log.js";
 import { createMetrics } from "../../node-daemon/metrics.js";
 import { createAgentMetrics } from "../../pool-agent/metrics.js";
 import { repoPath } from "../../testkit/kube.js";

@@ -4,13 +4,8 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { CSPI } from "../../api/types.js";
 import { zpoolName } from "../../lib/names.js";
-import type {
-  DeviceInfo,
-  ImportSource,
-  Observation,
-  PoolObservation,
-} from "../../node-daemon/observation.js";
-import { parseImportList, parseSize, parseZpoolStatus } from "../../node-daemon/parse.js";
+import type { DeviceInfo, ImportSource, Observation, PoolObservation } from "../../zfs/observation.js";
+import { parseImportList, parseSize, parseZpoolStatus } from "../../zfs/parse.js";
 import type { PlanInput } from "../../node-daemon/planner.js";
 import type { ReplicaCounts } from "../../node-daemon/reporter.js";
 import { goldenCases, type GoldenCase } from "./golden.js";

@@ -4,7 +4,7 @@ import request from "supertest";
 import { defaultAdmissionOptions, LOOKUP_TIMEOUT_ENV } from "../../../hooks/admission/cspc.js";
 import { makeApp } from "../../../hooks/http/app.js";
 import { hookRoutes } from "../../../hooks/routes.js";
-import { createLogger } from "../../../lib/log.js";
+import { createLogger } from "../../../runtime/log.js";
 import { FakeClusterLookup } from "./fake-lookup.js";
 
 const app = () =>

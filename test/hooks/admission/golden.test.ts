@@ -4,7 +4,7 @@ import { expect } from "chai";
 import request from "supertest";
 import { makeApp } from "../../../hooks/http/app.js";
 import { hookRoutes } from "../../../hooks/routes.js";
-import { createLogger } from "../../../lib/log.js";
+import { createLogger } from "../../../runtime/log.js";
 import { expectGolden, goldenCases } from "../../support/golden.js";
 import { FakeClusterLookup, type LookupFixture } from "./fake-lookup.js";
 

@@ -14,7 +14,7 @@ import { KubeClusterLookup } from "../../../hooks/admission/kube-lookup.js";
 import { LookupError } from "../../../lib/admission/lookup.js";
 import { makeApp } from "../../../hooks/http/app.js";
 import { hookRoutes } from "../../../hooks/routes.js";
-import { createLogger } from "../../../lib/log.js";
+import { createLogger } from "../../../runtime/log.js";
 import { INSTALL_NAMESPACE, projectInstalled, repoPath, type KubeCluster } from "../../../testkit/kube.js";
 import { onStop } from "../../../testkit/processes.js";
 

@@ -2,10 +2,10 @@
 // against the status the request carries, a message too long for an Event, and no clock in any of them.
 import { expect } from "chai";
 import type { Condition, CSPC, CSPCStatus } from "../../../api/types.js";
-import { syncCspcEmitting } from "../../../hooks/cspc-sync/sync.js";
+import { handleCspcSync } from "../../../hooks/cspc-sync/sync.js";
 import { cspcEvents } from "../../../lib/cspc/events.js";
 import type { CoreEvent } from "../../../lib/events/recorder.js";
-import { createLogger } from "../../../lib/log.js";
+import { createLogger } from "../../../runtime/log.js";
 import { goldenCases } from "../../support/golden.js";
 
 const condition = (type: string, status: "True" | "False", reason: string, message: string): Condition => ({
@@ -123,7 +123,7 @@ describe("cspc-sync Events on the CSPC", () => {
   it("hold no clock value: the same request at another time wants the same Events", () => {
     const emitted = (body: unknown, at: string) => {
       const events: CoreEvent[] = [];
-      syncCspcEmitting(body, {
+      handleCspcSync(body, {
         clock: () => new Date(at),
         log: createLogger({ level: "silent" }),
         emit: (_subject, e) => events.push(...e),

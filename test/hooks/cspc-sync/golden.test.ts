@@ -1,7 +1,11 @@
 import { expect } from "chai";
-import { syncCspc, syncCspcEmitting } from "../../../hooks/cspc-sync/sync.js";
+import { KIND } from "../../../api/constants.js";
+import { handleCspcSync } from "../../../hooks/cspc-sync/sync.js";
+import { answerCspcSync } from "../../../lib/cspc/sync.js";
+import { parseCompositeRequest } from "../../../lib/request.js";
+import { quietHookContext } from "../../../testkit/hook-context.js";
 import type { CoreEvent, EventSubject } from "../../../lib/events/recorder.js";
-import { createLogger } from "../../../lib/log.js";
+import { createLogger } from "../../../runtime/log.js";
 import { ownedView } from "../../../lib/cspc/build.js";
 import type { KubeObject } from "../../../api/types.js";
 import { canonicalize } from "../../../lib/canonical.js";
@@ -16,9 +20,9 @@ describe("cspc-sync golden cases", () => {
         log: createLogger({ level: "silent" }),
         emit: (subject: EventSubject, events: readonly CoreEvent[]) => emitted.push({ subject, events }),
       };
-      const response = syncCspcEmitting(c.read("request.yaml"), context);
+      const response = handleCspcSync(c.read("request.yaml"), context);
       expect(response, "the hook server's answer is the pure hook's").to.deep.equal(
-        syncCspc(c.read("request.yaml"), () => c.now),
+        answerCspcSync(parseCompositeRequest(c.read("request.yaml"), KIND.cspc), () => c.now).response,
       );
       expectGolden(c, "response.yaml", response);
       const request = c.read("request.yaml") as { parent: KubeObject };
@@ -36,7 +40,10 @@ describe("cspc-sync golden cases", () => {
       parent: KubeObject;
       children: Record<string, Record<string, KubeObject>>;
     };
-    const response = syncCspc(request, () => c.now);
+    const response = handleCspcSync(
+      request,
+      quietHookContext(() => c.now),
+    );
     const observed = Object.values(request.children)
       .flatMap((m) => Object.values(m))
       .map(ownedView);

@@ -17,7 +17,8 @@ import {
   sync,
   type World,
 } from "../../support/cspc-world.js";
-import { syncCspc } from "../../../hooks/cspc-sync/sync.js";
+import { quietHookContext } from "../../../testkit/hook-context.js";
+import { handleCspcSync } from "../../../hooks/cspc-sync/sync.js";
 
 const NODES = ["n0", "n1", "n2", "n3"];
 const dev = (n: number, d: number) => `n${n}-d${d}`;
@@ -206,8 +207,8 @@ describe("cspc-sync properties over random CSPC edits", () => {
           nodes: reorder(world.nodes),
         };
         const clock = () => new Date("2026-11-21T12:00:00Z");
-        expect(canonicalJson(syncCspc(requestOf(shuffled), clock))).to.equal(
-          canonicalJson(syncCspc(requestOf(world), clock)),
+        expect(canonicalJson(handleCspcSync(requestOf(shuffled), quietHookContext(clock)))).to.equal(
+          canonicalJson(handleCspcSync(requestOf(world), quietHookContext(clock))),
         );
       }),
       runs,

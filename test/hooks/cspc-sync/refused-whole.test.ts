@@ -3,7 +3,8 @@
 // it that looks buildable. Golden case of an empty pool list with live pools: cspc-sync/refused-no-pools.
 import { expect } from "chai";
 import { LIMITS, TYPE_KEY } from "../../../api/constants.js";
-import { syncCspc } from "../../../hooks/cspc-sync/sync.js";
+import { quietHookContext } from "../../../testkit/hook-context.js";
+import { handleCspcSync } from "../../../hooks/cspc-sync/sync.js";
 import { findCondition } from "../../../lib/conditions.js";
 import { fleetRequest } from "../../../testkit/fleet.js";
 
@@ -15,7 +16,7 @@ describe("cspc-sync: a CSPC refused as a whole", () => {
     // Nothing observed yet: every child in the answer would be one the hook asks Metacontroller to create.
     request.children = { [TYPE_KEY.cspi]: {}, [TYPE_KEY.blockDeviceClaim]: {} };
     request.related[TYPE_KEY.blockDeviceClaim] = {};
-    const response = syncCspc(request, clock);
+    const response = handleCspcSync(request, quietHookContext(clock));
     expect(response.children.length, "children asked for").to.equal(0);
     const blocked = findCondition(
       (response.status as { conditions?: never }).conditions,

@@ -5,7 +5,7 @@ import { expect } from "chai";
 import type { KubeObject } from "../../../api/types.js";
 import { DEFAULT_HOOK_CONFIG } from "../../../lib/hook-config.js";
 import { isApplied } from "../../../lib/cspi/deployment.js";
-import { syncCspi } from "../../../hooks/cspi-sync/sync.js";
+import { handleCspiSync } from "../../../hooks/cspi-sync/sync.js";
 import { canonicalize } from "../../../lib/canonical.js";
 import { goldenCases } from "../../support/golden.js";
 import { kubeCluster, type KubeCluster } from "../../../testkit/kube.js";
@@ -15,7 +15,7 @@ const NAMESPACE = "cspi-sync-deployments";
 
 function desiredDeployment(caseName: string): KubeObject & { spec: any } {
   const c = goldenCases("cspi-sync").find((x) => x.name === caseName)!;
-  const response = syncCspi(c.read("request.yaml"), () => c.now, DEFAULT_HOOK_CONFIG);
+  const response = handleCspiSync(c.read("request.yaml"), () => c.now, DEFAULT_HOOK_CONFIG);
   const deployment = canonicalize(response.attachments[0]) as KubeObject & { spec: any };
   deployment.metadata.namespace = NAMESPACE;
   return deployment;

@@ -1,4 +1,4 @@
-import { syncCspi } from "../../../hooks/cspi-sync/sync.js";
+import { handleCspiSync } from "../../../hooks/cspi-sync/sync.js";
 import { DEFAULT_HOOK_CONFIG } from "../../../lib/hook-config.js";
 import { expectGolden, goldenCases } from "../../support/golden.js";
 
@@ -8,7 +8,7 @@ describe("cspi-sync golden cases", () => {
       expectGolden(
         c,
         "response.yaml",
-        syncCspi(c.read("request.yaml"), () => c.now, DEFAULT_HOOK_CONFIG),
+        handleCspiSync(c.read("request.yaml"), () => c.now, DEFAULT_HOOK_CONFIG),
       );
     });
   }

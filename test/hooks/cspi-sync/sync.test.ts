@@ -2,7 +2,7 @@ import { expect } from "chai";
 import { DEFAULTS } from "../../../api/constants.js";
 import type { CSPI, DecoratorSyncResponse, KubeObject } from "../../../api/types.js";
 import { DEFAULT_HOOK_CONFIG, type HookConfig } from "../../../lib/hook-config.js";
-import { syncCspi } from "../../../hooks/cspi-sync/sync.js";
+import { handleCspiSync } from "../../../hooks/cspi-sync/sync.js";
 import { canonicalize } from "../../../lib/canonical.js";
 import { BadRequestError } from "../../../lib/errors.js";
 import { goldenCases, type GoldenCase } from "../../support/golden.js";
@@ -21,7 +21,7 @@ const at = (iso: string) => () => new Date(iso);
 const NOW = "2026-11-21T10:00:00Z";
 
 function sync(request: Request, now = NOW, config: HookConfig = DEFAULT_HOOK_CONFIG): DecoratorSyncResponse {
-  return syncCspi(request, at(now), config);
+  return handleCspiSync(request, at(now), config);
 }
 const deploymentOf = (response: DecoratorSyncResponse) =>
   response.attachments[0] as KubeObject & { spec: any };
@@ -40,9 +40,9 @@ describe("cspi-sync", () => {
   it("gives the same status when its own answer is fed back, for every golden case: no write loop with the node daemon", () => {
     for (const c of cases) {
       const request = structuredClone(c.read("request.yaml")) as Request;
-      const first = syncCspi(request, () => c.now, DEFAULT_HOOK_CONFIG);
+      const first = handleCspiSync(request, () => c.now, DEFAULT_HOOK_CONFIG);
       request.object.status = structuredClone(first.status) as CSPI["status"];
-      const second = syncCspi(request, () => c.now, DEFAULT_HOOK_CONFIG);
+      const second = handleCspiSync(request, () => c.now, DEFAULT_HOOK_CONFIG);
       expect(canonicalize(second), c.name).to.deep.equal(canonicalize(first));
     }
   });
@@ -302,7 +302,7 @@ describe("cspi-sync", () => {
     it("never asks later than a sooner heartbeat bound", () => {
       const config = { ...DEFAULT_HOOK_CONFIG, resyncSeconds: 3 };
       expect(
-        syncCspi(requestOf("deployment-missing-recreated"), at(NOW), config).resyncAfterSeconds,
+        handleCspiSync(requestOf("deployment-missing-recreated"), at(NOW), config).resyncAfterSeconds,
       ).to.equal(3);
     });
   });
@@ -338,10 +338,10 @@ describe("cspi-sync", () => {
 
     it("uses the configured bound", () => {
       const config = { ...DEFAULT_HOOK_CONFIG, staleStatusSeconds: 30 };
-      expect(syncCspi(withHeartbeat("2026-11-21T09:59:00Z"), at(NOW), config).status).to.include({
+      expect(handleCspiSync(withHeartbeat("2026-11-21T09:59:00Z"), at(NOW), config).status).to.include({
         phase: "Unknown",
       });
-      expect(syncCspi(withHeartbeat("2026-11-21T09:59:45Z"), at(NOW), config).status).to.include({
+      expect(handleCspiSync(withHeartbeat("2026-11-21T09:59:45Z"), at(NOW), config).status).to.include({
         phase: "ONLINE",
       });
     });
@@ -408,7 +408,7 @@ describe("cspi-sync", () => {
     it("a request for another kind", () => {
       const request = requestOf("seed-1-stripe") as unknown as { object: { kind: string } };
       request.object.kind = "CStorPoolCluster";
-      expect(() => syncCspi(request, at(NOW), DEFAULT_HOOK_CONFIG)).to.throw(
+      expect(() => handleCspiSync(request, at(NOW), DEFAULT_HOOK_CONFIG)).to.throw(
         BadRequestError,
         /this hook serves CStorPoolInstance/,
       );

@@ -1,6 +1,6 @@
 import { expect } from "chai";
-import { customizeCv } from "../../../hooks/cv-status/customize.js";
-import { customizeCvc } from "../../../hooks/cvc-sync/customize.js";
+import { handleCvCustomize } from "../../../hooks/cv-status/customize.js";
+import { handleCvcCustomize } from "../../../hooks/cvc-sync/customize.js";
 import { BadRequestError } from "../../../lib/errors.js";
 
 const cvc = (spec: Record<string, unknown>) => ({
@@ -16,7 +16,8 @@ const cvc = (spec: Record<string, unknown>) => ({
 describe("cvc-customize and cv-customize: the related objects the volume hooks read", () => {
   it("relates the namespace's pools, the Nodes, the named cluster, every replica on its pools and their budgets", () => {
     expect(
-      customizeCvc(cvc({ capacity: "1Gi", cstorPoolCluster: "fast", replicaCount: 3 })).relatedResources,
+      handleCvcCustomize(cvc({ capacity: "1Gi", cstorPoolCluster: "fast", replicaCount: 3 }))
+        .relatedResources,
     ).to.deep.equal([
       {
         apiVersion: "openebs.io/v1alpha1",
@@ -47,14 +48,14 @@ describe("cvc-customize and cv-customize: the related objects the volume hooks r
   });
 
   it("without a cluster name relates no cluster, replica or budget (sync then says the cluster is missing)", () => {
-    expect(customizeCvc(cvc({})).relatedResources.map((r) => r.resource)).to.deep.equal([
+    expect(handleCvcCustomize(cvc({})).relatedResources.map((r) => r.resource)).to.deep.equal([
       "cstorpoolinstances",
       "nodes",
     ]);
   });
 
   it("relates a CStorVolume's own replicas by the volume label", () => {
-    const answer = customizeCv({
+    const answer = handleCvCustomize({
       controller: {},
       parent: {
         apiVersion: "openebs.io/v1alpha1",
@@ -73,9 +74,8 @@ describe("cvc-customize and cv-customize: the related objects the volume hooks r
   });
 
   it("refuses a parent of another kind, naming it", () => {
-    expect(() => customizeCvc({ parent: { kind: "CStorPoolCluster", metadata: { name: "x" } } })).to.throw(
-      BadRequestError,
-      'request parent is a "CStorPoolCluster", this hook serves CStorVolumeConfig',
-    );
+    expect(() =>
+      handleCvcCustomize({ parent: { kind: "CStorPoolCluster", metadata: { name: "x" } } }),
+    ).to.throw(BadRequestError, 'request parent is a "CStorPoolCluster", this hook serves CStorVolumeConfig');
   });
 });

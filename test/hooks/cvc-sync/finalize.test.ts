@@ -1,5 +1,5 @@
 import { expect } from "chai";
-import { finalizeCvc } from "../../../hooks/finalize/cvc.js";
+import { handleCvcFinalize } from "../../../hooks/finalize/cvc.js";
 import { BadRequestError } from "../../../lib/errors.js";
 import { goldenCases } from "../../support/golden.js";
 
@@ -12,7 +12,7 @@ describe("cvc-finalize refuses a volume that is not being deleted", () => {
     };
     request.finalizing = false;
     delete request.parent.metadata.deletionTimestamp;
-    expect(() => finalizeCvc(request, () => c.now)).to.throw(
+    expect(() => handleCvcFinalize(request, () => c.now)).to.throw(
       BadRequestError,
       "point the controller's sync hook at /hooks/cvc-sync",
     );

@@ -1,7 +1,7 @@
 import { expect } from "chai";
-import { syncCvc } from "../../../hooks/cvc-sync/sync.js";
-import { syncCvStatus } from "../../../hooks/cv-status/sync.js";
-import { finalizeCvc } from "../../../hooks/finalize/cvc.js";
+import { handleCvcSync } from "../../../hooks/cvc-sync/sync.js";
+import { handleCvStatus } from "../../../hooks/cv-status/sync.js";
+import { handleCvcFinalize } from "../../../hooks/finalize/cvc.js";
 import { canonicalize } from "../../../lib/canonical.js";
 import { DEFAULT_HOOK_CONFIG } from "../../../lib/hook-config.js";
 import { expectGolden, goldenCases } from "../../support/golden.js";
@@ -13,7 +13,7 @@ describe("cvc-sync golden cases", () => {
       expectGolden(
         c,
         "response.yaml",
-        syncCvc(c.read("request.yaml"), () => c.now, DEFAULT_HOOK_CONFIG),
+        handleCvcSync(c.read("request.yaml"), () => c.now, DEFAULT_HOOK_CONFIG),
       );
     });
   }
@@ -25,7 +25,7 @@ describe("cvc-finalize golden cases", () => {
       expectGolden(
         c,
         "response.yaml",
-        finalizeCvc(c.read("request.yaml"), () => c.now),
+        handleCvcFinalize(c.read("request.yaml"), () => c.now),
       );
     });
   }
@@ -37,7 +37,7 @@ describe("cv-status golden cases", () => {
       expectGolden(
         c,
         "response.yaml",
-        syncCvStatus(c.read("request.yaml"), () => c.now),
+        handleCvStatus(c.read("request.yaml"), () => c.now),
       );
     });
   }
@@ -50,7 +50,7 @@ describe("cvc-sync at rest", () => {
       parent: { status: unknown };
       children: Record<string, Record<string, Obj>>;
     };
-    const response = syncCvc(request, () => c.now, DEFAULT_HOOK_CONFIG);
+    const response = handleCvcSync(request, () => c.now, DEFAULT_HOOK_CONFIG);
     const observed = new Map(
       Object.values(request.children)
         .flatMap((byName) => Object.values(byName))

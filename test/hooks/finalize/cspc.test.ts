@@ -2,7 +2,7 @@ import { expect } from "chai";
 import type { CompositeSyncResponse, CSPC, CSPI, KubeObject } from "../../../api/types.js";
 import { DEFAULT_HOOK_CONFIG } from "../../../lib/hook-config.js";
 import { ownedView } from "../../../lib/cspc/build.js";
-import { finalizeCspc } from "../../../hooks/finalize/cspc.js";
+import { handleCspcFinalize } from "../../../hooks/finalize/cspc.js";
 import { canonicalize } from "../../../lib/canonical.js";
 import { BadRequestError } from "../../../lib/errors.js";
 import { goldenCases } from "../../support/golden.js";
@@ -24,7 +24,7 @@ const requestOf = (name: string): Request =>
       .read("request.yaml"),
   ) as Request;
 const finalize = (request: Request): CompositeSyncResponse =>
-  finalizeCspc(request, () => NOW, DEFAULT_HOOK_CONFIG);
+  handleCspcFinalize(request, () => NOW, DEFAULT_HOOK_CONFIG);
 const namesOf = (objects: readonly KubeObject[], kind: string) =>
   objects.filter((o) => o.kind === kind).map((o) => o.metadata.name!);
 const condition = (response: CompositeSyncResponse, type: string) =>
@@ -101,9 +101,13 @@ describe("cspc-finalize", () => {
   it("gives the same answer for the same observation at every step (no status write loop)", () => {
     for (const c of goldenCases("cspc-finalize")) {
       const request = structuredClone(c.read("request.yaml")) as Request;
-      const first = finalizeCspc(request, () => c.now, DEFAULT_HOOK_CONFIG);
+      const first = handleCspcFinalize(request, () => c.now, DEFAULT_HOOK_CONFIG);
       request.parent.status = first.status;
-      const later = finalizeCspc(request, () => new Date(c.now.getTime() + 3_600_000), DEFAULT_HOOK_CONFIG);
+      const later = handleCspcFinalize(
+        request,
+        () => new Date(c.now.getTime() + 3_600_000),
+        DEFAULT_HOOK_CONFIG,
+      );
       expect(canonicalize(later), c.name).to.deep.equal(canonicalize(first));
     }
   });

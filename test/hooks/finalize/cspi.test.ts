@@ -1,7 +1,7 @@
 import { expect } from "chai";
 import type { CSPI, DecoratorSyncResponse, KubeObject } from "../../../api/types.js";
 import { DEFAULT_HOOK_CONFIG } from "../../../lib/hook-config.js";
-import { finalizeCspi } from "../../../hooks/finalize/cspi.js";
+import { handleCspiFinalize } from "../../../hooks/finalize/cspi.js";
 import { canonicalize } from "../../../lib/canonical.js";
 import { BadRequestError } from "../../../lib/errors.js";
 import { goldenCases } from "../../support/golden.js";
@@ -20,7 +20,7 @@ const requestOf = (name: string): Request =>
       .read("request.yaml"),
   ) as Request;
 const finalize = (request: Request): DecoratorSyncResponse =>
-  finalizeCspi(request, () => NOW, DEFAULT_HOOK_CONFIG);
+  handleCspiFinalize(request, () => NOW, DEFAULT_HOOK_CONFIG);
 
 describe("cspi-finalize", () => {
   it("asks for no attachment and finalizes only once none is observed", () => {

@@ -1,6 +1,6 @@
 import { DEFAULT_HOOK_CONFIG } from "../../../lib/hook-config.js";
-import { finalizeCspc } from "../../../hooks/finalize/cspc.js";
-import { finalizeCspi } from "../../../hooks/finalize/cspi.js";
+import { handleCspcFinalize } from "../../../hooks/finalize/cspc.js";
+import { handleCspiFinalize } from "../../../hooks/finalize/cspi.js";
 import { expectGolden, goldenCases } from "../../support/golden.js";
 
 describe("cspc-finalize golden cases", () => {
@@ -9,7 +9,7 @@ describe("cspc-finalize golden cases", () => {
       expectGolden(
         c,
         "response.yaml",
-        finalizeCspc(c.read("request.yaml"), () => c.now, DEFAULT_HOOK_CONFIG),
+        handleCspcFinalize(c.read("request.yaml"), () => c.now, DEFAULT_HOOK_CONFIG),
       );
     });
   }
@@ -21,7 +21,7 @@ describe("cspi-finalize golden cases", () => {
       expectGolden(
         c,
         "response.yaml",
-        finalizeCspi(c.read("request.yaml"), () => c.now, DEFAULT_HOOK_CONFIG),
+        handleCspiFinalize(c.read("request.yaml"), () => c.now, DEFAULT_HOOK_CONFIG),
       );
     });
   }

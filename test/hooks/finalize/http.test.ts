@@ -5,7 +5,7 @@ import { DEFAULT_HOOK_CONFIG } from "../../../lib/hook-config.js";
 import { makeApp } from "../../../hooks/http/app.js";
 import { hookRoutes } from "../../../hooks/routes.js";
 import { canonicalize } from "../../../lib/canonical.js";
-import { createLogger } from "../../../lib/log.js";
+import { createLogger } from "../../../runtime/log.js";
 import { goldenCases } from "../../support/golden.js";
 
 const app = () =>

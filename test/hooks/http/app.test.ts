@@ -5,7 +5,7 @@ import { BlockDeviceRefSchema } from "../../../api/schema.js";
 import { DEFAULT_BODY_LIMIT, DEFAULT_MEMORY_LIMIT, makeApp, parseByteSize } from "../../../hooks/http/app.js";
 import { parseCost } from "../../../hooks/http/body-cost.js";
 import { hookRoutes } from "../../../hooks/routes.js";
-import { createLogger } from "../../../lib/log.js";
+import { createLogger } from "../../../runtime/log.js";
 import { fleetRequest } from "../../../testkit/fleet.js";
 import { EventRecorder, type CoreEvent, type EventSubject } from "../../../lib/events/recorder.js";
 import { FakeKube } from "../../../testkit/fake-kube.js";

@@ -8,7 +8,7 @@ import { expect } from "chai";
 import { makeApp } from "../../../hooks/http/app.js";
 import { listen, tlsFromEnv, type Listening } from "../../../hooks/http/listen.js";
 import { hookRoutes } from "../../../hooks/routes.js";
-import { createLogger } from "../../../lib/log.js";
+import { createLogger } from "../../../runtime/log.js";
 
 function selfSigned(dir: string, cn: string): void {
   execFileSync(

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { expect } from "chai";
 import { parse } from "yaml";
-import { customizeStorageClass } from "../../../hooks/storageclass/customize.js";
+import { handleStorageClassCustomize } from "../../../hooks/storageclass/customize.js";
 import { BadRequestError } from "../../../lib/errors.js";
 import { repoPath } from "../../../testkit/kube.js";
 
@@ -12,7 +12,7 @@ const withParameters = (parameters: Record<string, string>) => ({ parent: { ...S
 
 describe("storageclass-customize", () => {
   it("asks for every PVC, the class's CStorPoolCluster by name and the CStorVolumes beside it", () => {
-    expect(customizeStorageClass({ parent: SAMPLE }).relatedResources).to.deep.equal([
+    expect(handleStorageClassCustomize({ parent: SAMPLE }).relatedResources).to.deep.equal([
       { apiVersion: "v1", resource: "persistentvolumeclaims", labelSelector: {} },
       {
         apiVersion: "openebs.io/v1alpha1",
@@ -30,7 +30,7 @@ describe("storageclass-customize", () => {
   });
 
   it("looks in the namespace a class names with <namespace>/<name>", () => {
-    const rules = customizeStorageClass(
+    const rules = handleStorageClassCustomize(
       withParameters({ cstorPoolCluster: "storage/fast", replicaCount: "1" }),
     ).relatedResources;
     expect(rules.slice(1).map((r) => [r.resource, r.namespace])).to.deep.equal([
@@ -40,13 +40,13 @@ describe("storageclass-customize", () => {
   });
 
   it("asks only for PVCs when the class's parameters are refused (the sync says why on each)", () => {
-    expect(customizeStorageClass(withParameters({ replicaCount: "3" })).relatedResources).to.deep.equal([
-      { apiVersion: "v1", resource: "persistentvolumeclaims", labelSelector: {} },
-    ]);
+    expect(handleStorageClassCustomize(withParameters({ replicaCount: "3" })).relatedResources).to.deep.equal(
+      [{ apiVersion: "v1", resource: "persistentvolumeclaims", labelSelector: {} }],
+    );
   });
 
   it("refuses a parent that is not a StorageClass", () => {
-    expect(() => customizeStorageClass({ parent: { ...SAMPLE, kind: "ConfigMap" } })).to.throw(
+    expect(() => handleStorageClassCustomize({ parent: { ...SAMPLE, kind: "ConfigMap" } })).to.throw(
       BadRequestError,
       /this hook serves StorageClass/,
     );

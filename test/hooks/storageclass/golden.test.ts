@@ -1,4 +1,4 @@
-import { syncStorageClass } from "../../../hooks/storageclass/sync.js";
+import { handleStorageClassSync } from "../../../hooks/storageclass/sync.js";
 import { expectGolden, goldenCases } from "../../support/golden.js";
 
 describe("storageclass-sync golden cases", () => {
@@ -7,7 +7,7 @@ describe("storageclass-sync golden cases", () => {
       expectGolden(
         c,
         "response.yaml",
-        syncStorageClass(c.read("request.yaml"), () => c.now),
+        handleStorageClassSync(c.read("request.yaml"), () => c.now),
       );
     });
   }

@@ -10,7 +10,7 @@ import {
 } from "../../../api/constants.js";
 import { CV_PHASES } from "../../../api/volume-schema.js";
 import { canonicalize } from "../../../lib/canonical.js";
-import { contains } from "../../../lib/cspi/deployment.js";
+import { hasEveryFieldOf } from "../../../lib/cspi/deployment.js";
 
 type Obj = Record<string, unknown>;
 
@@ -203,7 +203,7 @@ export function cspiSyncProblems(request: unknown, response: unknown): string[] 
   if (!running || isTerminating(running) || permit !== undefined || !isAvailable(running)) return [];
   // As a hook answer carries it: without nulls (a null list item too), which the server never stores.
   const before = canonicalize(field(running, "spec", "template"));
-  return contains(before, field(deployments[0], "spec", "template"))
+  return hasEveryFieldOf(before, field(deployments[0], "spec", "template"))
     ? []
     : [`the available pool pod of ${nameOf(running)} got a new template without a rollout permit`];
 }

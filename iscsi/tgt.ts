@@ -1,6 +1,6 @@
 // tgt (Linux SCSI target framework) as the agent drives it: tgtadm through the one command runner, argv arrays
 // only, against the tgtd of the pod (its control port picks the socket). Parsing is pure and separate.
-import type { Runner } from "../node-daemon/command.js";
+import type { Runner } from "../process/runner.js";
 
 export interface TgtTarget {
   tid: number;

@@ -4,7 +4,6 @@
 // a line that fits nowhere, a pool cut short or garbage is a ZpoolOutputError, never a guess, so the daemon
 // does not act on a pool it half saw (read as missing, or as holding none of its devices).
 import { formatTime } from "../lib/conditions.js";
-import type { PoolFacts } from "./observation.js";
 
 /** Where a vdev sits in the pool layout. */
 export type Section = "data" | "logs" | "cache" | "spares" | "special" | "dedup";
@@ -548,8 +547,26 @@ export function parseDatasetProperties(text: string): DatasetRecord[] {
   return [...byName.values()];
 }
 
+/** What is read of one imported pool besides its status: `zpool list`, `zfs get`, `zpool get`. */
+export interface PoolFacts {
+  /** `zpool list`: raw size of the data vdevs, bytes. */
+  size?: number;
+  /** `zpool list`: raw bytes allocated and free, and fragmentation (0..1, OpenZFS only). */
+  allocated?: number;
+  free?: number;
+  fragmentation?: number;
+  /** Root dataset space, bytes (`zfs get -p used,available`). */
+  space?: { used: number; available: number };
+  /** The datasets below the pool with their size and io.openebs:* properties: what the replica planner reads. */
+  datasets?: DatasetRecord[];
+  compression?: string;
+  readonly?: boolean;
+  /** The pool's cachefile property; "" when none. */
+  cachefile?: string;
+}
+
 /**
- * The facts of several pools from one command of each kind (node-daemon/host.ts, snapshot): `zpool list
+ * The facts of several pools from one command of each kind (zfs/host.ts, snapshot): `zpool list
  * <pools>` (with its header), `zfs get -H -p -r -o name,property,value` over the pools, and the `zpool get cachefile` table. A
  * pool is left out when any of its facts is missing, so that it is read on its own, exactly as before.
  */

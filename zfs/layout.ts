@@ -1,8 +1,10 @@
-// What the pure planner and the I/O side (host.ts, observe.ts) both speak, kept apart from either so that
-// running commands never depends on planning: how a raid group is laid out in a zpool command, and where a
-// device path's directory is.
+// How pools and replicas are laid out on a host's ZFS: what the node daemon's pure planners and the I/O side
+// (zfs/host.ts, the observers, the pool agent) all speak, kept apart from planning so that running commands
+// never depends on it: a raid group in a zpool command, where a device path's directory is, and how a
+// replica is recognised and sized on its pool.
 import type { RaidType } from "../api/constants.js";
 import type { GroupRole } from "../lib/rules/pool-spec.js";
+import type { DatasetRecord } from "./parse.js";
 
 /** How a group's devices are laid out in a zpool command: [log|cache|spare] [mirror|raidz|raidz2] devices... */
 export interface VdevSpec {
@@ -41,3 +43,12 @@ export const DATASET_PROPERTIES: readonly string[] = [
   "mountpoint",
   ...Object.values(REPLICA_PROPERTY),
 ];
+
+/** The file backend's one file in its dataset's mountpoint: what the pool agent exports as the LUN. */
+export const REPLICA_FILE = "replica.img";
+
+/** A dataset's property read as a whole number of bytes; undefined when unset or not a number. */
+export function bytesProperty(dataset: DatasetRecord, property: string): number | undefined {
+  const text = dataset.properties[property];
+  return text !== undefined && /^\d+$/.test(text) ? Number(text) : undefined;
+}

@@ -4,13 +4,13 @@ import { ANNOTATION, CSPI_CONDITION, LABEL, POOL_REMOVAL_REQUESTED, TYPE_KEY } f
 import type { CompositeSyncRequest, CSPC, CSPI, CVC, CVR, KubeObject } from "../../api/types.js";
 import { isTerminating } from "../inventory.js";
 import { poolsDisruptionBudgetName, replicaName, targetDeploymentName } from "../names.js";
-import { parseQuantity } from "../quantity.js";
+import { quantityBytes } from "../quantity.js";
 import { objectsOf } from "../request.js";
 import type { PoolView } from "./placement.js";
 
 export const ZONE_LABEL = "topology.kubernetes.io/zone";
 
-export interface VolumeWorld {
+export interface VolumeInventory {
   cvc: CVC;
   volume: string;
   namespace: string;
@@ -38,18 +38,11 @@ export interface VolumeBudget {
   maxUnavailable?: number;
 }
 
-/** Whole bytes of a quantity, or undefined when it is not one. */
-export function quantityBytes(value: unknown): bigint | undefined {
-  if (typeof value !== "string" && typeof value !== "number") return undefined;
-  const parsed = parseQuantity(value);
-  return parsed === undefined ? undefined : parsed.nano / 1_000_000_000n;
-}
-
 function only(objects: KubeObject[], name: string): KubeObject | undefined {
   return objects.find((o) => o.metadata.name === name);
 }
 
-export function buildVolumeWorld(request: CompositeSyncRequest<CVC>): VolumeWorld {
+export function buildVolumeInventory(request: CompositeSyncRequest<CVC>): VolumeInventory {
   const cvc = request.parent;
   const volume = cvc.metadata.name!;
   const namespace = cvc.metadata.namespace ?? "default";

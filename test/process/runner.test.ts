@@ -1,7 +1,7 @@
 // The command layer: argument arrays reach the program verbatim (no shell), a hung command is stopped with
 // SIGTERM and then SIGKILL, runaway output is cut, and failures are typed.
 import { expect } from "chai";
-import { CommandError, createRunner } from "../../node-daemon/command.js";
+import { CommandError, createRunner } from "../../process/runner.js";
 
 async function failure(promise: Promise<unknown>): Promise<CommandError> {
   try {

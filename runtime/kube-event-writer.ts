@@ -2,8 +2,8 @@
 // name and counted up by a merge patch. One implementation for the node daemon (node-daemon/kube.ts) and the
 // hook server (hooks/events.ts).
 import { CoreV1Api, PatchStrategy, setHeaderOptions, type KubeConfig } from "@kubernetes/client-node";
-import { API_VERSION, KIND } from "../../api/constants.js";
-import { MAX_EVENT_MESSAGE as MAX_MESSAGE, type EventWriter } from "./recorder.js";
+import { API_VERSION, KIND } from "../api/constants.js";
+import { MAX_EVENT_MESSAGE as MAX_MESSAGE, type EventWriter } from "../lib/events/recorder.js";
 
 const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
 

@@ -2,8 +2,8 @@
 // docs/node-daemon.md can list them, and a containerised daemon reaches the host's binaries through a
 // prefix such as `nsenter -t 1 -m --` or `chroot /host`.
 import { constants, mkdir, open, readFile, realpath, stat } from "node:fs/promises";
-import { CommandError, type Runner, type RunOptions } from "./command.js";
-import type { DeviceInfo, ImportSource, PoolFacts } from "./observation.js";
+import { CommandError, type Runner, type RunOptions } from "../process/runner.js";
+import type { DeviceInfo, ImportSource } from "./observation.js";
 import {
   cachefileSetting,
   parseDatasetProperties,
@@ -14,11 +14,12 @@ import {
   parseZpoolList,
   parseZpoolStatus,
   type DatasetRecord,
+  type PoolFacts,
   type PoolListing,
   type PoolStatus,
 } from "./parse.js";
-import type { HostCommand } from "./vocabulary.js";
-import { DATASET_PROPERTIES, parentDir, type VdevSpec } from "./vocabulary.js";
+import type { HostCommand } from "./layout.js";
+import { DATASET_PROPERTIES, parentDir, type VdevSpec } from "./layout.js";
 
 export interface ZfsCommands {
   /** argv prefix for zpool, e.g. ["zpool"] or ["nsenter", "-t", "1", "-m", "--", "zpool"]. */

@@ -13,7 +13,7 @@ import {
   parseZpoolStatus,
   scanProgress,
   ZpoolOutputError,
-} from "../../node-daemon/parse.js";
+} from "../../zfs/parse.js";
 import { FIXTURES } from "../support/golden.js";
 
 const fixture = (path: string) => readFileSync(`${FIXTURES}node-daemon/planner/${path}`, "utf8");

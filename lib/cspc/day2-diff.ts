@@ -4,7 +4,7 @@
 import { ANNOTATION } from "../../api/constants.js";
 import type { BlockPoolSpec, CSPI, CSPIRaidGroup, RaidGroup } from "../../api/types.js";
 import { deviceCapacity, type Inventory } from "../inventory.js";
-import { groupRole, poolLabel, resolvedType, type GroupRole, type Violation } from "./pool-spec.js";
+import { groupRole, poolLabel, resolvedType, type GroupRole, type Violation } from "../rules/pool-spec.js";
 
 export interface Replacement {
   /** Index of the group in the observed CSPI. */

@@ -3,8 +3,8 @@
 // that does not fit was never stored: a parent is refused with a 400, an attachment or related object is set
 // aside as unreadable (lib/request.ts).
 import { Type, type Static, type TProperties } from "@sinclair/typebox";
-import { ObjectMetaSchema } from "../../api/schema.js";
-import type { KubeObject } from "../../api/types.js";
+import { ObjectMetaSchema } from "./schema.js";
+import type { KubeObject } from "./types.js";
 
 const open = { additionalProperties: true } as const;
 const Strings = Type.Array(Type.String());

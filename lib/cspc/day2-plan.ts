@@ -6,7 +6,7 @@ import { ANNOTATION, CSPI_CONDITION } from "../../api/constants.js";
 import type { BlockPoolSpec, CSPI, CSPIRaidGroup, CSPISpec } from "../../api/types.js";
 import { findCondition } from "../conditions.js";
 import { deviceHost, isDeviceBound, isTerminating, type Inventory } from "../inventory.js";
-import type { PoolDiff } from "../rules/day2.js";
+import type { PoolDiff } from "./day2-diff.js";
 import { resolvePoolConfig, resolveRaidGroup } from "./build.js";
 
 export type Disruption = "migration" | "replacement";

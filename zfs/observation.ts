@@ -1,7 +1,7 @@
-// What the node daemon sees: the shapes the observer fills in from zpool/zfs/fs and the planner and reporter
-// read. Plain data, so golden fixtures can state an observation in YAML.
+// What a host's ZFS looks like to the node daemon and the pool agent: the shapes the observers fill in from
+// zpool/zfs/fs and the planners and reporter read. Plain data, so golden fixtures can state an observation in YAML.
 import { basename } from "node:path";
-import { allLeaves, type DatasetRecord, type PoolStatus, type Vdev } from "./parse.js";
+import { allLeaves, type PoolFacts, type PoolStatus, type Vdev } from "./parse.js";
 
 export interface DeviceInfo {
   /** The devLink exists on the node (a real udev removal makes the node vanish; a deleted file too). */
@@ -25,28 +25,16 @@ export interface ImportCandidate {
 }
 
 /** The CSPI's own pool, when it is imported on this node. */
-export interface PoolObservation {
+export interface PoolObservation extends PoolFacts {
   status: PoolStatus;
-  /** `zpool list`: raw size of the data vdevs, bytes. */
-  size?: number;
-  /** `zpool list`: raw bytes allocated and free, and fragmentation (0..1, OpenZFS only). */
-  allocated?: number;
-  free?: number;
-  fragmentation?: number;
-  /** Root dataset space, bytes (`zfs get -p used,available`). */
-  space?: { used: number; available: number };
   /** Datasets and volumes under the pool, excluding the root: the volumes the pool holds. */
   volumes: string[];
-  /** The same datasets with their size and io.openebs:* properties: what the replica planner reads. */
-  datasets?: DatasetRecord[];
-  compression?: string;
-  readonly?: boolean;
-  /** The pool's cachefile property; "" when none. */
-  cachefile?: string;
 }
 
-/** What an observation reads of one imported pool besides its status. */
-export type PoolFacts = Omit<PoolObservation, "status" | "volumes">;
+/** An imported pool as observed from its status and the facts read of it. */
+export function poolObservation(status: PoolStatus, facts: PoolFacts): PoolObservation {
+  return { status, volumes: (facts.datasets ?? []).map((d) => d.name), ...facts };
+}
 
 export interface Observation {
   /** Every pool imported on the node, ours included: devices in use elsewhere are never reused. */
