@@ -125,11 +125,11 @@ const events: fc.Arbitrary<Event> = fc.oneof(
     describe: paused ? "reconciliation paused" : "reconciliation resumed",
     happen: (w: World) => ({
       ...w,
-      // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion -- tsc needs it to type both arms alike
       parent: {
         ...w.parent,
         metadata: {
           ...w.parent.metadata,
+          // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion -- tsc needs it to type both arms alike
           annotations: paused ? { [ANNOTATION.reconcilePaused]: "true" } : ({} as Record<string, string>),
         },
       },
