@@ -88,8 +88,10 @@ describe("data path in user-mode-linux: md RAID1 over three iSCSI replicas", fun
   after(async function () {
     this.timeout(2 * 60_000);
     // The guest first (it stops md, then logs out), then the replicas, then the network they live in.
-    await guest?.stop();
-    for (const r of replicas) await r.tgtd.stop();
+    await timed("stop the guest (md stop, logout, power-off)", async () => guest?.stop());
+    await timed("stop 3 tgtd", async () => {
+      for (const r of replicas) await r.tgtd.stop();
+    });
     await network?.close();
     rmSync(dir, { recursive: true, force: true });
     if (process.env.UML_TIMINGS) console.log(timings.map((t) => `    ${t}`).join("\n"));

@@ -15,6 +15,7 @@ mount -t sysfs sysfs /sys
 mount -t tmpfs -o mode=755,size=64m tmpfs /run # /var/run and /var/lock point here
 mount -t tmpfs -o size=8m tmpfs /etc/iscsi     # iscsiadm's node records, the initiator name
 mount -t tmpfs -o size=8m tmpfs /etc/mdadm     # no host mdadm.conf: nothing assembles by itself
+mount -t tmpfs -o size=8m tmpfs /var/log       # poweroff writes a wtmp record
 mount -t tmpfs -o size=64m tmpfs "$cstor_scratch"
 mkdir -p /run/lock /run/mdadm
 echo "$cstor_name" >/proc/sys/kernel/hostname
