@@ -18,6 +18,7 @@
  * through untouched: the shim does nothing.
  *
  * CSTOR_FPU_SHIM_DEBUG=1 logs the sizes of the first calls to stderr (the guest's console log).
+ * testkit/uml/fpu-shim-selftest.c checks the shadow path on any AVX-512 host (test/testkit/uml-fpu-shim.test.ts).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
