@@ -49,6 +49,10 @@ ensure_iscsi_tools() {
 }
 ensure_iscsi_tools
 
+# user-mode-linux, open-iscsi, mdadm and e2fsprogs for the data-path tests (Linux 6.1 as a process: md, the
+# iSCSI initiator and LIO run in it), the UML module root and the FPU shim, cached (docs/data-path-tests.md).
+bash "$(dirname "$0")/uml-env.sh"
+
 # etcd, kubectl and kube-apiserver for test/integration (kube-apiserver is built once from Go modules).
 bash "$(dirname "$0")/kube-env.sh"
 

@@ -1,0 +1,106 @@
+/*
+ * fpu-shim-selftest.c: checks testkit/uml/fpu-shim.c's shadow path on any host with AVX-512, by acting as a UML
+ * whose XSAVE buffer (832 bytes) is smaller than the host's. test/testkit/uml-fpu-shim.test.ts builds it and runs
+ * it with LD_PRELOAD=fpu-shim.so. A traced child plays the guest's host process; two 832-byte buffers play two
+ * guest tasks. Raw syscalls (no shim) set and read the full state to check what the shim did.
+ * Prints one line per check; exits 0 when all pass, 2 when the host has no AVX-512 state to test with.
+ */
+#define _GNU_SOURCE
+#include <cpuid.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define NT_X86_XSTATE 0x202
+#define UML_LEN 832 /* smaller than any AVX-512 host's XSAVE state */
+#define XMM0 160    /* offset of xmm0 in the legacy FXSAVE area */
+
+static pid_t child;
+
+/* Past the shim: the kernel's own answer. */
+static long raw(long request, void *buffer, size_t length)
+{
+	struct iovec iov = { buffer, length };
+	return syscall(SYS_ptrace, request, child, NT_X86_XSTATE, &iov);
+}
+
+/* Through the shim (the libc wrapper it overrides), as UML calls it. */
+static long shimmed(enum __ptrace_request request, void *buffer, size_t length)
+{
+	struct iovec iov = { buffer, length };
+	return ptrace(request, child, (void *)NT_X86_XSTATE, &iov);
+}
+
+static int failures;
+static void check(const char *what, int ok)
+{
+	printf("%s: %s\n", what, ok ? "ok" : "FAIL");
+	failures += !ok;
+}
+
+int main(void)
+{
+	unsigned eax, ebx, ecx, edx;
+	__cpuid_count(0xd, 0, eax, ebx, ecx, edx);
+	size_t host = ebx; /* XSAVE size for the features XCR0 enables */
+	if (!(eax & 0x80)) {
+		printf("no Hi16_ZMM (AVX-512) state on this host: nothing to test\n");
+		return 2;
+	}
+	__cpuid_count(0xd, 7, eax, ebx, ecx, edx);
+	size_t zmm_size = eax, zmm_at = ebx; /* zmm16-31, beyond what an 832-byte buffer holds */
+
+	child = fork();
+	if (child == 0) {
+		ptrace(PTRACE_TRACEME, 0, 0, 0);
+		raise(SIGSTOP);
+		_exit(0);
+	}
+	waitpid(child, NULL, 0);
+
+	unsigned char *state = calloc(1, host), *seen = calloc(1, host);
+	unsigned char task_a[UML_LEN], task_b[UML_LEN];
+	raw(PTRACE_GETREGSET, state, host);
+	state[512] |= 0x80; /* XSTATE_BV: Hi16_ZMM present */
+
+	check("an 832-byte SET without the shim fails (the bug the shim works around)",
+	      raw(PTRACE_SETREGSET, task_a, UML_LEN) == -1);
+
+	/* Task A runs with zmm16-31 = 0x11, and is switched out (GET). */
+	memset(state + zmm_at, 0x11, zmm_size);
+	raw(PTRACE_SETREGSET, state, host);
+	check("GET of task A through the shim", shimmed(PTRACE_GETREGSET, task_a, UML_LEN) == 0);
+	/* Task B runs with 0x22, and is switched out. */
+	memset(state + zmm_at, 0x22, zmm_size);
+	raw(PTRACE_SETREGSET, state, host);
+	check("GET of task B through the shim", shimmed(PTRACE_GETREGSET, task_b, UML_LEN) == 0);
+
+	/* Task A is switched in again: its zmm16-31 come back, not B's. */
+	check("SET of task A through the shim", shimmed(PTRACE_SETREGSET, task_a, UML_LEN) == 0);
+	raw(PTRACE_GETREGSET, seen, host);
+	check("task A gets its own zmm16-31 back", seen[zmm_at] == 0x11 && seen[zmm_at + zmm_size - 1] == 0x11);
+	check("SET of task B through the shim", shimmed(PTRACE_SETREGSET, task_b, UML_LEN) == 0);
+	raw(PTRACE_GETREGSET, seen, host);
+	check("task B gets its own zmm16-31 back", seen[zmm_at] == 0x22 && seen[zmm_at + zmm_size - 1] == 0x22);
+
+	/* What UML changes in its part (xmm0) reaches the task; the rest stays the task's. */
+	task_a[XMM0] ^= 0xff;
+	shimmed(PTRACE_SETREGSET, task_a, UML_LEN);
+	raw(PTRACE_GETREGSET, seen, host);
+	check("an edit of UML's part reaches the task", seen[XMM0] == task_a[XMM0] && seen[zmm_at] == 0x11);
+
+	/* A buffer as large as the host's state passes through. */
+	check("a full-size GET passes through", shimmed(PTRACE_GETREGSET, seen, host) == 0);
+	check("a full-size SET passes through", shimmed(PTRACE_SETREGSET, seen, host) == 0);
+
+	printf("host XSAVE size %zu bytes, zmm16-31 at %zu (+%zu)\n", host, zmm_at, zmm_size);
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+	return failures ? 1 : 0;
+}

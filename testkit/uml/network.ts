@@ -1,0 +1,93 @@
+// The private network of one data-path test file (docs/data-path-tests.md): a network namespace of its own with a
+// bridge at 10.200.<subnet>.1/24 and one TAP device per UML guest, enslaved to the bridge. The namespace's name
+// carries the process id and a counter, so two test files (or two runs) never share one; the addresses can repeat
+// because every namespace has its own. Host-side servers of the test (tgtd) run inside it through `prefix`, and
+// listen on the bridge address. close() deletes the namespace, and with it the bridge and the TAP devices.
+import { execFile, execFileSync } from "node:child_process";
+import { onStop } from "../processes.js";
+
+/** Runs a program with a hard timeout; rejects with its output on a non-zero exit. */
+export function runChecked(file: string, args: readonly string[], timeoutMs = 10_000): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile(
+      file,
+      args,
+      { timeout: timeoutMs, killSignal: "SIGKILL", encoding: "utf8", maxBuffer: 16 * 1024 * 1024 },
+      (error, stdout, stderr) => {
+        if (error) reject(new Error(`${file} ${args.join(" ")}: ${stderr || error.message}`));
+        else resolve(stdout);
+      },
+    );
+  });
+}
+
+let created = 0;
+const open = new Set<string>();
+// A test process that ends without the root hooks' stopAll (a crash) still leaves no namespace behind.
+process.once("exit", () => {
+  for (const namespace of open)
+    try {
+      execFileSync("ip", ["netns", "delete", namespace], { stdio: "ignore", timeout: 10_000 });
+    } catch {
+      // already gone
+    }
+});
+
+export class TestNetwork {
+  private readonly taps: string[] = [];
+  private closed = false;
+
+  private constructor(
+    /** The namespace's name (`ip netns`). */
+    readonly namespace: string,
+    /** Third octet of the namespace's 10.200.<subnet>.0/24. */
+    readonly subnet: number,
+  ) {}
+
+  /** The bridge's address: where host-side servers of the test listen, and the guests' gateway. */
+  get hostAddress(): string {
+    return `10.200.${this.subnet}.1`;
+  }
+
+  /** Run a host program inside the namespace: prepend this to its argv. */
+  get prefix(): string[] {
+    return ["ip", "netns", "exec", this.namespace];
+  }
+
+  /** Address of guest number `index` (1, 2, ...): 10.200.<subnet>.<index + 1>. */
+  guestAddress(index: number): string {
+    return `10.200.${this.subnet}.${index + 1}`;
+  }
+
+  static async create(subnet = 1 + (process.pid % 250)): Promise<TestNetwork> {
+    const network = new TestNetwork(`cstor-uml-${process.pid}-${++created}`, subnet);
+    await runChecked("ip", ["netns", "add", network.namespace]);
+    open.add(network.namespace);
+    onStop(() => network.close());
+    const ip = (...args: string[]) => runChecked("ip", ["-n", network.namespace, ...args]);
+    await ip("link", "set", "lo", "up");
+    await ip("link", "add", "br0", "type", "bridge");
+    await ip("addr", "add", `${network.hostAddress}/24`, "dev", "br0");
+    await ip("link", "set", "br0", "up");
+    return network;
+  }
+
+  /** A persistent TAP device on the bridge, which a UML guest opens by name (vector transport). */
+  async addTap(name: string): Promise<string> {
+    if (name.length > 15) throw new Error(`interface name ${name} is longer than 15 characters`);
+    const ip = (...args: string[]) => runChecked("ip", ["-n", this.namespace, ...args]);
+    await ip("tuntap", "add", "dev", name, "mode", "tap");
+    this.taps.push(name);
+    await ip("link", "set", name, "master", "br0");
+    await ip("link", "set", name, "up");
+    return name;
+  }
+
+  /** Deletes the namespace; its devices go with it. Stop what runs inside it first. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    open.delete(this.namespace);
+    await runChecked("ip", ["netns", "delete", this.namespace]).catch(() => undefined);
+  }
+}
