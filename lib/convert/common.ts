@@ -23,20 +23,36 @@ export function describe(obj: KubeObject): string {
   return `${obj.kind} ${obj.metadata.namespace ? `${obj.metadata.namespace}/` : ""}${obj.metadata.name ?? "(no name)"}`;
 }
 
-/** Collects problems about one object. */
+/** Collects the problems of a conversion, each naming its object. */
 export class Problems {
   readonly list: ConvertProblem[] = [];
   add(obj: KubeObject, field: string, message: string): void {
     this.list.push({ object: describe(obj), field, message });
   }
-  /** Each key of `value` not in `known` is a problem: a field this converter does not know is never dropped. */
-  unknownFields(
-    obj: KubeObject,
-    field: string,
-    value: unknown,
-    known: readonly string[],
-    renamed: Readonly<Record<string, string>> = {},
-  ): void {
+  /** The problems about one object, which then need not name it at every call. */
+  about(obj: KubeObject): ObjectProblems {
+    return new ObjectProblems(this, obj);
+  }
+}
+
+/** The field names a converter knows at one place, and the old names it recognises there. */
+export interface KnownFields {
+  known: readonly string[];
+  /** Old name → the current one, so the problem says to rename rather than to remove. */
+  renamed?: Readonly<Record<string, string>>;
+}
+
+/** The problems about one object. */
+export class ObjectProblems {
+  constructor(
+    private readonly problems: Problems,
+    readonly obj: KubeObject,
+  ) {}
+  add(field: string, message: string): void {
+    this.problems.add(this.obj, field, message);
+  }
+  /** Each key of `value` not known is a problem: a field this converter does not know is never dropped. */
+  unknownFields(field: string, value: unknown, { known, renamed = {} }: KnownFields): void {
     if (!isRecord(value)) return;
     for (const key of Object.keys(value).sort()) {
       if (known.includes(key)) continue;
@@ -44,7 +60,6 @@ export class Problems {
         ? `it is the design's old name of ${renamed[key]}: rename it`
         : "remove it, or convert by hand";
       this.add(
-        obj,
         `${field}.${key}`,
         `${field}.${key} has no openebs.io/v1alpha1 equivalent (known: ${known.join(", ")}): ${fix}`,
       );
@@ -52,12 +67,17 @@ export class Problems {
   }
 }
 
+/** What every converter of one input shares: where problems go, and which devices are already taken. */
+export interface Conversion {
+  problems: Problems;
+  devices: DeviceRegistry;
+}
+
 /** Upstream names its claims and pools after object UIDs: without one there is no pool name to adopt. */
-export function uidOf(obj: KubeObject, problems: Problems, what: string): string | undefined {
-  const uid = obj.metadata.uid;
+export function uidOf(problems: ObjectProblems, what: string): string | undefined {
+  const uid = problems.obj.metadata.uid;
   if (!uid)
     problems.add(
-      obj,
       "metadata.uid",
       `metadata.uid is missing, and ${what}: give the object as the cluster returns it (kubectl get -o yaml), not the manifest it was applied from`,
     );
@@ -76,6 +96,11 @@ export class DeviceRegistry {
     private readonly problems: Problems,
     private readonly blockDevices: ReadonlyMap<string, BlockDevice> | undefined,
   ) {}
+
+  /** Whether BlockDevices were given, so that a device's node can be checked. */
+  get knowsDevices(): boolean {
+    return this.blockDevices !== undefined;
+  }
 
   /** Registers a device of a pool on `host`; false (with a problem) when it cannot be used as said. */
   take(obj: KubeObject, field: string, device: string, host: string | undefined): boolean {

@@ -7,7 +7,14 @@ import { API_VERSION, KIND } from "../../api/constants.js";
 import type { CSPC, KubeObject } from "../../api/types.js";
 import { canonicalize } from "../canonical.js";
 import { checkCspcShape } from "../rules/admission-shape.js";
-import { blockDevicesByName, DeviceRegistry, describe, Problems, type ConvertProblem } from "./common.js";
+import {
+  blockDevicesByName,
+  DeviceRegistry,
+  describe,
+  Problems,
+  type Converted,
+  type ConvertProblem,
+} from "./common.js";
 import { convertV1Cspc, V1_GROUP } from "./cspc-v1.js";
 import { convertSpc } from "./spc.js";
 
@@ -23,26 +30,48 @@ export interface ConvertResult {
 /** Kinds read as facts for the conversion; they are not converted themselves. */
 const CONTEXT_KINDS = new Set([KIND.blockDevice, KIND.blockDeviceClaim, "StoragePool"]);
 
+/** The input by what it is to the conversion. */
+interface ConvertInput {
+  spcs: KubeObject[];
+  cstorPools: KubeObject[];
+  v1Cspcs: KubeObject[];
+  v1Cspis: KubeObject[];
+}
+
 /**
  * Converts every StoragePoolClaim and v1 CStorPoolCluster among `objects`. `namespace` is where an SPC's
  * CStorPoolCluster goes (SPCs are cluster-scoped); a v1 CSPC keeps its own.
  */
 export function convertObjects(objects: readonly KubeObject[], namespace: string): ConvertResult {
   const problems = new Problems();
+  const input = sortInput(objects);
+  checkInput(objects, input, problems);
+  const conversion = { problems, devices: new DeviceRegistry(problems, blockDevicesByName(objects)) };
+  const converted = [
+    ...input.spcs.map((spc) => convertSpc(spc, input.cstorPools, namespace, conversion)),
+    ...input.v1Cspcs.map((cspc) => convertV1Cspc(cspc, input.v1Cspis, conversion)),
+  ];
+  checkConverted(converted, [...input.spcs, ...input.v1Cspcs], problems);
+  if (problems.list.length > 0) return { cspcs: [], notes: [], problems: problems.list };
+  return convertedResult(converted.filter((c) => c !== undefined));
+}
+
+function sortInput(objects: readonly KubeObject[]): ConvertInput {
   const isV1 = (o: KubeObject) => (o.apiVersion ?? "").startsWith(V1_GROUP);
-  const spcs = objects.filter((o) => o.kind === "StoragePoolClaim");
-  const cstorPools = objects.filter((o) => o.kind === "CStorPool");
-  const v1Cspcs = objects.filter((o) => o.kind === KIND.cspc && isV1(o));
-  const v1Cspis = objects.filter((o) => o.kind === KIND.cspi && isV1(o));
+  return {
+    spcs: objects.filter((o) => o.kind === "StoragePoolClaim"),
+    cstorPools: objects.filter((o) => o.kind === "CStorPool"),
+    v1Cspcs: objects.filter((o) => o.kind === KIND.cspc && isV1(o)),
+    v1Cspis: objects.filter((o) => o.kind === KIND.cspi && isV1(o)),
+  };
+}
+
+/** What is refused before converting: objects of other kinds, CStorPools without their SPC, nothing to convert. */
+function checkInput(objects: readonly KubeObject[], input: ConvertInput, problems: Problems): void {
+  const { spcs, cstorPools, v1Cspcs, v1Cspis } = input;
+  const read = new Set([...spcs, ...cstorPools, ...v1Cspcs, ...v1Cspis]);
   for (const o of objects) {
-    if (
-      spcs.includes(o) ||
-      cstorPools.includes(o) ||
-      v1Cspcs.includes(o) ||
-      v1Cspis.includes(o) ||
-      CONTEXT_KINDS.has(o.kind)
-    )
-      continue;
+    if (read.has(o) || CONTEXT_KINDS.has(o.kind)) continue;
     const already = o.apiVersion === API_VERSION && (o.kind === KIND.cspc || o.kind === KIND.cspi);
     problems.add(
       o,
@@ -68,13 +97,14 @@ export function convertObjects(objects: readonly KubeObject[], namespace: string
       message: "no StoragePoolClaim and no cstor.openebs.io/v1 CStorPoolCluster: nothing to convert",
     });
   }
-  const blockDevices = blockDevicesByName(objects);
-  const devices = new DeviceRegistry(problems, blockDevices);
-  const converted = [
-    ...spcs.map((spc) => convertSpc(spc, cstorPools, blockDevices, namespace, problems, devices)),
-    ...v1Cspcs.map((cspc) => convertV1Cspc(cspc, v1Cspis, blockDevices, problems, devices)),
-  ];
-  const sources = [...spcs, ...v1Cspcs];
+}
+
+/** What is refused after converting: a CSPC its schema would refuse, two sources converting to one CSPC. */
+function checkConverted(
+  converted: readonly (Converted | undefined)[],
+  sources: readonly KubeObject[],
+  problems: Problems,
+): void {
   converted.forEach((c, i) => {
     // What the CSPC's schema would refuse must be fixed before anything is written.
     for (const v of c ? checkCspcShape(c.cspc) : [])
@@ -97,8 +127,9 @@ export function convertObjects(objects: readonly KubeObject[], namespace: string
       );
     names.set(key, sources[i]);
   });
-  if (problems.list.length > 0) return { cspcs: [], notes: [], problems: problems.list };
-  const done = converted.filter((c) => c !== undefined);
+}
+
+function convertedResult(done: readonly Converted[]): ConvertResult {
   return {
     cspcs: done
       .map((c) => canonicalize(c.cspc) as unknown as CSPC)

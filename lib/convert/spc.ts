@@ -3,26 +3,31 @@
 // mode (maxPools, diskTypes) says how disks were chosen, and choosing again could pick other disks.
 import { parse as parseYaml } from "yaml";
 import { LABEL } from "../../api/constants.js";
-import type { BlockDevice, KubeObject, PoolConfig, PoolSpec } from "../../api/types.js";
+import type { KubeObject, PoolConfig, PoolSpec } from "../../api/types.js";
 import { isRecord } from "../request.js";
 import {
   cspcObject,
-  DeviceRegistry,
   poolOnHost,
-  Problems,
   upstreamPoolName,
   uidOf,
+  type Conversion,
   type Converted,
+  type KnownFields,
+  type ObjectProblems,
 } from "./common.js";
 
 /** maya's label on a CStorPool: the SPC it belongs to. */
 export const SPC_LABEL = "openebs.io/storage-pool-claim";
 const CONFIG_ANNOTATION = "cas.openebs.io/config";
 
-/** maya's pool types → raid types, and how many devices maya put in a group of each. */
-const POOL_TYPES: Readonly<
-  Record<string, { type: "stripe" | "mirror" | "raidz" | "raidz2"; groupSize: number }>
-> = {
+/** A raid type, and how many devices maya put in a group of it. */
+interface PoolType {
+  type: "stripe" | "mirror" | "raidz" | "raidz2";
+  groupSize: number;
+}
+
+/** maya's pool types → raid types. */
+const POOL_TYPES: Readonly<Record<string, PoolType>> = {
   striped: { type: "stripe", groupSize: 1 },
   mirrored: { type: "mirror", groupSize: 2 },
   raidz: { type: "raidz", groupSize: 3 },
@@ -37,48 +42,42 @@ const CONFIG_RESOURCES: Readonly<Record<string, ["resources" | "auxResources", "
   AuxResourceLimits: ["auxResources", "limits"],
 };
 
-const SPC_SPEC_FIELDS = ["name", "type", "maxPools", "minPools", "blockDevices", "disks", "poolSpec"];
-const POOL_SPEC_FIELDS = [
-  "poolType",
-  "cacheFile",
-  "overProvisioning",
-  "thickProvisioning",
-  "roThresholdLimit",
-];
+const SPC_SPEC_FIELDS: KnownFields = {
+  known: ["name", "type", "maxPools", "minPools", "blockDevices", "disks", "poolSpec"],
+};
+const POOL_SPEC_FIELDS: KnownFields = {
+  known: ["poolType", "cacheFile", "overProvisioning", "thickProvisioning", "roThresholdLimit"],
+};
 
 export function convertSpc(
   spc: KubeObject,
   cstorPools: readonly KubeObject[],
-  blockDevices: ReadonlyMap<string, BlockDevice> | undefined,
   namespace: string,
-  problems: Problems,
-  devices: DeviceRegistry,
+  conversion: Conversion,
 ): Converted | undefined {
+  const problems = conversion.problems.about(spc);
   const name = spc.metadata.name ?? "";
   const spec = isRecord(spc.spec) ? spc.spec : {};
   const notes: string[] = [];
-  problems.unknownFields(spc, "spec", spec, SPC_SPEC_FIELDS);
+  problems.unknownFields("spec", spec, SPC_SPEC_FIELDS);
   if (spec.type !== undefined && spec.type !== "disk" && spec.type !== "sparse") {
     problems.add(
-      spc,
       "spec.type",
       `spec.type ${JSON.stringify(spec.type)} is not a cStor pool (disk or sparse): only cStor SPCs are converted`,
     );
   }
-  if (!blockDevices)
+  if (!conversion.devices.knowsDevices)
     problems.add(
-      spc,
       "spec",
       "no BlockDevices given: convert needs them to check each device's node (kubectl get spc,csp,bd -o yaml)",
     );
   const poolSpec = isRecord(spec.poolSpec) ? spec.poolSpec : {};
-  problems.unknownFields(spc, "spec.poolSpec", poolSpec, POOL_SPEC_FIELDS);
-  const config = sharedConfig(spc, poolSpec, problems, notes);
+  problems.unknownFields("spec.poolSpec", poolSpec, POOL_SPEC_FIELDS);
+  const config = sharedConfig(poolSpec, problems, notes);
 
   const mine = cstorPools.filter((csp) => csp.metadata.labels?.[SPC_LABEL] === name);
   if (mine.length === 0) {
     problems.add(
-      spc,
       "metadata.name",
       `no CStorPool carries ${SPC_LABEL}=${name}: convert reads the pools that exist (kubectl get spc,csp,bd -o yaml), it never chooses disks`,
     );
@@ -92,11 +91,11 @@ export function convertSpc(
   const hosts = new Map<string, string>();
   const pools: { host: string; pool: PoolSpec }[] = [];
   for (const csp of mine) {
-    const pool = convertCstorPool(csp, poolSpec.poolType, config, problems, devices);
+    const pool = convertCstorPool(csp, poolSpec.poolType, config, conversion);
     if (!pool) continue;
     const earlier = hosts.get(pool.host);
     if (earlier) {
-      problems.add(
+      conversion.problems.add(
         csp,
         `metadata.labels.${LABEL.hostname}`,
         `CStorPool ${earlier} is on node ${pool.host} too: a CStorPoolCluster has one pool per node; convert by hand into two CStorPoolClusters`,
@@ -125,15 +124,14 @@ function hasDeviceList(spec: Record<string, unknown>): boolean {
 
 /** What every pool of the SPC gets: pool settings and pod resources. */
 function sharedConfig(
-  spc: KubeObject,
   poolSpec: Record<string, unknown>,
-  problems: Problems,
+  problems: ObjectProblems,
   notes: string[],
 ): PoolConfig {
+  const spc = problems.obj;
   const config: PoolConfig = {};
   if (poolSpec.thickProvisioning === true) {
     problems.add(
-      spc,
       "spec.poolSpec.thickProvisioning",
       "thickProvisioning: true has no openebs.io/v1alpha1 equivalent (volumes are thin unless overProvisioning is false): set it false after checking no volume relies on it",
     );
@@ -155,14 +153,13 @@ function sharedConfig(
     entries = parseYaml(text);
   } catch (err) {
     problems.add(
-      spc,
       field,
       `${field} is not YAML (${(err as Error).message.split("\n")[0]}): fix the annotation`,
     );
     return config;
   }
   if (!Array.isArray(entries)) {
-    problems.add(spc, field, `${field} is not a list of {name, value}: fix the annotation`);
+    problems.add(field, `${field} is not a list of {name, value}: fix the annotation`);
     return config;
   }
   entries.forEach((entry, i) => {
@@ -170,7 +167,6 @@ function sharedConfig(
     const target = key !== undefined ? CONFIG_RESOURCES[key] : undefined;
     if (!target) {
       problems.add(
-        spc,
         `${field}[${i}]`,
         `${field}[${i}] ${key ?? "(no name)"} has no openebs.io/v1alpha1 equivalent (known: ${Object.keys(CONFIG_RESOURCES).join(", ")}): remove it, or set the pool's poolConfig by hand`,
       );
@@ -180,7 +176,6 @@ function sharedConfig(
       isRecord(entry) && typeof entry.value === "string" ? parseQuantities(entry.value) : undefined;
     if (!isRecord(value)) {
       problems.add(
-        spc,
         `${field}[${i}].value`,
         `${field}[${i}] ${key} has no map of resources as its value (e.g. "memory: 2Gi"): fix the annotation`,
       );
@@ -205,24 +200,42 @@ function convertCstorPool(
   csp: KubeObject,
   spcPoolType: unknown,
   config: PoolConfig,
-  problems: Problems,
-  devices: DeviceRegistry,
+  { problems: all, devices }: Conversion,
 ): { host: string; pool: PoolSpec } | undefined {
+  const problems = all.about(csp);
   const spec = isRecord(csp.spec) ? csp.spec : {};
-  const poolSpec = isRecord(spec.poolSpec) ? spec.poolSpec : {};
   const host = csp.metadata.labels?.[LABEL.hostname];
-  const uid = uidOf(csp, problems, "the pool on its node is named cstor-<uid>");
+  const uid = uidOf(problems, "the pool on its node is named cstor-<uid>");
   if (!host)
     problems.add(
-      csp,
       `metadata.labels.${LABEL.hostname}`,
       `the CStorPool has no ${LABEL.hostname} label, so its node is unknown: give it as the cluster returns it`,
     );
+  const poolType = cstorPoolType(spec, spcPoolType, problems);
+  const groups = deviceGroups(spec, problems);
+  if (!host || !uid || !poolType || !groups) return undefined;
+  groups.forEach((group, g) =>
+    group.forEach((device) => devices.take(csp, `spec.group[${g}]`, device, host)),
+  );
+  const raidGroups =
+    poolType.type === "stripe"
+      ? [{ type: poolType.type, blockDevices: groups.flat().map((blockDeviceName) => ({ blockDeviceName })) }]
+      : regroup(groups, poolType, problems);
+  if (!raidGroups) return undefined;
+  return { host, pool: poolOnHost(host, raidGroups, { ...config, existingPoolName: upstreamPoolName(uid) }) };
+}
+
+/** The CStorPool's own poolType, else its SPC's; a problem when maya never built it or the two differ. */
+function cstorPoolType(
+  spec: Record<string, unknown>,
+  spcPoolType: unknown,
+  problems: ObjectProblems,
+): PoolType | undefined {
+  const poolSpec = isRecord(spec.poolSpec) ? spec.poolSpec : {};
   const typeName = poolSpec.poolType ?? spcPoolType;
   const poolType = typeof typeName === "string" ? POOL_TYPES[typeName] : undefined;
   if (!poolType) {
     problems.add(
-      csp,
       "spec.poolSpec.poolType",
       `poolType ${JSON.stringify(typeName ?? null)} is not one maya built (${Object.keys(POOL_TYPES).join(", ")}): convert by hand`,
     );
@@ -232,30 +245,15 @@ function convertCstorPool(
     spcPoolType !== poolSpec.poolType
   ) {
     problems.add(
-      csp,
       "spec.poolSpec.poolType",
       `poolType ${JSON.stringify(poolSpec.poolType)} differs from its StoragePoolClaim's ${JSON.stringify(spcPoolType)}: the CStorPool is what was built; check the pool (zpool status) and fix the one that is wrong`,
     );
   }
-  const groups = deviceGroups(csp, spec, problems);
-  if (!host || !uid || !poolType || !groups) return undefined;
-  groups.forEach((group, g) =>
-    group.forEach((device) => devices.take(csp, `spec.group[${g}]`, device, host)),
-  );
-  const raidGroups =
-    poolType.type === "stripe"
-      ? [{ type: poolType.type, blockDevices: groups.flat().map((blockDeviceName) => ({ blockDeviceName })) }]
-      : regroup(csp, groups, poolType, problems);
-  if (!raidGroups) return undefined;
-  return { host, pool: poolOnHost(host, raidGroups, { ...config, existingPoolName: upstreamPoolName(uid) }) };
+  return poolType;
 }
 
 /** The device names of each group: maya's spec.group[].blockDevice[].name, or the design's flat spec.disks.diskList. */
-function deviceGroups(
-  csp: KubeObject,
-  spec: Record<string, unknown>,
-  problems: Problems,
-): string[][] | undefined {
+function deviceGroups(spec: Record<string, unknown>, problems: ObjectProblems): string[][] | undefined {
   if (Array.isArray(spec.group)) {
     const groups = spec.group.map((group) =>
       (isRecord(group) && Array.isArray(group.blockDevice) ? group.blockDevice : []).map((d) =>
@@ -265,7 +263,6 @@ function deviceGroups(
     const bad = groups.findIndex((g) => g.length === 0 || g.includes(""));
     if (bad >= 0) {
       problems.add(
-        csp,
         `spec.group[${bad}]`,
         `spec.group[${bad}] has no block devices, or one without a name: give the CStorPool as the cluster returns it`,
       );
@@ -277,7 +274,6 @@ function deviceGroups(
   if (Array.isArray(list) && list.length > 0 && list.every((d) => typeof d === "string" && d !== ""))
     return [list as string[]];
   problems.add(
-    csp,
     "spec.group",
     "the CStorPool lists no devices (neither spec.group nor spec.disks.diskList): give it as the cluster returns it",
   );
@@ -286,10 +282,9 @@ function deviceGroups(
 
 /** Mirror and raidz groups as maya built them: its groups, or a flat list cut into maya's group size. */
 function regroup(
-  csp: KubeObject,
   groups: string[][],
-  poolType: { type: "mirror" | "raidz" | "raidz2" | "stripe"; groupSize: number },
-  problems: Problems,
+  poolType: PoolType,
+  problems: ObjectProblems,
 ): PoolSpec["raidGroups"] | undefined {
   const cut = groups.flatMap((group) => {
     if (groups.length > 1 || group.length === poolType.groupSize) return [group];
@@ -301,7 +296,6 @@ function regroup(
   const bad = cut.findIndex((g) => g.length !== poolType.groupSize);
   if (bad >= 0) {
     problems.add(
-      csp,
       "spec.group",
       `a ${poolType.type} group of ${cut[bad].length} device(s) (${cut[bad].join(", ")}): maya built ${poolType.type} groups of ${poolType.groupSize}; check the pool (zpool status) and convert by hand`,
     );

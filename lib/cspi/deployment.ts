@@ -39,20 +39,19 @@ const POOL_FIX = "fix it in the CStorPoolCluster's poolConfig";
  */
 const DEVICE_SET_DIR = "/cstor-sets";
 
+/** A CSPI whose name and node have been checked, as its pool pod is built from it. */
+interface PoolOf {
+  cspi: CSPI;
+  name: string;
+  /** "CStorPoolInstance <namespace>/<name>", to start a refusal with. */
+  where: string;
+  hostName: string;
+}
+
 /** What a CSPI gives its Deployment; everything else about the Deployment is fixed or configured. */
 export function poolDeployment(cspi: CSPI, config: PoolPodConfig): KubeObject {
-  const name = requireName(cspi);
-  const namespace = cspi.metadata.namespace ?? "default";
-  const where = `CStorPoolInstance ${namespace}/${name}`;
-  const hostName = cspi.spec?.hostName;
-  if (typeof hostName !== "string" || !isValidLabelValue(hostName) || hostName === "") {
-    throw new BadRequestError(
-      `${where} spec.hostName ${JSON.stringify(hostName ?? null)} is not a node hostname label value: cspc-sync sets it to the node of the pool's block devices; recreate the CSPI from its CStorPoolCluster`,
-    );
-  }
-  const poolConfig = cspi.spec.poolConfig ?? {};
-  const zpool = zpoolName(name);
-
+  const pool = checkedPool(cspi);
+  const { name } = pool;
   const labels: Record<string, string> = {
     [LABEL.app]: POOL_APP,
     [LABEL.managedBy]: MANAGED_BY,
@@ -60,60 +59,52 @@ export function poolDeployment(cspi: CSPI, config: PoolPodConfig): KubeObject {
   };
   const cspc = cspcOf(cspi);
   if (cspc) labels[LABEL.cspc] = cspc;
+  return {
+    apiVersion: "apps/v1",
+    kind: KIND.deployment,
+    metadata: { name: poolDeploymentName(name), namespace: cspi.metadata.namespace ?? "default", labels },
+    spec: {
+      progressDeadlineSeconds: 600,
+      replicas: 1,
+      revisionHistoryLimit: 10,
+      // Only this CSPI's pod: a namespace-wide app label would let Deployments adopt each other's pods.
+      selector: { matchLabels: { [LABEL.cspi]: name } },
+      strategy: { type: "Recreate" },
+      template: {
+        metadata: {
+          labels,
+          annotations: {
+            "cluster-autoscaler.kubernetes.io/safe-to-evict": "false",
+            "prometheus.io/path": "/metrics",
+            "prometheus.io/port": String(AGENT_PORT),
+            "prometheus.io/scrape": "true",
+          },
+        },
+        spec: poolPodSpec(pool, config),
+      },
+    },
+  };
+}
 
-  const mounts = [
-    { mountPath: "/dev", name: "device" },
-    { mountPath: POOL_STATE_PATH, name: "storagepath" },
-    { mountPath: TGT_SOCKET_PATH, name: "tgt-socket" },
-  ];
-  const container = (containerName: string) => ({
-    name: containerName,
-    image: config.poolImage,
-    imagePullPolicy: "IfNotPresent",
-    volumeMounts: mounts,
-    terminationMessagePath: "/dev/termination-log",
-    terminationMessagePolicy: "File",
-    // The agent reaches the host's ZFS through nsenter; tgtd opens the replicas' zvols under the host's /dev.
-    securityContext: { privileged: true },
-  });
-  const probe = (path: string, periodSeconds: number) => ({
-    httpGet: { path, port: AGENT_PORT, scheme: "HTTP" },
-    failureThreshold: 3,
-    periodSeconds,
-    successThreshold: 1,
-    timeoutSeconds: 5,
-  });
+function checkedPool(cspi: CSPI): PoolOf {
+  const name = requireName(cspi);
+  const where = `CStorPoolInstance ${cspi.metadata.namespace ?? "default"}/${name}`;
+  const hostName = cspi.spec?.hostName;
+  if (typeof hostName !== "string" || !isValidLabelValue(hostName) || hostName === "") {
+    throw new BadRequestError(
+      `${where} spec.hostName ${JSON.stringify(hostName ?? null)} is not a node hostname label value: cspc-sync sets it to the node of the pool's block devices; recreate the CSPI from its CStorPoolCluster`,
+    );
+  }
+  return { cspi, name, where, hostName };
+}
 
+function poolPodSpec(pool: PoolOf, config: PoolPodConfig): Record<string, unknown> {
+  const { cspi, name, where, hostName } = pool;
+  const poolConfig = cspi.spec.poolConfig ?? {};
   const claims = deviceSetClaims(cspi, where);
   const podSpec: Record<string, unknown> = {
     automountServiceAccountToken: false,
-    containers: [
-      {
-        ...container(POOL_CONTAINER),
-        ...(claims.volumeDevices.length > 0 ? { volumeDevices: claims.volumeDevices } : {}),
-        env: [
-          { name: "OPENEBS_IO_CSPI_NAME", value: name },
-          { name: "OPENEBS_IO_ZPOOL_NAME", value: zpool },
-          { name: "ZFS_COMMAND_PREFIX", value: HOST_ZFS_PREFIX },
-          { name: "PORT", value: String(AGENT_PORT) },
-        ],
-        ports: [{ containerPort: AGENT_PORT, name: "metrics", protocol: "TCP" }],
-        // Ready once the pool is imported on this node and ONLINE or DEGRADED (the agent's /readyz says why not).
-        readinessProbe: probe("/readyz", 10),
-        livenessProbe: probe("/healthz", 30),
-        resources: canonicalResources(poolConfig.resources, `${where} spec.poolConfig.resources`, POOL_FIX),
-      },
-      {
-        ...container(TGT_CONTAINER),
-        command: ["tgtd", "-f", "--iscsi", `portal=0.0.0.0:${ISCSI_PORT}`],
-        ports: [{ containerPort: ISCSI_PORT, name: "iscsi", protocol: "TCP" }],
-        resources: canonicalResources(
-          poolConfig.auxResources,
-          `${where} spec.poolConfig.auxResources`,
-          POOL_FIX,
-        ),
-      },
-    ],
+    containers: poolContainers(pool, config, claims.volumeDevices),
     dnsPolicy: "ClusterFirst",
     enableServiceLinks: true,
     hostPID: true,
@@ -140,31 +131,70 @@ export function poolDeployment(cspi: CSPI, config: PoolPodConfig): KubeObject {
   if (tolerations.length > 0) podSpec.tolerations = tolerations;
   if (config.imagePullSecrets.length > 0)
     podSpec.imagePullSecrets = config.imagePullSecrets.map((secret) => ({ name: secret }));
+  return podSpec;
+}
 
-  return {
-    apiVersion: "apps/v1",
-    kind: KIND.deployment,
-    metadata: { name: poolDeploymentName(name), namespace, labels },
-    spec: {
-      progressDeadlineSeconds: 600,
-      replicas: 1,
-      revisionHistoryLimit: 10,
-      // Only this CSPI's pod: a namespace-wide app label would let Deployments adopt each other's pods.
-      selector: { matchLabels: { [LABEL.cspi]: name } },
-      strategy: { type: "Recreate" },
-      template: {
-        metadata: {
-          labels,
-          annotations: {
-            "cluster-autoscaler.kubernetes.io/safe-to-evict": "false",
-            "prometheus.io/path": "/metrics",
-            "prometheus.io/port": String(AGENT_PORT),
-            "prometheus.io/scrape": "true",
-          },
-        },
-        spec: podSpec,
-      },
+/** The pool agent, with the device-set PVCs as block devices, and tgtd beside it. */
+function poolContainers(
+  { cspi, name, where }: PoolOf,
+  config: PoolPodConfig,
+  volumeDevices: object[],
+): object[] {
+  const poolConfig = cspi.spec.poolConfig ?? {};
+  return [
+    {
+      ...poolImageContainer(POOL_CONTAINER, config),
+      ...(volumeDevices.length > 0 ? { volumeDevices } : {}),
+      env: [
+        { name: "OPENEBS_IO_CSPI_NAME", value: name },
+        { name: "OPENEBS_IO_ZPOOL_NAME", value: zpoolName(name) },
+        { name: "ZFS_COMMAND_PREFIX", value: HOST_ZFS_PREFIX },
+        { name: "PORT", value: String(AGENT_PORT) },
+      ],
+      ports: [{ containerPort: AGENT_PORT, name: "metrics", protocol: "TCP" }],
+      // Ready once the pool is imported on this node and ONLINE or DEGRADED (the agent's /readyz says why not).
+      readinessProbe: agentProbe("/readyz", 10),
+      livenessProbe: agentProbe("/healthz", 30),
+      resources: canonicalResources(poolConfig.resources, `${where} spec.poolConfig.resources`, POOL_FIX),
     },
+    {
+      ...poolImageContainer(TGT_CONTAINER, config),
+      command: ["tgtd", "-f", "--iscsi", `portal=0.0.0.0:${ISCSI_PORT}`],
+      ports: [{ containerPort: ISCSI_PORT, name: "iscsi", protocol: "TCP" }],
+      resources: canonicalResources(
+        poolConfig.auxResources,
+        `${where} spec.poolConfig.auxResources`,
+        POOL_FIX,
+      ),
+    },
+  ];
+}
+
+/** What both containers share: the pool image, privileged, with /dev, the pool's directory and tgtd's socket. */
+function poolImageContainer(containerName: string, config: PoolPodConfig): Record<string, unknown> {
+  return {
+    name: containerName,
+    image: config.poolImage,
+    imagePullPolicy: "IfNotPresent",
+    volumeMounts: [
+      { mountPath: "/dev", name: "device" },
+      { mountPath: POOL_STATE_PATH, name: "storagepath" },
+      { mountPath: TGT_SOCKET_PATH, name: "tgt-socket" },
+    ],
+    terminationMessagePath: "/dev/termination-log",
+    terminationMessagePolicy: "File",
+    // The agent reaches the host's ZFS through nsenter; tgtd opens the replicas' zvols under the host's /dev.
+    securityContext: { privileged: true },
+  };
+}
+
+function agentProbe(path: string, periodSeconds: number): object {
+  return {
+    httpGet: { path, port: AGENT_PORT, scheme: "HTTP" },
+    failureThreshold: 3,
+    periodSeconds,
+    successThreshold: 1,
+    timeoutSeconds: 5,
   };
 }
 

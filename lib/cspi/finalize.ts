@@ -14,7 +14,11 @@ export function answerCspiFinalize(
     (n, objects) => n + Object.keys(objects ?? {}).length,
     0,
   );
-  const health = cspiHealth(request.object, observedPoolDeployment(request), clock(), config, true);
+  const health = cspiHealth(
+    { cspi: request.object, deployment: observedPoolDeployment(request), deleting: true },
+    clock(),
+    config,
+  );
   return {
     labels: {},
     annotations: {},

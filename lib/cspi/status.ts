@@ -28,20 +28,24 @@ export interface HealthResult {
   resyncAfterSeconds: number;
 }
 
-/**
- * The observed status with the hook's fields brought up to date. `deleting`: the CSPI is on its way out, so a
- * missing Deployment is expected rather than about to be recreated.
- */
+/** A CSPI as the hook sees it: with its observed pool Deployment, if any. */
+export interface ObservedCspi {
+  cspi: CSPI;
+  deployment: KubeObject | undefined;
+  /** The CSPI is on its way out, so a missing Deployment is expected rather than about to be recreated. */
+  deleting: boolean;
+}
+
+/** The observed status with the hook's fields brought up to date. */
 export function cspiHealth(
-  cspi: CSPI,
-  deployment: KubeObject | undefined,
+  pool: ObservedCspi,
   now: Date,
   settings: HealthSettings,
-  deleting = false,
   rollout?: Pick<RolloutDecision, "condition" | "pending">,
 ): HealthResult {
+  const { cspi } = pool;
   const observed: CSPIStatus = cspi.status ?? {};
-  const podAvailable = podAvailability(cspi, deployment, deleting);
+  const podAvailable = podAvailability(pool);
   const heartbeat = heartbeatOf(cspi, now, settings);
 
   // Only the fields the CRD knows: the API server prunes any other when the status is written.
@@ -61,24 +65,16 @@ export function cspiHealth(
   return { status, resyncAfterSeconds: heartbeat.resyncAfterSeconds };
 }
 
-export function podAvailability(
-  cspi: CSPI,
-  deployment: KubeObject | undefined,
-  deleting: boolean,
-): ConditionInput {
+export function podAvailability({ cspi, deployment, deleting }: ObservedCspi): ConditionInput {
   const namespace = cspi.metadata.namespace ?? "default";
   const name = `${namespace}/${poolDeploymentName(cspi.metadata.name ?? "")}`;
   const type = CSPI_CONDITION.podAvailable;
   if (!deployment || isTerminating(deployment)) {
-    const message = deleting
-      ? `pool Deployment ${name} is removed because the CStorPoolInstance is being deleted`
-      : deployment
-        ? `pool Deployment ${name} is being deleted; it is created again once it is gone`
-        : `pool Deployment ${name} does not exist; it is being created`;
+    const message = missingDeploymentMessage(name, deployment !== undefined, deleting);
     return { type, status: "False", reason: "MissingPoolDeployment", message };
   }
 
-  const status = (deployment.status ?? {}) as Record<string, number | undefined>;
+  const status = (deployment.status ?? {}) as DeploymentCounts;
   const generation = deployment.metadata.generation ?? 0;
   const rolledOut = (status.observedGeneration ?? 0) >= generation && (status.updatedReplicas ?? 0) >= 1;
   const available = status.availableReplicas ?? 0;
@@ -93,8 +89,22 @@ export function podAvailability(
   const selector = `-l openebs.io/cstor-pool-instance=${cspi.metadata.name}`;
   const message = !rolledOut
     ? `pool Deployment ${name} is replacing its pod after a change of node, resources or tolerations (Recreate: the old pod stops first)`
-    : `pool Deployment ${name} has no available pod (${status.readyReplicas ?? 0} of ${status.replicas ?? 0} ready): see kubectl -n ${namespace} describe pods ${selector}`;
+    : `pool Deployment ${name} has no available pod (${readyOf(status)}): see kubectl -n ${namespace} describe pods ${selector}`;
   return { type, status: "False", reason: "PoolPodNotReady", message };
+}
+
+type DeploymentCounts = Record<string, number | undefined>;
+
+function missingDeploymentMessage(name: string, beingDeleted: boolean, cspiDeleting: boolean): string {
+  if (cspiDeleting)
+    return `pool Deployment ${name} is removed because the CStorPoolInstance is being deleted`;
+  return beingDeleted
+    ? `pool Deployment ${name} is being deleted; it is created again once it is gone`
+    : `pool Deployment ${name} does not exist; it is being created`;
+}
+
+function readyOf(status: DeploymentCounts): string {
+  return `${status.readyReplicas ?? 0} of ${status.replicas ?? 0} ready`;
 }
 
 interface Heartbeat {

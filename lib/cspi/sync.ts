@@ -18,15 +18,15 @@ export function answerCspiSync(
   if (request.finalizing) return answerCspiFinalize(request, clock, config);
   const cspi = request.object;
   const deployment = observedPoolDeployment(request);
-  const deleting = isTerminating(request.object);
+  const observed = { cspi, deployment, deleting: isTerminating(cspi) };
   const rollout = gateRollout(
     cspi,
     poolDeployment(cspi, config.poolPod),
     deployment,
-    podAvailability(cspi, deployment, deleting).status === "True",
+    podAvailability(observed).status === "True",
   );
   const desired = rollout.deployment;
-  const health = cspiHealth(cspi, deployment, clock(), config, deleting, rollout);
+  const health = cspiHealth(observed, clock(), config, rollout);
   // Until Metacontroller has applied the Deployment, this sync may be given up on a conflict with nothing
   // else to trigger the next one (docs/adr/0015-cspi-sync-asks-for-a-short-resync-until-its-pool.md).
   const resyncAfterSeconds = isApplied(desired, deployment)

@@ -26,57 +26,56 @@ export type ClassCheck = { ok: true; parameters: ClassParameters } | { ok: false
 
 /** The class's parameters, or every reason it cannot provision, each naming the field and the fix. */
 export function checkClass(storageClass: StorageClass): ClassCheck {
-  const problems: string[] = [];
   if (storageClass.provisioner !== PROVISIONING.provisioner) {
-    problems.push(
+    return refused(storageClass, [
       `it carries the label ${PROVISIONING.classLabel} but its provisioner is ${JSON.stringify(storageClass.provisioner ?? "")}: remove the label, or use provisioner ${PROVISIONING.provisioner}`,
-    );
-    return refused(storageClass, problems);
+    ]);
   }
   const parameters = storageClass.parameters ?? {};
-  for (const key of Object.keys(parameters).sort()) {
-    if (!KNOWN_PARAMETERS.includes(key))
-      problems.push(`parameters.${key} is not a cStor parameter (they are ${KNOWN_PARAMETERS.join(", ")})`);
-  }
+  const poolCluster = poolClusterOf(parameters.cstorPoolCluster);
+  const replicaCount = replicaCountOf(parameters.replicaCount);
+  const fsType = parameters.fsType ?? DEFAULT_FS_TYPE;
+  const problems = [
+    ...unservedParameters(parameters),
+    ...(typeof poolCluster === "string" ? [poolCluster] : []),
+    ...(typeof replicaCount === "string" ? [replicaCount] : []),
+    ...(FS_TYPES.includes(fsType)
+      ? []
+      : [
+          `parameters.fsType is ${JSON.stringify(fsType)}; write one of ${FS_TYPES.join(", ")} (default ${DEFAULT_FS_TYPE})`,
+        ]),
+    ...(storageClass.reclaimPolicy !== undefined && !["Delete", "Retain"].includes(storageClass.reclaimPolicy)
+      ? [`reclaimPolicy ${storageClass.reclaimPolicy} is not served: write Delete or Retain`]
+      : []),
+  ];
+  if (problems.length > 0 || typeof poolCluster === "string" || typeof replicaCount === "string")
+    return refused(storageClass, problems);
+  return { ok: true, parameters: { ...poolCluster, replicaCount, fsType } };
+}
+
+/** Parameters this provisioner does not know, and an upstream cas-type it does not serve. */
+function unservedParameters(parameters: Record<string, string>): string[] {
+  const problems = Object.keys(parameters)
+    .sort()
+    .filter((key) => !KNOWN_PARAMETERS.includes(key))
+    .map((key) => `parameters.${key} is not a cStor parameter (they are ${KNOWN_PARAMETERS.join(", ")})`);
   const casType = parameters["cas-type"];
   if (casType !== undefined && casType !== UPSTREAM_CAS_TYPE) {
     problems.push(
       `parameters.cas-type is ${JSON.stringify(casType)}; only "${UPSTREAM_CAS_TYPE}" is served here: remove it or write "${UPSTREAM_CAS_TYPE}"`,
     );
   }
+  return problems;
+}
 
-  const poolCluster = poolClusterOf(parameters.cstorPoolCluster);
-  if (typeof poolCluster === "string") problems.push(poolCluster);
-
-  const replicaText = parameters.replicaCount;
-  const replicaCount =
-    replicaText !== undefined && /^[0-9]+$/.test(replicaText.trim()) ? Number(replicaText.trim()) : undefined;
-  if (replicaText === undefined) {
-    problems.push(
-      `parameters.replicaCount is missing: write how many pools hold each volume, "1" to "${LIMITS.replicasPerVolume}" (e.g. "3")`,
-    );
-  } else if (replicaCount === undefined || replicaCount < 1 || replicaCount > LIMITS.replicasPerVolume) {
-    problems.push(
-      `parameters.replicaCount is ${JSON.stringify(replicaText)}; write a whole number from "1" to "${LIMITS.replicasPerVolume}"`,
-    );
-  }
-
-  const fsType = parameters.fsType ?? DEFAULT_FS_TYPE;
-  if (!FS_TYPES.includes(fsType)) {
-    problems.push(
-      `parameters.fsType is ${JSON.stringify(fsType)}; write one of ${FS_TYPES.join(", ")} (default ${DEFAULT_FS_TYPE})`,
-    );
-  }
-  if (
-    storageClass.reclaimPolicy !== undefined &&
-    !["Delete", "Retain"].includes(storageClass.reclaimPolicy)
-  ) {
-    problems.push(`reclaimPolicy ${storageClass.reclaimPolicy} is not served: write Delete or Retain`);
-  }
-
-  if (problems.length > 0 || typeof poolCluster === "string" || replicaCount === undefined)
-    return refused(storageClass, problems);
-  return { ok: true, parameters: { ...poolCluster, replicaCount, fsType } };
+/** How many pools hold each volume; a string is what is wrong with it. */
+function replicaCountOf(text: string | undefined): number | string {
+  if (text === undefined)
+    return `parameters.replicaCount is missing: write how many pools hold each volume, "1" to "${LIMITS.replicasPerVolume}" (e.g. "3")`;
+  const count = /^[0-9]+$/.test(text.trim()) ? Number(text.trim()) : undefined;
+  if (count === undefined || count < 1 || count > LIMITS.replicasPerVolume)
+    return `parameters.replicaCount is ${JSON.stringify(text)}; write a whole number from "1" to "${LIMITS.replicasPerVolume}"`;
+  return count;
 }
 
 function refused(storageClass: StorageClass, problems: string[]): ClassCheck {

@@ -83,40 +83,74 @@ export function answerStorageClassSync(
   const storageClass = request.object;
   const observed = observe(request);
   const check = checkClass(storageClass);
-  const classProblem = request.finalizing
-    ? `StorageClass ${storageClass.metadata.name} is being deleted or lost its label ${PROVISIONING.classLabel}: it provisions no new volume, and goes once no CStorVolumeConfig or PersistentVolume it made remains (${observed.cvcs.size + observed.pvs.size} now)`
-    : check.ok
-      ? poolClusterProblem(request, check.parameters)
-      : check.problem;
-  const volumes: KubeObject[] = [];
-  const notices = new Map<PersistentVolumeClaim, Notice>();
-
+  const classProblem = classProblemOf(request, observed, check);
   // A volume with an object the hooks cannot read is held as it is: what it holds cannot be known, so nothing
   // of it is created, changed or deleted until that object is fixed (docs/adr/0016-read-tolerantly-what-the-api-server-stores-hold.md).
-  for (const objects of observed.held.values()) volumes.push(...objects.map(heldView));
+  const held = [...observed.held.values()].flatMap((objects) => objects.map(heldView));
+  const existing = existingVolumes(observed, storageClass);
+  const created = newVolumes(observed, storageClass, check, classProblem);
+  const volumes = [...held, ...existing.volumes, ...created.volumes];
+  const events = [...existing.notices, ...created.notices].map(([claim, notice]) =>
+    event(claim, notice, observed.events, clock),
+  );
+  const heldProblem = unreadableProblem(request.unreadable ?? []);
+  return {
+    annotations: {
+      [PROVISIONING.classAnnotation]: [classProblem, heldProblem].filter(Boolean).join("; ") || READY,
+    },
+    attachments: [...volumes, ...events].sort(byKindAndName),
+    ...(request.finalizing ? { finalized: volumes.length === 0 } : {}),
+  };
+}
 
-  // Volumes that exist: kept while their claim lives, then by reclaim policy.
+/** Volumes to answer, and the claims still waiting with the Event that says why. */
+interface VolumesPlan {
+  volumes: KubeObject[];
+  notices: [PersistentVolumeClaim, Notice][];
+}
+
+/** Why the class makes no new volume: it is going, it is malformed, or its CStorPoolCluster does not exist. */
+function classProblemOf(
+  request: DecoratorSyncRequest<StorageClass>,
+  observed: Observed,
+  check: ClassCheck,
+): string | undefined {
+  if (request.finalizing)
+    return `StorageClass ${request.object.metadata.name} is being deleted or lost its label ${PROVISIONING.classLabel}: it provisions no new volume, and goes once no CStorVolumeConfig or PersistentVolume it made remains (${observed.cvcs.size + observed.pvs.size} now)`;
+  return check.ok ? poolClusterProblem(request, check.parameters) : check.problem;
+}
+
+/** Volumes that exist: kept while their claim lives, then by reclaim policy; a PV once the volume is served. */
+function existingVolumes(observed: Observed, storageClass: StorageClass): VolumesPlan {
+  const plan: VolumesPlan = { volumes: [], notices: [] };
   for (const name of [...new Set([...observed.cvcs.keys(), ...observed.pvs.keys()])].sort()) {
-    if (observed.held.has(name)) {
-      volumes.push(
-        ...[observed.cvcs.get(name), observed.pvs.get(name)].filter((o) => o !== undefined).map(heldView),
-      );
-      continue;
-    }
     const cvc = observed.cvcs.get(name);
     const pv = observed.pvs.get(name);
+    if (observed.held.has(name)) {
+      plan.volumes.push(...[cvc, pv].filter((o) => o !== undefined).map(heldView));
+      continue;
+    }
     const claim = observed.claims.get(name);
     if (!claim && !keptWithoutClaim(cvc, pv)) continue;
-    if (cvc) volumes.push(existingCvc(cvc, storageClass, claim, pv));
-    if (pv) volumes.push(existingPv(pv, cvc && (cvc.status?.capacity ?? cvc.spec.capacity)));
+    if (cvc) plan.volumes.push(existingCvc(cvc, storageClass, claim, pv));
+    if (pv) plan.volumes.push(existingPv(pv, cvc && (cvc.status?.capacity ?? cvc.spec.capacity)));
     else if (cvc && claim) {
       const served = servedVolume(cvc, observed.cvs.get(namespaced(cvc)));
-      if (typeof served === "string") notices.set(claim, waitingNotice(cvc, served));
-      else volumes.push(newPv(claim, storageClass, cvc, served));
+      if (typeof served === "string") plan.notices.push([claim, waitingNotice(cvc, served)]);
+      else plan.volumes.push(newPv(claim, storageClass, cvc, served));
     }
   }
+  return plan;
+}
 
-  // Claims handed to us that have no volume yet.
+/** Claims handed to us that have no volume yet: a CVC each, or a warning saying why not. */
+function newVolumes(
+  observed: Observed,
+  storageClass: StorageClass,
+  check: ClassCheck,
+  classProblem: string | undefined,
+): VolumesPlan {
+  const plan: VolumesPlan = { volumes: [], notices: [] };
   for (const claim of observed.claims.values()) {
     const name = volumeName(claim);
     if (
@@ -128,28 +162,20 @@ export function answerStorageClassSync(
       continue;
     const planned = plannedVolume(claim, check, classProblem);
     if (typeof planned === "string")
-      notices.set(claim, { type: "Warning", reason: PROVISIONING.failedReason, message: planned });
-    else volumes.push(newCvc(claim, storageClass, planned.parameters, planned.capacity));
+      plan.notices.push([claim, { type: "Warning", reason: PROVISIONING.failedReason, message: planned }]);
+    else plan.volumes.push(newCvc(claim, storageClass, planned.parameters, planned.capacity));
   }
+  return plan;
+}
 
-  const events = [...notices].map(([claim, notice]) => event(claim, notice, observed.events, clock));
-  const unreadable = request.unreadable ?? [];
-  const heldProblem =
-    unreadable.length === 0
-      ? undefined
-      : unreadable
-          .map(
-            (u) =>
-              `cannot read ${u.object.kind} ${u.object.metadata.namespace ? namespaced(u.object) : nameOf(u.object)} (${u.problem}): fix the object; until then its volume is left as it is`,
-          )
-          .join("; ");
-  return {
-    annotations: {
-      [PROVISIONING.classAnnotation]: [classProblem, heldProblem].filter(Boolean).join("; ") || READY,
-    },
-    attachments: [...volumes, ...events].sort(byKindAndName),
-    ...(request.finalizing ? { finalized: volumes.length === 0 } : {}),
-  };
+function unreadableProblem(unreadable: NonNullable<DecoratorSyncRequest["unreadable"]>): string | undefined {
+  if (unreadable.length === 0) return undefined;
+  return unreadable
+    .map(
+      (u) =>
+        `cannot read ${u.object.kind} ${u.object.metadata.namespace ? namespaced(u.object) : nameOf(u.object)} (${u.problem}): fix the object; until then its volume is left as it is`,
+    )
+    .join("; ");
 }
 
 /** An object as observed, without what the API server and other writers own (Metacontroller would revert it). */
@@ -215,8 +241,7 @@ function existingCvc(
       cstorPoolCluster: cvc.spec.cstorPoolCluster,
       replicaCount: cvc.spec.replicaCount,
     },
-    policy,
-    annotations[PROVISIONING.claimAnnotation],
+    { reclaimPolicy: policy, claim: annotations[PROVISIONING.claimAnnotation] },
   );
 }
 
@@ -234,17 +259,21 @@ function newCvc(
       cstorPoolCluster: parameters.cstorPoolCluster,
       replicaCount: parameters.replicaCount,
     },
-    storageClass.reclaimPolicy ?? DEFAULT_RECLAIM_POLICY,
-    claimKey(claim),
+    { reclaimPolicy: storageClass.reclaimPolicy ?? DEFAULT_RECLAIM_POLICY, claim: claimKey(claim) },
   );
+}
+
+/** What a CVC remembers, in its annotations: the reclaim policy its class gave it and the claim it serves. */
+interface CvcMemory {
+  reclaimPolicy: string | undefined;
+  claim: string | undefined;
 }
 
 function cvcObject(
   name: string,
   namespace: string,
   spec: CVC["spec"],
-  reclaimPolicy: string | undefined,
-  claim: string | undefined,
+  { reclaimPolicy, claim }: CvcMemory,
 ): CVC {
   return {
     apiVersion: API_VERSION,

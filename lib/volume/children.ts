@@ -4,7 +4,7 @@
 // and serves the mirrored LUN on 3260, so the Service carries the LUN and the target's metrics only; no
 // replica dials the target.
 import { ANNOTATION, API_VERSION, FINALIZER, KIND, LABEL } from "../../api/constants.js";
-import type { CVR, KubeObject } from "../../api/types.js";
+import type { CVC, CVR, KubeObject } from "../../api/types.js";
 import type { ConditionInput } from "../conditions.js";
 import type { VolumeTargetConfig } from "../hook-config.js";
 import { poolsDisruptionBudgetName, replicaId, replicaName, targetDeploymentName } from "../names.js";
@@ -172,12 +172,10 @@ export function volumeReplica(
   const observed = inventory.ownReplicas.get(pool);
   const host =
     inventory.cspis.get(pool)?.spec?.hostName ?? observed?.metadata.annotations?.[ANNOTATION.replicaPoolHost];
-  const observedBytes = quantityBytes(observed?.spec?.capacity);
-  const wantedBytes = quantityBytes(cvc.spec.capacity);
-  const capacity =
-    observedBytes !== undefined && wantedBytes !== undefined && observedBytes > wantedBytes
-      ? observed!.spec.capacity
-      : cvc.spec.capacity;
+  const annotations = {
+    ...(host ? { [ANNOTATION.replicaPoolHost]: host } : {}),
+    ...(rebuildingSince ? { [ANNOTATION.rebuildingSince]: rebuildingSince } : {}),
+  };
   return {
     apiVersion: API_VERSION,
     kind: KIND.cvr,
@@ -190,22 +188,24 @@ export function volumeReplica(
         [LABEL.persistentVolume]: volume,
         [LABEL.cspc]: cvc.spec.cstorPoolCluster,
       },
-      ...(host || rebuildingSince
-        ? {
-            annotations: {
-              ...(host ? { [ANNOTATION.replicaPoolHost]: host } : {}),
-              ...(rebuildingSince ? { [ANNOTATION.rebuildingSince]: rebuildingSince } : {}),
-            },
-          }
-        : {}),
+      ...(Object.keys(annotations).length > 0 ? { annotations } : {}),
       finalizers: [FINALIZER.replicaProtection],
     },
     spec: {
-      capacity,
+      capacity: replicaCapacity(cvc, observed),
       replicaId: observed?.spec?.replicaId ?? replicaId(volume, pool),
       ...(targetIP ? { targetIP } : {}),
     },
   };
+}
+
+/** The volume's capacity, or the observed replica's where it is larger: a replica never shrinks. */
+function replicaCapacity(cvc: CVC, observed: CVR | undefined): string {
+  const observedBytes = quantityBytes(observed?.spec?.capacity);
+  const wantedBytes = quantityBytes(cvc.spec.capacity);
+  return observedBytes !== undefined && wantedBytes !== undefined && observedBytes > wantedBytes
+    ? observed!.spec.capacity
+    : cvc.spec.capacity;
 }
 
 export const DISRUPTION_BUDGET_CONDITION = "DisruptionBudget";

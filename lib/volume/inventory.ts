@@ -54,87 +54,15 @@ export function buildVolumeInventory(request: CompositeSyncRequest<CVC>): Volume
   const cspis = new Map<string, CSPI>();
   for (const cspi of objectsOf(request.related, TYPE_KEY.cspi))
     if (inNamespace(cspi)) cspis.set(cspi.metadata.name!, cspi);
-
-  const ownReplicas = new Map<string, CVR>();
-  const strayReplicas: CVR[] = [];
   const own = objectsOf(request.children, TYPE_KEY.cvr);
-  for (const cvr of own) {
-    const pool = cvr.metadata.labels?.[LABEL.replicaPool];
-    // A replica is the pool's only under the name this hook gives it: answering that name for a child named
-    // otherwise would make Metacontroller delete the child, and the node daemon destroy the data both share.
-    if (pool && cvr.metadata.name === replicaName(volume, pool) && !ownReplicas.has(pool))
-      ownReplicas.set(pool, cvr);
-    else strayReplicas.push(cvr);
-  }
-
-  // Every replica on the pools, this volume's included, once each: they reserve their pool's space.
-  const replicas = new Map<string, CVR>();
-  for (const cvr of [...objectsOf(request.related, TYPE_KEY.cvr), ...own]) {
-    if (inNamespace(cvr)) replicas.set(cvr.metadata.name!, cvr);
-  }
-  const reserved = new Map<string, { reserved: bigint; used: bigint }>();
-  for (const cvr of replicas.values()) {
-    const pool = cvr.metadata.labels?.[LABEL.replicaPool];
-    if (!pool) continue;
-    const entry = reserved.get(pool) ?? { reserved: 0n, used: 0n };
-    entry.reserved += quantityBytes(cvr.spec?.capacity) ?? 0n;
-    entry.used += quantityBytes(cvr.status?.capacity?.used) ?? 0n;
-    reserved.set(pool, entry);
-  }
-
-  const zones = new Map<string, string>();
-  for (const node of objectsOf(request.related, TYPE_KEY.node)) {
-    const zone = node.metadata.labels?.[ZONE_LABEL];
-    const host = node.metadata.labels?.[LABEL.hostname] ?? node.metadata.name;
-    if (zone && host) zones.set(host, zone);
-  }
-
-  const pools = [...cspis.values()].map((cspi): PoolView => {
-    const node = cspi.spec?.hostName;
-    const zone = node !== undefined ? zones.get(node) : undefined;
-    const onPool = reserved.get(cspi.metadata.name!);
-    const free = quantityBytes(cspi.status?.capacity?.free);
-    const cspcName = cspi.metadata.labels?.[LABEL.cspc];
-    return {
-      name: cspi.metadata.name!,
-      ...(cspcName !== undefined ? { cspc: cspcName } : {}),
-      ...(node !== undefined ? { node } : {}),
-      ...(zone !== undefined ? { zone } : {}),
-      ...(cspi.status?.phase !== undefined ? { phase: cspi.status.phase } : {}),
-      readOnly: cspi.status?.readOnly === true,
-      podAvailable:
-        cspi.status?.conditions?.some(
-          (c) => c.type === CSPI_CONDITION.podAvailable && c.status === "True",
-        ) === true,
-      leaving:
-        isTerminating(cspi) || cspi.metadata.annotations?.[ANNOTATION.poolRemoval] === POOL_REMOVAL_REQUESTED,
-      overProvisioning: cspi.spec?.poolConfig?.overProvisioning === true,
-      ...(free !== undefined ? { freeBytes: free } : {}),
-      reservedBytes: onPool?.reserved ?? 0n,
-      replicaUsedBytes: onPool?.used ?? 0n,
-    };
-  });
-
-  const otherBudgets: VolumeBudget[] = [];
-  for (const pdb of objectsOf(request.related, TYPE_KEY.podDisruptionBudget)) {
-    const owner = pdb.metadata.labels?.[LABEL.persistentVolume];
-    if (!inNamespace(pdb) || !owner || owner === volume) continue;
-    const spec = pdb.spec as
-      | {
-          maxUnavailable?: unknown;
-          selector?: { matchExpressions?: { key?: string; operator?: string; values?: unknown }[] };
-        }
-      | undefined;
-    const pools = spec?.selector?.matchExpressions?.find(
-      (e) => e.key === LABEL.cspi && e.operator === "In",
-    )?.values;
-    otherBudgets.push({
-      name: pdb.metadata.name!,
-      volume: owner,
-      pools: Array.isArray(pools) ? pools.filter((p): p is string => typeof p === "string") : [],
-      ...(typeof spec?.maxUnavailable === "number" ? { maxUnavailable: spec.maxUnavailable } : {}),
-    });
-  }
+  // Every replica on the pools, this volume's included: they reserve their pool's space.
+  const reservations = reservationsByPool(
+    [...objectsOf(request.related, TYPE_KEY.cvr), ...own].filter(inNamespace),
+  );
+  const zones = zonesByHost(objectsOf(request.related, TYPE_KEY.node));
+  const otherBudgets = objectsOf(request.related, TYPE_KEY.podDisruptionBudget)
+    .filter(inNamespace)
+    .flatMap((pdb) => otherVolumeBudget(pdb, volume) ?? []);
 
   const children = (typeKey: string): KubeObject[] => objectsOf(request.children, typeKey);
   return {
@@ -143,13 +71,127 @@ export function buildVolumeInventory(request: CompositeSyncRequest<CVC>): Volume
     namespace,
     ...(cspc ? { cspc } : {}),
     cspis,
-    ownReplicas,
-    strayReplicas,
+    ...ownReplicasByPool(own, volume),
     service: only(children(TYPE_KEY.service), volume),
     cv: only(children(TYPE_KEY.cv), volume),
     deployment: only(children(TYPE_KEY.deployment), targetDeploymentName(volume)),
     pdb: only(children(TYPE_KEY.podDisruptionBudget), poolsDisruptionBudgetName(volume)),
-    pools,
+    pools: [...cspis.values()].map((cspi) => poolView(cspi, zones, reservations)),
     otherBudgets: otherBudgets.sort((a, b) => a.name.localeCompare(b.name)),
+  };
+}
+
+/** The volume's replicas by pool, and those held as they are: no pool label, or not the name this hook gives. */
+function ownReplicasByPool(
+  own: readonly CVR[],
+  volume: string,
+): Pick<VolumeInventory, "ownReplicas" | "strayReplicas"> {
+  const ownReplicas = new Map<string, CVR>();
+  const strayReplicas: CVR[] = [];
+  for (const cvr of own) {
+    const pool = cvr.metadata.labels?.[LABEL.replicaPool];
+    // A replica is the pool's only under the name this hook gives it: answering that name for a child named
+    // otherwise would make Metacontroller delete the child, and the node daemon destroy the data both share.
+    if (pool && cvr.metadata.name === replicaName(volume, pool) && !ownReplicas.has(pool))
+      ownReplicas.set(pool, cvr);
+    else strayReplicas.push(cvr);
+  }
+  return { ownReplicas, strayReplicas };
+}
+
+/** What the replicas on each pool promised (spec.capacity) and already use (status.capacity.used). */
+interface Reservation {
+  reserved: bigint;
+  used: bigint;
+}
+
+/** Each replica counted once, by name, on the pool its label names. */
+function reservationsByPool(cvrs: readonly CVR[]): Map<string, Reservation> {
+  const replicas = new Map(cvrs.map((cvr) => [cvr.metadata.name!, cvr]));
+  const reserved = new Map<string, Reservation>();
+  for (const cvr of replicas.values()) {
+    const pool = cvr.metadata.labels?.[LABEL.replicaPool];
+    if (!pool) continue;
+    const entry = reserved.get(pool) ?? { reserved: 0n, used: 0n };
+    entry.reserved += quantityBytes(cvr.spec?.capacity) ?? 0n;
+    entry.used += quantityBytes(cvr.status?.capacity?.used) ?? 0n;
+    reserved.set(pool, entry);
+  }
+  return reserved;
+}
+
+function zonesByHost(nodes: readonly KubeObject[]): Map<string, string> {
+  const zones = new Map<string, string>();
+  for (const node of nodes) {
+    const zone = node.metadata.labels?.[ZONE_LABEL];
+    const host = node.metadata.labels?.[LABEL.hostname] ?? node.metadata.name;
+    if (zone && host) zones.set(host, zone);
+  }
+  return zones;
+}
+
+function poolView(
+  cspi: CSPI,
+  zones: ReadonlyMap<string, string>,
+  reservations: ReadonlyMap<string, Reservation>,
+): PoolView {
+  const onPool = reservations.get(cspi.metadata.name!) ?? { reserved: 0n, used: 0n };
+  const free = quantityBytes(cspi.status?.capacity?.free);
+  const cspcName = cspi.metadata.labels?.[LABEL.cspc];
+  return {
+    name: cspi.metadata.name!,
+    ...(cspcName !== undefined ? { cspc: cspcName } : {}),
+    ...locationOf(cspi, zones),
+    ...(cspi.status?.phase !== undefined ? { phase: cspi.status.phase } : {}),
+    readOnly: cspi.status?.readOnly === true,
+    podAvailable: isPodAvailable(cspi),
+    leaving: isLeaving(cspi),
+    overProvisioning: cspi.spec?.poolConfig?.overProvisioning === true,
+    ...(free !== undefined ? { freeBytes: free } : {}),
+    reservedBytes: onPool.reserved,
+    replicaUsedBytes: onPool.used,
+  };
+}
+
+/** The pool's node, and the node's zone, where known. */
+function locationOf(cspi: CSPI, zones: ReadonlyMap<string, string>): Pick<PoolView, "node" | "zone"> {
+  const node = cspi.spec?.hostName;
+  if (node === undefined) return {};
+  const zone = zones.get(node);
+  return { node, ...(zone !== undefined ? { zone } : {}) };
+}
+
+function isPodAvailable(cspi: CSPI): boolean {
+  return (
+    cspi.status?.conditions?.some((c) => c.type === CSPI_CONDITION.podAvailable && c.status === "True") ===
+    true
+  );
+}
+
+/** Being deleted, or marked for removal from its CStorPoolCluster. */
+function isLeaving(cspi: CSPI): boolean {
+  return (
+    isTerminating(cspi) || cspi.metadata.annotations?.[ANNOTATION.poolRemoval] === POOL_REMOVAL_REQUESTED
+  );
+}
+
+/** Another volume's disruption budget and the pools its selector names; undefined for this volume's own. */
+function otherVolumeBudget(pdb: KubeObject, volume: string): VolumeBudget | undefined {
+  const owner = pdb.metadata.labels?.[LABEL.persistentVolume];
+  if (!owner || owner === volume) return undefined;
+  const spec = pdb.spec as
+    | {
+        maxUnavailable?: unknown;
+        selector?: { matchExpressions?: { key?: string; operator?: string; values?: unknown }[] };
+      }
+    | undefined;
+  const pools = spec?.selector?.matchExpressions?.find(
+    (e) => e.key === LABEL.cspi && e.operator === "In",
+  )?.values;
+  return {
+    name: pdb.metadata.name!,
+    volume: owner,
+    pools: Array.isArray(pools) ? pools.filter((p): p is string => typeof p === "string") : [],
+    ...(typeof spec?.maxUnavailable === "number" ? { maxUnavailable: spec.maxUnavailable } : {}),
   };
 }

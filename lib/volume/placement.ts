@@ -126,75 +126,77 @@ function domainOf(pool: PoolView): string {
   return pool.zone !== undefined ? `zone:${pool.zone}` : `node:${pool.node ?? pool.name}`;
 }
 
+/** What placing new replicas starts from: the volume, every pool by name, and the replicas the volume keeps. */
+interface PlacementStart {
+  input: PlacementInput;
+  byName: ReadonlyMap<string, PoolView>;
+  kept: string[];
+  /** The nodes of the kept replicas. */
+  usedNodes: ReadonlySet<string>;
+}
+
 export function place(input: PlacementInput): Placement {
   const byName = new Map(input.pools.map((p) => [p.name, p]));
   const kept = [...new Set(input.existing)];
   const missing = input.replicaCount - kept.length;
   if (missing <= 0) return { pools: kept, added: [] };
-
-  const keptSet = new Set(kept);
-  const avoided = new Set(input.avoid ?? []);
   const usedNodes = new Set(
     kept.map((name) => byName.get(name)?.node).filter((n): n is string => n !== undefined),
   );
-  const alreadyHolds = (pool: PoolView): SkippedPool | undefined => {
-    const where = pool.node ? { node: pool.node } : {};
-    if (keptSet.has(pool.name))
-      return {
-        name: pool.name,
-        ...where,
-        reason: "HoldsReplica",
-        message: "already holds a replica of this volume",
-      };
-    if (avoided.has(pool.name)) {
-      return {
-        name: pool.name,
-        ...where,
-        reason: "ReplicaNameTaken",
-        message:
-          "holds a replica of this volume that is being deleted; a new one can go there once its node daemon destroyed it",
-      };
-    }
-    if (pool.node !== undefined && usedNodes.has(pool.node)) {
-      return {
-        name: pool.name,
-        node: pool.node,
-        reason: "NodeHoldsReplica",
-        message: `its node ${pool.node} already holds a replica of this volume`,
-      };
-    }
-    return undefined;
-  };
+  const start = { input, byName, kept, usedNodes };
+  const pinned = input.pinned ?? [];
+  if (pinned.length > 0)
+    return placePinned(
+      start,
+      pinned.filter((p) => !kept.includes(p)),
+    );
+  return placeChosen(start, missing);
+}
 
-  const pins = (input.pinned ?? []).filter((p) => !keptSet.has(p));
-  if ((input.pinned ?? []).length > 0) return placePinned(input, kept, pins, byName, alreadyHolds);
+/** Why a pool cannot take a new replica whatever its state: it, or its node, holds one of this volume. */
+function holdsReplica({ input, kept, usedNodes }: PlacementStart, pool: PoolView): SkippedPool | undefined {
+  const where = pool.node ? { node: pool.node } : {};
+  if (kept.includes(pool.name))
+    return {
+      name: pool.name,
+      ...where,
+      reason: "HoldsReplica",
+      message: "already holds a replica of this volume",
+    };
+  if ((input.avoid ?? []).includes(pool.name)) {
+    return {
+      name: pool.name,
+      ...where,
+      reason: "ReplicaNameTaken",
+      message:
+        "holds a replica of this volume that is being deleted; a new one can go there once its node daemon destroyed it",
+    };
+  }
+  if (pool.node !== undefined && usedNodes.has(pool.node)) {
+    return {
+      name: pool.name,
+      node: pool.node,
+      reason: "NodeHoldsReplica",
+      message: `its node ${pool.node} already holds a replica of this volume`,
+    };
+  }
+  return undefined;
+}
 
+/** The missing replicas on the cluster's pools that can take one, spread over failure domains; all or none. */
+function placeChosen(start: PlacementStart, missing: number): Placement {
+  const { input, kept } = start;
   const considered = input.pools
     .filter((p) => p.cspc === input.cspc)
     .sort((a, b) => a.name.localeCompare(b.name));
   const skipped: SkippedPool[] = [];
   const candidates: PoolView[] = [];
   for (const pool of considered) {
-    const why = alreadyHolds(pool) ?? whyNot(pool, input);
+    const why = holdsReplica(start, pool) ?? whyNot(pool, input);
     if (why) skipped.push(why);
     else candidates.push(pool);
   }
-
-  const domainLoad = new Map<string, number>();
-  for (const name of kept) {
-    const pool = byName.get(name);
-    if (pool) domainLoad.set(domainOf(pool), (domainLoad.get(domainOf(pool)) ?? 0) + 1);
-  }
-  const added: string[] = [];
-  const takenNodes = new Set(usedNodes);
-  let open = candidates;
-  while (added.length < missing && open.length > 0) {
-    const best = open.reduce((a, b) => betterHome(a, b, domainLoad));
-    added.push(best.name);
-    domainLoad.set(domainOf(best), (domainLoad.get(domainOf(best)) ?? 0) + 1);
-    if (best.node !== undefined) takenNodes.add(best.node);
-    open = open.filter((p) => p !== best && (p.node === undefined || !takenNodes.has(p.node)));
-  }
+  const added = chooseHomes(start, candidates, missing);
   if (added.length === missing) return { pools: [...kept, ...added], added };
 
   const eligible = candidates.length;
@@ -218,6 +220,26 @@ export function place(input: PlacementInput): Placement {
   };
 }
 
+/** Up to `missing` candidates, one at a time into the emptiest failure domain, at most one per node. */
+function chooseHomes(start: PlacementStart, candidates: PoolView[], missing: number): string[] {
+  const domainLoad = new Map<string, number>();
+  for (const name of start.kept) {
+    const pool = start.byName.get(name);
+    if (pool) domainLoad.set(domainOf(pool), (domainLoad.get(domainOf(pool)) ?? 0) + 1);
+  }
+  const added: string[] = [];
+  const takenNodes = new Set(start.usedNodes);
+  let open = candidates;
+  while (added.length < missing && open.length > 0) {
+    const best = open.reduce((a, b) => betterHome(a, b, domainLoad));
+    added.push(best.name);
+    domainLoad.set(domainOf(best), (domainLoad.get(domainOf(best)) ?? 0) + 1);
+    if (best.node !== undefined) takenNodes.add(best.node);
+    open = open.filter((p) => p !== best && (p.node === undefined || !takenNodes.has(p.node)));
+  }
+  return added;
+}
+
 /** The better home of a and b for the next replica: emptier failure domain, then more room, then name. */
 function betterHome(a: PoolView, b: PoolView, domainLoad: ReadonlyMap<string, number>): PoolView {
   const loadA = domainLoad.get(domainOf(a)) ?? 0;
@@ -229,13 +251,9 @@ function betterHome(a: PoolView, b: PoolView, domainLoad: ReadonlyMap<string, nu
   return b.name < a.name ? b : a;
 }
 
-function placePinned(
-  input: PlacementInput,
-  kept: string[],
-  pins: readonly string[],
-  byName: ReadonlyMap<string, PoolView>,
-  alreadyHolds: (pool: PoolView) => SkippedPool | undefined,
-): Placement {
+/** Pins are honoured exactly: every pin takes a replica now, or none does. */
+function placePinned(start: PlacementStart, pins: readonly string[]): Placement {
+  const { input, kept, byName } = start;
   const skipped: SkippedPool[] = [];
   let permanent = false;
   const nodes = new Set<string>();
@@ -249,7 +267,7 @@ function placePinned(
       });
       continue;
     }
-    const why = alreadyHolds(pool) ?? whyNot(pool, input);
+    const why = holdsReplica(start, pool) ?? whyNot(pool, input);
     if (why) {
       if (why.reason === "OtherPoolCluster") permanent = true;
       skipped.push({ ...why, message: `is pinned, but ${why.message}` });

@@ -10,7 +10,7 @@ import { isTerminating } from "../inventory.js";
 import { replicaName } from "../names.js";
 import { consistencyFactor } from "./children.js";
 import { caughtUp } from "./health.js";
-import { place, type PoolView } from "./placement.js";
+import { place, type PlacementInput, type PoolView } from "./placement.js";
 import type { VolumeInventory } from "./inventory.js";
 
 export const REPLICA_CHANGE_CONDITION = "ReplicaChange";
@@ -44,160 +44,186 @@ export function planReplicas(
   sizeBytes: bigint,
   now: string,
 ): ReplicaPlan {
-  const { cvc } = inventory;
-  const desired = cvc.spec.replicaCount;
-  const own = [...inventory.ownReplicas.values()];
-  const healthyButLost = own.filter(
-    (r) => declaredLost(r) && !isTerminating(r) && r.status?.phase === "Healthy",
-  );
-  const lost = own.filter((r) => declaredLost(r) && !healthyButLost.includes(r));
-  const removing = own.filter((r) => isTerminating(r) && !declaredLost(r));
-  // A replica being deleted or declared lost no longer counts; its pool takes no new replica of this volume
-  // until the old one is gone (the names would collide).
-  const gone = new Set([...lost, ...removing].map(poolOf));
-  const first = inventory.ownReplicas.size === 0 && inventory.strayReplicas.length === 0;
-  const pools = kept.filter((p) => !gone.has(p));
-  const view = new Map(inventory.pools.map((p) => [p.name, p]));
-  const recorded = new Map((cvc.status?.rebuildingReplicas ?? []).map((r) => [r.pool, r.since]));
+  const change = new ReplicaChange(inventory, kept, sizeBytes, now);
+  const { pools, desired } = change;
+  if (change.first) return change.placeFirst();
+  if (pools.length < desired) return change.scaleUp();
+  if (pools.length > desired) return removeOne(inventory, pools, desired, change);
+  const toMove = pools.filter(change.leaving);
+  if (toMove.length > 0) return change.evacuate(toMove);
+  return change.settled();
+}
 
-  const rebuilding = new Map<string, string>();
-  for (const pool of pools) {
-    const observed = inventory.ownReplicas.get(pool);
-    const since = observed?.metadata.annotations?.[ANNOTATION.rebuildingSince] ?? recorded.get(pool);
-    if (since !== undefined && !(observed && caughtUp(observed))) rebuilding.set(pool, since);
+/** One cvc-sync's view of the volume's replicas: which count, which rebuild, and how to answer a change. */
+class ReplicaChange implements RemovalContext {
+  readonly desired: number;
+  /** Declared lost, yet reported Healthy: kept, and the annotation is the mistake. */
+  readonly healthyButLost: CVR[];
+  readonly lost: CVR[];
+  readonly removing: CVR[];
+  /**
+   * Pools of replicas being deleted or declared lost: they no longer count, and their pool takes no new replica
+   * of this volume until the old one is gone (the names would collide).
+   */
+  readonly gone: Set<string>;
+  /** The volume has no replica yet: the first ones hold no data, so none rebuilds. */
+  readonly first: boolean;
+  readonly pools: string[];
+  readonly view: Map<string, PoolView>;
+  readonly rebuilding = new Map<string, string>();
+
+  constructor(
+    private readonly inventory: VolumeInventory,
+    kept: readonly string[],
+    private readonly sizeBytes: bigint,
+    private readonly now: string,
+  ) {
+    const { cvc } = inventory;
+    this.desired = cvc.spec.replicaCount;
+    const own = [...inventory.ownReplicas.values()];
+    this.healthyButLost = own.filter(
+      (r) => declaredLost(r) && !isTerminating(r) && r.status?.phase === "Healthy",
+    );
+    this.lost = own.filter((r) => declaredLost(r) && !this.healthyButLost.includes(r));
+    this.removing = own.filter((r) => isTerminating(r) && !declaredLost(r));
+    this.gone = new Set([...this.lost, ...this.removing].map(poolOf));
+    this.first = inventory.ownReplicas.size === 0 && inventory.strayReplicas.length === 0;
+    this.pools = kept.filter((p) => !this.gone.has(p));
+    this.view = new Map(inventory.pools.map((p) => [p.name, p]));
+    const recorded = new Map((cvc.status?.rebuildingReplicas ?? []).map((r) => [r.pool, r.since]));
+    for (const pool of this.pools) {
+      const observed = inventory.ownReplicas.get(pool);
+      const since = observed?.metadata.annotations?.[ANNOTATION.rebuildingSince] ?? recorded.get(pool);
+      if (since !== undefined && !(observed && caughtUp(observed))) this.rebuilding.set(pool, since);
+    }
   }
-  const serving = (pool: string): boolean => {
-    const replica = inventory.ownReplicas.get(pool);
-    return replica?.status?.phase === "Healthy" && !rebuilding.has(pool);
-  };
-  const leaving = (pool: string): boolean =>
-    view.get(pool)?.leaving === true && inventory.ownReplicas.has(pool);
-  const pinned = (cvc.spec.pinnedPools ?? []).length > 0;
-  const names = (replicas: readonly CVR[]): string =>
-    replicas
-      .map((r) => r.metadata.name)
-      .sort()
-      .join(", ");
-  const rebuildingText = (): string =>
-    [...rebuilding]
-      .map(([pool, since]) => `${replicaName(inventory.volume, pool)} on ${pool} (since ${since})`)
-      .join(", ");
-  const waitingForCatchUp = (): string =>
-    `waiting for ${rebuildingText()} to catch up: the target confirms with annotation ${ANNOTATION.replicaCaughtUp}=true and the node daemon reports it Healthy`;
 
-  const result = (reason: string, message: string, extra: Partial<ReplicaPlan> = {}): ReplicaPlan => {
-    const final = extra.pools ?? pools;
-    const inFinal = new Map([...rebuilding].filter(([pool]) => final.includes(pool)));
+  readonly serving = (pool: string): boolean => {
+    const replica = this.inventory.ownReplicas.get(pool);
+    return replica?.status?.phase === "Healthy" && !this.rebuilding.has(pool);
+  };
+
+  readonly leaving = (pool: string): boolean =>
+    this.view.get(pool)?.leaving === true && this.inventory.ownReplicas.has(pool);
+
+  readonly waitingForCatchUp = (): string => {
+    const rebuilding = [...this.rebuilding]
+      .map(([pool, since]) => `${replicaName(this.inventory.volume, pool)} on ${pool} (since ${since})`)
+      .join(", ");
+    return `waiting for ${rebuilding} to catch up: the target confirms with annotation ${ANNOTATION.replicaCaughtUp}=true and the node daemon reports it Healthy`;
+  };
+
+  readonly result = (reason: string, message: string, extra: Partial<ReplicaPlan> = {}): ReplicaPlan => {
+    const final = extra.pools ?? this.pools;
+    const inFinal = new Map([...this.rebuilding].filter(([pool]) => final.includes(pool)));
     const settled = reason === "Settled";
     return {
       ...extra,
       pools: [...final].sort(),
       rebuilding: inFinal,
-      replicasToMove: final.filter(leaving).length,
+      replicasToMove: final.filter(this.leaving).length,
       condition: { type: REPLICA_CHANGE_CONDITION, status: settled ? "False" : "True", reason, message },
     };
   };
-  const addOne = (reason: string, doing: string): ReplicaPlan => {
-    const placement = place({
-      cspc: cvc.spec.cstorPoolCluster,
-      sizeBytes,
-      replicaCount: pools.length + 1,
-      ...(cvc.spec.pinnedPools ? { pinned: cvc.spec.pinnedPools } : {}),
-      existing: pools,
-      avoid: [...gone],
-      pools: inventory.pools,
-    });
+
+  placeFirst(): ReplicaPlan {
+    const placement = place(this.placementInput(this.desired));
+    if (placement.unplaced) {
+      const { skipped, permanent, message } = placement.unplaced;
+      return this.result("FirstReplicas", message, {
+        skippedPools: skipped,
+        firstUnplaced: { permanent, message },
+      });
+    }
+    return this.result(
+      "FirstReplicas",
+      `creating the first ${this.desired} replica(s) of the volume: they hold no data yet, so none rebuilds`,
+      { pools: placement.pools },
+    );
+  }
+
+  scaleUp(): ReplicaPlan {
+    const { lost } = this;
+    const why = lost.length > 0 ? "ReplacingLost" : "ScalingUp";
+    const doing =
+      lost.length > 0
+        ? `replacing ${replicaNames(lost)}, declared lost (${ANNOTATION.replicaLost}=${REPLICA_LOST_CONFIRM}), from the healthy replicas`
+        : `scaling up from ${this.pools.length} to ${this.desired} replicas, one at a time`;
+    if (this.rebuilding.size > 0)
+      return this.result(why === "ScalingUp" ? "Rebuilding" : why, `${doing}; ${this.waitingForCatchUp()}`);
+    return this.addOne(why, doing);
+  }
+
+  evacuate(toMove: readonly string[]): ReplicaPlan {
+    const doing = `${toMove.length} replica(s) on pools marked for removal (${toMove.join(", ")}) to move, one at a time`;
+    if ((this.inventory.cvc.spec.pinnedPools ?? []).length > 0) {
+      return this.result(
+        "EvacuationPinned",
+        `${doing}, but spec.pinnedPools names the pools exactly, so no replica moves: the pool stays until the volume is deleted or its pool spec is put back`,
+      );
+    }
+    if (this.rebuilding.size > 0) return this.result("Evacuating", `${doing}; ${this.waitingForCatchUp()}`);
+    return this.addOne("Evacuating", doing);
+  }
+
+  /** Nothing to add, remove or move: what is still awaited, if anything. */
+  settled(): ReplicaPlan {
+    if (this.rebuilding.size > 0) return this.result("Rebuilding", this.waitingForCatchUp());
+    if (this.removing.length > 0)
+      return this.result(
+        "RemovingReplica",
+        `waiting for the node daemons to destroy ${replicaNames(this.removing)}, no longer part of the volume`,
+      );
+    if (this.healthyButLost.length > 0) {
+      return this.result(
+        "LostReplicaHealthy",
+        `${replicaNames(this.healthyButLost)} carry ${ANNOTATION.replicaLost}=${REPLICA_LOST_CONFIRM} but their node daemons report them Healthy, so they are not lost and are kept: remove the annotation`,
+      );
+    }
+    return this.result(
+      "Settled",
+      `${this.pools.length} replica(s) as spec.replicaCount asks, none rebuilding or to move`,
+    );
+  }
+
+  private addOne(reason: string, doing: string): ReplicaPlan {
+    const placement = place({ ...this.placementInput(this.pools.length + 1), avoid: [...this.gone] });
     if (placement.unplaced) {
       const { skipped, message } = placement.unplaced;
       const taken = skipped.some((s) => s.reason === "ReplicaNameTaken");
-      return result(
+      return this.result(
         taken ? "ReplicaNameTaken" : "NoPlacement",
         `${doing}, but no pool can take a replica now: ${message}`,
         { skippedPools: skipped },
       );
     }
     const added = placement.added[0];
-    rebuilding.set(added, now);
-    return result(
+    this.rebuilding.set(added, this.now);
+    return this.result(
       reason,
-      `${doing}: added ${replicaName(inventory.volume, added)} on pool ${added}, rebuilding from the other replicas`,
-      { pools: [...pools, added] },
+      `${doing}: added ${replicaName(this.inventory.volume, added)} on pool ${added}, rebuilding from the other replicas`,
+      { pools: [...this.pools, added] },
     );
-  };
+  }
 
-  if (first) {
-    const placement = place({
+  private placementInput(replicaCount: number): PlacementInput {
+    const { cvc } = this.inventory;
+    return {
       cspc: cvc.spec.cstorPoolCluster,
-      sizeBytes,
-      replicaCount: desired,
+      sizeBytes: this.sizeBytes,
+      replicaCount,
       ...(cvc.spec.pinnedPools ? { pinned: cvc.spec.pinnedPools } : {}),
-      existing: pools,
-      pools: inventory.pools,
-    });
-    if (placement.unplaced) {
-      const { skipped, permanent, message } = placement.unplaced;
-      return result("FirstReplicas", message, {
-        skippedPools: skipped,
-        firstUnplaced: { permanent, message },
-      });
-    }
-    return result(
-      "FirstReplicas",
-      `creating the first ${desired} replica(s) of the volume: they hold no data yet, so none rebuilds`,
-      { pools: placement.pools },
-    );
+      existing: this.pools,
+      pools: this.inventory.pools,
+    };
   }
+}
 
-  if (pools.length < desired) {
-    const why = lost.length > 0 ? "ReplacingLost" : "ScalingUp";
-    const doing =
-      lost.length > 0
-        ? `replacing ${names(lost)}, declared lost (${ANNOTATION.replicaLost}=${REPLICA_LOST_CONFIRM}), from the healthy replicas`
-        : `scaling up from ${pools.length} to ${desired} replicas, one at a time`;
-    if (rebuilding.size > 0)
-      return result(why === "ScalingUp" ? "Rebuilding" : why, `${doing}; ${waitingForCatchUp()}`);
-    return addOne(why, doing);
-  }
-
-  if (pools.length > desired)
-    return removeOne(inventory, pools, desired, {
-      rebuilding,
-      removing,
-      serving,
-      leaving,
-      view,
-      result,
-      waitingForCatchUp,
-    });
-
-  const toMove = pools.filter(leaving);
-  if (toMove.length > 0) {
-    const doing = `${toMove.length} replica(s) on pools marked for removal (${toMove.join(", ")}) to move, one at a time`;
-    if (pinned) {
-      return result(
-        "EvacuationPinned",
-        `${doing}, but spec.pinnedPools names the pools exactly, so no replica moves: the pool stays until the volume is deleted or its pool spec is put back`,
-      );
-    }
-    if (rebuilding.size > 0) return result("Evacuating", `${doing}; ${waitingForCatchUp()}`);
-    return addOne("Evacuating", doing);
-  }
-  if (rebuilding.size > 0) return result("Rebuilding", waitingForCatchUp());
-  if (removing.length > 0)
-    return result(
-      "RemovingReplica",
-      `waiting for the node daemons to destroy ${names(removing)}, no longer part of the volume`,
-    );
-  if (healthyButLost.length > 0) {
-    return result(
-      "LostReplicaHealthy",
-      `${names(healthyButLost)} carry ${ANNOTATION.replicaLost}=${REPLICA_LOST_CONFIRM} but their node daemons report them Healthy, so they are not lost and are kept: remove the annotation`,
-    );
-  }
-  return result(
-    "Settled",
-    `${pools.length} replica(s) as spec.replicaCount asks, none rebuilding or to move`,
-  );
+function replicaNames(replicas: readonly CVR[]): string {
+  return replicas
+    .map((r) => r.metadata.name)
+    .sort()
+    .join(", ");
 }
 
 interface RemovalContext {
@@ -244,13 +270,9 @@ function removeOne(
     );
   if (rebuilding.size > 0) return result(reason, `${doing}; ${waitingForCatchUp()}`);
   if (removing.length > 0) {
-    const names = removing
-      .map((r) => r.metadata.name)
-      .sort()
-      .join(", ");
     return result(
       moving ? reason : "ScalingDown",
-      `${doing}; waiting for the node daemons to destroy ${names} first`,
+      `${doing}; waiting for the node daemons to destroy ${replicaNames(removing)} first`,
     );
   }
   const stay = pools.filter((p) => p !== victim);

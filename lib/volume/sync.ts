@@ -29,7 +29,7 @@ import {
   volumeReplica,
 } from "./children.js";
 import { reachedCapacity, volumeHealth } from "./health.js";
-import { planReplicas, REPLICA_CHANGE_CONDITION } from "./replica-change.js";
+import { planReplicas, REPLICA_CHANGE_CONDITION, type ReplicaPlan } from "./replica-change.js";
 import { quantityBytes } from "../quantity.js";
 import { buildVolumeInventory, type VolumeInventory } from "./inventory.js";
 import { isRecord } from "../request.js";
@@ -132,10 +132,8 @@ function strayPools(inventory: VolumeInventory): Set<string> {
 }
 
 function planVolume(inventory: VolumeInventory, config: VolumeTargetConfig, now: Date): Outcome {
-  const { cvc } = inventory;
-  const spec = cvc.spec;
+  const spec = inventory.cvc.spec;
   const kept = keptPools(inventory);
-  const where = `CStorPoolCluster ${inventory.namespace}/${spec.cstorPoolCluster}`;
   const failed = (reason: string, message: string): Outcome => ({
     phase: "Failed",
     placed: false,
@@ -152,44 +150,11 @@ function planVolume(inventory: VolumeInventory, config: VolumeTargetConfig, now:
       `spec.capacity ${JSON.stringify(spec.capacity)} is not a size above zero: set e.g. 10Gi`,
     );
   }
-  // A volume with replicas is never failed for a later change it cannot make yet: ReplicaChange says why.
-  const first = inventory.ownReplicas.size === 0 && inventory.strayReplicas.length === 0;
-  if (first && kept.length < spec.replicaCount) {
-    if (!inventory.cspc)
-      return failed(
-        "CStorPoolClusterNotFound",
-        `${where} does not exist: create it, or name an existing one in a new CStorVolumeConfig`,
-      );
-    const poolCount = Array.isArray(inventory.cspc.spec?.pools) ? inventory.cspc.spec.pools.length : 0;
-    if (spec.replicaCount > poolCount) {
-      return failed(
-        "NotEnoughPoolsInCluster",
-        `${where} has ${poolCount} pool(s) and the volume needs ${spec.replicaCount} (one replica per pool): add pools to the CStorPoolCluster, or recreate the volume with fewer replicas`,
-      );
-    }
-  }
+  const refusal = firstReplicasRefusal(inventory, kept);
+  if (refusal) return failed(refusal.reason, refusal.message);
 
   const plan = planReplicas(inventory, kept, sizeBytes, formatTime(now));
-  const { pools, rebuilding } = plan;
-  const day2 = {
-    rebuilding,
-    replicasToMove: plan.replicasToMove,
-    ...(plan.skippedPools ? { skippedPools: plan.skippedPools } : {}),
-  };
-  if (plan.firstUnplaced) {
-    const { permanent, message } = plan.firstUnplaced;
-    return {
-      phase: permanent ? "Failed" : "Pending",
-      placed: false,
-      reason: permanent ? "PinnedPoolOfOtherCluster" : "NoPlacement",
-      message,
-      pools,
-      ...day2,
-      children: keptChildren(inventory, pools),
-      conditions: [plan.condition],
-    };
-  }
-
+  if (plan.firstUnplaced) return firstUnplaced(inventory, plan, plan.firstUnplaced);
   let deployment: KubeObject;
   try {
     deployment = targetDeployment(inventory, config);
@@ -197,39 +162,103 @@ function planVolume(inventory: VolumeInventory, config: VolumeTargetConfig, now:
     if (error instanceof BadRequestError) return failed("InvalidTargetSpec", error.message);
     throw error;
   }
+  const targetIP =
+    clusterIP(inventory.service) ?? (inventory.cv?.spec as { targetIP?: string } | undefined)?.targetIP;
+  if (!targetIP) return waitingForTarget(inventory, plan);
+  return servedVolume(inventory, plan, { deployment, targetIP });
+}
+
+/**
+ * Why the first replicas can never be placed as asked: the cluster does not exist, or has fewer pools than
+ * replicas. A volume with replicas is never failed for a later change it cannot make yet: ReplicaChange says why.
+ */
+function firstReplicasRefusal(
+  inventory: VolumeInventory,
+  kept: readonly string[],
+): { reason: string; message: string } | undefined {
+  const spec = inventory.cvc.spec;
+  const first = inventory.ownReplicas.size === 0 && inventory.strayReplicas.length === 0;
+  if (!first || kept.length >= spec.replicaCount) return undefined;
+  const where = `CStorPoolCluster ${inventory.namespace}/${spec.cstorPoolCluster}`;
+  if (!inventory.cspc)
+    return {
+      reason: "CStorPoolClusterNotFound",
+      message: `${where} does not exist: create it, or name an existing one in a new CStorVolumeConfig`,
+    };
+  const poolCount = Array.isArray(inventory.cspc.spec?.pools) ? inventory.cspc.spec.pools.length : 0;
+  if (spec.replicaCount <= poolCount) return undefined;
+  return {
+    reason: "NotEnoughPoolsInCluster",
+    message: `${where} has ${poolCount} pool(s) and the volume needs ${spec.replicaCount} (one replica per pool): add pools to the CStorPoolCluster, or recreate the volume with fewer replicas`,
+  };
+}
+
+/** The day-2 fields every outcome after the replica plan carries. */
+function day2Of(plan: ReplicaPlan): Pick<Outcome, "rebuilding" | "replicasToMove" | "skippedPools"> {
+  return {
+    rebuilding: plan.rebuilding,
+    replicasToMove: plan.replicasToMove,
+    ...(plan.skippedPools ? { skippedPools: plan.skippedPools } : {}),
+  };
+}
+
+/** The first replicas cannot all be placed: nothing is made; a pin of another cluster's pool never will be. */
+function firstUnplaced(
+  inventory: VolumeInventory,
+  plan: ReplicaPlan,
+  { permanent, message }: NonNullable<ReplicaPlan["firstUnplaced"]>,
+): Outcome {
+  return {
+    phase: permanent ? "Failed" : "Pending",
+    placed: false,
+    reason: permanent ? "PinnedPoolOfOtherCluster" : "NoPlacement",
+    message,
+    pools: plan.pools,
+    ...day2Of(plan),
+    children: keptChildren(inventory, plan.pools),
+    conditions: [plan.condition],
+  };
+}
+
+/** The Service alone, with the replicas that exist: the CStorVolume needs the Service's ClusterIP. */
+function waitingForTarget(inventory: VolumeInventory, plan: ReplicaPlan): Outcome {
+  const { pools, rebuilding } = plan;
+  return {
+    phase: "Pending",
+    placed: true,
+    reason: "WaitingForTargetService",
+    message: `waiting for Service ${inventory.volume} to get its ClusterIP, the volume's target address`,
+    pools,
+    ...day2Of(plan),
+    children: [
+      targetService(inventory),
+      ...pools
+        .filter((p) => inventory.ownReplicas.has(p))
+        .map((p) => volumeReplica(inventory, p, undefined, rebuilding.get(p))),
+      ...inventory.strayReplicas.map(asObserved),
+    ],
+    conditions: [plan.condition],
+  };
+}
+
+/** Every child of a volume whose target has its address; Bound once every replica exists. */
+function servedVolume(
+  inventory: VolumeInventory,
+  plan: ReplicaPlan,
+  target: { deployment: KubeObject; targetIP: string },
+): Outcome {
+  const { pools, rebuilding } = plan;
   const strays = strayPools(inventory);
   // A stray replica (made by hand under another name) holds its pool; the real replica beside it is still
   // returned, or Metacontroller would delete it.
-  const replicas = (targetIP: string | undefined): CVR[] =>
-    pools
-      .filter((p) => inventory.ownReplicas.has(p) || !strays.has(p))
-      .map((p) => volumeReplica(inventory, p, targetIP, rebuilding.get(p)));
-  const targetIP =
-    clusterIP(inventory.service) ?? (inventory.cv?.spec as { targetIP?: string } | undefined)?.targetIP;
-  if (!targetIP) {
-    return {
-      phase: "Pending",
-      placed: true,
-      reason: "WaitingForTargetService",
-      message: `waiting for Service ${inventory.volume} to get its ClusterIP, the volume's target address`,
-      pools,
-      ...day2,
-      children: [
-        targetService(inventory),
-        ...pools
-          .filter((p) => inventory.ownReplicas.has(p))
-          .map((p) => volumeReplica(inventory, p, undefined, rebuilding.get(p))),
-        ...inventory.strayReplicas.map(asObserved),
-      ],
-      conditions: [plan.condition],
-    };
-  }
-
+  const replicas = pools
+    .filter((p) => inventory.ownReplicas.has(p) || !strays.has(p))
+    .map((p) => volumeReplica(inventory, p, target.targetIP, rebuilding.get(p)));
   const children: KubeObject[] = [
     targetService(inventory),
-    cstorVolume(inventory, targetIP, pools, new Set(rebuilding.keys())),
-    deployment,
-    ...replicas(targetIP),
+    cstorVolume(inventory, target.targetIP, pools, new Set(rebuilding.keys())),
+    target.deployment,
+    ...replicas,
     ...inventory.strayReplicas.map(asObserved),
   ];
   const budget = planDisruptionBudget(inventory, pools, pools.filter((p) => !rebuilding.has(p)).length);
@@ -237,14 +266,14 @@ function planVolume(inventory: VolumeInventory, config: VolumeTargetConfig, now:
   const conditions = [budget.condition, plan.condition];
   const missing = pools.filter((p) => !inventory.ownReplicas.has(p) && !strays.has(p));
   // A Bound volume stays Bound while a replica is added to it: its data is served meanwhile.
-  if (missing.length > 0 && cvc.status?.phase !== "Bound") {
+  if (missing.length > 0 && inventory.cvc.status?.phase !== "Bound") {
     return {
       phase: "Pending",
       placed: true,
       reason: "CreatingReplicas",
       message: `${pools.length - missing.length} of ${pools.length} replicas exist; creating them on ${missing.join(", ")}`,
       pools,
-      ...day2,
+      ...day2Of(plan),
       children,
       conditions,
     };
@@ -254,7 +283,16 @@ function planVolume(inventory: VolumeInventory, config: VolumeTargetConfig, now:
     missing.length > 0
       ? `replicas on ${placedText(inventory, existing)}; creating ${missing.join(", ")} (see condition ${REPLICA_CHANGE_CONDITION})`
       : `every replica exists: ${placedText(inventory, existing)}`;
-  return { phase: "Bound", placed: true, reason: "Bound", message, pools, ...day2, children, conditions };
+  return {
+    phase: "Bound",
+    placed: true,
+    reason: "Bound",
+    message,
+    pools,
+    ...day2Of(plan),
+    children,
+    conditions,
+  };
 }
 
 /**
