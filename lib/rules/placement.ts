@@ -74,15 +74,21 @@ export interface DeviceCheckOptions {
   skipNodeCheck?: boolean;
 }
 
+/** A pool spec, by its index in spec.pools, on the node its nodeSelector resolved to. */
+export interface PlacedPool {
+  pool: PoolSpec;
+  index: number;
+  host: string;
+}
+
 /** Why each listed device cannot be used by this pool on this host. */
 export function checkDevices(
-  pool: PoolSpec,
-  index: number,
-  host: string,
-  inventory: Inventory,
+  placed: PlacedPool,
   devices: readonly string[],
+  inventory: Inventory,
   options: DeviceCheckOptions = {},
 ): Violation[] {
+  const { pool, index, host } = placed;
   const out: Violation[] = [];
   const ns = inventory.namespace;
   for (const name of devices) {
