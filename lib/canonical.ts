@@ -17,23 +17,25 @@ export function canonicalize(value: unknown): Json {
   }
   if (Array.isArray(value))
     return value.filter((item) => item !== null && item !== undefined).map((item) => canonicalize(item));
-  if (typeof value === "object") {
-    const proto = Object.getPrototypeOf(value) as { constructor?: { name?: string } } | null;
-    if (proto !== Object.prototype && proto !== null) {
-      throw new TypeError(`cannot render non-plain object of type ${proto.constructor?.name ?? "unknown"}`);
-    }
-    const out: { [key: string]: Json } = {};
-    const keys = Object.keys(value);
-    // Most objects arrive sorted already (API server order, or canonical from an earlier step): skip the sort.
-    if (!isSorted(keys)) keys.sort();
-    for (const key of keys) {
-      const field = (value as Record<string, unknown>)[key];
-      if (field === null || field === undefined) continue;
-      out[key] = canonicalize(field);
-    }
-    return out;
-  }
+  if (typeof value === "object") return canonicalObject(value);
   throw new TypeError(`cannot render value of type ${typeof value}`);
+}
+
+function canonicalObject(value: object): { [key: string]: Json } {
+  const proto = Object.getPrototypeOf(value) as { constructor?: { name?: string } } | null;
+  if (proto !== Object.prototype && proto !== null) {
+    throw new TypeError(`cannot render non-plain object of type ${proto.constructor?.name ?? "unknown"}`);
+  }
+  const out: { [key: string]: Json } = {};
+  const keys = Object.keys(value);
+  // Most objects arrive sorted already (API server order, or canonical from an earlier step): skip the sort.
+  if (!isSorted(keys)) keys.sort();
+  for (const key of keys) {
+    const field = (value as Record<string, unknown>)[key];
+    if (field === null || field === undefined) continue;
+    out[key] = canonicalize(field);
+  }
+  return out;
 }
 
 function isSorted(keys: readonly string[]): boolean {

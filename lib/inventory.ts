@@ -103,12 +103,45 @@ export function inventoryOfLists(
 ): Inventory {
   const namespace = cspc.metadata.namespace ?? "default";
   const blockDevices = new Map<string, BlockDevice>();
-  for (const bd of related(TYPE_KEY.blockDevice)) {
-    if ((bd.metadata.namespace ?? namespace) === namespace && bd.metadata.name)
-      blockDevices.set(bd.metadata.name, bd);
+  for (const bd of inNamespace(related(TYPE_KEY.blockDevice), namespace)) {
+    if (bd.metadata.name) blockDevices.set(bd.metadata.name, bd);
   }
+  const cspis = indexCspis(children(TYPE_KEY.cspi));
+  const pvcs = new Map(children(TYPE_KEY.persistentVolumeClaim).map((pvc) => [pvc.metadata.name ?? "", pvc]));
+  const nodes = related(TYPE_KEY.node);
+  const namespaceObject = related(TYPE_KEY.namespace).find((n) => n.metadata.name === namespace);
+  return {
+    pvcs,
+    pvs: new Map(related(TYPE_KEY.persistentVolume).map((pv) => [pv.metadata.name ?? "", pv])),
+    ...(namespaceObject?.metadata.uid ? { namespaceUid: namespaceObject.metadata.uid } : {}),
+    setDevices: setDevicesOf(pvcs, cspis.cspis),
+    namespace,
+    cspcName: cspc.metadata.name ?? "",
+    cspcUid: cspc.metadata.uid ?? "",
+    blockDevices,
+    nodes,
+    nodesByLabel: indexNodesByLabel(nodes),
+    ...indexClaims(
+      children(TYPE_KEY.blockDeviceClaim),
+      inNamespace(related(TYPE_KEY.blockDeviceClaim), namespace),
+    ),
+    ...cspis,
+    ...indexReplicaObjects(inNamespace(related(TYPE_KEY.cvr), namespace), unreadable, namespace),
+    volumes: new Map(inNamespace(related(TYPE_KEY.cv), namespace).map((v) => [v.metadata.name ?? "", v])),
+  };
+}
+
+function inNamespace<T extends KubeObject>(list: readonly T[], namespace: string): T[] {
+  return list.filter((o) => (o.metadata.namespace ?? namespace) === namespace);
+}
+
+/** The CSPC's own claims by device and by predecessor, and every claim of the namespace by device. */
+function indexClaims(
+  own: readonly BlockDeviceClaim[],
+  others: readonly BlockDeviceClaim[],
+): Pick<Inventory, "ownClaims" | "ownClaimByPredecessor" | "claimsByDevice"> {
   const ownClaims = new Map<string, BlockDeviceClaim>();
-  for (const claim of children(TYPE_KEY.blockDeviceClaim)) {
+  for (const claim of own) {
     const device = claim.spec?.blockDeviceName;
     if (device) ownClaims.set(device, claim);
   }
@@ -119,27 +152,34 @@ export function inventoryOfLists(
       ownClaimByPredecessor.set(predecessor, claim);
   }
   const claimsByDevice = new Map<string, BlockDeviceClaim[]>();
-  const addClaim = (claim: BlockDeviceClaim): void => {
+  for (const claim of [...ownClaims.values(), ...others]) {
     const device = claim.spec?.blockDeviceName;
-    if (!device) return;
+    if (!device) continue;
     const list = claimsByDevice.get(device) ?? [];
     if (!list.some((c) => c.metadata.name === claim.metadata.name)) list.push(claim);
     claimsByDevice.set(device, list);
-  };
-  for (const claim of ownClaims.values()) addClaim(claim);
-  for (const claim of related(TYPE_KEY.blockDeviceClaim)) {
-    if ((claim.metadata.namespace ?? namespace) === namespace) addClaim(claim);
   }
+  return { ownClaims, ownClaimByPredecessor, claimsByDevice };
+}
+
+function indexCspis(children: readonly CSPI[]): Pick<Inventory, "cspis" | "cspiByDevice"> {
   const cspis = new Map<string, CSPI>();
   const cspiByDevice = new Map<string, CSPI>();
-  for (const cspi of children(TYPE_KEY.cspi)) {
+  for (const cspi of children) {
     if (!cspi.metadata.name) continue;
     cspis.set(cspi.metadata.name, cspi);
-    for (const group of cspi.spec?.raidGroups ?? []) {
-      for (const d of group.blockDevices ?? []) cspiByDevice.set(d.blockDeviceName, cspi);
-    }
+    for (const device of cspiDevices(cspi)) cspiByDevice.set(device, cspi);
   }
-  const nodes = related(TYPE_KEY.node);
+  return { cspis, cspiByDevice };
+}
+
+function cspiDevices(cspi: CSPI): string[] {
+  return (cspi.spec?.raidGroups ?? []).flatMap((group) =>
+    (group.blockDevices ?? []).map((d) => d.blockDeviceName),
+  );
+}
+
+function indexNodesByLabel(nodes: readonly KubeObject[]): Map<string, Map<unknown, KubeObject[]>> {
   const nodesByLabel = new Map<string, Map<unknown, KubeObject[]>>();
   for (const node of nodes) {
     for (const [key, value] of Object.entries(node.metadata.labels ?? {})) {
@@ -150,43 +190,34 @@ export function inventoryOfLists(
       list.push(node);
     }
   }
+  return nodesByLabel;
+}
+
+/** The CSPC's replicas: readable ones by name, and every one, unreadable included, by the pool it names. */
+function indexReplicaObjects(
+  readable: readonly CVR[],
+  unreadable: readonly UnreadableObject[],
+  namespace: string,
+): Pick<Inventory, "replicas" | "readableReplicas" | "unreadableReplicas"> {
   // An unreadable replica still names its pool in its metadata: it holds that pool like any other.
-  const inNamespace = <T extends KubeObject>(list: readonly T[]): T[] =>
-    list.filter((o) => (o.metadata.namespace ?? namespace) === namespace);
-  const readable = inNamespace(related(TYPE_KEY.cvr));
   const unreadableReplicas = unreadable
     .filter((u) => u.field === "related" && u.typeKey === TYPE_KEY.cvr)
     .map((u) => u.object);
-  const replicas = [...readable, ...unreadableReplicas];
-  const pvcs = new Map(children(TYPE_KEY.persistentVolumeClaim).map((pvc) => [pvc.metadata.name ?? "", pvc]));
+  return {
+    replicas: indexReplicas(inNamespace([...readable, ...unreadableReplicas], namespace)),
+    readableReplicas: new Map(readable.map((r) => [r.metadata.name ?? "", r])),
+    unreadableReplicas: new Set(unreadableReplicas.map((r) => r.metadata.name ?? "")),
+  };
+}
+
+/** The own PVCs, and the devices of CSPIs on device sets. */
+function setDevicesOf(pvcs: ReadonlyMap<string, unknown>, cspis: ReadonlyMap<string, CSPI>): Set<string> {
   const setDevices = new Set(pvcs.keys());
   for (const cspi of cspis.values()) {
     if (cspi.metadata.labels?.[LABEL.onDeviceSets] !== "true") continue;
-    for (const group of cspi.spec?.raidGroups ?? [])
-      for (const d of group.blockDevices ?? []) setDevices.add(d.blockDeviceName);
+    for (const device of cspiDevices(cspi)) setDevices.add(device);
   }
-  const namespaceObject = related(TYPE_KEY.namespace).find((n) => n.metadata.name === namespace);
-  return {
-    pvcs,
-    pvs: new Map(related(TYPE_KEY.persistentVolume).map((pv) => [pv.metadata.name ?? "", pv])),
-    ...(namespaceObject?.metadata.uid ? { namespaceUid: namespaceObject.metadata.uid } : {}),
-    setDevices,
-    namespace,
-    cspcName: cspc.metadata.name ?? "",
-    cspcUid: cspc.metadata.uid ?? "",
-    blockDevices,
-    nodes,
-    nodesByLabel,
-    claimsByDevice,
-    ownClaims,
-    ownClaimByPredecessor,
-    cspis,
-    cspiByDevice,
-    replicas: indexReplicas(inNamespace(replicas)),
-    readableReplicas: new Map(readable.map((r) => [r.metadata.name ?? "", r])),
-    volumes: new Map(inNamespace(related(TYPE_KEY.cv)).map((v) => [v.metadata.name ?? "", v])),
-    unreadableReplicas: new Set(unreadableReplicas.map((r) => r.metadata.name ?? "")),
-  };
+  return setDevices;
 }
 
 /** The node a block device is attached to, as NDM reports it. */

@@ -281,36 +281,18 @@ function objectMap(
       const obj = objects[key];
       // Built only for an error: a valid request (the usual case) never needs it.
       const where = (): string => `${field}["${typeKey}"]["${key}"]`;
-      if (!isRecord(obj) || !isRecord(obj.metadata))
-        throw new BadRequestError(`request ${where()} is not a Kubernetes object`);
-      if (typeof obj.metadata.name !== "string" || obj.metadata.name === "")
-        throw new BadRequestError(`request ${where()} has no metadata.name`);
-      // Children are returned as observed where nothing changes, so a child without its kind would come back without one.
-      if (obj.kind !== kind)
-        throw new BadRequestError(`request ${where()} is a ${quote(obj.kind)} listed under ${typeKey}`);
-      // Stored under an older schema, say: the rest of the request is still used (docs/adr/0016-read-tolerantly-what-the-api-server-stores-hold.md).
-      const problem = shapeProblem(obj, kind);
-      // Outside spec and status, or a null (the API server drops or refuses them), it was never stored so.
-      if (problem && (!problem.underCrd || holdsNull(obj))) requireShape(obj, kind, where);
+      const entry = requireEntry(obj, typeKey, where);
+      const problem = unreadableProblem(entry, kind, where);
       if (problem) {
-        unreadable.push({
-          field,
-          typeKey,
-          object: requireKubeObject(obj, kind, where),
-          problem: problem.text,
-        });
+        unreadable.push({ field, typeKey, object: requireKubeObject(entry, kind, where), problem });
         if (!skipped.has(typeKey)) skipped.set(typeKey, new Set());
         skipped.get(typeKey)!.add(key);
       }
-      const namespace = obj.metadata.namespace;
-      if (ownNamespace !== undefined && namespace !== undefined && namespace !== ownNamespace) {
-        throw new BadRequestError(
-          `request ${where()} is in namespace ${quote(namespace)}, not its owner's ${ownNamespace}: Metacontroller sends only an object's own children`,
-        );
-      }
-      if (!names && isOwnKey(key, obj.metadata.namespace, obj.metadata.name)) continue;
+      const namespace = entry.metadata.namespace;
+      if (ownNamespace !== undefined) requireOwnNamespace(namespace, ownNamespace, where);
+      if (!names && isOwnKey(key, entry.metadata.namespace, entry.metadata.name)) continue;
       names ??= new Map(keys.slice(0, i).map((k) => [k, k]));
-      const id = `${typeof namespace === "string" ? namespace : ""}/${obj.metadata.name}`;
+      const id = `${typeof namespace === "string" ? namespace : ""}/${entry.metadata.name}`;
       const other = names.get(id);
       if (other !== undefined)
         throw new BadRequestError(
@@ -319,8 +301,11 @@ function objectMap(
       names.set(id, key);
     }
   }
-  if (skipped.size === 0) return value as ObjectMap;
-  const map = value as ObjectMap;
+  return skipped.size === 0 ? (value as ObjectMap) : withoutEntries(value as ObjectMap, skipped);
+}
+
+/** The map without the entries skipped as unreadable, by type key. */
+function withoutEntries(map: ObjectMap, skipped: ReadonlyMap<string, ReadonlySet<string>>): ObjectMap {
   return Object.fromEntries<ObjectMap[string]>(
     Object.entries(map).map(([typeKey, objects]) => [
       typeKey,
@@ -328,6 +313,45 @@ function objectMap(
         Object.fromEntries(Object.entries(objects).filter(([key]) => !skipped.get(typeKey)?.has(key))),
     ]),
   );
+}
+
+/** A child's namespace, when it says one, is its parent's. */
+function requireOwnNamespace(namespace: unknown, ownNamespace: string, where: () => string): void {
+  if (namespace === undefined || namespace === ownNamespace) return;
+  throw new BadRequestError(
+    `request ${where()} is in namespace ${quote(namespace)}, not its owner's ${ownNamespace}: Metacontroller sends only an object's own children`,
+  );
+}
+
+/** An entry of an object map: an object with a name, of the kind its type key says; anything else is a 400. */
+function requireEntry(
+  obj: unknown,
+  typeKey: string,
+  where: () => string,
+): Record<string, unknown> & { metadata: Record<string, unknown> & { name: string } } {
+  if (!isRecord(obj) || !isRecord(obj.metadata))
+    throw new BadRequestError(`request ${where()} is not a Kubernetes object`);
+  if (typeof obj.metadata.name !== "string" || obj.metadata.name === "")
+    throw new BadRequestError(`request ${where()} has no metadata.name`);
+  // Children are returned as observed where nothing changes, so a child without its kind would come back without one.
+  if (obj.kind !== kindOfTypeKey(typeKey))
+    throw new BadRequestError(`request ${where()} is a ${quote(obj.kind)} listed under ${typeKey}`);
+  return obj as Record<string, unknown> & { metadata: Record<string, unknown> & { name: string } };
+}
+
+/**
+ * Why an entry the API server may have stored (under an older schema, say) cannot be used; the rest of the
+ * request still is (docs/adr/0016-read-tolerantly-what-the-api-server-stores-hold.md). A problem outside
+ * spec and status, or a null (the API server drops or refuses them), was never stored so: a 400.
+ */
+function unreadableProblem(
+  obj: Record<string, unknown>,
+  kind: string,
+  where: () => string,
+): string | undefined {
+  const problem = shapeProblem(obj, kind);
+  if (problem && (!problem.underCrd || holdsNull(obj))) requireShape(obj, kind, where);
+  return problem?.text;
 }
 
 function holdsNull(value: unknown): boolean {

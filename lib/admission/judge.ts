@@ -28,6 +28,7 @@ import {
 import type { Violation } from "../rules/pool-spec.js";
 import { devicesOf, isMarkedForRemoval } from "../cspc/build.js";
 import { planChildren } from "../cspc/sync.js";
+import type { SyncFindings } from "../cspc/status.js";
 import type { ClusterFacts, FactName, LookupError } from "./lookup.js";
 import type { AdmissionRequest, Operation, Verdict } from "./review.js";
 
@@ -137,63 +138,92 @@ function judgeSpec(input: AdmissionInput, facts: Partial<ClusterFacts>): Judgeme
   const judged = paused ? unpaused(proposed) : proposed;
   const inventory = inventoryOf(judged, facts);
   const { children, findings } = planChildren(judged, inventory);
-
   const changed = changedPools(proposed.spec.pools, old?.spec?.pools);
-  const oldDevices = new Set(devicesOf((old?.spec?.pools ?? []).flatMap((p) => p.raidGroups ?? [])));
+  const { introduced, standing } = attributeRefusals(findings, changed, old?.spec?.pools ?? []);
+  const warnings = [
+    ...movingPoolWarnings(findings),
+    ...(paused
+      ? [
+          `${ANNOTATION.reconcilePaused} is "true": cspc-sync holds this change until the annotation is removed`,
+        ]
+      : []),
+    ...proposed.spec.pools.flatMap((pool: PoolSpec, i: number) => {
+      // A selector that finds no node is refused with the same hint; the warning is for one that does.
+      const unresolved = introduced.some((v) => v.pool === i && v.reason === "NodeNotFound");
+      return changed[i] && !unresolved ? selectorKeyCaseWarnings(pool, i, facts.nodes ?? []) : [];
+    }),
+    ...destroyWarnings(children, inventory, findings),
+    ...findings.progressing.waiting.map((waiting) => `not carried out yet: ${waiting}`),
+    ...standingWarnings(introduced, standing),
+  ];
+  if (introduced.length > 0) return refuse(input, REFUSAL.invalid, introduced, warnings);
+  return allow(warnings);
+}
+
+/**
+ * The sync's refusals, split into those this edit introduced (about a changed pool, or the CSPC as a whole, or
+ * the removal of a pool holding volumes that the stored spec still listed) and those that stand from before.
+ */
+function attributeRefusals(
+  findings: SyncFindings,
+  changed: readonly boolean[],
+  oldPools: readonly PoolSpec[],
+): { introduced: Violation[]; standing: Violation[] } {
+  const oldDevices = new Set(devicesOf(oldPools.flatMap((p) => p.raidGroups ?? [])));
   const introduced: Violation[] = [];
   const standing: Violation[] = [];
   for (const v of [...findings.blocked, ...findings.rejected])
     (v.pool < 0 || changed[v.pool] ? introduced : standing).push(v);
-  const warnings: string[] = [];
   for (const { cspi, held, moving } of findings.removalBlocked) {
-    if (moving) {
-      warnings.push(
-        `spec.pools no longer lists pool ${cspi.metadata.name} (node ${cspi.spec?.hostName}), which ${heldPredicate(held)}: its volumes move their replicas to other pools first, one at a time; the pool is destroyed only once it holds none`,
-      );
-      continue;
-    }
+    if (moving) continue;
     const removal = removalWithVolumes(cspi, held);
     // Removed by this edit if the stored spec still listed one of its devices; otherwise an old story.
     (devicesOf(cspi.spec?.raidGroups).some((d) => oldDevices.has(d)) ? introduced : standing).push(removal);
   }
+  return { introduced, standing };
+}
 
-  if (paused) {
-    warnings.push(
-      `${ANNOTATION.reconcilePaused} is "true": cspc-sync holds this change until the annotation is removed`,
+/** Removed pools holding volumes that move their replicas off first. */
+function movingPoolWarnings(findings: SyncFindings): string[] {
+  return findings.removalBlocked
+    .filter(({ moving }) => moving)
+    .map(
+      ({ cspi, held }) =>
+        `spec.pools no longer lists pool ${cspi.metadata.name} (node ${cspi.spec?.hostName}), which ${heldPredicate(held)}: its volumes move their replicas to other pools first, one at a time; the pool is destroyed only once it holds none`,
     );
-  }
-  proposed.spec.pools.forEach((pool: PoolSpec, i: number) => {
-    // A selector that finds no node is refused with the same hint; the warning is for one that does.
-    const unresolved = introduced.some((v) => v.pool === i && v.reason === "NodeNotFound");
-    if (changed[i] && !unresolved) warnings.push(...selectorKeyCaseWarnings(pool, i, facts.nodes ?? []));
-  });
-  for (const child of children) {
+}
+
+/** Pools this edit marks for removal: cspc-sync will destroy them, unless their volumes are moving off. */
+function destroyWarnings(
+  children: readonly KubeObject[],
+  inventory: Inventory,
+  findings: SyncFindings,
+): string[] {
+  return children.flatMap((child) => {
     const observed = inventory.cspis.get(child.metadata.name ?? "");
     const moving = findings.removalBlocked.some(
       (b) => b.moving && b.cspi.metadata.name === child.metadata.name,
     );
     if (
-      child.kind === KIND.cspi &&
-      observed &&
-      !moving &&
-      isMarkedForRemoval(child as CSPI) &&
-      !isMarkedForRemoval(observed)
-    ) {
-      warnings.push(
-        `pool ${observed.metadata.name} on node ${observed.spec?.hostName} is no longer in spec.pools: cspc-sync will destroy it and the data on it`,
-      );
-    }
-  }
-  for (const waiting of findings.progressing.waiting) warnings.push(`not carried out yet: ${waiting}`);
-  // A problem shared by a changed and an unchanged pool (a device this edit listed twice) is this edit's doing.
-  const madeByThisEdit = new Set(introduced.map((v) => v.message));
-  for (const v of standing) {
-    if (!madeByThisEdit.has(v.message))
-      warnings.push(`unchanged by this edit and still refused by cspc-sync: ${v.message}`);
-  }
+      child.kind !== KIND.cspi ||
+      !observed ||
+      moving ||
+      !isMarkedForRemoval(child as CSPI) ||
+      isMarkedForRemoval(observed)
+    )
+      return [];
+    return [
+      `pool ${observed.metadata.name} on node ${observed.spec?.hostName} is no longer in spec.pools: cspc-sync will destroy it and the data on it`,
+    ];
+  });
+}
 
-  if (introduced.length > 0) return refuse(input, REFUSAL.invalid, introduced, warnings);
-  return allow(warnings);
+/** Refusals from before this edit, as warnings; a problem shared with a changed pool (a device this edit listed twice) is this edit's doing. */
+function standingWarnings(introduced: readonly Violation[], standing: readonly Violation[]): string[] {
+  const madeByThisEdit = new Set(introduced.map((v) => v.message));
+  return standing
+    .filter((v) => !madeByThisEdit.has(v.message))
+    .map((v) => `unchanged by this edit and still refused by cspc-sync: ${v.message}`);
 }
 
 function judgeDelete(input: AdmissionInput, cspis: readonly CSPI[], replicas: ReplicaIndex): Judgement {

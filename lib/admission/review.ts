@@ -48,17 +48,7 @@ const OPERATIONS: readonly string[] = ["CREATE", "UPDATE", "DELETE", "CONNECT"] 
 
 /** The request of an AdmissionReview v1; anything else is a 400 naming what is wrong. */
 export function parseAdmissionReview(body: unknown): AdmissionRequest {
-  if (!isRecord(body))
-    throw new BadRequestError(
-      `request body is ${jsonKind(body)}; it must be a JSON object (an AdmissionReview)`,
-    );
-  if (body.kind !== "AdmissionReview" || body.apiVersion !== ADMISSION_API_VERSION) {
-    throw new BadRequestError(
-      `request body is a ${JSON.stringify(body.kind ?? null)} of ${JSON.stringify(body.apiVersion ?? null)}; this webhook serves AdmissionReview ${ADMISSION_API_VERSION}: set admissionReviewVersions: ["v1"] in the ValidatingWebhookConfiguration`,
-    );
-  }
-  const request = body.request;
-  if (!isRecord(request)) throw new BadRequestError("AdmissionReview has no request");
+  const request = reviewRequest(body);
   if (typeof request.uid !== "string" || request.uid === "")
     throw new BadRequestError("AdmissionReview request has no uid");
   const operation = request.operation;
@@ -81,6 +71,22 @@ export function parseAdmissionReview(body: unknown): AdmissionRequest {
   if (typeof request.namespace === "string") parsed.namespace = request.namespace;
   if (typeof request.dryRun === "boolean") parsed.dryRun = request.dryRun;
   return parsed;
+}
+
+/** The request of a body that is an AdmissionReview v1, not yet checked itself. */
+function reviewRequest(body: unknown): Record<string, unknown> {
+  if (!isRecord(body))
+    throw new BadRequestError(
+      `request body is ${jsonKind(body)}; it must be a JSON object (an AdmissionReview)`,
+    );
+  if (body.kind !== "AdmissionReview" || body.apiVersion !== ADMISSION_API_VERSION) {
+    throw new BadRequestError(
+      `request body is a ${JSON.stringify(body.kind ?? null)} of ${JSON.stringify(body.apiVersion ?? null)}; this webhook serves AdmissionReview ${ADMISSION_API_VERSION}: set admissionReviewVersions: ["v1"] in the ValidatingWebhookConfiguration`,
+    );
+  }
+  const request = body.request;
+  if (!isRecord(request)) throw new BadRequestError("AdmissionReview has no request");
+  return request;
 }
 
 function isOperation(value: unknown): value is Operation {

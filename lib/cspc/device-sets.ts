@@ -31,15 +31,48 @@ export function setClaimNames(cspc: string, set: Pick<DeviceSet, "name" | "count
   return Array.from({ length: set.count }, (_, i) => deviceSetClaimName(cspc, set.name, i));
 }
 
+type SetPoolSpec = PoolSpec & { deviceSets: DeviceSet[] };
+
+/** Every PVC name of a pool's sets. */
+function poolClaimNames(cspc: string, sets: readonly DeviceSet[]): Set<string> {
+  return new Set(sets.flatMap((set) => setClaimNames(cspc, set)));
+}
+
 /** The pool on device sets as the planner sees it this sync. */
-export function lowerSetPool(
-  pool: PoolSpec & { deviceSets: DeviceSet[] },
-  index: number,
+export function lowerSetPool(pool: SetPoolSpec, index: number, inventory: Inventory): SetPool {
+  const names = poolClaimNames(inventory.cspcName, pool.deviceSets);
+  const observed = observedSetPool(pool.deviceSets, names, inventory);
+  const pending = [...names].filter((n) => inventory.pvcs.get(n)?.status?.phase !== "Bound");
+  const out: SetPool = { ...observed, violations: [], pending };
+  const cspi = observed.observed;
+  if (cspi) {
+    const refused = refusedEdits(pool, index, cspi, inventory);
+    if (refused.length > 0) return { ...out, violations: refused, pool: asPool(pool, cspi) };
+  }
+
+  const { devices, violations } = boundDevices(pool, index, names, inventory);
+  const host = cspi?.spec.hostName ?? onlyNode(pool, index, devices, violations);
+  if (host) violations.push(...volumesOnOtherNode(pool, index, devices, host));
+  if (violations.length > 0) return { ...out, violations, ...(cspi ? { pool: asPool(pool, cspi) } : {}) };
+  if (!host || (!cspi && pending.length > 0)) return out;
+  return {
+    ...out,
+    pool: {
+      ...(pool.poolConfig ? { poolConfig: pool.poolConfig } : {}),
+      deviceSets: pool.deviceSets,
+      nodeSelector: { [LABEL.hostname]: host },
+      raidGroups: loweredRaidGroups(pool.deviceSets, devices, cspi, inventory.cspcName),
+    },
+  };
+}
+
+/** The pool's CSPI, found by a PVC it lists or else by the name a new one gets; and that name. */
+function observedSetPool(
+  sets: readonly DeviceSet[],
+  names: ReadonlySet<string>,
   inventory: Inventory,
-): SetPool {
+): Pick<SetPool, "name" | "observed"> {
   const cspc = inventory.cspcName;
-  const sets = pool.deviceSets;
-  const names = new Set(sets.flatMap((set) => setClaimNames(cspc, set)));
   const ownName = cspiName(
     inventory.namespace,
     cspc,
@@ -48,14 +81,16 @@ export function lowerSetPool(
   const observed =
     [...names].map((n) => inventory.cspiByDevice.get(n)).find((c) => c !== undefined) ??
     inventory.cspis.get(ownName);
-  const name = observed?.metadata.name ?? ownName;
-  const pending = [...names].filter((n) => inventory.pvcs.get(n)?.status?.phase !== "Bound");
-  const out: SetPool = { name, ...(observed ? { observed } : {}), violations: [], pending };
-  if (observed) {
-    const refused = refusedEdits(pool, index, observed, names, inventory);
-    if (refused.length > 0) return { ...out, violations: refused, pool: asPool(pool, observed) };
-  }
+  return { name: observed?.metadata.name ?? ownName, ...(observed ? { observed } : {}) };
+}
 
+/** The pool's Bound PVCs as devices, and why any Bound one cannot be a device. */
+function boundDevices(
+  pool: PoolSpec,
+  index: number,
+  names: ReadonlySet<string>,
+  inventory: Inventory,
+): { devices: Map<string, Device>; violations: Violation[] } {
   const devices = new Map<string, Device>();
   const violations: Violation[] = [];
   for (const n of names) {
@@ -68,22 +103,34 @@ export function lowerSetPool(
       });
     else if (device) devices.set(n, device);
   }
-  const host = observed?.spec.hostName ?? onlyNode(pool, index, devices, violations);
-  if (host) {
-    const strays = [...devices].filter(([, d]) => d.node !== host).map(([n, d]) => `${n} (${d.node})`);
-    if (strays.length > 0) {
-      violations.push({
-        pool: index,
-        reason: "VolumesOnOtherNode",
-        message: `${poolLabel(pool, index)}: PVCs ${strays.join(", ")} are bound on another node than the pool's node ${host}; a pool lives on one node: delete those PVCs so that they bind again, to PVs on ${host} (a StorageClass whose PVs are on that node)`,
-      });
-    }
-  }
-  if (violations.length > 0)
-    return { ...out, violations, ...(observed ? { pool: asPool(pool, observed) } : {}) };
-  if (!host || (!observed && pending.length > 0)) return out;
+  return { devices, violations };
+}
 
-  // Observed groups first, as the CSPI holds them; then each set's next groups, whole and in order, once Bound.
+/** The pool's PVCs bound on another node than the pool's. */
+function volumesOnOtherNode(
+  pool: PoolSpec,
+  index: number,
+  devices: ReadonlyMap<string, Device>,
+  host: string,
+): Violation[] {
+  const strays = [...devices].filter(([, d]) => d.node !== host).map(([n, d]) => `${n} (${d.node})`);
+  if (strays.length === 0) return [];
+  return [
+    {
+      pool: index,
+      reason: "VolumesOnOtherNode",
+      message: `${poolLabel(pool, index)}: PVCs ${strays.join(", ")} are bound on another node than the pool's node ${host}; a pool lives on one node: delete those PVCs so that they bind again, to PVs on ${host} (a StorageClass whose PVs are on that node)`,
+    },
+  ];
+}
+
+/** Observed groups first, as the CSPI holds them; then each set's next groups, whole and in order, once Bound. */
+function loweredRaidGroups(
+  sets: readonly DeviceSet[],
+  devices: ReadonlyMap<string, Device>,
+  observed: CSPI | undefined,
+  cspc: string,
+): RaidGroup[] {
   const raidGroups: RaidGroup[] = observed
     ? observed.spec.raidGroups.map(({ type, blockDevices }) => ({ type, blockDevices }))
     : [];
@@ -97,19 +144,11 @@ export function lowerSetPool(
       raidGroups.push({ type: set.type, blockDevices: members.map((m) => devices.get(m)!.ref) });
     }
   }
-  return {
-    ...out,
-    pool: {
-      ...(pool.poolConfig ? { poolConfig: pool.poolConfig } : {}),
-      deviceSets: sets,
-      nodeSelector: { [LABEL.hostname]: host },
-      raidGroups,
-    },
-  };
+  return raidGroups;
 }
 
 /** The observed CSPI as a pool spec: a refused edit leaves the pool as it is. */
-function asPool(pool: PoolSpec & { deviceSets: DeviceSet[] }, observed: CSPI): BlockPoolSpec {
+function asPool(pool: SetPoolSpec, observed: CSPI): BlockPoolSpec {
   return {
     ...(pool.poolConfig ? { poolConfig: pool.poolConfig } : {}),
     deviceSets: pool.deviceSets,
@@ -132,8 +171,12 @@ function boundDevice(name: string, inventory: Inventory): Device | string | unde
   if (pvc?.status?.phase !== "Bound") return undefined;
   const pvName = pvc.spec?.volumeName;
   const pv = pvName ? inventory.pvs.get(pvName) : undefined;
-  if (!pv) return undefined;
-  const where = `PVC ${name} is bound to PV ${pvName}`;
+  return pv ? pvDevice(name, pv) : undefined;
+}
+
+/** A Bound PVC's local PV as a pool device, or why it cannot be one. */
+function pvDevice(name: string, pv: PersistentVolume): Device | string {
+  const where = `PVC ${name} is bound to PV ${pv.metadata.name}`;
   if ((pv.spec?.volumeMode ?? "Filesystem") !== "Block") {
     return `${where}, whose volumeMode is not Block: delete the PVC so it binds again, and keep the class's PVs in Block mode`;
   }
@@ -188,14 +231,9 @@ function onlyNode(
 }
 
 /** Edits a live pool on device sets cannot take: its CSPI stays as it is. */
-function refusedEdits(
-  pool: PoolSpec & { deviceSets: DeviceSet[] },
-  index: number,
-  observed: CSPI,
-  names: ReadonlySet<string>,
-  inventory: Inventory,
-): Violation[] {
+function refusedEdits(pool: SetPoolSpec, index: number, observed: CSPI, inventory: Inventory): Violation[] {
   const out: Violation[] = [];
+  const names = poolClaimNames(inventory.cspcName, pool.deviceSets);
   const groups = observed.spec.raidGroups;
   const listed = groups.flatMap((g) => g.blockDevices.map((d) => d.blockDeviceName));
   const gone = listed.filter((d) => !names.has(d));
@@ -238,10 +276,10 @@ export function planSetPvcs(
     for (const set of pool.deviceSets ?? []) {
       setClaimNames(inventory.cspcName, set).forEach((name, i) => {
         const observed = inventory.pvcs.get(name);
-        if (observed) out.set(name, pvcObject(name, set, i, inventory, observed));
+        if (observed) out.set(name, pvcObject(set, i, inventory, observed));
         else if (!creatable(index)) return;
         else if ((set.claimRetention ?? "Retain") === "Delete" || inventory.namespaceUid)
-          out.set(name, pvcObject(name, set, i, inventory));
+          out.set(name, pvcObject(set, i, inventory));
       });
     }
   });
@@ -267,7 +305,6 @@ export function pvcsAsObserved(
 
 /** A PVC of a set the spec still names: from the template, keeping what cannot change on an existing PVC. */
 function pvcObject(
-  name: string,
   set: DeviceSet,
   index: number,
   inventory: Inventory,
@@ -275,33 +312,15 @@ function pvcObject(
 ): KubeObject {
   const template = set.volumeClaimTemplate;
   const retention = set.claimRetention ?? "Retain";
-  const wanted = template.spec.resources.requests.storage;
-  const had = observed?.spec?.resources?.requests?.storage;
-  // A PVC never shrinks; a larger template size grows it (the StorageClass must allow expansion).
-  const storage =
-    had !== undefined && (parseQuantity(had)?.nano ?? 0n) >= (parseQuantity(wanted)?.nano ?? 0n)
-      ? had
-      : wanted;
-  const spec = observed?.spec
-    ? {
-        ...(observed.spec.accessModes ? { accessModes: observed.spec.accessModes } : {}),
-        ...(observed.spec.storageClassName !== undefined
-          ? { storageClassName: observed.spec.storageClassName }
-          : {}),
-        volumeMode: observed.spec.volumeMode ?? "Block",
-      }
-    : {
-        accessModes: template.spec.accessModes ?? ["ReadWriteOnce"],
-        ...(template.spec.storageClassName !== undefined
-          ? { storageClassName: template.spec.storageClassName }
-          : {}),
-        volumeMode: "Block",
-      };
+  const storage = grownStorage(
+    template.spec.resources.requests.storage,
+    observed?.spec?.resources?.requests?.storage,
+  );
   return {
     apiVersion: "v1",
     kind: "PersistentVolumeClaim",
     metadata: {
-      name,
+      name: deviceSetClaimName(inventory.cspcName, set.name, index),
       namespace: inventory.namespace,
       labels: {
         ...template.metadata?.labels,
@@ -312,7 +331,37 @@ function pvcObject(
       annotations: { ...template.metadata?.annotations, [RETENTION_ANNOTATION]: retention },
       ...ownerOf(retention, inventory),
     },
-    spec: { ...spec, resources: { requests: { storage } } },
+    spec: { ...pvcSpec(template, observed), resources: { requests: { storage } } },
+  };
+}
+
+/** A PVC never shrinks; a larger template size grows it (the StorageClass must allow expansion). */
+function grownStorage(wanted: string, had: string | undefined): string {
+  return had !== undefined && (parseQuantity(had)?.nano ?? 0n) >= (parseQuantity(wanted)?.nano ?? 0n)
+    ? had
+    : wanted;
+}
+
+/** What a PVC's spec cannot change once created: an existing PVC keeps its own, a new one takes the template's. */
+function pvcSpec(
+  template: DeviceSet["volumeClaimTemplate"],
+  observed: PersistentVolumeClaim | undefined,
+): Record<string, unknown> {
+  if (observed?.spec) {
+    return {
+      ...(observed.spec.accessModes ? { accessModes: observed.spec.accessModes } : {}),
+      ...(observed.spec.storageClassName !== undefined
+        ? { storageClassName: observed.spec.storageClassName }
+        : {}),
+      volumeMode: observed.spec.volumeMode ?? "Block",
+    };
+  }
+  return {
+    accessModes: template.spec.accessModes ?? ["ReadWriteOnce"],
+    ...(template.spec.storageClassName !== undefined
+      ? { storageClassName: template.spec.storageClassName }
+      : {}),
+    volumeMode: "Block",
   };
 }
 

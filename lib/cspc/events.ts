@@ -37,24 +37,28 @@ export function cspcEvents(cspc: CSPC, next: CSPCStatus): CoreEvent[] {
 function healthEvents(cspc: CSPC, next: CSPCStatus): CoreEvent[] {
   const before = cspc.status;
   if (before?.healthyInstances === undefined || next.healthyInstances === undefined) return [];
-  const was = before.healthyInstances;
-  const is = next.healthyInstances;
   const ready = next.conditions?.find((c) => c.type === CSPC_CONDITION.ready);
   const wasReady = before.conditions?.find((c) => c.type === CSPC_CONDITION.ready)?.status === "True";
-  if (ready?.status === "True" && (!wasReady || is > was)) return [eventOf("Normal", ready, cspc)];
+  if (ready?.status === "True" && (!wasReady || next.healthyInstances > before.healthyInstances))
+    return [eventOf("Normal", ready, cspc)];
+  return healthCountEvents(cspc, before, next);
+}
+
+/** The count of healthy pools went up, or down while no pool was removed. */
+function healthCountEvents(cspc: CSPC, before: CSPCStatus, next: CSPCStatus): CoreEvent[] {
+  const was = before.healthyInstances ?? 0;
+  const is = next.healthyInstances ?? 0;
   const counted = `${is} of ${next.desiredInstances ?? is} pools are ONLINE with their pool pod available`;
   if (is > was) return [{ type: "Normal", reason: "PoolOnline", message: counted }];
-  if (is < was && (next.provisionedInstances ?? 0) >= (before.provisionedInstances ?? 0)) {
-    const selector = `${LABEL.cspc}=${cspc.metadata.name ?? ""}`;
-    return [
-      {
-        type: "Warning",
-        reason: "PoolsNotHealthy",
-        message: `${counted}, ${was} before: kubectl -n ${cspc.metadata.namespace ?? "default"} get cspi -l ${selector} shows which, and each one's conditions why`,
-      },
-    ];
-  }
-  return [];
+  if (is >= was || (next.provisionedInstances ?? 0) < (before.provisionedInstances ?? 0)) return [];
+  const selector = `${LABEL.cspc}=${cspc.metadata.name ?? ""}`;
+  return [
+    {
+      type: "Warning",
+      reason: "PoolsNotHealthy",
+      message: `${counted}, ${was} before: kubectl -n ${cspc.metadata.namespace ?? "default"} get cspi -l ${selector} shows which, and each one's conditions why`,
+    },
+  ];
 }
 
 function changed(previous: Condition | undefined, next: Condition): boolean {

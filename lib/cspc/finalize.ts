@@ -50,22 +50,10 @@ export function answerCspcFinalize(
   const teardown = planTeardown(inventory, claims);
   const unreadable = request.unreadable ?? [];
   // A child the hook cannot read still exists: it is kept, and the CSPC waits for it to be fixed.
-  const leaving = [...inventory.pvcs.values()].filter(goesWithPool);
   const finalized =
-    inventory.cspis.size === 0 &&
-    claims.length === 0 &&
-    leaving.length === 0 &&
-    !hasUnreadableChild(unreadable);
-  const status = teardownStatus(
-    request.parent,
-    inventory,
-    teardown,
-    [...claims, ...leaving],
-    clock(),
-    unreadableCondition(unreadable, joinMessages),
-  );
+    inventory.cspis.size === 0 && teardown.releasing.length === 0 && !hasUnreadableChild(unreadable);
   const response: CompositeSyncResponse = {
-    status: status,
+    status: teardownStatus(request, inventory, teardown, clock()),
     children: hasUnreadableChild(unreadable)
       ? heldChildren(request.children, unreadable, (device, cspi) => claimObject(device, inventory, { cspi }))
       : [
@@ -86,6 +74,8 @@ interface Teardown {
   removedNow: string[];
   /** Deleted, waiting for their finalizers (the node daemon destroying the pool, the pool Deployment going). */
   terminating: CSPI[];
+  /** The BlockDeviceClaims, and the PVCs of device sets that go with their pools. */
+  releasing: KubeObject[];
 }
 
 function planTeardown(inventory: Inventory, claims: readonly BlockDeviceClaim[]): Teardown {
@@ -102,6 +92,7 @@ function planTeardown(inventory: Inventory, claims: readonly BlockDeviceClaim[])
     markedNow: [],
     removedNow: [],
     terminating: cspis.filter((c) => isTerminating(c)),
+    releasing: [...claims, ...[...inventory.pvcs.values()].filter(goesWithPool)],
   };
 
   for (const cspi of live) {
@@ -139,13 +130,12 @@ function planTeardown(inventory: Inventory, claims: readonly BlockDeviceClaim[])
 }
 
 function teardownStatus(
-  cspc: CSPC,
+  request: CompositeSyncRequest<CSPC>,
   inventory: Inventory,
   teardown: Teardown,
-  claims: readonly KubeObject[],
   now: Date,
-  unreadable: ConditionInput,
 ): CSPCStatus {
+  const cspc = request.parent;
   const cspis = [...inventory.cspis.values()];
   const where = `CStorPoolCluster ${inventory.namespace}/${inventory.cspcName}`;
   const blocked = teardown.holdingVolumes.map(
@@ -167,7 +157,7 @@ function teardownStatus(
           message: "no pool holds volumes",
         };
 
-  const deleting = deletingCondition(teardown, claims, blocked.length > 0);
+  const deleting = deletingCondition(teardown, blocked.length > 0);
   const ready: ConditionInput = {
     type: CSPC_CONDITION.ready,
     status: "False",
@@ -176,6 +166,7 @@ function teardownStatus(
   };
   const generation = cspc.metadata.generation;
   const previous = cspc.status?.conditions;
+  const unreadable = unreadableCondition(request.unreadable ?? [], joinMessages);
   const updates: Condition[] = [removal, deleting, ready, unreadable].map((input) =>
     nextCondition(previous, input, now, generation),
   );
@@ -190,12 +181,8 @@ function teardownStatus(
   return status;
 }
 
-/** `claims`: the BlockDeviceClaims, and the PVCs of device sets that go with their pools. */
-function deletingCondition(
-  teardown: Teardown,
-  claims: readonly KubeObject[],
-  blocked: boolean,
-): ConditionInput {
+function deletingCondition(teardown: Teardown, blocked: boolean): ConditionInput {
+  const claims = teardown.releasing;
   const type = DELETING_CONDITION;
   if (blocked) {
     return {

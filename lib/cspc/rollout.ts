@@ -97,29 +97,11 @@ function holdOf(
  * CStorVolume is not visible or gives no consistency factor, cannot be counted.
  */
 function volumesHeld(cspi: CSPI, inventory: Inventory): string[] {
-  const { replicas, readableReplicas, volumes } = inventory;
+  const { replicas, readableReplicas } = inventory;
   const pool = nameOf(cspi);
   const named = replicas.byPool.get(pool) ?? [];
-  const reported = cspi.status?.provisionedReplicas;
-  const out = replicas.unplaced.map((r) => `CStorVolumeReplica ${r} names no pool, so it may be on this one`);
-  if (reported === undefined || reported > named.length) {
-    out.push(
-      reported === undefined
-        ? "its node daemon has not reported how many replicas it holds"
-        : `its node daemon reports ${reported} replica(s) on it and only ${named.length} CStorVolumeReplica(s) name it`,
-    );
-  }
-  const healthyElsewhere = new Map<string, number>();
-  for (const replica of readableReplicas.values()) {
-    const volume = replica.metadata.labels?.[LABEL.replicaVolume];
-    if (
-      volume &&
-      replica.metadata.labels?.[LABEL.replicaPool] !== pool &&
-      replica.status?.phase === "Healthy"
-    ) {
-      healthyElsewhere.set(volume, (healthyElsewhere.get(volume) ?? 0) + 1);
-    }
-  }
+  const out = replicasMaybeUncounted(cspi, named, inventory);
+  const healthyElsewhere = healthyReplicasElsewhere(pool, inventory);
   const judged = new Set<string>();
   for (const name of named) {
     const replica = readableReplicas.get(name);
@@ -132,18 +114,54 @@ function volumesHeld(cspi: CSPI, inventory: Inventory): string[] {
     }
     if (judged.has(volume)) continue;
     judged.add(volume);
-    const factor = volumes.get(volume)?.spec?.consistencyFactor;
-    if (typeof factor !== "number") {
-      out.push(
-        `volume ${volume}: its CStorVolume is not visible to cspc-sync (or has no consistencyFactor), so its health cannot be judged`,
-      );
-      continue;
-    }
-    const healthy = healthyElsewhere.get(volume) ?? 0;
-    if (healthy < factor)
-      out.push(`volume ${volume} has ${healthy} Healthy replica(s) on other pools and needs ${factor}`);
+    const problem = consistencyProblem(volume, healthyElsewhere.get(volume) ?? 0, inventory);
+    if (problem) out.push(problem);
   }
   return out;
+}
+
+/** Replicas that may be on the pool without a CStorVolumeReplica naming it. */
+function replicasMaybeUncounted(cspi: CSPI, named: readonly string[], inventory: Inventory): string[] {
+  const reported = cspi.status?.provisionedReplicas;
+  const out = inventory.replicas.unplaced.map(
+    (r) => `CStorVolumeReplica ${r} names no pool, so it may be on this one`,
+  );
+  if (reported === undefined) out.push("its node daemon has not reported how many replicas it holds");
+  else if (reported > named.length)
+    out.push(
+      `its node daemon reports ${reported} replica(s) on it and only ${named.length} CStorVolumeReplica(s) name it`,
+    );
+  return out;
+}
+
+/** Per volume, its Healthy replicas on other pools than this one. */
+function healthyReplicasElsewhere(pool: string, inventory: Inventory): Map<string, number> {
+  const healthyElsewhere = new Map<string, number>();
+  for (const replica of inventory.readableReplicas.values()) {
+    const volume = replica.metadata.labels?.[LABEL.replicaVolume];
+    if (
+      volume &&
+      replica.metadata.labels?.[LABEL.replicaPool] !== pool &&
+      replica.status?.phase === "Healthy"
+    ) {
+      healthyElsewhere.set(volume, (healthyElsewhere.get(volume) ?? 0) + 1);
+    }
+  }
+  return healthyElsewhere;
+}
+
+/** Why the volume would lose its consistency factor with this pool's replica down, or cannot be judged. */
+function consistencyProblem(
+  volume: string,
+  healthyElsewhere: number,
+  inventory: Inventory,
+): string | undefined {
+  const factor = inventory.volumes.get(volume)?.spec?.consistencyFactor;
+  if (typeof factor !== "number")
+    return `volume ${volume}: its CStorVolume is not visible to cspc-sync (or has no consistencyFactor), so its health cannot be judged`;
+  if (healthyElsewhere < factor)
+    return `volume ${volume} has ${healthyElsewhere} Healthy replica(s) on other pools and needs ${factor}`;
+  return undefined;
 }
 
 function pendingHash(cspi: CSPI): string | undefined {

@@ -85,123 +85,27 @@ export function computeStatus(
 ): CSPCStatus {
   const previous = cspc.status?.conditions;
   const generation = cspc.metadata.generation;
-  const desired = cspc.spec?.pools?.length ?? 0;
-  const provisioned = observed.length;
-  const healthy = observed.filter(isCspiHealthy).length;
-
-  const inputs: ConditionInput[] = [];
-  const flag = (
-    type: string,
-    on: boolean,
-    reasonOn: string,
-    messageOn: string,
-    reasonOff: string,
-    messageOff: string,
-  ): void => {
-    inputs.push(
-      on
-        ? { type, status: "True", reason: reasonOn, message: messageOn }
-        : { type, status: "False", reason: reasonOff, message: messageOff },
-    );
+  const counts: PoolCounts = {
+    desired: cspc.spec?.pools?.length ?? 0,
+    provisioned: observed.length,
+    healthy: observed.filter(isCspiHealthy).length,
   };
-
-  flag(
-    CSPC_CONDITION.provisioningBlocked,
-    findings.blocked.length > 0,
-    "PoolsBlocked",
-    joinMessages(findings.blocked.map((v) => v.message)),
-    "NoneBlocked",
-    "every pool spec is valid and its block devices are usable",
-  );
-  const pending = [...findings.pendingClaims.entries()].sort(([a], [b]) => a.localeCompare(b));
-  const pendingVolumes = [...(findings.pendingVolumeClaims ?? new Map<string, string[]>()).entries()].sort(
-    ([a], [b]) => a.localeCompare(b),
-  );
-  flag(
-    CSPC_CONDITION.claimsPending,
-    pending.length + pendingVolumes.length > 0,
-    "WaitingForClaims",
-    joinMessages([
-      ...pending.map(
-        ([cspi, devices]) =>
-          `pool ${cspi} waits for ${devices.length} BlockDeviceClaim(s) to be Bound (${devices.join(", ")}); NDM binds them, without NDM bind them by hand`,
-      ),
-      ...pendingVolumes.map(
-        ([cspi, pvcs]) =>
-          `pool ${cspi} waits for ${pvcs.length} PersistentVolumeClaim(s) of its device sets to be Bound (${pvcs.join(", ")}); their StorageClass binds them if its volumeBindingMode is Immediate (a WaitForFirstConsumer class waits for a pod, and none is started for them in this release): kubectl -n ${cspc.metadata.namespace ?? "default"} describe pvc ${pvcs[0]}`,
-      ),
-    ]),
-    "AllClaimsBound",
-    "every block device of every pool is claimed",
-  );
-  flag(
-    CSPC_CONDITION.specRejected,
-    findings.rejected.length > 0,
-    "ChangesRejected",
-    joinMessages(findings.rejected.map((v) => v.message)),
-    "NoneRejected",
-    "every change to the spec was carried into the pools",
-  );
-  const { active, waiting } = findings.progressing;
-  flag(
-    CSPC_CONDITION.progressing,
-    active.length + waiting.length > 0,
-    "PoolUpdateInProgress",
-    [
-      active.length ? `updating: ${active.join(", ")}` : "",
-      waiting.length
-        ? `waiting (one disruptive change at a time, while all other pools are ONLINE): ${waiting.join(", ")}`
-        : "",
-    ]
-      .filter(Boolean)
-      .join("; "),
-    "NoUpdatesPending",
-    "no disruptive change is in flight",
-  );
-  flag(
-    CSPC_CONDITION.paused,
-    findings.paused,
-    "PausedByAnnotation",
-    "day-2 changes are held by annotation openebs.io/reconcile-paused=true; remove it to continue",
-    "NotPaused",
-    "day-2 changes are applied as they come",
-  );
-  flag(
-    CSPC_CONDITION.removalBlocked,
-    findings.removalBlocked.length > 0,
-    findings.removalBlocked.every((b) => b.moving) ? "ReplicasMoving" : "PoolHoldsVolumes",
-    joinMessages(findings.removalBlocked.map(removalBlockedText)),
-    "NoneBlocked",
-    "no removed pool holds volumes",
-  );
-  inputs.push(unreadableCondition(findings.unreadable, joinMessages));
-
-  const problems = inputs.filter((c) => c.status === "True" && c.type !== CSPC_CONDITION.progressing);
-  const allHealthy = desired === provisioned && provisioned === healthy;
-  if (problems.length === 0 && allHealthy) {
-    inputs.push({
-      type: CSPC_CONDITION.ready,
-      status: "True",
-      reason: "AllPoolsHealthy",
-      message: `${healthy} of ${desired} pools are ONLINE with their pool pod available`,
-    });
-  } else {
-    const first = problems[0];
-    inputs.push({
-      type: CSPC_CONDITION.ready,
-      status: "False",
-      reason: first ? first.reason : "PoolsNotHealthy",
-      message: `${healthy} of ${desired} pools healthy, ${provisioned} provisioned${first ? `; see condition ${problems.map((p) => p.type).join(", ")}` : ""}`,
-    });
-  }
-
-  const conditions: Condition[] = inputs
+  const flags = [
+    blockedCondition(findings),
+    claimsPendingCondition(findings, cspc.metadata.namespace ?? "default"),
+    rejectedCondition(findings),
+    progressingCondition(findings),
+    pausedCondition(findings),
+    removalBlockedCondition(findings),
+    unreadableCondition(findings.unreadable, joinMessages),
+  ];
+  const problems = flags.filter((c) => c.status === "True" && c.type !== CSPC_CONDITION.progressing);
+  const conditions: Condition[] = [...flags, readyCondition(counts, problems)]
     .map((input) => nextCondition(previous, input, now, generation))
     .sort((a, b) => a.type.localeCompare(b.type));
+  const { active, waiting } = findings.progressing;
   const phase = cspcPhase({
-    desired,
-    provisioned,
-    healthy,
+    ...counts,
     changing:
       active.length + waiting.length > 0 ||
       findings.pendingClaims.size > 0 ||
@@ -209,14 +113,132 @@ export function computeStatus(
     blocked: problems.some((c) => c.type !== CSPC_CONDITION.claimsPending),
   });
   const status: CSPCStatus = {
-    desiredInstances: desired,
-    provisionedInstances: provisioned,
-    healthyInstances: healthy,
+    desiredInstances: counts.desired,
+    provisionedInstances: counts.provisioned,
+    healthyInstances: counts.healthy,
     conditions,
     ...phaseWithTime(cspc.status, phase, now),
   };
   if (generation !== undefined) status.observedGeneration = generation;
   return status;
+}
+
+type PoolCounts = Pick<PhaseInputs, "desired" | "provisioned" | "healthy">;
+
+/** The reason and message of a condition in one of its two states. */
+type ConditionState = Pick<ConditionInput, "reason" | "message">;
+
+/** A condition that is True with `ifTrue` when `on`, else False with `ifFalse`. */
+function flagCondition(
+  type: string,
+  on: boolean,
+  ifTrue: ConditionState,
+  ifFalse: ConditionState,
+): ConditionInput {
+  return on ? { type, status: "True", ...ifTrue } : { type, status: "False", ...ifFalse };
+}
+
+function blockedCondition(findings: SyncFindings): ConditionInput {
+  return flagCondition(
+    CSPC_CONDITION.provisioningBlocked,
+    findings.blocked.length > 0,
+    { reason: "PoolsBlocked", message: joinMessages(findings.blocked.map((v) => v.message)) },
+    { reason: "NoneBlocked", message: "every pool spec is valid and its block devices are usable" },
+  );
+}
+
+function claimsPendingCondition(findings: SyncFindings, namespace: string): ConditionInput {
+  const pending = [...findings.pendingClaims.entries()].sort(([a], [b]) => a.localeCompare(b));
+  const pendingVolumes = [...(findings.pendingVolumeClaims ?? new Map<string, string[]>()).entries()].sort(
+    ([a], [b]) => a.localeCompare(b),
+  );
+  const message = joinMessages([
+    ...pending.map(
+      ([cspi, devices]) =>
+        `pool ${cspi} waits for ${devices.length} BlockDeviceClaim(s) to be Bound (${devices.join(", ")}); NDM binds them, without NDM bind them by hand`,
+    ),
+    ...pendingVolumes.map(
+      ([cspi, pvcs]) =>
+        `pool ${cspi} waits for ${pvcs.length} PersistentVolumeClaim(s) of its device sets to be Bound (${pvcs.join(", ")}); their StorageClass binds them if its volumeBindingMode is Immediate (a WaitForFirstConsumer class waits for a pod, and none is started for them in this release): kubectl -n ${namespace} describe pvc ${pvcs[0]}`,
+    ),
+  ]);
+  return flagCondition(
+    CSPC_CONDITION.claimsPending,
+    pending.length + pendingVolumes.length > 0,
+    { reason: "WaitingForClaims", message },
+    { reason: "AllClaimsBound", message: "every block device of every pool is claimed" },
+  );
+}
+
+function rejectedCondition(findings: SyncFindings): ConditionInput {
+  return flagCondition(
+    CSPC_CONDITION.specRejected,
+    findings.rejected.length > 0,
+    { reason: "ChangesRejected", message: joinMessages(findings.rejected.map((v) => v.message)) },
+    { reason: "NoneRejected", message: "every change to the spec was carried into the pools" },
+  );
+}
+
+function progressingCondition(findings: SyncFindings): ConditionInput {
+  const { active, waiting } = findings.progressing;
+  const message = [
+    active.length ? `updating: ${active.join(", ")}` : "",
+    waiting.length
+      ? `waiting (one disruptive change at a time, while all other pools are ONLINE): ${waiting.join(", ")}`
+      : "",
+  ]
+    .filter(Boolean)
+    .join("; ");
+  return flagCondition(
+    CSPC_CONDITION.progressing,
+    active.length + waiting.length > 0,
+    { reason: "PoolUpdateInProgress", message },
+    { reason: "NoUpdatesPending", message: "no disruptive change is in flight" },
+  );
+}
+
+function pausedCondition(findings: SyncFindings): ConditionInput {
+  return flagCondition(
+    CSPC_CONDITION.paused,
+    findings.paused,
+    {
+      reason: "PausedByAnnotation",
+      message: "day-2 changes are held by annotation openebs.io/reconcile-paused=true; remove it to continue",
+    },
+    { reason: "NotPaused", message: "day-2 changes are applied as they come" },
+  );
+}
+
+function removalBlockedCondition(findings: SyncFindings): ConditionInput {
+  return flagCondition(
+    CSPC_CONDITION.removalBlocked,
+    findings.removalBlocked.length > 0,
+    {
+      reason: findings.removalBlocked.every((b) => b.moving) ? "ReplicasMoving" : "PoolHoldsVolumes",
+      message: joinMessages(findings.removalBlocked.map(removalBlockedText)),
+    },
+    { reason: "NoneBlocked", message: "no removed pool holds volumes" },
+  );
+}
+
+/** Ready when no condition but Progressing says True and every pool is provisioned and healthy. */
+function readyCondition(counts: PoolCounts, problems: readonly ConditionInput[]): ConditionInput {
+  const { desired, provisioned, healthy } = counts;
+  if (problems.length === 0 && desired === provisioned && provisioned === healthy) {
+    return {
+      type: CSPC_CONDITION.ready,
+      status: "True",
+      reason: "AllPoolsHealthy",
+      message: `${healthy} of ${desired} pools are ONLINE with their pool pod available`,
+    };
+  }
+  const first = problems[0];
+  return {
+    type: CSPC_CONDITION.ready,
+    status: "False",
+    reason: first ? first.reason : "PoolsNotHealthy",
+    message: `${healthy} of ${desired} pools healthy, ${provisioned} provisioned${first ? `; see condition ${problems.map((p) => p.type).join(", ")}` : ""}`,
+  };
 }
 
 export type CspcPhase = (typeof CSPC_PHASES)[number];

@@ -12,7 +12,13 @@ import type {
 } from "../../api/types.js";
 import { BadRequestError } from "../errors.js";
 import { buildInventory, isDeviceBound, isTerminating, type Inventory } from "../inventory.js";
-import { checkDevices, checkOneNodePerPool, resolveNode, type Placement } from "../rules/placement.js";
+import {
+  checkDevices,
+  checkOneNodePerPool,
+  resolveNode,
+  type Placement,
+  type PlacedPool,
+} from "../rules/placement.js";
 import { diffPool, type PoolDiff } from "./day2-diff.js";
 import { checkCspcSpec, type Violation } from "../rules/pool-spec.js";
 import { heldVolumes, type HeldVolumes } from "../rules/held-volumes.js";
@@ -127,20 +133,14 @@ export function planChildren(cspc: CSPC, inventory: Inventory): ChildrenPlan {
     frozen ? { cspi: ownedView(orphan) } : planOrphan(orphan, inventory),
   );
 
-  const claimParts: ClaimPart[] = [
-    { source: "newPool", wants: poolPlans.flatMap((p) => p.claims) },
-    { source: "dayTwo", wants: dayTwo.claims },
-    { source: "removalPending", wants: claimsBeingRemoved(inventory) },
-    { source: "listedByCspi", wants: claimsListedByCspis(inventory) },
-    { source: "heldWhileFrozen", wants: frozen ? claimsAsObserved(inventory) : [] },
-  ];
-  const kept = new Set(claimParts.flatMap((part) => part.wants.map((want) => want.device)));
-  const claims = mergeClaims([
-    ...claimParts,
-    { source: "replacedDevice", wants: claimsOfReplacedDevices(inventory, kept) },
-  ]);
-  // A device set's PVC is its own claim: no BlockDeviceClaim is made for it.
-  for (const device of inventory.setDevices) claims.delete(device);
+  const claims = mergedClaims(
+    [
+      { source: "newPool", wants: poolPlans.flatMap((p) => p.claims) },
+      { source: "dayTwo", wants: dayTwo.claims },
+    ],
+    frozen,
+    inventory,
+  );
   // A set's PVCs are made, and waited for, only for a pool the sync acts on: not one refused or paused.
   const actsOn = (i: number): boolean =>
     !frozen && (byPool.get(i) ?? []).length === 0 && poolPlans[i].rejected.length === 0;
@@ -157,11 +157,7 @@ export function planChildren(cspc: CSPC, inventory: Inventory): ChildrenPlan {
     pendingClaims: new Map(
       [...poolPlans, ...dayTwo.pools].flatMap((p) => (p.pendingClaims ? [p.pendingClaims] : [])),
     ),
-    pendingVolumeClaims: new Map(
-      setPools.flatMap((p, i) =>
-        p && p.pending.length > 0 && actsOn(i) ? [[p.name, p.pending] as [string, string[]]] : [],
-      ),
-    ),
+    pendingVolumeClaims: pendingVolumeClaims(setPools, actsOn),
     progressing: {
       active: [...dayTwo.progressing.active, ...rollout.active],
       waiting: [...dayTwo.progressing.waiting, ...rollout.waiting],
@@ -173,6 +169,43 @@ export function planChildren(cspc: CSPC, inventory: Inventory): ChildrenPlan {
     children: [...cspis.sort(byName), ...claimObjects(claims, inventory), ...pvcs.sort(byName)],
     findings,
   };
+}
+
+/**
+ * The claims every step wants, merged once: the pools' own parts, then those read from the inventory, then the
+ * devices being replaced that no other part keeps.
+ */
+function mergedClaims(
+  poolParts: readonly ClaimPart[],
+  frozen: boolean,
+  inventory: Inventory,
+): Map<string, ClaimWant> {
+  const claimParts: ClaimPart[] = [
+    ...poolParts,
+    { source: "removalPending", wants: claimsBeingRemoved(inventory) },
+    { source: "listedByCspi", wants: claimsListedByCspis(inventory) },
+    { source: "heldWhileFrozen", wants: frozen ? claimsAsObserved(inventory) : [] },
+  ];
+  const kept = new Set(claimParts.flatMap((part) => part.wants.map((want) => want.device)));
+  const claims = mergeClaims([
+    ...claimParts,
+    { source: "replacedDevice", wants: claimsOfReplacedDevices(inventory, kept) },
+  ]);
+  // A device set's PVC is its own claim: no BlockDeviceClaim is made for it.
+  for (const device of inventory.setDevices) claims.delete(device);
+  return claims;
+}
+
+/** The pools on device sets the sync acts on, each with its PVCs not Bound yet. */
+function pendingVolumeClaims(
+  setPools: readonly (SetPool | undefined)[],
+  actsOn: (index: number) => boolean,
+): Map<string, string[]> {
+  return new Map(
+    setPools.flatMap((p, i) =>
+      p && p.pending.length > 0 && actsOn(i) ? [[p.name, p.pending] as [string, string[]]] : [],
+    ),
+  );
 }
 
 /** What one step decided for one CSPI. */
@@ -207,68 +240,77 @@ interface PoolInput {
   setPool?: SetPool;
 }
 
+/** A pool spec the planner can build, on its node; `onSets` when its devices are its device sets' PVCs. */
+interface BuildablePool extends PlacedPool {
+  pool: BlockPoolSpec;
+  onSets: boolean;
+}
+
 /** One pool spec: blocked, kept as it is, a live pool's day-2 plan, or a new pool. */
 function planPool(input: PoolInput): PoolPlan {
-  const { pool, index, match, placement, refusedWhole, paused, inventory } = input;
+  const { pool, index, match, placement, inventory } = input;
   const observed = match.observed;
-  const kept = observed ? ownedView(observed) : undefined;
-  const plan: PoolPlan = { cspi: kept, claims: [], blocked: [], rejected: [] };
-  if (refusedWhole) return { ...plan, blocked: [...input.violations] };
+  const kept: PoolPlan = {
+    cspi: observed ? ownedView(observed) : undefined,
+    claims: [],
+    blocked: [],
+    rejected: [],
+  };
+  if (input.refusedWhole) return { ...kept, blocked: [...input.violations] };
   if (observed && input.setPool && input.setPool.violations.length > 0)
-    return { ...plan, blocked: [...input.violations], rejected: input.setPool.violations };
+    return { ...kept, blocked: [...input.violations], rejected: input.setPool.violations };
 
-  const violations = [
-    ...input.violations,
-    ...(placement.violation ? [placement.violation] : []),
-    ...(input.setPool?.violations ?? []),
-  ];
+  const violations = blockingViolations(input);
   const host = placement.host;
   if (violations.length > 0 || !host || !pool) {
     // Say also what the edit would do to the live pool, so one round of fixes is enough.
     const rejected =
       observed && pool ? diffPool({ pool, poolIndex: index, observed, inventory }).violations : [];
-    return { ...plan, blocked: violations, rejected };
+    return { ...kept, blocked: violations, rejected };
   }
-  if (observed) {
-    if (paused) return plan;
-    const refused = refusedDayTwo(pool, index, host, observed, inventory, input.setPool !== undefined);
-    if (refused.violations.length > 0) return { ...plan, rejected: refused.violations };
-    return {
-      claims: [],
-      blocked: [],
-      rejected: [],
-      dayTwo: planExistingPool({ name: match.name, pool, observed, host, diff: refused.diff, inventory }),
-    };
-  }
-  return planNewPool(pool, index, host, match.name, paused, inventory, input.setPool !== undefined);
+  const buildable: BuildablePool = { pool, index, host, onSets: input.setPool !== undefined };
+  if (!observed) return planNewPool(buildable, match.name, input.paused, inventory);
+  if (input.paused) return kept;
+  const refused = refusedDayTwo(buildable, observed, inventory);
+  if (refused.violations.length > 0) return { ...kept, rejected: refused.violations };
+  return {
+    claims: [],
+    blocked: [],
+    rejected: [],
+    dayTwo: planExistingPool({ name: match.name, pool, observed, host, diff: refused.diff, inventory }),
+  };
+}
+
+/** What keeps a pool from being built: the spec's own violations, its node's, and its device sets'. */
+function blockingViolations(input: PoolInput): Violation[] {
+  return [
+    ...input.violations,
+    ...(input.placement.violation ? [input.placement.violation] : []),
+    ...(input.setPool?.violations ?? []),
+  ];
 }
 
 /** A live pool's edit: what diffPool refuses, and the devices entering the pool that cannot be used. */
 function refusedDayTwo(
-  pool: BlockPoolSpec,
-  index: number,
-  host: string,
+  buildable: BuildablePool,
   observed: CSPI,
   inventory: Inventory,
-  onSets: boolean,
 ): { diff: PoolDiff; violations: Violation[] } {
-  const diff = diffPool({ pool, poolIndex: index, observed, inventory });
-  if (onSets) return { diff, violations: diff.violations };
+  const diff = diffPool({ pool: buildable.pool, poolIndex: buildable.index, observed, inventory });
+  if (buildable.onSets) return { diff, violations: diff.violations };
   const incoming = [...diff.expansions.flatMap((e) => e.devices), ...diff.replacements.map((r) => r.new)];
-  return { diff, violations: [...diff.violations, ...checkDevices(pool, index, host, inventory, incoming)] };
+  return { diff, violations: [...diff.violations, ...checkDevices(buildable, incoming, inventory)] };
 }
 
 /** A pool without a CSPI: its claims first, its CSPI once they are all Bound. */
 function planNewPool(
-  pool: BlockPoolSpec,
-  index: number,
-  host: string,
+  buildable: BuildablePool,
   name: string,
   paused: boolean,
   inventory: Inventory,
-  onSets: boolean,
 ): PoolPlan {
-  const blocked = onSets ? [] : checkDevices(pool, index, host, inventory, devicesOf(pool.raidGroups));
+  const { pool, host, onSets } = buildable;
+  const blocked = onSets ? [] : checkDevices(buildable, devicesOf(pool.raidGroups), inventory);
   if (blocked.length > 0 || paused) return { claims: [], blocked, rejected: [] };
   const spec = buildCspiSpec(pool, host, inventory);
   const devices = devicesOf(spec.raidGroups);

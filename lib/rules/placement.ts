@@ -1,7 +1,7 @@
 // Rules that need the cluster's objects: which node a pool lands on and whether its devices are usable.
 // Shared by cspc-sync and the admission webhook.
 import { LABEL } from "../../api/constants.js";
-import type { PoolSpec } from "../../api/types.js";
+import type { BlockDevice, PoolSpec } from "../../api/types.js";
 import { claimName } from "../names.js";
 import { deviceCapacity, deviceHost, nodeHostname, type Inventory } from "../inventory.js";
 import { deviceSizeProblem, poolLabel, type Violation } from "./pool-spec.js";
@@ -74,74 +74,116 @@ export interface DeviceCheckOptions {
   skipNodeCheck?: boolean;
 }
 
+/** A pool spec, by its index in spec.pools, on the node its nodeSelector resolved to. */
+export interface PlacedPool {
+  pool: PoolSpec;
+  index: number;
+  host: string;
+}
+
 /** Why each listed device cannot be used by this pool on this host. */
 export function checkDevices(
-  pool: PoolSpec,
-  index: number,
-  host: string,
-  inventory: Inventory,
+  placed: PlacedPool,
   devices: readonly string[],
+  inventory: Inventory,
   options: DeviceCheckOptions = {},
 ): Violation[] {
-  const out: Violation[] = [];
+  const { pool, index } = placed;
+  return devices.flatMap((name) =>
+    deviceProblems(name, placed.host, inventory, options).map(([reason, message]): Violation => ({
+      pool: index,
+      reason,
+      message: `${poolLabel(pool, index)}: ${message}`,
+    })),
+  );
+}
+
+/** A reason and its message, which names the device first. */
+type DeviceProblem = [reason: string, message: string];
+
+function deviceProblems(
+  name: string,
+  host: string,
+  inventory: Inventory,
+  options: DeviceCheckOptions,
+): DeviceProblem[] {
   const ns = inventory.namespace;
-  for (const name of devices) {
-    const add = (reason: string, message: string): void => {
-      out.push({ pool: index, reason, message: `${poolLabel(pool, index)}: ${message}` });
-    };
-    const bd = inventory.blockDevices.get(name);
-    if (!bd) {
-      add(
+  const bd = inventory.blockDevices.get(name);
+  if (!bd) {
+    return [
+      [
         "BlockDeviceNotFound",
         `block device ${name} does not exist in namespace ${ns}: check the name (kubectl get bd -n ${ns})`,
-      );
-      continue;
-    }
-    const bdHost = deviceHost(bd);
-    if (!options.skipNodeCheck && bdHost !== host) {
-      add(
-        "BlockDeviceOnOtherNode",
-        `block device ${name} is attached to node ${bdHost ?? "(unknown)"}, not to ${host} where the nodeSelector puts the pool: list it under the pool of its node, or fix the nodeSelector`,
-      );
-    }
-    const capacity = deviceCapacity(bd);
-    const tooSmall = capacity === undefined ? undefined : deviceSizeProblem(capacity);
-    if (tooSmall) add("BlockDeviceTooSmall", `block device ${name} ${tooSmall}: pick a larger device`);
-    const state = bd.status?.state;
-    if (state !== undefined && state !== "Active") {
-      add(
-        "BlockDeviceNotActive",
-        `block device ${name} is ${state}, not Active: reconnect the disk or pick another device`,
-      );
-    }
-    const fsType = bd.spec?.filesystem?.fsType;
-    const ours = options.inUse?.has(name) || inventory.ownClaims.has(name);
-    if (fsType && fsType !== "zfs_member") {
-      add(
-        "BlockDeviceHasFilesystem",
-        `block device ${name} carries a filesystem (${fsType}): if its data is not needed wipe it (wipefs -a ${bd.spec?.path ?? "<device>"}) and wait for NDM to rescan, or pick another device`,
-      );
-    } else if (fsType === "zfs_member" && !ours) {
-      add(
-        "BlockDeviceHasZfsLabel",
-        `block device ${name} carries a ZFS label, so another pool's data may be on it: import that pool elsewhere, or if it is no longer needed clear it (zpool labelclear -f ${bd.spec?.path ?? "<device>"})`,
-      );
-    }
-    const leftover = leftoverClaim(name, inventory);
-    const foreign = leftover ? undefined : foreignClaim(name, inventory);
-    if (leftover) {
-      add(
-        "BlockDeviceClaimFromEarlierInstall",
-        `block device ${name} is claimed by BlockDeviceClaim ${inventory.namespace}/${leftover}, left by an earlier CStorPoolCluster named ${inventory.cspcName} (its pool's data is kept on the disk): do not release that claim, NDM would wipe the disk; let this CStorPoolCluster adopt its claims: kubectl -n ${inventory.namespace} label bdc -l ${LABEL.cspc}=${inventory.cspcName} controller-uid=${inventory.cspcUid || "<uid of this CStorPoolCluster>"} --overwrite (docs/install.md, Reinstall)`,
-      );
-    }
-    if (foreign)
-      add(
-        "BlockDeviceClaimedElsewhere",
-        `block device ${name} is claimed by ${foreign}: release that claim or pick another device`,
-      );
+      ],
+    ];
   }
-  return out;
+  const ours = options.inUse?.has(name) || inventory.ownClaims.has(name);
+  return [
+    options.skipNodeCheck ? undefined : otherNodeProblem(name, bd, host),
+    tooSmallProblem(name, bd),
+    notActiveProblem(name, bd),
+    contentProblem(name, bd, ours),
+    claimProblem(name, inventory),
+  ].filter((problem) => problem !== undefined);
+}
+
+function otherNodeProblem(name: string, bd: BlockDevice, host: string): DeviceProblem | undefined {
+  const bdHost = deviceHost(bd);
+  if (bdHost === host) return undefined;
+  return [
+    "BlockDeviceOnOtherNode",
+    `block device ${name} is attached to node ${bdHost ?? "(unknown)"}, not to ${host} where the nodeSelector puts the pool: list it under the pool of its node, or fix the nodeSelector`,
+  ];
+}
+
+function tooSmallProblem(name: string, bd: BlockDevice): DeviceProblem | undefined {
+  const capacity = deviceCapacity(bd);
+  const tooSmall = capacity === undefined ? undefined : deviceSizeProblem(capacity);
+  return tooSmall
+    ? ["BlockDeviceTooSmall", `block device ${name} ${tooSmall}: pick a larger device`]
+    : undefined;
+}
+
+function notActiveProblem(name: string, bd: BlockDevice): DeviceProblem | undefined {
+  const state = bd.status?.state;
+  if (state === undefined || state === "Active") return undefined;
+  return [
+    "BlockDeviceNotActive",
+    `block device ${name} is ${state}, not Active: reconnect the disk or pick another device`,
+  ];
+}
+
+/** A filesystem on the device, or a ZFS label that is not our own pool's (`ours`). */
+function contentProblem(name: string, bd: BlockDevice, ours: boolean): DeviceProblem | undefined {
+  const fsType = bd.spec?.filesystem?.fsType;
+  if (fsType && fsType !== "zfs_member") {
+    return [
+      "BlockDeviceHasFilesystem",
+      `block device ${name} carries a filesystem (${fsType}): if its data is not needed wipe it (wipefs -a ${bd.spec?.path ?? "<device>"}) and wait for NDM to rescan, or pick another device`,
+    ];
+  }
+  if (fsType !== "zfs_member" || ours) return undefined;
+  return [
+    "BlockDeviceHasZfsLabel",
+    `block device ${name} carries a ZFS label, so another pool's data may be on it: import that pool elsewhere, or if it is no longer needed clear it (zpool labelclear -f ${bd.spec?.path ?? "<device>"})`,
+  ];
+}
+
+/** A claim on the device left by an earlier install of this CSPC, else one of anyone else. */
+function claimProblem(name: string, inventory: Inventory): DeviceProblem | undefined {
+  const leftover = leftoverClaim(name, inventory);
+  if (leftover) {
+    return [
+      "BlockDeviceClaimFromEarlierInstall",
+      `block device ${name} is claimed by BlockDeviceClaim ${inventory.namespace}/${leftover}, left by an earlier CStorPoolCluster named ${inventory.cspcName} (its pool's data is kept on the disk): do not release that claim, NDM would wipe the disk; let this CStorPoolCluster adopt its claims: kubectl -n ${inventory.namespace} label bdc -l ${LABEL.cspc}=${inventory.cspcName} controller-uid=${inventory.cspcUid || "<uid of this CStorPoolCluster>"} --overwrite (docs/install.md, Reinstall)`,
+    ];
+  }
+  const foreign = foreignClaim(name, inventory);
+  if (!foreign) return undefined;
+  return [
+    "BlockDeviceClaimedElsewhere",
+    `block device ${name} is claimed by ${foreign}: release that claim or pick another device`,
+  ];
 }
 
 /**
@@ -157,15 +199,16 @@ function leftoverClaim(device: string, inventory: Inventory): string | undefined
 
 /** A claim on the device that is not this CSPC's own, described for a message; undefined if none. */
 export function foreignClaim(device: string, inventory: Inventory): string | undefined {
-  const own = inventory.ownClaims.get(device)?.metadata.name ?? claimName(device);
-  for (const claim of inventory.claimsByDevice.get(device) ?? []) {
-    if (claim.metadata.name === own && inventory.ownClaims.get(device)?.metadata.name === own) continue;
-    return `BlockDeviceClaim ${claim.metadata.namespace ?? inventory.namespace}/${claim.metadata.name}`;
-  }
+  const ownName = inventory.ownClaims.get(device)?.metadata.name;
+  const other = (inventory.claimsByDevice.get(device) ?? []).find(
+    (claim) => ownName === undefined || claim.metadata.name !== ownName,
+  );
+  if (other)
+    return `BlockDeviceClaim ${other.metadata.namespace ?? inventory.namespace}/${other.metadata.name}`;
+  // NDM's side of a claim: the device says Claimed, by a claim this request may not carry.
   const bd = inventory.blockDevices.get(device);
   const ref = bd?.spec?.claimRef;
-  if (bd?.status?.claimState === "Claimed" && ref?.name && ref.name !== own) {
-    return `BlockDeviceClaim ${ref.namespace ?? inventory.namespace}/${ref.name}`;
-  }
-  return undefined;
+  if (bd?.status?.claimState !== "Claimed" || !ref?.name || ref.name === (ownName ?? claimName(device)))
+    return undefined;
+  return `BlockDeviceClaim ${ref.namespace ?? inventory.namespace}/${ref.name}`;
 }

@@ -109,13 +109,38 @@ function isPowerOfTwoPlus(count: number, parity: number): boolean {
 
 /** Every rule about one pool spec that needs no other object. */
 export function checkPoolSpec(pool: PoolSpec, index: number): Violation[] {
+  const groups = pool.raidGroups ?? [];
+  return [
+    ...checkPoolLayout(pool, index),
+    ...checkPoolConfig(pool, index),
+    ...checkResources(pool, index),
+    ...groups.flatMap((_group, g) => checkRaidGroup(pool, index, g)),
+    ...checkHasDataGroup(pool, index),
+    ...checkRedundancyMix(pool, index),
+  ];
+}
+
+/** Write cache, spare and read cache groups need a data group to serve. */
+function checkHasDataGroup(pool: PoolSpec, index: number): Violation[] {
+  const groups = pool.raidGroups ?? [];
+  if (groups.length === 0 || groups.some((group) => groupRole(group) === "data")) return [];
+  return [
+    {
+      pool: index,
+      reason: "NoDataRaidGroup",
+      message: `${poolLabel(pool, index)} has only write cache, spare or read cache groups: add a data raid group`,
+    },
+  ];
+}
+
+/** Where the pool's devices come from (device sets, or raid groups on a selected node) and how many groups. */
+function checkPoolLayout(pool: PoolSpec, index: number): Violation[] {
   const out: Violation[] = [];
   // Labels are for messages only: a valid pool, the usual case, never builds them.
   const where = (): string => poolLabel(pool, index);
   const add = (reason: string, message: string): void => {
     out.push({ pool: index, reason, message });
   };
-
   if (pool.deviceSets) out.push(...checkDeviceSets(pool, index));
   else if (!pool.raidGroups) add("NoDevices", `${where()} ${MESSAGES.noDevices}`);
   else if (!pool.nodeSelector || Object.keys(pool.nodeSelector).length === 0)
@@ -130,6 +155,11 @@ export function checkPoolSpec(pool: PoolSpec, index: number): Violation[] {
       `${where()} has ${groups.length} raid groups; at most ${LIMITS.raidGroupsPerPool} are supported`,
     );
   }
+  return out;
+}
+
+function checkPoolConfig(pool: PoolSpec, index: number): Violation[] {
+  const out: Violation[] = [];
   const compression = pool.poolConfig?.compression;
   if (compression !== undefined && !(COMPRESSION_VALUES as readonly string[]).includes(compression)) {
     out.push(unsupportedValue(pool, index, "compression", compression));
@@ -138,64 +168,53 @@ export function checkPoolSpec(pool: PoolSpec, index: number): Violation[] {
   if (defaultType !== undefined && !(RAID_TYPES as readonly string[]).includes(defaultType)) {
     out.push(unsupportedValue(pool, index, "defaultRaidGroupType", defaultType));
   }
+  return out;
+}
 
-  out.push(...checkResources(pool, index));
-
-  let dataGroups = 0;
-  groups.forEach((group, g) => {
-    const gw = (): string => groupLabel(pool, index, g);
-    const role = groupRole(group);
-    const flags = [group.isWriteCache, group.isSpare, group.isReadCache].filter(Boolean).length;
-    if (flags > 1)
-      add(
-        "ConflictingGroupRoles",
-        `${gw()} is marked as more than one of isWriteCache, isSpare and isReadCache: keep one`,
-      );
-    if (role === "data") dataGroups++;
-    const devices = group.blockDevices ?? [];
-    if (devices.length === 0) {
-      add("EmptyRaidGroup", `${gw()} has no block devices: list the devices of the group`);
-      return;
-    }
-    if (devices.length > LIMITS.blockDevicesPerGroup) {
-      add(
-        "TooManyBlockDevices",
-        `${gw()} has ${devices.length} block devices; at most ${LIMITS.blockDevicesPerGroup} are supported`,
-      );
-    }
-    devices.forEach((d, k) => {
-      if (!d.blockDeviceName)
-        add("EmptyBlockDeviceName", `${gw()} blockDevices[${k}] has no blockDeviceName`);
-    });
-    if (group.type !== undefined && !(RAID_TYPES as readonly string[]).includes(group.type)) {
-      out.push(unsupportedValue(pool, index, { group: g }, group.type));
-      return;
-    }
-    const type = resolvedType(group, pool);
-    if (type === undefined) {
-      add(
-        "MissingRaidType",
-        `${gw()} has no type and the pool has no poolConfig.defaultRaidGroupType: set one of them`,
-      );
-      return;
-    }
-    if (role === "writeCache" && (type === "raidz" || type === "raidz2")) {
-      add(
-        "UnsupportedWriteCacheType",
-        `${gw()} is a write cache of type ${type}; ZFS log devices can only be stripe or mirror`,
-      );
-      return;
-    }
-    const problem = deviceCountProblem(type, devices.length);
-    if (problem) add("InvalidDeviceCount", `${gw()}: ${problem}`);
-  });
-  if (groups.length > 0 && dataGroups === 0) {
+/** The rules about spec.pools[index].raidGroups[g]: its role, its devices, its type and their count. */
+function checkRaidGroup(pool: PoolSpec, index: number, g: number): Violation[] {
+  const group = (pool.raidGroups ?? [])[g];
+  const out: Violation[] = [];
+  const gw = (): string => groupLabel(pool, index, g);
+  const add = (reason: string, message: string): Violation[] => {
+    out.push({ pool: index, reason, message });
+    return out;
+  };
+  const flags = [group.isWriteCache, group.isSpare, group.isReadCache].filter(Boolean).length;
+  if (flags > 1)
     add(
-      "NoDataRaidGroup",
-      `${where()} has only write cache, spare or read cache groups: add a data raid group`,
+      "ConflictingGroupRoles",
+      `${gw()} is marked as more than one of isWriteCache, isSpare and isReadCache: keep one`,
+    );
+  const devices = group.blockDevices ?? [];
+  if (devices.length === 0)
+    return add("EmptyRaidGroup", `${gw()} has no block devices: list the devices of the group`);
+  if (devices.length > LIMITS.blockDevicesPerGroup) {
+    add(
+      "TooManyBlockDevices",
+      `${gw()} has ${devices.length} block devices; at most ${LIMITS.blockDevicesPerGroup} are supported`,
     );
   }
-  out.push(...checkRedundancyMix(pool, index));
+  devices.forEach((d, k) => {
+    if (!d.blockDeviceName) add("EmptyBlockDeviceName", `${gw()} blockDevices[${k}] has no blockDeviceName`);
+  });
+  if (group.type !== undefined && !(RAID_TYPES as readonly string[]).includes(group.type)) {
+    out.push(unsupportedValue(pool, index, { group: g }, group.type));
+    return out;
+  }
+  const type = resolvedType(group, pool);
+  if (type === undefined)
+    return add(
+      "MissingRaidType",
+      `${gw()} has no type and the pool has no poolConfig.defaultRaidGroupType: set one of them`,
+    );
+  if (groupRole(group) === "writeCache" && (type === "raidz" || type === "raidz2"))
+    return add(
+      "UnsupportedWriteCacheType",
+      `${gw()} is a write cache of type ${type}; ZFS log devices can only be stripe or mirror`,
+    );
+  const problem = deviceCountProblem(type, devices.length);
+  if (problem) add("InvalidDeviceCount", `${gw()}: ${problem}`);
   return out;
 }
 
