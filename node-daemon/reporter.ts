@@ -1,7 +1,7 @@
 // The reporter: CSPI status as a pure function of what was observed, what is still planned, what was done
 // in this pass, the previous status and the clock. Same inputs, same status: conditions keep their
 // lastTransitionTime unless their status flips, and nothing but lastUpdateTime (the heartbeat) moves.
-import type { Condition, CSPI, CSPIStatus } from "../api/types.js";
+import type { CSPI, CSPIStatus } from "../api/types.js";
 import { CSPI_PHASES } from "../api/schema.js";
 import {
   findCondition,
@@ -166,12 +166,12 @@ function phaseOf(input: ReportInput): Phase {
 /** A condition is reported once it has happened: absent conditions stay absent while nothing concerns them. */
 function settle(
   input: ReportInput,
-  previous: Condition | undefined,
   active: ConditionInput | undefined,
   done: ConditionInput,
   happenedNow: boolean,
 ): ConditionInput | undefined {
   if (active) return active;
+  const previous = findCondition(input.cspi.status?.conditions, done.type);
   // Something under way is over only when seen over: a failed observation (unreadable output) says nothing.
   if (happenedNow || (previous?.status === "True" && input.observationError === undefined)) return done;
   return undefined;
@@ -208,7 +208,7 @@ function expansionCondition(input: ReportInput): ConditionInput | undefined {
       : (previous?.status === "False" && previous.message) ||
         "Pool expansion was successful by adding blockdevices/raid groups",
   };
-  return settle(input, previous, active, done, added.length > 0);
+  return settle(input, active, done, added.length > 0);
 }
 
 function replacementCondition(input: ReportInput): ConditionInput | undefined {
@@ -251,7 +251,7 @@ function replacementCondition(input: ReportInput): ConditionInput | undefined {
     reason: "BlockDeviceReplacementSucceess",
     message: "Blockdevice replacement was successfully completed",
   };
-  return settle(input, previous, active, done, replacedNow);
+  return settle(input, active, done, replacedNow);
 }
 
 function unavailableCondition(input: ReportInput): ConditionInput | undefined {
@@ -277,7 +277,6 @@ function unavailableCondition(input: ReportInput): ConditionInput | undefined {
       }
     }
   }
-  const previous = findCondition(input.cspi.status?.conditions, CONDITION.diskUnavailable);
   const active: ConditionInput | undefined = problems.length
     ? {
         type: CONDITION.diskUnavailable,
@@ -292,7 +291,7 @@ function unavailableCondition(input: ReportInput): ConditionInput | undefined {
     reason: "DisksAreAvailable",
     message: "All block devices are available",
   };
-  return settle(input, previous, active, done, false);
+  return settle(input, active, done, false);
 }
 
 function lostCondition(input: ReportInput): ConditionInput | undefined {
