@@ -66,7 +66,7 @@ const ZFS_HEALTH: ReadonlySet<string> = new Set([
 const BAD_LEAF_STATES: ReadonlySet<string> = new Set(["UNAVAIL", "FAULTED", "REMOVED", "OFFLINE"]);
 
 export function report(input: ReportInput): CSPIStatus {
-  const { cspi, observation, nodeName, now } = input;
+  const { cspi, observation, now } = input;
   const previous = cspi.status ?? {};
   const pool = observation?.pool;
   const did = (kind: ActionKind) => input.outcomes.some((o) => o.action.kind === kind && !o.error);
@@ -74,25 +74,11 @@ export function report(input: ReportInput): CSPIStatus {
 
   if (pool || previous.poolName || did("create") || did("import"))
     status.poolName = zpoolName(cspi.metadata.name ?? "");
-  if (pool) status.importedOn = nodeName;
-  else if (did("export") || did("destroy")) status.importedOn = "";
-  // A failed observation (zpool timed out, unreadable) cannot tell that the pool is gone: it is still here.
-  else if (previous.importedOn === nodeName && input.observationError === undefined) status.importedOn = "";
-  else if (previous.importedOn !== undefined) status.importedOn = previous.importedOn;
+  const importedOn = importedOnOf(input, did("export") || did("destroy"));
+  if (importedOn !== undefined) status.importedOn = importedOn;
 
   Object.assign(status, phaseWithTime(previous, servingPhase(phaseOf(input), previous.conditions), now));
-  if (pool) {
-    if (pool.space) {
-      const { used, available } = pool.space;
-      status.capacity = {
-        total: quantity(used + available),
-        free: quantity(available),
-        used: quantity(used),
-      };
-    }
-    status.readOnly = pool.readonly ?? false;
-    status.devices = deviceHealth(cspi, observation);
-  }
+  if (observation?.pool) Object.assign(status, poolFacts(cspi, observation));
   const scrub = scrubStatus(input);
   if (scrub) status.scrub = scrub;
   if (input.replicas) {
@@ -111,6 +97,32 @@ export function report(input: ReportInput): CSPIStatus {
   const conditions = mergeConditions(previous.conditions, updates);
   if (conditions.length > 0) status.conditions = conditions;
   return status;
+}
+
+/** The node the pool is imported on: "" once it left this node; undefined when never known. */
+function importedOnOf(input: ReportInput, leftHere: boolean): string | undefined {
+  const previous = input.cspi.status?.importedOn;
+  if (input.observation?.pool) return input.nodeName;
+  if (leftHere) return "";
+  // A failed observation (zpool timed out, unreadable) cannot tell that the pool is gone: it is still here.
+  if (previous === input.nodeName && input.observationError === undefined) return "";
+  return previous;
+}
+
+/** What the imported pool says of itself: its capacity, whether it is read-only, its devices. */
+function poolFacts(
+  cspi: CSPI,
+  observation: Observation,
+): Pick<CSPIStatus, "capacity" | "readOnly" | "devices"> {
+  const pool = observation.pool!;
+  const facts: Pick<CSPIStatus, "capacity" | "readOnly" | "devices"> = {};
+  if (pool.space) {
+    const { used, available } = pool.space;
+    facts.capacity = { total: quantity(used + available), free: quantity(available), used: quantity(used) };
+  }
+  facts.readOnly = pool.readonly ?? false;
+  facts.devices = deviceHealth(cspi, observation);
+  return facts;
 }
 
 type ScrubStatus = NonNullable<CSPIStatus["scrub"]>;
