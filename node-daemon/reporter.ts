@@ -16,7 +16,7 @@ import { zpoolName } from "../lib/names.js";
 import { groupRole } from "../lib/rules/pool-spec.js";
 import { deviceHealth } from "./devices.js";
 import { sameDevice, type Observation } from "../zfs/observation.js";
-import { allLeaves, parseScrub, type Vdev } from "../zfs/parse.js";
+import { allLeaves, parseScrub, type ScrubReading, type Vdev } from "../zfs/parse.js";
 import type { Action, ActionKind, Plan } from "./planner.js";
 
 /** What happened to one executed action. */
@@ -138,31 +138,42 @@ function scrubStatus(input: ReportInput): ScrubStatus | undefined {
   const pool = input.observation?.pool;
   const reading = pool ? parseScrub(pool.status) : undefined;
   let out: ScrubStatus = last;
-  if (
-    reading &&
-    !(reading.endTime && last.lastEndTime && Date.parse(last.lastEndTime) > Date.parse(reading.endTime))
-  ) {
-    // A start zpool prints (OpenZFS), or reckons from the end and the duration; else the one seen running is carried.
-    const carried = last.state === "Scrubbing" ? last.lastStartTime : undefined;
-    const running =
-      reading.elapsedSeconds !== undefined
-        ? formatTime(new Date(input.now.getTime() - reading.elapsedSeconds * 1000))
-        : undefined;
-    const startTime = reading.startTime ?? carried ?? running;
-    out = {
-      state: reading.state,
-      ...(startTime ? { lastStartTime: startTime } : {}),
-      ...(reading.endTime ? { lastEndTime: reading.endTime } : {}),
-      ...(reading.progress ? { progress: reading.progress } : {}),
-      ...(reading.repairedBytes !== undefined ? { repairedBytes: reading.repairedBytes } : {}),
-      ...(reading.errors !== undefined ? { errors: reading.errors } : {}),
-    };
+  if (reading && !staleReading(reading, last)) {
+    out = scrubRead(reading, last, input.now);
   } else if (pool && last.state === "Scrubbing" && !reading) {
     const { progress: _progress, ...stopped } = last;
     out = { ...stopped, state: "Canceled" };
   }
   if (input.plan.scrubWaiting) out = { ...out, waiting: input.plan.scrubWaiting };
   return Object.keys(out).length > 0 ? out : undefined;
+}
+
+/** A scrub that ended before the last one the status knows: zpool's reading is stale. */
+function staleReading(reading: ScrubReading, last: ScrubStatus): boolean {
+  return !!(
+    reading.endTime &&
+    last.lastEndTime &&
+    Date.parse(last.lastEndTime) > Date.parse(reading.endTime)
+  );
+}
+
+/** The scrub as zpool reads it. */
+function scrubRead(reading: ScrubReading, last: ScrubStatus, now: Date): ScrubStatus {
+  // A start zpool prints (OpenZFS), or reckons from the end and the duration; else the one seen running is carried.
+  const carried = last.state === "Scrubbing" ? last.lastStartTime : undefined;
+  const running =
+    reading.elapsedSeconds !== undefined
+      ? formatTime(new Date(now.getTime() - reading.elapsedSeconds * 1000))
+      : undefined;
+  const startTime = reading.startTime ?? carried ?? running;
+  return {
+    state: reading.state,
+    ...(startTime ? { lastStartTime: startTime } : {}),
+    ...(reading.endTime ? { lastEndTime: reading.endTime } : {}),
+    ...(reading.progress ? { progress: reading.progress } : {}),
+    ...(reading.repairedBytes !== undefined ? { repairedBytes: reading.repairedBytes } : {}),
+    ...(reading.errors !== undefined ? { errors: reading.errors } : {}),
+  };
 }
 
 function phaseOf(input: ReportInput): Phase {
