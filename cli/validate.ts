@@ -80,37 +80,14 @@ export async function runValidate(argv: readonly string[], io: CliIO = processIO
     return reportUsageError(err, VALIDATE_USAGE, io.stderr);
   }
 
-  const verdicts = proposed.map(({ object, notes }) => {
-    const old = stored.find((o) => key(o) === key(object));
-    const input: AdmissionInput = {
-      operation: old ? "UPDATE" : "CREATE",
-      namespace: object.metadata?.namespace ?? "",
-      name: object.metadata?.name ?? "",
+  const verdicts = proposed.map(({ object, notes }) =>
+    verdictOf(
       object,
-      oldObject: old ?? null,
-    };
-    const facts =
-      object.kind === KIND.cspc
-        ? offlineFacts(object as CSPC, (old as CSPC | undefined) ?? null, files, notes)
-        : {};
-    const judgement = judgeCspc(input, facts);
-    const problems = judgement.allowed
-      ? []
-      : judgement.violations.length > 0
-        ? problemsOf(judgement.violations)
-        : [{ reason: "Refused", message: judgement.status?.message ?? "" }];
-    const verdict: Verdict = {
-      kind: object.kind,
-      namespace: input.namespace,
-      name: input.name,
-      verdict: judgement.allowed ? "accepted" : "refused",
-      problems,
-      warnings: judgement.warnings,
       notes,
-      change: Boolean(old),
-    };
-    return verdict;
-  });
+      stored.find((o) => key(o) === key(object)),
+      files,
+    ),
+  );
   if (
     options.old &&
     stored.length > 0 &&
@@ -122,14 +99,53 @@ export async function runValidate(argv: readonly string[], io: CliIO = processIO
   }
 
   writeNotes(io, verdicts);
-  if (options.output === "text") {
-    for (const v of verdicts) {
-      io.stdout(`${v.kind} ${v.namespace}/${v.name}${v.change ? " (change)" : ""}: ${v.verdict}\n`);
-      for (const p of v.problems) io.stdout(`  - ${p.message}\n`);
-      for (const w of v.warnings) io.stdout(`  warning: ${w}\n`);
-    }
-  } else {
-    writeVerdicts(io, options.output, verdicts);
-  }
+  if (options.output === "text") writeVerdictLines(io, verdicts);
+  else writeVerdicts(io, options.output, verdicts);
   return verdicts.some((v) => v.verdict === "refused") ? EXIT.refused : EXIT.ok;
+}
+
+/** The text output: a line per object, its problems and warnings under it. */
+function writeVerdictLines(io: CliIO, verdicts: readonly Verdict[]): void {
+  for (const v of verdicts) {
+    io.stdout(`${v.kind} ${v.namespace}/${v.name}${v.change ? " (change)" : ""}: ${v.verdict}\n`);
+    for (const p of v.problems) io.stdout(`  - ${p.message}\n`);
+    for (const w of v.warnings) io.stdout(`  warning: ${w}\n`);
+  }
+}
+
+/** One proposed object judged as the admission webhook would, with what the files tell of the cluster. */
+function verdictOf(
+  object: KubeObject,
+  notes: string[],
+  old: KubeObject | undefined,
+  files: ClusterFiles,
+): Verdict {
+  const input: AdmissionInput = {
+    operation: old ? "UPDATE" : "CREATE",
+    namespace: object.metadata?.namespace ?? "",
+    name: object.metadata?.name ?? "",
+    object,
+    oldObject: old ?? null,
+  };
+  const facts =
+    object.kind === KIND.cspc
+      ? offlineFacts(object as CSPC, (old as CSPC | undefined) ?? null, files, notes)
+      : {};
+  const judgement = judgeCspc(input, facts);
+  const problems = judgement.allowed
+    ? []
+    : judgement.violations.length > 0
+      ? problemsOf(judgement.violations)
+      : [{ reason: "Refused", message: judgement.status?.message ?? "" }];
+  const verdict: Verdict = {
+    kind: object.kind,
+    namespace: input.namespace,
+    name: input.name,
+    verdict: judgement.allowed ? "accepted" : "refused",
+    problems,
+    warnings: judgement.warnings,
+    notes,
+    change: Boolean(old),
+  };
+  return verdict;
 }

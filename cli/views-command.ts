@@ -106,13 +106,18 @@ function print(io: CliIO, output: Output, data: unknown, text: () => string): vo
   );
 }
 
+/** One view command: its usage text, the outputs it offers, and what it shows for a parsed request. */
+interface ViewCommand {
+  usage: string;
+  outputs: readonly Output[];
+  show: (request: ViewRequest) => Promise<number>;
+}
+
 /** Runs one view: usage errors and unreadable clusters or files are exit 2 with a message. */
 async function runView(
   argv: readonly string[],
   io: CliIO,
-  usage: string,
-  outputs: readonly Output[],
-  show: (request: ViewRequest) => Promise<number>,
+  { usage, outputs, show }: ViewCommand,
 ): Promise<number> {
   try {
     const request = viewRequest(argv, io, outputs);
@@ -137,31 +142,35 @@ const GET_WHAT: Record<string, "pools" | "volumes"> = {
 };
 
 export function runGet(argv: readonly string[], io: CliIO = processIO): Promise<number> {
-  return runView(argv, io, GET_USAGE, ["text", "wide", "json", "yaml"], async ({ args, output, fetch }) => {
-    const [what, ...extra] = args;
-    const view = what === undefined ? undefined : GET_WHAT[what];
-    if (!view)
-      throw new UsageError(
-        what === undefined
-          ? "say what to get: pools or volumes"
-          : `cannot get "${what}": use pools or volumes${didYouMean(what, ["pools", "volumes"])}`,
+  return runView(argv, io, {
+    usage: GET_USAGE,
+    outputs: ["text", "wide", "json", "yaml"],
+    show: async ({ args, output, fetch }) => {
+      const [what, ...extra] = args;
+      const view = what === undefined ? undefined : GET_WHAT[what];
+      if (!view)
+        throw new UsageError(
+          what === undefined
+            ? "say what to get: pools or volumes"
+            : `cannot get "${what}": use pools or volumes${didYouMean(what, ["pools", "volumes"])}`,
+        );
+      if (extra.length > 0) throw new UsageError(`unexpected argument ${extra[0]}`);
+      const objects = await fetch(
+        view === "pools" ? [KIND.cspi, KIND.cvr] : [KIND.cvc, KIND.cv, KIND.cvr, KIND.cspi],
       );
-    if (extra.length > 0) throw new UsageError(`unexpected argument ${extra[0]}`);
-    const objects = await fetch(
-      view === "pools" ? [KIND.cspi, KIND.cvr] : [KIND.cvc, KIND.cv, KIND.cvr, KIND.cspi],
-    );
-    const wide = output === "wide";
-    const rows = view === "pools" ? poolRows(objects) : volumeRows(objects);
-    if (rows.length === 0 && (output === "text" || wide)) {
-      io.stderr(
-        `No ${view === "pools" ? "CStorPoolInstances" : "CStorVolumeConfigs"} found in namespace ${objects.namespace}.\n`,
+      const wide = output === "wide";
+      const rows = view === "pools" ? poolRows(objects) : volumeRows(objects);
+      if (rows.length === 0 && (output === "text" || wide)) {
+        io.stderr(
+          `No ${view === "pools" ? "CStorPoolInstances" : "CStorVolumeConfigs"} found in namespace ${objects.namespace}.\n`,
+        );
+        return EXIT.ok;
+      }
+      print(io, output, { items: rows }, () =>
+        view === "pools" ? poolsText(rows as PoolRow[], wide) : volumesText(rows as VolumeRow[], wide),
       );
       return EXIT.ok;
-    }
-    print(io, output, { items: rows }, () =>
-      view === "pools" ? poolsText(rows as PoolRow[], wide) : volumesText(rows as VolumeRow[], wide),
-    );
-    return EXIT.ok;
+    },
   });
 }
 
@@ -172,46 +181,54 @@ const names = (objects: readonly { metadata: { name?: string } }[]): string =>
     .join(", ") || "none";
 
 export function runDescribe(argv: readonly string[], io: CliIO = processIO): Promise<number> {
-  return runView(argv, io, DESCRIBE_USAGE, ["text", "json", "yaml"], async ({ args, output, fetch }) => {
-    const [what, name, ...extra] = args;
-    if (what !== "pool" && what !== "cspi")
-      throw new UsageError(
-        what === undefined
-          ? "say what to describe: pool <name>"
-          : `cannot describe "${what}": use pool <name>${didYouMean(what, ["pool"])}`,
-      );
-    if (!name) throw new UsageError("describe pool needs the CStorPoolInstance's name");
-    if (extra.length > 0) throw new UsageError(`unexpected argument ${extra[0]}`);
-    const objects = await fetch([KIND.cspi, KIND.blockDeviceClaim, KIND.deployment, KIND.event, KIND.cvr]);
-    const pool = describePool(objects, name);
-    if (!pool) {
-      io.stderr(
-        `error: no CStorPoolInstance "${name}" in namespace ${objects.namespace}; it has: ${names(objects.cspis)}\n`,
-      );
-      return EXIT.refused;
-    }
-    print(io, output, pool, () => describeText(pool));
-    return EXIT.ok;
+  return runView(argv, io, {
+    usage: DESCRIBE_USAGE,
+    outputs: ["text", "json", "yaml"],
+    show: async ({ args, output, fetch }) => {
+      const [what, name, ...extra] = args;
+      if (what !== "pool" && what !== "cspi")
+        throw new UsageError(
+          what === undefined
+            ? "say what to describe: pool <name>"
+            : `cannot describe "${what}": use pool <name>${didYouMean(what, ["pool"])}`,
+        );
+      if (!name) throw new UsageError("describe pool needs the CStorPoolInstance's name");
+      if (extra.length > 0) throw new UsageError(`unexpected argument ${extra[0]}`);
+      const objects = await fetch([KIND.cspi, KIND.blockDeviceClaim, KIND.deployment, KIND.event, KIND.cvr]);
+      const pool = describePool(objects, name);
+      if (!pool) {
+        io.stderr(
+          `error: no CStorPoolInstance "${name}" in namespace ${objects.namespace}; it has: ${names(objects.cspis)}\n`,
+        );
+        return EXIT.refused;
+      }
+      print(io, output, pool, () => describeText(pool));
+      return EXIT.ok;
+    },
   });
 }
 
 export function runTree(argv: readonly string[], io: CliIO = processIO): Promise<number> {
-  return runView(argv, io, TREE_USAGE, ["text", "json", "yaml"], async ({ args, output, fetch }) => {
-    const [name, ...extra] = args;
-    if (extra.length > 0) throw new UsageError(`unexpected argument ${extra[0]}`);
-    const objects = await fetch([KIND.cspc, KIND.cspi, KIND.deployment, KIND.blockDeviceClaim, KIND.cvr]);
-    const nodes = tree(objects, name);
-    if (name !== undefined && nodes.length === 0) {
-      io.stderr(
-        `error: no CStorPoolCluster "${name}" in namespace ${objects.namespace}; it has: ${names(objects.cspcs)}\n`,
-      );
-      return EXIT.refused;
-    }
-    if (nodes.length === 0 && output === "text") {
-      io.stderr(`No CStorPoolClusters found in namespace ${objects.namespace}.\n`);
+  return runView(argv, io, {
+    usage: TREE_USAGE,
+    outputs: ["text", "json", "yaml"],
+    show: async ({ args, output, fetch }) => {
+      const [name, ...extra] = args;
+      if (extra.length > 0) throw new UsageError(`unexpected argument ${extra[0]}`);
+      const objects = await fetch([KIND.cspc, KIND.cspi, KIND.deployment, KIND.blockDeviceClaim, KIND.cvr]);
+      const nodes = tree(objects, name);
+      if (name !== undefined && nodes.length === 0) {
+        io.stderr(
+          `error: no CStorPoolCluster "${name}" in namespace ${objects.namespace}; it has: ${names(objects.cspcs)}\n`,
+        );
+        return EXIT.refused;
+      }
+      if (nodes.length === 0 && output === "text") {
+        io.stderr(`No CStorPoolClusters found in namespace ${objects.namespace}.\n`);
+        return EXIT.ok;
+      }
+      print(io, output, { items: nodes }, () => treeText(nodes));
       return EXIT.ok;
-    }
-    print(io, output, { items: nodes }, () => treeText(nodes));
-    return EXIT.ok;
+    },
   });
 }

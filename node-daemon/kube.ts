@@ -108,176 +108,81 @@ export function isConflict(error: unknown): boolean {
 }
 
 export function createKubeApi(config: KubeConfig = defaultConfig()): KubeApi {
-  const custom = config.makeApiClient(CustomObjectsApi);
-  const watch = new Watch(config);
-  const target = (object: { metadata: ObjectMeta }, plural = CSPI_PLURAL) => ({
-    group: GROUP,
-    version: VERSION,
-    namespace: object.metadata.namespace ?? "",
-    plural,
-    name: object.metadata.name ?? "",
-  });
-  const read = async <T extends { metadata: ObjectMeta }>(
-    object: T,
-    plural = CSPI_PLURAL,
-  ): Promise<T | undefined> => {
-    try {
-      return (await custom.getNamespacedCustomObject(target(object, plural))) as T;
-    } catch (error) {
-      if ((error as { code?: number }).code === 404) return undefined;
-      throw error;
-    }
-  };
-  const readCspi = (cspi: CSPI) => read(cspi);
-  const appendFinalizer = async (cspi: CSPI, finalizer: string): Promise<CSPI> => {
-    const body = cspi.metadata.finalizers
-      ? [{ op: "add", path: "/metadata/finalizers/-", value: finalizer }]
-      : [
-          { op: "test", path: "/metadata/resourceVersion", value: cspi.metadata.resourceVersion },
-          { op: "add", path: "/metadata/finalizers", value: [finalizer] },
-        ];
-    return (await custom.patchNamespacedCustomObject({ ...target(cspi), body }, jsonPatch)) as CSPI;
-  };
-  const dropFinalizer = async <T extends { metadata: ObjectMeta }>(
-    object: T,
-    finalizer: string,
-    plural = CSPI_PLURAL,
-    exactly = false,
-  ): Promise<T | undefined> => {
-    const index = (object.metadata.finalizers ?? []).indexOf(finalizer);
-    if (index < 0) return object;
-    const body = [
-      ...(exactly
-        ? [{ op: "test", path: "/metadata/resourceVersion", value: object.metadata.resourceVersion }]
-        : []),
-      { op: "test", path: `/metadata/finalizers/${index}`, value: finalizer },
-      { op: "remove", path: `/metadata/finalizers/${index}` },
-    ];
-    try {
-      const updated = (await custom.patchNamespacedCustomObject(
-        { ...target(object, plural), body },
-        jsonPatch,
-      )) as T;
-      // The last finalizer of a deleted CSPI: the apiserver answers with the object as it removes it; it is gone.
-      return updated.metadata.deletionTimestamp && !updated.metadata.finalizers?.length ? undefined : updated;
-    } catch (error) {
-      // Gone is done, except for an exact release: then someone else released it, and the caller must know.
-      if ((error as { code?: number }).code === 404 && !exactly) return undefined;
-      throw error;
-    }
-  };
-  const list = async <T>(
-    namespace: string,
-    plural: string,
-  ): Promise<{ items: T[]; resourceVersion: string }> => {
-    const listed = (await custom.listNamespacedCustomObject({
-      group: GROUP,
-      version: VERSION,
-      namespace,
-      plural,
-    })) as {
-      items: T[];
-      metadata: { resourceVersion: string };
-    };
-    return { items: listed.items, resourceVersion: listed.metadata.resourceVersion };
-  };
-  const watchPlural = async <T extends { metadata: ObjectMeta }>(
-    plural: string,
-    namespace: string,
-    resourceVersion: string,
-    onEvent: (type: WatchEventType, object: T) => void,
-    onProgress?: (resourceVersion: string) => void,
-  ): Promise<WatchHandle> => {
-    let stopped = false;
-    let failure: Error | undefined;
-    let settle!: (error: Error | null | undefined) => void;
-    const done = new Promise<void>((resolve, reject) => {
-      settle = (error) => {
-        const cause = failure ?? (stopped ? undefined : (error ?? undefined));
-        if (cause) reject(cause);
-        else resolve();
-      };
-    });
-    const controller = await watch.watch(
-      `/apis/${GROUP}/${VERSION}/namespaces/${namespace}/${plural}`,
-      { resourceVersion, allowWatchBookmarks: true },
-      (type, object) => {
-        if (type === "ADDED" || type === "MODIFIED" || type === "DELETED") onEvent(type, object as T);
-        else if (type === "BOOKMARK") onProgress?.((object as T).metadata.resourceVersion ?? resourceVersion);
-        else if (type === "ERROR") {
-          const status = object as { code?: number; message?: string };
-          failure ??= new WatchError(
-            status.code,
-            `watch error ${status.code ?? ""}: ${status.message ?? JSON.stringify(object)}`,
-          );
-          controller.abort();
-        }
-      },
-      (error: Error | null | undefined) => settle(error),
-    );
-    return {
-      stop: () => {
-        stopped = true;
-        controller.abort();
-      },
-      done,
-    };
-  };
+  const objects = new CustomObjects(config);
   return {
-    listCspis: (namespace) => list<CSPI>(namespace, CSPI_PLURAL),
-    watchCspis: (namespace, resourceVersion, onEvent, onProgress) =>
-      watchPlural(CSPI_PLURAL, namespace, resourceVersion, onEvent, onProgress),
-    listCvrs: (namespace) => list<CVR>(namespace, CVR_PLURAL),
-    watchCvrs: (namespace, resourceVersion, onEvent, onProgress) =>
-      watchPlural(CVR_PLURAL, namespace, resourceVersion, onEvent, onProgress),
-    async patchCvrStatus(namespace, name, status) {
-      return (await custom.patchNamespacedCustomObjectStatus(
-        { group: GROUP, version: VERSION, namespace, plural: CVR_PLURAL, name, body: { status } },
-        mergePatch,
-      )) as CVR;
-    },
-    async removeCvrFinalizer(cvr, finalizer, options = {}) {
-      try {
-        return await dropFinalizer(cvr, finalizer, CVR_PLURAL, options.exactly);
-      } catch (error) {
-        // Exactly: the CVR changed since it was judged (another daemon may have released it already): the 422
-        // (or the 404 of a CVR already gone) goes to the caller, which must not report a release it did not make.
-        if (!isTestFailure(error) || options.exactly) throw error;
-        const fresh = await read(cvr, CVR_PLURAL);
-        return fresh && (await dropFinalizer(fresh, finalizer, CVR_PLURAL));
-      }
-    },
-    async patchCspiStatus(namespace, name, status, resourceVersion) {
-      const body = resourceVersion === undefined ? { status } : { metadata: { resourceVersion }, status };
-      return (await custom.patchNamespacedCustomObjectStatus(
-        { group: GROUP, version: VERSION, namespace, plural: CSPI_PLURAL, name, body },
-        mergePatch,
-      )) as CSPI;
-    },
-    getCspi: (namespace, name) => read<CSPI>({ metadata: { namespace, name } } as CSPI),
+    ...cspiApi(objects),
+    ...cvrApi(objects),
+    ...kubeEventWriter(config),
+    ...claimApi(objects),
+  };
+}
+
+type CspiApi = Pick<
+  KubeApi,
+  "listCspis" | "watchCspis" | "patchCspiStatus" | "getCspi" | "addFinalizer" | "removeFinalizer"
+>;
+
+function cspiApi(objects: CustomObjects): CspiApi {
+  return {
+    listCspis: (namespace) => objects.list<CSPI>(namespace, CSPI_PLURAL),
+    watchCspis: objects.watcher<CSPI>(CSPI_PLURAL),
+    patchCspiStatus: (namespace, name, status, resourceVersion) =>
+      objects.patchStatus<CSPI>(
+        { namespace, plural: CSPI_PLURAL, name },
+        resourceVersion === undefined ? { status } : { metadata: { resourceVersion }, status },
+      ),
+    getCspi: (namespace, name) => objects.read<CSPI>({ metadata: { namespace, name } } as CSPI),
     async addFinalizer(cspi, finalizer) {
       try {
-        return await appendFinalizer(cspi, finalizer);
+        return await objects.appendFinalizer(cspi, finalizer);
       } catch (error) {
-        const fresh = isTestFailure(error) ? await readCspi(cspi) : undefined;
+        const fresh = isTestFailure(error) ? await objects.read(cspi) : undefined;
         if (!fresh) throw error;
         return fresh.metadata.finalizers?.includes(finalizer)
           ? fresh
-          : await appendFinalizer(fresh, finalizer);
+          : await objects.appendFinalizer(fresh, finalizer);
       }
     },
     async removeFinalizer(cspi, finalizer) {
       try {
-        return await dropFinalizer(cspi, finalizer);
+        return await objects.dropFinalizer(cspi, finalizer);
       } catch (error) {
         if (!isTestFailure(error)) throw error;
-        const fresh = await readCspi(cspi);
-        return fresh && (await dropFinalizer(fresh, finalizer));
+        const fresh = await objects.read(cspi);
+        return fresh && (await objects.dropFinalizer(fresh, finalizer));
       }
     },
-    ...kubeEventWriter(config),
+  };
+}
+
+type CvrApi = Pick<KubeApi, "listCvrs" | "watchCvrs" | "patchCvrStatus" | "removeCvrFinalizer">;
+
+function cvrApi(objects: CustomObjects): CvrApi {
+  return {
+    listCvrs: (namespace) => objects.list<CVR>(namespace, CVR_PLURAL),
+    watchCvrs: objects.watcher<CVR>(CVR_PLURAL),
+    patchCvrStatus: (namespace, name, status) =>
+      objects.patchStatus<CVR>({ namespace, plural: CVR_PLURAL, name }, { status }),
+    async removeCvrFinalizer(cvr, finalizer, options = {}) {
+      try {
+        return await objects.dropFinalizer(cvr, finalizer, CVR_PLURAL, options.exactly);
+      } catch (error) {
+        // Exactly: the CVR changed since it was judged (another daemon may have released it already): the 422
+        // (or the 404 of a CVR already gone) goes to the caller, which must not report a release it did not make.
+        if (!isTestFailure(error) || options.exactly) throw error;
+        const fresh = await objects.read(cvr, CVR_PLURAL);
+        return fresh && (await objects.dropFinalizer(fresh, finalizer, CVR_PLURAL));
+      }
+    },
+  };
+}
+
+type ClaimApi = Pick<KubeApi, "listClaimAnnotations" | "removeClaimAnnotation">;
+
+function claimApi(objects: CustomObjects): ClaimApi {
+  return {
     async listClaimAnnotations(namespace, cspi) {
-      const list = (await custom.listNamespacedCustomObject({
+      const list = (await objects.custom.listNamespacedCustomObject({
         group: GROUP,
         version: VERSION,
         namespace,
@@ -293,7 +198,7 @@ export function createKubeApi(config: KubeConfig = defaultConfig()): KubeApi {
       return out;
     },
     async removeClaimAnnotation(namespace, claim, annotation) {
-      await custom.patchNamespacedCustomObject(
+      await objects.custom.patchNamespacedCustomObject(
         {
           group: GROUP,
           version: VERSION,
@@ -305,6 +210,139 @@ export function createKubeApi(config: KubeConfig = defaultConfig()): KubeApi {
         mergePatch,
       );
     },
+  };
+}
+
+/** The operator's custom objects through client-node: reads, lists, watches, status and finalizer patches. */
+class CustomObjects {
+  readonly custom: CustomObjectsApi;
+  private readonly watch: Watch;
+
+  constructor(config: KubeConfig) {
+    this.custom = config.makeApiClient(CustomObjectsApi);
+    this.watch = new Watch(config);
+  }
+
+  async read<T extends { metadata: ObjectMeta }>(object: T, plural = CSPI_PLURAL): Promise<T | undefined> {
+    try {
+      return (await this.custom.getNamespacedCustomObject(target(object, plural))) as T;
+    } catch (error) {
+      if ((error as { code?: number }).code === 404) return undefined;
+      throw error;
+    }
+  }
+
+  async list<T>(namespace: string, plural: string): Promise<{ items: T[]; resourceVersion: string }> {
+    const listed = (await this.custom.listNamespacedCustomObject({
+      group: GROUP,
+      version: VERSION,
+      namespace,
+      plural,
+    })) as {
+      items: T[];
+      metadata: { resourceVersion: string };
+    };
+    return { items: listed.items, resourceVersion: listed.metadata.resourceVersion };
+  }
+
+  async patchStatus<T>(
+    object: { namespace: string; plural: string; name: string },
+    body: object,
+  ): Promise<T> {
+    return (await this.custom.patchNamespacedCustomObjectStatus(
+      { group: GROUP, version: VERSION, ...object, body },
+      mergePatch,
+    )) as T;
+  }
+
+  async appendFinalizer(cspi: CSPI, finalizer: string): Promise<CSPI> {
+    const body = cspi.metadata.finalizers
+      ? [{ op: "add", path: "/metadata/finalizers/-", value: finalizer }]
+      : [
+          { op: "test", path: "/metadata/resourceVersion", value: cspi.metadata.resourceVersion },
+          { op: "add", path: "/metadata/finalizers", value: [finalizer] },
+        ];
+    return (await this.custom.patchNamespacedCustomObject({ ...target(cspi), body }, jsonPatch)) as CSPI;
+  }
+
+  async dropFinalizer<T extends { metadata: ObjectMeta }>(
+    object: T,
+    finalizer: string,
+    plural = CSPI_PLURAL,
+    exactly = false,
+  ): Promise<T | undefined> {
+    const index = (object.metadata.finalizers ?? []).indexOf(finalizer);
+    if (index < 0) return object;
+    const body = [
+      ...(exactly
+        ? [{ op: "test", path: "/metadata/resourceVersion", value: object.metadata.resourceVersion }]
+        : []),
+      { op: "test", path: `/metadata/finalizers/${index}`, value: finalizer },
+      { op: "remove", path: `/metadata/finalizers/${index}` },
+    ];
+    try {
+      const updated = (await this.custom.patchNamespacedCustomObject(
+        { ...target(object, plural), body },
+        jsonPatch,
+      )) as T;
+      // The last finalizer of a deleted CSPI: the apiserver answers with the object as it removes it; it is gone.
+      return updated.metadata.deletionTimestamp && !updated.metadata.finalizers?.length ? undefined : updated;
+    } catch (error) {
+      // Gone is done, except for an exact release: then someone else released it, and the caller must know.
+      if ((error as { code?: number }).code === 404 && !exactly) return undefined;
+      throw error;
+    }
+  }
+
+  /** Watches of one kind. */
+  watcher<T extends { metadata: ObjectMeta }>(plural: string): WatchFunction<T> {
+    return async (namespace, resourceVersion, onEvent, onProgress) => {
+      let stopped = false;
+      let failure: Error | undefined;
+      let settle!: (error: Error | null | undefined) => void;
+      const done = new Promise<void>((resolve, reject) => {
+        settle = (error) => {
+          const cause = failure ?? (stopped ? undefined : (error ?? undefined));
+          if (cause) reject(cause);
+          else resolve();
+        };
+      });
+      const controller = await this.watch.watch(
+        `/apis/${GROUP}/${VERSION}/namespaces/${namespace}/${plural}`,
+        { resourceVersion, allowWatchBookmarks: true },
+        (type, object) => {
+          if (type === "ADDED" || type === "MODIFIED" || type === "DELETED") onEvent(type, object as T);
+          else if (type === "BOOKMARK")
+            onProgress?.((object as T).metadata.resourceVersion ?? resourceVersion);
+          else if (type === "ERROR") {
+            const status = object as { code?: number; message?: string };
+            failure ??= new WatchError(
+              status.code,
+              `watch error ${status.code ?? ""}: ${status.message ?? JSON.stringify(object)}`,
+            );
+            controller.abort();
+          }
+        },
+        (error: Error | null | undefined) => settle(error),
+      );
+      return {
+        stop: () => {
+          stopped = true;
+          controller.abort();
+        },
+        done,
+      };
+    };
+  }
+}
+
+function target(object: { metadata: ObjectMeta }, plural = CSPI_PLURAL) {
+  return {
+    group: GROUP,
+    version: VERSION,
+    namespace: object.metadata.namespace ?? "",
+    plural,
+    name: object.metadata.name ?? "",
   };
 }
 

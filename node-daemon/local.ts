@@ -120,14 +120,22 @@ export async function runNodeDaemonCommand(
   });
   const planned = options.dryRun ? result.firstPlan : result.plan;
   const verdict = localOutcome(result, planned, options.dryRun);
-  const report = {
-    outcome: verdict.outcome,
+  io.stdout(canonicalYaml(localReport(result, verdict.outcome, options.dryRun)));
+  io.stderr(verdict.summary);
+  return LOCAL_EXIT[verdict.outcome];
+}
+
+/** The YAML printed: the plan as first made, what was applied (not in a dry run), holds, status. */
+function localReport(result: PassResult, outcome: Outcome, dryRun: boolean): Record<string, unknown> {
+  const planned = dryRun ? result.firstPlan : result.plan;
+  return {
+    outcome,
     plan: result.firstPlan.actions.map((a) => ({
       action: a.kind,
       description: describeAction(a),
       detail: a,
     })),
-    ...(options.dryRun
+    ...(dryRun
       ? {}
       : {
           applied: result.outcomes.map((o) => ({
@@ -137,11 +145,8 @@ export async function runNodeDaemonCommand(
         }),
     holds: planned.holds,
     ...(result.observationError ? { observationError: result.observationError } : {}),
-    ...(result.status && !options.dryRun ? { status: result.status } : {}),
+    ...(result.status && !dryRun ? { status: result.status } : {}),
   };
-  io.stdout(canonicalYaml(report));
-  io.stderr(verdict.summary);
-  return LOCAL_EXIT[verdict.outcome];
 }
 
 type Outcome = "converged" | "failed" | "changed" | "held";

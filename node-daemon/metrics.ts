@@ -82,10 +82,84 @@ class SeriesOf {
 
 export function createMetrics(): DaemonMetrics {
   const registry = new Registry();
-  const gauge = (name: string, help: string, labelNames: readonly string[]) =>
+  const gauge: GaugeMaker = (name, help, labelNames) =>
     new Gauge({ name, help, labelNames, registers: [registry] });
-  const POOL = ["cspi", "pool"];
-  const pool = {
+  const pool = poolGauges(gauge);
+  const device = deviceGauges(gauge);
+  const replica = replicaGauges(gauge);
+  const duration = new Histogram({
+    name: "cstor_node_daemon_command_duration_seconds",
+    help: "Duration of zpool/zfs commands by command and outcome (ok, or why it failed: exit, timeout, signal, spawn...)",
+    labelNames: ["command", "outcome"],
+    buckets: [0.01, 0.05, 0.1, 0.5, 1, 5, 30, 120, 600],
+    registers: [registry],
+  });
+  const reconcile = new Histogram({
+    name: "cstor_node_daemon_reconcile_duration_seconds",
+    help: "Duration of one reconcile pass of a CSPI (observe, plan, act, report), by whether the pool could be observed",
+    labelNames: ["result"],
+    buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 120, 600],
+    registers: [registry],
+  });
+  const actions = new Counter({
+    name: "cstor_node_daemon_actions_total",
+    help: "Planned actions executed, by action and result",
+    labelNames: ["action", "result"],
+    registers: [registry],
+  });
+  const relists = new Counter({
+    name: "cstor_node_daemon_cspi_lists_total",
+    help: "Lists of the namespace's CSPIs, by why: start, watch-ended, watch-failed, periodic",
+    labelNames: ["reason"],
+    registers: [registry],
+  });
+  let readViewAge: () => number | undefined = () => undefined;
+  new Gauge({
+    name: "cstor_node_daemon_cspi_view_age_seconds",
+    help: "Seconds since the daemon's view of its CSPIs was last confirmed by a watch event, a bookmark or a list; -1 before the first list",
+    registers: [registry],
+    collect() {
+      this.set(readViewAge() ?? -1);
+    },
+  });
+  const poolSeries = new SeriesOf();
+  const replicaSeries = new SeriesOf();
+
+  return {
+    registry,
+    onCommand: ({ argv, durationMs, error }) =>
+      duration.observe({ command: commandLabel(argv), outcome: error?.kind ?? "ok" }, durationMs / 1000),
+    action: (kind, result) => actions.inc({ action: kind, result }),
+    relisted: (reason) => relists.inc({ reason }),
+    viewAge: (read) => {
+      readViewAge = read;
+    },
+    passed: (record) => {
+      const name = record.cspi.metadata.name ?? "";
+      reconcile.observe({ result: record.observation ? "observed" : "failed" }, record.seconds);
+      // Its replicas are not on this node any more either (the replica pass reports them Offline, from elsewhere).
+      if (!record.observation?.pool) replicaSeries.clear(name);
+      poolSeries.replace(name, poolSeriesOf(pool, device, record));
+    },
+    replicas: (cspi, cvrs, states, replicasOf) => {
+      replicaSeries.replace(cspi, replicaSeriesOf(replica, { cspi, cvrs, states, replicasOf }));
+    },
+    forget: (cspi) => {
+      poolSeries.clear(cspi);
+      replicaSeries.clear(cspi);
+    },
+  };
+}
+
+type Series = [Gauge, Labels, number];
+type GaugeMaker = (name: string, help: string, labelNames: readonly string[]) => Gauge;
+type ImportedPool = NonNullable<Observation["pool"]>;
+
+const POOL = ["cspi", "pool"];
+const DEVICE = [...POOL, "device", "blockdevice"];
+
+function poolGauges(gauge: GaugeMaker) {
+  return {
     phase: gauge(
       "cstor_pool_phase",
       "The CSPI's phase as the daemon reports it (status.phase), one series per phase: 1 for the current one, 0 for the others",
@@ -156,8 +230,12 @@ export function createMetrics(): DaemonMetrics {
       POOL,
     ),
   };
-  const DEVICE = [...POOL, "device", "blockdevice"];
-  const device = {
+}
+
+type PoolGauges = ReturnType<typeof poolGauges>;
+
+function deviceGauges(gauge: GaugeMaker) {
+  return {
     state: gauge(
       "cstor_pool_device_state",
       "Each pool member's state as zpool prints it, one series per state: 1 for the current one",
@@ -169,7 +247,12 @@ export function createMetrics(): DaemonMetrics {
       [...DEVICE, "type"],
     ),
   };
-  const replica = {
+}
+
+type DeviceGauges = ReturnType<typeof deviceGauges>;
+
+function replicaGauges(gauge: GaugeMaker) {
+  return {
     size: gauge(
       "cstor_volume_replica_size_bytes",
       "A volume replica's logical size on this pool (its volsize)",
@@ -190,144 +273,125 @@ export function createMetrics(): DaemonMetrics {
       [...POOL, "volume"],
     ),
   };
-  const duration = new Histogram({
-    name: "cstor_node_daemon_command_duration_seconds",
-    help: "Duration of zpool/zfs commands by command and outcome (ok, or why it failed: exit, timeout, signal, spawn...)",
-    labelNames: ["command", "outcome"],
-    buckets: [0.01, 0.05, 0.1, 0.5, 1, 5, 30, 120, 600],
-    registers: [registry],
-  });
-  const reconcile = new Histogram({
-    name: "cstor_node_daemon_reconcile_duration_seconds",
-    help: "Duration of one reconcile pass of a CSPI (observe, plan, act, report), by whether the pool could be observed",
-    labelNames: ["result"],
-    buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 120, 600],
-    registers: [registry],
-  });
-  const actions = new Counter({
-    name: "cstor_node_daemon_actions_total",
-    help: "Planned actions executed, by action and result",
-    labelNames: ["action", "result"],
-    registers: [registry],
-  });
-  const relists = new Counter({
-    name: "cstor_node_daemon_cspi_lists_total",
-    help: "Lists of the namespace's CSPIs, by why: start, watch-ended, watch-failed, periodic",
-    labelNames: ["reason"],
-    registers: [registry],
-  });
-  let readViewAge: () => number | undefined = () => undefined;
-  new Gauge({
-    name: "cstor_node_daemon_cspi_view_age_seconds",
-    help: "Seconds since the daemon's view of its CSPIs was last confirmed by a watch event, a bookmark or a list; -1 before the first list",
-    registers: [registry],
-    collect() {
-      this.set(readViewAge() ?? -1);
-    },
-  });
-  const poolSeries = new SeriesOf();
-  const replicaSeries = new SeriesOf();
+}
 
-  return {
-    registry,
-    onCommand: ({ argv, durationMs, error }) =>
-      duration.observe({ command: commandLabel(argv), outcome: error?.kind ?? "ok" }, durationMs / 1000),
-    action: (kind, result) => actions.inc({ action: kind, result }),
-    relisted: (reason) => relists.inc({ reason }),
-    viewAge: (read) => {
-      readViewAge = read;
-    },
-    passed: ({ cspi, seconds, now, observation, status }) => {
-      const name = cspi.metadata.name ?? "";
-      reconcile.observe({ result: observation ? "observed" : "failed" }, seconds);
-      const labels = { cspi: name, pool: zpoolName(name) };
-      const values: [Gauge, Labels, number][] = [];
-      const phase = status?.phase;
-      if (phase)
-        for (const each of CSPI_PHASES)
-          values.push([pool.phase, { ...labels, phase: each }, each === phase ? 1 : 0]);
-      const imported = observation?.pool;
-      if (imported) {
-        values.push([pool.observed, labels, now.getTime() / 1000]);
-        const optional = {
-          size: imported.size,
-          allocated: imported.allocated,
-          free: imported.free,
-          fragmentation: imported.fragmentation,
-        } as const;
-        for (const [key, value] of Object.entries(optional) as [
-          keyof typeof optional,
-          number | undefined,
-        ][]) {
-          if (value !== undefined) values.push([pool[key], labels, value]);
-        }
-        if (imported.space)
-          values.push(
-            [pool.used, labels, imported.space.used],
-            [pool.available, labels, imported.space.available],
-          );
-        values.push([pool.readOnly, labels, imported.readonly ? 1 : 0]);
-        values.push([
-          pool.threshold,
-          labels,
-          (cspi.spec.poolConfig?.roThresholdLimit ?? DEFAULTS.roThresholdLimit) / 100,
-        ]);
-        const scan = imported.status.scan;
-        const progress = scanProgress(scan);
-        for (const [activity, active, ratio] of [
-          ["resilver", pool.resilvering, pool.resilverProgress],
-          ["scrub", pool.scrubbing, pool.scrubProgress],
-        ] as const) {
-          const running = scan.activity === activity && scan.inProgress;
-          values.push([active, labels, running ? 1 : 0]);
-          if (running && progress !== undefined) values.push([ratio, labels, progress]);
-        }
-        const scrub = status?.scrub;
-        if (scrub?.lastEndTime) values.push([pool.scrubEnd, labels, Date.parse(scrub.lastEndTime) / 1000]);
-        if (scrub?.errors !== undefined) values.push([pool.scrubErrors, labels, scrub.errors]);
-        if (scrub?.repairedBytes !== undefined)
-          values.push([pool.scrubRepaired, labels, scrub.repairedBytes]);
-        for (const member of deviceHealth(cspi, observation)) {
-          const at = { ...labels, device: member.path, blockdevice: member.blockDeviceName ?? "" };
-          for (const state of DEVICE_STATES)
-            values.push([device.state, { ...at, state }, member.state === state ? 1 : 0]);
-          values.push(
-            [device.errors, { ...at, type: "read" }, member.readErrors],
-            [device.errors, { ...at, type: "write" }, member.writeErrors],
-            [device.errors, { ...at, type: "checksum" }, member.checksumErrors],
-          );
-        }
-      } else {
-        // Its replicas are not on this node any more either (the replica pass reports them Offline, from elsewhere).
-        replicaSeries.clear(name);
-      }
-      poolSeries.replace(name, values);
-    },
-    replicas: (cspi, cvrs, states, replicasOf) => {
-      const labels = { cspi, pool: zpoolName(cspi) };
-      const values: [Gauge, Labels, number][] = [];
-      const volumes = new Set<string>();
-      for (const cvr of cvrs) {
-        const volume = cvr.metadata.labels?.[LABEL.replicaVolume];
-        const state = states[cvr.metadata.name ?? ""];
-        if (!volume || !state || cvr.metadata.deletionTimestamp) continue;
-        volumes.add(volume);
-        const at = { ...labels, volume };
-        values.push([replica.healthy, at, state.phase === "Healthy" ? 1 : 0]);
-        if (state.capacity)
-          values.push([replica.size, at, state.capacity.total], [replica.used, at, state.capacity.used]);
-      }
-      for (const volume of volumes) {
-        const count = replicasOf(volume).filter((cvr) => !cvr.metadata.deletionTimestamp).length;
-        values.push([replica.consistency, { ...labels, volume }, consistencyFactor(count)]);
-      }
-      replicaSeries.replace(cspi, values);
-    },
-    forget: (cspi) => {
-      poolSeries.clear(cspi);
-      replicaSeries.clear(cspi);
-    },
-  };
+/** A CSPI's series after a pass: its phase, and while its pool is imported here, the pool and its devices. */
+function poolSeriesOf(
+  pool: PoolGauges,
+  device: DeviceGauges,
+  { cspi, now, observation, status }: PassRecord,
+): Series[] {
+  const name = cspi.metadata.name ?? "";
+  const labels = { cspi: name, pool: zpoolName(name) };
+  const phase = status?.phase;
+  const phases: Series[] = phase
+    ? CSPI_PHASES.map((each) => [pool.phase, { ...labels, phase: each }, each === phase ? 1 : 0])
+    : [];
+  const imported = observation?.pool;
+  if (!imported) return phases;
+  const threshold = (cspi.spec.poolConfig?.roThresholdLimit ?? DEFAULTS.roThresholdLimit) / 100;
+  return [
+    ...phases,
+    [pool.observed, labels, now.getTime() / 1000],
+    ...capacitySeries(pool, labels, imported, threshold),
+    ...scanSeries(pool, labels, imported.status.scan),
+    ...scrubSeries(pool, labels, status?.scrub),
+    ...deviceHealth(cspi, observation).flatMap((member) => deviceSeries(device, labels, member)),
+  ];
+}
+
+function capacitySeries(
+  pool: PoolGauges,
+  labels: Labels,
+  imported: ImportedPool,
+  threshold: number,
+): Series[] {
+  const optional = {
+    size: imported.size,
+    allocated: imported.allocated,
+    free: imported.free,
+    fragmentation: imported.fragmentation,
+  } as const;
+  const values: Series[] = [];
+  for (const [key, value] of Object.entries(optional) as [keyof typeof optional, number | undefined][]) {
+    if (value !== undefined) values.push([pool[key], labels, value]);
+  }
+  if (imported.space)
+    values.push([pool.used, labels, imported.space.used], [pool.available, labels, imported.space.available]);
+  values.push([pool.readOnly, labels, imported.readonly ? 1 : 0]);
+  values.push([pool.threshold, labels, threshold]);
+  return values;
+}
+
+/** Whether a resilver or a scrub runs, and how far it is. */
+function scanSeries(pool: PoolGauges, labels: Labels, scan: ImportedPool["status"]["scan"]): Series[] {
+  const progress = scanProgress(scan);
+  const values: Series[] = [];
+  for (const [activity, active, ratio] of [
+    ["resilver", pool.resilvering, pool.resilverProgress],
+    ["scrub", pool.scrubbing, pool.scrubProgress],
+  ] as const) {
+    const running = scan.activity === activity && scan.inProgress;
+    values.push([active, labels, running ? 1 : 0]);
+    if (running && progress !== undefined) values.push([ratio, labels, progress]);
+  }
+  return values;
+}
+
+/** The last scrub as the status reports it. */
+function scrubSeries(pool: PoolGauges, labels: Labels, scrub: CSPIStatus["scrub"]): Series[] {
+  const values: Series[] = [];
+  if (scrub?.lastEndTime) values.push([pool.scrubEnd, labels, Date.parse(scrub.lastEndTime) / 1000]);
+  if (scrub?.errors !== undefined) values.push([pool.scrubErrors, labels, scrub.errors]);
+  if (scrub?.repairedBytes !== undefined) values.push([pool.scrubRepaired, labels, scrub.repairedBytes]);
+  return values;
+}
+
+function deviceSeries(
+  device: DeviceGauges,
+  labels: Labels,
+  member: ReturnType<typeof deviceHealth>[number],
+): Series[] {
+  const at = { ...labels, device: member.path, blockdevice: member.blockDeviceName ?? "" };
+  return [
+    ...DEVICE_STATES.map((state): Series => [device.state, { ...at, state }, member.state === state ? 1 : 0]),
+    [device.errors, { ...at, type: "read" }, member.readErrors],
+    [device.errors, { ...at, type: "write" }, member.writeErrors],
+    [device.errors, { ...at, type: "checksum" }, member.checksumErrors],
+  ];
+}
+
+/** The replica series of one CSPI's pool: each live replica's health and size, and its volume's consistency factor. */
+function replicaSeriesOf(
+  replica: ReturnType<typeof replicaGauges>,
+  { cspi, cvrs, states, replicasOf }: ReplicaRecord,
+): Series[] {
+  const labels = { cspi, pool: zpoolName(cspi) };
+  const values: Series[] = [];
+  const volumes = new Set<string>();
+  for (const cvr of cvrs) {
+    const volume = cvr.metadata.labels?.[LABEL.replicaVolume];
+    const state = states[cvr.metadata.name ?? ""];
+    if (!volume || !state || cvr.metadata.deletionTimestamp) continue;
+    volumes.add(volume);
+    const at = { ...labels, volume };
+    values.push([replica.healthy, at, state.phase === "Healthy" ? 1 : 0]);
+    if (state.capacity)
+      values.push([replica.size, at, state.capacity.total], [replica.used, at, state.capacity.used]);
+  }
+  for (const volume of volumes) {
+    const count = replicasOf(volume).filter((cvr) => !cvr.metadata.deletionTimestamp).length;
+    values.push([replica.consistency, { ...labels, volume }, consistencyFactor(count)]);
+  }
+  return values;
+}
+
+/** The arguments of DaemonMetrics.replicas. */
+interface ReplicaRecord {
+  cspi: string;
+  cvrs: readonly CVR[];
+  states: Record<string, ReplicaState>;
+  replicasOf: (volume: string) => readonly CVR[];
 }
 
 /** "zpool create", "zfs get": the binary's base name and the subcommand, never device paths. */

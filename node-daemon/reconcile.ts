@@ -73,75 +73,120 @@ export interface PassResult {
 const MAX_STEPS = 12;
 
 export async function reconcilePass(cspi: CSPI, deps: PassDeps): Promise<PassResult> {
-  let current: CSPI | undefined = cspi;
-  const outcomes: Outcome[] = [];
-  const ineffective: Action[] = [];
-  let firstPlan: Plan | undefined;
-  let lastPlan: Plan = { actions: [], holds: [], statusOwner: false };
-  let observation: Observation | undefined;
-  let observationError: string | undefined;
+  const pass: PassSoFar = { current: cspi, outcomes: [], ineffective: [], lastPlan: NOTHING_PLANNED };
   const target = cspi.spec?.hostName === deps.hostName;
 
-  for (let step = 0; step < MAX_STEPS && current; step++) {
-    try {
-      observation = await observe(deps.host, deps.inspect, current, {
-        scanImportable: target,
-        deviceRoots: deps.deviceRoots,
-      });
-      if (
-        deps.readClaims &&
-        observation.pool &&
-        ((deps.claimsDue?.(current) ?? true) || replacementVisible(current, observation, outcomes))
-      ) {
-        // Without them only the predecessor mark waits; the pool itself is still looked after (API server away).
-        const claims = await deps.readClaims(current).catch((error: Error) => {
-          deps.logger.warn("cannot read the claims", { cspi: current!.metadata.name, error: error.message });
-          return undefined;
-        });
-        if (claims) observation.claims = claims;
-      }
-      observationError = undefined;
-    } catch (error) {
-      observation = undefined;
-      observationError = (error as Error).message;
-      deps.logger.warn("observation failed", { cspi: current.metadata.name, error: observationError });
-      break;
-    }
-    lastPlan = plan({
-      cspi: current,
-      nodeName: deps.nodeName,
-      hostName: deps.hostName,
-      now: deps.clock(),
-      observation,
-      manageFinalizer: deps.api !== undefined,
-      deviceRoots: deps.deviceRoots,
-      ...(deps.staleStatusSeconds !== undefined ? { staleStatusSeconds: deps.staleStatusSeconds } : {}),
-      ...replicasInput(deps),
-    });
-    firstPlan ??= lastPlan;
+  for (let step = 0; step < MAX_STEPS && pass.current; step++) {
+    const seen = await observeStep(pass.current, deps, target, pass.outcomes);
+    pass.observation = seen.observation;
+    pass.observationError = seen.error;
+    if (!seen.observation) break;
+    pass.lastPlan = planStep(pass.current, seen.observation, deps);
+    pass.firstPlan ??= pass.lastPlan;
     if (deps.dryRun || deps.stopping?.()) break;
-    const next = lastPlan.actions.find((a) => !deps.suppressed?.(a));
+    const next = pass.lastPlan.actions.find((a) => !deps.suppressed?.(a));
     if (!next) break;
-    if (outcomes.some((o) => o.action.key === next.key && !o.error)) {
-      ineffective.push(next);
+    if (pass.outcomes.some((o) => o.action.key === next.key && !o.error)) {
+      pass.ineffective.push(next);
       break;
     }
-    const started = performance.now();
-    try {
-      current = await execute(next, current, deps.host, deps.api);
-      outcomes.push({ action: next });
-      deps.logger.info(describeAction(next), { cspi: cspi.metadata.name, action: next.kind });
-      deps.onAction?.({ action: next, durationMs: performance.now() - started });
-    } catch (error) {
-      const message = (error as Error).message;
-      outcomes.push({ action: next, error: message });
-      deps.logger.warn("action failed", { cspi: cspi.metadata.name, action: next.kind, error: message });
-      deps.onAction?.({ action: next, error: message, durationMs: performance.now() - started });
-      break;
-    }
+    const done = await actStep(next, pass.current, deps, cspi.metadata.name);
+    pass.outcomes.push(done.outcome);
+    if (done.outcome.error !== undefined) break;
+    pass.current = done.cspi;
   }
+  return passResult(cspi, pass, deps, target);
+}
 
-  const result: PassResult = { firstPlan: firstPlan ?? lastPlan, plan: lastPlan, outcomes, ineffective };
+/** What a pass has seen and done so far. */
+interface PassSoFar {
+  current: CSPI | undefined;
+  outcomes: Outcome[];
+  ineffective: Action[];
+  firstPlan?: Plan;
+  lastPlan: Plan;
+  observation?: Observation;
+  observationError?: string;
+}
+
+const NOTHING_PLANNED: Plan = { actions: [], holds: [], statusOwner: false };
+
+/** The CSPI's pool and devices, with its claims when they matter; an unreadable host is an error, logged. */
+async function observeStep(
+  current: CSPI,
+  deps: PassDeps,
+  target: boolean,
+  outcomes: readonly Outcome[],
+): Promise<{ observation?: Observation; error?: string }> {
+  try {
+    const observation = await observe(deps.host, deps.inspect, current, {
+      scanImportable: target,
+      deviceRoots: deps.deviceRoots,
+    });
+    if (
+      deps.readClaims &&
+      observation.pool &&
+      ((deps.claimsDue?.(current) ?? true) || replacementVisible(current, observation, outcomes))
+    ) {
+      // Without them only the predecessor mark waits; the pool itself is still looked after (API server away).
+      const claims = await deps.readClaims(current).catch((error: Error) => {
+        deps.logger.warn("cannot read the claims", { cspi: current.metadata.name, error: error.message });
+        return undefined;
+      });
+      if (claims) observation.claims = claims;
+    }
+    return { observation };
+  } catch (error) {
+    const message = (error as Error).message;
+    deps.logger.warn("observation failed", { cspi: current.metadata.name, error: message });
+    return { error: message };
+  }
+}
+
+function planStep(current: CSPI, observation: Observation, deps: PassDeps): Plan {
+  return plan({
+    cspi: current,
+    nodeName: deps.nodeName,
+    hostName: deps.hostName,
+    now: deps.clock(),
+    observation,
+    manageFinalizer: deps.api !== undefined,
+    deviceRoots: deps.deviceRoots,
+    ...(deps.staleStatusSeconds !== undefined ? { staleStatusSeconds: deps.staleStatusSeconds } : {}),
+    ...replicasInput(deps),
+  });
+}
+
+/** Runs one action, logged and timed: its outcome, and the CSPI afterwards when it succeeded. */
+async function actStep(
+  next: Action,
+  current: CSPI,
+  deps: PassDeps,
+  name: string | undefined,
+): Promise<{ outcome: Outcome; cspi?: CSPI }> {
+  const started = performance.now();
+  try {
+    const after = await execute(next, current, deps.host, deps.api);
+    deps.logger.info(describeAction(next), { cspi: name, action: next.kind });
+    deps.onAction?.({ action: next, durationMs: performance.now() - started });
+    return { outcome: { action: next }, ...(after ? { cspi: after } : {}) };
+  } catch (error) {
+    const message = (error as Error).message;
+    deps.logger.warn("action failed", { cspi: name, action: next.kind, error: message });
+    deps.onAction?.({ action: next, error: message, durationMs: performance.now() - started });
+    return { outcome: { action: next, error: message } };
+  }
+}
+
+/** The pass's result, with the status it reports when this node owns it or did something. */
+async function passResult(cspi: CSPI, pass: PassSoFar, deps: PassDeps, target: boolean): Promise<PassResult> {
+  const { current, observation, observationError, lastPlan, outcomes } = pass;
+  const result: PassResult = {
+    firstPlan: pass.firstPlan ?? lastPlan,
+    plan: lastPlan,
+    outcomes,
+    ineffective: pass.ineffective,
+  };
   if (current) result.cspi = current;
   if (observation) result.observation = observation;
   if (observationError !== undefined) result.observationError = observationError;

@@ -207,7 +207,9 @@ export function planReplicas(input: ReplicaPlanInput): ReplicaPlan {
       };
       continue;
     }
-    plan.states[name] = planOne(input, datasets, cvr, wanted.replica, plan.actions);
+    const { state, action } = planOne(input, cvr, wanted.replica, datasets.get(wanted.replica.dataset));
+    plan.states[name] = state;
+    if (action) plan.actions.push(action);
   }
   return plan;
 }
@@ -244,92 +246,146 @@ function alignedBytes(nano: bigint): number | undefined {
   return aligned > 0n && aligned <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(aligned) : undefined;
 }
 
+/** One CVR's state on the pool, and the action that moves it on, if any. */
+interface ReplicaStep {
+  state: ReplicaState;
+  action?: ReplicaAction;
+}
+
+/** The plan's input once the pool is known to be imported here and serving. */
+type ServingPool = ReplicaPlanInput & Required<Pick<ReplicaPlanInput, "imported">>;
+
 function planOne(
   input: ReplicaPlanInput,
-  datasets: ReadonlyMap<string, DatasetRecord>,
   cvr: CVR,
   replica: Replica,
-  actions: ReplicaAction[],
-): ReplicaState {
-  const { backend, imported } = input;
+  dataset: DatasetRecord | undefined,
+): ReplicaStep {
+  const { imported } = input;
   const deleting = cvr.metadata.deletionTimestamp !== undefined;
-  const finalizer = (cvr.metadata.finalizers ?? []).includes(FINALIZER.replicaProtection);
-  const base = { cvr: replica.cvr, dataset: replica.dataset };
   if (!imported) {
     return {
-      phase: "Offline",
-      reason: "PoolNotImported",
-      message: `pool ${input.pool} is not imported on this node (exported, lost, or held elsewhere)${deleting ? ": the replica is destroyed once it is back" : ""}`,
+      state: {
+        phase: "Offline",
+        reason: "PoolNotImported",
+        message: `pool ${input.pool} is not imported on this node (exported, lost, or held elsewhere)${deleting ? ": the replica is destroyed once it is back" : ""}`,
+      },
     };
   }
   if (!SERVING_HEALTH.has(imported.health)) {
-    return { phase: "Offline", reason: "PoolNotOnline", message: `pool ${input.pool} is ${imported.health}` };
+    return {
+      state: {
+        phase: "Offline",
+        reason: "PoolNotOnline",
+        message: `pool ${input.pool} is ${imported.health}`,
+      },
+    };
   }
-  const dataset = datasets.get(replica.dataset);
+  const pool: ServingPool = { ...input, imported };
+  if (deleting) return planDeletion(pool, cvr, replica, dataset);
+  if (!dataset) return planCreation(pool, replica);
+  const foreign = foreignProblem(pool.backend, replica, dataset);
+  if (foreign) return { state: { phase: "Error", reason: "ForeignDataset", message: foreign } };
+  return planSize(pool, cvr, replica, dataset);
+}
+
+/** A deleted CVR: its replica destroyed, then its finalizer removed. */
+function planDeletion(
+  { backend, imported }: ServingPool,
+  cvr: CVR,
+  replica: Replica,
+  dataset: DatasetRecord | undefined,
+): ReplicaStep {
   const foreign = dataset ? foreignProblem(backend, replica, dataset) : undefined;
-  if (deleting) {
-    if (dataset && !foreign) {
-      actions.push({
+  if (dataset && !foreign) {
+    return {
+      state: existingState(backend, replica, dataset, imported.readonly),
+      action: {
         kind: "destroy-replica",
         key: `destroy-replica:${replica.dataset}`,
-        ...base,
+        ...actionTarget(replica),
         commands: backend.destroy(replica.dataset),
-      });
-      return existingState(backend, replica, dataset, imported.readonly);
-    }
-    // Nothing of this CVR's is on the pool (a foreign dataset under its name is left alone): it may go.
-    if (finalizer)
-      actions.push({
-        kind: "remove-replica-finalizer",
-        key: `remove-replica-finalizer:${replica.cvr}`,
-        ...base,
-      });
-    return foreign
-      ? { phase: "Error", reason: "ForeignDataset", message: foreign }
-      : { phase: "Init", reason: "Deleted", message: `replica ${replica.dataset} is destroyed` };
+      },
+    };
   }
-  if (!dataset) {
-    actions.push({
-      kind: "create-replica",
-      key: `create-replica:${replica.dataset}`,
-      ...base,
-      bytes: replica.bytes,
-      commands: backend.create(replica),
-    });
-    return {
+  // Nothing of this CVR's is on the pool (a foreign dataset under its name is left alone): it may go.
+  const finalizer = (cvr.metadata.finalizers ?? []).includes(FINALIZER.replicaProtection);
+  return {
+    state: foreign
+      ? { phase: "Error", reason: "ForeignDataset", message: foreign }
+      : { phase: "Init", reason: "Deleted", message: `replica ${replica.dataset} is destroyed` },
+    ...(finalizer
+      ? {
+          action: {
+            kind: "remove-replica-finalizer",
+            key: `remove-replica-finalizer:${replica.cvr}`,
+            ...actionTarget(replica),
+          },
+        }
+      : {}),
+  };
+}
+
+function planCreation({ backend }: ServingPool, replica: Replica): ReplicaStep {
+  return {
+    state: {
       phase: "Init",
       reason: "Creating",
       message: `creating replica ${replica.dataset} of ${replica.bytes} bytes (${backend.name})`,
-    };
-  }
-  if (foreign) return { phase: "Error", reason: "ForeignDataset", message: foreign };
+    },
+    action: {
+      kind: "create-replica",
+      key: `create-replica:${replica.dataset}`,
+      ...actionTarget(replica),
+      bytes: replica.bytes,
+      commands: backend.create(replica),
+    },
+  };
+}
+
+/** This CVR's replica on the pool: grown to its capacity, never shrunk. */
+function planSize(
+  { backend, imported }: ServingPool,
+  cvr: CVR,
+  replica: Replica,
+  dataset: DatasetRecord,
+): ReplicaStep {
   const size = backend.size(dataset);
   if (size !== undefined && size > replica.bytes) {
     return {
-      ...existingState(backend, replica, dataset, imported.readonly),
-      phase: "Error",
-      reason: "ShrinkRefused",
-      message:
-        `spec.capacity ${cvr.spec.capacity} (${replica.bytes} bytes once rounded up to ${REPLICA_BLOCK_BYTES}) is smaller than replica ` +
-        `${replica.dataset} (${size} bytes): a replica is never shrunk; set the volume's capacity back to at least its size`,
+      state: {
+        ...existingState(backend, replica, dataset, imported.readonly),
+        phase: "Error",
+        reason: "ShrinkRefused",
+        message:
+          `spec.capacity ${cvr.spec.capacity} (${replica.bytes} bytes once rounded up to ${REPLICA_BLOCK_BYTES}) is smaller than replica ` +
+          `${replica.dataset} (${size} bytes): a replica is never shrunk; set the volume's capacity back to at least its size`,
+      },
     };
   }
-  if (size === undefined || size < replica.bytes) {
-    actions.push({
+  if (size === replica.bytes) return { state: existingState(backend, replica, dataset, imported.readonly) };
+  // Smaller, or its size not set yet: grown to the capacity.
+  return {
+    state:
+      size === undefined
+        ? {
+            phase: "Init",
+            reason: "Creating",
+            message: `sizing replica ${replica.dataset} to ${replica.bytes} bytes (${backend.name})`,
+          }
+        : existingState(backend, replica, dataset, imported.readonly),
+    action: {
       kind: "grow-replica",
       key: `grow-replica:${replica.dataset}:${replica.bytes}`,
-      ...base,
+      ...actionTarget(replica),
       bytes: replica.bytes,
       commands: backend.grow(replica, dataset),
-    });
-    if (size === undefined)
-      return {
-        phase: "Init",
-        reason: "Creating",
-        message: `sizing replica ${replica.dataset} to ${replica.bytes} bytes (${backend.name})`,
-      };
-  }
-  return existingState(backend, replica, dataset, imported.readonly);
+    },
+  };
+}
+
+function actionTarget(replica: Replica): { cvr: string; dataset: string } {
+  return { cvr: replica.cvr, dataset: replica.dataset };
 }
 
 /** Why a dataset under the replica's name is not this CVR's replica; undefined when it is (adopted as is). */

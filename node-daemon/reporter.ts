@@ -1,7 +1,7 @@
 // The reporter: CSPI status as a pure function of what was observed, what is still planned, what was done
 // in this pass, the previous status and the clock. Same inputs, same status: conditions keep their
 // lastTransitionTime unless their status flips, and nothing but lastUpdateTime (the heartbeat) moves.
-import type { Condition, CSPI, CSPIStatus } from "../api/types.js";
+import type { CSPI, CSPIStatus } from "../api/types.js";
 import { CSPI_PHASES } from "../api/schema.js";
 import {
   findCondition,
@@ -16,7 +16,7 @@ import { zpoolName } from "../lib/names.js";
 import { groupRole } from "../lib/rules/pool-spec.js";
 import { deviceHealth } from "./devices.js";
 import { sameDevice, type Observation } from "../zfs/observation.js";
-import { allLeaves, parseScrub, type Vdev } from "../zfs/parse.js";
+import { allLeaves, parseScrub, type ScrubReading, type Vdev } from "../zfs/parse.js";
 import type { Action, ActionKind, Plan } from "./planner.js";
 
 /** What happened to one executed action. */
@@ -66,7 +66,7 @@ const ZFS_HEALTH: ReadonlySet<string> = new Set([
 const BAD_LEAF_STATES: ReadonlySet<string> = new Set(["UNAVAIL", "FAULTED", "REMOVED", "OFFLINE"]);
 
 export function report(input: ReportInput): CSPIStatus {
-  const { cspi, observation, nodeName, now } = input;
+  const { cspi, observation, now } = input;
   const previous = cspi.status ?? {};
   const pool = observation?.pool;
   const did = (kind: ActionKind) => input.outcomes.some((o) => o.action.kind === kind && !o.error);
@@ -74,25 +74,11 @@ export function report(input: ReportInput): CSPIStatus {
 
   if (pool || previous.poolName || did("create") || did("import"))
     status.poolName = zpoolName(cspi.metadata.name ?? "");
-  if (pool) status.importedOn = nodeName;
-  else if (did("export") || did("destroy")) status.importedOn = "";
-  // A failed observation (zpool timed out, unreadable) cannot tell that the pool is gone: it is still here.
-  else if (previous.importedOn === nodeName && input.observationError === undefined) status.importedOn = "";
-  else if (previous.importedOn !== undefined) status.importedOn = previous.importedOn;
+  const importedOn = importedOnOf(input, did("export") || did("destroy"));
+  if (importedOn !== undefined) status.importedOn = importedOn;
 
   Object.assign(status, phaseWithTime(previous, servingPhase(phaseOf(input), previous.conditions), now));
-  if (pool) {
-    if (pool.space) {
-      const { used, available } = pool.space;
-      status.capacity = {
-        total: quantity(used + available),
-        free: quantity(available),
-        used: quantity(used),
-      };
-    }
-    status.readOnly = pool.readonly ?? false;
-    status.devices = deviceHealth(cspi, observation);
-  }
+  if (observation?.pool) Object.assign(status, poolFacts(cspi, observation));
   const scrub = scrubStatus(input);
   if (scrub) status.scrub = scrub;
   if (input.replicas) {
@@ -113,6 +99,32 @@ export function report(input: ReportInput): CSPIStatus {
   return status;
 }
 
+/** The node the pool is imported on: "" once it left this node; undefined when never known. */
+function importedOnOf(input: ReportInput, leftHere: boolean): string | undefined {
+  const previous = input.cspi.status?.importedOn;
+  if (input.observation?.pool) return input.nodeName;
+  if (leftHere) return "";
+  // A failed observation (zpool timed out, unreadable) cannot tell that the pool is gone: it is still here.
+  if (previous === input.nodeName && input.observationError === undefined) return "";
+  return previous;
+}
+
+/** What the imported pool says of itself: its capacity, whether it is read-only, its devices. */
+function poolFacts(
+  cspi: CSPI,
+  observation: Observation,
+): Pick<CSPIStatus, "capacity" | "readOnly" | "devices"> {
+  const pool = observation.pool!;
+  const facts: Pick<CSPIStatus, "capacity" | "readOnly" | "devices"> = {};
+  if (pool.space) {
+    const { used, available } = pool.space;
+    facts.capacity = { total: quantity(used + available), free: quantity(available), used: quantity(used) };
+  }
+  facts.readOnly = pool.readonly ?? false;
+  facts.devices = deviceHealth(cspi, observation);
+  return facts;
+}
+
 type ScrubStatus = NonNullable<CSPIStatus["scrub"]>;
 
 /**
@@ -126,31 +138,42 @@ function scrubStatus(input: ReportInput): ScrubStatus | undefined {
   const pool = input.observation?.pool;
   const reading = pool ? parseScrub(pool.status) : undefined;
   let out: ScrubStatus = last;
-  if (
-    reading &&
-    !(reading.endTime && last.lastEndTime && Date.parse(last.lastEndTime) > Date.parse(reading.endTime))
-  ) {
-    // A start zpool prints (OpenZFS), or reckons from the end and the duration; else the one seen running is carried.
-    const carried = last.state === "Scrubbing" ? last.lastStartTime : undefined;
-    const running =
-      reading.elapsedSeconds !== undefined
-        ? formatTime(new Date(input.now.getTime() - reading.elapsedSeconds * 1000))
-        : undefined;
-    const startTime = reading.startTime ?? carried ?? running;
-    out = {
-      state: reading.state,
-      ...(startTime ? { lastStartTime: startTime } : {}),
-      ...(reading.endTime ? { lastEndTime: reading.endTime } : {}),
-      ...(reading.progress ? { progress: reading.progress } : {}),
-      ...(reading.repairedBytes !== undefined ? { repairedBytes: reading.repairedBytes } : {}),
-      ...(reading.errors !== undefined ? { errors: reading.errors } : {}),
-    };
+  if (reading && !staleReading(reading, last)) {
+    out = scrubRead(reading, last, input.now);
   } else if (pool && last.state === "Scrubbing" && !reading) {
     const { progress: _progress, ...stopped } = last;
     out = { ...stopped, state: "Canceled" };
   }
   if (input.plan.scrubWaiting) out = { ...out, waiting: input.plan.scrubWaiting };
   return Object.keys(out).length > 0 ? out : undefined;
+}
+
+/** A scrub that ended before the last one the status knows: zpool's reading is stale. */
+function staleReading(reading: ScrubReading, last: ScrubStatus): boolean {
+  return !!(
+    reading.endTime &&
+    last.lastEndTime &&
+    Date.parse(last.lastEndTime) > Date.parse(reading.endTime)
+  );
+}
+
+/** The scrub as zpool reads it. */
+function scrubRead(reading: ScrubReading, last: ScrubStatus, now: Date): ScrubStatus {
+  // A start zpool prints (OpenZFS), or reckons from the end and the duration; else the one seen running is carried.
+  const carried = last.state === "Scrubbing" ? last.lastStartTime : undefined;
+  const running =
+    reading.elapsedSeconds !== undefined
+      ? formatTime(new Date(now.getTime() - reading.elapsedSeconds * 1000))
+      : undefined;
+  const startTime = reading.startTime ?? carried ?? running;
+  return {
+    state: reading.state,
+    ...(startTime ? { lastStartTime: startTime } : {}),
+    ...(reading.endTime ? { lastEndTime: reading.endTime } : {}),
+    ...(reading.progress ? { progress: reading.progress } : {}),
+    ...(reading.repairedBytes !== undefined ? { repairedBytes: reading.repairedBytes } : {}),
+    ...(reading.errors !== undefined ? { errors: reading.errors } : {}),
+  };
 }
 
 function phaseOf(input: ReportInput): Phase {
@@ -166,12 +189,12 @@ function phaseOf(input: ReportInput): Phase {
 /** A condition is reported once it has happened: absent conditions stay absent while nothing concerns them. */
 function settle(
   input: ReportInput,
-  previous: Condition | undefined,
   active: ConditionInput | undefined,
   done: ConditionInput,
   happenedNow: boolean,
 ): ConditionInput | undefined {
   if (active) return active;
+  const previous = findCondition(input.cspi.status?.conditions, done.type);
   // Something under way is over only when seen over: a failed observation (unreadable output) says nothing.
   if (happenedNow || (previous?.status === "True" && input.observationError === undefined)) return done;
   return undefined;
@@ -208,7 +231,7 @@ function expansionCondition(input: ReportInput): ConditionInput | undefined {
       : (previous?.status === "False" && previous.message) ||
         "Pool expansion was successful by adding blockdevices/raid groups",
   };
-  return settle(input, previous, active, done, added.length > 0);
+  return settle(input, active, done, added.length > 0);
 }
 
 function replacementCondition(input: ReportInput): ConditionInput | undefined {
@@ -251,7 +274,7 @@ function replacementCondition(input: ReportInput): ConditionInput | undefined {
     reason: "BlockDeviceReplacementSucceess",
     message: "Blockdevice replacement was successfully completed",
   };
-  return settle(input, previous, active, done, replacedNow);
+  return settle(input, active, done, replacedNow);
 }
 
 function unavailableCondition(input: ReportInput): ConditionInput | undefined {
@@ -277,7 +300,6 @@ function unavailableCondition(input: ReportInput): ConditionInput | undefined {
       }
     }
   }
-  const previous = findCondition(input.cspi.status?.conditions, CONDITION.diskUnavailable);
   const active: ConditionInput | undefined = problems.length
     ? {
         type: CONDITION.diskUnavailable,
@@ -292,7 +314,7 @@ function unavailableCondition(input: ReportInput): ConditionInput | undefined {
     reason: "DisksAreAvailable",
     message: "All block devices are available",
   };
-  return settle(input, previous, active, done, false);
+  return settle(input, active, done, false);
 }
 
 function lostCondition(input: ReportInput): ConditionInput | undefined {

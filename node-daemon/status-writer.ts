@@ -31,25 +31,25 @@ export type StatusWrite<T> =
 /** Writes of one status, the first included, before a run of conflicts is reported as a failure. */
 const CONFLICT_ATTEMPTS = 3;
 
+/** How one kind's status is written: through which patch, which fields it owns, and how it is read again. */
+export interface StatusKind<T, S> {
+  /** For logs: "cspi", "cvr". */
+  name: string;
+  /** The status subresource's merge patch of this kind; with a resourceVersion, only onto that version (409 otherwise). */
+  patchStatus: (namespace: string, name: string, patch: Patch<S>, resourceVersion?: string) => Promise<T>;
+  /** Fields the daemon owns in status; removed (null) when a pass no longer reports them. */
+  ownedOptionalFields: readonly (keyof S)[];
+  /** The object as the apiserver has it now (undefined: gone), to make the status again after a conflict. */
+  reread?: (namespace: string, name: string) => Promise<T | undefined>;
+}
+
 export class StatusWriter<T extends WithStatus<S>, S extends { lastUpdateTime?: string }> {
   /** Objects whose status is being written right now. */
   private readonly writing = new Set<string>();
 
   constructor(
     private readonly options: StatusWriterOptions,
-    /** The status subresource's merge patch of this kind; with a resourceVersion, only onto that version (409 otherwise). */
-    private readonly patchStatus: (
-      namespace: string,
-      name: string,
-      patch: Patch<S>,
-      resourceVersion?: string,
-    ) => Promise<T>,
-    /** Fields the daemon owns in status; removed (null) when a pass no longer reports them. */
-    private readonly ownedOptionalFields: readonly (keyof S)[],
-    /** For logs: "cspi", "cvr". */
-    private readonly kind: string,
-    /** The object as the apiserver has it now (undefined: gone), to make the status again after a conflict. */
-    private readonly reread?: (namespace: string, name: string) => Promise<T | undefined>,
+    private readonly kind: StatusKind<T, S>,
   ) {}
 
   /**
@@ -60,27 +60,20 @@ export class StatusWriter<T extends WithStatus<S>, S extends { lastUpdateTime?: 
   async write(object: T, status: S, restatus?: (fresh: T) => S): Promise<StatusWrite<T>> {
     const name = object.metadata.name ?? "";
     const namespace = object.metadata.namespace ?? "";
-    const guarded = restatus !== undefined && this.reread !== undefined;
+    const guarded = restatus !== undefined && this.kind.reread !== undefined;
     let base = object;
     let wanted = status;
     for (let attempt = 1; ; attempt++) {
       const previous: Partial<S> = base.status ?? {};
-      const withoutHeartbeat = (s: Partial<S>) => canonicalJson({ ...s, lastUpdateTime: undefined });
-      const lastBeat = previous.lastUpdateTime ? Date.parse(previous.lastUpdateTime) : 0;
-      const heartbeatDue = this.options.clock().getTime() - lastBeat >= this.options.heartbeatMs * 0.8;
-      if (!heartbeatDue && withoutHeartbeat(previous) === withoutHeartbeat(wanted))
-        return { result: "unchanged" };
-      const patch: Patch<S> = { ...wanted };
-      for (const field of this.ownedOptionalFields)
-        if (previous[field] !== undefined && wanted[field] === undefined) patch[field] = null;
+      if (!this.worthWriting(previous, wanted)) return { result: "unchanged" };
       this.writing.add(name);
       try {
         return {
           result: "written",
-          object: await this.patchStatus(
+          object: await this.kind.patchStatus(
             namespace,
             name,
-            patch,
+            this.patch(previous, wanted),
             guarded ? base.metadata.resourceVersion : undefined,
           ),
           base,
@@ -88,7 +81,7 @@ export class StatusWriter<T extends WithStatus<S>, S extends { lastUpdateTime?: 
       } catch (error) {
         if (!guarded || !isConflict(error) || attempt >= CONFLICT_ATTEMPTS) {
           this.options.logger.warn("status update failed", {
-            [this.kind]: name,
+            [this.kind.name]: name,
             error: (error as Error).message,
             ...(guarded ? { attempts: attempt } : {}),
           });
@@ -97,24 +90,47 @@ export class StatusWriter<T extends WithStatus<S>, S extends { lastUpdateTime?: 
       } finally {
         this.writing.delete(name);
       }
-      this.options.logger.info(
-        "status changed by another writer meanwhile; making it again on the new version",
-        { [this.kind]: name },
-      );
-      let fresh: T | undefined;
-      try {
-        fresh = await this.reread(namespace, name);
-      } catch (error) {
-        this.options.logger.warn("status update failed", {
-          [this.kind]: name,
-          error: `reading it again: ${(error as Error).message}`,
-        });
-        return { result: "failed" };
-      }
+      const fresh = await this.rereadAfterConflict(namespace, name);
+      if (fresh === "failed") return { result: "failed" };
       // Gone meanwhile: nothing to write; its deletion reaches the daemon through the watch.
       if (!fresh) return { result: "unchanged" };
       base = fresh;
       wanted = restatus(fresh);
+    }
+  }
+
+  /** Something but the heartbeat changed, or the heartbeat is due. */
+  private worthWriting(previous: Partial<S>, wanted: S): boolean {
+    const withoutHeartbeat = (s: Partial<S>) => canonicalJson({ ...s, lastUpdateTime: undefined });
+    const lastBeat = previous.lastUpdateTime ? Date.parse(previous.lastUpdateTime) : 0;
+    const heartbeatDue = this.options.clock().getTime() - lastBeat >= this.options.heartbeatMs * 0.8;
+    return heartbeatDue || withoutHeartbeat(previous) !== withoutHeartbeat(wanted);
+  }
+
+  /** The wanted status, with null for the owned fields it no longer reports. */
+  private patch(previous: Partial<S>, wanted: S): Patch<S> {
+    const patch: Patch<S> = { ...wanted };
+    for (const field of this.kind.ownedOptionalFields)
+      if (previous[field] !== undefined && wanted[field] === undefined) patch[field] = null;
+    return patch;
+  }
+
+  /** After a guarded write's conflict (guarded: it has a reread), the object again; "failed": unreadable. */
+  private async rereadAfterConflict(namespace: string, name: string): Promise<T | undefined | "failed"> {
+    this.options.logger.info(
+      "status changed by another writer meanwhile; making it again on the new version",
+      {
+        [this.kind.name]: name,
+      },
+    );
+    try {
+      return await this.kind.reread!(namespace, name);
+    } catch (error) {
+      this.options.logger.warn("status update failed", {
+        [this.kind.name]: name,
+        error: `reading it again: ${(error as Error).message}`,
+      });
+      return "failed";
     }
   }
 
@@ -136,21 +152,19 @@ export class StatusWriter<T extends WithStatus<S>, S extends { lastUpdateTime?: 
 }
 
 export function cspiStatusWriter(options: StatusWriterOptions): StatusWriter<CSPI, CSPIStatus> {
-  return new StatusWriter<CSPI, CSPIStatus>(
-    options,
-    (namespace, name, patch, resourceVersion) =>
+  return new StatusWriter<CSPI, CSPIStatus>(options, {
+    name: "cspi",
+    patchStatus: (namespace, name, patch, resourceVersion) =>
       options.kube.patchCspiStatus(namespace, name, patch, resourceVersion),
-    ["capacity", "readOnly", "healthyReplicas", "provisionedReplicas"],
-    "cspi",
-    (namespace, name) => options.kube.getCspi(namespace, name),
-  );
+    ownedOptionalFields: ["capacity", "readOnly", "healthyReplicas", "provisionedReplicas"],
+    reread: (namespace, name) => options.kube.getCspi(namespace, name),
+  });
 }
 
 export function cvrStatusWriter(options: StatusWriterOptions): StatusWriter<CVR, CVRStatus> {
-  return new StatusWriter<CVR, CVRStatus>(
-    options,
-    (namespace, name, patch) => options.kube.patchCvrStatus(namespace, name, patch),
-    ["capacity", "reason", "message"],
-    "cvr",
-  );
+  return new StatusWriter<CVR, CVRStatus>(options, {
+    name: "cvr",
+    patchStatus: (namespace, name, patch) => options.kube.patchCvrStatus(namespace, name, patch),
+    ownedOptionalFields: ["capacity", "reason", "message"],
+  });
 }

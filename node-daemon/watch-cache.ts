@@ -205,26 +205,36 @@ export class WatchCache<T extends Watched> {
         this.complete = false;
         logger.warn(`${this.kind} watch failed; listing the ${this.kind}s again`, fields);
       } else logger.info(`${this.kind} watch ended; listing the ${this.kind}s again`, fields);
-      for (;;) {
-        if (failures > 0)
-          await this.pause(
-            Math.min(
-              (this.options.retryBaseMs ?? 1_000) * 2 ** (failures - 1),
-              this.options.retryMaxMs ?? 30_000,
-            ),
-          );
-        if (this.stopped) return;
-        try {
-          resourceVersion = await this.list(reason);
-          break;
-        } catch (error) {
-          failures++;
-          this.complete = false;
-          logger.warn(`cannot list the ${this.kind}s; trying again`, {
-            error: (error as Error).message,
-            lastEventAgeSeconds: this.lastEventAgeSeconds(),
-          });
-        }
+      const relisted = await this.listUntilListed(reason, failures);
+      if (!relisted) return;
+      ({ resourceVersion, failures } = relisted);
+    }
+  }
+
+  /** Lists again until a list succeeds, backing off after failures; undefined once stopped. */
+  private async listUntilListed(
+    reason: RelistReason,
+    failuresSoFar: number,
+  ): Promise<{ resourceVersion: string; failures: number } | undefined> {
+    let failures = failuresSoFar;
+    for (;;) {
+      if (failures > 0)
+        await this.pause(
+          Math.min(
+            (this.options.retryBaseMs ?? 1_000) * 2 ** (failures - 1),
+            this.options.retryMaxMs ?? 30_000,
+          ),
+        );
+      if (this.stopped) return undefined;
+      try {
+        return { resourceVersion: await this.list(reason), failures };
+      } catch (error) {
+        failures++;
+        this.complete = false;
+        this.options.logger.warn(`cannot list the ${this.kind}s; trying again`, {
+          error: (error as Error).message,
+          lastEventAgeSeconds: this.lastEventAgeSeconds(),
+        });
       }
     }
   }

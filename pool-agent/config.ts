@@ -51,24 +51,39 @@ export function loadAgentConfig(env: Readonly<Record<string, string | undefined>
   return {
     cspi,
     pool,
-    port: port(env, AGENT_ENV.port, AGENT_DEFAULTS.port, 1, 65535),
+    port: port(env, LISTEN_PORT),
     pollIntervalMs: wholeSeconds(env, AGENT_ENV.pollSeconds, AGENT_DEFAULTS.pollSeconds) * 1000,
     zfs,
-    // tgtd refuses control ports above 32767.
-    tgtadm: [
-      "tgtadm",
-      "-C",
-      String(port(env, AGENT_ENV.tgtControlPort, AGENT_DEFAULTS.tgtControlPort, 0, 32767)),
-    ],
+    tgtadm: ["tgtadm", "-C", String(port(env, TGT_CONTROL_PORT))],
   };
 }
 
+/** A port read from the environment: its variable, its default and the range it must be in. */
+interface PortSetting {
+  name: string;
+  fallback: number;
+  lowest: number;
+  highest: number;
+}
+
+const LISTEN_PORT: PortSetting = {
+  name: AGENT_ENV.port,
+  fallback: AGENT_DEFAULTS.port,
+  lowest: 1,
+  highest: 65535,
+};
+
+// tgtd refuses control ports above 32767.
+const TGT_CONTROL_PORT: PortSetting = {
+  name: AGENT_ENV.tgtControlPort,
+  fallback: AGENT_DEFAULTS.tgtControlPort,
+  lowest: 0,
+  highest: 32767,
+};
+
 function port(
   env: Readonly<Record<string, string | undefined>>,
-  name: string,
-  fallback: number,
-  lowest: number,
-  highest: number,
+  { name, fallback, lowest, highest }: PortSetting,
 ): number {
   const text = env[name]?.trim();
   if (!text) return fallback;

@@ -11,19 +11,37 @@ export interface CommandResult {
 
 export type CommandFailure = "exit" | "timeout" | "output-too-large" | "spawn";
 
-/** A command that did not succeed. `kind` says why; exitCode and stderr say what the program said. */
+/** How a command failed: `kind` says why; exitCode and stderr say what the program said. */
+export interface CommandOutcome {
+  kind: CommandFailure;
+  exitCode: number | null;
+  signal: string | null;
+  stdout: string;
+  stderr: string;
+  durationMs: number;
+}
+
+/** A command that did not succeed, with its outcome. */
 export class CommandError extends Error {
+  readonly kind: CommandFailure;
+  readonly exitCode: number | null;
+  readonly signal: string | null;
+  readonly stdout: string;
+  readonly stderr: string;
+  readonly durationMs: number;
   override readonly name = "CommandError";
+
   constructor(
     readonly argv: readonly string[],
-    readonly kind: CommandFailure,
-    readonly exitCode: number | null,
-    readonly signal: string | null,
-    readonly stdout: string,
-    readonly stderr: string,
-    readonly durationMs: number,
+    outcome: CommandOutcome,
   ) {
-    super(describeFailure(argv, kind, exitCode, signal, stderr));
+    super(describeFailure(argv, outcome));
+    this.kind = outcome.kind;
+    this.exitCode = outcome.exitCode;
+    this.signal = outcome.signal;
+    this.stdout = outcome.stdout;
+    this.stderr = outcome.stderr;
+    this.durationMs = outcome.durationMs;
   }
 
   get timedOut(): boolean {
@@ -33,10 +51,7 @@ export class CommandError extends Error {
 
 function describeFailure(
   argv: readonly string[],
-  kind: CommandFailure,
-  exitCode: number | null,
-  signal: string | null,
-  stderr: string,
+  { kind, exitCode, signal, stderr }: CommandOutcome,
 ): string {
   const command = argv.join(" ");
   const said = stderr.trim() ? `: ${lastLines(stderr, 4)}` : "";
@@ -110,7 +125,17 @@ export function createRunner(listener?: CommandListener): Runner {
 
 function runOnce(argv: readonly string[], options: Required<RunOptions>): Promise<CommandResult> {
   const [file, ...args] = argv;
-  if (!file) return Promise.reject(new CommandError(argv, "spawn", null, null, "", "empty command", 0));
+  if (!file) {
+    const outcome: CommandOutcome = {
+      kind: "spawn",
+      exitCode: null,
+      signal: null,
+      stdout: "",
+      stderr: "empty command",
+      durationMs: 0,
+    };
+    return Promise.reject(new CommandError(argv, outcome));
+  }
   const started = performance.now();
   return new Promise((resolve, reject) => {
     let failure: CommandFailure | undefined;
@@ -169,17 +194,15 @@ function runOnce(argv: readonly string[], options: Required<RunOptions>): Promis
         resolve({ argv: [...argv], stdout, stderr, durationMs });
         return;
       }
-      const kind: CommandFailure = failure ?? (spawnError ? "spawn" : "exit");
       reject(
-        new CommandError(
-          argv,
-          kind,
-          code,
+        new CommandError(argv, {
+          kind: failure ?? (spawnError ? "spawn" : "exit"),
+          exitCode: code,
           signal,
           stdout,
-          spawnError ? `${stderr}${spawnError.message}` : stderr,
+          stderr: spawnError ? `${stderr}${spawnError.message}` : stderr,
           durationMs,
-        ),
+        }),
       );
     });
   });

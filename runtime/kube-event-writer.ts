@@ -10,7 +10,7 @@ const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
 export function kubeEventWriter(config: KubeConfig): EventWriter {
   const core = config.makeApiClient(CoreV1Api);
   return {
-    async createEvent(subject, event, component, host, now) {
+    async createEvent(subject, event, { component, host }, now) {
       const { metadata } = subject;
       const namespace = metadata.namespace ?? "";
       const created = await core.createNamespacedEvent({

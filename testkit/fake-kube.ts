@@ -3,7 +3,7 @@
 // object until the last one is removed, Events, and claim annotations. Real-apiserver tests come with
 // testkit/kube.ts.
 import type { CSPI, CVR } from "../api/types.js";
-import type { CoreEvent, EventSubject } from "../lib/events/recorder.js";
+import type { CoreEvent, EventSource, EventSubject } from "../lib/events/recorder.js";
 import type { CvrStatusPatch, KubeApi, StatusPatch, WatchEventType } from "../node-daemon/kube.js";
 
 type Listener = (type: WatchEventType, cspi: CSPI) => void;
@@ -189,7 +189,7 @@ export class FakeKube implements KubeApi {
     return this.store({ ...existing, metadata: { ...existing.metadata, finalizers } }, "MODIFIED");
   }
 
-  async createEvent(subject: EventSubject, event: CoreEvent, _component: string, host: string) {
+  async createEvent(subject: EventSubject, event: CoreEvent, { host }: EventSource) {
     const name = `${subject.metadata.name ?? ""}.${this.events.length + 1}`;
     this.events.push({ ...event, cspi: subject.metadata.name ?? "", host, name, count: 1 });
     return name;

@@ -184,6 +184,25 @@ function parsePool(reader: LineReader, format: ListingFormat): PoolStatus {
   const first = reader.next();
   const name = POOL_LINE.exec(first.text)?.[1];
   if (!name) throw reader.error('expected a pool ("  pool: <name>") or "no pools available"', first);
+  const fields = parseHeader(reader, name, first);
+  if (!fields.state) throw reader.error(`pool ${name} has no state: line`, first);
+  const layout = parseTree(reader, format, name);
+  if (format.closedByErrors && !UNOPENED_POOL_STATES.has(fields.state)) skipErrorsLine(reader, name);
+  else skipNotes(reader, name);
+  const scanText = fields.scan ?? fields.scrub ?? "";
+  const pool: PoolStatus = { name, state: fields.state, scan: parseScan(scanText), layout };
+  if (fields.id) pool.id = fields.id;
+  if (fields.status) pool.status = fields.status;
+  if (fields.action) pool.action = fields.action;
+  return pool;
+}
+
+/** A pool's fields (state:, status:, scan: ...) by name, up to and without its config: line. */
+function parseHeader(
+  reader: LineReader,
+  name: string,
+  first: { number: number; text: string },
+): Record<string, string> {
   const fields: Record<string, string> = {};
   let key = "pool";
   for (;;) {
@@ -199,31 +218,26 @@ function parsePool(reader: LineReader, format: ListingFormat): PoolStatus {
     const field = FIELD.exec(line.text);
     if (!field) throw reader.error(`pool ${name}: neither a field nor the continuation of one`, line);
     key = field[1]!;
-    if (key === "config") break;
+    if (key === "config") return fields;
     fields[key] = (field[2] ?? "").trim();
   }
-  if (!fields.state) throw reader.error(`pool ${name} has no state: line`, first);
-  const layout = parseTree(reader, format, name);
-  if (format.closedByErrors && !UNOPENED_POOL_STATES.has(fields.state)) {
-    reader.skipBlank();
-    if (reader.done()) throw reader.error(`pool ${name} ends before its errors: line`);
+}
+
+function skipErrorsLine(reader: LineReader, name: string): void {
+  reader.skipBlank();
+  if (reader.done()) throw reader.error(`pool ${name} ends before its errors: line`);
+  const line = reader.next();
+  if (!line.text.startsWith("errors: "))
+    throw reader.error(`pool ${name}: expected its errors: line after the vdev tree`, line);
+}
+
+/** Import listings (and a pool that could not be opened) may explain the pool after its tree, in tab-indented lines. */
+function skipNotes(reader: LineReader, name: string): void {
+  for (reader.skipBlank(); !reader.done() && !POOL_LINE.test(reader.peek()); reader.skipBlank()) {
     const line = reader.next();
-    if (!line.text.startsWith("errors: "))
-      throw reader.error(`pool ${name}: expected its errors: line after the vdev tree`, line);
-  } else {
-    // Import listings (and a pool that could not be opened) may explain the pool after its tree, in tab-indented lines.
-    for (reader.skipBlank(); !reader.done() && !POOL_LINE.test(reader.peek()); reader.skipBlank()) {
-      const line = reader.next();
-      if (!line.text.startsWith("\t"))
-        throw reader.error(`pool ${name}: neither a note on the pool nor the next pool`, line);
-    }
+    if (!line.text.startsWith("\t"))
+      throw reader.error(`pool ${name}: neither a note on the pool nor the next pool`, line);
   }
-  const scanText = fields.scan ?? fields.scrub ?? "";
-  const pool: PoolStatus = { name, state: fields.state, scan: parseScan(scanText), layout };
-  if (fields.id) pool.id = fields.id;
-  if (fields.status) pool.status = fields.status;
-  if (fields.action) pool.action = fields.action;
-  return pool;
 }
 
 export function parseScan(text: string): Scan {

@@ -138,36 +138,7 @@ function withSignal(signal: AbortSignal): ConfigurationOptions {
 export function explain(err: unknown, resource: Resource, namespace: string | undefined): LookupError {
   const where = namespace ? ` in namespace ${namespace}` : "";
   const attempted = `list ${resource.title}${where}`;
-  const canI = `kubectl auth can-i list ${resource.rbac}${namespace ? ` -n ${namespace}` : ""} --as system:serviceaccount:<webhook namespace>:<webhook service account>`;
-  if (err instanceof ApiException) {
-    const said = apiMessage(err.body);
-    switch (err.code) {
-      case 401:
-        return new LookupError(
-          attempted,
-          "the API server refused the webhook's credentials (401)",
-          "check the webhook pod's ServiceAccount token, then retry",
-        );
-      case 403:
-        return new LookupError(
-          attempted,
-          `forbidden (403)${said ? `: ${said}` : ""}`,
-          `grant the webhook's ServiceAccount list on ${resource.rbac} (check with: ${canI})`,
-        );
-      case 404:
-        return new LookupError(
-          attempted,
-          `the API server does not serve ${resource.rbac} (404)`,
-          resource.install ? `its CustomResourceDefinition is missing: ${resource.install}` : GENERIC_HINT,
-        );
-      default:
-        return new LookupError(
-          attempted,
-          `the API server answered ${err.code}${said ? `: ${said}` : ""}`,
-          GENERIC_HINT,
-        );
-    }
-  }
+  if (err instanceof ApiException) return explainAnswer(err, resource, namespace, attempted);
   if (err instanceof Error && (err.name === "AbortError" || err.name === "TimeoutError")) {
     return new LookupError(attempted, "cancelled at the review's deadline", GENERIC_HINT);
   }
@@ -178,6 +149,44 @@ export function explain(err: unknown, resource: Resource, namespace: string | un
     `the API server could not be reached (${cause})`,
     "check that the webhook pod can reach the API server (network policy, proxy settings), then retry",
   );
+}
+
+/** The API server answered the list with an error status: what it means for the webhook, and the fix. */
+function explainAnswer(
+  err: ApiException<unknown>,
+  resource: Resource,
+  namespace: string | undefined,
+  attempted: string,
+): LookupError {
+  const said = apiMessage(err.body);
+  switch (err.code) {
+    case 401:
+      return new LookupError(
+        attempted,
+        "the API server refused the webhook's credentials (401)",
+        "check the webhook pod's ServiceAccount token, then retry",
+      );
+    case 403: {
+      const canI = `kubectl auth can-i list ${resource.rbac}${namespace ? ` -n ${namespace}` : ""} --as system:serviceaccount:<webhook namespace>:<webhook service account>`;
+      return new LookupError(
+        attempted,
+        `forbidden (403)${said ? `: ${said}` : ""}`,
+        `grant the webhook's ServiceAccount list on ${resource.rbac} (check with: ${canI})`,
+      );
+    }
+    case 404:
+      return new LookupError(
+        attempted,
+        `the API server does not serve ${resource.rbac} (404)`,
+        resource.install ? `its CustomResourceDefinition is missing: ${resource.install}` : GENERIC_HINT,
+      );
+    default:
+      return new LookupError(
+        attempted,
+        `the API server answered ${err.code}${said ? `: ${said}` : ""}`,
+        GENERIC_HINT,
+      );
+  }
 }
 
 function apiMessage(body: unknown): string | undefined {

@@ -22,16 +22,16 @@ export interface CoreEvent {
 /** Longest message written: the apiserver takes more, but `kubectl describe` lines do not. */
 export const MAX_EVENT_MESSAGE = 1024;
 
+/** Who writes an Event: its source.component and source.host (core/v1 EventSource). */
+export interface EventSource {
+  component: string;
+  host: string;
+}
+
 /** Where Events go: the apiserver (runtime/kube-event-writer.ts), or a test's memory. */
 export interface EventWriter {
   /** Creates the Event; resolves to its name. */
-  createEvent(
-    subject: EventSubject,
-    event: CoreEvent,
-    component: string,
-    host: string,
-    now: Date,
-  ): Promise<string>;
+  createEvent(subject: EventSubject, event: CoreEvent, source: EventSource, now: Date): Promise<string>;
   /** The Event `name` happened again: its count, message and lastTimestamp. Rejects with code 404 when it is gone. */
   repeatEvent(
     namespace: string,
@@ -132,10 +132,8 @@ export class EventRecorder {
       }
     }
     try {
-      remember(
-        await this.options.writer.createEvent(subject, event, this.options.component, this.options.host, now),
-        1,
-      );
+      const { component, host } = this.options;
+      remember(await this.options.writer.createEvent(subject, event, { component, host }, now), 1);
       return "created";
     } catch (error) {
       return failed(error as Error);

@@ -157,8 +157,7 @@ describe("integration: RBAC and policy for each identity, on a real kube-apiserv
       await api.createEvent(
         released!,
         { type: "Normal", reason: "PoolImported", message: "imported" },
-        "cstor-pool-node",
-        "node-1",
+        { component: "cstor-pool-node", host: "node-1" },
         new Date(),
       );
       const recorded = await cluster.request(
@@ -321,8 +320,7 @@ describe("integration: RBAC and policy for each identity, on a real kube-apiserv
       const name = await writer.createEvent(
         cspc,
         { type: "Warning", reason: "ChangesRejected", message: "refused: put it back" },
-        "cstor-pool-hooks",
-        "hooks-0",
+        { component: "cstor-pool-hooks", host: "hooks-0" },
         new Date(),
       );
       await writer.repeatEvent(NS, name, { count: 2, message: "refused: put it back", now: new Date() });

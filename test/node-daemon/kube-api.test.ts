@@ -176,8 +176,7 @@ describe("node-daemon Kubernetes calls (real kube-apiserver)", function () {
         reason: "DeviceMissing",
         message: "block device bd-x (/dev/x) does not exist on this node",
       },
-      "cstor-pool-node-daemon",
-      "node-a",
+      { component: "cstor-pool-node-daemon", host: "node-a" },
       new Date(),
     );
     const events = await cluster.kubectl([
