@@ -192,7 +192,7 @@ describe("integration: the CSPC admission policy of the default install (no webh
   });
 
   for (const c of REFUSED) {
-    it(`refuses ${c.name}, in day2.ts's words (${c.reason})`, async () => {
+    it(`refuses ${c.name}, in day2-diff.ts's words (${c.reason})`, async () => {
       const violations = day2Violations(c.pools, c.pool);
       expect(
         violations.map((v) => v.reason),

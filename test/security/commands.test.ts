@@ -9,8 +9,10 @@ import { CommandError, createRunner } from "../../process/runner.js";
 import { commandsFromEnv } from "../../zfs/host.js";
 import { REPO_ROOT } from "../../testkit/kube.js";
 
-/** Shipped TypeScript: what runs in the hook server, the node daemon and the CLI. */
-const SHIPPED = ["api", "lib", "hooks", "node-daemon", "pool-agent", "cli"];
+/** Shipped TypeScript: every folder the build compiles (tsconfig.build.json), so a new room is covered. */
+const SHIPPED: string[] = (
+  JSON.parse(readFileSync(join(REPO_ROOT, "tsconfig.build.json"), "utf8")) as { include: string[] }
+).include;
 
 function sources(dir: string): string[] {
   return readdirSync(dir).flatMap((entry) => {
