@@ -4,7 +4,12 @@
 import { expect } from "chai";
 import { ANNOTATION, API_VERSION, KIND, LABEL } from "../../api/constants.js";
 import { claimName, poolDeploymentName } from "../../lib/names.js";
-import { getIfPresent, projectInstalled, type KubeCluster } from "../../testkit/kube.js";
+import {
+  getIfPresent,
+  markDeploymentAvailable,
+  projectInstalled,
+  type KubeCluster,
+} from "../../testkit/kube.js";
 import {
   CONTROLLER_UID,
   DECORATOR_ANNOTATION,
@@ -195,27 +200,7 @@ describe("integration: the Metacontroller loop (test driver + hook server + real
     });
     expect(online.status, JSON.stringify(online.body)).to.equal(200);
     const [deployment] = await deployments();
-    const available = await patchStatus(
-      `/apis/apps/v1/namespaces/${NS}/deployments/${deployment.metadata.name}`,
-      {
-        observedGeneration: deployment.metadata.generation,
-        replicas: 1,
-        readyReplicas: 1,
-        availableReplicas: 1,
-        updatedReplicas: 1,
-        conditions: [
-          {
-            type: "Available",
-            status: "True",
-            reason: "MinimumReplicasAvailable",
-            message: "ok",
-            lastUpdateTime: new Date().toISOString(),
-            lastTransitionTime: new Date().toISOString(),
-          },
-        ],
-      },
-    );
-    expect(available.status, JSON.stringify(available.body)).to.equal(200);
+    await markDeploymentAvailable(cluster, deployment);
     await driver.converge(NS);
 
     const [after] = await cspis();

@@ -5,7 +5,12 @@
 // controller would report.
 import { expect } from "chai";
 import { ANNOTATION, API_VERSION, CSPI_CONDITION, KIND, LABEL } from "../../api/constants.js";
-import { getIfPresent, projectInstalled, type KubeCluster } from "../../testkit/kube.js";
+import {
+  getIfPresent,
+  markDeploymentAvailable,
+  projectInstalled,
+  type KubeCluster,
+} from "../../testkit/kube.js";
 import { MetacontrollerDriver, serveHooks } from "../../testkit/metacontroller-driver.js";
 
 const NS = "gate-rollout";
@@ -101,23 +106,7 @@ describe("integration: pool pod rollouts one pool at a time (test driver + hook 
       lastUpdateTime: now,
     });
     const deployment = await deploymentOf(cspi);
-    await patchStatus(`/apis/apps/v1/namespaces/${NS}/deployments/${deployment.metadata.name}`, {
-      observedGeneration: deployment.metadata.generation,
-      replicas: 1,
-      readyReplicas: 1,
-      availableReplicas: 1,
-      updatedReplicas: 1,
-      conditions: [
-        {
-          type: "Available",
-          status: "True",
-          reason: "MinimumReplicasAvailable",
-          message: "ok",
-          lastUpdateTime: now,
-          lastTransitionTime: now,
-        },
-      ],
-    });
+    await markDeploymentAvailable(cluster, deployment);
   }
 
   before(async () => {
