@@ -56,6 +56,7 @@ export type CVCStatus = Static<typeof CVCStatusSchema>;
 export type CVC = Static<typeof CVCSchema>;
 export type CVSpec = Static<typeof CVSpecSchema>;
 export type CVStatus = Static<typeof CVStatusSchema>;
+export type CVTargetStatus = NonNullable<CVStatus["target"]>;
 export type CV = Static<typeof CVSchema>;
 export type CVRSpec = Static<typeof CVRSpecSchema>;
 export type CVRStatus = Static<typeof CVRStatusSchema>;

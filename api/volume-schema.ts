@@ -150,8 +150,49 @@ export const CVSpecSchema = Type.Object(
   closed,
 );
 
+export const TARGET_STATES = ["Starting", "Serving", "ReadOnly", "Refused", "Stopped"] as const;
+export const TARGET_REPLICA_STATES = ["InSync", "Rebuilding", "Degraded", "Offline"] as const;
+
+/** What the volume target agent sees, written by the agent alone (docs/adr/0040-the-target-agent-credentials-names-and-status.md). */
+export const CVTargetStatusSchema = Type.Object(
+  {
+    state: Type.Union(
+      TARGET_STATES.map((s) => Type.Literal(s)),
+      {
+        description:
+          "Serving: the LUN is writable. ReadOnly: fewer replicas in sync than the consistency factor, writes refused. Refused: the agent will not serve (message says which replicas and why). Starting, Stopped: before and after serving.",
+      },
+    ),
+    message: Type.Optional(Type.String({ maxLength: 4096 })),
+    node: Type.Optional(Type.String({ description: "The node the target runs on." })),
+    arrayUUID: Type.Optional(
+      Type.String({
+        description: "The md array's UUID, written once the array was created: never create it again.",
+      }),
+    ),
+    lastTransitionTime: Type.Optional(Type.String({ description: "When state last changed (RFC 3339)." })),
+    replicas: Type.Optional(
+      Type.Array(
+        Type.Object(
+          {
+            replicaId: Type.String(),
+            pool: Type.String({ description: "The CStorPoolInstance holding the replica." }),
+            state: Type.Union(TARGET_REPLICA_STATES.map((s) => Type.Literal(s))),
+            rebuildPercent: Type.Optional(Type.Integer({ minimum: 0, maximum: 100 })),
+            message: Type.Optional(Type.String({ maxLength: 1024 })),
+          },
+          closed,
+        ),
+        { maxItems: 16 },
+      ),
+    ),
+  },
+  closed,
+);
+
 export const CVStatusSchema = Type.Object(
   {
+    target: Type.Optional(CVTargetStatusSchema),
     phase: Type.Optional(Type.Union(CV_PHASES.map((p) => Type.Literal(p)))),
     healthyReplicas: Type.Optional(Type.Integer({ minimum: 0 })),
     capacity: Type.Optional(Type.String()),

@@ -34,6 +34,9 @@ export function answerCvStatus(request: DecoratorSyncRequest<CV>, clock: Clock):
     generation,
   );
   const status: CVStatus = {
+    // The target agent's part (docs/adr/0040-the-target-agent-credentials-names-and-status.md): Metacontroller
+    // replaces the whole status with this answer, so what the agent wrote is passed through unchanged.
+    ...(cv.status?.target ? { target: cv.status.target } : {}),
     phase: health.phase,
     healthyReplicas: health.healthyReplicas,
     conditions: mergeConditions(previous, [condition]),

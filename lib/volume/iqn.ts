@@ -1,5 +1,7 @@
-// The iSCSI names of a volume's replicas (docs/adr/0032-the-pool-agent-what-it-reads-how-it-exports.md): derived from the volume alone, so the pool
-// agent that exports a replica and the volume target that logs in to it agree without asking each other.
+// The iSCSI names of a volume (docs/adr/0032-the-pool-agent-what-it-reads-how-it-exports.md,
+// docs/adr/0040-the-target-agent-credentials-names-and-status.md): derived from the volume alone, so the pool
+// agent that exports a replica, the volume target that logs in to it and the node that logs in to the target
+// agree without asking each other.
 import { IQN_PREFIX } from "./children.js";
 
 /** RFC 3720: an iSCSI name is at most 223 bytes. */
@@ -12,3 +14,18 @@ export function replicaIqn(volume: string): string {
 
 /** Every replica IQN starts with this: the agent's own targets in tgtd, whatever else tgtd serves. */
 export const REPLICA_IQN_PREFIX = replicaIqn("");
+
+/** The LUN the volume's target serves (upstream cStor's name, which the CStorVolume's spec.iqn carries). */
+export function volumeIqn(volume: string): string {
+  return `${IQN_PREFIX}:${volume}`;
+}
+
+/** The initiator name the volume's target logs in to its replicas with: the only one a replica export admits. */
+export function targetInitiatorIqn(volume: string): string {
+  return `${IQN_PREFIX}:target:${volume}`;
+}
+
+/** The initiator name an application's node logs in to the volume's LUN with (the PV's initiatorName). */
+export function clientInitiatorIqn(volume: string): string {
+  return `${IQN_PREFIX}:client:${volume}`;
+}
