@@ -1,0 +1,395 @@
+// The target agent's decisions from what the API and the kernel say (volume-target/plan.ts): when an array is
+// created, assembled or refused, which legs rejoin how, and when a replica counts as caught up. The kernel side
+// of each case is the shape the shared rooms read from sysfs and mdadm (iscsi/initiator.ts, md/mdadm.ts).
+import { expect } from "chai";
+import type { ArrayState, SessionView, Superblock } from "../../volume-target/kernel.js";
+import {
+  caughtUpReplicas,
+  planTarget,
+  sameUuid,
+  type DesiredVolume,
+  type Examined,
+  type KernelView,
+} from "../../volume-target/plan.js";
+import { statusPatch, targetState, targetStatus } from "../../volume-target/status.js";
+import { desiredVolume, replicasToConfirm } from "../../volume-target/desired.js";
+import type { CV, CVR } from "../../api/types.js";
+
+const IQN = "iqn.2016-09.com.openebs.cstor:replica:pvc-1";
+const UUID = "0b5a2c61-2f0e-4d39-9a51-6a3d1c3e9f10";
+const MD_UUID = "0b5a2c61:2f0e4d39:9a516a3d:1c3e9f10";
+const PORTALS = ["10.0.0.11:3260", "10.0.0.12:3260", "10.0.0.13:3260"];
+const DISKS = ["sdb", "sdc", "sdd"];
+
+const volume = (over: Partial<DesiredVolume> = {}): DesiredVolume => ({
+  replicaIqn: IQN,
+  arrayUuid: UUID,
+  consistencyFactor: 2,
+  legs: PORTALS.map((portal, i) => ({ replicaId: `r${i}`, pool: `pool-${i}`, portal })),
+  created: true,
+  ...over,
+});
+
+const session = (i: number, over: Partial<SessionView> = {}): SessionView => ({
+  sid: i + 1,
+  targetIqn: IQN,
+  portal: PORTALS[i],
+  iface: "cstor-x",
+  state: "LOGGED_IN",
+  luns: { 1: { disk: DISKS[i], state: "running" } },
+  ...over,
+});
+
+const sb = (i: number, events: number, uuid = MD_UUID): Superblock => ({
+  disk: DISKS[i],
+  arrayUuid: uuid,
+  events,
+});
+
+const stat = { reads: 0, readSectors: 0, readMs: 0, writes: 0, writeSectors: 0, writeMs: 0, inFlight: 0 };
+const array = (legs: [string, string[]][], over: Partial<ArrayState> = {}): ArrayState => ({
+  kernelName: "md127",
+  arrayState: "clean",
+  raidDisks: 3,
+  degraded: 3 - legs.filter(([, s]) => s.includes("in_sync")).length,
+  syncAction: "idle",
+  sizeBytes: 64 << 20,
+  legs: legs.map(([disk, states], slot) => ({ disk, slot, states })),
+  stat,
+  ...over,
+});
+
+const view = (
+  sessions: SessionView[],
+  examined: Record<string, Examined> = {},
+  md?: ArrayState,
+): KernelView => ({
+  sessions,
+  examined,
+  ...(md ? { array: md } : {}),
+});
+
+describe("volume target: the plan of a pass", () => {
+  describe("before the array is assembled", () => {
+    it("logs in to every replica whose pool pod has an address, and waits for the others", () => {
+      const desired = volume({ legs: [...volume().legs.slice(0, 2), { replicaId: "r2", pool: "pool-2" }] });
+      const plan = planTarget(desired, view([]));
+      expect(plan.steps).to.deep.equal([
+        { kind: "login", portal: PORTALS[0], replicaId: "r0" },
+        { kind: "login", portal: PORTALS[1], replicaId: "r1" },
+      ]);
+      expect(plan.replicas.map((r) => r.message)).to.deep.equal([
+        `not logged in to ${PORTALS[0]}`,
+        `not logged in to ${PORTALS[1]}`,
+        "its pool pod has no address yet",
+      ]);
+      expect(targetState(plan, 2)).to.equal("Starting");
+    });
+
+    it("examines every leg's disk before deciding anything", () => {
+      const plan = planTarget(volume(), view([0, 1, 2].map((i) => session(i))));
+      expect(plan.examine).to.deep.equal(DISKS);
+      expect(plan.steps).to.deep.equal([]);
+    });
+
+    it("creates a new volume's array from every replica, all blank, and only then", () => {
+      const sessions = [0, 1, 2].map((i) => session(i));
+      const blank = { sdb: "none", sdc: "none", sdd: "none" } as const;
+      const plan = planTarget(volume({ created: false }), view(sessions, blank));
+      expect(plan.steps).to.deep.equal([{ kind: "create", disks: DISKS }]);
+
+      const twoOfThree = planTarget(volume({ created: false }), view(sessions.slice(0, 2), blank));
+      expect(twoOfThree.steps).to.deep.equal([{ kind: "login", portal: PORTALS[2], replicaId: "r2" }]);
+      expect(twoOfThree.waiting).to.equal(
+        "a new volume's array is created from every replica at once: 2 of 3 logged in",
+      );
+    });
+
+    it("never creates over a leg it could not read, nor for a volume that had an array", () => {
+      const sessions = [0, 1, 2].map((i) => session(i));
+      const unreadable = planTarget(
+        volume({ created: false }),
+        view(sessions, { sdb: "none", sdc: "none", sdd: "unreadable" }),
+      );
+      expect(unreadable.steps).to.deep.equal([]);
+      expect(targetState(unreadable, 2)).to.equal("Refused");
+
+      const hadOne = planTarget(
+        volume({ created: true }),
+        view(sessions, { sdb: "none", sdc: "none", sdd: "none" }),
+      );
+      expect(hadOne.steps).to.deep.equal([]);
+      expect(hadOne.refusal).to.match(/^0 replica\(s\) hold the newest data .* 2 are needed/);
+    });
+
+    it("assembles from the legs with the newest event count when at least the consistency factor agree", () => {
+      const sessions = [0, 1, 2].map((i) => session(i));
+      const plan = planTarget(volume(), view(sessions, { sdb: sb(0, 40), sdc: sb(1, 38), sdd: sb(2, 40) }));
+      expect(plan.steps).to.deep.equal([{ kind: "assemble", disks: ["sdb", "sdd"] }]);
+    });
+
+    it("assembles after a crash between create and the status write (superblocks, no record)", () => {
+      const sessions = [0, 1, 2].map((i) => session(i));
+      const plan = planTarget(
+        volume({ created: false }),
+        view(sessions, { sdb: sb(0, 2), sdc: sb(1, 2), sdd: sb(2, 2) }),
+      );
+      expect(plan.steps).to.deep.equal([{ kind: "assemble", disks: DISKS }]);
+    });
+
+    it("waits for legs still logging in, then refuses to serve a stale leg alone, saying which legs and why", () => {
+      const sessions = [session(0), session(1, { state: "FAILED" })];
+      const other = "11111111:22222222:33333333:44444444";
+      const waiting = planTarget(volume(), view(sessions, { sdb: sb(0, 40) }));
+      expect(waiting.steps).to.deep.equal([{ kind: "login", portal: PORTALS[2], replicaId: "r2" }]);
+      expect(waiting.refusal).to.equal(undefined);
+      expect(targetState(waiting, 2)).to.equal("Starting");
+      const podless = volume({ legs: [...volume().legs.slice(0, 2), { replicaId: "r2", pool: "pool-2" }] });
+      const plan = planTarget(podless, view(sessions, { sdb: sb(0, 40) }));
+      expect(plan.steps).to.deep.equal([]);
+      expect(plan.refusal).to.equal(
+        "1 replica(s) hold the newest data of the volume's array and 2 are needed to serve it (never a stale " +
+          `replica alone): r0 on pool-0: disk sdb holds the array at event 40; r1 on pool-1: its session to ${PORTALS[1]} ` +
+          "is FAILED; r2 on pool-2: its pool pod has no address yet",
+      );
+      expect(targetState(plan, 2)).to.equal("Refused");
+      const foreign = planTarget(
+        volume(),
+        view([session(0), session(1)], { sdb: sb(0, 40), sdc: sb(1, 90, other) }),
+      );
+      expect(foreign.steps.filter((s) => s.kind === "assemble")).to.deep.equal([]);
+      expect(foreign.replicas[1].message).to.equal(`disk sdc holds another array (${other}); never used`);
+    });
+  });
+
+  describe("with the array assembled", () => {
+    const sessions = [0, 1, 2].map((i) => session(i));
+
+    it("counts the legs in sync and serves read-write at the consistency factor, read-only below", () => {
+      const healthy = planTarget(
+        volume(),
+        view(
+          sessions,
+          {},
+          array([
+            ["sdb", ["in_sync"]],
+            ["sdc", ["in_sync"]],
+            ["sdd", ["in_sync"]],
+          ]),
+        ),
+      );
+      expect(healthy.steps).to.deep.equal([]);
+      expect(healthy.healthy).to.equal(3);
+      expect(targetState(healthy, 2)).to.equal("Serving");
+      const down = [session(0), session(1, { luns: { 1: { disk: "sdc", state: "transport-offline" } } })];
+      const one = planTarget(
+        volume(),
+        view(
+          down,
+          {},
+          array([
+            ["sdb", ["in_sync"]],
+            ["sdc", ["in_sync"]],
+            ["sdd", ["faulty"]],
+          ]),
+        ),
+      );
+      expect(one.healthy).to.equal(1);
+      expect(targetState(one, 2)).to.equal("ReadOnly");
+      expect(one.replicas.map((r) => r.state)).to.deep.equal(["InSync", "Offline", "Offline"]);
+    });
+
+    it("re-adds a failed leg once its session is back, from the bitmap", () => {
+      const plan = planTarget(
+        volume(),
+        view(
+          sessions,
+          {},
+          array([
+            ["sdb", ["in_sync"]],
+            ["sdc", ["in_sync"]],
+            ["sdd", ["faulty"]],
+          ]),
+        ),
+      );
+      expect(plan.steps).to.deep.equal([{ kind: "reAdd", disk: "sdd", replicaId: "r2" }]);
+      expect(plan.replicas[2]).to.deep.include({ state: "Degraded" });
+    });
+
+    it("reports a leg being recovered with md's progress, and confirms nothing while md resyncs", () => {
+      const md = array(
+        [
+          ["sdb", ["in_sync"]],
+          ["sdc", ["in_sync"]],
+          ["sdd", ["spare"]],
+        ],
+        {
+          syncAction: "recover",
+          syncCompleted: { done: 300, total: 1000 },
+        },
+      );
+      const plan = planTarget(volume(), view(sessions, {}, md));
+      expect(plan.replicas[2]).to.deep.equal({
+        replicaId: "r2",
+        pool: "pool-2",
+        state: "Rebuilding",
+        rebuildPercent: 30,
+      });
+      expect(caughtUpReplicas(plan, md)).to.deep.equal([]);
+      const done = array([
+        ["sdb", ["in_sync"]],
+        ["sdc", ["in_sync"]],
+        ["sdd", ["in_sync"]],
+      ]);
+      expect(caughtUpReplicas(planTarget(volume(), view(sessions, {}, done)), done)).to.deep.equal([
+        "r0",
+        "r1",
+        "r2",
+      ]);
+    });
+
+    it("adds a new replica's blank disk with a full sync, growing the array first", () => {
+      const four = volume({
+        legs: [...volume().legs, { replicaId: "r3", pool: "pool-3", portal: "10.0.0.14:3260" }],
+      });
+      const withNew = [
+        ...sessions,
+        { ...session(0), sid: 9, portal: "10.0.0.14:3260", luns: { 1: { disk: "sde", state: "running" } } },
+      ];
+      const md = array([
+        ["sdb", ["in_sync"]],
+        ["sdc", ["in_sync"]],
+        ["sdd", ["in_sync"]],
+      ]);
+      const first = planTarget(four, view(withNew, {}, md));
+      expect(first.examine).to.deep.equal(["sde"]);
+      const plan = planTarget(four, view(withNew, { sde: "none" }, md));
+      expect(plan.steps).to.deep.equal([
+        { kind: "grow", raidDevices: 4 },
+        { kind: "add", disk: "sde", replicaId: "r3" },
+      ]);
+      const returning = planTarget(four, view(withNew, { sde: sb(3, 12) }, md));
+      expect(returning.steps.map((s) => s.kind)).to.deep.equal(["grow", "reAdd"]);
+    });
+
+    it("never adds a disk that holds another array or could not be read", () => {
+      const md = array(
+        [
+          ["sdb", ["in_sync"]],
+          ["sdc", ["in_sync"]],
+        ],
+        { raidDisks: 3 },
+      );
+      for (const found of [sb(2, 5, "11111111:22222222:33333333:44444444"), "unreadable" as const]) {
+        const plan = planTarget(volume(), view(sessions, { sdd: found }, md));
+        expect(plan.steps).to.deep.equal([]);
+        expect(plan.replicas[2].state).to.equal("Degraded");
+      }
+    });
+
+    it("takes a removed replica's leg out of the array, logs out, then shrinks the array", () => {
+      const two = volume({ legs: volume().legs.slice(0, 2) });
+      const md = array([
+        ["sdb", ["in_sync"]],
+        ["sdc", ["in_sync"]],
+        ["sdd", ["in_sync"]],
+      ]);
+      const plan = planTarget(two, view(sessions, {}, md));
+      const why = `no replica of the volume is served at ${PORTALS[2]} any more`;
+      expect(plan.steps).to.deep.equal([
+        { kind: "remove", disk: "sdd", why },
+        { kind: "logout", targetIqn: IQN, portal: PORTALS[2], why },
+      ]);
+      const after = array([
+        ["sdb", ["in_sync"]],
+        ["sdc", ["in_sync"]],
+      ]);
+      expect(planTarget(two, view(sessions.slice(0, 2), {}, after)).steps).to.deep.equal([
+        { kind: "grow", raidDevices: 2 },
+      ]);
+    });
+  });
+});
+
+describe("volume target: what the API says and what it is told", () => {
+  it("reads the replicas' portals from their pool pods and the array's UUID from the volume's owner", () => {
+    const cv = {
+      metadata: {
+        name: "pvc-1",
+        uid: "cv-uid",
+        ownerReferences: [
+          {
+            apiVersion: "cstor.openebs.io/v1",
+            kind: "CStorVolumeConfig",
+            name: "pvc-1",
+            uid: UUID,
+            controller: true,
+          },
+        ],
+      },
+      spec: { consistencyFactor: 2, replicaDetails: { knownReplicas: { r1: "pool-b", r0: "pool-a" } } },
+      status: { target: { state: "Serving", arrayUUID: UUID } },
+    } as unknown as CV;
+    expect(
+      desiredVolume(
+        cv,
+        new Map([
+          ["pool-a", "10.0.0.11"],
+          ["pool-b", "fd00::2"],
+        ]),
+      ),
+    ).to.deep.equal({
+      replicaIqn: IQN,
+      arrayUuid: UUID,
+      consistencyFactor: 2,
+      legs: [
+        { replicaId: "r0", pool: "pool-a", portal: "10.0.0.11:3260" },
+        { replicaId: "r1", pool: "pool-b", portal: "[fd00::2]:3260" },
+      ],
+      created: true,
+    });
+    expect(sameUuid(MD_UUID, UUID)).to.equal(true);
+  });
+
+  it("confirms only replicas cvc-sync counts as rebuilding, once md has them in sync", () => {
+    const cvr = (name: string, replicaId: string, annotations: Record<string, string>) =>
+      ({ metadata: { name, annotations }, spec: { replicaId, capacity: "1Gi" } }) as unknown as CVR;
+    const replicas = [
+      cvr("a", "r0", {}),
+      cvr("b", "r1", { "openebs.io/rebuilding-since": "2026-11-28T00:00:00Z" }),
+      cvr("c", "r2", {
+        "openebs.io/rebuilding-since": "2026-11-28T00:00:00Z",
+        "openebs.io/replica-caught-up": "true",
+      }),
+      cvr("d", "r3", { "openebs.io/rebuilding-since": "2026-11-28T00:00:00Z" }),
+    ];
+    expect(replicasToConfirm(replicas, ["r0", "r1", "r2"])).to.deep.equal(["b"]);
+  });
+
+  it("writes status.target only when it changed, and removes what disappeared with null", () => {
+    const plan = planTarget(volume(), view([]));
+    const input = {
+      plan,
+      state: "Starting" as const,
+      node: "node-a",
+      consistencyFactor: 2,
+      failures: [],
+      now: "2026-11-28T01:00:00Z",
+    };
+    const first = targetStatus(input, undefined);
+    expect(first.lastTransitionTime).to.equal("2026-11-28T01:00:00Z");
+    expect(statusPatch(first, first)).to.equal(undefined);
+    const later = targetStatus({ ...input, now: "2026-11-28T01:05:00Z" }, first);
+    expect(later.lastTransitionTime, "unchanged state keeps its time").to.equal("2026-11-28T01:00:00Z");
+    const refused = targetStatus(
+      { ...input, state: "Refused", plan: { ...plan, refusal: "too few" } },
+      first,
+    );
+    expect(refused.message).to.equal("too few");
+    const starting = targetStatus({ ...input, plan: { ...plan, waiting: undefined } }, refused);
+    expect(starting).to.not.have.property("message");
+    expect(statusPatch(starting, refused)).to.deep.equal({
+      status: { target: { ...starting, message: null } },
+    });
+  });
+});

@@ -1,0 +1,296 @@
+// The target agent's decisions (docs/adr/0039-the-volume-target-md-raid1-served-by-lio.md,
+// docs/adr/0040-the-target-agent-credentials-names-and-status.md), pure: from the volume as the API describes it
+// and what the kernel holds now, the steps of one pass and each replica's state. The agent applies the steps,
+// looks again and plans again; no step depends on another's result within a pass except by order.
+//
+// Two rules carry the data: an array is created only for a volume that never had one, from every replica, all
+// blank; anything else is assembled from the legs whose md event counters are the highest, and only when at
+// least the consistency factor of them agree. A leg that cannot be read is assumed to hold data.
+import type { ArrayState, SessionView, Superblock } from "./kernel.js";
+import type { CVTargetStatus } from "../api/types.js";
+
+/** tgt serves a replica's data at LUN 1 (LUN 0 is its controller). */
+export const REPLICA_DATA_LUN = 1;
+
+export interface DesiredLeg {
+  replicaId: string;
+  /** The CStorPoolInstance holding the replica. */
+  pool: string;
+  /** The replica export's portal, `ip:3260`; undefined while its pool pod has no address. */
+  portal?: string;
+}
+
+export interface DesiredVolume {
+  /** The replicas' export name (lib/volume/iqn.ts replicaIqn): one per volume, a portal per pool. */
+  replicaIqn: string;
+  /** md's UUID for the array: the CStorVolumeConfig's uid. */
+  arrayUuid: string;
+  consistencyFactor: number;
+  legs: DesiredLeg[];
+  /** status.target.arrayUUID was written: the volume had an array, which is never created again. */
+  created: boolean;
+}
+
+/** What `mdadm --examine` said of a leg's disk: its superblock, none at all, or no answer. */
+export type Examined = Superblock | "none" | "unreadable";
+
+export interface KernelView {
+  /** Sessions of the agent's own interface record. */
+  sessions: SessionView[];
+  /** The volume's array, when assembled. */
+  array?: ArrayState;
+  /** By disk ("sdb"): only the disks the agent needed to examine. */
+  examined: Record<string, Examined>;
+}
+
+export type Step =
+  | { kind: "login"; portal: string; replicaId: string }
+  | { kind: "logout"; targetIqn: string; portal: string; why: string }
+  | { kind: "create"; disks: string[] }
+  | { kind: "assemble"; disks: string[] }
+  | { kind: "grow"; raidDevices: number }
+  | { kind: "add"; disk: string; replicaId: string }
+  | { kind: "reAdd"; disk: string; replicaId: string }
+  | { kind: "remove"; disk: string; why: string };
+
+export type ReplicaState = NonNullable<CVTargetStatus["replicas"]>[number];
+
+export interface TargetPlan {
+  steps: Step[];
+  replicas: ReplicaState[];
+  /** The array is assembled: the LUN can be served. */
+  assembled: boolean;
+  /** Replicas in sync whose session and device are up: what a write reaches. */
+  healthy: number;
+  /** Why nothing is served yet: the plan waits for replicas before it creates the array. */
+  waiting?: string;
+  /** Why nothing can be served: fewer legs with the newest data than the consistency factor (fail closed). */
+  refusal?: string;
+  /** Disks to examine before planning again (legs whose superblock decides what to do). */
+  examine: string[];
+}
+
+/** A leg located in the kernel: its session and data disk, when it has them. */
+interface LocatedLeg extends DesiredLeg {
+  session?: SessionView;
+  /** The data LUN's disk, only when its session is logged in and the device runs. */
+  disk?: string;
+  /** Why the leg has no usable disk. */
+  down?: string;
+}
+
+export function planTarget(desired: DesiredVolume, kernel: KernelView): TargetPlan {
+  const located = desired.legs.map((leg) => locate(leg, desired.replicaIqn, kernel.sessions));
+  const steps: Step[] = [...loginSteps(located), ...staleSessionSteps(desired, kernel)];
+  const part = kernel.array
+    ? planMembers(desired, located, kernel.array, kernel.examined)
+    : planAssembly(desired, located, kernel.examined);
+  return { ...part, steps: [...steps, ...part.steps] };
+}
+
+function locate(leg: DesiredLeg, replicaIqn: string, sessions: readonly SessionView[]): LocatedLeg {
+  if (!leg.portal) return { ...leg, down: "its pool pod has no address yet" };
+  const session = sessions.find((s) => s.targetIqn === replicaIqn && s.portal === leg.portal);
+  if (!session) return { ...leg, down: `not logged in to ${leg.portal}` };
+  const lun = session.luns[REPLICA_DATA_LUN];
+  if (session.state !== "LOGGED_IN")
+    return { ...leg, session, down: `its session to ${leg.portal} is ${session.state}` };
+  if (!lun) return { ...leg, session, down: `${leg.portal} serves no LUN ${REPLICA_DATA_LUN}` };
+  if (lun.state !== "running") return { ...leg, session, down: `its disk ${lun.disk} is ${lun.state}` };
+  return { ...leg, session, disk: lun.disk };
+}
+
+function loginSteps(located: readonly LocatedLeg[]): Step[] {
+  return located
+    .filter((leg) => leg.portal && !leg.session)
+    .map((leg) => ({ kind: "login", portal: leg.portal!, replicaId: leg.replicaId }));
+}
+
+/** Sessions to a portal no replica has any more (the replica left the volume, or its pool pod moved). */
+function staleSessionSteps(desired: DesiredVolume, kernel: KernelView): Step[] {
+  const portals = new Set(desired.legs.map((leg) => leg.portal).filter(Boolean));
+  const members = new Set(kernel.array?.legs.map((leg) => leg.disk) ?? []);
+  const steps: Step[] = [];
+  for (const session of kernel.sessions) {
+    if (session.targetIqn === desired.replicaIqn && session.portal && portals.has(session.portal)) continue;
+    const why = `no replica of the volume is served at ${session.portal ?? "its portal"} any more`;
+    for (const { disk } of Object.values(session.luns))
+      if (members.has(disk)) steps.push({ kind: "remove", disk, why });
+    if (session.portal)
+      steps.push({ kind: "logout", targetIqn: session.targetIqn, portal: session.portal, why });
+  }
+  return steps;
+}
+
+const offline = (leg: LocatedLeg, message: string): ReplicaState => ({
+  replicaId: leg.replicaId,
+  pool: leg.pool,
+  state: "Offline",
+  message,
+});
+
+type Part = Omit<TargetPlan, "steps"> & { steps: Step[] };
+
+function planAssembly(
+  desired: DesiredVolume,
+  legs: readonly LocatedLeg[],
+  examined: Readonly<Record<string, Examined>>,
+): Part {
+  const up = legs.filter((leg) => leg.disk);
+  const unexamined = up.map((leg) => leg.disk!).filter((disk) => !(disk in examined));
+  const base = { assembled: false, healthy: 0, examine: unexamined };
+  if (unexamined.length > 0)
+    return { ...base, steps: [], replicas: legs.map((leg) => describeUnassembled(leg, examined, desired)) };
+  const replicas = legs.map((leg) => describeUnassembled(leg, examined, desired));
+  const blank = up.every((leg) => examined[leg.disk!] === "none");
+  if (!desired.created && blank) {
+    if (up.length === legs.length && legs.length > 0)
+      return { ...base, steps: [{ kind: "create", disks: up.map((leg) => leg.disk!) }], replicas };
+    return {
+      ...base,
+      steps: [],
+      replicas,
+      waiting: `a new volume's array is created from every replica at once: ${up.length} of ${legs.length} logged in`,
+    };
+  }
+  const ours = up.filter((leg) => isOurs(examined[leg.disk!], desired.arrayUuid));
+  const newest = Math.max(...ours.map((leg) => (examined[leg.disk!] as Superblock).events));
+  const fresh = ours.filter((leg) => (examined[leg.disk!] as Superblock).events === newest);
+  if (fresh.length >= desired.consistencyFactor)
+    return { ...base, steps: [{ kind: "assemble", disks: fresh.map((leg) => leg.disk!) }], replicas };
+  const found = replicas.map((r) => `${r.replicaId} on ${r.pool}: ${r.message}`).join("; ");
+  // Legs still being logged in may hold the newest data: wait for them before refusing.
+  if (legs.some((leg) => leg.portal && !leg.session))
+    return {
+      ...base,
+      steps: [],
+      replicas,
+      waiting: `logging in to the replicas before assembling: ${found}`,
+    };
+  return {
+    ...base,
+    steps: [],
+    replicas,
+    refusal:
+      `${fresh.length} replica(s) hold the newest data of the volume's array and ${desired.consistencyFactor} are needed ` +
+      `to serve it (never a stale replica alone): ${found}`,
+  };
+}
+
+function isOurs(examined: Examined | undefined, uuid: string): examined is Superblock {
+  return typeof examined === "object" && sameUuid(examined.arrayUuid, uuid);
+}
+
+/** md prints UUIDs as 8:8:8:8 hex groups, Kubernetes as 8-4-4-4-12: compare the hex digits. */
+export function sameUuid(a: string, b: string): boolean {
+  const digits = (uuid: string) => uuid.toLowerCase().replace(/[^0-9a-f]/g, "");
+  return digits(a) === digits(b);
+}
+
+function describeUnassembled(
+  leg: LocatedLeg,
+  examined: Readonly<Record<string, Examined>>,
+  desired: DesiredVolume,
+): ReplicaState {
+  if (!leg.disk) return offline(leg, leg.down!);
+  const found = examined[leg.disk];
+  const state = (message: string): ReplicaState => ({ ...offline(leg, message), state: "Offline" });
+  if (found === undefined) return state(`disk ${leg.disk} not examined yet`);
+  if (found === "unreadable") return state(`disk ${leg.disk}: its md superblock could not be read`);
+  if (found === "none") return state(`disk ${leg.disk} holds no md superblock`);
+  if (!sameUuid(found.arrayUuid, desired.arrayUuid))
+    return state(`disk ${leg.disk} holds another array (${found.arrayUuid}); never used`);
+  return state(`disk ${leg.disk} holds the array at event ${found.events}`);
+}
+
+function planMembers(
+  desired: DesiredVolume,
+  legs: readonly LocatedLeg[],
+  array: ArrayState,
+  examined: Readonly<Record<string, Examined>>,
+): Part {
+  const members = new Map(array.legs.map((leg) => [leg.disk, leg]));
+  const percent = rebuildPercent(array);
+  const verdicts = legs.map((leg): Verdict => {
+    if (!leg.disk) return { replica: offline(leg, leg.down!) };
+    const member = members.get(leg.disk);
+    if (!member) return planJoin(leg, examined[leg.disk], desired.arrayUuid);
+    return memberVerdict(leg, member.states, percent);
+  });
+  const steps = verdicts.flatMap((v) => (v.step ? [v.step] : []));
+  return {
+    steps: [...resizeSteps(desired, array, steps), ...steps, ...orphanSteps(legs, array)],
+    replicas: verdicts.map((v) => v.replica),
+    assembled: true,
+    healthy: verdicts.filter((v) => v.replica.state === "InSync").length,
+    examine: verdicts.flatMap((v, i) => (v.examine ? [legs[i].disk!] : [])),
+  };
+}
+
+interface Verdict {
+  step?: Step;
+  examine?: boolean;
+  replica: ReplicaState;
+}
+
+/** A leg md has: in sync, failed (re-added once its session is back, which it is here), or being recovered. */
+function memberVerdict(leg: LocatedLeg, states: readonly string[], percent: number): Verdict {
+  const { replicaId, pool } = leg;
+  if (states.includes("faulty"))
+    return {
+      step: { kind: "reAdd", disk: leg.disk!, replicaId },
+      replica: { ...offline(leg, `failed in the array; re-adding ${leg.disk}`), state: "Degraded" },
+    };
+  if (states.includes("in_sync")) return { replica: { replicaId, pool, state: "InSync" } };
+  return { replica: { replicaId, pool, state: "Rebuilding", rebuildPercent: percent } };
+}
+
+/** md's progress through a recovery or resync, in whole percent (0 when none runs). */
+function rebuildPercent(array: ArrayState): number {
+  const running = ["recover", "resync"].includes(array.syncAction) ? array.syncCompleted : undefined;
+  return running && running.total > 0 ? Math.floor((running.done * 100) / running.total) : 0;
+}
+
+/** A leg up but outside the array: back in from the bitmap if it is ours, in with a full sync if blank. */
+function planJoin(leg: LocatedLeg, found: Examined | undefined, uuid: string): Verdict {
+  const disk = leg.disk!;
+  const degraded = (message: string): ReplicaState => ({ ...offline(leg, message), state: "Degraded" });
+  if (found === undefined) return { examine: true, replica: degraded(`disk ${disk} is being examined`) };
+  if (found === "unreadable")
+    return { replica: degraded(`disk ${disk}: its md superblock could not be read; not added`) };
+  if (found === "none")
+    return {
+      step: { kind: "add", disk, replicaId: leg.replicaId },
+      replica: degraded(`disk ${disk} is blank; adding it (full sync)`),
+    };
+  if (!sameUuid(found.arrayUuid, uuid))
+    return { replica: degraded(`disk ${disk} holds another array (${found.arrayUuid}); never overwritten`) };
+  return {
+    step: { kind: "reAdd", disk, replicaId: leg.replicaId },
+    replica: degraded(`disk ${disk} returned; re-adding it (catch-up from the bitmap)`),
+  };
+}
+
+/** md legs whose disk no replica's session holds any more: a dead leg that md may still count. */
+function orphanSteps(legs: readonly LocatedLeg[], array: ArrayState): Step[] {
+  const known = new Set(legs.flatMap((leg) => Object.values(leg.session?.luns ?? {}).map((lun) => lun.disk)));
+  return array.legs
+    .filter((member) => !known.has(member.disk) && member.states.includes("faulty"))
+    .map((member) => ({ kind: "remove", disk: member.disk, why: "its replica's session is gone" }));
+}
+
+/** The array's slots follow the replica count: grown before a leg joins, shrunk once a leg left. */
+function resizeSteps(desired: DesiredVolume, array: ArrayState, joins: readonly Step[]): Step[] {
+  const wanted = desired.legs.length;
+  const joining = joins.some((step) => step.kind === "add" || step.kind === "reAdd");
+  if (wanted > array.raidDisks && joining) return [{ kind: "grow", raidDevices: wanted }];
+  if (wanted < array.raidDisks && array.legs.length <= wanted && wanted >= 1)
+    return [{ kind: "grow", raidDevices: wanted }];
+  return [];
+}
+
+/** Replicas md reports in sync with no resync running: what the agent confirms as caught up. */
+export function caughtUpReplicas(plan: TargetPlan, array: ArrayState | undefined): string[] {
+  if (!array || array.syncAction !== "idle") return [];
+  return plan.replicas.filter((r) => r.state === "InSync").map((r) => r.replicaId);
+}
