@@ -1,8 +1,9 @@
 # syntax=docker/dockerfile:1
-# Three images from one build (no Docker on the development machine: this file is checked by review and CI):
-#   docker build --target hooks       -t <registry>/cstor-pool-hooks:0.1.0 .
-#   docker build --target node-daemon -t <registry>/cstor-pool-node-daemon:0.1.0 .
-#   docker build --target pool-agent  -t <registry>/cstor-pool-agent:0.1.0 .
+# Four images from one build (no Docker on the development machine: this file is checked by review and CI):
+#   docker build --target hooks         -t <registry>/cstor-pool-hooks:0.1.0 .
+#   docker build --target node-daemon   -t <registry>/cstor-pool-node-daemon:0.1.0 .
+#   docker build --target pool-agent    -t <registry>/cstor-pool-agent:0.1.0 .
+#   docker build --target volume-target -t <registry>/cstor-volume-target:0.1.0 .
 # Node 24 LTS, Debian bookworm slim (glibc, util-linux's nsenter), production dependencies only.
 
 FROM node:24-bookworm-slim AS build
@@ -16,9 +17,11 @@ COPY runtime runtime
 COPY process process
 COPY zfs zfs
 COPY iscsi iscsi
+COPY md md
 COPY hooks hooks
 COPY node-daemon node-daemon
 COPY pool-agent pool-agent
+COPY volume-target volume-target
 COPY cli cli
 RUN npm run build && npm prune --omit=dev
 
@@ -51,3 +54,15 @@ RUN apt-get update \
     && rm -rf /var/lib/apt/lists/*
 EXPOSE 9500 3260
 ENTRYPOINT ["node", "dist/pool-agent/main.js"]
+
+# The volume target (docs/adr/0039-the-volume-target-md-raid1-served-by-lio.md and
+# docs/adr/0040-the-target-agent-credentials-names-and-status.md): root and privileged, because it mirrors the
+# replicas with the node's md (mdadm), logs in to them with open-iscsi's iscsiadm (run in the host's network
+# namespace through nsenter, where the node's iscsid listens) and serves the LUN through the kernel's LIO
+# (configfs, written directly: no targetcli). No iscsid in the image: the node runs one.
+FROM runtime AS volume-target
+RUN apt-get update \
+    && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends mdadm open-iscsi \
+    && rm -rf /var/lib/apt/lists/*
+EXPOSE 9500 3260
+ENTRYPOINT ["node", "dist/volume-target/main.js"]
