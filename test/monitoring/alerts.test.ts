@@ -68,7 +68,9 @@ describe("alerts (PrometheusRule) under promtool", function () {
     expect(volumeAlerts.length).to.be.greaterThan(1);
     for (const { name, alert_rule_test: checks } of cases().tests) {
       const firing = new Set(
-        checks.filter((c) => volumeAlerts.includes(c.alertname) && c.exp_alerts.length > 0).map((c) => c.alertname),
+        checks
+          .filter((c) => volumeAlerts.includes(c.alertname) && c.exp_alerts.length > 0)
+          .map((c) => c.alertname),
       );
       for (const alert of firing) {
         const stated = checks

@@ -77,7 +77,8 @@ export function unknownTargetStates(expr: string): string[] {
     if (!states) continue;
     for (const [, op, value] of matchers.matchAll(/\bstate\s*(=~|!~|!=|=)\s*"([^"]*)"/g))
       for (const state of op.includes("~") ? value.split("|") : [value])
-        if (!states.includes(state)) problems.push(`${metric} has no state "${state}" (${states.join(", ")})`);
+        if (!states.includes(state))
+          problems.push(`${metric} has no state "${state}" (${states.join(", ")})`);
   }
   return problems;
 }
