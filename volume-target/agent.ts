@@ -275,6 +275,9 @@ export class TargetAgent {
       consistencyFactor: desired.consistencyFactor,
       writeProtected: this.writeProtected ?? false,
       ...(array ? { stat: array.stat } : {}),
+      ...(array?.syncCompleted && array.syncCompleted.total > 0
+        ? { rebuildRatio: array.syncCompleted.done / array.syncCompleted.total }
+        : {}),
     });
     const confirm = replicasToConfirm(await kube.replicas(), caughtUpReplicas(plan, array));
     for (const replica of confirm) {

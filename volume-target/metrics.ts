@@ -16,6 +16,8 @@ export interface TargetView {
   writeProtected: boolean;
   /** md's counters for the array, when assembled. */
   stat?: BlockStat;
+  /** md's progress through a running recovery, 0 to 1 (sectors, not whole percent: a big rebuild moves slowly). */
+  rebuildRatio?: number;
 }
 
 export interface TargetMetrics {
@@ -77,7 +79,7 @@ export function createTargetMetrics(volume: string, namespace: string): TargetMe
       writeProtected.set(view.writeProtected ? 1 : 0);
       rebuild.reset();
       for (const r of view.replicas)
-        if (r.state === "Rebuilding") rebuild.set({ replica: r.replicaId }, (r.rebuildPercent ?? 0) / 100);
+        if (r.state === "Rebuilding") rebuild.set({ replica: r.replicaId }, view.rebuildRatio ?? 0);
       if (view.stat) {
         addDelta(counters, last, view.stat);
         last = view.stat;

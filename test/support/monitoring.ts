@@ -1,6 +1,5 @@
 // What the monitoring tests share: the metric names the code registers (the daemon's, the pool agent's and the
-// hook server's registries, histograms with their _bucket/_sum/_count series, and the volume target's series as
-// docs/operations.md lists them), the alerts as a Prometheus rules
+// hook server's and the volume target's registries, histograms with their _bucket/_sum/_count series), the alerts as a Prometheus rules
 // file taken from the shipped PrometheusRule, the shipped Grafana dashboards, and promtool (Debian's prometheus
 // package, installed by scripts/test-env.sh).
 import { execFile } from "node:child_process";
@@ -14,29 +13,11 @@ import { makeApp } from "../../hooks/http/app.js";
 import { createLogger } from "../../runtime/log.js";
 import { createMetrics } from "../../node-daemon/metrics.js";
 import { createAgentMetrics } from "../../pool-agent/metrics.js";
+import { createTargetMetrics } from "../../volume-target/metrics.js";
 import { repoPath } from "../../testkit/kube.js";
 
 export const ALERTS_FILE = "metacontroller/components/monitoring/alerts.yaml";
 const DASHBOARDS_DIR = "metacontroller/components/monitoring/dashboards";
-
-/**
- * The volume target agent's series (docs/operations.md#metrics-and-alerts), every one labelled volume and
- * namespace. Listed by name because the agent's registry is not in this tree yet; once it is, take the names
- * from it as for the others, so that a rename there breaks the alerts' and dashboards' tests.
- */
-export const VOLUME_TARGET_METRICS = [
-  "cstor_volume_target_state",
-  "cstor_volume_target_replicas",
-  "cstor_volume_target_consistency_factor",
-  "cstor_volume_target_write_protected",
-  "cstor_volume_target_rebuild_ratio",
-  "cstor_volume_target_reads_total",
-  "cstor_volume_target_writes_total",
-  "cstor_volume_target_read_bytes_total",
-  "cstor_volume_target_written_bytes_total",
-  "cstor_volume_target_read_seconds_total",
-  "cstor_volume_target_write_seconds_total",
-] as const;
 
 /** Every series name the daemon, the pool agent, the volume target and the hook server can export. */
 export function exportedMetricNames(): Set<string> {
@@ -47,10 +28,11 @@ export function exportedMetricNames(): Set<string> {
     log: createLogger({ level: "silent" }),
     registry: hookRegistry,
   });
-  const names = new Set<string>(VOLUME_TARGET_METRICS);
+  const names = new Set<string>();
   for (const registry of [
     createMetrics().registry,
     createAgentMetrics("pool", "cspi").registry,
+    createTargetMetrics("volume", "namespace").registry,
     hookRegistry,
   ]) {
     for (const metric of registry.getMetricsAsArray()) {
