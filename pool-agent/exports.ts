@@ -86,7 +86,7 @@ export function wantedExports(
 /**
  * Deletions first (they may free a target id), then creations with the smallest free target ids. A target of
  * ours that serves anything else, admits any other initiator (ALL included: how exports made before ADR 0040
- * are closed) or lacks the volume's account is deleted and made again.
+ * are closed), lacks the volume's account or is not written through is deleted and made again.
  */
 export function planExports(wanted: readonly WantedExport[], current: readonly TgtTarget[]): ExportAction[] {
   const byIqn = new Map(wanted.map((w) => [w.iqn, w]));
