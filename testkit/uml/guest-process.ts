@@ -41,7 +41,9 @@ const SIGNALS: Record<number, string> = { 1: "HUP", 2: "INT", 6: "ABRT", 9: "KIL
 /** Paths a guest script names unquoted must be plain: the test's own temp dirs and the repository are. */
 function plainPath(path: string): string {
   if (!/^[\w./-]+$/.test(path))
-    throw new Error(`path ${JSON.stringify(path)} is not plain enough for a guest script`);
+    throw new Error(
+      `path ${JSON.stringify(path)} has characters a guest script would have to quote: use a path of letters, digits, . _ - and /`,
+    );
   return path;
 }
 
@@ -70,10 +72,13 @@ export class GuestProcess {
 
   /** Starts the process in `guest`; resolves once it runs, with its guest pid. */
   static async start(guest: UmlGuest, options: GuestProcessOptions): Promise<GuestProcess> {
-    if (options.argv.length === 0) throw new Error(`guest process ${options.label}: empty argv`);
+    if (options.argv.length === 0)
+      throw new Error(`guest process ${options.label}: argv is empty: give the program and its arguments`);
     const badEnv = Object.keys(options.env).find((name) => !/^[A-Za-z_][A-Za-z0-9_]*$/.test(name));
     if (badEnv !== undefined)
-      throw new Error(`guest process ${options.label}: env name ${JSON.stringify(badEnv)}`);
+      throw new Error(
+        `guest process ${options.label}: env ${JSON.stringify(badEnv)} is not a variable name (letters, digits, _): rename it`,
+      );
     const dir = plainPath(mkdtempSync(join(tmpdir(), `cstor-guest-${options.label.replace(/\W/g, "-")}-`)));
     writeFileSync(join(dir, "argv"), nulList(options.argv));
     writeFileSync(join(dir, "env"), nulList(Object.entries(options.env).map(([k, v]) => `${k}=${v}`)));
