@@ -12,21 +12,28 @@ import { SANDBOX_DEVICE_ROOTS } from "./zfs.js";
 interface EnvVar {
   name: string;
   value?: string;
-  valueFrom?: { fieldRef?: { fieldPath: string }; configMapKeyRef?: { name: string; key: string } };
+  valueFrom?: {
+    fieldRef?: { fieldPath: string };
+    configMapKeyRef?: { name: string; key: string };
+    secretKeyRef?: { name: string; key: string };
+  };
 }
 
 /** ConfigMaps' data by name, as the kubelet reads them for configMapKeyRef. */
 export type ConfigMapData = Record<string, Record<string, string>>;
+/** Secrets' data by name, decoded, as the kubelet gives them to secretKeyRef. */
+export type SecretData = Record<string, Record<string, string>>;
 
 /**
  * A workload's (DaemonSet's or Deployment's) first container's env as the kubelet resolves it for a pod on
- * `nodeName` in the workload's namespace: fieldRefs, and configMapKeyRefs from `configMaps` (a missing one
- * fails, as the pod would not start).
+ * `nodeName` in the workload's namespace: fieldRefs, configMapKeyRefs from `configMaps` and secretKeyRefs from
+ * `secrets` (a missing one fails, as the pod would not start).
  */
 export function resolvedContainerEnv(
   workload: any,
   nodeName: string,
   configMaps: ConfigMapData,
+  secrets: SecretData = {},
 ): Record<string, string> {
   const fields: Record<string, string> = {
     "spec.nodeName": nodeName,
@@ -34,11 +41,7 @@ export function resolvedContainerEnv(
   };
   const env: Record<string, string> = {};
   for (const variable of (workload.spec.template.spec.containers[0].env ?? []) as EnvVar[]) {
-    const path = variable.valueFrom?.fieldRef?.fieldPath;
-    const ref = variable.valueFrom?.configMapKeyRef;
-    const resolved =
-      variable.value ??
-      (path !== undefined ? fields[path] : ref ? configMaps[ref.name]?.[ref.key] : undefined);
+    const resolved = resolvedValue(variable, fields, { configMaps, secrets });
     if (resolved === undefined)
       throw new Error(
         `env ${variable.name}: cannot resolve ${JSON.stringify(variable.valueFrom)} outside a kubelet`,
@@ -46,6 +49,19 @@ export function resolvedContainerEnv(
     env[variable.name] = resolved;
   }
   return env;
+}
+
+function resolvedValue(
+  variable: EnvVar,
+  fields: Record<string, string>,
+  { configMaps, secrets }: { configMaps: ConfigMapData; secrets: SecretData },
+): string | undefined {
+  if (variable.value !== undefined) return variable.value;
+  const from = variable.valueFrom;
+  if (from?.fieldRef) return fields[from.fieldRef.fieldPath];
+  if (from?.configMapKeyRef) return configMaps[from.configMapKeyRef.name]?.[from.configMapKeyRef.key];
+  if (from?.secretKeyRef) return secrets[from.secretKeyRef.name]?.[from.secretKeyRef.key];
+  return undefined;
 }
 
 /** An installed workload's env, resolved per node with the namespace's ConfigMaps (what a kubelet would do). */
