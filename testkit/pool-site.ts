@@ -6,7 +6,8 @@
 //   namespace (testkit/uml/network.ts), on an address of its own on the bridge and port 3260, as every pool pod
 //   has its own IP. UML guests reach it there as a target node reaches a pool pod.
 // - the pool agent (the first container) as the Deployment starts it (test/support/pool-agent-process.ts),
-//   driving that tgtd, with the cluster's CHAP key in its environment.
+//   driving that tgtd, with the cluster's CHAP key from its Secret: it exports each replica to the volume's
+//   target initiator name only, with the volume's CHAP (ADR 40).
 // - a Pod object in the apiserver, standing in for the kubelet: the pool Deployment's template labels (so the
 //   target finds it by `app.kubernetes.io/name=cstor-pool` and the CSPI's label), its spec on the node, and a
 //   status written through the status subresource: Running, the address as podIP, Ready.
@@ -16,7 +17,6 @@
 import type { CSPI } from "../api/types.js";
 import { poolDeployment } from "../lib/cspi/deployment.js";
 import { DEFAULT_HOOK_CONFIG } from "../lib/hook-config.js";
-import { CHAP_KEY_ENV } from "../lib/volume/chap.js";
 import { parseTargets } from "../iscsi/tgt.js";
 import { PoolAgentProcess } from "../test/support/pool-agent-process.js";
 import { Tgtd } from "../test/support/tgtd.js";
@@ -38,7 +38,7 @@ export interface PoolSiteOptions {
   cspi: CSPI;
   /** 0, 1, ...: the pod's address is network.podAddress(20 + index). */
   index: number;
-  /** The cluster's replica CHAP key (CSTOR_REPLICA_CHAP_KEY of the pool pod). */
+  /** The cluster's replica CHAP key (the Secret cstor-replica-chap-key the pool pod reads it from). */
   chapKey: string;
 }
 
@@ -80,12 +80,19 @@ export class PoolSite {
     const podIP = network.podAddress(20 + options.index);
     await network.addAddress(podIP);
     const tgtd = await Tgtd.startIn(tgtdPrefix(options), `${podIP}:${POOL_ISCSI_PORT}`);
-    const agent = await PoolAgentProcess.start(cspi, options.nodeName, {
-      ZFS_COMMAND_PREFIX: node.commandPrefixEnv,
-      TGT_CONTROL_PORT: String(tgtd.controlPort),
-      POLL_INTERVAL_SECONDS: "1",
-      [CHAP_KEY_ENV]: options.chapKey,
-    }).catch(async (error: unknown) => {
+    // The key reaches the agent as the pod gets it: from the Secret cstor-replica-chap-key (here, the world's).
+    const agent = await PoolAgentProcess.spawn(
+      cspi,
+      options.nodeName,
+      {
+        ZFS_COMMAND_PREFIX: node.commandPrefixEnv,
+        TGT_CONTROL_PORT: String(tgtd.controlPort),
+        POLL_INTERVAL_SECONDS: "1",
+      },
+      options.chapKey,
+    );
+    await agent.logged("pool agent started").catch(async (error: unknown) => {
+      await agent.kill();
       await tgtd.stop();
       throw error;
     });

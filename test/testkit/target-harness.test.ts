@@ -2,7 +2,7 @@
 // each piece proved on its own: three real node daemons make a pool and a replica each on their zfs-fuse nodes,
 // three pool sites (tgtd on a pod address of its own, the pool agent, a Pod object) export them, and one
 // user-mode-linux guest reaches the apiserver through the API bridge, runs processes as a container runtime
-// would, and reads every replica's LUN 1 over iSCSI with the volume target's initiator name.
+// would, and reads every replica's LUN 1 over iSCSI with the volume target's initiator name and the volume's CHAP.
 import { createHash, randomBytes } from "node:crypto";
 import { readFileSync, writeFileSync } from "node:fs";
 import { execFileSync } from "node:child_process";
@@ -189,7 +189,20 @@ echo "${site.portal} $(dd if=$d bs=1M count=1 iflag=direct status=none | sha256s
       .map((line) => line.split(" ").slice(0, 2));
   };
 
-  it("serves every replica at its pool's portal: the target's initiator name logs in and reads LUN 1, the data in the replica's file", async () => {
+  it("serves every replica at its pool's portal to the target's initiator name with the volume's CHAP: LUN 1 holds the replica file's data", async () => {
+    const { user, password } = world.chap;
+    // Anyone else is refused, even with the volume's CHAP: the guest's own initiator name is not in the ACL.
+    const [first] = world.replicas;
+    const refused = await guest.exec(
+      `iscsi_login ${world.replicaIqn} ${first.site.portal} ${user} ${password}; rc=$?
+iscsiadm -m node -o delete -T ${world.replicaIqn} -p ${first.site.portal} -I default
+exit $rc`,
+      { timeoutMs: 60_000 },
+    );
+    expect(refused.code, refused.stdout + refused.stderr).to.not.equal(0);
+    // tgtd answers "target not found", which open-iscsi reports as a login failure it will not retry.
+    expect(refused.stderr, refused.stderr).to.match(/non-retryable/);
+
     const written = world.replicas.map((place) => {
       const data = randomBytes(MiB);
       place.node.run(["dd", `of=${place.file}`, "bs=1M", "conv=notrunc", "status=none"], data);
@@ -197,7 +210,7 @@ echo "${site.portal} $(dd if=$d bs=1M count=1 iflag=direct status=none | sha256s
     });
     const logins = world.replicas.map(
       ({ site }) =>
-        `iscsi_login_as cstor-target ${targetInitiatorIqn(world.volume)} ${world.replicaIqn} ${site.portal} >/dev/null || exit 1`,
+        `iscsi_login_as cstor-target ${targetInitiatorIqn(world.volume)} ${world.replicaIqn} ${site.portal} ${user} ${password} >/dev/null || exit 1`,
     );
     await guest.run(logins.join("\n"), { timeoutMs: 120_000 });
     expect(await readReplicas(world.replicas)).to.deep.equal(
