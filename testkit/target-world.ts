@@ -24,6 +24,7 @@ import { INSTALL_NAMESPACE, projectInstalled, waitUntil, type Identity, type Kub
 import { DaemonProcess, shippedDaemonEnv } from "./node-daemon-process.js";
 import { PoolSite } from "./pool-site.js";
 import { ApiBridge } from "./uml/api-bridge.js";
+import { GuestProcess, type GuestProcessOptions } from "./uml/guest-process.js";
 import { UmlGuest, type GuestOptions } from "./uml/guest.js";
 import { TestNetwork } from "./uml/network.js";
 import { startNode, type ZfsNode } from "./zfs-node.js";
@@ -76,6 +77,8 @@ export interface TargetWorld {
   timings: string[];
   /** Boots another guest on the network (the next address); stopped with the world. */
   bootGuest(name: string, options?: Partial<GuestOptions>): Promise<UmlGuest>;
+  /** Starts a process in a guest (testkit/uml/guest-process.ts); its directory goes with the world. */
+  startProcess(guest: UmlGuest, options: GuestProcessOptions): Promise<GuestProcess>;
   /** A kubeconfig (a file guests can read) for `as`, through the bridge. */
   guestKubeconfig(as: Identity): string;
   stop(): Promise<void>;
@@ -135,6 +138,7 @@ class World implements TargetWorld {
   private readonly nodes: ZfsNode[] = [];
   private readonly daemons: DaemonProcess[] = [];
   private readonly sites: PoolSite[] = [];
+  private readonly processes: GuestProcess[] = [];
   private readonly objects: string[] = [];
   private readonly replicaDir: string;
   private guestIndex = 0;
@@ -316,6 +320,12 @@ class World implements TargetWorld {
     return guest;
   }
 
+  async startProcess(guest: UmlGuest, options: GuestProcessOptions): Promise<GuestProcess> {
+    const started = await GuestProcess.start(guest, options);
+    this.processes.push(started);
+    return started;
+  }
+
   guestKubeconfig(as: Identity): string {
     return this.bridge.kubeconfig(as, as.username.replace(/\W/g, "-"));
   }
@@ -348,6 +358,7 @@ class World implements TargetWorld {
     this.stopped = true;
     // Guests first: they stop md and log out while the replicas still answer.
     await Promise.all([...this.guests.values()].map((guest) => guest.stop()));
+    this.processes.forEach((started) => started.remove());
     await Promise.all(this.sites.map((site) => site.stop()));
     await Promise.all(this.daemons.map((daemon) => daemon.stop()));
     // No finalizer of ours keeps an object of the shared apiserver; the daemons that would drop them are gone.

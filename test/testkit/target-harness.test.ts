@@ -12,7 +12,7 @@ import { API_VERSION, LABEL } from "../../api/constants.js";
 import { POOL_APP } from "../../lib/cspi/deployment.js";
 import { targetInitiatorIqn } from "../../lib/volume/iqn.js";
 import { startTargetWorld, type TargetWorld } from "../../testkit/target-world.js";
-import { GuestProcess } from "../../testkit/uml/guest-process.js";
+import type { GuestProcess, GuestProcessOptions } from "../../testkit/uml/guest-process.js";
 import type { UmlGuest } from "../../testkit/uml/guest.js";
 
 const MiB = 1024 * 1024;
@@ -44,6 +44,11 @@ describe("testkit: the volume target's world (API bridge, guest processes, pool 
   let world: TargetWorld;
   let guest: UmlGuest;
   const processes: GuestProcess[] = [];
+  const start = async (options: GuestProcessOptions) => {
+    const started = await world.startProcess(guest, options);
+    processes.push(started);
+    return started;
+  };
 
   before(async function () {
     this.timeout(5 * 60_000);
@@ -64,7 +69,6 @@ describe("testkit: the volume target's world (API bridge, guest processes, pool 
   after(async function () {
     this.timeout(3 * 60_000);
     await world?.stop();
-    processes.forEach((p) => p.remove());
     if (process.env.UML_TIMINGS) console.log(world?.timings.map((t) => `    ${t}`).join("\n"));
   });
 
@@ -80,7 +84,7 @@ describe("testkit: the volume target's world (API bridge, guest processes, pool 
     const unnamed = kubeconfig.replace(/\.kubeconfig$/, "-unnamed.kubeconfig");
     writeFileSync(unnamed, stringify(config), { mode: 0o600 });
 
-    const lister = await GuestProcess.start(guest, {
+    const lister = await start({
       label: "list-cvrs",
       argv: [
         process.execPath,
@@ -95,7 +99,6 @@ describe("testkit: the volume target's world (API bridge, guest processes, pool 
       ],
       env: { PATH: "/usr/bin:/bin" },
     });
-    processes.push(lister);
     // node and @kubernetes/client-node start in 5-40 s in a guest, depending on the host's load.
     expect(await lister.exited(120_000), lister.tail()).to.deep.equal({ code: 0 });
     const [named, withoutName] = lister
@@ -112,7 +115,7 @@ describe("testkit: the volume target's world (API bridge, guest processes, pool 
   });
 
   it("runs a guest process as a container runtime would: its argv, only its env, its cwd; TERM to it, KILL to its group", async () => {
-    const stoppable = await GuestProcess.start(guest, {
+    const stoppable = await start({
       label: "stoppable",
       argv: [
         "bash",
@@ -126,7 +129,6 @@ describe("testkit: the volume target's world (API bridge, guest processes, pool 
       env: { GREETING: "hello world", PATH: "/usr/bin:/bin" },
       cwd: "/usr",
     });
-    processes.push(stoppable);
     await stoppable.printed(/^pid=/m);
     expect(stoppable.output()).to.equal(
       `argv=zero|one two|three\nenv=hello world|unset\ncwd=/usr\npid=${stoppable.pid}\n`,
@@ -137,12 +139,11 @@ describe("testkit: the volume target's world (API bridge, guest processes, pool 
     expect(stoppable.output()).to.match(/\nTERM\n$/);
 
     // KILL ends the process and what it started (a container's processes die with it): the child is gone too.
-    const killable = await GuestProcess.start(guest, {
+    const killable = await start({
       label: "killable",
       argv: ["bash", "-c", "sleep 600 & echo child=$!; wait"],
       env: { PATH: "/usr/bin:/bin" },
     });
-    processes.push(killable);
     await killable.printed(/^child=\d+$/m);
     const child = /^child=(\d+)$/m.exec(killable.output())![1];
     await killable.signal("KILL");
@@ -150,12 +151,11 @@ describe("testkit: the volume target's world (API bridge, guest processes, pool 
     const alive = await guest.exec(`kill -0 ${child}`);
     expect(alive.code, "the killed process's child").to.not.equal(0);
 
-    const missing = await GuestProcess.start(guest, {
+    const missing = await start({
       label: "missing",
       argv: ["/nonexistent/program"],
       env: {},
     });
-    processes.push(missing);
     expect(await missing.exited(30_000)).to.deep.equal({ code: 127 });
   });
 
