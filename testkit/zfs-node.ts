@@ -27,6 +27,8 @@ process.once("exit", () => started.forEach((child) => child.kill("SIGKILL")));
 export class ZfsNode {
   /** ZFS_COMMAND_PREFIX of a node daemon on this node: its zpool and zfs run inside the node. */
   readonly commandPrefix: string[];
+  /** The node's mount namespace, for `nsenter --mount=` (a pool pod's tgtd opens the node's files in it). */
+  readonly mountNamespace: string;
 
   private zfsFuse!: ChildProcess;
   private readonly log: string[] = [];
@@ -35,7 +37,8 @@ export class ZfsNode {
     readonly name: string,
     private readonly holder: ChildProcess,
   ) {
-    this.commandPrefix = ["nsenter", `--mount=/proc/${holder.pid}/ns/mnt`, "--"];
+    this.mountNamespace = `/proc/${holder.pid}/ns/mnt`;
+    this.commandPrefix = ["nsenter", `--mount=${this.mountNamespace}`, "--"];
   }
 
   /** The prefix's program as an absolute path, for a wrapper script to run in its place. */

@@ -54,6 +54,30 @@ export class TestNetwork {
     return ["ip", "netns", "exec", this.namespace];
   }
 
+  /** The namespace as a file, for `nsenter --net=` (to join it together with another namespace). */
+  get namespaceFile(): string {
+    return `/run/netns/${this.namespace}`;
+  }
+
+  /**
+   * Address `10.200.<subnet>.<host>` (host 20 and up: the guests have the low ones). Host-side servers that
+   * stand in for pods listen on one each, added to the bridge with addAddress, as every pod has its own IP.
+   */
+  podAddress(host: number): string {
+    if (!(host >= 20 && host <= 254)) throw new Error(`pod address host part ${host} is not in 20-254`);
+    return `10.200.${this.subnet}.${host}`;
+  }
+
+  /** Adds `address` (/24) to the bridge; it goes with the namespace, or with removeAddress. */
+  async addAddress(address: string): Promise<void> {
+    await runChecked("ip", ["-n", this.namespace, "addr", "add", `${address}/24`, "dev", "br0"]);
+  }
+
+  async removeAddress(address: string): Promise<void> {
+    if (this.closed) return;
+    await runChecked("ip", ["-n", this.namespace, "addr", "del", `${address}/24`, "dev", "br0"]);
+  }
+
   /** Address of guest number `index` (1, 2, ...): 10.200.<subnet>.<index + 1>. */
   guestAddress(index: number): string {
     return `10.200.${this.subnet}.${index + 1}`;

@@ -1,0 +1,380 @@
+// The world a volume target runs in, for its data-path tests (docs/data-path-tests.md): the shared test
+// apiserver with this project installed; one simulated node per replica (its own zfs-fuse, testkit/zfs-node.ts)
+// with a real node daemon under the shipped ServiceAccount, which makes the node's pool from a CSPI and the
+// volume's replica on it from a CVR (the file backend: zfs-fuse has no zvols); one pool site per pool (tgtd on
+// an address of its own and the pool agent, testkit/pool-site.ts) exporting that replica; the test network
+// (testkit/uml/network.ts) with the API bridge (testkit/uml/api-bridge.ts); and user-mode-linux guests booted on
+// it as the target's and the application's nodes.
+//
+// The CSPIs and CVRs are written directly, as cspc-sync and cvc-sync would write them: no hook server and no
+// Metacontroller run here. Nothing makes the volume's CStorVolume or Secret: that is the caller's.
+//
+// stop() leaves nothing behind: guests (they stop md and log out), pool sites, daemons, the objects (their
+// finalizers dropped), the nodes (their pools destroyed, their mount namespaces ended), the bridge, the network.
+import { randomBytes } from "node:crypto";
+import { join } from "node:path";
+import { API_VERSION, KIND, LABEL } from "../api/constants.js";
+import type { CSPI, CVR } from "../api/types.js";
+import { resolvePoolConfig } from "../lib/cspc/build.js";
+import { replicaId, zpoolName } from "../lib/names.js";
+import { volumeChap, type ChapCredentials } from "../lib/volume/chap.js";
+import { replicaIqn } from "../lib/volume/iqn.js";
+import { REPLICA_FILE } from "../zfs/layout.js";
+import { INSTALL_NAMESPACE, projectInstalled, waitUntil, type Identity, type KubeCluster } from "./kube.js";
+import { DaemonProcess, shippedDaemonEnv } from "./node-daemon-process.js";
+import { PoolSite } from "./pool-site.js";
+import { ApiBridge } from "./uml/api-bridge.js";
+import { GuestProcess, type GuestProcessOptions } from "./uml/guest-process.js";
+import { UmlGuest, type GuestOptions } from "./uml/guest.js";
+import { TestNetwork } from "./uml/network.js";
+import { startNode, type ZfsNode } from "./zfs-node.js";
+import { blockDeviceName, cvrObject, MiB, requireZfs, ZfsSandbox } from "./zfs.js";
+
+const NS = INSTALL_NAMESPACE;
+const POOL_DEVICE_MIB = 256;
+const WAIT_MS = 90_000;
+
+export interface TargetWorldOptions {
+  /** The volume's name; default `vol-<random>`. */
+  volume?: string;
+  /** How many pools, each on its own node, holding one replica each; default 3. */
+  replicas?: number;
+  /** Each replica's size (the CVR's spec.capacity); default 64Mi. */
+  capacity?: string;
+  /** The cluster's replica CHAP key (at least 32 characters); default a random one. */
+  chapKey?: string;
+  /** Guests booted while the rest is set up (each boot takes 5-25 s): their names, in index order. */
+  guests?: readonly string[];
+}
+
+/** One replica's place: its node, that node's daemon, its pool and the pool pod serving it. */
+export interface ReplicaPlace {
+  nodeName: string;
+  node: ZfsNode;
+  daemon: DaemonProcess;
+  cspi: CSPI;
+  cvr: string;
+  site: PoolSite;
+  /** The replica's file, as the node sees it (read it with node.run). */
+  file: string;
+}
+
+export interface TargetWorld {
+  cluster: KubeCluster;
+  namespace: string;
+  volume: string;
+  /** The replicas' export name (one per volume; each pool serves it at its own portal). */
+  replicaIqn: string;
+  chapKey: string;
+  /** The volume's CHAP credentials under chapKey (lib/volume/chap.ts). */
+  chap: ChapCredentials;
+  network: TestNetwork;
+  bridge: ApiBridge;
+  replicas: ReplicaPlace[];
+  /** Guests booted so far, by name. */
+  guests: Map<string, UmlGuest>;
+  /** How long each set-up step took, in order of completion. */
+  timings: string[];
+  /** Boots another guest on the network (the next address); stopped with the world. */
+  bootGuest(name: string, options?: Partial<GuestOptions>): Promise<UmlGuest>;
+  /** Starts a process in a guest (testkit/uml/guest-process.ts); its directory goes with the world. */
+  startProcess(guest: UmlGuest, options: GuestProcessOptions): Promise<GuestProcess>;
+  /** A kubeconfig (a file guests can read) for `as`, through the bridge. */
+  guestKubeconfig(as: Identity): string;
+  stop(): Promise<void>;
+}
+
+/** A one-device pool on `nodeName`, as cspc-sync writes a CSPI. */
+function cspiObject(input: { name: string; cspc: string; nodeName: string; devLink: string }): CSPI {
+  const { name, cspc, nodeName, devLink } = input;
+  return {
+    apiVersion: API_VERSION,
+    kind: KIND.cspi,
+    metadata: { name, namespace: NS, labels: { [LABEL.cspc]: cspc, [LABEL.hostname]: nodeName } },
+    spec: {
+      hostName: nodeName,
+      nodeSelector: { [LABEL.hostname]: nodeName },
+      poolConfig: resolvePoolConfig(undefined),
+      raidGroups: [
+        {
+          type: "stripe",
+          blockDevices: [
+            { blockDeviceName: blockDeviceName(devLink), capacity: POOL_DEVICE_MIB * MiB, devLink },
+          ],
+        },
+      ],
+    },
+  };
+}
+
+/** Sets up the world (about a minute on an idle host); the caller stops it. */
+export async function startTargetWorld(options: TargetWorldOptions = {}): Promise<TargetWorld> {
+  requireZfs();
+  const sandbox = new ZfsSandbox();
+  const world = new World(sandbox, options);
+  try {
+    await world.start(options.guests ?? []);
+  } catch (error) {
+    await world.stop();
+    throw error;
+  }
+  return world;
+}
+
+class World implements TargetWorld {
+  cluster!: KubeCluster;
+  readonly namespace = NS;
+  readonly volume: string;
+  /** The CStorPoolCluster the pools belong to (named only: no CSPC object is made). */
+  readonly cspc: string;
+  readonly replicaIqn: string;
+  readonly chapKey: string;
+  readonly chap: ChapCredentials;
+  network!: TestNetwork;
+  bridge!: ApiBridge;
+  readonly replicas: ReplicaPlace[] = [];
+  readonly guests = new Map<string, UmlGuest>();
+  readonly timings: string[] = [];
+  private readonly nodes: ZfsNode[] = [];
+  private readonly daemons: DaemonProcess[] = [];
+  private readonly sites: PoolSite[] = [];
+  private readonly processes: GuestProcess[] = [];
+  private readonly objects: string[] = [];
+  private readonly replicaDir: string;
+  private guestIndex = 0;
+  private stopped = false;
+
+  constructor(
+    private readonly sandbox: ZfsSandbox,
+    private readonly options: TargetWorldOptions,
+  ) {
+    this.volume = options.volume ?? `vol-${sandbox.id}`;
+    this.cspc = `tw-${sandbox.id}`;
+    this.replicaIqn = replicaIqn(this.volume);
+    this.chapKey = options.chapKey ?? randomBytes(32).toString("hex");
+    this.chap = volumeChap(this.chapKey, this.volume);
+    this.replicaDir = join(sandbox.dir, "replicas");
+  }
+
+  async start(guests: readonly string[]): Promise<void> {
+    const count = this.options.replicas ?? 3;
+    this.network = await TestNetwork.create();
+    // The guests boot while the nodes, pools and replicas are made: they need only the network.
+    const booting = guests.map((name) => this.bootGuest(name));
+    const setUp = (async () => {
+      this.cluster = await this.timed("the apiserver, project installed", () => projectInstalled());
+      await this.ensureDefaultServiceAccount();
+      this.bridge = await ApiBridge.open(this.cluster, this.network);
+      const names = Array.from({ length: count }, (_, i) => `tw${i}-${this.sandbox.id}`);
+      const [identity, env] = await Promise.all([
+        this.cluster.serviceAccount(NS, "cstor-pool-node"),
+        shippedDaemonEnv(this.cluster, NS),
+        ...names.map(async (name) =>
+          this.nodes.push(await this.timed(`zfs-fuse node ${name}`, () => startNode(name))),
+        ),
+      ]);
+      const places = await Promise.all(
+        names.map((nodeName, i) => this.makeReplica({ nodeName, index: i, identity, env })),
+      );
+      this.replicas.push(...places);
+    })();
+    const settled = await Promise.allSettled([setUp, ...booting]);
+    const failed = settled.find((result) => result.status === "rejected");
+    if (failed) throw failed.reason;
+  }
+
+  /**
+   * One node's pool site, and its daemon making the pool and the replica (at once: the pool agent waits for the
+   * pool as in a cluster); resolves once the replica is exported and the pool pod Ready.
+   */
+  private async makeReplica(input: {
+    nodeName: string;
+    index: number;
+    identity: Identity;
+    env: (nodeName: string) => Record<string, string>;
+  }): Promise<ReplicaPlace> {
+    const { nodeName, index } = input;
+    const node = this.nodes.find((n) => n.name === nodeName)!;
+    const cspi = cspiObject({
+      name: `${nodeName}-pool`,
+      cspc: this.cspc,
+      nodeName,
+      devLink: this.sandbox.file(nodeName, POOL_DEVICE_MIB),
+    });
+    const cspiName = cspi.metadata.name!;
+    const [{ daemon, cvr }, site] = await Promise.all([
+      this.makePoolAndReplica({ ...input, node, cspi }),
+      this.timed(`pool site ${cspiName}`, async () => {
+        const site = await PoolSite.start({
+          cluster: this.cluster,
+          network: this.network,
+          node,
+          nodeName,
+          cspi,
+          index,
+          chapKey: this.chapKey,
+        });
+        this.sites.push(site);
+        return site;
+      }),
+    ]);
+    await this.timed(`replica exported by ${cspiName}`, async () => {
+      await site.exported(this.replicaIqn);
+      await site.ready();
+    });
+    const file = join(this.replicaDir, zpoolName(cspiName), this.volume, REPLICA_FILE);
+    return { nodeName, node, daemon, cspi, cvr, site, file };
+  }
+
+  /** The node's daemon, then the CSPI (until ONLINE), then the CVR (until Healthy). */
+  private async makePoolAndReplica(input: {
+    nodeName: string;
+    node: ZfsNode;
+    cspi: CSPI;
+    identity: Identity;
+    env: (nodeName: string) => Record<string, string>;
+  }): Promise<{ daemon: DaemonProcess; cvr: string }> {
+    const { nodeName, node, cspi, identity, env } = input;
+    const daemon = await this.timed(`node daemon ${nodeName}`, () =>
+      DaemonProcess.start({
+        env: env(nodeName),
+        kubeconfig: identity.kubeconfig,
+        overrides: {
+          ZFS_COMMAND_PREFIX: node.commandPrefixEnv,
+          STATUS_INTERVAL_SECONDS: "3",
+          CSTOR_REPLICA_BACKEND: "file",
+          CSTOR_REPLICA_FILE_DIR: this.replicaDir,
+        },
+      }),
+    );
+    this.daemons.push(daemon);
+    const cspiName = cspi.metadata.name!;
+    await this.timed(`pool ${cspiName} ONLINE`, async () => {
+      await this.apply(cspi, `cstorpoolinstances/${cspiName}`);
+      await this.waitFor(
+        `cstorpoolinstances/${cspiName}`,
+        "phase ONLINE",
+        (c) => c?.status?.phase === "ONLINE",
+      );
+    });
+    const cvr: CVR = cvrObject({
+      volume: this.volume,
+      cspi: cspiName,
+      host: nodeName,
+      capacity: this.options.capacity ?? "64Mi",
+      namespace: NS,
+      cspc: this.cspc,
+    });
+    cvr.spec.replicaId = replicaId(this.volume, cspiName);
+    const cvrName = cvr.metadata.name!;
+    await this.timed(`replica ${cvrName} Healthy`, async () => {
+      await this.apply(cvr, `cstorvolumereplicas/${cvrName}`);
+      await this.waitFor(
+        `cstorvolumereplicas/${cvrName}`,
+        "phase Healthy",
+        (c) => c?.status?.phase === "Healthy",
+      );
+    });
+    return { daemon, cvr: cvrName };
+  }
+
+  /**
+   * The ServiceAccount controller's part: every namespace has a `default` ServiceAccount, and the apiserver
+   * refuses a Pod (the pool pods name none) whose ServiceAccount is missing. Left in place: a real cluster has it.
+   */
+  private async ensureDefaultServiceAccount(): Promise<void> {
+    const response = await this.cluster.request(
+      this.cluster.admin,
+      "POST",
+      `/api/v1/namespaces/${NS}/serviceaccounts`,
+      {
+        apiVersion: "v1",
+        kind: "ServiceAccount",
+        metadata: { name: "default", namespace: NS },
+      },
+    );
+    if (response.status !== 201 && response.status !== 409)
+      throw new Error(`ServiceAccount ${NS}/default: ${response.status} ${JSON.stringify(response.body)}`);
+  }
+
+  /** Runs a step and records how long it took (UML_TIMINGS=1 in the tests prints them). */
+  private async timed<T>(what: string, step: () => Promise<T>): Promise<T> {
+    const started = Date.now();
+    const result = await step();
+    this.timings.push(`${what}: ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    return result;
+  }
+
+  async bootGuest(name: string, options: Partial<GuestOptions> = {}): Promise<UmlGuest> {
+    const started = Date.now();
+    const guest = await UmlGuest.boot(this.network, {
+      name,
+      index: ++this.guestIndex,
+      // node with @kubernetes/client-node, md and the iSCSI sessions: more than a storage guest's 128M.
+      memory: "384M",
+      replacementTimeoutSeconds: 3,
+      ...options,
+    });
+    this.guests.set(name, guest);
+    this.timings.push(`boot guest ${name}: ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    return guest;
+  }
+
+  async startProcess(guest: UmlGuest, options: GuestProcessOptions): Promise<GuestProcess> {
+    const started = await GuestProcess.start(guest, options);
+    this.processes.push(started);
+    return started;
+  }
+
+  guestKubeconfig(as: Identity): string {
+    return this.bridge.kubeconfig(as, as.username.replace(/\W/g, "-"));
+  }
+
+  private async apply(object: object, path: string): Promise<void> {
+    this.objects.push(path);
+    await this.cluster.kubectl(["apply", "--server-side", "-f", "-"], { input: JSON.stringify(object) });
+  }
+
+  private async waitFor(path: string, what: string, done: (object: any) => boolean): Promise<void> {
+    let last: any;
+    await waitUntil(
+      async () => {
+        const response = await this.cluster.request(this.cluster.admin, "GET", this.objectPath(path));
+        last = response.status === 200 ? response.body : undefined;
+        return done(last);
+      },
+      WAIT_MS,
+      () =>
+        `${path}: ${what} did not happen; last seen: ${JSON.stringify(last?.status)}${this.daemons.map((d) => d.tail()).join("")}`,
+    );
+  }
+
+  private objectPath(path: string): string {
+    return `/apis/${API_VERSION}/namespaces/${NS}/${path}`;
+  }
+
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    // Guests first: they stop md and log out while the replicas still answer.
+    await Promise.all([...this.guests.values()].map((guest) => guest.stop()));
+    this.processes.forEach((started) => started.remove());
+    await Promise.all(this.sites.map((site) => site.stop()));
+    await Promise.all(this.daemons.map((daemon) => daemon.stop()));
+    // No finalizer of ours keeps an object of the shared apiserver; the daemons that would drop them are gone.
+    for (const path of this.objects.reverse()) {
+      await this.cluster?.request(
+        this.cluster.admin,
+        "PATCH",
+        this.objectPath(path),
+        { metadata: { finalizers: null } },
+        "application/merge-patch+json",
+      );
+      await this.cluster?.request(this.cluster.admin, "DELETE", this.objectPath(path));
+    }
+    await Promise.all(this.nodes.map((node) => node.stop()));
+    await this.bridge?.close();
+    await this.network?.close();
+    this.sandbox.cleanup();
+  }
+}
