@@ -49,6 +49,7 @@ const sb = (i: number, events: number, uuid = MD_UUID): Superblock => ({
 const stat = { reads: 0, readSectors: 0, readMs: 0, writes: 0, writeSectors: 0, writeMs: 0, inFlight: 0 };
 const array = (legs: [string, string[]][], over: Partial<ArrayState> = {}): ArrayState => ({
   kernelName: "md127",
+  uuid: UUID,
   arrayState: "clean",
   raidDisks: 3,
   degraded: 3 - legs.filter(([, s]) => s.includes("in_sync")).length,

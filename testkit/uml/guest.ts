@@ -273,6 +273,13 @@ export class UmlGuest {
     rmSync(this.dir, { recursive: true, force: true });
   }
 
+  /** The node dies: the kernel's process group SIGKILLed, nothing flushed, nothing logged out. */
+  async crash(): Promise<void> {
+    if (!this.child?.pid || this.ended()) return;
+    killGroup(this.child);
+    await this.exited;
+  }
+
   /** The process ids of the guest's host processes (its process group), for checks that none is left. */
   hostPids(): number[] {
     if (!this.child?.pid) return [];
