@@ -143,8 +143,7 @@ function chapKeyOf(env: Readonly<Record<string, string | undefined>>): string | 
   if (value === undefined) return undefined;
   const where = `the Secret ${CHAP_KEY_SECRET} (key ${JSON.stringify(CHAP_KEY_SECRET_KEY)})`;
   const fix = `replace ${where} as docs/install.md makes it, or delete the Secret to run without volume targets, then restart the hook server`;
-  if (value.trim() === "")
-    throw new ConfigError(`${CONFIG_ENV.chapKey} is set but empty: ${fix}`);
+  if (value.trim() === "") throw new ConfigError(`${CONFIG_ENV.chapKey} is set but empty: ${fix}`);
   const problem = chapKeyProblem(value);
   if (problem !== undefined) throw new ConfigError(`${problem}; ${fix}`);
   return value.trim();

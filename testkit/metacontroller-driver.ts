@@ -1092,7 +1092,11 @@ function listMapKey(...lists: unknown[][]): string | undefined {
  * CHAP key); stopped at the end of the run.
  */
 export async function serveHooks(clock: () => Date = () => new Date()): Promise<string> {
-  const app = makeApp({ routes: hookRoutes(TEST_HOOK_CONFIG), clock, log: createLogger({ level: "silent" }) });
+  const app = makeApp({
+    routes: hookRoutes(TEST_HOOK_CONFIG),
+    clock,
+    log: createLogger({ level: "silent" }),
+  });
   const server = app.listen(0, "127.0.0.1");
   await once(server, "listening");
   onStop(() => new Promise<void>((resolve) => server.close(() => resolve())));

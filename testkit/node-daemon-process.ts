@@ -77,9 +77,9 @@ export async function shippedEnv(
     (await cluster.kubectl(["get", kind, name, "-n", namespace, "-o", "json"])).stdout,
   );
   const data = async (type: "configmaps" | "secrets") => {
-    const list = JSON.parse(
-      (await cluster.kubectl(["get", type, "-n", namespace, "-o", "json"])).stdout,
-    ) as { items: { metadata: { name: string }; data?: Record<string, string> }[] };
+    const list = JSON.parse((await cluster.kubectl(["get", type, "-n", namespace, "-o", "json"])).stdout) as {
+      items: { metadata: { name: string }; data?: Record<string, string> }[];
+    };
     return Object.fromEntries(list.items.map((c) => [c.metadata.name, c.data ?? {}]));
   };
   const configMaps: ConfigMapData = await data("configmaps");

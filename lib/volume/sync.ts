@@ -377,9 +377,7 @@ function keptChildren(inventory: VolumeInventory, pools: readonly string[]): Kub
     inventory.secret,
     inventory.deployment,
     inventory.pdb,
-  ].filter(
-    (o): o is KubeObject => o !== undefined && replicas.length > 0,
-  );
+  ].filter((o): o is KubeObject => o !== undefined && replicas.length > 0);
   const targetIP = (inventory.cv?.spec as { targetIP?: string } | undefined)?.targetIP;
   const since = (p: string) =>
     inventory.ownReplicas.get(p)?.metadata.annotations?.[ANNOTATION.rebuildingSince];
