@@ -28,6 +28,7 @@ const POOLS = ["p0", "p1", "p2", "p3", "p4"];
 const KEY: Record<string, string> = {
   [KIND.service]: TYPE_KEY.service,
   [KIND.cv]: TYPE_KEY.cv,
+  [KIND.secret]: TYPE_KEY.secret,
   [KIND.deployment]: TYPE_KEY.deployment,
   [KIND.cvr]: TYPE_KEY.cvr,
   [KIND.podDisruptionBudget]: TYPE_KEY.podDisruptionBudget,
