@@ -2,14 +2,44 @@
 // only, against the tgtd of the pod (its control port picks the socket). Parsing is pure and separate.
 import type { Runner } from "../process/runner.js";
 
+export interface TgtLun {
+  backingStore: string;
+  /** The backing store's open flags as tgtd shows them ("sync:direct" is ["sync", "direct"]); empty for none. */
+  flags: string[];
+}
+
 export interface TgtTarget {
   tid: number;
   iqn: string;
-  /** Backing store path by LUN number (LUN 0 is tgt's own controller, with none). */
-  luns: Record<number, string>;
-  /** Initiator addresses or names bound to the target; "ALL" lets any initiator log in. */
+  /** LUNs with a backing store, by number (LUN 0 is tgt's own controller, with none). */
+  luns: Record<number, TgtLun>;
+  /** Initiator addresses or names bound to the target; "ALL" lets any initiator log in, none lets nobody. */
   acl: string[];
+  /**
+   * The incoming CHAP accounts bound to the target: with one, an initiator must prove its password. Outgoing
+   * accounts (the target proving itself to the initiator) decide nothing about who logs in and are not listed.
+   */
+  accounts: string[];
 }
+
+/** One target with LUN 1, admitting one initiator name with one CHAP account. */
+export interface TgtExport {
+  tid: number;
+  iqn: string;
+  backingStore: string;
+  /** The only initiator name the target admits. */
+  initiatorName: string;
+  /** The incoming CHAP account: tgtd-global, named after the user; one per export. */
+  user: string;
+  password: string;
+}
+
+/**
+ * The LUN's backing store is opened O_SYNC: every write reaches the disk (for a zvol: a flush, so ZFS commits
+ * it to its intent log) before tgtd acknowledges it, so an acknowledged write survives the node's crash. tgtd
+ * shows the flag (`Backing store flags: sync`), unlike the caching mode page an initiator may change.
+ */
+export const WRITE_THROUGH_FLAG = "sync";
 
 const TIMEOUT = { timeoutMs: 30_000 };
 
@@ -20,55 +50,118 @@ export class Tgt {
     private readonly tgtadm: readonly string[],
   ) {}
 
-  private async run(args: string[]): Promise<string> {
-    return (await this.runner.run([...this.tgtadm, "--lld", "iscsi", ...args], TIMEOUT)).stdout;
+  /** `secret`, when given, is never shown: a failure's message (which quotes the command) has it replaced. */
+  private async run(args: string[], secret?: string): Promise<string> {
+    try {
+      return (await this.runner.run([...this.tgtadm, "--lld", "iscsi", ...args], TIMEOUT)).stdout;
+    } catch (error) {
+      throw secret === undefined ? error : withoutSecret(error as Error, secret);
+    }
   }
 
   async targets(): Promise<TgtTarget[]> {
     return parseTargets(await this.run(["--mode", "target", "--op", "show"]));
   }
 
-  /** A target with one LUN (1) on the backing store, open to every initiator. */
-  async create(tid: number, iqn: string, backingStore: string): Promise<void> {
-    await this.run(["--mode", "target", "--op", "new", "--tid", String(tid), "--targetname", iqn]);
+  /** Every CHAP account tgtd holds, bound or not (accounts are tgtd-wide, not per target). */
+  async accounts(): Promise<string[]> {
+    return parseAccounts(await this.run(["--mode", "account", "--op", "show"]));
+  }
+
+  /**
+   * The target, LUN 1 written through on the backing store, the account bound, and the initiator name bound
+   * last: a target without an ACL admits nobody, so a creation that stops half way never leaves a target open
+   * to anyone or open without CHAP (the agent's next pass deletes and recreates it). tgtadm cannot show or
+   * change an account's password and refuses to make an account that exists, so an account of the same user
+   * is deleted first (that unbinds it from any target) and made again with this password.
+   */
+  async create(spec: TgtExport): Promise<void> {
+    const tid = String(spec.tid);
+    await this.run(["--mode", "target", "--op", "new", "--tid", tid, "--targetname", spec.iqn]);
     await this.run([
       "--mode",
       "logicalunit",
       "--op",
       "new",
       "--tid",
-      String(tid),
+      tid,
       "--lun",
       "1",
       "--backing-store",
-      backingStore,
+      spec.backingStore,
+      "--bsoflags",
+      WRITE_THROUGH_FLAG,
     ]);
-    await this.run(["--mode", "target", "--op", "bind", "--tid", String(tid), "--initiator-address", "ALL"]);
+    await this.createAccount(spec.user, spec.password);
+    await this.run(["--mode", "account", "--op", "bind", "--tid", tid, "--user", spec.user]);
+    await this.run([
+      "--mode",
+      "target",
+      "--op",
+      "bind",
+      "--tid",
+      tid,
+      "--initiator-name",
+      spec.initiatorName,
+    ]);
   }
 
   /** --force: a target with initiators logged in is removed too (their sessions end). */
   async delete(tid: number): Promise<void> {
     await this.run(["--mode", "target", "--op", "delete", "--force", "--tid", String(tid)]);
   }
+
+  /**
+   * A CHAP account, made again if one of the same user exists (which unbinds it from its targets). tgtd reads
+   * both as comma-separated parameters, so neither may hold a comma (a volume's user and hex password do not).
+   */
+  async createAccount(user: string, password: string): Promise<void> {
+    for (const [what, value] of [
+      ["user", user],
+      ["password", password],
+    ]) {
+      if (value === "" || value.includes(","))
+        throw new Error(
+          `CHAP account ${JSON.stringify(user)}: its ${what} is empty or holds a comma, which tgtd cannot take`,
+        );
+    }
+    if ((await this.accounts()).includes(user)) await this.deleteAccount(user);
+    await this.run(["--mode", "account", "--op", "new", "--user", user, "--password", password], password);
+  }
+
+  /** Deletes the account everywhere: tgtd unbinds it from every target that holds it. */
+  async deleteAccount(user: string): Promise<void> {
+    await this.run(["--mode", "account", "--op", "delete", "--user", user]);
+  }
+}
+
+/** A failed command's error (whose message quotes its command line) with `secret` replaced in the message. */
+export function withoutSecret(error: Error, secret: string): Error {
+  return new Error(error.message.replaceAll(secret, "<password>"));
 }
 
 const TARGET_LINE = /^Target (\d+): (\S+)$/;
 const LUN_LINE = /^\s+LUN: (\d+)$/;
 const BACKING_LINE = /^\s+Backing store path: (.*)$/;
+const FLAGS_LINE = /^\s+Backing store flags:(.*)$/;
+const OUTGOING = " (outgoing)";
 
-/** `tgtadm --lld iscsi --mode target --op show`: each target, its LUNs' backing stores and its ACL. */
+/**
+ * `tgtadm --lld iscsi --mode target --op show`: each target, its LUNs' backing stores and flags, its ACL and
+ * its accounts. A target's sections start at 4 spaces, their entries are deeper.
+ */
 export function parseTargets(text: string): TgtTarget[] {
   const targets: TgtTarget[] = [];
   let target: TgtTarget | undefined;
   let lun: number | undefined;
-  let inAcl = false;
+  let section = "";
   for (const line of text.split("\n")) {
     const head = TARGET_LINE.exec(line);
     if (head) {
-      target = { tid: Number(head[1]), iqn: head[2], luns: {}, acl: [] };
+      target = { tid: Number(head[1]), iqn: head[2], luns: {}, acl: [], accounts: [] };
       targets.push(target);
       lun = undefined;
-      inAcl = false;
+      section = "";
       continue;
     }
     if (!target) {
@@ -76,12 +169,35 @@ export function parseTargets(text: string): TgtTarget[] {
         throw new Error(`unreadable tgtadm output: ${JSON.stringify(line.slice(0, 200))} before any target`);
       continue;
     }
-    if (/^ {4}\S/.test(line)) inAcl = line.trim() === "ACL information:";
-    else if (inAcl && line.trim() !== "") target.acl.push(line.trim());
-    const lunLine = LUN_LINE.exec(line);
-    if (lunLine) lun = Number(lunLine[1]);
-    const backing = BACKING_LINE.exec(line);
-    if (backing && lun !== undefined && backing[1] !== "None") target.luns[lun] = backing[1];
+    if (/^ {4}\S/.test(line)) {
+      section = line.trim();
+      continue;
+    }
+    const entry = line.trim();
+    if (entry === "") continue;
+    if (section === "ACL information:") target.acl.push(entry);
+    else if (section === "Account information:" && !entry.endsWith(OUTGOING)) target.accounts.push(entry);
+    else if (section === "LUN information:") lun = readLunLine(line, lun, target);
   }
   return targets;
+}
+
+/** One line of a LUN section; returns the LUN the following lines belong to. */
+function readLunLine(line: string, lun: number | undefined, target: TgtTarget): number | undefined {
+  const lunLine = LUN_LINE.exec(line);
+  if (lunLine) return Number(lunLine[1]);
+  if (lun === undefined) return lun;
+  const backing = BACKING_LINE.exec(line);
+  if (backing && backing[1] !== "None") target.luns[lun] = { backingStore: backing[1], flags: [] };
+  const flags = FLAGS_LINE.exec(line);
+  if (flags && target.luns[lun]) target.luns[lun].flags = flags[1].trim().split(":").filter(Boolean);
+  return lun;
+}
+
+/** `tgtadm --lld iscsi --mode account --op show`: "Account list:" and one user per line. */
+export function parseAccounts(text: string): string[] {
+  const lines = text.split("\n").filter((l) => l.trim() !== "");
+  if (lines.length > 0 && lines[0].trim() !== "Account list:")
+    throw new Error(`unreadable tgtadm account list: ${JSON.stringify(lines[0].slice(0, 200))}`);
+  return lines.slice(1).map((l) => l.trim());
 }

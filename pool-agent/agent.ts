@@ -3,7 +3,7 @@
 // is not an empty one) and makes the agent not ready, with the reason.
 import type { Logger } from "../runtime/log.js";
 import type { ZfsHost } from "../zfs/host.js";
-import { reconcileExports } from "./exports.js";
+import { actionFields, reconcileExports } from "./exports.js";
 import type { AgentMetrics } from "./metrics.js";
 import { observeAgentPool } from "./observe.js";
 import { readiness, type LastRead, type Readiness } from "./readiness.js";
@@ -16,6 +16,8 @@ export interface AgentDeps {
   metrics: AgentMetrics;
   logger: Logger;
   pollIntervalMs: number;
+  /** The cluster's CHAP key: each export's password is derived from it (never logged). */
+  chapKey: string;
 }
 
 export class PoolAgent {
@@ -55,7 +57,7 @@ export class PoolAgent {
   }
 
   async pass(): Promise<void> {
-    const { pool, host, tgt, metrics, logger } = this.deps;
+    const { pool, host, tgt, metrics, logger, chapKey } = this.deps;
     let observation;
     try {
       observation = await observeAgentPool(host, pool);
@@ -67,13 +69,13 @@ export class PoolAgent {
     }
     if (observation) {
       try {
-        const result = await reconcileExports(tgt, observation);
+        const result = await reconcileExports(tgt, observation, chapKey);
         metrics.exported(result.served);
         for (const action of result.done)
-          logger.info(action.kind === "create" ? "replica exported" : "export removed", { ...action });
+          logger.info(action.kind === "create" ? "replica exported" : "export removed", actionFields(action));
         for (const { action, error } of result.failed)
           logger.warn(action.kind === "create" ? "replica export failed" : "export removal failed", {
-            ...action,
+            ...actionFields(action),
             error,
           });
         for (const reason of result.refused) logger.warn("replica not exported", { reason });

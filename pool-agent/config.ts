@@ -1,6 +1,7 @@
 // The pool agent's configuration, read once from its container's environment (set by the pool Deployment,
 // lib/cspi/deployment.ts). A wrong value stops the agent at start with the variable and the fix named.
 import { zpoolName } from "../lib/names.js";
+import { CHAP_KEY_ENV, CHAP_KEY_SECRET, CHAP_KEY_SECRET_KEY, chapKeyProblem } from "../lib/volume/chap.js";
 import { ConfigError, wholeSeconds } from "../lib/settings.js";
 import { commandsFromEnv, type ZfsCommands } from "../zfs/host.js";
 
@@ -16,6 +17,8 @@ export interface AgentConfig {
   zfs: ZfsCommands;
   /** tgtadm talking to the pod's tgtd (its control port: the socket /var/run/tgtd/socket.<port>). */
   tgtadm: string[];
+  /** The cluster's CHAP key: every export's password is derived from it (lib/volume/chap.ts); never logged. */
+  chapKey: string;
 }
 
 export const AGENT_ENV = {
@@ -24,6 +27,7 @@ export const AGENT_ENV = {
   port: "PORT",
   pollSeconds: "POLL_INTERVAL_SECONDS",
   tgtControlPort: "TGT_CONTROL_PORT",
+  chapKey: CHAP_KEY_ENV,
 } as const;
 
 export const AGENT_DEFAULTS = { port: 9500, pollSeconds: 10, tgtControlPort: 0 } as const;
@@ -55,7 +59,23 @@ export function loadAgentConfig(env: Readonly<Record<string, string | undefined>
     pollIntervalMs: wholeSeconds(env, AGENT_ENV.pollSeconds, AGENT_DEFAULTS.pollSeconds) * 1000,
     zfs,
     tgtadm: ["tgtadm", "-C", String(port(env, TGT_CONTROL_PORT))],
+    chapKey: chapKey(env),
   };
+}
+
+/**
+ * Required, with no default: an export without its volume's password would admit anyone who knows the
+ * initiator name, so an agent without a usable key stops before it serves anything.
+ */
+function chapKey(env: Readonly<Record<string, string | undefined>>): string {
+  const key = env[AGENT_ENV.chapKey];
+  const problem = chapKeyProblem(key);
+  if (problem !== undefined) {
+    throw new ConfigError(
+      `${problem}. The pool agent serves no replica without it; its pool Deployment sets it from the Secret ${CHAP_KEY_SECRET} (key "${CHAP_KEY_SECRET_KEY}") of its namespace, which the installer makes (docs/install.md)`,
+    );
+  }
+  return key!;
 }
 
 /** A port read from the environment: its variable, its default and the range it must be in. */

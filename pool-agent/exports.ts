@@ -1,29 +1,63 @@
-// The pool's replicas served to volume targets over iSCSI (docs/adr/0011-a-replica-is-a-zvol-on-the-pool-data-reaches.md and docs/adr/0032-the-pool-agent-what-it-reads-how-it-exports.md): one tgt target per
-// replica, named from its volume, LUN 1 on the replica's zvol or file. planExports is pure: what tgtd holds
-// against what the pool holds. Only targets with the replica IQN prefix are the agent's; others are left alone.
+// The pool's replicas served to volume targets over iSCSI (docs/adr/0011-a-replica-is-a-zvol-on-the-pool-data-reaches.md, docs/adr/0032-the-pool-agent-what-it-reads-how-it-exports.md and
+// docs/adr/0040-the-target-agent-credentials-names-and-status.md): one tgt target per replica, named from its
+// volume, LUN 1 written through on the replica's zvol or file, admitting only the volume's target initiator with
+// the volume's CHAP. planExports is pure: what tgtd holds against what the pool holds. Only targets with the
+// replica IQN prefix are the agent's; others are left alone.
 import { Buffer } from "node:buffer";
-import { MAX_IQN_BYTES, REPLICA_IQN_PREFIX, replicaIqn } from "../lib/volume/iqn.js";
+import { volumeChap, type ChapCredentials } from "../lib/volume/chap.js";
+import { MAX_IQN_BYTES, REPLICA_IQN_PREFIX, replicaIqn, targetInitiatorIqn } from "../lib/volume/iqn.js";
 import { SERVING_STATES, type AgentObservation } from "./observe.js";
-import type { Tgt, TgtTarget } from "../iscsi/tgt.js";
+import { WRITE_THROUGH_FLAG, type Tgt, type TgtTarget } from "../iscsi/tgt.js";
 
 export interface WantedExport {
   iqn: string;
   volume: string;
   backingStore: string;
+  /** The only initiator name the export admits: the volume's target (lib/volume/iqn.ts). */
+  initiator: string;
+  /** The volume's CHAP account (lib/volume/chap.ts): the password is never logged. */
+  chap: ChapCredentials;
 }
 
 export type ExportAction =
-  | { kind: "delete"; tid: number; iqn: string; why: string }
-  | { kind: "create"; tid: number; iqn: string; volume: string; backingStore: string };
+  | {
+      kind: "delete";
+      tid: number;
+      iqn: string;
+      why: string;
+      /** Its CHAP accounts that no remaining target holds: deleted after it. */
+      accounts: string[];
+    }
+  | { kind: "create"; tid: number; iqn: string; want: WantedExport };
 
-/** What should be served: every replica of a serving pool but those being destroyed or not finished. */
-export function wantedExports(observation: AgentObservation): { wanted: WantedExport[]; refused: string[] } {
+/** What an action may show in a log: everything but the password. */
+export function actionFields(action: ExportAction): Record<string, unknown> {
+  if (action.kind === "delete") return { ...action };
+  const { want, ...rest } = action;
+  return {
+    ...rest,
+    volume: want.volume,
+    backingStore: want.backingStore,
+    initiator: want.initiator,
+    user: want.chap.user,
+  };
+}
+
+/**
+ * What should be served: every replica of a serving pool but those being destroyed or not finished, each with
+ * its volume's initiator and credentials under `chapKey` (the cluster's key, pool-agent/config.ts).
+ */
+export function wantedExports(
+  observation: AgentObservation,
+  chapKey: string,
+): { wanted: WantedExport[]; refused: string[] } {
   const wanted: WantedExport[] = [];
   const refused: string[] = [];
   if (!observation.status || !SERVING_STATES.has(observation.status.state)) return { wanted, refused };
   const seen = new Set<string>();
   for (const replica of observation.replicas) {
     if (replica.destroying || replica.size === undefined) continue;
+    // The longest of the volume's names (the target initiator's is one byte shorter).
     const iqn = replicaIqn(replica.volume);
     if (Buffer.byteLength(iqn) > MAX_IQN_BYTES) {
       refused.push(
@@ -38,20 +72,30 @@ export function wantedExports(observation: AgentObservation): { wanted: WantedEx
       continue;
     }
     seen.add(iqn);
-    wanted.push({ iqn, volume: replica.volume, backingStore: replica.backingStore });
+    wanted.push({
+      iqn,
+      volume: replica.volume,
+      backingStore: replica.backingStore,
+      initiator: targetInitiatorIqn(replica.volume),
+      chap: volumeChap(chapKey, replica.volume),
+    });
   }
   return { wanted, refused };
 }
 
-/** Deletions first (they may free a target id), then creations with the smallest free target ids. */
+/**
+ * Deletions first (they may free a target id), then creations with the smallest free target ids. A target of
+ * ours that serves anything else, admits any other initiator (ALL included: how exports made before ADR 0040
+ * are closed), lacks the volume's account or is not written through is deleted and made again.
+ */
 export function planExports(wanted: readonly WantedExport[], current: readonly TgtTarget[]): ExportAction[] {
   const byIqn = new Map(wanted.map((w) => [w.iqn, w]));
-  const actions: ExportAction[] = [];
+  const deletions: { target: TgtTarget; why: string }[] = [];
+  const staying: TgtTarget[] = [];
   const kept = new Set<string>();
-  const usedTids = new Set<number>();
   for (const target of [...current].sort((a, b) => a.tid - b.tid)) {
     if (!target.iqn.startsWith(REPLICA_IQN_PREFIX)) {
-      usedTids.add(target.tid);
+      staying.push(target);
       continue;
     }
     const want = byIqn.get(target.iqn);
@@ -60,39 +104,49 @@ export function planExports(wanted: readonly WantedExport[], current: readonly T
       : mismatch(target, want);
     if (why === undefined && !kept.has(target.iqn)) {
       kept.add(target.iqn);
-      usedTids.add(target.tid);
+      staying.push(target);
     } else {
-      actions.push({
-        kind: "delete",
-        tid: target.tid,
-        iqn: target.iqn,
-        why: why ?? "a second target with the same name",
-      });
+      deletions.push({ target, why: why ?? "a second target with the same name" });
     }
   }
+  // Deleting an account unbinds it from every target, so one that a remaining target holds stays.
+  const held = new Set(staying.flatMap((t) => t.accounts));
+  const actions: ExportAction[] = deletions.map(({ target, why }) => ({
+    kind: "delete",
+    tid: target.tid,
+    iqn: target.iqn,
+    why,
+    accounts: target.accounts.filter((user) => !held.has(user)),
+  }));
+  const usedTids = new Set(staying.map((t) => t.tid));
   let tid = 1;
   for (const want of wanted) {
     if (kept.has(want.iqn)) continue;
     while (usedTids.has(tid)) tid++;
     usedTids.add(tid);
-    actions.push({
-      kind: "create",
-      tid,
-      iqn: want.iqn,
-      volume: want.volume,
-      backingStore: want.backingStore,
-    });
+    actions.push({ kind: "create", tid, iqn: want.iqn, want });
   }
   return actions;
 }
 
 function mismatch(target: TgtTarget, want: WantedExport): string | undefined {
   const luns = Object.keys(target.luns);
-  if (luns.length !== 1 || target.luns[1] !== want.backingStore) {
-    return `it serves ${JSON.stringify(target.luns)}, not LUN 1 on ${want.backingStore}`;
+  const lun = target.luns[1];
+  if (luns.length !== 1 || lun?.backingStore !== want.backingStore) {
+    const served = Object.entries(target.luns).map(([n, l]) => `LUN ${n} on ${l.backingStore}`);
+    return `it serves ${served.join(", ") || "no LUN"}, not LUN 1 on ${want.backingStore}`;
   }
-  if (!target.acl.includes("ALL"))
-    return "it is not bound to initiators (an earlier creation stopped half way)";
+  if (target.acl.includes("ALL")) return "it admits every initiator (ACL ALL)";
+  if (target.acl.length === 0) return "it admits no initiator (an earlier creation stopped half way)";
+  if (target.acl.length !== 1 || target.acl[0] !== want.initiator)
+    return `it admits ${target.acl.join(", ")}, not only ${want.initiator}`;
+  if (target.accounts.length !== 1 || target.accounts[0] !== want.chap.user) {
+    const bound =
+      target.accounts.length === 0 ? "no CHAP account" : `CHAP accounts ${target.accounts.join(", ")}`;
+    return `it has ${bound}, not only the volume's (${want.chap.user})`;
+  }
+  if (!lun.flags.includes(WRITE_THROUGH_FLAG))
+    return `its LUN is not written through (backing store flags ${JSON.stringify(lun.flags.join(":"))}, not ${WRITE_THROUGH_FLAG})`;
   return undefined;
 }
 
@@ -104,16 +158,36 @@ export interface ExportResult {
   refused: string[];
 }
 
-/** One reconcile: tgtd read, the plan applied action by action (a failure does not stop the others). */
-export async function reconcileExports(tgt: Tgt, observation: AgentObservation): Promise<ExportResult> {
-  const { wanted, refused } = wantedExports(observation);
+/**
+ * One reconcile: tgtd read, the plan applied action by action (a failure does not stop the others). A deleted
+ * target's accounts go only once the target is gone: without its account, a target still serving would admit
+ * its initiator without CHAP.
+ */
+export async function reconcileExports(
+  tgt: Tgt,
+  observation: AgentObservation,
+  chapKey: string,
+): Promise<ExportResult> {
+  const { wanted, refused } = wantedExports(observation, chapKey);
   const current = await tgt.targets();
   const actions = planExports(wanted, current);
   const result: ExportResult = { served: 0, done: [], failed: [], refused };
   for (const action of actions) {
     try {
-      if (action.kind === "delete") await tgt.delete(action.tid);
-      else await tgt.create(action.tid, action.iqn, action.backingStore);
+      if (action.kind === "delete") {
+        await tgt.delete(action.tid);
+        for (const user of action.accounts) await tgt.deleteAccount(user);
+      } else {
+        const { want } = action;
+        await tgt.create({
+          tid: action.tid,
+          iqn: want.iqn,
+          backingStore: want.backingStore,
+          initiatorName: want.initiator,
+          user: want.chap.user,
+          password: want.chap.password,
+        });
+      }
       result.done.push(action);
     } catch (error) {
       result.failed.push({ action, error: (error as Error).message });

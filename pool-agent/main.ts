@@ -24,6 +24,7 @@ export async function main(): Promise<void> {
     metrics,
     logger,
     pollIntervalMs: config.pollIntervalMs,
+    chapKey: config.chapKey,
   });
   const server = probeServer(metrics.registry, {
     "/readyz": () => {

@@ -23,15 +23,14 @@ interface EnvVar {
 
 /** ConfigMaps' data by name, as the kubelet reads them for configMapKeyRef. */
 export type ConfigMapData = Record<string, Record<string, string>>;
-
-/** Secrets' data by name, decoded, as the kubelet reads them for secretKeyRef. */
+/** Secrets' data by name, decoded, as the kubelet gives them to secretKeyRef. */
 export type SecretData = Record<string, Record<string, string>>;
 
 /**
  * A workload's (DaemonSet's or Deployment's) first container's env as the kubelet resolves it for a pod on
- * `nodeName` in the workload's namespace: fieldRefs, and configMapKeyRefs and secretKeyRefs from `configMaps`
- * and `secrets`. A missing one fails, as the pod would not start, unless it is optional: then the variable is
- * not set.
+ * `nodeName` in the workload's namespace: fieldRefs, configMapKeyRefs from `configMaps` and secretKeyRefs from
+ * `secrets`. A missing one fails, as the pod would not start, unless it is optional: then the variable is not
+ * set.
  */
 export function resolvedContainerEnv(
   workload: any,
@@ -45,17 +44,8 @@ export function resolvedContainerEnv(
   };
   const env: Record<string, string> = {};
   for (const variable of (workload.spec.template.spec.containers[0].env ?? []) as EnvVar[]) {
-    const path = variable.valueFrom?.fieldRef?.fieldPath;
-    const configMapRef = variable.valueFrom?.configMapKeyRef;
-    const secretRef = variable.valueFrom?.secretKeyRef;
-    const ref = configMapRef ?? secretRef;
-    const resolved =
-      variable.value ??
-      (path !== undefined
-        ? fields[path]
-        : ref
-          ? (configMapRef ? configMaps : secrets)[ref.name]?.[ref.key]
-          : undefined);
+    const resolved = resolvedValue(variable, fields, { configMaps, secrets });
+    const ref = variable.valueFrom?.configMapKeyRef ?? variable.valueFrom?.secretKeyRef;
     if (resolved === undefined && ref?.optional === true) continue;
     if (resolved === undefined)
       throw new Error(
@@ -64,6 +54,19 @@ export function resolvedContainerEnv(
     env[variable.name] = resolved;
   }
   return env;
+}
+
+function resolvedValue(
+  variable: EnvVar,
+  fields: Record<string, string>,
+  { configMaps, secrets }: { configMaps: ConfigMapData; secrets: SecretData },
+): string | undefined {
+  if (variable.value !== undefined) return variable.value;
+  const from = variable.valueFrom;
+  if (from?.fieldRef) return fields[from.fieldRef.fieldPath];
+  if (from?.configMapKeyRef) return configMaps[from.configMapKeyRef.name]?.[from.configMapKeyRef.key];
+  if (from?.secretKeyRef) return secrets[from.secretKeyRef.name]?.[from.secretKeyRef.key];
+  return undefined;
 }
 
 /** An installed workload's env, resolved per node with the namespace's ConfigMaps and Secrets (what a kubelet would do). */

@@ -16,6 +16,7 @@ import { isDnsSubdomain, isValidLabelValue, poolDeploymentName, zpoolName } from
 import { objectsOf } from "../request.js";
 import type { PoolPodConfig } from "../hook-config.js";
 import { canonicalResources, withoutEmptyFields } from "../pod-template.js";
+import { CHAP_KEY_ENV, CHAP_KEY_SECRET, CHAP_KEY_SECRET_KEY } from "../volume/chap.js";
 
 export const POOL_APP = "cstor-pool";
 /** The pool agent (pool-agent/main.ts, the image's entrypoint). */
@@ -150,6 +151,12 @@ function poolContainers(
         { name: "OPENEBS_IO_ZPOOL_NAME", value: zpoolName(name) },
         { name: "ZFS_COMMAND_PREFIX", value: HOST_ZFS_PREFIX },
         { name: "PORT", value: String(AGENT_PORT) },
+        // The key every export's CHAP password derives from (ADR 0040). Not optional: without the Secret the
+        // pod does not start, and the agent refuses an unusable key, so nothing is ever served without CHAP.
+        {
+          name: CHAP_KEY_ENV,
+          valueFrom: { secretKeyRef: { key: CHAP_KEY_SECRET_KEY, name: CHAP_KEY_SECRET } },
+        },
       ],
       ports: [{ containerPort: AGENT_PORT, name: "metrics", protocol: "TCP" }],
       // Ready once the pool is imported on this node and ONLINE or DEGRADED (the agent's /readyz says why not).

@@ -2,10 +2,12 @@
 // CRDs become Established, every reference between objects resolves, and the workloads are shaped as promised.
 import { expect } from "chai";
 import { parseAllDocuments } from "yaml";
+import { API_VERSION, KIND, LABEL } from "../../api/constants.js";
 import { hookRoutes } from "../../hooks/routes.js";
+import { DEFAULT_HOOK_CONFIG } from "../../lib/hook-config.js";
 import { STALE_STATUS_SECONDS_ENV } from "../../lib/settings.js";
 import { CHAP_KEY_ENV, CHAP_KEY_SECRET, CHAP_KEY_SECRET_KEY } from "../../lib/volume/chap.js";
-import { TARGET_SERVICE_ACCOUNT } from "../../lib/volume/children.js";
+import { TARGET_SERVICE_ACCOUNT, targetDeployment } from "../../lib/volume/children.js";
 import { commandsFromEnv } from "../../zfs/host.js";
 import {
   fixturePath,
@@ -52,6 +54,27 @@ function find(objects: Manifest[], kind: string, name: string): Manifest {
       `no ${kind} ${name} among ${objects.map((o) => `${o.kind}/${o.metadata.name}`).join(", ")}`,
     );
   return found;
+}
+
+/** A volume's target Deployment as cvc-sync makes it: no manifest holds one. */
+function volumeTarget(): Manifest {
+  const cvc = {
+    apiVersion: API_VERSION,
+    kind: KIND.cvc,
+    metadata: { name: "pvc-1", namespace: INSTALL_NAMESPACE },
+    spec: { capacity: "1Gi", cstorPoolCluster: "cspc", replicaCount: 3 },
+  };
+  const inventory = {
+    cvc,
+    volume: "pvc-1",
+    namespace: INSTALL_NAMESPACE,
+    cspis: new Map(),
+    ownReplicas: new Map(),
+    strayReplicas: [],
+    pools: [],
+    otherBudgets: [],
+  };
+  return targetDeployment(inventory, DEFAULT_HOOK_CONFIG.volumeTarget) as Manifest;
 }
 
 async function getJson(cluster: KubeCluster, ...args: string[]): Promise<any> {
@@ -304,11 +327,12 @@ describe("integration: manifests on a real kube-apiserver", function () {
     expect(lockDir.startsWith(`${openebs.mountPath}/`), "the host lock lives on the host").to.equal(true);
   });
 
-  it("metacontroller/monitoring adds PodMonitors that select the daemon's and the hook server's pods on their metrics ports, the alerts and the Grafana dashboards", async () => {
+  it("metacontroller/monitoring adds PodMonitors that select the daemon's, the hook server's and the volume targets' pods on their metrics ports, the alerts and the Grafana dashboards", async () => {
     const objects = await render(cluster, "metacontroller/monitoring");
     for (const [monitor, workload] of [
       ["cstor-pool-node", find(objects, "DaemonSet", "cstor-pool-node")],
       ["cstor-pool-hooks", find(objects, "Deployment", "cstor-pool-hooks")],
+      ["cstor-volume-target", volumeTarget()],
     ] as const) {
       const spec = find(objects, "PodMonitor", monitor).spec;
       const template = workload.spec.template;
@@ -317,6 +341,13 @@ describe("integration: manifests on a real kube-apiserver", function () {
       const ports = template.spec.containers.flatMap((c: any) => (c.ports ?? []).map((p: any) => p.name));
       expect(ports, `${monitor} scrapes a port the pod names`).to.include(spec.podMetricsEndpoints[0].port);
     }
+    // CStorVolumeTargetDown names the volume on `up`, which carries only the target's labels: the pod's volume label.
+    const [endpoint] = find(objects, "PodMonitor", "cstor-volume-target").spec.podMetricsEndpoints;
+    const volumeLabel = endpoint.relabelings.find((r: any) => r.targetLabel === "volume");
+    expect(volumeLabel.sourceLabels).to.deep.equal([
+      `__meta_kubernetes_pod_label_${LABEL.persistentVolume.replace(/[^a-zA-Z0-9_]/g, "_")}`,
+    ]);
+    expect(volumeTarget().spec.template.metadata.labels[LABEL.persistentVolume]).to.equal("pvc-1");
     expect(find(objects, "PrometheusRule", "cstor-pool").metadata.namespace).to.equal(INSTALL_NAMESPACE);
     const dashboards = find(objects, "ConfigMap", "cstor-pool-dashboards");
     expect(dashboards.metadata.namespace).to.equal(INSTALL_NAMESPACE);
@@ -356,6 +387,7 @@ describe("integration: manifests on a real kube-apiserver", function () {
     ).to.include("v1 secrets");
     const account = find(objects, "ServiceAccount", TARGET_SERVICE_ACCOUNT);
     expect(account.automountServiceAccountToken, "the agent writes status.target").to.equal(true);
+    expect(volumeTarget().spec.template.spec.serviceAccountName).to.equal(account.metadata.name);
     const binding = find(objects, "RoleBinding", TARGET_SERVICE_ACCOUNT);
     expect(binding.subjects).to.deep.equal([
       { kind: "ServiceAccount", name: TARGET_SERVICE_ACCOUNT, namespace: INSTALL_NAMESPACE },

@@ -1,11 +1,18 @@
 // The shipped Grafana dashboards (metacontroller/components/monitoring/dashboards/): all in the ConfigMap the
 // sidecar loads, each with its own uid and title, and every query (panel targets and template variables) valid
-// PromQL that selects only metrics the code exports: a renamed metric must break this test, not a dashboard.
+// PromQL that selects only metrics the code exports and only states the volume target sets: a renamed metric or
+// state must break this test, not a dashboard.
 import { expect } from "chai";
 import { readFileSync } from "node:fs";
 import { parse, stringify } from "yaml";
 import { repoPath } from "../../testkit/kube.js";
-import { checkRules, exportedMetricNames, metricsIn, shippedDashboards } from "../support/monitoring.js";
+import {
+  checkRules,
+  exportedMetricNames,
+  metricsIn,
+  shippedDashboards,
+  unknownTargetStates,
+} from "../support/monitoring.js";
 
 type Dashboard = Record<string, any>;
 
@@ -45,10 +52,14 @@ function queriesOf(dashboard: Dashboard): Query[] {
   return queries;
 }
 
-/** Grafana's variables ($cspi, ${volume}, $__rate_interval) as a number, so that what is left is plain PromQL. */
-const withoutVariables = (expr: string) => expr.replace(/\$(\{[^}]*\}|\w+)/g, "1");
+/**
+ * Grafana's variables as plain PromQL: a range's ($__rate_interval in `[...]`) as a duration, any other ($cspi,
+ * ${volume}) as a number.
+ */
+const withoutVariables = (expr: string) =>
+  expr.replace(/\[\$(\{[^}]*\}|\w+)\]/g, "[5m]").replace(/\$(\{[^}]*\}|\w+)/g, "1");
 
-/** What is wrong with a set of dashboards: repeated uids or titles, panels without queries, unexported metrics. */
+/** What is wrong with a set of dashboards: repeated uids or titles, panels without queries, unexported metrics, unknown states. */
 function dashboardProblems(dashboards: Map<string, Dashboard>, exported: Set<string>): string[] {
   const problems: string[] = [];
   for (const key of ["uid", "title"]) {
@@ -69,6 +80,7 @@ function dashboardProblems(dashboards: Map<string, Dashboard>, exported: Set<str
       if (names.length === 0) problems.push(`${file}: ${where} names no metric: ${expr}`);
       for (const name of names)
         if (!exported.has(name)) problems.push(`${file}: ${where} queries ${name}, which nothing exports`);
+      for (const problem of unknownTargetStates(expr)) problems.push(`${file}: ${where}: ${problem}`);
     }
   }
   return problems;
@@ -90,7 +102,7 @@ describe("Grafana dashboards", function () {
     expect([...dashboards.keys()]).to.deep.equal(["fleet-overview.json", "pool.json", "volume.json"]);
   });
 
-  it("have unique uids and titles, and query only metrics the daemon, the pool agent or the hook server export", () => {
+  it("have unique uids and titles, and query only metrics the daemon, the pool agent, the volume target or the hook server export", () => {
     expect(dashboardProblems(dashboards, exportedMetricNames())).to.deep.equal([]);
     const queries = [...dashboards.values()].flatMap(queriesOf);
     expect(queries.filter((q) => q.where.startsWith("variable")).map((q) => q.expr)).to.deep.equal([
@@ -99,19 +111,24 @@ describe("Grafana dashboards", function () {
     ]);
   });
 
-  it("fail the check when a panel or a variable queries a metric nobody exports, or two share a uid and a title", () => {
+  it("fail the check when a panel or a variable queries a metric nobody exports or a state nobody sets, or two share a uid and a title", () => {
     const broken = new Map(dashboards);
     const pool: Dashboard = structuredClone(dashboards.get("pool.json")!);
     pool.panels[0].targets.push({ refId: "Z", expr: 'cstor_pool_health{cspi="$cspi"} > 0' });
     pool.templating.list.find((v: Dashboard) => v.name === "cspi").query.query =
       "label_values(cstor_pool_info, cspi)";
     broken.set("pool.json", pool);
+    const volume: Dashboard = structuredClone(dashboards.get("volume.json")!);
+    volume.panels.find((p: Dashboard) => p.title === "Target state").targets[0].expr =
+      'cstor_volume_target_state{volume="$volume",state="Readonly"}';
+    broken.set("volume.json", volume);
     broken.set("copy.json", dashboards.get("volume.json")!);
     expect(dashboardProblems(broken, exportedMetricNames())).to.deep.equal([
       'copy.json has the uid "cstor-volume" of volume.json',
       'copy.json has the title "cStor pools: one volume" of volume.json',
       'pool.json: panel "Phase" query Z queries cstor_pool_health, which nothing exports',
       "pool.json: variable cspi queries cstor_pool_info, which nothing exports",
+      'volume.json: panel "Target state" query A: cstor_volume_target_state has no state "Readonly" (Starting, Serving, ReadOnly, Refused, Stopped)',
     ]);
   });
 

@@ -172,3 +172,26 @@ describe("pool agent: the process the pool Deployment runs, on a zfs-fuse node",
     ).to.equal(4);
   });
 });
+
+describe("pool agent: the process refuses to start without a usable CHAP key", function () {
+  this.timeout(60_000);
+
+  it("exits 1 before it serves anything when its Secret holds a key too short to keep passwords secret, naming the Secret and never the key", async () => {
+    const key = "short-but-secret";
+    const agent = await PoolAgentProcess.spawn(cspiFor("no-key", "node-a", []), "node-a", {}, key);
+    const ending = await agent.exitWithin(30_000);
+    expect(ending, agent.tail()).to.deep.equal({ code: 1, signal: null });
+    // Its stderr may arrive just after its exit.
+    await waitUntil(
+      async () => agent.otherOutput.length > 0,
+      5_000,
+      () => `no output${agent.tail()}`,
+    );
+    const output = agent.otherOutput.join("");
+    expect(output).to.match(
+      /^pool agent failed: CSTOR_REPLICA_CHAP_KEY is 16 characters long: it must have at least 32 .*Secret cstor-replica-chap-key .*docs\/install.md/,
+    );
+    expect(output + JSON.stringify(agent.lines)).to.not.contain(key);
+    expect(agent.lines.map((l) => l.msg)).to.not.include("pool agent started");
+  });
+});

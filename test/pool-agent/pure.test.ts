@@ -1,10 +1,12 @@
 // The agent's pure parts: readiness from a read of the pool, the export plan against what tgtd shows, tgtadm's
 // output, and the configuration's refusals. The process tests (process.test.ts, exports.test.ts) run them for real.
 import { expect } from "chai";
-import { replicaIqn } from "../../lib/volume/iqn.js";
+import { volumeChap } from "../../lib/volume/chap.js";
+import { replicaIqn, targetInitiatorIqn } from "../../lib/volume/iqn.js";
 import { emptyLayout, type PoolStatus } from "../../zfs/parse.js";
 import { loadAgentConfig } from "../../pool-agent/config.js";
-import { planExports, wantedExports } from "../../pool-agent/exports.js";
+import { ConfigError } from "../../lib/settings.js";
+import { actionFields, planExports, wantedExports } from "../../pool-agent/exports.js";
 import type { AgentObservation, ReplicaOnPool } from "../../pool-agent/observe.js";
 import { readiness } from "../../pool-agent/readiness.js";
 import type { TgtTarget } from "../../iscsi/tgt.js";
@@ -29,12 +31,24 @@ const observed = (state: string | undefined, replicas: ReplicaOnPool[] = []): Ag
   ...(state ? { status: status(state) } : {}),
   replicas,
 });
-const target = (tid: number, iqn: string, lun1?: string, acl = ["ALL"]): TgtTarget => ({
+const KEY = "k".repeat(32);
+/** A target as the agent makes it for `volume` (or as `changes` says it differs). */
+const ours = (tid: number, volume: string, changes: Partial<TgtTarget> = {}): TgtTarget => ({
   tid,
-  iqn,
-  luns: lun1 ? { 1: lun1 } : {},
-  acl,
+  iqn: replicaIqn(volume),
+  luns: { 1: { backingStore: `/dev/zvol/${POOL}/${volume}`, flags: ["sync"] } },
+  acl: [targetInitiatorIqn(volume)],
+  accounts: [volume],
+  ...changes,
 });
+const other = (tid: number, accounts: string[] = []): TgtTarget => ({
+  tid,
+  iqn: "iqn.2026-11.org.example:other",
+  luns: {},
+  acl: [],
+  accounts,
+});
+const lun1 = (backingStore: string, flags = ["sync"]) => ({ 1: { backingStore, flags } });
 
 describe("pool agent: readiness", () => {
   it("is ready ONLINE and DEGRADED, and not otherwise, always with the reason", () => {
@@ -70,44 +84,132 @@ describe("pool agent: readiness", () => {
 });
 
 describe("pool agent: export plan", () => {
-  it("creates a target per replica with the smallest free ids, and nothing once tgtd has them (idempotent)", () => {
-    const { wanted } = wantedExports(observed("ONLINE", [replica("v1"), replica("v2")]));
-    const first = planExports(wanted, [target(1, "iqn.2026-11.org.example:other")]);
+  it("creates a target per replica with the smallest free ids, admitting the volume's target with its CHAP, and nothing once tgtd has them (idempotent)", () => {
+    const { wanted } = wantedExports(observed("ONLINE", [replica("v1"), replica("v2")]), KEY);
+    expect(wanted[0]).to.deep.equal({
+      iqn: replicaIqn("v1"),
+      volume: "v1",
+      backingStore: `/dev/zvol/${POOL}/v1`,
+      initiator: targetInitiatorIqn("v1"),
+      chap: volumeChap(KEY, "v1"),
+    });
+    const first = planExports(wanted, [other(1)]);
     expect(first).to.deep.equal([
-      { kind: "create", tid: 2, iqn: replicaIqn("v1"), volume: "v1", backingStore: `/dev/zvol/${POOL}/v1` },
-      { kind: "create", tid: 3, iqn: replicaIqn("v2"), volume: "v2", backingStore: `/dev/zvol/${POOL}/v2` },
+      { kind: "create", tid: 2, iqn: replicaIqn("v1"), want: wanted[0] },
+      { kind: "create", tid: 3, iqn: replicaIqn("v2"), want: wanted[1] },
     ]);
-    const applied = [
-      target(1, "iqn.2026-11.org.example:other"),
-      target(2, replicaIqn("v1"), `/dev/zvol/${POOL}/v1`),
-      target(3, replicaIqn("v2"), `/dev/zvol/${POOL}/v2`),
-    ];
-    expect(planExports(wanted, applied)).to.deep.equal([]);
+    expect(planExports(wanted, [other(1), ours(2, "v1"), ours(3, "v2")])).to.deep.equal([]);
+    // Another key is another password: the plan cannot see it (tgtd never shows one), the pool pod's restart does.
+    expect(
+      wantedExports(observed("ONLINE", [replica("v1")]), "x".repeat(32)).wanted[0].chap,
+    ).to.not.deep.equal(wanted[0].chap);
   });
 
-  it("removes ours that are unwanted or wrong (other backing store, no ACL, a duplicate) and leaves other targets alone", () => {
-    const { wanted } = wantedExports(observed("DEGRADED", [replica("v1"), replica("v2"), replica("v3")]));
+  it("removes ours that are unwanted or wrong (other backing store, cached writes, no ACL, a duplicate) and leaves other targets alone", () => {
+    const { wanted } = wantedExports(
+      observed("DEGRADED", [replica("v1"), replica("v2"), replica("v3"), replica("v4")]),
+      KEY,
+    );
     const plan = planExports(wanted, [
-      target(1, replicaIqn("v1"), "/elsewhere"),
-      target(2, replicaIqn("v2"), `/dev/zvol/${POOL}/v2`, []),
-      target(3, replicaIqn("v3"), `/dev/zvol/${POOL}/v3`),
-      target(4, replicaIqn("v3"), `/dev/zvol/${POOL}/v3`),
-      target(5, replicaIqn("gone"), `/dev/zvol/${POOL}/gone`),
-      target(6, "iqn.2026-11.org.example:other"),
+      ours(1, "v1", { luns: lun1("/elsewhere") }),
+      ours(2, "v2", { acl: [] }),
+      ours(3, "v3"),
+      ours(4, "v3"),
+      ours(5, "gone"),
+      other(6),
+      ours(7, "v4", { luns: lun1(`/dev/zvol/${POOL}/v4`, []) }),
     ]);
-    expect(plan.map((a) => [a.kind, a.tid, a.iqn])).to.deep.equal([
-      ["delete", 1, replicaIqn("v1")],
-      ["delete", 2, replicaIqn("v2")],
-      ["delete", 4, replicaIqn("v3")],
-      ["delete", 5, replicaIqn("gone")],
-      ["create", 1, replicaIqn("v1")],
-      ["create", 2, replicaIqn("v2")],
+    expect(plan.map((a) => [a.kind, a.tid, a.iqn, a.kind === "delete" ? a.why : ""])).to.deep.equal([
+      ["delete", 1, replicaIqn("v1"), `it serves LUN 1 on /elsewhere, not LUN 1 on /dev/zvol/${POOL}/v1`],
+      ["delete", 2, replicaIqn("v2"), "it admits no initiator (an earlier creation stopped half way)"],
+      ["delete", 4, replicaIqn("v3"), "a second target with the same name"],
+      [
+        "delete",
+        5,
+        replicaIqn("gone"),
+        "its replica is not on the pool, is being destroyed, or the pool is not serving",
+      ],
+      ["delete", 7, replicaIqn("v4"), 'its LUN is not written through (backing store flags "", not sync)'],
+      ["create", 1, replicaIqn("v1"), ""],
+      ["create", 2, replicaIqn("v2"), ""],
+      ["create", 4, replicaIqn("v4"), ""],
     ]);
+  });
+
+  it("closes an export that admits ALL, another initiator or no CHAP account: deleted and made again (how exports made before ADR 0040 close on upgrade)", () => {
+    const { wanted } = wantedExports(
+      observed("ONLINE", [replica("v1"), replica("v2"), replica("v3"), replica("v4"), replica("v5")]),
+      KEY,
+    );
+    const plan = planExports(wanted, [
+      // As the agent made them before: ACL ALL, no account, cached writes.
+      ours(1, "v1", { acl: ["ALL"], accounts: [], luns: lun1(`/dev/zvol/${POOL}/v1`, []) }),
+      ours(2, "v2", { acl: ["ALL"] }),
+      ours(3, "v3", { acl: [targetInitiatorIqn("v3"), "iqn.2026-11.org.example:intruder"] }),
+      ours(4, "v4", { accounts: [] }),
+      ours(5, "v5", { accounts: ["v5", "someone"] }),
+    ]);
+    expect(plan.filter((a) => a.kind === "delete").map((a) => [a.tid, a.why])).to.deep.equal([
+      [1, "it admits every initiator (ACL ALL)"],
+      [2, "it admits every initiator (ACL ALL)"],
+      [
+        3,
+        `it admits ${targetInitiatorIqn("v3")}, iqn.2026-11.org.example:intruder, not only ${targetInitiatorIqn("v3")}`,
+      ],
+      [4, "it has no CHAP account, not only the volume's (v4)"],
+      [5, "it has CHAP accounts v5, someone, not only the volume's (v5)"],
+    ]);
+    expect(plan.filter((a) => a.kind === "create").map((a) => [a.tid, a.iqn])).to.deep.equal(
+      [1, 2, 3, 4, 5].map((tid) => [tid, replicaIqn(`v${tid}`)]),
+    );
+  });
+
+  it("deletes a removed export's accounts, but never one a remaining target holds (deleting it would unbind it there)", () => {
+    const { wanted } = wantedExports(observed("ONLINE", [replica("v1")]), KEY);
+    const plan = planExports(wanted, [
+      ours(1, "v1"),
+      // A duplicate of v1 holding v1's account, and one holding an account another target holds too.
+      ours(2, "v1"),
+      ours(3, "gone", { accounts: ["gone", "shared"] }),
+      other(4, ["shared"]),
+    ]);
+    expect(plan).to.deep.equal([
+      {
+        kind: "delete",
+        tid: 2,
+        iqn: replicaIqn("v1"),
+        why: "a second target with the same name",
+        accounts: [],
+      },
+      {
+        kind: "delete",
+        tid: 3,
+        iqn: replicaIqn("gone"),
+        why: "its replica is not on the pool, is being destroyed, or the pool is not serving",
+        accounts: ["gone"],
+      },
+    ]);
+  });
+
+  it("never shows the password in what it logs of an action", () => {
+    const { wanted } = wantedExports(observed("ONLINE", [replica("v1")]), KEY);
+    const [create] = planExports(wanted, []);
+    const fields = actionFields(create);
+    expect(fields).to.deep.equal({
+      kind: "create",
+      tid: 1,
+      iqn: replicaIqn("v1"),
+      volume: "v1",
+      backingStore: `/dev/zvol/${POOL}/v1`,
+      initiator: targetInitiatorIqn("v1"),
+      user: "v1",
+    });
+    expect(JSON.stringify(fields)).to.not.contain(wanted[0].chap.password);
   });
 
   it("serves nothing of a pool that is not serving; skips replicas being destroyed or unfinished, and refuses a name too long for iSCSI", () => {
     for (const state of [undefined, "FAULTED", "UNAVAIL"])
-      expect(wantedExports(observed(state, [replica("v1")])).wanted, String(state)).to.deep.equal([]);
+      expect(wantedExports(observed(state, [replica("v1")]), KEY).wanted, String(state)).to.deep.equal([]);
     const long = "v".repeat(200);
     const result = wantedExports(
       observed("ONLINE", [
@@ -116,6 +218,7 @@ describe("pool agent: export plan", () => {
         replica(long),
         replica("ok"),
       ]),
+      KEY,
     );
     expect(result.wanted.map((w) => w.volume)).to.deep.equal(["ok"]);
     expect(result.refused).to.have.length(1);
@@ -128,6 +231,7 @@ describe("pool agent: configuration", () => {
     const config = loadAgentConfig({
       OPENEBS_IO_CSPI_NAME: "pool-a",
       ZFS_COMMAND_PREFIX: '["nsenter","-t","1","-m","--"]',
+      CSTOR_REPLICA_CHAP_KEY: KEY,
     });
     expect(config).to.deep.include({
       cspi: "pool-a",
@@ -135,32 +239,40 @@ describe("pool agent: configuration", () => {
       port: 9500,
       pollIntervalMs: 10_000,
       tgtadm: ["tgtadm", "-C", "0"],
+      chapKey: KEY,
     });
     expect(config.zfs.zpool).to.deep.equal(["nsenter", "-t", "1", "-m", "--", "zpool"]);
+    const base = { OPENEBS_IO_CSPI_NAME: "pool-a", CSTOR_REPLICA_CHAP_KEY: KEY };
     const refused: [Record<string, string>, RegExp][] = [
       [{}, /^OPENEBS_IO_CSPI_NAME is not set: the pool Deployment sets it/],
       [
-        { OPENEBS_IO_CSPI_NAME: "pool-a", OPENEBS_IO_ZPOOL_NAME: "other" },
+        { ...base, OPENEBS_IO_ZPOOL_NAME: "other" },
         /OPENEBS_IO_ZPOOL_NAME="other" is not the pool of CStorPoolInstance pool-a \(cstor-pool-a\): unset it or set it to cstor-pool-a/,
       ],
+      [{ ...base, PORT: "http" }, /PORT="http" is not a port number \(1-65535\): set e.g. PORT=9500/],
+      [{ ...base, TGT_CONTROL_PORT: "40000" }, /TGT_CONTROL_PORT="40000" is not a port number \(0-32767\)/],
+      [{ ...base, POLL_INTERVAL_SECONDS: "0" }, /POLL_INTERVAL_SECONDS="0" is not a whole number of seconds/],
       [
-        { OPENEBS_IO_CSPI_NAME: "pool-a", PORT: "http" },
-        /PORT="http" is not a port number \(1-65535\): set e.g. PORT=9500/,
-      ],
-      [
-        { OPENEBS_IO_CSPI_NAME: "pool-a", TGT_CONTROL_PORT: "40000" },
-        /TGT_CONTROL_PORT="40000" is not a port number \(0-32767\)/,
-      ],
-      [
-        { OPENEBS_IO_CSPI_NAME: "pool-a", POLL_INTERVAL_SECONDS: "0" },
-        /POLL_INTERVAL_SECONDS="0" is not a whole number of seconds/,
-      ],
-      [
-        { OPENEBS_IO_CSPI_NAME: "pool-a", ZFS_COMMAND_PREFIX: "nsenter -t 1 -m --" },
+        { ...base, ZFS_COMMAND_PREFIX: "nsenter -t 1 -m --" },
         /ZFS_COMMAND_PREFIX must be a JSON array of strings/,
+      ],
+      // No key, or an unusable one: nothing is served, and the message names the Secret and the install step.
+      [
+        { OPENEBS_IO_CSPI_NAME: "pool-a" },
+        /^CSTOR_REPLICA_CHAP_KEY is not set: create the Secret cstor-replica-chap-key \(docs\/install.md\).*The pool agent serves no replica without it; its pool Deployment sets it from the Secret cstor-replica-chap-key \(key "key"\)/,
+      ],
+      [{ ...base, CSTOR_REPLICA_CHAP_KEY: "  " }, /^CSTOR_REPLICA_CHAP_KEY is not set/],
+      [
+        { ...base, CSTOR_REPLICA_CHAP_KEY: "short" },
+        /^CSTOR_REPLICA_CHAP_KEY is 5 characters long: it must have at least 32 .*Secret cstor-replica-chap-key .*docs\/install.md/,
       ],
     ];
     for (const [env, message] of refused)
-      expect(() => loadAgentConfig(env), JSON.stringify(env)).to.throw(message);
+      expect(() => loadAgentConfig(env), JSON.stringify(env)).to.throw(ConfigError, message);
+    // The message never quotes the key it refuses.
+    expect(() => loadAgentConfig({ ...base, CSTOR_REPLICA_CHAP_KEY: "secret-but-short" }))
+      .to.throw(ConfigError)
+      .with.property("message")
+      .that.does.not.contain("secret-but-short");
   });
 });

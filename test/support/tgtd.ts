@@ -5,6 +5,8 @@
 // and its socket files removed when the test ends.
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, rmSync } from "node:fs";
+import { Tgt, type TgtExport } from "../../iscsi/tgt.js";
+import { createRunner } from "../../process/runner.js";
 import { freePorts, waitUntil } from "../../testkit/kube.js";
 import { runProgram } from "./installed.js";
 import { onStop } from "../../testkit/processes.js";
@@ -23,19 +25,11 @@ function unusedControlPort(seed: number): number {
   throw new Error("no free tgtd control port");
 }
 
-/** One LUN 1 target serving a file, CHAP-bound and open to one initiator name only. */
-export interface FileExport {
-  tid: number;
-  iqn: string;
-  file: string;
-  user: string;
-  password: string;
-  initiatorIqn: string;
-}
-
 export class Tgtd {
   private readonly log: string[] = [];
-  private readonly exported: FileExport[] = [];
+  private readonly exported: TgtExport[] = [];
+  /** The pool agent's own tgtadm helpers (iscsi/tgt.ts), on this tgtd's control port. */
+  readonly tgt: Tgt;
 
   private constructor(
     private readonly child: ChildProcess,
@@ -47,6 +41,7 @@ export class Tgtd {
   ) {
     for (const stream of [child.stdout!, child.stderr!])
       stream.on("data", (chunk: Buffer) => this.log.push(chunk.toString("utf8")));
+    this.tgt = new Tgt(createRunner(), ["tgtadm", "-C", String(controlPort)]);
   }
 
   /** A tgtd inside a simulated node, on 127.0.0.1 and a free port. */
@@ -55,8 +50,14 @@ export class Tgtd {
     return Tgtd.startIn(node.commandPrefix, `127.0.0.1:${iscsiPort}`, unusedControlPort(iscsiPort));
   }
 
+  /** A tgtd on this host, on 127.0.0.1 and a free port. */
+  static async onHost(): Promise<Tgtd> {
+    const [iscsiPort] = await freePorts(1);
+    return Tgtd.startIn([], `127.0.0.1:${iscsiPort}`, unusedControlPort(iscsiPort));
+  }
+
   /**
-   * A tgtd run through `commandPrefix` (a node's nsenter, a test network's `ip netns exec`) on `portal`. The
+   * A tgtd run through `commandPrefix` (a node's nsenter, a test network's `ip netns exec`; none: this host) on `portal`. The
    * control port defaults to an unused one; restart() passes the old one.
    */
   static async startIn(
@@ -65,12 +66,16 @@ export class Tgtd {
     controlPort = unusedControlPort(process.pid + Math.floor(Math.random() * 32767)),
   ): Promise<Tgtd> {
     claimed.add(controlPort);
-    const [enter, ...enterArgs] = commandPrefix;
-    const child = spawn(
-      enter,
-      [...enterArgs, "tgtd", "-f", "-C", String(controlPort), "--iscsi", `portal=${portal}`],
-      { stdio: ["ignore", "pipe", "pipe"] },
-    );
+    const [file, ...args] = [
+      ...commandPrefix,
+      "tgtd",
+      "-f",
+      "-C",
+      String(controlPort),
+      "--iscsi",
+      `portal=${portal}`,
+    ];
+    const child = spawn(file, args, { stdio: ["ignore", "pipe", "pipe"] });
     const tgtd = new Tgtd(child, controlPort, portal, commandPrefix);
     onStop(() => tgtd.stop());
     await waitUntil(
@@ -91,19 +96,12 @@ export class Tgtd {
     });
   }
 
-  private async must(...args: string[]): Promise<void> {
-    const result = await this.tgtadm(...args);
-    if (result.code !== 0) throw new Error(`tgtadm ${args.join(" ")}: ${result.stderr || result.stdout}`);
-  }
-
-  /** Exports `file` as LUN 1 of a new target: CHAP account bound to it, only `initiatorIqn` admitted. */
-  async exportFile(spec: FileExport): Promise<void> {
-    const tid = String(spec.tid);
-    await this.must("--op", "new", "--mode", "target", "--tid", tid, "-T", spec.iqn);
-    await this.must("--op", "new", "--mode", "logicalunit", "--tid", tid, "--lun", "1", "-b", spec.file);
-    await this.must("--op", "new", "--mode", "account", "--user", spec.user, "--password", spec.password);
-    await this.must("--op", "bind", "--mode", "account", "--tid", tid, "--user", spec.user);
-    await this.must("--op", "bind", "--mode", "target", "--tid", tid, "--initiator-name", spec.initiatorIqn);
+  /**
+   * Exports a file or device as the pool agent does (iscsi/tgt.ts): LUN 1 written through, a CHAP account bound,
+   * only `initiatorName` admitted. A restart() exports it again.
+   */
+  async export(spec: TgtExport): Promise<void> {
+    await this.tgt.create(spec);
     this.exported.push(spec);
   }
 
@@ -111,7 +109,7 @@ export class Tgtd {
   async restart(): Promise<Tgtd> {
     await this.kill();
     const again = await Tgtd.startIn(this.commandPrefix, this.portal, this.controlPort);
-    for (const spec of this.exported) await again.exportFile(spec);
+    for (const spec of this.exported) await again.export(spec);
     return again;
   }
 

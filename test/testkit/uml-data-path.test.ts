@@ -66,7 +66,14 @@ describe("data path in user-mode-linux: md RAID1 over three iSCSI replicas", fun
         const iqn = `iqn.2026-11.io.cstor-pool-operator.test:replica-${i}`;
         const tgtd = await Tgtd.startIn(network.prefix, `${network.hostAddress}:${3261 + i}`);
         replicas.push({ tgtd, iqn, file });
-        await tgtd.exportFile({ tid: 1, iqn, file, user: USER, password: PASSWORD, initiatorIqn });
+        await tgtd.export({
+          tid: 1,
+          iqn,
+          backingStore: file,
+          initiatorName: initiatorIqn,
+          user: USER,
+          password: PASSWORD,
+        });
       }
     };
     const [booted] = await Promise.all([

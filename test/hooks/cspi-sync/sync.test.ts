@@ -209,6 +209,11 @@ describe("cspi-sync", () => {
         { name: "OPENEBS_IO_ZPOOL_NAME", value: "cstor-cstor-pool-stripe-57f22c" },
         { name: "ZFS_COMMAND_PREFIX", value: '["nsenter","-t","1","-m","--"]' },
         { name: "PORT", value: "9500" },
+        // Not optional: a pool pod without the Secret does not start, so nothing is served without CHAP.
+        {
+          name: "CSTOR_REPLICA_CHAP_KEY",
+          valueFrom: { secretKeyRef: { key: "key", name: "cstor-replica-chap-key" } },
+        },
       ]);
       expect(
         spec.hostPID,
