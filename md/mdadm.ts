@@ -133,11 +133,11 @@ export class Mdadm {
    */
   async create(spec: ArraySpec): Promise<string> {
     const { name, uuid, disks } = checkSpec(spec);
-    for (const disk of disks) {
-      const found = await this.examine(disk);
+    const examined = await Promise.all(disks.map((disk) => this.examine(disk)));
+    for (const found of examined) {
       if (found)
         throw new Error(
-          `refusing to create array ${name}: ${disk} already carries an md superblock of array ` +
+          `refusing to create array ${name}: ${found.disk} already carries an md superblock of array ` +
             `${found.arrayUuid} (name ${found.name ?? "none"}, events ${found.events}); assemble it instead`,
         );
     }
