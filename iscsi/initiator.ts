@@ -258,7 +258,7 @@ export function ifaceValue(shown: string, key: string): string | undefined {
 }
 
 /** "10.0.0.1:3260", "[fd00::1]:3260"; iscsiadm and sysfs agree on this once brackets are settled. */
-export function normalPortal(portal: string): string {
+function normalPortal(portal: string): string {
   return portal.trim().toLowerCase();
 }
 

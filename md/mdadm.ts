@@ -63,7 +63,7 @@ export interface MdLeg {
 export interface ArrayState {
   /** "md127" */
   kernelName: string;
-  /** The array's UUID, canonical (md/uuid). */
+  /** The array's UUID, canonical (/sys/block/mdN/md/uuid). */
   uuid: string;
   /** clean, active, active-idle, readonly, read-auto, inactive, clear ... */
   arrayState: string;
@@ -133,11 +133,11 @@ export class Mdadm {
    */
   async create(spec: ArraySpec): Promise<string> {
     const { name, uuid, disks } = checkSpec(spec);
-    for (const disk of disks) {
-      const found = await this.examine(disk);
+    const examined = await Promise.all(disks.map((disk) => this.examine(disk)));
+    for (const found of examined) {
       if (found)
         throw new Error(
-          `refusing to create array ${name}: ${disk} already carries an md superblock of array ` +
+          `refusing to create array ${name}: ${found.disk} already carries an md superblock of array ` +
             `${found.arrayUuid} (name ${found.name ?? "none"}, events ${found.events}); assemble it instead`,
         );
     }
@@ -186,7 +186,7 @@ export class Mdadm {
     return exists === undefined ? undefined : kernelName;
   }
 
-  /** The kernel name of the array whose md/uuid is `uuid`, if one exists (any state). */
+  /** The kernel name of the array whose /sys/block/mdN/md/uuid is `uuid`, if one exists (any state). */
   async findByUuid(uuid: string): Promise<string | undefined> {
     const wanted = canonicalUuid(uuid, "uuid");
     const block = join(this.options.sysfs, "block");
@@ -411,7 +411,7 @@ export function parseBlockStat(text: string): BlockStat {
   };
 }
 
-/** md/sync_completed: "done / total" in sectors, or "none". */
+/** /sys/block/mdN/md/sync_completed: "done / total" in sectors, or "none". */
 export function parseSyncCompleted(text: string): { done: number; total: number } | undefined {
   const trimmed = text.trim();
   if (trimmed === "none" || trimmed === "delayed") return undefined;

@@ -1,4 +1,4 @@
-// The volume target's kernel adapters (iscsi/initiator.ts, md/mdadm.ts, iscsi/lio.ts; docs/adr/0039 and 0040)
+// The volume target's kernel adapters (iscsi/initiator.ts, md/mdadm.ts, iscsi/lio.ts; ADR 39 and 40)
 // as real code in a real kernel: one user-mode-linux guest (testkit/uml/guest.ts) runs them through a driver
 // (uml-kernel-adapters.driver.ts, transpiled by testkit/uml/guest-node.ts) against three tgtd replicas on this
 // host, as the target runs them against the pool agents' exports. The legs log in through an interface record
@@ -94,13 +94,13 @@ describe("volume target kernel adapters in user-mode-linux: open-iscsi legs, md 
         const tgtd = await Tgtd.startIn(network.prefix, `${network.hostAddress}:${3261 + i}`);
         replicas.push({ tgtd, iqn, file });
         // Only the legs' interface may log in: the guest's own initiator name is not admitted.
-        await tgtd.exportFile({
+        await tgtd.export({
           tid: 1,
           iqn,
-          file,
+          backingStore: file,
+          initiatorName: legsIqn,
           user: "leg-user",
           password: "leg-secret-1234",
-          initiatorIqn: legsIqn,
         });
       }
     };
@@ -181,6 +181,10 @@ describe("volume target kernel adapters in user-mode-linux: open-iscsi legs, md 
     state.kernelName = up.created;
     state.disks = up.disks;
     expect(up.sessions).to.have.length(3);
+    expect(
+      up.sessionsBefore.map((s: any) => s.sid),
+      "a second login of a logged-in leg makes no session",
+    ).to.deep.equal(up.sessions.map((s: any) => s.sid));
     for (const [i, replica] of replicas.entries()) {
       const s = (up.sessions as any[]).find((session) => session.targetIqn === replica.iqn);
       expect(s, replica.iqn).to.include({
@@ -282,6 +286,11 @@ describe("volume target kernel adapters in user-mode-linux: open-iscsi legs, md 
       fileRegionSha(r.file, superblocks[i].dataOffsetSectors * 512, written.length),
     );
     expect(legs).to.deep.equal([expected, expected, expected]);
+    const rest = replicas.map((r, i) => {
+      const from = superblocks[i].dataOffsetSectors * 512 + written.length;
+      return fileRegionSha(r.file, from, REPLICA_MIB * MiB - from);
+    });
+    expect(new Set(rest).size, "the rest of every replica's data region").to.equal(1);
   });
 
   it("removes the LIO export, stops the array, assembles it again from its legs and logs out", async () => {
