@@ -51,6 +51,13 @@ const HBA = "iblock_0";
 /** The name of the link from an ACL's mapped LUN to the TPG's LUN (any name works; targetcli uses a hash). */
 const MAP_LINK = "map";
 
+/**
+ * How long LIO waits for the data of a write it asked for before it closes the initiator's connection (its
+ * default is 3 s, LIO allows 2 to 60). A busy application node missed 3 s in the data-path test, mid-write, and
+ * the reconnect cost far more than the wait.
+ */
+export const DATAOUT_TIMEOUT_SECONDS = 15;
+
 export class Lio {
   constructor(private readonly root = "/sys/kernel/config/target") {}
 
@@ -161,6 +168,7 @@ export class Lio {
       await writeIfDifferent(join(aclDir, "auth", "userid"), acl.user);
       await writeIfDifferent(join(aclDir, "auth", "password"), acl.password);
       await writeIfDifferent(join(mapped, "write_protect"), acl.writeProtect ? "1" : "0");
+      await writeIfDifferent(join(aclDir, "attrib", "dataout_timeout"), String(DATAOUT_TIMEOUT_SECONDS));
     }
   }
 

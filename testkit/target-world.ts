@@ -45,6 +45,8 @@ export interface TargetWorldOptions {
   chapKey?: string;
   /** Guests booted while the rest is set up (each boot takes 5-25 s): their names, in index order. */
   guests?: readonly string[];
+  /** Boot options of some of those guests, by name (an application node's long replacement timeout, say). */
+  guestOptions?: Readonly<Record<string, Partial<GuestOptions>>>;
 }
 
 /** One replica's place: its node, that node's daemon, its pool and the pool pod serving it. */
@@ -160,7 +162,7 @@ class World implements TargetWorld {
     const count = this.options.replicas ?? 3;
     this.network = await TestNetwork.create();
     // The guests boot while the nodes, pools and replicas are made: they need only the network.
-    const booting = guests.map((name) => this.bootGuest(name));
+    const booting = guests.map((name) => this.bootGuest(name, this.options.guestOptions?.[name]));
     const setUp = (async () => {
       this.cluster = await this.timed("the apiserver, project installed", () => projectInstalled());
       await this.ensureDefaultServiceAccount();

@@ -133,22 +133,29 @@ export class TargetAgent {
     }
   }
 
-  /** Each step in order; a failed step is logged and said in the status, and the next pass tries again. */
+  /**
+   * Logins first and at once (each takes seconds, and a new volume waits for every leg), then the other steps in
+   * order; a failed step is logged and said in the status, and the next pass tries again.
+   */
   private async applySteps(steps: readonly Step[], desired: DesiredVolume, cv: CV): Promise<string[]> {
     const failures: string[] = [];
-    for (const step of steps) {
+    const apply = async (step: Step): Promise<boolean> => {
       try {
         await this.applyStep(step, desired, cv);
         this.deps.logger.info(`${step.kind} done`, { ...step });
+        return true;
       } catch (error) {
         const message = (error as Error).message;
         this.deps.logger.warn(`${step.kind} failed`, { ...step, error: message });
         failures.push(
           `${step.kind} ${"disk" in step ? step.disk : "portal" in step ? step.portal : ""} failed: ${message}`,
         );
-        if (step.kind === "create" || step.kind === "assemble") break;
+        return false;
       }
-    }
+    };
+    await Promise.all(steps.filter((step) => step.kind === "login").map(apply));
+    for (const step of steps.filter((s) => s.kind !== "login"))
+      if (!(await apply(step)) && (step.kind === "create" || step.kind === "assemble")) break;
     return failures;
   }
 

@@ -81,7 +81,7 @@ interface LocatedLeg extends DesiredLeg {
 
 export function planTarget(desired: DesiredVolume, kernel: KernelView): TargetPlan {
   const located = desired.legs.map((leg) => locate(leg, desired.replicaIqn, kernel.sessions));
-  const steps: Step[] = [...loginSteps(located), ...staleSessionSteps(desired, kernel)];
+  const steps: Step[] = [...loginSteps(located, desired.replicaIqn), ...staleSessionSteps(desired, kernel)];
   const part = kernel.array
     ? planMembers(desired, located, kernel.array, kernel.examined)
     : planAssembly(desired, located, kernel.examined);
@@ -100,10 +100,19 @@ function locate(leg: DesiredLeg, replicaIqn: string, sessions: readonly SessionV
   return { ...leg, session, disk: lun.disk };
 }
 
-function loginSteps(located: readonly LocatedLeg[]): Step[] {
-  return located
-    .filter((leg) => leg.portal && !leg.session)
-    .map((leg) => ({ kind: "login", portal: leg.portal!, replicaId: leg.replicaId }));
+/**
+ * A leg without a session logs in. A session open-iscsi gave up on (FREE: the export was gone when it
+ * reconnected, as when a replica's tgtd restarts before its agent exported again) never comes back by itself:
+ * it is logged out here and in again at the next pass.
+ */
+function loginSteps(located: readonly LocatedLeg[], replicaIqn: string): Step[] {
+  return located.flatMap((leg): Step[] => {
+    if (!leg.portal) return [];
+    if (!leg.session) return [{ kind: "login", portal: leg.portal, replicaId: leg.replicaId }];
+    if (leg.session.state !== "FREE") return [];
+    const why = `its session to ${leg.portal} was given up (FREE); logging in again`;
+    return [{ kind: "logout", targetIqn: replicaIqn, portal: leg.portal, why }];
+  });
 }
 
 /** Sessions to a portal no replica has any more (the replica left the volume, or its pool pod moved). */

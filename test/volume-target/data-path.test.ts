@@ -20,6 +20,7 @@ import { waitUntil } from "../../testkit/kube.js";
 import { runChecked } from "../../testkit/uml/network.js";
 import { startTargetWorld, type TargetWorld } from "../../testkit/target-world.js";
 import type { GuestProcess } from "../../testkit/uml/guest-process.js";
+import { compileForGuest, guestBuildDir } from "../../testkit/uml/guest-node.js";
 import type { UmlGuest } from "../../testkit/uml/guest.js";
 import { shippedRules, testRules } from "../support/monitoring.js";
 
@@ -36,6 +37,9 @@ describe("volume target: md RAID1 over three replicas, served by LIO, in user-mo
   let targetNode: UmlGuest;
   let dir: string;
   let service: string;
+  /** The agent, transpiled on the host: tsx takes 10-40 s to start in a guest, plain node a few. */
+  let agentMain: string;
+  let buildDir: string;
   const timings: string[] = [];
   const written: { name: string; sum: string }[] = [];
   const scrapes: Map<string, number>[] = [];
@@ -88,8 +92,9 @@ describe("volume target: md RAID1 over three replicas, served by LIO, in user-mo
     targetNode = node;
     target = await world.startProcess(node, {
       label: `volume target on ${node.name}`,
-      argv: [process.execPath, "--import", "tsx", "volume-target/main.ts"],
+      argv: [process.execPath, agentMain],
       env: {
+        PATH: "/usr/sbin:/usr/bin:/sbin:/bin",
         OPENEBS_IO_CSTOR_VOLUME: world.volume,
         NAMESPACE: world.namespace,
         NODE_NAME: node.name,
@@ -107,8 +112,16 @@ describe("volume target: md RAID1 over three replicas, served by LIO, in user-mo
   before(async function () {
     this.timeout(6 * 60_000);
     dir = mkdtempSync(join(tmpdir(), "cstor-target-e2e-"));
+    buildDir = guestBuildDir("volume-target");
+    agentMain = compileForGuest("volume-target/main.ts", buildDir);
     world = await timed("the world: apiserver, 3 nodes, pools, replicas, exports, 3 guests", () =>
-      startTargetWorld({ replicas: 3, capacity: "128Mi", guests: ["tgt-a", "app", "tgt-b"] }),
+      startTargetWorld({
+        replicas: 3,
+        capacity: "128Mi",
+        guests: ["tgt-a", "app", "tgt-b"],
+        // An application node keeps open-iscsi's long default: a target that moves must queue its I/O, not fail it.
+        guestOptions: { app: { replacementTimeoutSeconds: 120 } },
+      }),
     );
     app = world.guests.get("app")!;
     service = `10.200.${world.network.subnet}.${SERVICE_HOST}`;
@@ -150,6 +163,7 @@ describe("volume target: md RAID1 over three replicas, served by LIO, in user-mo
     this.timeout(3 * 60_000);
     await world?.stop();
     rmSync(dir, { recursive: true, force: true });
+    rmSync(buildDir, { recursive: true, force: true });
     if (process.env.UML_TIMINGS) console.log(timings.map((t) => `    ${t}`).join("\n"));
   });
 
@@ -254,7 +268,7 @@ describe("volume target: md RAID1 over three replicas, served by LIO, in user-mo
           "GET",
           `/apis/${API_VERSION}/namespaces/${world.namespace}/cstorvolumereplicas/${rebuilding}`,
         );
-        return (cvr.body as any).metadata.annotations?.[ANNOTATION.replicaCaughtUp] === "true";
+        return (cvr.body).metadata.annotations?.[ANNOTATION.replicaCaughtUp] === "true";
       },
       60_000,
       () => `the agent never confirmed ${rebuilding} caught up${target?.tail(30)}`,
@@ -269,7 +283,7 @@ describe("volume target: md RAID1 over three replicas, served by LIO, in user-mo
       `md=$(readlink -f /dev/md/cstor-*); size=$(cat /sys/block/\${md##*/}/size)
 for d in /sys/block/\${md##*/}/md/dev-*; do
   leg=\${d##*/dev-}; off=$(cat $d/offset)
-  echo "$leg $(dd if=/dev/$leg bs=512 skip=$off count=$size iflag=direct status=none | sha256sum)"
+  echo "$leg $(dd if=/dev/$leg bs=1M skip=$((off * 512)) count=$((size * 512)) iflag=direct,skip_bytes,count_bytes status=none | sha256sum)"
 done`,
       { timeoutMs: 180_000 },
     );
@@ -360,7 +374,7 @@ done`,
     const ended = await timed("SIGTERM the target", () => target!.stop(60_000));
     expect(ended.code, target!.tail()).to.equal(0);
     const left = await targetNode.run(
-      `ls /dev/md/ 2>/dev/null; ls /sys/kernel/config/target/iscsi/ | grep -c ':' || true
+      `grep '^md' /proc/mdstat; ls /sys/kernel/config/target/iscsi/ | grep -c ':' || true
 for s in /sys/class/iscsi_session/session*; do [ -e "$s" ] && cat $s/targetname; done; true`,
     );
     expect(left.trim(), "no array, no LIO target, no session left").to.equal("0");

@@ -200,6 +200,29 @@ describe("volume target: the plan of a pass", () => {
       expect(one.replicas.map((r) => r.state)).to.deep.equal(["InSync", "Offline", "Offline"]);
     });
 
+    it("logs out of a session open-iscsi gave up on, so that the next pass logs in again", () => {
+      const given = [session(0), session(1), session(2, { state: "FREE" })];
+      const md = array([
+        ["sdb", ["in_sync"]],
+        ["sdc", ["in_sync"]],
+        ["sdd", ["faulty"]],
+      ]);
+      const plan = planTarget(volume(), view(given, {}, md));
+      expect(plan.steps).to.deep.equal([
+        {
+          kind: "logout",
+          targetIqn: IQN,
+          portal: PORTALS[2],
+          why: `its session to ${PORTALS[2]} was given up (FREE); logging in again`,
+        },
+      ]);
+      const gone = planTarget(volume(), view(given.slice(0, 2), {}, md));
+      expect(gone.steps).to.deep.equal([
+        { kind: "login", portal: PORTALS[2], replicaId: "r2" },
+        { kind: "remove", disk: "sdd", why: "its replica's session is gone" },
+      ]);
+    });
+
     it("re-adds a failed leg once its session is back, from the bitmap", () => {
       const plan = planTarget(
         volume(),

@@ -2,8 +2,8 @@
 // far too slow there: its loader thread and esbuild's service took 26-39 s per start in the guest at load 8,
 // plain node 5-7 s (and about 1 s on an idle host). So the host transpiles the entry file and every file it
 // imports relatively, one file at a time (no type check: tsc checks the repository), into a directory of
-// plain ES modules that the guest's node runs. Only node: built-ins may be imported by name: the guest
-// resolves nothing from node_modules for these files.
+// plain ES modules that the guest's node runs. Packages (node_modules) may be imported by name only when the
+// output directory is inside the repository, where node finds them as the image's node finds them in /app.
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import ts from "typescript";
@@ -14,6 +14,7 @@ import { REPO_ROOT } from "../kube.js";
  * under the repository; resolves with the entry's .js path to give `node`.
  */
 export function compileForGuest(entry: string, outDir: string): string {
+  const insideRepository = !relative(REPO_ROOT, resolve(outDir)).startsWith("..");
   const done = new Set<string>();
   const pending = [resolve(REPO_ROOT, entry)];
   for (let file = pending.pop(); file !== undefined; file = pending.pop()) {
@@ -22,9 +23,9 @@ export function compileForGuest(entry: string, outDir: string): string {
     const source = readFileSync(file, "utf8");
     for (const { fileName } of ts.preProcessFile(source, true, true).importedFiles) {
       if (fileName.startsWith(".")) pending.push(resolve(dirname(file), fileName.replace(/\.js$/, ".ts")));
-      else if (!fileName.startsWith("node:"))
+      else if (!fileName.startsWith("node:") && !insideRepository)
         throw new Error(
-          `${relative(REPO_ROOT, file)} imports ${fileName}: guest code may import node: modules only`,
+          `${relative(REPO_ROOT, file)} imports ${fileName}: compile it into a directory inside the repository (guestBuildDir) to import packages`,
         );
     }
     const { outputText } = ts.transpileModule(source, {
@@ -41,4 +42,11 @@ export function compileForGuest(entry: string, outDir: string): string {
   }
   writeFileSync(join(outDir, "package.json"), '{ "type": "module" }\n');
   return join(outDir, entry.replace(/\.ts$/, ".js"));
+}
+
+/** A directory inside the repository (ignored by git) for code that imports packages; removed by the caller. */
+export function guestBuildDir(label: string): string {
+  const dir = join(REPO_ROOT, ".cache", "uml-guest", `${label}-${process.pid}`);
+  mkdirSync(dir, { recursive: true });
+  return dir;
 }
