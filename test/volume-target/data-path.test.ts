@@ -268,7 +268,7 @@ describe("volume target: md RAID1 over three replicas, served by LIO, in user-mo
           "GET",
           `/apis/${API_VERSION}/namespaces/${world.namespace}/cstorvolumereplicas/${rebuilding}`,
         );
-        return (cvr.body).metadata.annotations?.[ANNOTATION.replicaCaughtUp] === "true";
+        return cvr.body.metadata.annotations?.[ANNOTATION.replicaCaughtUp] === "true";
       },
       60_000,
       () => `the agent never confirmed ${rebuilding} caught up${target?.tail(30)}`,
