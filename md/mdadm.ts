@@ -3,7 +3,7 @@
 // observed (a fork costs 0.1-0.5 s in a slow guest, a sysfs read nothing). Arrays are metadata 1.2 with an
 // internal bitmap of 1 MiB chunks, so a returning leg catches up from the bitmap; an array is created only
 // over legs without a superblock and never with --force or --assume-clean. Parsing is pure and separate.
-import { readdir, readFile, readlink } from "node:fs/promises";
+import { readdir, readFile, readlink, stat, writeFile } from "node:fs/promises";
 import { basename, join } from "node:path";
 import { CommandError, type Runner } from "../process/runner.js";
 
@@ -272,11 +272,22 @@ export class Mdadm {
     await this.run([this.devPath(kernelName), "--re-add", this.devPath(disk)]);
   }
 
-  /** Fails `disk` (unless md already did) and removes it from the array; nothing to do when it is not in it. */
+  /**
+   * Fails `disk` (unless md already did) and removes it from the array; nothing to do when it is not in it. A
+   * member whose device is gone (its session logged out) has no node mdadm could name: md's own sysfs file
+   * takes it out, as `mdadm --remove detached` would.
+   */
   async remove(kernelName: string, disk: string): Promise<void> {
     checkDisk(disk);
     const leg = (await this.state(kernelName)).legs.find((l) => l.disk === disk);
     if (!leg) return;
+    const node = await stat(this.devPath(disk)).catch(ignoreMissing);
+    if (node === undefined) {
+      const state = join(this.mdDir(kernelName), `dev-${disk}`, "state");
+      if (!leg.states.includes("faulty")) await writeFile(state, "faulty");
+      await writeFile(state, "remove");
+      return;
+    }
     if (!leg.states.includes("faulty"))
       await this.run([this.devPath(kernelName), "--fail", this.devPath(disk)]);
     await this.run([this.devPath(kernelName), "--remove", this.devPath(disk)]);

@@ -228,7 +228,8 @@ function planMembers(
   });
   const steps = verdicts.flatMap((v) => (v.step ? [v.step] : []));
   return {
-    steps: [...resizeSteps(desired, array, steps), ...steps, ...orphanSteps(legs, array)],
+    // Dead members first: md has no slot for a returning leg while its old, gone device still holds one.
+    steps: [...orphanSteps(legs, array), ...resizeSteps(desired, array, steps), ...steps],
     replicas: verdicts.map((v) => v.replica),
     assembled: true,
     healthy: verdicts.filter((v) => v.replica.state === "InSync").length,

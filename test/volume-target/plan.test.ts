@@ -221,6 +221,15 @@ describe("volume target: the plan of a pass", () => {
         { kind: "login", portal: PORTALS[2], replicaId: "r2" },
         { kind: "remove", disk: "sdd", why: "its replica's session is gone" },
       ]);
+      // Logged in again under a new disk name: the dead member goes first, then the leg returns from the bitmap.
+      const again = [
+        ...given.slice(0, 2),
+        session(2, { sid: 7, luns: { 1: { disk: "sde", state: "running" } } }),
+      ];
+      expect(planTarget(volume(), view(again, { sde: sb(2, 30) }, md)).steps).to.deep.equal([
+        { kind: "remove", disk: "sdd", why: "its replica's session is gone" },
+        { kind: "reAdd", disk: "sde", replicaId: "r2" },
+      ]);
     });
 
     it("re-adds a failed leg once its session is back, from the bitmap", () => {
