@@ -22,7 +22,7 @@ import { replicaIqn } from "../lib/volume/iqn.js";
 import { REPLICA_FILE } from "../zfs/layout.js";
 import { INSTALL_NAMESPACE, projectInstalled, waitUntil, type Identity, type KubeCluster } from "./kube.js";
 import { DaemonProcess, shippedDaemonEnv } from "./node-daemon-process.js";
-import { PoolSite } from "./pool-site.js";
+import { NODE_PROCESS_START_MS, PoolSite } from "./pool-site.js";
 import { ApiBridge } from "./uml/api-bridge.js";
 import { GuestProcess, type GuestProcessOptions } from "./uml/guest-process.js";
 import { UmlGuest, type GuestOptions } from "./uml/guest.js";
@@ -235,19 +235,21 @@ class World implements TargetWorld {
     env: (nodeName: string) => Record<string, string>;
   }): Promise<{ daemon: DaemonProcess; cvr: string }> {
     const { nodeName, node, cspi, identity, env } = input;
-    const daemon = await this.timed(`node daemon ${nodeName}`, () =>
-      DaemonProcess.start({
-        env: env(nodeName),
-        kubeconfig: identity.kubeconfig,
-        overrides: {
-          ZFS_COMMAND_PREFIX: node.commandPrefixEnv,
-          STATUS_INTERVAL_SECONDS: "3",
-          CSTOR_REPLICA_BACKEND: "file",
-          CSTOR_REPLICA_FILE_DIR: this.replicaDir,
-        },
-      }),
-    );
+    // Spawned, then awaited for NODE_PROCESS_START_MS rather than DaemonProcess.start's minute.
+    const daemon = await DaemonProcess.spawn({
+      env: env(nodeName),
+      kubeconfig: identity.kubeconfig,
+      overrides: {
+        ZFS_COMMAND_PREFIX: node.commandPrefixEnv,
+        STATUS_INTERVAL_SECONDS: "3",
+        CSTOR_REPLICA_BACKEND: "file",
+        CSTOR_REPLICA_FILE_DIR: this.replicaDir,
+      },
+    });
     this.daemons.push(daemon);
+    await this.timed(`node daemon ${nodeName}`, () =>
+      daemon.logged("node daemon started", NODE_PROCESS_START_MS),
+    );
     const cspiName = cspi.metadata.name!;
     await this.timed(`pool ${cspiName} ONLINE`, async () => {
       await this.apply(cspi, `cstorpoolinstances/${cspiName}`);

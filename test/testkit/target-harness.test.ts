@@ -69,7 +69,7 @@ describe("testkit: the volume target's world (API bridge, guest processes, pool 
   after(async function () {
     this.timeout(3 * 60_000);
     await world?.stop();
-    if (process.env.UML_TIMINGS) console.log(world?.timings.map((t) => `    ${t}`).join("\n"));
+    if (process.env.UML_TIMINGS && world) console.log(world.timings.map((t) => `    ${t}`).join("\n"));
   });
 
   it("reaches the apiserver from a guest through the bridge as a ServiceAccount, TLS verified against the certificate's name", async () => {
