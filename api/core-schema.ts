@@ -74,6 +74,11 @@ const IscsiSourceSchema = Type.Object(
     lun: Type.Integer(),
     fsType: Type.Optional(Type.String()),
     readOnly: Type.Optional(Type.Boolean()),
+    initiatorName: Type.Optional(Type.String()),
+    chapAuthSession: Type.Optional(Type.Boolean()),
+    secretRef: Type.Optional(
+      Type.Object({ name: Type.String(), namespace: Type.Optional(Type.String()) }, open),
+    ),
   },
   open,
 );

@@ -8,7 +8,7 @@ import { LABEL, TYPE_KEY } from "../api/constants.js";
 import type { CSPI, CVR, CVCStatus, KubeObject } from "../api/types.js";
 import { handleCvStatus } from "../hooks/cv-status/sync.js";
 import { handleCvcSync } from "../hooks/cvc-sync/sync.js";
-import { DEFAULT_HOOK_CONFIG } from "../lib/hook-config.js";
+import { TEST_HOOK_CONFIG } from "../testkit/hook-config.js";
 import { createLogger } from "../runtime/log.js";
 import { replicaName } from "../lib/names.js";
 import { replicasOnPool } from "../node-daemon/daemon.js";
@@ -244,7 +244,7 @@ export interface VolumeResults {
   growth: Record<"placement" | "bound" | "plan" | "pick", { hook: Growth; control?: Growth }>;
 }
 
-const cvcHook = (body: unknown) => handleCvcSync(body, clock, DEFAULT_HOOK_CONFIG);
+const cvcHook = (body: unknown) => handleCvcSync(body, clock, TEST_HOOK_CONFIG);
 
 function checked(request: Request, phase: NonNullable<CVCStatus["phase"]>, placed: boolean): Request {
   const { status } = cvcHook(structuredClone(request)) as { status: CVCStatus };

@@ -3,6 +3,7 @@
 import { DEFAULTS } from "../api/constants.js";
 import { ConfigError, STALE_STATUS_SECONDS_ENV, wholeSeconds } from "./settings.js";
 import { isDnsSubdomain } from "./names.js";
+import { CHAP_KEY_ENV, CHAP_KEY_SECRET, CHAP_KEY_SECRET_KEY, chapKeyProblem } from "./volume/chap.js";
 
 export { ConfigError };
 
@@ -20,6 +21,12 @@ export interface VolumeTargetConfig {
   image: string;
   /** Secrets the kubelet uses to pull it; the same list as the pool pod's. */
   imagePullSecrets: string[];
+  /**
+   * The cluster's CHAP key (docs/adr/0040-the-target-agent-credentials-names-and-status.md), from which each
+   * volume's credentials are derived. Without it no volume gets a target: the hooks never fall back to a
+   * known password.
+   */
+  chapKey?: string;
 }
 
 export interface HookConfig {
@@ -53,6 +60,7 @@ export const CONFIG_ENV = {
   baseDir: "OPENEBS_IO_BASE_DIR",
   staleStatusSeconds: STALE_STATUS_SECONDS_ENV,
   resyncSeconds: "HOOK_RESYNC_SECONDS",
+  chapKey: CHAP_KEY_ENV,
 } as const;
 
 /** Upstream's zrepl pool image, by repository name (any registry or mirror). */
@@ -108,6 +116,7 @@ export function loadHookConfig(env: Readonly<Record<string, string | undefined>>
   }
 
   const imagePullSecrets = [...new Set(pullSecrets)].sort();
+  const chapKey = chapKeyOf(env);
   return {
     poolPod: {
       poolImage,
@@ -117,8 +126,25 @@ export function loadHookConfig(env: Readonly<Record<string, string | undefined>>
     volumeTarget: {
       image: image(CONFIG_ENV.targetImage, DEFAULT_HOOK_CONFIG.volumeTarget.image),
       imagePullSecrets,
+      ...(chapKey !== undefined ? { chapKey } : {}),
     },
     staleStatusSeconds: seconds(CONFIG_ENV.staleStatusSeconds, DEFAULT_HOOK_CONFIG.staleStatusSeconds),
     resyncSeconds: seconds(CONFIG_ENV.resyncSeconds, DEFAULT_HOOK_CONFIG.resyncSeconds),
   };
+}
+
+/**
+ * The CHAP key, or undefined when the variable is unset (the Secret is optional, so the server serves without
+ * it and says so on every volume). A key that is set but unusable is a broken install: refused at start, not
+ * reported one volume at a time.
+ */
+function chapKeyOf(env: Readonly<Record<string, string | undefined>>): string | undefined {
+  const value = env[CONFIG_ENV.chapKey];
+  if (value === undefined) return undefined;
+  const where = `the Secret ${CHAP_KEY_SECRET} (key ${JSON.stringify(CHAP_KEY_SECRET_KEY)})`;
+  const fix = `replace ${where} as docs/install.md makes it, or delete the Secret to run without volume targets, then restart the hook server`;
+  if (value.trim() === "") throw new ConfigError(`${CONFIG_ENV.chapKey} is set but empty: ${fix}`);
+  const problem = chapKeyProblem(value);
+  if (problem !== undefined) throw new ConfigError(`${problem}; ${fix}`);
+  return value.trim();
 }

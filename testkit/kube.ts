@@ -24,6 +24,8 @@ import { join } from "node:path";
 import { KubeConfig } from "@kubernetes/client-node";
 import { stringify } from "yaml";
 import { API_VERSION, LABEL } from "../api/constants.js";
+import { CHAP_KEY_SECRET, CHAP_KEY_SECRET_KEY } from "../lib/volume/chap.js";
+import { TEST_CHAP_KEY } from "./hook-config.js";
 import { onStop } from "./processes.js";
 
 export const REPO_ROOT = new URL("../", import.meta.url).pathname;
@@ -142,6 +144,16 @@ export async function installProject(cluster: KubeCluster): Promise<void> {
   await cluster.kubectl(["apply", "--server-side", "-k", repoPath("metacontroller/crds")]);
   await cluster.kubectl(["wait", "--for=condition=Established", "--timeout=60s", "crd", "--all"]);
   await cluster.kubectl(["apply", "--server-side", "-k", repoPath("metacontroller/default")]);
+  // The CHAP key docs/install.md has the installer make (there with a random key; here the tests' fixed one).
+  await cluster.kubectl(["apply", "--server-side", "-f", "-"], {
+    input: JSON.stringify({
+      apiVersion: "v1",
+      kind: "Secret",
+      metadata: { name: CHAP_KEY_SECRET, namespace: INSTALL_NAMESPACE },
+      type: "Opaque",
+      data: { [CHAP_KEY_SECRET_KEY]: Buffer.from(TEST_CHAP_KEY).toString("base64") },
+    }),
+  });
 }
 
 /**

@@ -24,6 +24,7 @@ import type { AddressInfo } from "node:net";
 import { isDeepStrictEqual } from "node:util";
 import { makeApp } from "../hooks/http/app.js";
 import { hookRoutes } from "../hooks/routes.js";
+import { TEST_HOOK_CONFIG } from "./hook-config.js";
 import { createLogger } from "../runtime/log.js";
 import type { ApiResponse, Identity, KubeCluster } from "./kube.js";
 import { onStop } from "./processes.js";
@@ -1086,9 +1087,16 @@ function listMapKey(...lists: unknown[][]): string | undefined {
   return MERGE_KEYS.find((k) => common?.has(k));
 }
 
-/** The project's hook server, in this process, on a free loopback port; stopped at the end of the run. */
+/**
+ * The project's hook server, in this process, on a free loopback port, configured as the test install's (its
+ * CHAP key); stopped at the end of the run.
+ */
 export async function serveHooks(clock: () => Date = () => new Date()): Promise<string> {
-  const app = makeApp({ routes: hookRoutes(), clock, log: createLogger({ level: "silent" }) });
+  const app = makeApp({
+    routes: hookRoutes(TEST_HOOK_CONFIG),
+    clock,
+    log: createLogger({ level: "silent" }),
+  });
   const server = app.listen(0, "127.0.0.1");
   await once(server, "listening");
   onStop(() => new Promise<void>((resolve) => server.close(() => resolve())));

@@ -9,14 +9,16 @@ import { freePorts, REPO_ROOT, waitUntil, type KubeCluster } from "./kube.js";
 import { LoggedProcess } from "./logged-process.js";
 import { SANDBOX_DEVICE_ROOTS } from "./zfs.js";
 
+interface KeyRef {
+  name: string;
+  key: string;
+  optional?: boolean;
+}
+
 interface EnvVar {
   name: string;
   value?: string;
-  valueFrom?: {
-    fieldRef?: { fieldPath: string };
-    configMapKeyRef?: { name: string; key: string };
-    secretKeyRef?: { name: string; key: string };
-  };
+  valueFrom?: { fieldRef?: { fieldPath: string }; configMapKeyRef?: KeyRef; secretKeyRef?: KeyRef };
 }
 
 /** ConfigMaps' data by name, as the kubelet reads them for configMapKeyRef. */
@@ -27,7 +29,8 @@ export type SecretData = Record<string, Record<string, string>>;
 /**
  * A workload's (DaemonSet's or Deployment's) first container's env as the kubelet resolves it for a pod on
  * `nodeName` in the workload's namespace: fieldRefs, configMapKeyRefs from `configMaps` and secretKeyRefs from
- * `secrets` (a missing one fails, as the pod would not start).
+ * `secrets`. A missing one fails, as the pod would not start, unless it is optional: then the variable is not
+ * set.
  */
 export function resolvedContainerEnv(
   workload: any,
@@ -42,6 +45,8 @@ export function resolvedContainerEnv(
   const env: Record<string, string> = {};
   for (const variable of (workload.spec.template.spec.containers[0].env ?? []) as EnvVar[]) {
     const resolved = resolvedValue(variable, fields, { configMaps, secrets });
+    const ref = variable.valueFrom?.configMapKeyRef ?? variable.valueFrom?.secretKeyRef;
+    if (resolved === undefined && ref?.optional === true) continue;
     if (resolved === undefined)
       throw new Error(
         `env ${variable.name}: cannot resolve ${JSON.stringify(variable.valueFrom)} outside a kubelet`,
@@ -64,7 +69,7 @@ function resolvedValue(
   return undefined;
 }
 
-/** An installed workload's env, resolved per node with the namespace's ConfigMaps (what a kubelet would do). */
+/** An installed workload's env, resolved per node with the namespace's ConfigMaps and Secrets (what a kubelet would do). */
 export async function shippedEnv(
   cluster: KubeCluster,
   namespace: string,
@@ -74,15 +79,22 @@ export async function shippedEnv(
   const workload = JSON.parse(
     (await cluster.kubectl(["get", kind, name, "-n", namespace, "-o", "json"])).stdout,
   );
-  const list = JSON.parse(
-    (await cluster.kubectl(["get", "configmaps", "-n", namespace, "-o", "json"])).stdout,
-  ) as {
-    items: { metadata: { name: string }; data?: Record<string, string> }[];
+  const data = async (type: "configmaps" | "secrets") => {
+    const list = JSON.parse((await cluster.kubectl(["get", type, "-n", namespace, "-o", "json"])).stdout) as {
+      items: { metadata: { name: string }; data?: Record<string, string> }[];
+    };
+    return Object.fromEntries(list.items.map((c) => [c.metadata.name, c.data ?? {}]));
   };
-  const configMaps: ConfigMapData = Object.fromEntries(
-    list.items.map((c) => [c.metadata.name, c.data ?? {}]),
+  const configMaps: ConfigMapData = await data("configmaps");
+  const secrets: SecretData = Object.fromEntries(
+    Object.entries(await data("secrets")).map(([name, values]) => [
+      name,
+      Object.fromEntries(
+        Object.entries(values).map(([key, value]) => [key, Buffer.from(value, "base64").toString("utf8")]),
+      ),
+    ]),
   );
-  return (nodeName) => resolvedContainerEnv(workload, nodeName, configMaps);
+  return (nodeName) => resolvedContainerEnv(workload, nodeName, configMaps, secrets);
 }
 
 /** The installed node daemon's env per node. */

@@ -1,9 +1,9 @@
-// The hook server as the benchmark runs it: the production app (makeApp + hookRoutes, default configuration,
+// The hook server as the benchmark runs it: the production app (makeApp + hookRoutes, the tests' configuration: defaults and a CHAP key,
 // info-level JSON logs) on an ephemeral loopback port, with the benchmark's fixed clock (BENCH_NOW) so every
 // request takes the steady-state path, and the admission webhook's lookups answered from the cluster facts
 // in BENCH_ADMISSION_FACTS. Reports its port to the parent over IPC; exits when the parent goes.
 import { readFileSync } from "node:fs";
-import { DEFAULT_HOOK_CONFIG } from "../../lib/hook-config.js";
+import { TEST_HOOK_CONFIG } from "../../testkit/hook-config.js";
 import { makeApp } from "../../hooks/http/app.js";
 import { hookRoutes } from "../../hooks/routes.js";
 import { createLogger } from "../../runtime/log.js";
@@ -19,7 +19,7 @@ if (!factsFile)
 const lookup = new FleetLookup(JSON.parse(readFileSync(factsFile, "utf8")));
 
 const app = makeApp({
-  routes: hookRoutes(DEFAULT_HOOK_CONFIG, { lookup: () => lookup }),
+  routes: hookRoutes(TEST_HOOK_CONFIG, { lookup: () => lookup }),
   clock: () => new Date(now),
   log: createLogger({ level: "info", base: { component: "hook-server" } }),
 });

@@ -23,6 +23,9 @@ import type {
   StorageClass,
 } from "../../api/core-schema.js";
 import { checkClass, DEFAULT_FS_TYPE, type ClassCheck, type ClassParameters } from "./parameters.js";
+import { chapSecretName } from "../volume/chap.js";
+import { clientInitiatorIqn } from "../volume/iqn.js";
+import { CVC_CONDITION } from "../volume/sync.js";
 
 const DEFAULT_RECLAIM_POLICY = "Delete";
 const READY = "ready";
@@ -291,18 +294,30 @@ function cvcObject(
   };
 }
 
-/** Where the kubelet logs in, once the volume is Bound and its target has an address; else why not yet. */
+/**
+ * Where the kubelet logs in, once the volume is Bound, its target has an address and credentials; else why
+ * not yet.
+ */
 function servedVolume(cvc: CVC, cv: CV | undefined): { targetPortal: string; iqn: string } | string {
   const where = `CStorVolumeConfig ${namespaced(cvc)}`;
   if (cvc.status?.phase !== "Bound")
     return `${where} is ${cvc.status?.phase ?? "not yet placed"}${cvc.status?.reason ? `: ${cvc.status.reason}` : ""}`;
+  const credentials = withoutCredentials(cvc);
+  if (credentials) return `${where} has no target: ${credentials}`;
   if (!cv?.spec.targetPortal || !cv.spec.iqn)
     return `${where} is Bound; its CStorVolume has no target address yet`;
   return { targetPortal: cv.spec.targetPortal, iqn: cv.spec.iqn };
 }
 
+/** Why the volume has no CHAP credentials (its condition TargetCredentials is False), else undefined. */
+function withoutCredentials(cvc: CVC): string | undefined {
+  const condition = cvc.status?.conditions?.find((c) => c.type === CVC_CONDITION.targetCredentials);
+  return condition?.status === "False" ? (condition.message ?? condition.reason ?? "") : undefined;
+}
+
 function waitingNotice(cvc: CVC, why: string): Notice {
-  const failed = cvc.status?.phase === "Failed";
+  // Neither waits for something that happens by itself: the volume failed, or the hook server has no key.
+  const failed = cvc.status?.phase === "Failed" || withoutCredentials(cvc) !== undefined;
   return {
     type: failed ? "Warning" : "Normal",
     reason: failed ? PROVISIONING.failedReason : PROVISIONING.waitingReason,
@@ -362,7 +377,16 @@ function newPv(
       name: claim.metadata.name,
       uid: claim.metadata.uid,
     },
-    iscsi: { ...served, lun: 0, ...(volumeMode === "Filesystem" ? { fsType } : {}) },
+    // LIO serves the data at LUN 0; the node logs in as the volume's client initiator with the volume's CHAP
+    // (docs/adr/0040-the-target-agent-credentials-names-and-status.md), the Secret beside the CVC.
+    iscsi: {
+      ...served,
+      lun: 0,
+      ...(volumeMode === "Filesystem" ? { fsType } : {}),
+      initiatorName: clientInitiatorIqn(nameOf(cvc)),
+      chapAuthSession: true,
+      secretRef: { name: chapSecretName(nameOf(cvc)), namespace: cvc.metadata.namespace },
+    },
     mountOptions: storageClass.mountOptions,
     persistentVolumeReclaimPolicy: storageClass.reclaimPolicy ?? DEFAULT_RECLAIM_POLICY,
     storageClassName: storageClass.metadata.name,

@@ -10,6 +10,13 @@ import type { VolumeTargetConfig } from "../hook-config.js";
 import { poolsDisruptionBudgetName, replicaId, replicaName, targetDeploymentName } from "../names.js";
 import { canonicalResources, withoutEmptyFields } from "../pod-template.js";
 import { quantityBytes } from "../quantity.js";
+import {
+  CHAP_PASSWORD_KEY,
+  CHAP_SECRET_TYPE,
+  CHAP_USERNAME_KEY,
+  chapSecretName,
+  volumeChap,
+} from "./chap.js";
 import type { VolumeInventory } from "./inventory.js";
 
 export const TARGET_APP = "cstor-volume-target";
@@ -94,7 +101,47 @@ export function cstorVolume(
 
 /** Thrown as a 400 by canonicalResources: a target resource list the API server would refuse. */
 const TARGET_FIX = "fix spec.target.resources of the CStorVolumeConfig";
+/** The target agent's identity (metacontroller/base/volume-target-rbac.yaml): what it reads and writes. */
+export const TARGET_SERVICE_ACCOUNT = "cstor-volume-target";
+/**
+ * iscsiadm runs in the host's network namespace, where iscsid and the kernel's iSCSI netlink are (the pod
+ * has hostPID, so PID 1 is the host's); a JSON array, as ZFS_COMMAND_PREFIX is, never a string to split.
+ */
+export const HOST_ISCSI_PREFIX = JSON.stringify(["nsenter", "--target", "1", "--net", "--"]);
+/** Host paths the agent needs: the legs' and the array's device nodes, LIO's configfs tree, the kernel modules. */
+const TARGET_HOST_PATHS = [
+  { name: "dev", path: "/dev", readOnly: false },
+  { name: "configfs", path: "/sys/kernel/config", readOnly: false },
+  { name: "modules", path: "/lib/modules", readOnly: true },
+] as const;
 
+/**
+ * The volume's CHAP Secret (type kubernetes.io/iscsi-chap, which the kubelet's iSCSI volume reads through the
+ * PV's secretRef, and the target reads through its env): the credentials derived from the cluster's key.
+ * `data` only, base64, as the API server stores it; `stringData` would be folded into `data` and look like a
+ * change on every sync.
+ */
+export function chapSecret(inventory: VolumeInventory, key: string): KubeObject {
+  const { user, password } = volumeChap(key, inventory.volume);
+  const base64 = (text: string): string => Buffer.from(text, "utf8").toString("base64");
+  return {
+    apiVersion: "v1",
+    kind: KIND.secret,
+    metadata: {
+      name: chapSecretName(inventory.volume),
+      namespace: inventory.namespace,
+      labels: volumeLabels(inventory),
+    },
+    type: CHAP_SECRET_TYPE,
+    data: { [CHAP_USERNAME_KEY]: base64(user), [CHAP_PASSWORD_KEY]: base64(password) },
+  };
+}
+
+/**
+ * The target pod (docs/adr/0040-the-target-agent-credentials-names-and-status.md, option b): its own network
+ * (its address; 3260 and 9500 never collide with another target on the node), iscsiadm in the host's network
+ * namespace through hostPID and nsenter, LIO and md through the host's configfs and /dev.
+ */
 export function targetDeployment(inventory: VolumeInventory, config: VolumeTargetConfig): KubeObject {
   const { cvc, volume, namespace } = inventory;
   const target = cvc.spec.target ?? {};
@@ -105,18 +152,23 @@ export function targetDeployment(inventory: VolumeInventory, config: VolumeTarge
     name: TARGET_CONTAINER,
     image: config.image,
     imagePullPolicy: "IfNotPresent",
-    env: [
-      { name: "OPENEBS_IO_CSTOR_VOLUME", value: volume },
-      { name: "NAMESPACE", valueFrom: { fieldRef: { apiVersion: "v1", fieldPath: "metadata.namespace" } } },
-    ],
+    env: targetEnv(volume),
+    // The agent assembles the array before it is ready: logins and md's assembly can take a minute.
+    livenessProbe: targetProbe("/healthz", 30, 6),
     ports: [
       { containerPort: ISCSI_PORT, name: "iscsi", protocol: "TCP" },
       { containerPort: TARGET_METRICS_PORT, name: "metrics", protocol: "TCP" },
     ],
-    // The iSCSI initiator and md (docs/adr/0011-a-replica-is-a-zvol-on-the-pool-data-reaches.md) need the node's kernel.
+    readinessProbe: targetProbe("/readyz", 10, 3),
+    // The iSCSI initiator (nsenter into the host's network namespace), md and LIO's configfs need the node's kernel.
     securityContext: { privileged: true },
     terminationMessagePath: "/dev/termination-log",
     terminationMessagePolicy: "File",
+    volumeMounts: TARGET_HOST_PATHS.map(({ name, path, readOnly }) => ({
+      mountPath: path,
+      name,
+      ...(readOnly ? { readOnly } : {}),
+    })),
   };
   if (Object.keys(resources).length > 0) container.resources = resources;
   const tolerations = target.tolerations
@@ -125,10 +177,16 @@ export function targetDeployment(inventory: VolumeInventory, config: VolumeTarge
   const podSpec: Record<string, unknown> = {
     containers: [container],
     dnsPolicy: "ClusterFirst",
+    hostPID: true,
     restartPolicy: "Always",
     schedulerName: "default-scheduler",
     securityContext: {},
-    terminationGracePeriodSeconds: 30,
+    // The API server mirrors serviceAccountName into the deprecated serviceAccount; written as stored.
+    serviceAccount: TARGET_SERVICE_ACCOUNT,
+    serviceAccountName: TARGET_SERVICE_ACCOUNT,
+    // SIGTERM: the agent removes its LIO entries, stops the array and logs the legs out, in that order.
+    terminationGracePeriodSeconds: 60,
+    volumes: TARGET_HOST_PATHS.map(({ name, path }) => ({ name, hostPath: { path, type: "Directory" } })),
   };
   if (tolerations.length > 0) podSpec.tolerations = tolerations;
   if (target.affinity && Object.keys(target.affinity).length > 0) podSpec.affinity = target.affinity;
@@ -154,6 +212,31 @@ export function targetDeployment(inventory: VolumeInventory, config: VolumeTarge
       strategy: { type: "Recreate" },
       template: { metadata: { labels }, spec: podSpec },
     },
+  };
+}
+
+/** What the agent reads: its volume, where it is, how it reaches iscsiadm, and its CHAP credentials. */
+function targetEnv(volume: string): object[] {
+  const field = (fieldPath: string) => ({ fieldRef: { apiVersion: "v1", fieldPath } });
+  const chap = (key: string) => ({ secretKeyRef: { key, name: chapSecretName(volume) } });
+  return [
+    { name: "OPENEBS_IO_CSTOR_VOLUME", value: volume },
+    { name: "NAMESPACE", valueFrom: field("metadata.namespace") },
+    { name: "NODE_NAME", valueFrom: field("spec.nodeName") },
+    { name: "POD_IP", valueFrom: field("status.podIP") },
+    { name: "ISCSI_COMMAND_PREFIX", value: HOST_ISCSI_PREFIX },
+    { name: "CHAP_USERNAME", valueFrom: chap(CHAP_USERNAME_KEY) },
+    { name: "CHAP_PASSWORD", valueFrom: chap(CHAP_PASSWORD_KEY) },
+  ];
+}
+
+function targetProbe(path: string, periodSeconds: number, failureThreshold: number): object {
+  return {
+    httpGet: { path, port: TARGET_METRICS_PORT, scheme: "HTTP" },
+    failureThreshold,
+    periodSeconds,
+    successThreshold: 1,
+    timeoutSeconds: 5,
   };
 }
 

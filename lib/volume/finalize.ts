@@ -1,6 +1,6 @@
 // POST /hooks/cvc-finalize: the CStorVolumeConfig is being deleted. Teardown, one observed step at a time:
-//   1. the target Deployment, Service, CStorVolume and disruption budget are omitted (Metacontroller deletes
-//      them); the replicas stay, so the target never loses a leg it still uses;
+//   1. the target Deployment, its CHAP Secret, Service, CStorVolume and disruption budget are omitted
+//      (Metacontroller deletes them); the replicas stay, so the target never loses a leg it still uses;
 //   2. once no target Deployment is observed, the replicas are omitted; each stays (Terminating) until the
 //      node daemon has destroyed it on its pool and removed its finalizer;
 //   3. finalized: true once no replica is observed.

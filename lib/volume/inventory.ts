@@ -6,6 +6,7 @@ import { isTerminating } from "../inventory.js";
 import { poolsDisruptionBudgetName, replicaName, targetDeploymentName } from "../names.js";
 import { quantityBytes } from "../quantity.js";
 import { objectsOf } from "../request.js";
+import { chapSecretName } from "./chap.js";
 import type { PoolView } from "./placement.js";
 
 export const ZONE_LABEL = "topology.kubernetes.io/zone";
@@ -25,6 +26,8 @@ export interface VolumeInventory {
   service?: KubeObject;
   cv?: KubeObject;
   deployment?: KubeObject;
+  /** The volume's CHAP Secret, `<volume>-chap`. */
+  secret?: KubeObject;
   pdb?: KubeObject;
   pools: PoolView[];
   /** Other volumes' disruption budgets over this cluster's pool pods. */
@@ -75,6 +78,7 @@ export function buildVolumeInventory(request: CompositeSyncRequest<CVC>): Volume
     service: only(children(TYPE_KEY.service), volume),
     cv: only(children(TYPE_KEY.cv), volume),
     deployment: only(children(TYPE_KEY.deployment), targetDeploymentName(volume)),
+    secret: only(children(TYPE_KEY.secret), chapSecretName(volume)),
     pdb: only(children(TYPE_KEY.podDisruptionBudget), poolsDisruptionBudgetName(volume)),
     pools: [...cspis.values()].map((cspi) => poolView(cspi, zones, reservations)),
     otherBudgets: otherBudgets.sort((a, b) => a.name.localeCompare(b.name)),

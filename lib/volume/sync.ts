@@ -1,11 +1,12 @@
 // POST /hooks/cvc-sync: a CStorVolumeConfig and what Metacontroller observed → its children (target Service,
-// CStorVolume, target Deployment, one CStorVolumeReplica per chosen pool, a PodDisruptionBudget at three
-// replicas or more) and its status. A pure function of the request and the clock.
+// CStorVolume, the CHAP Secret and target Deployment, one CStorVolumeReplica per chosen pool, a
+// PodDisruptionBudget at three replicas or more) and its status. A pure function of the request, the clock
+// and the configuration (the cluster's CHAP key: without it no target is made, and TargetCredentials says why).
 //
 // Order, one observed step at a time: nothing is made until every replica can be placed; then the Service
 // alone, because the CStorVolume needs its ClusterIP; then everything else. A replica that exists is always
 // returned (never deleted by this hook), so no state of the cluster makes Metacontroller delete data.
-import { ANNOTATION, LABEL } from "../../api/constants.js";
+import { ANNOTATION, KIND, LABEL } from "../../api/constants.js";
 import type {
   Clock,
   CompositeSyncRequest,
@@ -21,7 +22,9 @@ import { BadRequestError } from "../errors.js";
 import { formatTime, mergeConditions, nextCondition, type ConditionInput } from "../conditions.js";
 import { replicaName } from "../names.js";
 import type { VolumeTargetConfig } from "../hook-config.js";
+import { CHAP_KEY_ENV, chapKeyProblem, chapSecretName } from "./chap.js";
 import {
+  chapSecret,
   cstorVolume,
   planDisruptionBudget,
   targetDeployment,
@@ -40,6 +43,7 @@ export const CVC_CONDITION = {
   replicasHealthy: "ReplicasHealthy",
   deleting: "Deleting",
   unreadable: "ObjectsUnreadable",
+  targetCredentials: "TargetCredentials",
 } as const;
 
 export interface Outcome {
@@ -69,8 +73,47 @@ export function answerCvcSync(
   const inventory = buildVolumeInventory(request);
   const held = request.unreadable?.filter((u) => u.field === "children") ?? [];
   const now = clock();
-  const outcome = held.length > 0 ? holdChildren(request, inventory) : planVolume(inventory, config, now);
-  return { status: volumeStatus(inventory, outcome, now), children: outcome.children };
+  if (held.length > 0) {
+    const outcome = holdChildren(request, inventory);
+    return { status: volumeStatus(inventory, outcome, now), children: outcome.children };
+  }
+  const outcome = planVolume(inventory, config, now);
+  const conditions = [...(outcome.conditions ?? []), credentialsCondition(inventory, config.chapKey)];
+  return { status: volumeStatus(inventory, { ...outcome, conditions }, now), children: outcome.children };
+}
+
+/** The key cvc-sync derives the volume's CHAP credentials from, or undefined when it has none it can use. */
+function usableKey(key: string | undefined): string | undefined {
+  return chapKeyProblem(key) === undefined ? key : undefined;
+}
+
+/**
+ * Whether the volume can get its credentials, and so its target. Without a usable key nothing is derived and
+ * no target is made (never a known password); a Secret and target made earlier are kept as they are, so a
+ * hook server started without its key stops no volume's data.
+ */
+function credentialsCondition(inventory: VolumeInventory, key: string | undefined): ConditionInput {
+  const type = CVC_CONDITION.targetCredentials;
+  const secret = chapSecretName(inventory.volume);
+  const problem = chapKeyProblem(key);
+  if (problem === undefined)
+    return {
+      type,
+      status: "True",
+      reason: "Derived",
+      message: `the volume's CHAP credentials are derived from the cluster's key (${CHAP_KEY_ENV}) and written to Secret ${secret} with the target`,
+    };
+  const kept = [inventory.secret, inventory.deployment]
+    .filter((o): o is KubeObject => o !== undefined)
+    .map((o) => `${o.kind} ${o.metadata.name}`);
+  return {
+    type,
+    status: "False",
+    reason: key === undefined ? "NoChapKey" : "ChapKeyUnusable",
+    message:
+      `${problem}; until then no target is made for this volume` +
+      (kept.length > 0 ? ` (${kept.join(" and ")} kept as they are)` : ""),
+  };
 }
 
 /** A child the hook cannot read: every child is returned as observed, nothing is made, changed or deleted. */
@@ -110,6 +153,16 @@ export function asObserved(object: KubeObject): KubeObject {
     },
     // A spec the API server could not have stored (not an object) is not echoed back.
     ...(isRecord(object.spec) ? { spec: object.spec } : {}),
+    // A Secret has no spec: left out, its type and data would read to Metacontroller as removed.
+    ...(object.kind === KIND.secret ? secretFields(object) : {}),
+  };
+}
+
+function secretFields(secret: KubeObject): Record<string, unknown> {
+  const { type, data } = secret as { type?: unknown; data?: unknown };
+  return {
+    ...(typeof type === "string" ? { type } : {}),
+    ...(isRecord(data) ? { data } : {}),
   };
 }
 
@@ -165,7 +218,23 @@ function planVolume(inventory: VolumeInventory, config: VolumeTargetConfig, now:
   const targetIP =
     clusterIP(inventory.service) ?? (inventory.cv?.spec as { targetIP?: string } | undefined)?.targetIP;
   if (!targetIP) return waitingForTarget(inventory, plan);
-  return servedVolume(inventory, plan, { deployment, targetIP });
+  return servedVolume(inventory, plan, { targetIP, objects: targetObjects(inventory, deployment, config) });
+}
+
+/**
+ * The CHAP Secret and the target Deployment, with a usable key. Without one, what exists is kept as observed
+ * and nothing is made (see credentialsCondition).
+ */
+function targetObjects(
+  inventory: VolumeInventory,
+  deployment: KubeObject,
+  config: VolumeTargetConfig,
+): KubeObject[] {
+  const key = usableKey(config.chapKey);
+  if (key !== undefined) return [chapSecret(inventory, key), deployment];
+  return [inventory.secret, inventory.deployment]
+    .filter((o): o is KubeObject => o !== undefined)
+    .map(asObserved);
 }
 
 /**
@@ -245,7 +314,7 @@ function waitingForTarget(inventory: VolumeInventory, plan: ReplicaPlan): Outcom
 function servedVolume(
   inventory: VolumeInventory,
   plan: ReplicaPlan,
-  target: { deployment: KubeObject; targetIP: string },
+  target: { objects: KubeObject[]; targetIP: string },
 ): Outcome {
   const { pools, rebuilding } = plan;
   const strays = strayPools(inventory);
@@ -257,7 +326,7 @@ function servedVolume(
   const children: KubeObject[] = [
     targetService(inventory),
     cstorVolume(inventory, target.targetIP, pools, new Set(rebuilding.keys())),
-    target.deployment,
+    ...target.objects,
     ...replicas,
     ...inventory.strayReplicas.map(asObserved),
   ];
@@ -302,9 +371,13 @@ function servedVolume(
  */
 function keptChildren(inventory: VolumeInventory, pools: readonly string[]): KubeObject[] {
   const replicas = pools.filter((p) => inventory.ownReplicas.has(p));
-  const observed = [inventory.service, inventory.cv, inventory.deployment, inventory.pdb].filter(
-    (o): o is KubeObject => o !== undefined && replicas.length > 0,
-  );
+  const observed = [
+    inventory.service,
+    inventory.cv,
+    inventory.secret,
+    inventory.deployment,
+    inventory.pdb,
+  ].filter((o): o is KubeObject => o !== undefined && replicas.length > 0);
   const targetIP = (inventory.cv?.spec as { targetIP?: string } | undefined)?.targetIP;
   const since = (p: string) =>
     inventory.ownReplicas.get(p)?.metadata.annotations?.[ANNOTATION.rebuildingSince];

@@ -9,7 +9,7 @@ import { expect } from "chai";
 import ts from "typescript";
 import { REPO_ROOT } from "../../testkit/kube.js";
 
-const SHARED_ROOMS = ["process", "zfs", "iscsi", "runtime"];
+const SHARED_ROOMS = ["process", "zfs", "iscsi", "md", "runtime"];
 const PROGRAMS = ["node-daemon", "pool-agent", "hooks", "cli"];
 /** What only runtime/ and the programs may touch: the network, files, other processes, the apiserver, HTTP. */
 const IO_MODULE = /^(node:)?(https?|net|fs|child_process)(\/.*)?$|^(@kubernetes\/client-node|express)$/;

@@ -4,11 +4,10 @@
 import { expect } from "chai";
 import { Registry } from "prom-client";
 import request from "supertest";
-import { DEFAULT_HOOK_CONFIG } from "../../lib/hook-config.js";
 import { makeApp } from "../../hooks/http/app.js";
 import { hookRoutes } from "../../hooks/routes.js";
 import { createLogger } from "../../runtime/log.js";
-import { goldenCases, type GoldenCase } from "../support/golden.js";
+import { caseHookConfig, goldenCases, type GoldenCase } from "../support/golden.js";
 
 const COMPOSITE_KEYS = ["children", "finalized", "resyncAfterSeconds", "status"];
 const DECORATOR_KEYS = ["annotations", "attachments", "finalized", "labels", "resyncAfterSeconds", "status"];
@@ -35,7 +34,7 @@ function noNulls(value: unknown, path: string): void {
 /** The hook server's answer to the case's request, at the case's clock. */
 async function answer(path: string, c: GoldenCase): Promise<Record<string, unknown>> {
   const app = makeApp({
-    routes: hookRoutes(DEFAULT_HOOK_CONFIG),
+    routes: hookRoutes(caseHookConfig(c)),
     clock: () => c.now,
     log: createLogger({ level: "silent" }),
     registry: new Registry(),

@@ -1,12 +1,14 @@
 // A CStorVolumeConfig through the whole control loop on a real apiserver: applied with kubectl, turned by the
 // test driver (playing Metacontroller by the controller we ship) and the hook server into its Service (with a
-// real ClusterIP), CStorVolume, target Deployment, replicas and disruption budget; the replicas' status (the
+// real ClusterIP), CStorVolume, CHAP Secret, target Deployment, replicas and disruption budget; the replicas' status (the
 // node daemon's, written here by hand) rolled up into the CVC and, by the cstor-volume decorator, the CV; capacity growth reaching the replicas;
 // replicaCount 3 -> 4 -> 3 one replica at a time (docs/adr/0027-volume-day-2-a-new-replica-is-rebuilding.md); and deletion in order,
 // waiting for the node daemon to release each replica.
 import { expect } from "chai";
 import { ANNOTATION, API_VERSION, FINALIZER, KIND, LABEL } from "../../api/constants.js";
+import { volumeChap } from "../../lib/volume/chap.js";
 import { consistencyFactor } from "../../lib/volume/children.js";
+import { TEST_CHAP_KEY } from "../../testkit/hook-config.js";
 import { getIfPresent, projectInstalled, type KubeCluster } from "../../testkit/kube.js";
 import { MetacontrollerDriver, serveHooks } from "../../testkit/metacontroller-driver.js";
 
@@ -143,6 +145,21 @@ describe("integration: a CStorVolumeConfig through the Metacontroller loop (test
     const target = await get(api("deployments", `${VOLUME}-target`, "apis/apps/v1"));
     expect(target.spec.strategy.type).to.equal("Recreate");
     expect(target.spec.replicas).to.equal(1);
+    // The CHAP Secret, derived from the test install's key, which the target reads through its env.
+    const secret = await get(api("secrets", `${VOLUME}-chap`, "api/v1"));
+    const chap = volumeChap(TEST_CHAP_KEY, VOLUME);
+    expect(secret.type).to.equal("kubernetes.io/iscsi-chap");
+    expect(secret.data).to.deep.equal({
+      "node.session.auth.username": Buffer.from(chap.user).toString("base64"),
+      "node.session.auth.password": Buffer.from(chap.password).toString("base64"),
+    });
+    const refs = target.spec.template.spec.containers[0].env
+      .filter((e: any) => e.valueFrom?.secretKeyRef)
+      .map((e: any) => `${e.name}=${e.valueFrom.secretKeyRef.name}/${e.valueFrom.secretKeyRef.key}`);
+    expect(refs).to.deep.equal([
+      `CHAP_USERNAME=${VOLUME}-chap/node.session.auth.username`,
+      `CHAP_PASSWORD=${VOLUME}-chap/node.session.auth.password`,
+    ]);
 
     // pools-a has too little room; one replica per zone: pools-b (zone-1), pools-c, pools-d.
     const replicas = await items(api("cstorvolumereplicas"));
@@ -169,6 +186,8 @@ describe("integration: a CStorVolumeConfig through the Metacontroller loop (test
     });
     const healthy = status.conditions.find((c: { type: string }) => c.type === "ReplicasHealthy");
     expect(healthy).to.deep.include({ status: "False", reason: "Init" });
+    const credentials = status.conditions.find((c: { type: string }) => c.type === "TargetCredentials");
+    expect(credentials).to.deep.include({ status: "True", reason: "Derived" });
     const { stdout } = await cluster.kubectl(["get", "cvc", VOLUME, "-n", NS]);
     expect(stdout).to.match(/pvc-loop\s+10Gi\s+loop-pools\s+3\s+Bound/);
   });
@@ -321,6 +340,7 @@ describe("integration: a CStorVolumeConfig through the Metacontroller loop (test
       undefined,
     );
     expect(await get(api("services", VOLUME, "api/v1"))).to.equal(undefined);
+    expect(await get(api("secrets", `${VOLUME}-chap`, "api/v1")), "CHAP Secret gone").to.equal(undefined);
     expect(await get(api("cstorvolumes", VOLUME))).to.equal(undefined);
     expect(await items(api("cstorvolumereplicas")), "replicas kept while the target goes").to.have.length(3);
 

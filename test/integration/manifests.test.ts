@@ -6,7 +6,8 @@ import { API_VERSION, KIND, LABEL } from "../../api/constants.js";
 import { hookRoutes } from "../../hooks/routes.js";
 import { DEFAULT_HOOK_CONFIG } from "../../lib/hook-config.js";
 import { STALE_STATUS_SECONDS_ENV } from "../../lib/settings.js";
-import { targetDeployment } from "../../lib/volume/children.js";
+import { CHAP_KEY_ENV, CHAP_KEY_SECRET, CHAP_KEY_SECRET_KEY } from "../../lib/volume/chap.js";
+import { TARGET_SERVICE_ACCOUNT, targetDeployment } from "../../lib/volume/children.js";
 import { commandsFromEnv } from "../../zfs/host.js";
 import {
   fixturePath,
@@ -373,5 +374,45 @@ describe("integration: manifests on a real kube-apiserver", function () {
         configMapKeyRef: { name: "cstor-pool-settings", key: STALE_STATUS_SECONDS_ENV },
       });
     }
+  });
+
+  it("runs the volume targets as the ServiceAccount their Deployments name, and hands the hook server the CHAP key from an optional Secret", async () => {
+    const objects = await render(cluster, "metacontroller/default");
+    const controller = find(objects, "CompositeController", "cstor-volume-config");
+    expect(
+      controller.spec.childResources.map(
+        (c: { apiVersion: string; resource: string }) => `${c.apiVersion} ${c.resource}`,
+      ),
+      "the CHAP Secret is a child of the volume",
+    ).to.include("v1 secrets");
+    const account = find(objects, "ServiceAccount", TARGET_SERVICE_ACCOUNT);
+    expect(account.automountServiceAccountToken, "the agent writes status.target").to.equal(true);
+    expect(volumeTarget().spec.template.spec.serviceAccountName).to.equal(account.metadata.name);
+    const binding = find(objects, "RoleBinding", TARGET_SERVICE_ACCOUNT);
+    expect(binding.subjects).to.deep.equal([
+      { kind: "ServiceAccount", name: TARGET_SERVICE_ACCOUNT, namespace: INSTALL_NAMESPACE },
+    ]);
+    expect(find(objects, "Role", binding.roleRef.name).rules).to.deep.equal([
+      { apiGroups: ["openebs.io"], resources: ["cstorvolumes"], verbs: ["get", "list", "watch"] },
+      { apiGroups: ["openebs.io"], resources: ["cstorvolumes/status"], verbs: ["patch"] },
+      {
+        apiGroups: ["openebs.io"],
+        resources: ["cstorvolumereplicas"],
+        verbs: ["get", "list", "watch", "patch"],
+      },
+      { apiGroups: [""], resources: ["pods"], verbs: ["list"] },
+      { apiGroups: [""], resources: ["events"], verbs: ["create", "patch"] },
+    ]);
+    expect(
+      find(objects, "ValidatingAdmissionPolicyBinding", "cstor-volume-target-limits").spec.policyName,
+    ).to.equal("cstor-volume-target-limits");
+
+    const hooks = await getJson(cluster, "deployment", "cstor-pool-hooks", "-n", INSTALL_NAMESPACE);
+    const variable = hooks.spec.template.spec.containers[0].env.find(
+      (e: { name: string }) => e.name === CHAP_KEY_ENV,
+    );
+    expect(variable?.valueFrom, "without the Secret the server still starts").to.deep.equal({
+      secretKeyRef: { name: CHAP_KEY_SECRET, key: CHAP_KEY_SECRET_KEY, optional: true },
+    });
   });
 });

@@ -40,8 +40,51 @@ function cspi(namespace: string): object {
   };
 }
 
+const VOLUME = "rbac-vol";
+const REPLICA = `${VOLUME}-${CSPI}`;
+
+function volumeObjects(namespace: string): object[] {
+  const labels = { [LABEL.persistentVolume]: VOLUME, [LABEL.cspc]: "rbac" };
+  return [
+    {
+      apiVersion: API_VERSION,
+      kind: KIND.cv,
+      metadata: { name: VOLUME, namespace, labels },
+      spec: {
+        capacity: "1Gi",
+        targetIP: "10.96.0.99",
+        targetPort: "3260",
+        targetPortal: "10.96.0.99:3260",
+        iqn: `iqn.2016-09.com.openebs.cstor:${VOLUME}`,
+        replicationFactor: 1,
+        consistencyFactor: 1,
+        desiredReplicationFactor: 1,
+        replicaDetails: { knownReplicas: { "0123456789abcdef": CSPI } },
+      },
+    },
+    {
+      apiVersion: API_VERSION,
+      kind: KIND.cvr,
+      metadata: {
+        name: REPLICA,
+        namespace,
+        labels: {
+          ...labels,
+          [LABEL.replicaPool]: CSPI,
+          [LABEL.replicaVolume]: VOLUME,
+        },
+        annotations: { [ANNOTATION.rebuildingSince]: "2026-11-23T12:00:00Z" },
+        finalizers: [FINALIZER.replicaProtection],
+      },
+      spec: { capacity: "1Gi", replicaId: "0123456789abcdef", targetIP: "10.96.0.99" },
+    },
+  ];
+}
+
 const objects = [
   { apiVersion: "v1", kind: "Namespace", metadata: { name: OTHER_NS } },
+  ...volumeObjects(NS),
+  ...volumeObjects(OTHER_NS),
   cspi(NS),
   cspi(OTHER_NS),
   {
@@ -287,6 +330,164 @@ describe("integration: RBAC and policy for each identity, on a real kube-apiserv
         cluster.admin,
         "PATCH",
         crd("cstorpoolinstances", NS, CSPI),
+        { metadata: { labels: { extra: "yes" } } },
+        "application/merge-patch+json",
+      );
+      expect(response.status, JSON.stringify(response.body)).to.equal(200);
+    });
+  });
+
+  describe("the volume target (ServiceAccount cstor-volume-target)", () => {
+    let target: Identity;
+    const call = (method: string, path: string, body?: unknown, type = "application/merge-patch+json") =>
+      cluster.request(target, method, path, body, type);
+
+    before(async () => {
+      target = await cluster.serviceAccount(NS, "cstor-volume-target");
+      // The apiserver starts enforcing a new ValidatingAdmissionPolicy a moment after it is created.
+      await waitUntil(
+        async () =>
+          (
+            await call("PATCH", `${crd("cstorvolumereplicas", NS, REPLICA)}?dryRun=All`, {
+              spec: { capacity: "2Gi" },
+            })
+          ).status === 403,
+        30_000,
+        () => "the volume target policy is never enforced",
+      );
+    });
+
+    it("does its whole job: reads and watches its CStorVolume and the replicas, writes status.target, marks a replica caught up, lists the pool pods, records Events", async () => {
+      for (const path of [
+        crd("cstorvolumes", NS, VOLUME),
+        crd("cstorvolumes", NS),
+        `${crd("cstorvolumes", NS)}?watch=1&timeoutSeconds=1`,
+        crd("cstorvolumereplicas", NS, REPLICA),
+        `${crd("cstorvolumereplicas", NS)}?labelSelector=${encodeURIComponent(`${LABEL.replicaVolume}=${VOLUME}`)}`,
+        `${crd("cstorvolumereplicas", NS)}?watch=1&timeoutSeconds=1`,
+        `/api/v1/namespaces/${NS}/pods?labelSelector=${encodeURIComponent(`${LABEL.app}=cstor-pool`)}`,
+      ]) {
+        const response = await call("GET", path);
+        expect(response.status, `${path}: ${JSON.stringify(response.body)}`).to.equal(200);
+      }
+
+      const targetStatus = {
+        state: "Serving",
+        node: "node-1",
+        replicas: [{ replicaId: "0123456789abcdef", pool: CSPI, state: "InSync" }],
+      };
+      const written = await call("PATCH", crd("cstorvolumes", NS, `${VOLUME}/status`), {
+        status: { target: targetStatus },
+      });
+      expect(written.status, JSON.stringify(written.body)).to.equal(200);
+      expect(written.body.status.target).to.deep.equal(targetStatus);
+
+      const marked = await call("PATCH", crd("cstorvolumereplicas", NS, REPLICA), {
+        metadata: { annotations: { [ANNOTATION.replicaCaughtUp]: "true" } },
+      });
+      expect(marked.status, JSON.stringify(marked.body)).to.equal(200);
+      expect(marked.body.metadata.annotations).to.deep.equal({
+        [ANNOTATION.rebuildingSince]: "2026-11-23T12:00:00Z",
+        [ANNOTATION.replicaCaughtUp]: "true",
+      });
+
+      const writer = kubeEventWriter(cluster.kubeConfig(target));
+      const cv = { kind: KIND.cv, metadata: { name: VOLUME, namespace: NS } };
+      const name = await writer.createEvent(
+        cv,
+        { type: "Warning", reason: "ReplicaOffline", message: "a leg failed" },
+        { component: "cstor-volume-target", host: "node-1" },
+        new Date(),
+      );
+      await writer.repeatEvent(NS, name, { count: 2, message: "a leg failed", now: new Date() });
+    });
+
+    const refused: [string, string, string, unknown?, string?][] = [
+      ["read Secrets", "GET", `/api/v1/namespaces/${NS}/secrets/rbac-secret`],
+      ["list Secrets", "GET", `/api/v1/namespaces/${NS}/secrets`],
+      ["read a Pod by name", "GET", `/api/v1/namespaces/${NS}/pods/any`],
+      ["list Nodes", "GET", "/api/v1/nodes"],
+      ["list CStorVolumes of another namespace", "GET", crd("cstorvolumes", OTHER_NS)],
+      ["list CStorVolumeReplicas of all namespaces", "GET", `/apis/${API_VERSION}/cstorvolumereplicas`],
+      [
+        "write CStorVolume status in another namespace",
+        "PATCH",
+        crd("cstorvolumes", OTHER_NS, `${VOLUME}/status`),
+        { status: { target: { state: "Serving" } } },
+      ],
+      [
+        "patch a CStorVolumeReplica of another namespace",
+        "PATCH",
+        crd("cstorvolumereplicas", OTHER_NS, REPLICA),
+        { metadata: { annotations: { [ANNOTATION.replicaCaughtUp]: "true" } } },
+      ],
+      [
+        "change a CStorVolume's spec",
+        "PATCH",
+        crd("cstorvolumes", NS, VOLUME),
+        { spec: { replicationFactor: 3 } },
+      ],
+      [
+        "write CStorVolumeReplica status",
+        "PATCH",
+        crd("cstorvolumereplicas", NS, `${REPLICA}/status`),
+        { status: { phase: "Healthy" } },
+      ],
+      ["delete a CStorVolumeReplica", "DELETE", crd("cstorvolumereplicas", NS, REPLICA)],
+      [
+        "create a CStorVolumeReplica",
+        "POST",
+        crd("cstorvolumereplicas", NS),
+        volumeObjects(NS)[1],
+        "application/json",
+      ],
+      ["delete a CStorVolume", "DELETE", crd("cstorvolumes", NS, VOLUME)],
+      ["read CSPIs", "GET", crd("cstorpoolinstances", NS)],
+      ["read CStorVolumeConfigs", "GET", crd("cstorvolumeconfigs", NS)],
+      [
+        "change a Deployment",
+        "PATCH",
+        `/apis/apps/v1/namespaces/${NS}/deployments/cstor-pool-hooks`,
+        { spec: { replicas: 3 } },
+      ],
+    ];
+    for (const [what, method, path, body, type] of refused) {
+      it(`is refused: ${what}`, async () => {
+        const response = await call(method, path, body, type);
+        expect(response.status, JSON.stringify(response.body)).to.equal(403);
+        expect(response.body.reason).to.equal("Forbidden");
+      });
+    }
+
+    const limited: [string, unknown][] = [
+      ["change a replica's size", { spec: { capacity: "2Gi" } }],
+      [
+        "move a replica to another pool (its pool label)",
+        { metadata: { labels: { [LABEL.replicaPool]: "other-pool" } } },
+      ],
+      ["release a replica (its finalizer)", { metadata: { finalizers: null } }],
+      ["remove another annotation", { metadata: { annotations: { [ANNOTATION.rebuildingSince]: null } } }],
+      ["add another annotation", { metadata: { annotations: { [ANNOTATION.replicaLost]: "confirm" } } }],
+    ];
+    for (const [what, body] of limited) {
+      it(`is refused by the target policy, with a message saying what it may change: ${what}`, async () => {
+        const path = crd("cstorvolumereplicas", NS, REPLICA);
+        const before = (await cluster.request(cluster.admin, "GET", path)).body;
+        const response = await call("PATCH", path, body);
+        expect(response.status, JSON.stringify(response.body)).to.equal(403);
+        expect(response.body.message).to.match(
+          /ValidatingAdmissionPolicy 'cstor-volume-target-limits'.*the volume target \(system:serviceaccount:openebs:cstor-volume-target\) may change only the openebs.io\/replica-caught-up annotation/,
+        );
+        const after = (await cluster.request(cluster.admin, "GET", path)).body;
+        expect(after.metadata.resourceVersion, "nothing changed").to.equal(before.metadata.resourceVersion);
+      });
+    }
+
+    it("leaves everyone else's replica writes alone: the admin still edits a replica's labels", async () => {
+      const response = await cluster.request(
+        cluster.admin,
+        "PATCH",
+        crd("cstorvolumereplicas", NS, REPLICA),
         { metadata: { labels: { extra: "yes" } } },
         "application/merge-patch+json",
       );

@@ -254,7 +254,11 @@ describe("integration: from a StorageClass to a Bound volume (real PV controller
       iqn: `iqn.2016-09.com.openebs.cstor:${volume}`,
       lun: 0,
       fsType: "ext4",
+      // The node logs in as the volume's client initiator, with the CHAP of the Secret beside the CVC.
+      initiatorName: `iqn.2016-09.com.openebs.cstor:client:${volume}`,
+      chapAuthSession: true,
     });
+    expect(pv.spec.iscsi.secretRef).to.deep.equal({ name: `${volume}-chap`, namespace: POOLS_NS });
     expect(pv.spec.claimRef).to.include({ name: "data", namespace: NS, uid: pvc.metadata.uid });
     expect(pv.metadata.annotations[PROVISIONING.provisionedByAnnotation]).to.equal(PROVISIONING.provisioner);
     // The waiting Event is gone, and the answer is a fixed point: nothing more to write.

@@ -10,7 +10,7 @@ import { expect } from "chai";
 import fc from "fast-check";
 import { makeApp } from "../../hooks/http/app.js";
 import { hookRoutes } from "../../hooks/routes.js";
-import { DEFAULT_HOOK_CONFIG } from "../../lib/hook-config.js";
+import { TEST_HOOK_CONFIG } from "../../testkit/hook-config.js";
 import { createLogger } from "../../runtime/log.js";
 import { FakeClusterLookup } from "../hooks/admission/fake-lookup.js";
 import { clusterObjects, loadCorpus } from "./support/corpus.js";
@@ -94,7 +94,7 @@ describe("hook endpoints under fuzzed requests (fast-check over HTTP)", function
   this.timeout(300_000);
   const corpus = loadCorpus();
   const errorLogs: string[] = [];
-  const routes = hookRoutes(DEFAULT_HOOK_CONFIG, {
+  const routes = hookRoutes(TEST_HOOK_CONFIG, {
     lookup: () => new FakeClusterLookup({ objects: clusterObjects(corpus.cspcSyncRequests) }),
   });
   let server: Server;

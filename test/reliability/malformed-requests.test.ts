@@ -5,7 +5,7 @@ import { expect } from "chai";
 import request from "supertest";
 import { makeApp } from "../../hooks/http/app.js";
 import { hookRoutes } from "../../hooks/routes.js";
-import { DEFAULT_HOOK_CONFIG } from "../../lib/hook-config.js";
+import { TEST_HOOK_CONFIG } from "../../testkit/hook-config.js";
 import { createLogger } from "../../runtime/log.js";
 import { goldenCases } from "../support/golden.js";
 import { FakeClusterLookup } from "../hooks/admission/fake-lookup.js";
@@ -19,7 +19,7 @@ function golden(area: string, name: string): Doc {
 }
 
 function app() {
-  const routes = hookRoutes(DEFAULT_HOOK_CONFIG, { lookup: () => new FakeClusterLookup() });
+  const routes = hookRoutes(TEST_HOOK_CONFIG, { lookup: () => new FakeClusterLookup() });
   return makeApp({ routes, clock, log: createLogger({ level: "silent" }) });
 }
 

@@ -8,6 +8,8 @@ import { join } from "node:path";
 import { expect } from "chai";
 import { canonicalize, canonicalYaml } from "../../lib/canonical.js";
 import { FIXTURES, hasCaseDocument, readCaseDocument, readYaml } from "../../testkit/case-documents.js";
+import { TEST_HOOK_CONFIG } from "../../testkit/hook-config.js";
+import { DEFAULT_HOOK_CONFIG, type HookConfig } from "../../lib/hook-config.js";
 
 export { FIXTURES, readYaml };
 
@@ -34,7 +36,8 @@ export const GOLDEN_AREAS: Readonly<Record<string, GoldenArea>> = {
   "cspc-finalize": { inputs: ["request.yaml"], outputs: ["response.yaml"] },
   "cspi-sync": { inputs: ["request.yaml"], outputs: ["response.yaml"] },
   "cspi-finalize": { inputs: ["request.yaml"], outputs: ["response.yaml"] },
-  "cvc-sync": { inputs: ["request.yaml"], outputs: ["response.yaml"] },
+  // withoutChapKey: true runs the hook as a server without CSTOR_REPLICA_CHAP_KEY (caseHookConfig).
+  "cvc-sync": { inputs: ["request.yaml"], outputs: ["response.yaml"], caseKeys: ["withoutChapKey"] },
   "cvc-finalize": { inputs: ["request.yaml"], outputs: ["response.yaml"] },
   "cv-status": { inputs: ["request.yaml"], outputs: ["response.yaml"] },
   // The StorageClass decorator: sync and finalize are one answer, the request's `finalizing` tells them apart.
@@ -106,6 +109,15 @@ export function goldenCases(area: string): GoldenCase[] {
         has: (file: string) => hasCaseDocument(dir, file),
       };
     });
+}
+
+/**
+ * The hook configuration a case's hook runs with: the tests' (a fixed CHAP key), or the defaults, without a
+ * key, when its case.yaml says `withoutChapKey: true`.
+ */
+export function caseHookConfig(goldenCase: GoldenCase): HookConfig {
+  const meta = (readYaml(join(goldenCase.dir, "case.yaml")) ?? {}) as { withoutChapKey?: unknown };
+  return meta.withoutChapKey === true ? DEFAULT_HOOK_CONFIG : TEST_HOOK_CONFIG;
 }
 
 export function updatingGolden(): boolean {

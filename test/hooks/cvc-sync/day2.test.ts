@@ -18,7 +18,7 @@ import {
 import type { CompositeSyncResponse } from "../../../api/types.js";
 import { handleCvcSync } from "../../../hooks/cvc-sync/sync.js";
 import { canonicalJson } from "../../../lib/canonical.js";
-import { DEFAULT_HOOK_CONFIG } from "../../../lib/hook-config.js";
+import { TEST_HOOK_CONFIG } from "../../../testkit/hook-config.js";
 import { consistencyFactor } from "../../../lib/volume/children.js";
 import { applyUpdate, type Obj } from "../../../testkit/metacontroller-driver.js";
 
@@ -28,6 +28,7 @@ const POOLS = ["p0", "p1", "p2", "p3", "p4"];
 const KEY: Record<string, string> = {
   [KIND.service]: TYPE_KEY.service,
   [KIND.cv]: TYPE_KEY.cv,
+  [KIND.secret]: TYPE_KEY.secret,
   [KIND.deployment]: TYPE_KEY.deployment,
   [KIND.cvr]: TYPE_KEY.cvr,
   [KIND.podDisruptionBudget]: TYPE_KEY.podDisruptionBudget,
@@ -119,7 +120,7 @@ function request(cluster: Cluster): Obj {
 function sync(cluster: Cluster): { request: Obj; response: CompositeSyncResponse } {
   const req = request(cluster);
   const now = new Date(Date.UTC(2026, 10, 24, 8, 0, cluster.tick++));
-  return { request: req, response: handleCvcSync(req, () => now, DEFAULT_HOOK_CONFIG) };
+  return { request: req, response: handleCvcSync(req, () => now, TEST_HOOK_CONFIG) };
 }
 
 /** Metacontroller applies the answer: children updated by 3-way merge, created, or deleted (a replica stays Terminating). */

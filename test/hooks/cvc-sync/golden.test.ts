@@ -3,8 +3,8 @@ import { handleCvcSync } from "../../../hooks/cvc-sync/sync.js";
 import { handleCvStatus } from "../../../hooks/cv-status/sync.js";
 import { handleCvcFinalize } from "../../../hooks/finalize/cvc.js";
 import { canonicalize } from "../../../lib/canonical.js";
-import { DEFAULT_HOOK_CONFIG } from "../../../lib/hook-config.js";
-import { expectGolden, goldenCases } from "../../support/golden.js";
+import { TEST_HOOK_CONFIG } from "../../../testkit/hook-config.js";
+import { caseHookConfig, expectGolden, goldenCases } from "../../support/golden.js";
 import { applyUpdate, LAST_APPLIED, type Obj } from "../../../testkit/metacontroller-driver.js";
 
 describe("cvc-sync golden cases", () => {
@@ -13,7 +13,7 @@ describe("cvc-sync golden cases", () => {
       expectGolden(
         c,
         "response.yaml",
-        handleCvcSync(c.read("request.yaml"), () => c.now, DEFAULT_HOOK_CONFIG),
+        handleCvcSync(c.read("request.yaml"), () => c.now, caseHookConfig(c)),
       );
     });
   }
@@ -50,7 +50,7 @@ describe("cvc-sync at rest", () => {
       parent: { status: unknown };
       children: Record<string, Record<string, Obj>>;
     };
-    const response = handleCvcSync(request, () => c.now, DEFAULT_HOOK_CONFIG);
+    const response = handleCvcSync(request, () => c.now, TEST_HOOK_CONFIG);
     const observed = new Map(
       Object.values(request.children)
         .flatMap((byName) => Object.values(byName))

@@ -1,0 +1,218 @@
+// md RAID1 as the volume target runs it (md/mdadm.ts): mdadm's --examine output and md's sysfs files as a
+// UML guest's kernel showed them (test/fixtures/kernel/), read; the host's own mdadm examining files that are
+// not legs; names and UUIDs checked before anything runs. The array operations themselves run in a real
+// kernel in test/md/uml-kernel-adapters.test.ts.
+import {
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  truncateSync,
+  writeFileSync,
+  mkdirSync,
+} from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { expect } from "chai";
+import { parse } from "yaml";
+import { canonicalUuid, Mdadm, parseBlockStat, parseExamine, parseSyncCompleted } from "../../md/mdadm.js";
+import { CommandError, createRunner } from "../../process/runner.js";
+import { REPO_ROOT } from "../../testkit/kube.js";
+import { kernelTree } from "../support/kernel-tree.js";
+
+const fixture = (name: string) => readFileSync(join(REPO_ROOT, "test/fixtures/kernel", name), "utf8");
+const UUID = "2b4c6d8e-1f3a-4b5c-9d7e-0a1b2c3d4e5f";
+
+describe("md: mdadm --examine, read", () => {
+  it("reads a clean leg's superblock: UUID, events, name, role, data offset", () => {
+    expect(parseExamine("sda", fixture("mdadm-examine-clean.txt"))).to.deep.equal({
+      disk: "sda",
+      arrayUuid: UUID,
+      events: 18,
+      name: "vol-1a2b3c4d",
+      role: "Active device 0",
+      state: "clean",
+      deviceUuid: "7723af98-bfd7-025c-24d0-d6216ad74bcf",
+      dataOffsetSectors: 2048,
+      raidDevices: 3,
+      arrayState: "AAA",
+    });
+  });
+
+  it("reads what a surviving leg saw of a failed one, a spare, and a leg half rebuilt", () => {
+    const degraded = parseExamine("sda", fixture("mdadm-examine-degraded.txt"));
+    expect({ events: degraded.events, arrayState: degraded.arrayState }).to.deep.equal({
+      events: 22,
+      arrayState: "AA.",
+    });
+    const spare = parseExamine("sdd", fixture("mdadm-examine-spare.txt"));
+    expect({ role: spare.role, events: spare.events, recovery: spare.recoveryOffsetSectors }).to.deep.equal({
+      role: "spare",
+      events: 28,
+      recovery: undefined,
+    });
+    const rebuilding = parseExamine("sdd", fixture("mdadm-examine-recovering.txt"));
+    expect(rebuilding).to.deep.include({
+      role: "Active device 3",
+      raidDevices: 4,
+      recoveryOffsetSectors: 16384,
+      arrayState: "AAAA",
+    });
+  });
+
+  it("refuses a disk whose metadata is not an md 1.x superblock (here a partition table)", () => {
+    expect(() => parseExamine("sdb", fixture("mdadm-examine-mbr.txt"))).to.throw(
+      /sdb carries metadata this target does not use \(mdadm --examine shows no md 1.x superblock\)/,
+    );
+  });
+
+  it("writes UUIDs as Kubernetes does, from mdadm's form or any 32 hex digits", () => {
+    expect(canonicalUuid("2b4c6d8e:1f3a4b5c:9d7e0a1b:2c3d4e5f")).to.equal(UUID);
+    expect(canonicalUuid("2B4C6D8E-1F3A-4B5C-9D7E-0A1B2C3D4E5F")).to.equal(UUID);
+    expect(() => canonicalUuid("2b4c6d8e:1f3a4b5c", "array vol: uuid")).to.throw(
+      /array vol: uuid "2b4c6d8e:1f3a4b5c" is not a UUID: give 32 hex digits/,
+    );
+  });
+});
+
+describe("md: sysfs, read", () => {
+  const roots: string[] = [];
+  const md = (...fixtures: string[]) => {
+    const root = kernelTree(...fixtures);
+    roots.push(root);
+    return new Mdadm(createRunner(), { mdadm: ["mdadm"], sysfs: root, dev: join(root, "dev") });
+  };
+  after(() => roots.forEach((root) => rmSync(root, { recursive: true, force: true })));
+
+  it("reads block counters and sync progress", () => {
+    const stat = (parse(fixture("sysfs-md-degraded.yaml")) as Record<string, string>)["block/md127/stat"];
+    expect(parseBlockStat(stat)).to.deep.equal({
+      reads: 5,
+      readSectors: 4120,
+      readMs: 70,
+      writes: 6,
+      writeSectors: 12288,
+      writeMs: 500,
+      inFlight: 0,
+    });
+    expect(() => parseBlockStat("1 2 3")).to.throw(/unreadable block stat/);
+    expect(parseSyncCompleted("106496 / 129024\n")).to.deep.equal({ done: 106496, total: 129024 });
+    expect(parseSyncCompleted("none\n")).to.equal(undefined);
+    expect(parseSyncCompleted("delayed")).to.equal(undefined);
+    expect(() => parseSyncCompleted("soon")).to.throw(/unreadable md sync_completed: "soon"/);
+  });
+
+  it("reads a new array resyncing: every leg in sync, the resync's progress", async () => {
+    const state = await md("sysfs-md-resync.yaml").state("md127");
+    expect(state).to.deep.equal({
+      kernelName: "md127",
+      uuid: UUID,
+      arrayState: "clean",
+      raidDisks: 3,
+      degraded: 0,
+      syncAction: "resync",
+      syncCompleted: { done: 106496, total: 129024 },
+      sizeBytes: 129024 * 512,
+      legs: [
+        { disk: "sda", slot: 0, states: ["in_sync"] },
+        { disk: "sdb", slot: 1, states: ["in_sync"] },
+        { disk: "sdc", slot: 2, states: ["in_sync"] },
+      ],
+      stat: { reads: 0, readSectors: 0, readMs: 0, writes: 0, writeSectors: 0, writeMs: 0, inFlight: 0 },
+    });
+  });
+
+  it("reads a degraded array: the failed leg faulty and without a slot", async () => {
+    const state = await md("sysfs-md-degraded.yaml").state("md127");
+    expect({ degraded: state.degraded, action: state.syncAction, done: state.syncCompleted }).to.deep.equal({
+      degraded: 1,
+      action: "idle",
+      done: undefined,
+    });
+    expect(state.legs[2]).to.deep.equal({ disk: "sdc", states: ["faulty"] });
+  });
+
+  it("reads a spare, and the spare rebuilt into a slot: not in sync until the recovery ends", async () => {
+    const spare = await md("sysfs-md-spare.yaml").state("md127");
+    expect(spare.legs.map((l) => [l.disk, l.slot, l.states.join()])).to.deep.equal([
+      ["sda", 0, "in_sync"],
+      ["sdb", 1, "in_sync"],
+      ["sdc", 2, "in_sync"],
+      ["sdd", undefined, "spare"],
+    ]);
+    const recovering = await md("sysfs-md-recover.yaml").state("md127");
+    expect(recovering).to.deep.include({ raidDisks: 4, degraded: 1, syncAction: "recover" });
+    expect(recovering.syncCompleted).to.deep.equal({ done: 0, total: 129024 });
+    expect(recovering.legs[3]).to.deep.equal({ disk: "sdd", slot: 3, states: ["spare"] });
+  });
+
+  it("finds an array by its UUID in sysfs and by /dev/md/<name>", async () => {
+    const adapter = md("sysfs-md-clean.yaml");
+    const root = roots.at(-1)!;
+    mkdirSync(join(root, "dev", "md"), { recursive: true });
+    symlinkSync("../md127", join(root, "dev", "md", "vol-1a2b3c4d"));
+    symlinkSync("../md126", join(root, "dev", "md", "stale"));
+    expect(await adapter.findByUuid("2b4c6d8e:1f3a4b5c:9d7e0a1b:2c3d4e5f")).to.equal("md127");
+    expect(await adapter.findByUuid("00000000-0000-0000-0000-000000000000")).to.equal(undefined);
+    expect(await adapter.find("vol-1a2b3c4d")).to.equal("md127");
+    expect(await adapter.find("stale"), "a link to an array that is gone").to.equal(undefined);
+    expect(await adapter.find("other")).to.equal(undefined);
+  });
+});
+
+describe("md: what is checked before mdadm runs", () => {
+  const md = new Mdadm(createRunner(), { mdadm: ["mdadm"], sysfs: "/nonexistent", dev: "/nonexistent" });
+
+  it("refuses names md cannot keep, bad UUIDs, no legs and a leg named twice", async () => {
+    const spec = { name: "vol-1a2b3c4d", uuid: UUID, disks: ["sdb", "sdc"] };
+    const refusal = (change: object) =>
+      md.create({ ...spec, ...change }).then(
+        () => "created",
+        (error: Error) => error.message,
+      );
+    expect(await refusal({ name: "pvc-0123456789abcdef0123456789abcdef" })).to.match(
+      /array name "pvc-0123456789abcdef0123456789abcdef": use 1 to 32 characters .* \(md 1.2 metadata keeps at most 32\)/,
+    );
+    expect(await refusal({ name: "a/b" })).to.match(/array name "a\/b"/);
+    expect(await refusal({ uuid: "vol" })).to.match(/array vol-1a2b3c4d: uuid "vol" is not a UUID/);
+    expect(await refusal({ disks: [] })).to.match(/array vol-1a2b3c4d: disks is empty/);
+    expect(await refusal({ disks: ["sdb", "sdb"] })).to.match(/name a disk twice/);
+    expect(await refusal({ disks: ["/dev/sdb"] })).to.match(
+      /disk "\/dev\/sdb": give the kernel name of a block device, such as "sdb"/,
+    );
+    expect(await md.state("sdb").catch((e: Error) => e.message)).to.match(
+      /array "sdb": give the kernel name of an md array/,
+    );
+    expect(await md.grow("md127", 0).catch((e: Error) => e.message)).to.match(
+      /raidDevices must be a positive integer/,
+    );
+  });
+});
+
+describe("md: the host's mdadm examining what is not a leg", () => {
+  let dev: string;
+  let md: Mdadm;
+  before(() => {
+    dev = mkdtempSync(join(tmpdir(), "cstor-mdadm-"));
+    writeFileSync(join(dev, "blank"), "");
+    truncateSync(join(dev, "blank"), 4 * 1024 * 1024);
+    // A DOS partition table: one Linux partition of 8192 sectors at 2048, and the boot signature.
+    const mbr = Buffer.alloc(16 * 1024 * 1024);
+    mbr.set([0, 0, 0, 0, 0x83, 0, 0, 0], 446);
+    mbr.writeUInt32LE(2048, 454);
+    mbr.writeUInt32LE(8192, 458);
+    mbr.set([0x55, 0xaa], 510);
+    writeFileSync(join(dev, "parted"), mbr);
+    md = new Mdadm(createRunner(), { mdadm: ["mdadm"], sysfs: "/sys", dev });
+  });
+  after(() => rmSync(dev, { recursive: true, force: true }));
+
+  it("says there is no superblock only when mdadm says so; other failures throw (fail closed)", async () => {
+    expect(await md.examine("blank")).to.equal(undefined);
+    const missing = await md.examine("gone").catch((e: unknown) => e);
+    expect(missing).to.be.instanceOf(CommandError);
+    expect((missing as CommandError).stderr).to.match(/cannot open .*gone/);
+    const parted = await md.examine("parted").catch((e: Error) => e.message);
+    expect(parted).to.match(/parted carries metadata this target does not use/);
+  });
+});

@@ -1,0 +1,370 @@
+// Runs INSIDE the UML guest of test/md/uml-kernel-adapters.test.ts: the volume target's kernel adapters
+// (iscsi/initiator.ts, md/mdadm.ts, iscsi/lio.ts) as real code against the guest's kernel. The test transpiles
+// this file and its imports (testkit/uml/guest-node.ts) and runs `node <this>.js <steps> <config.json>`; each
+// step prints what it saw as one JSON object on stdout, and the test asserts on it. Every wait here is
+// bounded. Only node: modules and the adapters may be imported (the guest resolves no packages for this).
+import { createHash } from "node:crypto";
+import { readFile, writeFile } from "node:fs/promises";
+import { IscsiInitiator, type LegLogin, type SessionView } from "../../iscsi/initiator.js";
+import { Lio } from "../../iscsi/lio.js";
+import { Mdadm, type ArrayState } from "../../md/mdadm.js";
+import { CommandError, createRunner } from "../../process/runner.js";
+
+export interface DriverConfig {
+  iface: string;
+  initiatorIqn: string;
+  replacementTimeoutSeconds: number;
+  legs: LegLogin[];
+  array: { name: string; uuid: string };
+  /** LIO listens on `portal`, the client logs in to `loginPortal`; `otherPortal` is ensured once at the end. */
+  lio: { targetIqn: string; backstore: string; portal: string; loginPortal: string; otherPortal: string };
+  client: { iface: string; initiatorIqn: string; user: string; password: string };
+  /** Host files (seen through hostfs) with the data to write through the LUN. */
+  data: string[];
+  /** From earlier steps: the array's kernel name and the legs' disks, in the order of `legs`. */
+  kernelName?: string;
+  disks?: string[];
+  clientDisk?: string;
+  /** Index into `legs` of the replica the test kills. */
+  lost?: number;
+}
+
+const runner = createRunner();
+const SYS = "/sys";
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Polls `probe` every 100 ms until it returns a value; throws with `what` and the last value after `ms`. */
+async function until<T>(what: string, ms: number, probe: () => Promise<T | undefined>): Promise<T> {
+  const deadline = Date.now() + ms;
+  let last: unknown;
+  for (;;) {
+    const found = await probe().catch((error: unknown) => ((last = String(error)), undefined));
+    if (found !== undefined) return found;
+    if (Date.now() > deadline)
+      throw new Error(`${what}: not within ${ms} ms (last: ${JSON.stringify(last)})`);
+    await sleep(100);
+  }
+}
+
+const timings: Record<string, number> = {};
+async function timed<T>(what: string, step: () => Promise<T>): Promise<T> {
+  const started = Date.now();
+  try {
+    return await step();
+  } finally {
+    timings[what] = Date.now() - started;
+  }
+}
+
+/** Runs a command, resolving with its exit code and stderr instead of throwing. */
+async function attempt(argv: string[], timeoutMs = 90_000): Promise<{ code: number | null; stderr: string }> {
+  try {
+    await runner.run(argv, { timeoutMs });
+    return { code: 0, stderr: "" };
+  } catch (error) {
+    if (!(error instanceof CommandError)) throw error;
+    return { code: error.exitCode, stderr: error.stderr.trim() };
+  }
+}
+
+async function sha256OfDevice(disk: string, mib: number): Promise<string> {
+  const copy = `/run/read-${disk}.bin`;
+  await runner.run([
+    "dd",
+    `if=/dev/${disk}`,
+    `of=${copy}`,
+    "bs=1M",
+    `count=${mib}`,
+    "iflag=direct",
+    "status=none",
+  ]);
+  return createHash("sha256")
+    .update(await readFile(copy))
+    .digest("hex");
+}
+
+function steps(config: DriverConfig) {
+  const legs = new IscsiInitiator(runner, {
+    iscsiadm: ["iscsiadm"],
+    sysfs: SYS,
+    iface: config.iface,
+    initiatorIqn: config.initiatorIqn,
+    replacementTimeoutSeconds: config.replacementTimeoutSeconds,
+    noopOutSeconds: 2,
+  });
+  const client = new IscsiInitiator(runner, {
+    iscsiadm: ["iscsiadm"],
+    sysfs: SYS,
+    iface: config.client.iface,
+    initiatorIqn: config.client.initiatorIqn,
+    replacementTimeoutSeconds: 30,
+  });
+  const md = new Mdadm(runner, { mdadm: ["mdadm"], sysfs: SYS, dev: "/dev" });
+  const lio = new Lio();
+  const mine = async () => (await legs.sessions()).filter((s) => s.iface === config.iface);
+  const diskOf = (session: SessionView | undefined, lun: number) =>
+    session?.state === "LOGGED_IN" && session.luns[lun]?.state === "running"
+      ? session.luns[lun].disk
+      : undefined;
+  const kernelName = () => config.kernelName ?? fail("kernelName");
+  const disks = () => config.disks ?? fail("disks");
+  const settled = (want: (s: ArrayState) => boolean) => async () => {
+    const state = await md.state(kernelName());
+    return want(state) ? state : undefined;
+  };
+  const allInSync = (s: ArrayState) =>
+    s.syncAction === "idle" &&
+    s.degraded === 0 &&
+    s.legs.filter((l) => l.states.includes("in_sync")).length === s.raidDisks;
+  const dd = (disk: string, file: string, seekMiB = 0) =>
+    attempt([
+      "dd",
+      `if=${file}`,
+      `of=/dev/${disk}`,
+      "bs=1M",
+      `seek=${seekMiB}`,
+      "oflag=direct",
+      "status=none",
+    ]);
+
+  return {
+    /** iface, CHAP logins of every leg, each leg's disk; examine of blank legs; create; the initial sync. */
+    async up() {
+      // md's initial resync and the bitmap catch-up: as fast as the guest can.
+      await writeFile("/proc/sys/dev/raid/speed_limit_min", "200000");
+      await timed("ensureIface", () => legs.ensureIface());
+      await timed("login 3 legs (parallel)", () => Promise.all(config.legs.map((leg) => legs.login(leg))));
+      const before = await mine();
+      await timed("login again (already logged in)", () => legs.login(config.legs[0]));
+      const legDisks = await timed("legs' disks appear", () =>
+        until("every leg's LUN 1 running", 30_000, async () => {
+          const sessions = await mine();
+          const found = config.legs.map((leg) =>
+            diskOf(
+              sessions.find((s) => s.targetIqn === leg.targetIqn),
+              1,
+            ),
+          );
+          return found.every(Boolean) ? (found as string[]) : undefined;
+        }),
+      );
+      const blank = await timed("examine 3 blank legs", () =>
+        Promise.all(legDisks.map((d) => md.examine(d))),
+      );
+      const missing = await md.examine("sdzz").then(
+        () => "no error",
+        (error: Error) => error.message,
+      );
+      const spec = { ...config.array, disks: legDisks };
+      const created = await timed("create", () => md.create(spec));
+      const refused = await md.create(spec).then(
+        () => "created again",
+        (error: Error) => error.message,
+      );
+      const found = await md.find(config.array.name);
+      const state = await timed("initial sync to idle", () =>
+        until("the new array idle and in sync", 90_000, async () => {
+          const s = await md.state(created);
+          return allInSync(s) ? s : undefined;
+        }),
+      );
+      return {
+        sessionsBefore: before,
+        sessions: await mine(),
+        disks: legDisks,
+        blank,
+        missing,
+        created,
+        refused,
+        found,
+        state,
+      };
+    },
+
+    /** LIO export of the array to a second initiator (a second iface here), I/O, write protection. */
+    async lio() {
+      const wanted = {
+        targetIqn: config.lio.targetIqn,
+        backstore: config.lio.backstore,
+        device: `/dev/${kernelName()}`,
+        portal: config.lio.portal,
+        acls: [{ ...config.client, writeProtect: false }],
+      };
+      await timed("lio ensure", () => lio.ensure(wanted));
+      await timed("lio ensure again (no change)", () => lio.ensure(wanted));
+      const exported = await lio.read(config.lio.targetIqn);
+      const otherTarget = (await lio.read("iqn.2026-11.io.cstor-pool-operator.test:nobody")) ?? null;
+      await client.ensureIface();
+      const leg = {
+        targetIqn: config.lio.targetIqn,
+        portal: config.lio.loginPortal,
+        user: config.client.user,
+      };
+      const wrong = await timed("client login, wrong CHAP password", () =>
+        client.login({ ...leg, password: "wrong-password-0000" }).then(
+          () => ({ code: 0, message: "logged in" }),
+          (error: CommandError) => ({ code: error.exitCode, message: error.message }),
+        ),
+      );
+      await timed("client login", () => client.login({ ...leg, password: config.client.password }));
+      const lun = await timed("client disk appears", () =>
+        until("the client's LUN 0 running", 30_000, async () =>
+          diskOf(
+            (await client.sessions()).find((s) => s.iface === config.client.iface),
+            0,
+          ),
+        ),
+      );
+      const write = await timed("write 8 MiB through LIO", () => dd(lun, config.data[0]));
+      const sha = await timed("read 8 MiB back", () => sha256OfDevice(lun, 8));
+      await lio.setWriteProtect(config.lio.targetIqn, config.client.initiatorIqn, true);
+      const protectedState = await lio.read(config.lio.targetIqn);
+      const refusedWrite = await dd(lun, config.data[1], 8);
+      const readWhileProtected = await attempt([
+        "dd",
+        `if=/dev/${lun}`,
+        "of=/dev/null",
+        "bs=1M",
+        "count=2",
+        "iflag=direct",
+      ]);
+      await lio.setWriteProtect(config.lio.targetIqn, config.client.initiatorIqn, false);
+      const writable = await dd(lun, config.data[1], 8);
+      // A write in flight when the switch flips: commands LIO admitted finish, the next one is refused.
+      const inFlight = dd(lun, config.data[2], 16);
+      await sleep(400);
+      await lio.setWriteProtect(config.lio.targetIqn, config.client.initiatorIqn, true);
+      const flipped = await inFlight;
+      await lio.setWriteProtect(config.lio.targetIqn, config.client.initiatorIqn, false);
+      const rewritten = await dd(lun, config.data[2], 16);
+      const missingAcl = await lio
+        .setWriteProtect(config.lio.targetIqn, "iqn.2026-11.io.cstor-pool-operator.test:nobody", true)
+        .then(
+          () => "no error",
+          (error: Error) => error.message,
+        );
+      // Correction: a second ACL added, then dropped again.
+      const other = {
+        initiatorIqn: `${config.client.initiatorIqn}-other`,
+        user: "other",
+        password: "other-secret-1",
+        writeProtect: true,
+      };
+      await lio.ensure({ ...wanted, acls: [...wanted.acls, other] });
+      const twoAcls = await lio.read(config.lio.targetIqn);
+      await lio.ensure(wanted);
+      const oneAcl = await lio.read(config.lio.targetIqn);
+      return {
+        twoAcls,
+        oneAcl,
+        exported,
+        otherTarget,
+        wrong,
+        lun,
+        write,
+        sha,
+        protectedState,
+        refusedWrite,
+        readWhileProtected,
+        writable,
+        flipped,
+        rewritten,
+        missingAcl,
+      };
+    },
+
+    /** After the test killed one replica: a write through LIO; md fails the lost leg and the array degrades. */
+    async degrade() {
+      const lost = disks()[config.lost ?? fail("lost")];
+      const write = await timed("write 4 MiB with a replica down", () =>
+        dd(config.clientDisk ?? fail("clientDisk"), config.data[3], 32),
+      );
+      const state = await timed("md fails the lost leg", () =>
+        until(
+          "the lost leg faulty",
+          60_000,
+          settled(
+            (s) => s.degraded === 1 && !!s.legs.find((l) => l.disk === lost)?.states.includes("faulty"),
+          ),
+        ),
+      );
+      const session = (await mine()).find((s) => s.targetIqn === config.legs[config.lost!].targetIqn);
+      return { write, state, session };
+    },
+
+    /** After the test restarted the replica: its session back, re-add, bitmap catch-up, every leg's superblock. */
+    async readd() {
+      const lostLeg = config.legs[config.lost ?? fail("lost")];
+      const lost = disks()[config.lost!];
+      await timed("ensureIface again (no change)", () => legs.ensureIface());
+      await timed("lost leg's session back", () =>
+        until("the lost leg's session logged in, its disk running", 60_000, async () =>
+          diskOf(
+            (await mine()).find((s) => s.targetIqn === lostLeg.targetIqn),
+            1,
+          ),
+        ),
+      );
+      await timed("reAdd", () => md.reAdd(kernelName(), lost));
+      await timed("reAdd again (already in the array)", () => md.reAdd(kernelName(), lost));
+      const state = await timed("bitmap catch-up to in sync", () =>
+        until("every leg in sync", 90_000, settled(allInSync)),
+      );
+      const superblocks = await timed("examine 3 legs", () => Promise.all(disks().map((d) => md.examine(d))));
+      return { state, superblocks };
+    },
+
+    /** LIO removed, the array stopped and assembled again from its legs, stopped, every session logged out. */
+    async down() {
+      const lunPortal = config.lio.loginPortal;
+      await timed("client logout", () => client.logout(config.lio.targetIqn, lunPortal));
+      await client.logout(config.lio.targetIqn, lunPortal);
+      // Correction with nobody logged in: another portal, no ACL.
+      await lio.ensure({
+        targetIqn: config.lio.targetIqn,
+        backstore: config.lio.backstore,
+        device: `/dev/${kernelName()}`,
+        portal: config.lio.otherPortal,
+        acls: [],
+      });
+      const corrected = await lio.read(config.lio.targetIqn);
+      await timed("lio remove", () => lio.remove(config.lio.targetIqn, config.lio.backstore));
+      await lio.remove(config.lio.targetIqn, config.lio.backstore);
+      const lioAfter = (await lio.read(config.lio.targetIqn)) ?? "none";
+      await timed("stop", () => md.stop(kernelName()));
+      await md.stop(kernelName());
+      const foundStopped = (await md.find(config.array.name)) ?? "none";
+      const assembled = await timed("assemble", () => md.assemble({ ...config.array, disks: disks() }));
+      const again = await md.assemble({ ...config.array, disks: disks() });
+      const state = await md.state(assembled);
+      await timed("stop again", () => md.stop(assembled));
+      await timed("logout 3 legs", () =>
+        Promise.all(config.legs.map((l) => legs.logout(l.targetIqn, l.portal))),
+      );
+      await legs.logout(config.legs[0].targetIqn, config.legs[0].portal);
+      return { corrected, lioAfter, foundStopped, assembled, again, state, sessions: await legs.sessions() };
+    },
+  };
+}
+
+function fail(field: string): never {
+  throw new Error(`driver config: ${field} is missing; an earlier step gives it`);
+}
+
+const [names, configFile] = process.argv.slice(2);
+if (!names || !configFile)
+  throw new Error("usage: node uml-kernel-adapters.driver.js <step,step...> <config.json>");
+const config = JSON.parse(await readFile(configFile, "utf8")) as DriverConfig;
+const available: Record<string, (() => Promise<unknown>) | undefined> = steps(config);
+const results: Record<string, unknown> = {};
+for (const name of names.split(",")) {
+  const step = available[name];
+  if (!step) throw new Error(`unknown step ${name}`);
+  results[name] = await timed(`step ${name}`, step);
+  // What a step learned, for the steps after it in this run.
+  const up = results.up as { created: string; disks: string[] } | undefined;
+  config.kernelName ??= up?.created;
+  config.disks ??= up?.disks;
+  config.clientDisk ??= (results.lio as { lun: string } | undefined)?.lun;
+}
+process.stdout.write(`${JSON.stringify({ ...results, timings })}\n`);
