@@ -18,20 +18,25 @@ import type { UmlGuest } from "../../testkit/uml/guest.js";
 const MiB = 1024 * 1024;
 const sha256 = (data: Buffer) => createHash("sha256").update(data).digest("hex");
 
-// Lists the volume's CVRs once per kubeconfig given, with @kubernetes/client-node as the target uses it; one
-// JSON line each: the names, or the error.
-const LIST_CVRS = `
+// What the volume target reads, with @kubernetes/client-node as it uses it, once per kubeconfig given: the
+// volume's CVRs and the pool pods (the portals). One JSON line each: what it read, or the error.
+const READ_AS_TARGET = `
 const k8s = require("@kubernetes/client-node");
-const [group, version, namespace, selector, ...configs] = process.argv.slice(1);
+const [group, version, namespace, replicas, pools, ...configs] = process.argv.slice(1);
 (async () => {
   for (const file of configs) {
     const kc = new k8s.KubeConfig();
     kc.loadFromFile(file);
     try {
-      const list = await kc.makeApiClient(k8s.CustomObjectsApi).listNamespacedCustomObject({
-        group, version, namespace, plural: "cstorvolumereplicas", labelSelector: selector,
+      const cvrs = await kc.makeApiClient(k8s.CustomObjectsApi).listNamespacedCustomObject({
+        group, version, namespace, plural: "cstorvolumereplicas", labelSelector: replicas,
       });
-      console.log(JSON.stringify({ file, names: list.items.map((item) => item.metadata.name).sort() }));
+      const pods = await kc.makeApiClient(k8s.CoreV1Api).listNamespacedPod({ namespace, labelSelector: pools });
+      console.log(JSON.stringify({
+        file,
+        cvrs: cvrs.items.map((item) => item.metadata.name).sort(),
+        podIPs: pods.items.map((pod) => pod.status.podIP).sort(),
+      }));
     } catch (error) {
       console.log(JSON.stringify({ file, error: String(error?.message ?? error) }));
     }
@@ -72,8 +77,8 @@ describe("testkit: the volume target's world (API bridge, guest processes, pool 
     if (process.env.UML_TIMINGS && world) console.log(world.timings.map((t) => `    ${t}`).join("\n"));
   });
 
-  it("reaches the apiserver from a guest through the bridge as a ServiceAccount, TLS verified against the certificate's name", async () => {
-    const identity = await world.cluster.serviceAccount(world.namespace, "cstor-pool-node");
+  it("reaches the apiserver from a guest through the bridge as the target's ServiceAccount, TLS verified against the certificate's name", async () => {
+    const identity = await world.cluster.serviceAccount(world.namespace, "cstor-volume-target");
     const kubeconfig = world.guestKubeconfig(identity);
     const config = parse(readFileSync(kubeconfig, "utf8"));
     expect(config.clusters[0].cluster.server).to.equal(
@@ -84,34 +89,36 @@ describe("testkit: the volume target's world (API bridge, guest processes, pool 
     const unnamed = kubeconfig.replace(/\.kubeconfig$/, "-unnamed.kubeconfig");
     writeFileSync(unnamed, stringify(config), { mode: 0o600 });
 
-    const lister = await start({
-      label: "list-cvrs",
+    const reader = await start({
+      label: "read-as-target",
       argv: [
         process.execPath,
         "-e",
-        LIST_CVRS,
+        READ_AS_TARGET,
         API_VERSION.split("/")[0],
         API_VERSION.split("/")[1],
         world.namespace,
         `${LABEL.replicaVolume}=${world.volume}`,
+        `${LABEL.app}=${POOL_APP},${LABEL.cspc}=${world.cspc}`,
         kubeconfig,
         unnamed,
       ],
       env: { PATH: "/usr/bin:/bin" },
     });
     // node and @kubernetes/client-node start in 5-40 s in a guest, depending on the host's load.
-    expect(await lister.exited(120_000), lister.tail()).to.deep.equal({ code: 0 });
-    const [named, withoutName] = lister
+    expect(await reader.exited(120_000), reader.tail()).to.deep.equal({ code: 0 });
+    const [named, withoutName] = reader
       .output()
       .trim()
       .split("\n")
       .filter((line) => line.startsWith("{"))
       .map((line) => JSON.parse(line));
-    expect(named, lister.output()).to.deep.equal({
+    expect(named, reader.output()).to.deep.equal({
       file: kubeconfig,
-      names: world.replicas.map((place) => place.cvr).sort(),
+      cvrs: world.replicas.map((place) => place.cvr).sort(),
+      podIPs: world.replicas.map((place) => place.site.podIP).sort(),
     });
-    expect(withoutName.error, lister.output()).to.match(/altnames/);
+    expect(withoutName.error, reader.output()).to.match(/altnames/);
   });
 
   it("runs a guest process as a container runtime would: its argv, only its env, its cwd; TERM to it, KILL to its group", async () => {
