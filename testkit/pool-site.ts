@@ -25,6 +25,12 @@ import { onStop } from "./processes.js";
 import type { TestNetwork } from "./uml/network.js";
 import type { ZfsNode } from "./zfs-node.js";
 
+/**
+ * How long a node process of the world (a node daemon, a pool agent) may take to start: longer than their own
+ * helpers wait, because the world starts several at once, and on a loaded host tsx alone takes most of a minute.
+ */
+export const NODE_PROCESS_START_MS = 180_000;
+
 /** The pool pod's iSCSI port (lib/cspi/deployment.ts: tgtd's portal). */
 export const POOL_ISCSI_PORT = 3260;
 
@@ -91,7 +97,7 @@ export class PoolSite {
       },
       options.chapKey,
     );
-    await agent.logged("pool agent started").catch(async (error: unknown) => {
+    await agent.logged("pool agent started", NODE_PROCESS_START_MS).catch(async (error: unknown) => {
       await agent.kill();
       await tgtd.stop();
       throw error;

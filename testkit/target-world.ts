@@ -11,18 +11,22 @@
 //
 // stop() leaves nothing behind: guests (they stop md and log out), pool sites, daemons, the objects (their
 // finalizers dropped), the nodes (their pools destroyed, their mount namespaces ended), the bridge, the network.
-import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import { API_VERSION, KIND, LABEL } from "../api/constants.js";
 import type { CSPI, CVR } from "../api/types.js";
 import { resolvePoolConfig } from "../lib/cspc/build.js";
 import { replicaId, zpoolName } from "../lib/names.js";
-import { volumeChap, type ChapCredentials } from "../lib/volume/chap.js";
+import {
+  CHAP_KEY_SECRET,
+  CHAP_KEY_SECRET_KEY,
+  volumeChap,
+  type ChapCredentials,
+} from "../lib/volume/chap.js";
 import { replicaIqn } from "../lib/volume/iqn.js";
 import { REPLICA_FILE } from "../zfs/layout.js";
 import { INSTALL_NAMESPACE, projectInstalled, waitUntil, type Identity, type KubeCluster } from "./kube.js";
 import { DaemonProcess, shippedDaemonEnv } from "./node-daemon-process.js";
-import { PoolSite } from "./pool-site.js";
+import { NODE_PROCESS_START_MS, PoolSite } from "./pool-site.js";
 import { ApiBridge } from "./uml/api-bridge.js";
 import { GuestProcess, type GuestProcessOptions } from "./uml/guest-process.js";
 import { UmlGuest, type GuestOptions } from "./uml/guest.js";
@@ -41,7 +45,10 @@ export interface TargetWorldOptions {
   replicas?: number;
   /** Each replica's size (the CVR's spec.capacity); default 64Mi. */
   capacity?: string;
-  /** The cluster's replica CHAP key (at least 32 characters); default a random one. */
+  /**
+   * The key in the pool pods' Secret (at least 32 characters); default the installed cluster's, from the Secret
+   * cstor-replica-chap-key, from which cvc-sync derives the volume's Secret too.
+   */
   chapKey?: string;
   /** Guests booted while the rest is set up (each boot takes 5-25 s): their names, in index order. */
   guests?: readonly string[];
@@ -65,6 +72,8 @@ export interface TargetWorld {
   cluster: KubeCluster;
   namespace: string;
   volume: string;
+  /** The CStorPoolCluster the pools belong to (the CSPIs', CVRs' and pool pods' label; no CSPC object). */
+  cspc: string;
   /** The replicas' export name (one per volume; each pool serves it at its own portal). */
   replicaIqn: string;
   chapKey: string;
@@ -130,8 +139,8 @@ class World implements TargetWorld {
   /** The CStorPoolCluster the pools belong to (named only: no CSPC object is made). */
   readonly cspc: string;
   readonly replicaIqn: string;
-  readonly chapKey: string;
-  readonly chap: ChapCredentials;
+  chapKey!: string;
+  chap!: ChapCredentials;
   network!: TestNetwork;
   bridge!: ApiBridge;
   readonly replicas: ReplicaPlace[] = [];
@@ -153,8 +162,6 @@ class World implements TargetWorld {
     this.volume = options.volume ?? `vol-${sandbox.id}`;
     this.cspc = `tw-${sandbox.id}`;
     this.replicaIqn = replicaIqn(this.volume);
-    this.chapKey = options.chapKey ?? randomBytes(32).toString("hex");
-    this.chap = volumeChap(this.chapKey, this.volume);
     this.replicaDir = join(sandbox.dir, "replicas");
   }
 
@@ -166,6 +173,8 @@ class World implements TargetWorld {
     const setUp = (async () => {
       this.cluster = await this.timed("the apiserver, project installed", () => projectInstalled());
       await this.ensureDefaultServiceAccount();
+      this.chapKey = this.options.chapKey ?? (await this.installedChapKey());
+      this.chap = volumeChap(this.chapKey, this.volume);
       this.bridge = await ApiBridge.open(this.cluster, this.network);
       const names = Array.from({ length: count }, (_, i) => `tw${i}-${this.sandbox.id}`);
       const [identity, env] = await Promise.all([
@@ -237,19 +246,21 @@ class World implements TargetWorld {
     env: (nodeName: string) => Record<string, string>;
   }): Promise<{ daemon: DaemonProcess; cvr: string }> {
     const { nodeName, node, cspi, identity, env } = input;
-    const daemon = await this.timed(`node daemon ${nodeName}`, () =>
-      DaemonProcess.start({
-        env: env(nodeName),
-        kubeconfig: identity.kubeconfig,
-        overrides: {
-          ZFS_COMMAND_PREFIX: node.commandPrefixEnv,
-          STATUS_INTERVAL_SECONDS: "3",
-          CSTOR_REPLICA_BACKEND: "file",
-          CSTOR_REPLICA_FILE_DIR: this.replicaDir,
-        },
-      }),
-    );
+    // Spawned, then awaited for NODE_PROCESS_START_MS rather than DaemonProcess.start's minute.
+    const daemon = await DaemonProcess.spawn({
+      env: env(nodeName),
+      kubeconfig: identity.kubeconfig,
+      overrides: {
+        ZFS_COMMAND_PREFIX: node.commandPrefixEnv,
+        STATUS_INTERVAL_SECONDS: "3",
+        CSTOR_REPLICA_BACKEND: "file",
+        CSTOR_REPLICA_FILE_DIR: this.replicaDir,
+      },
+    });
     this.daemons.push(daemon);
+    await this.timed(`node daemon ${nodeName}`, () =>
+      daemon.logged("node daemon started", NODE_PROCESS_START_MS),
+    );
     const cspiName = cspi.metadata.name!;
     await this.timed(`pool ${cspiName} ONLINE`, async () => {
       await this.apply(cspi, `cstorpoolinstances/${cspiName}`);
@@ -297,6 +308,18 @@ class World implements TargetWorld {
     );
     if (response.status !== 201 && response.status !== 409)
       throw new Error(`ServiceAccount ${NS}/default: ${response.status} ${JSON.stringify(response.body)}`);
+  }
+
+  /** The key the installer put in the Secret cstor-replica-chap-key (testkit/kube.ts installProject). */
+  private async installedChapKey(): Promise<string> {
+    const path = `/api/v1/namespaces/${NS}/secrets/${CHAP_KEY_SECRET}`;
+    const response = await this.cluster.request(this.cluster.admin, "GET", path);
+    const data = response.status === 200 ? response.body?.data?.[CHAP_KEY_SECRET_KEY] : undefined;
+    if (typeof data !== "string")
+      throw new Error(
+        `Secret ${NS}/${CHAP_KEY_SECRET} has no key "${CHAP_KEY_SECRET_KEY}" (${response.status}): install the project with testkit/kube.ts installProject, or give startTargetWorld a chapKey`,
+      );
+    return Buffer.from(data, "base64").toString("utf8");
   }
 
   /** Runs a step and records how long it took (UML_TIMINGS=1 in the tests prints them). */

@@ -77,6 +77,24 @@ export const FIXED_FIXTURES: Readonly<Record<string, readonly string[]>> = {
   "cli/views": ["cluster.yaml"],
   // test/monitoring/alerts.test.ts: promtool's unit tests of every alert, firing and quiet.
   monitoring: ["alert-tests.yaml"],
+  // test/iscsi/initiator.test.ts, test/iscsi/lio.test.ts and test/md/mdadm.test.ts: output and sysfs/configfs
+  // trees captured in a user-mode-linux guest (docs/data-path-tests.md).
+  kernel: [
+    "configfs-lio.yaml",
+    "iscsiadm-iface.txt",
+    "mdadm-examine-clean.txt",
+    "mdadm-examine-degraded.txt",
+    "mdadm-examine-mbr.txt",
+    "mdadm-examine-recovering.txt",
+    "mdadm-examine-spare.txt",
+    "sysfs-md-clean.yaml",
+    "sysfs-md-degraded.yaml",
+    "sysfs-md-recover.yaml",
+    "sysfs-md-resync.yaml",
+    "sysfs-md-spare.yaml",
+    "sysfs-sessions-killed.yaml",
+    "sysfs-sessions-up.yaml",
+  ],
 };
 
 export interface GoldenCase {
