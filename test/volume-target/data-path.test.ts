@@ -40,6 +40,7 @@ describe("volume target: md RAID1 over three replicas, served by LIO, in user-mo
   /** The agent, transpiled on the host: tsx takes 10-40 s to start in a guest, plain node a few. */
   let agentMain: string;
   let buildDir: string;
+  let arrayUUID: string;
   const timings: string[] = [];
   const written: { name: string; sum: string }[] = [];
   const scrapes: Map<string, number>[] = [];
@@ -197,6 +198,7 @@ describe("volume target: md RAID1 over three replicas, served by LIO, in user-mo
     );
     expect(serving.node).to.equal("tgt-a");
     expect(serving.arrayUUID, "the array's UUID is recorded once it exists").to.be.a("string");
+    arrayUUID = serving.arrayUUID!;
     expect(serving.replicas!.map((r) => r.state)).to.deep.equal(["InSync", "InSync", "InSync"]);
     const disk = (
       await timed("application login (client name, CHAP)", () =>
@@ -278,9 +280,12 @@ describe("volume target: md RAID1 over three replicas, served by LIO, in user-mo
     await app.run(`mount ${lun} fs`, { timeoutMs: 60_000 });
     await readBack();
     await write("data-2", 4);
-    // Each leg's data, read over its own session, past md's data offset: the same bytes on every replica.
+    // Each leg's data, read over its own session, past md's data offset: the same bytes on every replica. The
+    // filesystem is unmounted first, so that no journal commit lands between the reads of two legs.
+    await app.run("umount fs", { timeoutMs: 60_000 });
     const legs = await targetNode.run(
       `md=$(readlink -f /dev/md/cstor-*); size=$(cat /sys/block/\${md##*/}/size)
+md_wait_idle \${md##*/} 120 || exit 1
 for d in /sys/block/\${md##*/}/md/dev-*; do
   leg=\${d##*/dev-}; off=$(cat $d/offset)
   echo "$leg $(dd if=/dev/$leg bs=1M skip=$((off * 512)) count=$((size * 512)) iflag=direct,skip_bytes,count_bytes status=none | sha256sum)"
@@ -293,6 +298,7 @@ done`,
       .map((line) => line.split(/\s+/)[1]);
     expect(sums, legs).to.have.length(3);
     expect(new Set(sums).size, `every leg's data equal:\n${legs}`).to.equal(1);
+    await app.run(`mount ${lun} fs`, { timeoutMs: 60_000 });
   });
 
   it("fires the volume's alerts from what the target exported: degraded with one replica down, read-only with two", async () => {
@@ -361,7 +367,14 @@ done`,
     const moved = await timed("target Serving on tgt-b", () =>
       waitForTarget("Serving on tgt-b", (t) => t.state === "Serving" && t.node === "tgt-b", 180_000),
     );
-    expect(moved.replicas!.map((r) => r.state)).to.deep.equal(["InSync", "InSync", "InSync"]);
+    expect(moved.arrayUUID, "assembled, not created").to.equal(arrayUUID);
+    // Assembled from the freshest legs; a leg the crash left behind is caught up from the bitmap.
+    await timed("every replica in sync on tgt-b", () =>
+      waitForTarget(
+        "3 in sync on tgt-b",
+        (t) => t.node === "tgt-b" && t.replicas!.every((r) => r.state === "InSync"),
+      ),
+    );
     // The Service's address moved, as kube-proxy moves a ClusterIP's endpoint: the session logs in again by itself.
     await app.run("ip neigh flush all");
     await timed("read everything back through the new target", () => readBack());
