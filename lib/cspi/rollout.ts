@@ -4,6 +4,7 @@
 import { ANNOTATION, CSPI_CONDITION } from "../../api/constants.js";
 import type { CSPI, KubeObject } from "../../api/types.js";
 import { canonicalJson } from "../canonical.js";
+import { BadRequestError } from "../errors.js";
 import type { ConditionInput } from "../conditions.js";
 import { shortHash } from "../hash.js";
 import { isTerminating } from "../inventory.js";
@@ -36,6 +37,12 @@ export function gateRollout(
   // Nothing runs to be kept: the Deployment is created (again) as wanted.
   if (!observed || isTerminating(observed))
     return rolledOut("no pool pod runs yet: the pool Deployment is created with the wanted pod template");
+  // The apiserver stores no Deployment without an object spec and template: Metacontroller never sends one.
+  const template = templateOf(observed);
+  if (typeof template !== "object" || template === null || Array.isArray(template))
+    throw new BadRequestError(
+      `Deployment ${observed.metadata.namespace ?? ""}/${observed.metadata.name ?? ""} in the request has no pod template object (spec.template): send the Deployment as the apiserver stores it`,
+    );
   if (hasEveryFieldOf(templateOf(observed), templateOf(wanted)))
     return rolledOut("the pool pod runs the wanted pod template");
 
