@@ -260,6 +260,7 @@ describe("volume target: md RAID1 over three replicas, served by LIO, in user-mo
       waitForTarget(
         "Serving with 3 in sync",
         (t) => t.state === "Serving" && t.replicas!.every((r) => r.state === "InSync"),
+        300_000,
       ),
     );
     expect(back.replicas!.map((r) => r.state)).to.deep.equal(["InSync", "InSync", "InSync"]);
