@@ -504,7 +504,14 @@ function apiRequest(
         res.on("end", () => {
           const text = Buffer.concat(chunks).toString("utf8");
           let parsed: unknown = text;
-          if ((res.headers["content-type"] ?? "").includes("json") && text) parsed = JSON.parse(text);
+          // A watch answers one JSON event per line: its body is the list of events.
+          if ((res.headers["content-type"] ?? "").includes("json") && text)
+            parsed = text.trimEnd().includes("\n")
+              ? text
+                  .trimEnd()
+                  .split("\n")
+                  .map((line) => JSON.parse(line) as unknown)
+              : JSON.parse(text);
           resolve({ status: res.statusCode ?? 0, body: parsed });
         });
       },
