@@ -4,7 +4,7 @@
 // (they end with the pod, and a restarted agent adopts them).
 import { isEntryPoint } from "../runtime/entry.js";
 import { createLogger } from "../runtime/log.js";
-import { probeServer } from "../runtime/probe-server.js";
+import { runAgentProcess } from "../runtime/agent-process.js";
 import { createRunner } from "../process/runner.js";
 import { ZfsHost } from "../zfs/host.js";
 import { PoolAgent } from "./agent.js";
@@ -26,35 +26,15 @@ export async function main(): Promise<void> {
     pollIntervalMs: config.pollIntervalMs,
     chapKey: config.chapKey,
   });
-  const server = probeServer(metrics.registry, {
-    "/readyz": () => {
-      const { ready, reason } = agent.readiness();
-      return { ok: ready, message: reason };
-    },
-    "/healthz": () =>
-      agent.healthy()
-        ? { ok: true, message: "ok" }
-        : { ok: false, message: "the agent's loop has not completed a pass for three intervals" },
+  await runAgentProcess({
+    agent,
+    registry: metrics.registry,
+    port: config.port,
+    idle: () => runner.idle(),
+    logger,
+    stalledMessage: "the agent's loop has not completed a pass for three intervals",
+    stoppingMessage: "stopping: the running pass finishes, exports stay with tgtd",
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(config.port, resolve);
-  });
-
-  let stopping = false;
-  const stop = async (signal: string): Promise<void> => {
-    if (stopping) return;
-    stopping = true;
-    logger.info("stopping: the running pass finishes, exports stay with tgtd", { signal });
-    await agent.stop();
-    await runner.idle();
-    server.close();
-    process.exit(0);
-  };
-  process.on("SIGTERM", () => void stop("SIGTERM"));
-  process.on("SIGINT", () => void stop("SIGINT"));
-
-  agent.start();
   logger.info("pool agent started", {
     pool: config.pool,
     port: config.port,

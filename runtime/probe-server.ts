@@ -1,5 +1,6 @@
-// The HTTP side of the project's node processes (node daemon, pool agent): /metrics from the process's own
-// registry and plain-text probes, each answering 200 or 503 with a one-line reason. Nothing else is served.
+// The HTTP side of the project's node processes (node daemon, pool agent, volume target): /metrics from the
+// process's own registry and plain-text probes, each answering 200 or 503 with a one-line reason. Nothing else is
+// served.
 import { createServer, type Server } from "node:http";
 import type { Registry } from "prom-client";
 

@@ -10,7 +10,7 @@ import { Mdadm } from "../md/mdadm.js";
 import { createRunner } from "../process/runner.js";
 import { isEntryPoint } from "../runtime/entry.js";
 import { createLogger } from "../runtime/log.js";
-import { probeServer } from "../runtime/probe-server.js";
+import { runAgentProcess } from "../runtime/agent-process.js";
 import { TargetAgent } from "./agent.js";
 import { loadTargetConfig } from "./config.js";
 import { kubeTarget } from "./kube.js";
@@ -40,35 +40,15 @@ export async function main(): Promise<void> {
     metrics,
     logger,
   });
-  const server = probeServer(metrics.registry, {
-    "/readyz": () => {
-      const { ready, reason } = agent.readiness();
-      return { ok: ready, message: reason };
-    },
-    "/healthz": () =>
-      agent.healthy()
-        ? { ok: true, message: "ok" }
-        : { ok: false, message: "the agent's loop has not completed a pass in five intervals" },
+  await runAgentProcess({
+    agent,
+    registry: metrics.registry,
+    port: config.port,
+    idle: () => runner.idle(),
+    logger,
+    stalledMessage: "the agent's loop has not completed a pass in five intervals",
+    stoppingMessage: "stopping: the LUN stops, the array stops, the legs log out",
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(config.port, resolve);
-  });
-
-  let stopping = false;
-  const stop = async (signal: string): Promise<void> => {
-    if (stopping) return;
-    stopping = true;
-    logger.info("stopping: the LUN stops, the array stops, the legs log out", { signal });
-    await agent.stop();
-    await runner.idle();
-    server.close();
-    process.exit(0);
-  };
-  process.on("SIGTERM", () => void stop("SIGTERM"));
-  process.on("SIGINT", () => void stop("SIGINT"));
-
-  agent.start();
   logger.info("volume target started", { portal: config.portal, port: config.port, node: config.node });
 }
 
