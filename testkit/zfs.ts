@@ -114,8 +114,9 @@ export class ZfsSandbox {
   }
 }
 
+/** Destroys a test's pool; zfs-fuse may call it busy for a while after its last user went (seconds, under load). */
 export function destroyPool(pool: string): void {
-  for (let attempt = 0; attempt < 5; attempt++) {
+  for (let attempt = 0; attempt < 40; attempt++) {
     try {
       for (const dataset of zfs("list", "-H", "-o", "name", "-r", pool)
         .split("\n")
