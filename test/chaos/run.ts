@@ -1,5 +1,5 @@
 // `npm run chaos`: the CSPC and volume lifecycle under a seeded random fault schedule, run after run (docs/reliability.md,
-// docs/adr/0035-chaos-runs-one-seeded-fault-schedule-over.md). `npm test` runs two fixed seeds of it (chaos.test.ts); this runs any number of others.
+// docs/adr/0035-chaos-runs-one-seeded-fault-schedule-over.md). `npm test` runs one fixed seed of it (chaos.test.ts); this runs any number of others.
 //   npm run chaos                                  3 runs, seeds 1, 2, 3
 //   npm run chaos -- --runs 20 --seed 100          20 runs, seeds 100 to 119
 //   npm run chaos -- --runs 1 --seed 107           replays run 107's fault schedule
