@@ -59,6 +59,7 @@ import {
   targetVerdicts,
   type TargetResults,
 } from "./target.js";
+import { stopAll } from "../testkit/processes.js";
 import { runVolumes, VOLUME_SIZES, volumeTables, volumeTargets, type VolumeResults } from "./volumes.js";
 
 const PARTS = ["pure", "volumes", "http", "daemon", "e2e", "target"] as const;
@@ -376,3 +377,5 @@ writeFileSync(
   ) + "\n",
 );
 writeFileSync(`${resultsDir}latest.md`, report + "\n");
+// The target part's world uses the testkit's shared apiserver, which runs until stopped: the run ends here.
+await stopAll();
