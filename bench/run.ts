@@ -1,11 +1,12 @@
 // `npm run bench`: every benchmark of the project in one run, printed as Markdown tables and written to
 // bench/results/latest.md (the raw numbers to bench/results/latest.json); docs/benchmarks.md analyses them.
 //   npm run bench                      all parts (11 to 13 minutes on the idle 2-core reference machine, most of it the end-to-end part)
-//   npm run bench -- --only=pure,http  some parts: pure, volumes, http, daemon, e2e
+//   npm run bench -- --only=pure,http  some parts: pure, volumes, http, daemon, e2e, target; the parts not run
+//                                      keep their last results in bench/results (carried over, dated)
 //   npm run bench -- --quick           short runs, to check the benchmark itself works
 //   npm run bench -- --profile         also write a CPU profile of every measured process to bench/results/profiles
 //   npm run bench -- --node-flags="--max-semi-space-size=64"   V8 flags for the measured processes
-import { mkdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import {
   DAEMON_POOLS,
@@ -50,9 +51,18 @@ import {
 } from "./pure.js";
 import type { DaemonResults } from "./processes/node-daemon.js";
 import { num, renderTable, type Table } from "./table.js";
+import {
+  runTarget,
+  TARGET_QUICK_SIZES,
+  TARGET_SIZES,
+  targetTables,
+  targetVerdicts,
+  type TargetResults,
+} from "./target.js";
+import { stopAll } from "../testkit/processes.js";
 import { runVolumes, VOLUME_SIZES, volumeTables, volumeTargets, type VolumeResults } from "./volumes.js";
 
-const PARTS = ["pure", "volumes", "http", "daemon", "e2e"] as const;
+const PARTS = ["pure", "volumes", "http", "daemon", "e2e", "target"] as const;
 type Part = (typeof PARTS)[number];
 
 const { values } = parseArgs({
@@ -86,6 +96,7 @@ let volumes: VolumeResults | undefined;
 let http: HttpResults | undefined;
 let daemon: DaemonResults | undefined;
 let e2e: E2eResults | undefined;
+let volumeTarget: TargetResults | undefined;
 if (only.includes("pure")) {
   pure = runPure({
     sizes: quick ? [1, 10, 100] : PURE_SIZES,
@@ -121,7 +132,43 @@ if (only.includes("daemon")) {
 if (only.includes("e2e")) {
   e2e = await runE2e({ pools: quick ? [1, 3] : E2E_POOLS, progress });
 }
+if (only.includes("target")) {
+  volumeTarget = await runTarget({ sizes: quick ? TARGET_QUICK_SIZES : TARGET_SIZES, progress });
+}
 const seconds = (Date.now() - started) / 1000;
+const command = `npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(" ")}` : ""}`;
+const resultsDir = new URL("results/", import.meta.url).pathname;
+
+/** Which run each part's results come from: this one, or (for a part --only left out) an earlier one. */
+interface PartRun {
+  command: string;
+  startedAt: string;
+  loadAtStart: number;
+}
+const thisRun: PartRun = {
+  command,
+  startedAt: new Date(started).toISOString(),
+  loadAtStart: machine.loadAtStart,
+};
+const runs: Partial<Record<Part, PartRun>> = Object.fromEntries(only.map((part) => [part, thisRun]));
+// A run of some parts keeps the others' last results (bench/results is the record of every part).
+const previousFile = `${resultsDir}latest.json`;
+if (only.length < PARTS.length && existsSync(previousFile)) {
+  const previous = JSON.parse(readFileSync(previousFile, "utf8"));
+  const previousRun: PartRun = {
+    command: previous.command,
+    startedAt: previous.startedAt,
+    loadAtStart: previous.machine?.loadAtStart,
+  };
+  for (const part of PARTS.filter((p) => !only.includes(p) && previous[p] !== undefined))
+    runs[part] = previous.runs?.[part] ?? previousRun;
+  pure ??= previous.pure;
+  volumes ??= previous.volumes;
+  http ??= previous.http;
+  daemon ??= previous.daemon;
+  e2e ??= previous.e2e;
+  volumeTarget ??= previous.target;
+}
 
 interface Target {
   target: string;
@@ -255,6 +302,7 @@ function targets(): Target[] {
       });
     }
   }
+  if (volumeTarget) out.push(...targetVerdicts(volumeTarget));
   if (e2e && e2e.runs.length > 1) {
     const first = e2e.runs[0];
     const last = e2e.runs[e2e.runs.length - 1];
@@ -279,28 +327,32 @@ const tables: Table[] = [
   ...(http ? httpTables(http) : []),
   ...(daemon ? daemonTables(daemon) : []),
   ...(e2e ? e2eTables(e2e) : []),
+  ...(volumeTarget ? targetTables(volumeTarget) : []),
 ];
 const targetRows = targets();
 if (targetRows.length > 0) {
   tables.push({
-    title: "Targets (issue 18)",
+    title: "Targets (issue 18; the volume target's, issue 32)",
     headers: ["target", "measured", "verdict"],
     rows: targetRows.map((t) => [t.target, t.measured, t.met ? "met" : "MISSED"]),
   });
 }
 
-const command = `npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(" ")}` : ""}`;
+const carried = PARTS.filter((part) => runs[part] && runs[part] !== thisRun).map((part) => {
+  const run = runs[part]!;
+  return `- Part ${part} carried over from \`${run.command}\` (${run.startedAt}, load ${run.loadAtStart} at its start)`;
+});
 const report = [
   `## Results of \`${command}\` (${new Date(started).toISOString()}, ${num(seconds)} s)`,
   "",
   ...machineLines(machine),
   `- Node/V8 flags of the measured processes: ${process.env.BENCH_NODE_FLAGS ?? "none (defaults)"}`,
+  ...carried,
   "",
   ...tables.map(renderTable),
 ].join("\n");
 console.log(report);
 
-const resultsDir = new URL("results/", import.meta.url).pathname;
 mkdirSync(resultsDir, { recursive: true });
 writeFileSync(
   `${resultsDir}latest.json`,
@@ -316,6 +368,8 @@ writeFileSync(
       http,
       daemon,
       e2e,
+      target: volumeTarget,
+      runs,
       targets: targetRows,
     },
     null,
@@ -323,3 +377,5 @@ writeFileSync(
   ) + "\n",
 );
 writeFileSync(`${resultsDir}latest.md`, report + "\n");
+// The target part's world uses the testkit's shared apiserver, which runs until stopped: the run ends here.
+await stopAll();

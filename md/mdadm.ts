@@ -146,6 +146,8 @@ export class Mdadm {
       this.devPath(`md/${name}`),
       "--run",
       "--level=1",
+      // mdadm refuses one leg as "probably a mistake" without --force; a volume of one replica means it.
+      ...(disks.length === 1 ? ["--force"] : []),
       `--raid-devices=${disks.length}`,
       "--metadata=1.2",
       "--bitmap=internal",

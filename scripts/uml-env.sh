@@ -8,7 +8,7 @@
 # Debian's user-mode-linux is Linux 6.1 as a process (/usr/bin/linux) with its modules (md, iscsi_tcp, LIO) in
 # /usr/lib/uml/modules/<version>. The guest boots on the host's / (hostfs), and `modprobe -d DIR` looks in
 # DIR/lib/modules/<version>, so the module root is a directory in the cache holding that one symlink.
-# open-iscsi, mdadm and e2fsprogs are run by the guest from the host's /; tgt (tgtd) by the host.
+# open-iscsi, mdadm, e2fsprogs and fio are run by the guest from the host's /; tgt (tgtd) by the host.
 set -euo pipefail
 CACHE_DIR="${CSTOR_CACHE:-/var/cache/cstor-pool-operator}"
 UML_DIR="$CACHE_DIR/uml"
@@ -37,6 +37,8 @@ ensure_packages() {
   command -v mkfs.ext4 >/dev/null 2>&1 || missing+=(e2fsprogs)
   command -v tgtd >/dev/null 2>&1 || missing+=(tgt)
   command -v gcc >/dev/null 2>&1 || missing+=(gcc libc6-dev)
+  # The volume target's benchmark (bench/target.ts) runs the host's fio inside the guests.
+  command -v fio >/dev/null 2>&1 || missing+=(fio)
   if [ "${#missing[@]}" -gt 0 ]; then apt_install "${missing[@]}"; fi
 }
 

@@ -45,6 +45,8 @@ export interface TargetWorldOptions {
   replicas?: number;
   /** Each replica's size (the CVR's spec.capacity); default 64Mi. */
   capacity?: string;
+  /** Each pool's device (a sparse file), in MiB; default 256: a replica of 1Gi or more needs a larger one. */
+  poolDeviceMiB?: number;
   /**
    * The key in the pool pods' Secret (at least 32 characters); default the installed cluster's, from the Secret
    * cstor-replica-chap-key, from which cvc-sync derives the volume's Secret too.
@@ -96,8 +98,14 @@ export interface TargetWorld {
 }
 
 /** A one-device pool on `nodeName`, as cspc-sync writes a CSPI. */
-function cspiObject(input: { name: string; cspc: string; nodeName: string; devLink: string }): CSPI {
-  const { name, cspc, nodeName, devLink } = input;
+function cspiObject(input: {
+  name: string;
+  cspc: string;
+  nodeName: string;
+  devLink: string;
+  deviceMiB: number;
+}): CSPI {
+  const { name, cspc, nodeName, devLink, deviceMiB } = input;
   return {
     apiVersion: API_VERSION,
     kind: KIND.cspi,
@@ -109,9 +117,7 @@ function cspiObject(input: { name: string; cspc: string; nodeName: string; devLi
       raidGroups: [
         {
           type: "stripe",
-          blockDevices: [
-            { blockDeviceName: blockDeviceName(devLink), capacity: POOL_DEVICE_MIB * MiB, devLink },
-          ],
+          blockDevices: [{ blockDeviceName: blockDeviceName(devLink), capacity: deviceMiB * MiB, devLink }],
         },
       ],
     },
@@ -206,11 +212,13 @@ class World implements TargetWorld {
   }): Promise<ReplicaPlace> {
     const { nodeName, index } = input;
     const node = this.nodes.find((n) => n.name === nodeName)!;
+    const deviceMiB = this.options.poolDeviceMiB ?? POOL_DEVICE_MIB;
     const cspi = cspiObject({
       name: `${nodeName}-pool`,
       cspc: this.cspc,
       nodeName,
-      devLink: this.sandbox.file(nodeName, POOL_DEVICE_MIB),
+      devLink: this.sandbox.file(nodeName, deviceMiB),
+      deviceMiB,
     });
     const cspiName = cspi.metadata.name!;
     const [{ daemon, cvr }, site] = await Promise.all([

@@ -229,7 +229,7 @@ function planMembers(
   const steps = verdicts.flatMap((v) => (v.step ? [v.step] : []));
   return {
     // Dead members first: md has no slot for a returning leg while its old, gone device still holds one.
-    steps: [...orphanSteps(legs, array), ...resizeSteps(desired, array, steps), ...steps],
+    steps: [...orphanSteps(legs, array), ...resizeSteps(desired, array, steps)],
     replicas: verdicts.map((v) => v.replica),
     assembled: true,
     healthy: verdicts.filter((v) => v.replica.state === "InSync").length,
@@ -289,14 +289,20 @@ function orphanSteps(legs: readonly LocatedLeg[], array: ArrayState): Step[] {
     .map((member) => ({ kind: "remove", disk: member.disk, why: "its replica's session is gone" }));
 }
 
-/** The array's slots follow the replica count: grown before a leg joins, shrunk once a leg left. */
+/**
+ * The array's slots follow the replica count: grown once a leg joins, shrunk once a leg left. A joining leg
+ * goes in first, as a spare: mdadm refuses to grow a RAID1 without a spare for the new slot. A spare left by
+ * a pass whose grow failed makes the next pass grow.
+ */
 function resizeSteps(desired: DesiredVolume, array: ArrayState, joins: readonly Step[]): Step[] {
   const wanted = desired.legs.length;
   const joining = joins.some((step) => step.kind === "add" || step.kind === "reAdd");
-  if (wanted > array.raidDisks && joining) return [{ kind: "grow", raidDevices: wanted }];
+  const spare = array.legs.length > array.raidDisks;
+  if (wanted > array.raidDisks && (joining || spare))
+    return [...joins, { kind: "grow", raidDevices: wanted }];
   if (wanted < array.raidDisks && array.legs.length <= wanted && wanted >= 1)
-    return [{ kind: "grow", raidDevices: wanted }];
-  return [];
+    return [{ kind: "grow", raidDevices: wanted }, ...joins];
+  return [...joins];
 }
 
 /** Replicas md reports in sync with no resync running: what the agent confirms as caught up. */

@@ -281,7 +281,7 @@ describe("volume target: the plan of a pass", () => {
       ]);
     });
 
-    it("adds a new replica's blank disk with a full sync, growing the array first", () => {
+    it("adds a new replica's blank disk with a full sync, then grows the array to take it", () => {
       const four = volume({
         legs: [...volume().legs, { replicaId: "r3", pool: "pool-3", portal: "10.0.0.14:3260" }],
       });
@@ -297,12 +297,23 @@ describe("volume target: the plan of a pass", () => {
       const first = planTarget(four, view(withNew, {}, md));
       expect(first.examine).to.deep.equal(["sde"]);
       const plan = planTarget(four, view(withNew, { sde: "none" }, md));
+      // mdadm refuses to grow a RAID1 without a spare for the new slot: the disk goes in first.
       expect(plan.steps).to.deep.equal([
-        { kind: "grow", raidDevices: 4 },
         { kind: "add", disk: "sde", replicaId: "r3" },
+        { kind: "grow", raidDevices: 4 },
       ]);
       const returning = planTarget(four, view(withNew, { sde: sb(3, 12) }, md));
-      expect(returning.steps.map((s) => s.kind)).to.deep.equal(["grow", "reAdd"]);
+      expect(returning.steps.map((s) => s.kind)).to.deep.equal(["reAdd", "grow"]);
+      // A pass whose grow failed left the disk a spare: the next one grows the array.
+      const spare = array([
+        ["sdb", ["in_sync"]],
+        ["sdc", ["in_sync"]],
+        ["sdd", ["in_sync"]],
+        ["sde", ["spare"]],
+      ]);
+      expect(planTarget(four, view(withNew, {}, spare)).steps).to.deep.equal([
+        { kind: "grow", raidDevices: 4 },
+      ]);
     });
 
     it("never adds a disk that holds another array or could not be read", () => {
