@@ -114,7 +114,7 @@ export class Tgt {
    * Opens the LUN's backing store again, so tgtd serves the size it has now: tgtd reads a backing store's size
    * only when it opens it, and `path=` is the one update that opens it again (it needs `online=0` first,
    * which for a disk does not stop its I/O). The reopen does not wait for the I/O its threads hold, so it is
-   * safe only while no initiator is logged in: the caller checks that (docs/adr/0041-*.md).
+   * safe only while no initiator is logged in: the caller checks that (docs/adr/0041-a-grown-replica-is-reopened-by-tgt-while-no.md).
    */
   async reopen(tid: number, lun: number, backingStore: string): Promise<void> {
     if (backingStore.includes(","))
