@@ -170,6 +170,13 @@ export const CVTargetStatusSchema = Type.Object(
         description: "The md array's UUID, written once the array was created: never create it again.",
       }),
     ),
+    arraySizeBytes: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        description:
+          "The md array's size in bytes while it is assembled: what the LUN serves. It follows spec.capacity once every replica serves that size.",
+      }),
+    ),
     lastTransitionTime: Type.Optional(Type.String({ description: "When state last changed (RFC 3339)." })),
     replicas: Type.Optional(
       Type.Array(

@@ -42,8 +42,8 @@ export interface SessionView {
   initiatorIqn?: string;
   /** LOGGED_IN, FAILED, FREE ... */
   state: string;
-  /** The session's SCSI devices that are disks, by LUN. */
-  luns: Record<number, { disk: string; state: string }>;
+  /** The session's SCSI devices that are disks, by LUN, with the size the kernel last read (a rescan reads it again). */
+  luns: Record<number, { disk: string; state: string; sizeBytes: number }>;
 }
 
 /** iscsiadm's exit codes (iscsi_err.h) the initiator acts on. */
@@ -161,6 +161,16 @@ export class IscsiInitiator {
     await this.run([...node, "-o", "delete"]).catch(absent);
   }
 
+  /**
+   * Asks the target again what each LUN of the session is (`iscsiadm -m session -r SID --rescan`): a LUN that
+   * grew shows its new size on its disk.
+   */
+  async rescan(sid: number): Promise<void> {
+    if (!Number.isInteger(sid) || sid < 0)
+      throw new Error(`rescan: session id must be a whole number (from the session list), not ${sid}`);
+    await this.run(["-m", "session", "-r", String(sid), "--rescan"]);
+  }
+
   private async sessionTo(targetIqn: string, portal: string): Promise<SessionView | undefined> {
     const wanted = normalPortal(portal);
     return (await this.sessions()).find(
@@ -226,7 +236,12 @@ async function readLuns(device: string): Promise<SessionView["luns"]> {
       ]);
       // LUN 0 of a tgt export is its controller: no block device.
       if (!disks?.length || state === undefined) continue;
-      luns[Number(lun)] = { disk: disks[0], state: state.trim() };
+      // In 512-byte sectors, whatever the disk's block size.
+      const sectors = await readFile(join(device, target, hctl, "block", disks[0], "size"), "utf8").catch(
+        ignoreMissing,
+      );
+      if (sectors === undefined) continue;
+      luns[Number(lun)] = { disk: disks[0], state: state.trim(), sizeBytes: Number(sectors.trim()) * 512 };
     }
   }
   return luns;

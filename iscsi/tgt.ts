@@ -4,6 +4,8 @@ import type { Runner } from "../process/runner.js";
 
 export interface TgtLun {
   backingStore: string;
+  /** The size tgtd serves, in its own rounded megabytes (`tgtShownMegabytes`); read when the LUN was opened. */
+  shownMegabytes?: number;
   /** The backing store's open flags as tgtd shows them ("sync:direct" is ["sync", "direct"]); empty for none. */
   flags: string[];
 }
@@ -20,6 +22,8 @@ export interface TgtTarget {
    * accounts (the target proving itself to the initiator) decide nothing about who logs in and are not listed.
    */
   accounts: string[];
+  /** Initiator names with an I_T nexus (logged in) to the target now. */
+  loggedIn: string[];
 }
 
 /** One target with LUN 1, admitting one initiator name with one CHAP account. */
@@ -106,6 +110,31 @@ export class Tgt {
     ]);
   }
 
+  /**
+   * Opens the LUN's backing store again, so tgtd serves the size it has now: tgtd reads a backing store's size
+   * only when it opens it, and `path=` is the one update that opens it again (it needs `online=0` first,
+   * which for a disk does not stop its I/O). The reopen does not wait for the I/O its threads hold, so it is
+   * safe only while no initiator is logged in: the caller checks that (docs/adr/0041-a-grown-replica-is-reopened-by-tgt-while-no.md).
+   */
+  async reopen(tid: number, lun: number, backingStore: string): Promise<void> {
+    if (backingStore.includes(","))
+      throw new Error(
+        `LUN ${lun} of target ${tid}: backing store ${backingStore} holds a comma, which tgtd cannot take`,
+      );
+    await this.run([
+      "--mode",
+      "logicalunit",
+      "--op",
+      "update",
+      "--tid",
+      String(tid),
+      "--lun",
+      String(lun),
+      "--params",
+      `online=0,path=${backingStore}`,
+    ]);
+  }
+
   /** --force: a target with initiators logged in is removed too (their sessions end). */
   async delete(tid: number): Promise<void> {
     await this.run(["--mode", "target", "--op", "delete", "--force", "--tid", String(tid)]);
@@ -144,6 +173,8 @@ const TARGET_LINE = /^Target (\d+): (\S+)$/;
 const LUN_LINE = /^\s+LUN: (\d+)$/;
 const BACKING_LINE = /^\s+Backing store path: (.*)$/;
 const FLAGS_LINE = /^\s+Backing store flags:(.*)$/;
+const SIZE_LINE = /^\s+Size: (\d+) MB,/;
+const INITIATOR_LINE = /^Initiator: (\S+)/;
 const OUTGOING = " (outgoing)";
 
 /**
@@ -153,12 +184,12 @@ const OUTGOING = " (outgoing)";
 export function parseTargets(text: string): TgtTarget[] {
   const targets: TgtTarget[] = [];
   let target: TgtTarget | undefined;
-  let lun: number | undefined;
+  let lun: LunBeingRead | undefined;
   let section = "";
   for (const line of text.split("\n")) {
     const head = TARGET_LINE.exec(line);
     if (head) {
-      target = { tid: Number(head[1]), iqn: head[2], luns: {}, acl: [], accounts: [] };
+      target = { tid: Number(head[1]), iqn: head[2], luns: {}, acl: [], accounts: [], loggedIn: [] };
       targets.push(target);
       lun = undefined;
       section = "";
@@ -178,20 +209,51 @@ export function parseTargets(text: string): TgtTarget[] {
     if (section === "ACL information:") target.acl.push(entry);
     else if (section === "Account information:" && !entry.endsWith(OUTGOING)) target.accounts.push(entry);
     else if (section === "LUN information:") lun = readLunLine(line, lun, target);
+    else if (section === "I_T nexus information:") readNexusLine(entry, target);
   }
   return targets;
 }
 
+/** The LUN whose lines are being read: its number, and its size until its backing store line comes. */
+interface LunBeingRead {
+  lun: number;
+  shownMegabytes?: number;
+}
+
 /** One line of a LUN section; returns the LUN the following lines belong to. */
-function readLunLine(line: string, lun: number | undefined, target: TgtTarget): number | undefined {
+function readLunLine(
+  line: string,
+  lun: LunBeingRead | undefined,
+  target: TgtTarget,
+): LunBeingRead | undefined {
   const lunLine = LUN_LINE.exec(line);
-  if (lunLine) return Number(lunLine[1]);
+  if (lunLine) return { lun: Number(lunLine[1]) };
   if (lun === undefined) return lun;
+  const size = SIZE_LINE.exec(line);
+  if (size) return { ...lun, shownMegabytes: Number(size[1]) };
   const backing = BACKING_LINE.exec(line);
-  if (backing && backing[1] !== "None") target.luns[lun] = { backingStore: backing[1], flags: [] };
+  if (backing && backing[1] !== "None") {
+    target.luns[lun.lun] = { backingStore: backing[1], flags: [] };
+    if (lun.shownMegabytes !== undefined) target.luns[lun.lun].shownMegabytes = lun.shownMegabytes;
+  }
   const flags = FLAGS_LINE.exec(line);
-  if (flags && target.luns[lun]) target.luns[lun].flags = flags[1].trim().split(":").filter(Boolean);
+  if (flags && target.luns[lun.lun]) target.luns[lun.lun].flags = flags[1].trim().split(":").filter(Boolean);
   return lun;
+}
+
+/** "Initiator: <name> alias: <alias>" of an I_T nexus: that initiator is logged in. */
+function readNexusLine(entry: string, target: TgtTarget): void {
+  const initiator = INITIATOR_LINE.exec(entry)?.[1];
+  if (initiator && !target.loggedIn.includes(initiator)) target.loggedIn.push(initiator);
+}
+
+/**
+ * What `tgtadm --op show` prints as a LUN's "Size: N MB" for a backing store of `bytes`: tgtd's own rounding
+ * (print_disksize in usr/target.c, about 10^6 bytes a megabyte), so a size can be compared with what it shows.
+ */
+export function tgtShownMegabytes(bytes: number): number {
+  const sectors = Math.floor(bytes / 512);
+  return Math.floor((sectors - (Math.floor(sectors / 625) - 974)) / 1950);
 }
 
 /** `tgtadm --lld iscsi --mode account --op show`: "Account list:" and one user per line. */

@@ -58,6 +58,8 @@ export interface MdLeg {
   slot?: number;
   /** /sys/block/mdN/md/dev-<disk>/state split on ",": in_sync, faulty, write_mostly, blocked, spare ... */
   states: string[];
+  /** Where the array's data starts on the leg, in bytes (dev-<disk>/offset): what md keeps for itself. */
+  dataOffsetBytes?: number;
 }
 
 export interface ArrayState {
@@ -245,13 +247,15 @@ export class Mdadm {
 
   private async leg(md: string, disk: string): Promise<MdLeg | undefined> {
     // A leg removed between readdir and here is simply not there any more.
-    const [state, slot] = await Promise.all([
+    const [state, slot, offset] = await Promise.all([
       readFile(join(md, `dev-${disk}`, "state"), "utf8").catch(ignoreMissing),
       readFile(join(md, `dev-${disk}`, "slot"), "utf8").catch(ignoreMissing),
+      readFile(join(md, `dev-${disk}`, "offset"), "utf8").catch(ignoreMissing),
     ]);
     if (state === undefined) return undefined;
     const leg: MdLeg = { disk, states: state.trim().split(",").filter(Boolean) };
     if (slot !== undefined && /^\d+$/.test(slot.trim())) leg.slot = Number(slot.trim());
+    if (offset !== undefined && /^\d+$/.test(offset.trim())) leg.dataOffsetBytes = Number(offset.trim()) * 512;
     return leg;
   }
 
@@ -301,6 +305,15 @@ export class Mdadm {
     if (!Number.isInteger(raidDevices) || raidDevices < 1)
       throw new Error(`grow ${kernelName}: raidDevices must be a positive integer, not ${raidDevices}`);
     await this.run(["--grow", this.devPath(kernelName), `--raid-devices=${raidDevices}`]);
+  }
+
+  /**
+   * Grows the array to the most its legs hold now (`--size=max`), once every leg's device grew: md never makes
+   * it smaller than the legs' smallest, and the new space is resynced in the background.
+   */
+  async growSize(kernelName: string): Promise<void> {
+    checkKernelName(kernelName);
+    await this.run(["--grow", this.devPath(kernelName), "--size=max"]);
   }
 
   /** Stops the array (its legs keep their superblocks); nothing to do when it is not running. */

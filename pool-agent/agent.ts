@@ -3,7 +3,7 @@
 // is not an empty one) and makes the agent not ready, with the reason.
 import type { Logger } from "../runtime/log.js";
 import type { ZfsHost } from "../zfs/host.js";
-import { actionFields, reconcileExports } from "./exports.js";
+import { ACTION_MESSAGES, actionFields, reconcileExports } from "./exports.js";
 import type { AgentMetrics } from "./metrics.js";
 import { observeAgentPool } from "./observe.js";
 import { readiness, type LastRead, type Readiness } from "./readiness.js";
@@ -72,9 +72,9 @@ export class PoolAgent {
         const result = await reconcileExports(tgt, observation, chapKey);
         metrics.exported(result.served);
         for (const action of result.done)
-          logger.info(action.kind === "create" ? "replica exported" : "export removed", actionFields(action));
+          logger.info(ACTION_MESSAGES[action.kind].done, actionFields(action));
         for (const { action, error } of result.failed)
-          logger.warn(action.kind === "create" ? "replica export failed" : "export removal failed", {
+          logger.warn(ACTION_MESSAGES[action.kind].failed, {
             ...actionFields(action),
             error,
           });

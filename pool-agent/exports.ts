@@ -7,7 +7,7 @@ import { Buffer } from "node:buffer";
 import { volumeChap, type ChapCredentials } from "../lib/volume/chap.js";
 import { MAX_IQN_BYTES, REPLICA_IQN_PREFIX, replicaIqn, targetInitiatorIqn } from "../lib/volume/iqn.js";
 import { SERVING_STATES, type AgentObservation } from "./observe.js";
-import { WRITE_THROUGH_FLAG, type Tgt, type TgtTarget } from "../iscsi/tgt.js";
+import { tgtShownMegabytes, WRITE_THROUGH_FLAG, type Tgt, type TgtTarget } from "../iscsi/tgt.js";
 
 export interface WantedExport {
   iqn: string;
@@ -17,6 +17,8 @@ export interface WantedExport {
   initiator: string;
   /** The volume's CHAP account (lib/volume/chap.ts): the password is never logged. */
   chap: ChapCredentials;
+  /** The replica's size in bytes now: tgtd serves it once it opens the backing store again. */
+  sizeBytes: number;
 }
 
 export type ExportAction =
@@ -28,11 +30,15 @@ export type ExportAction =
       /** Its CHAP accounts that no remaining target holds: deleted after it. */
       accounts: string[];
     }
-  | { kind: "create"; tid: number; iqn: string; want: WantedExport };
+  | { kind: "create"; tid: number; iqn: string; want: WantedExport }
+  | { kind: "reopen"; tid: number; iqn: string; backingStore: string; why: string };
+
+/** The LUN tgt serves a replica at (LUN 0 is its controller). */
+const DATA_LUN = 1;
 
 /** What an action may show in a log: everything but the password. */
 export function actionFields(action: ExportAction): Record<string, unknown> {
-  if (action.kind === "delete") return { ...action };
+  if (action.kind !== "create") return { ...action };
   const { want, ...rest } = action;
   return {
     ...rest,
@@ -40,8 +46,16 @@ export function actionFields(action: ExportAction): Record<string, unknown> {
     backingStore: want.backingStore,
     initiator: want.initiator,
     user: want.chap.user,
+    sizeBytes: want.sizeBytes,
   };
 }
+
+/** What the agent logs of an action done, and of one that failed. */
+export const ACTION_MESSAGES: Record<ExportAction["kind"], { done: string; failed: string }> = {
+  create: { done: "replica exported", failed: "replica export failed" },
+  delete: { done: "export removed", failed: "export removal failed" },
+  reopen: { done: "replica reopened at its new size", failed: "replica reopen failed" },
+};
 
 /**
  * What should be served: every replica of a serving pool but those being destroyed or not finished, each with
@@ -78,17 +92,52 @@ export function wantedExports(
       backingStore: replica.backingStore,
       initiator: targetInitiatorIqn(replica.volume),
       chap: volumeChap(chapKey, replica.volume),
+      sizeBytes: replica.size,
     });
   }
   return { wanted, refused };
 }
 
 /**
- * Deletions first (they may free a target id), then creations with the smallest free target ids. A target of
- * ours that serves anything else, admits any other initiator (ALL included: how exports made before ADR 0040
- * are closed), lacks the volume's account or is not written through is deleted and made again.
+ * Deletions first (they may free a target id), then creations with the smallest free target ids, then the
+ * reopens of grown replicas. A target of ours that serves anything else, admits any other initiator (ALL
+ * included: how exports made before ADR 0040 are closed), lacks the volume's account or is not written through
+ * is deleted and made again.
  */
 export function planExports(wanted: readonly WantedExport[], current: readonly TgtTarget[]): ExportAction[] {
+  const actions = planTargets(wanted, current);
+  const byIqn = new Map(wanted.map((w) => [w.iqn, w]));
+  const deleted = new Set(actions.map((a) => a.tid));
+  for (const target of current) {
+    const want = byIqn.get(target.iqn);
+    if (!want || deleted.has(target.tid)) continue;
+    const reopen = reopenFor(target, want);
+    if (reopen) actions.push(reopen);
+  }
+  return actions;
+}
+
+/**
+ * A replica that grew (the node daemon's `zfs set volsize` or truncate) is served at its old size until tgtd
+ * opens it again, which is safe only while nobody is logged in to it (tgt's reopen does not wait for the I/O
+ * in flight; docs/adr/0041-a-grown-replica-is-reopened-by-tgt-while-no.md). While its volume's target is
+ * logged in, the export waits: the target logs the leg out for this when it grows the volume.
+ */
+function reopenFor(target: TgtTarget, want: WantedExport): ExportAction | undefined {
+  const shown = target.luns[DATA_LUN]?.shownMegabytes;
+  if (shown === undefined || tgtShownMegabytes(want.sizeBytes) <= shown || target.loggedIn.length > 0)
+    return undefined;
+  return {
+    kind: "reopen",
+    tid: target.tid,
+    iqn: target.iqn,
+    backingStore: want.backingStore,
+    why: `the replica grew to ${want.sizeBytes} bytes; tgtd serves ${shown} MB`,
+  };
+}
+
+/** Targets to delete and to create: what tgtd holds against what should be served. */
+function planTargets(wanted: readonly WantedExport[], current: readonly TgtTarget[]): ExportAction[] {
   const byIqn = new Map(wanted.map((w) => [w.iqn, w]));
   const deletions: { target: TgtTarget; why: string }[] = [];
   const staying: TgtTarget[] = [];
@@ -131,10 +180,10 @@ export function planExports(wanted: readonly WantedExport[], current: readonly T
 
 function mismatch(target: TgtTarget, want: WantedExport): string | undefined {
   const luns = Object.keys(target.luns);
-  const lun = target.luns[1];
+  const lun = target.luns[DATA_LUN];
   if (luns.length !== 1 || lun?.backingStore !== want.backingStore) {
     const served = Object.entries(target.luns).map(([n, l]) => `LUN ${n} on ${l.backingStore}`);
-    return `it serves ${served.join(", ") || "no LUN"}, not LUN 1 on ${want.backingStore}`;
+    return `it serves ${served.join(", ") || "no LUN"}, not LUN ${DATA_LUN} on ${want.backingStore}`;
   }
   if (target.acl.includes("ALL")) return "it admits every initiator (ACL ALL)";
   if (target.acl.length === 0) return "it admits no initiator (an earlier creation stopped half way)";
@@ -177,6 +226,8 @@ export async function reconcileExports(
       if (action.kind === "delete") {
         await tgt.delete(action.tid);
         for (const user of action.accounts) await tgt.deleteAccount(user);
+      } else if (action.kind === "reopen") {
+        await tgt.reopen(action.tid, DATA_LUN, action.backingStore);
       } else {
         const { want } = action;
         await tgt.create({

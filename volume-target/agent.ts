@@ -45,6 +45,10 @@ export class TargetAgent {
   private running: Promise<void> | undefined;
   private stopped = false;
   private ifaceReady = false;
+  /** Sessions rescanned since they logged in: one rescan each, not one a pass. */
+  private rescanned = new Set<number>();
+  /** Portals logged out so that their pool reopens a grown replica, and when they may log in again. */
+  private heldOut = new Map<string, number>();
 
   constructor(private readonly deps: TargetDeps) {}
 
@@ -103,18 +107,45 @@ export class TargetAgent {
     this.lastPassAt = Date.now();
   }
 
-  /** The kernel as it is now; the disks the plan needs examined are examined (a read that fails: "unreadable"). */
+  /**
+   * The kernel as it is now; the sessions the plan wants rescanned are rescanned (then read again), and the
+   * disks it needs examined are examined (a read that fails: "unreadable").
+   */
   private async observe(desired: DesiredVolume): Promise<KernelView> {
     const { kernel, config } = this.deps;
-    const sessions = (await kernel.legs.sessions()).filter((s) => this.isOurs(s));
-    const name = await kernel.arrays.find(config.names.array);
-    const view: KernelView = {
-      sessions,
-      examined: {},
-      ...(name ? { array: await kernel.arrays.state(name) } : {}),
+    const now = Date.now();
+    for (const [portal, until] of this.heldOut) if (until <= now) this.heldOut.delete(portal);
+    const read = async (): Promise<KernelView> => {
+      const sessions = (await kernel.legs.sessions()).filter((s) => this.isOurs(s));
+      const live = new Set(sessions.map((s) => s.sid));
+      for (const sid of this.rescanned) if (!live.has(sid)) this.rescanned.delete(sid);
+      const name = await kernel.arrays.find(config.names.array);
+      return {
+        sessions,
+        examined: {},
+        rescanned: [...this.rescanned],
+        heldOut: [...this.heldOut.keys()],
+        ...(name ? { array: await kernel.arrays.state(name) } : {}),
+      };
     };
+    let view = await read();
+    const rescan = planTarget(desired, view).rescan;
+    for (const sid of rescan) await this.rescan(sid);
+    if (rescan.length > 0) view = await read();
     for (const disk of planTarget(desired, view).examine) view.examined[disk] = await this.examine(disk);
     return view;
+  }
+
+  private async rescan(sid: number): Promise<void> {
+    try {
+      await this.deps.kernel.legs.rescan(sid);
+    } catch (error) {
+      this.deps.logger.warn("a leg's session could not be rescanned", {
+        sid,
+        error: (error as Error).message,
+      });
+    }
+    this.rescanned.add(sid);
   }
 
   private isOurs(session: SessionView): boolean {
@@ -172,7 +203,9 @@ export class TargetAgent {
       case "login":
         return kernel.legs.login({ targetIqn: desired.replicaIqn, portal: step.portal, ...config.chap });
       case "logout":
-        return kernel.legs.logout(step.targetIqn, step.portal);
+        await kernel.legs.logout(step.targetIqn, step.portal);
+        if (step.holdOut) this.heldOut.set(step.portal, Date.now() + config.growthLogoutMs);
+        return;
       case "create":
         await arrays.create({ ...named, disks: step.disks });
         // Written before anything is served: from now on this volume is only ever assembled.
@@ -185,6 +218,8 @@ export class TargetAgent {
         return;
       case "grow":
         return arrays.grow(await member(), step.raidDevices);
+      case "growSize":
+        return arrays.growSize(await member());
       case "add":
         return arrays.add(await member(), step.disk);
       case "reAdd":
@@ -269,6 +304,7 @@ export class TargetAgent {
         state,
         node: config.node,
         ...(plan.assembled ? { arrayUuid: desired.arrayUuid } : {}),
+        ...(array ? { arraySizeBytes: array.sizeBytes } : {}),
         consistencyFactor: desired.consistencyFactor,
         failures,
         now: (this.deps.now?.() ?? new Date()).toISOString(),

@@ -24,6 +24,11 @@ export interface TargetConfig {
   passIntervalMs: number;
   /** The consistency watch (legs in sync against the consistency factor, the LUN's write protection). */
   watchIntervalMs: number;
+  /**
+   * How long a leg stays logged out so that its pool agent reopens the grown replica in tgtd: longer than the
+   * pool agent's poll interval (10 s by default) and its pass.
+   */
+  growthLogoutMs: number;
   /** Names of the agent's kernel objects, derived from the volume (short: md names hold 32 bytes). */
   names: { iface: string; array: string; backstore: string };
 }
@@ -41,9 +46,17 @@ export const TARGET_ENV = {
   legTimeout: "LEG_REPLACEMENT_TIMEOUT_SECONDS",
   passSeconds: "PASS_INTERVAL_SECONDS",
   watchMs: "CONSISTENCY_WATCH_MS",
+  growthLogoutSeconds: "GROWTH_LOGOUT_SECONDS",
 } as const;
 
-export const TARGET_DEFAULTS = { port: 9500, iscsiPort: 3260, legTimeout: 5, passSeconds: 2, watchMs: 250 };
+export const TARGET_DEFAULTS = {
+  port: 9500,
+  iscsiPort: 3260,
+  legTimeout: 5,
+  passSeconds: 2,
+  watchMs: 250,
+  growthLogoutSeconds: 25,
+};
 
 type Env = Readonly<Record<string, string | undefined>>;
 
@@ -76,6 +89,8 @@ export function loadTargetConfig(env: Env): TargetConfig {
     legTimeoutSeconds: wholeSeconds(env, TARGET_ENV.legTimeout, TARGET_DEFAULTS.legTimeout),
     passIntervalMs: wholeSeconds(env, TARGET_ENV.passSeconds, TARGET_DEFAULTS.passSeconds) * 1000,
     watchIntervalMs: milliseconds(env, TARGET_ENV.watchMs, TARGET_DEFAULTS.watchMs),
+    growthLogoutMs:
+      wholeSeconds(env, TARGET_ENV.growthLogoutSeconds, TARGET_DEFAULTS.growthLogoutSeconds) * 1000,
     names: {
       iface: `cstor-${hash.slice(0, 12)}`,
       array: `cstor-${hash.slice(0, 16)}`,

@@ -3,6 +3,7 @@
 // without a portal, not an error).
 import type { CV, CVR } from "../api/types.js";
 import { ANNOTATION } from "../api/constants.js";
+import { quantityBytes } from "../lib/quantity.js";
 import { replicaIqn } from "../lib/volume/iqn.js";
 import type { DesiredVolume } from "./plan.js";
 
@@ -23,6 +24,8 @@ export function desiredVolume(cv: CV, poolAddresses: ReadonlyMap<string, string>
     consistencyFactor: Math.max(1, cv.spec.consistencyFactor ?? 1),
     legs,
     created: Boolean(cv.status?.target?.arrayUUID),
+    // An unreadable capacity is none: the array then never grows (the API server refuses such a CV anyway).
+    capacityBytes: Number(quantityBytes(cv.spec.capacity) ?? 0n),
   };
 }
 

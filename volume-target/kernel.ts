@@ -7,10 +7,20 @@ import type { ArrayState, Mdadm, Superblock } from "../md/mdadm.js";
 
 export type { ArrayState, LioState, SessionView, Superblock };
 
-export type Legs = Pick<IscsiInitiator, "ensureIface" | "login" | "logout" | "sessions">;
+export type Legs = Pick<IscsiInitiator, "ensureIface" | "login" | "logout" | "sessions" | "rescan">;
 export type Arrays = Pick<
   Mdadm,
-  "examine" | "create" | "assemble" | "find" | "state" | "add" | "reAdd" | "remove" | "grow" | "stop"
+  | "examine"
+  | "create"
+  | "assemble"
+  | "find"
+  | "state"
+  | "add"
+  | "reAdd"
+  | "remove"
+  | "grow"
+  | "growSize"
+  | "stop"
 >;
 export type Exports = Pick<Lio, "read" | "ensure" | "setWriteProtect" | "remove">;
 

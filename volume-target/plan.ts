@@ -29,6 +29,8 @@ export interface DesiredVolume {
   legs: DesiredLeg[];
   /** status.target.arrayUUID was written: the volume had an array, which is never created again. */
   created: boolean;
+  /** The CStorVolume's spec.capacity in bytes: every leg's disk reaches it before the array grows to it. */
+  capacityBytes: number;
 }
 
 /** What `mdadm --examine` said of a leg's disk: its superblock, none at all, or no answer. */
@@ -41,14 +43,19 @@ export interface KernelView {
   array?: ArrayState;
   /** By disk ("sdb"): only the disks the agent needed to examine. */
   examined: Record<string, Examined>;
+  /** Sessions rescanned since they logged in (their disks show what the replica exports serve now). */
+  rescanned?: number[];
+  /** Portals the agent keeps logged out for a while, so that their pool re-reads the grown replica's size. */
+  heldOut?: string[];
 }
 
 export type Step =
   | { kind: "login"; portal: string; replicaId: string }
-  | { kind: "logout"; targetIqn: string; portal: string; why: string }
+  | { kind: "logout"; targetIqn: string; portal: string; why: string; holdOut?: true }
   | { kind: "create"; disks: string[] }
   | { kind: "assemble"; disks: string[] }
   | { kind: "grow"; raidDevices: number }
+  | { kind: "growSize" }
   | { kind: "add"; disk: string; replicaId: string }
   | { kind: "reAdd"; disk: string; replicaId: string }
   | { kind: "remove"; disk: string; why: string };
@@ -68,6 +75,10 @@ export interface TargetPlan {
   refusal?: string;
   /** Disks to examine before planning again (legs whose superblock decides what to do). */
   examine: string[];
+  /** Sessions to rescan before planning again: their disk is smaller than the volume. */
+  rescan: number[];
+  /** Why the array has not grown to the volume's capacity yet. */
+  growth?: string;
 }
 
 /** A leg located in the kernel: its session and data disk, when it has them. */
@@ -75,29 +86,45 @@ interface LocatedLeg extends DesiredLeg {
   session?: SessionView;
   /** The data LUN's disk, only when its session is logged in and the device runs. */
   disk?: string;
+  /** The disk's size as the kernel last read it. */
+  sizeBytes?: number;
   /** Why the leg has no usable disk. */
   down?: string;
 }
 
 export function planTarget(desired: DesiredVolume, kernel: KernelView): TargetPlan {
-  const located = desired.legs.map((leg) => locate(leg, desired.replicaIqn, kernel.sessions));
-  const steps: Step[] = [...loginSteps(located, desired.replicaIqn), ...staleSessionSteps(desired, kernel)];
+  const heldOut = new Set(kernel.heldOut ?? []);
+  const located = desired.legs.map((leg) => locate(leg, desired.replicaIqn, kernel.sessions, heldOut));
+  const steps: Step[] = [
+    ...loginSteps(located, desired.replicaIqn, heldOut),
+    ...staleSessionSteps(desired, kernel),
+  ];
   const part = kernel.array
-    ? planMembers(desired, located, kernel.array, kernel.examined)
+    ? planMembers(desired, located, kernel)
     : planAssembly(desired, located, kernel.examined);
   return { ...part, steps: [...steps, ...part.steps] };
 }
 
-function locate(leg: DesiredLeg, replicaIqn: string, sessions: readonly SessionView[]): LocatedLeg {
+function locate(
+  leg: DesiredLeg,
+  replicaIqn: string,
+  sessions: readonly SessionView[],
+  heldOut: ReadonlySet<string>,
+): LocatedLeg {
   if (!leg.portal) return { ...leg, down: "its pool pod has no address yet" };
   const session = sessions.find((s) => s.targetIqn === replicaIqn && s.portal === leg.portal);
+  if (!session && heldOut.has(leg.portal))
+    return {
+      ...leg,
+      down: `logged out of ${leg.portal} for a while, so that its pool re-reads the grown replica`,
+    };
   if (!session) return { ...leg, down: `not logged in to ${leg.portal}` };
   const lun = session.luns[REPLICA_DATA_LUN];
   if (session.state !== "LOGGED_IN")
     return { ...leg, session, down: `its session to ${leg.portal} is ${session.state}` };
   if (!lun) return { ...leg, session, down: `${leg.portal} serves no LUN ${REPLICA_DATA_LUN}` };
   if (lun.state !== "running") return { ...leg, session, down: `its disk ${lun.disk} is ${lun.state}` };
-  return { ...leg, session, disk: lun.disk };
+  return { ...leg, session, disk: lun.disk, sizeBytes: lun.sizeBytes };
 }
 
 /**
@@ -105,9 +132,13 @@ function locate(leg: DesiredLeg, replicaIqn: string, sessions: readonly SessionV
  * reconnected, as when a replica's tgtd restarts before its agent exported again) never comes back by itself:
  * it is logged out here and in again at the next pass.
  */
-function loginSteps(located: readonly LocatedLeg[], replicaIqn: string): Step[] {
+function loginSteps(
+  located: readonly LocatedLeg[],
+  replicaIqn: string,
+  heldOut: ReadonlySet<string>,
+): Step[] {
   return located.flatMap((leg): Step[] => {
-    if (!leg.portal) return [];
+    if (!leg.portal || (!leg.session && heldOut.has(leg.portal))) return [];
     if (!leg.session) return [{ kind: "login", portal: leg.portal, replicaId: leg.replicaId }];
     if (leg.session.state !== "FREE") return [];
     const why = `its session to ${leg.portal} was given up (FREE); logging in again`;
@@ -147,7 +178,7 @@ function planAssembly(
 ): Part {
   const up = legs.filter((leg) => leg.disk);
   const unexamined = up.map((leg) => leg.disk!).filter((disk) => !(disk in examined));
-  const base = { assembled: false, healthy: 0, examine: unexamined };
+  const base = { assembled: false, healthy: 0, examine: unexamined, rescan: [] };
   if (unexamined.length > 0)
     return { ...base, steps: [], replicas: legs.map((leg) => describeUnassembled(leg, examined, desired)) };
   const replicas = legs.map((leg) => describeUnassembled(leg, examined, desired));
@@ -212,33 +243,137 @@ function describeUnassembled(
   return state(`disk ${leg.disk} holds the array at event ${found.events}`);
 }
 
-function planMembers(
-  desired: DesiredVolume,
-  legs: readonly LocatedLeg[],
-  array: ArrayState,
-  examined: Readonly<Record<string, Examined>>,
-): Part {
+function planMembers(desired: DesiredVolume, legs: readonly LocatedLeg[], kernel: KernelView): Part {
+  const array = kernel.array!;
   const members = new Map(array.legs.map((leg) => [leg.disk, leg]));
   const percent = rebuildPercent(array);
+  const growth = growthOf(desired, legs, array);
   const verdicts = legs.map((leg): Verdict => {
     if (!leg.disk) return { replica: offline(leg, leg.down!) };
     const member = members.get(leg.disk);
-    if (!member) return planJoin(leg, examined[leg.disk], desired.arrayUuid);
+    if (!member) return growth.tooSmall(leg) ?? planJoin(leg, kernel.examined[leg.disk], desired.arrayUuid);
     return memberVerdict(leg, member.states, percent);
   });
-  const steps = verdicts.flatMap((v) => (v.step ? [v.step] : []));
+  const steps = verdicts.flatMap((v) => v.steps ?? []);
+  const healthy = verdicts.filter((v) => v.replica.state === "InSync").length;
+  const grow = planGrowth(desired, array, {
+    growth,
+    healthy,
+    heldOut: kernel.heldOut ?? [],
+    rescanned: kernel.rescanned ?? [],
+  });
   return {
     // Dead members first: md has no slot for a returning leg while its old, gone device still holds one.
-    steps: [...orphanSteps(legs, array), ...resizeSteps(desired, array, steps)],
+    steps: [...orphanSteps(legs, array), ...resizeSteps(desired, array, steps), ...grow.steps],
     replicas: verdicts.map((v) => v.replica),
     assembled: true,
-    healthy: verdicts.filter((v) => v.replica.state === "InSync").length,
+    healthy,
     examine: verdicts.flatMap((v, i) => (v.examine ? [legs[i].disk!] : [])),
+    rescan: growth.rescan(kernel.rescanned ?? []),
+    ...(grow.why ? { growth: grow.why } : {}),
+  };
+}
+
+/**
+ * md keeps the first part of each leg for its superblock and bitmap (the data offset), and rounds the size it
+ * uses down: an array counts as grown once it is within this of its legs' data room.
+ */
+export const GROWTH_SLACK_BYTES = 1024 * 1024;
+
+interface Growth {
+  /** The array is smaller than the volume's capacity allows (beyond md's own room and rounding). */
+  behind: boolean;
+  /** Legs up whose disk is smaller than the volume. */
+  small: LocatedLeg[];
+  /** A leg outside the array that is too small to join it: logged out so that its pool reopens it. */
+  tooSmall(leg: LocatedLeg): Verdict | undefined;
+  /** Sessions of small legs not rescanned since they logged in. */
+  rescan(rescanned: readonly number[]): number[];
+}
+
+function growthOf(desired: DesiredVolume, legs: readonly LocatedLeg[], array: ArrayState): Growth {
+  const need = desired.capacityBytes;
+  const offset = Math.max(0, ...array.legs.map((leg) => leg.dataOffsetBytes ?? 0));
+  const small = legs.filter((leg) => leg.disk && (leg.sizeBytes ?? 0) < need);
+  const behind = array.sizeBytes + offset + GROWTH_SLACK_BYTES < need;
+  return {
+    behind,
+    small,
+    tooSmall(leg) {
+      const refused = (leg.sizeBytes ?? 0) - offset < array.sizeBytes;
+      if (!small.includes(leg) || !(behind || refused)) return undefined;
+      const why = refused
+        ? `its disk ${leg.disk} is ${leg.sizeBytes} bytes, too small for the array's ${array.sizeBytes} (md refuses it): not added; logged out so that its pool re-reads the grown replica`
+        : `its disk ${leg.disk} is ${leg.sizeBytes} bytes, below the volume's ${need}: not added (it would have to leave again for the array to grow); logged out so that its pool re-reads the grown replica`;
+      return {
+        steps: [
+          { kind: "logout", targetIqn: leg.session!.targetIqn, portal: leg.portal!, why, holdOut: true },
+        ],
+        replica: { ...offline(leg, why), state: "Degraded" },
+      };
+    },
+    rescan: (rescanned) => small.map((leg) => leg.session!.sid).filter((sid) => !rescanned.includes(sid)),
+  };
+}
+
+/**
+ * The array follows the volume's capacity (never shrinks: `--size=max` is the legs' smallest, and every leg is
+ * at least the capacity first). A member whose disk is still small after a rescan is taken out and logged out,
+ * one at a time and only while the others in sync are at least the consistency factor, because tgt re-reads a
+ * replica's size only while nobody is logged in to it (docs/adr/0041-a-grown-replica-is-reopened-by-tgt-while-no.md);
+ * it is logged in again after a while and re-added from the bitmap.
+ */
+function planGrowth(
+  desired: DesiredVolume,
+  array: ArrayState,
+  {
+    growth,
+    healthy,
+    heldOut,
+    rescanned,
+  }: { growth: Growth; healthy: number; heldOut: readonly string[]; rescanned: readonly number[] },
+): { steps: Step[]; why?: string } {
+  if (!growth.behind) return { steps: [] };
+  const need = desired.capacityBytes;
+  const members = new Set(array.legs.map((leg) => leg.disk));
+  const small = growth.small.filter((leg) => members.has(leg.disk!));
+  const settled = array.syncAction === "idle" && array.legs.every((leg) => leg.states.includes("in_sync"));
+  if (small.length === 0) {
+    // A replica held out (its pool has not grown it yet) does not hold the others back: it rejoins once grown.
+    if (settled && array.legs.length > 0)
+      return {
+        steps: [{ kind: "growSize" }],
+        why: `growing the array to its legs' size (the volume is ${need} bytes)`,
+      };
+    return {
+      steps: [],
+      why: `the array grows to ${need} bytes once every replica is back in sync at that size`,
+    };
+  }
+  const names = small.map((leg) => `${leg.replicaId} (${leg.sizeBytes} bytes)`).join(", ");
+  const waiting = `the array grows to ${need} bytes once every replica's export serves that size; still smaller: ${names}`;
+  if (small.some((leg) => !rescanned.includes(leg.session!.sid)))
+    return { steps: [], why: `${waiting}; asking them again (session rescan)` };
+  if (!settled || heldOut.length > 0)
+    return { steps: [], why: `${waiting}; one replica is re-read at a time, once the others are in sync` };
+  if (healthy - 1 < desired.consistencyFactor)
+    return {
+      steps: [],
+      why: `${waiting}; its pool re-reads a replica's size only while the target is logged out of it, and taking one out would leave ${healthy - 1} in sync, below the consistency factor ${desired.consistencyFactor}: add a replica (spec.replicaCount) so that one can leave, or restart the target (docs/volumes.md)`,
+    };
+  const leg = small[0];
+  const why = `its export still serves ${leg.sizeBytes} bytes of the volume's ${need}: taken out and logged out so that its pool re-reads the grown replica`;
+  return {
+    steps: [
+      { kind: "remove", disk: leg.disk!, why },
+      { kind: "logout", targetIqn: leg.session!.targetIqn, portal: leg.portal!, why, holdOut: true },
+    ],
+    why: waiting,
   };
 }
 
 interface Verdict {
-  step?: Step;
+  steps?: Step[];
   examine?: boolean;
   replica: ReplicaState;
 }
@@ -248,7 +383,7 @@ function memberVerdict(leg: LocatedLeg, states: readonly string[], percent: numb
   const { replicaId, pool } = leg;
   if (states.includes("faulty"))
     return {
-      step: { kind: "reAdd", disk: leg.disk!, replicaId },
+      steps: [{ kind: "reAdd", disk: leg.disk!, replicaId }],
       replica: { ...offline(leg, `failed in the array; re-adding ${leg.disk}`), state: "Degraded" },
     };
   if (states.includes("in_sync")) return { replica: { replicaId, pool, state: "InSync" } };
@@ -270,13 +405,13 @@ function planJoin(leg: LocatedLeg, found: Examined | undefined, uuid: string): V
     return { replica: degraded(`disk ${disk}: its md superblock could not be read; not added`) };
   if (found === "none")
     return {
-      step: { kind: "add", disk, replicaId: leg.replicaId },
+      steps: [{ kind: "add", disk, replicaId: leg.replicaId }],
       replica: degraded(`disk ${disk} is blank; adding it (full sync)`),
     };
   if (!sameUuid(found.arrayUuid, uuid))
     return { replica: degraded(`disk ${disk} holds another array (${found.arrayUuid}); never overwritten`) };
   return {
-    step: { kind: "reAdd", disk, replicaId: leg.replicaId },
+    steps: [{ kind: "reAdd", disk, replicaId: leg.replicaId }],
     replica: degraded(`disk ${disk} returned; re-adding it (catch-up from the bitmap)`),
   };
 }

@@ -17,6 +17,8 @@ export interface StatusInput {
   node: string;
   /** The array's UUID once it exists (created or assembled); kept from the previous status otherwise. */
   arrayUuid?: string;
+  /** The array's size while it is assembled: what the LUN serves. */
+  arraySizeBytes?: number;
   consistencyFactor: number;
   /** A step that failed in the last pass, said in the message. */
   failures: string[];
@@ -25,13 +27,14 @@ export interface StatusInput {
 
 export function targetStatus(input: StatusInput, previous: CVTargetStatus | undefined): CVTargetStatus {
   const { plan, state, node, failures } = input;
-  const message = [messageFor(input), ...failures].filter(Boolean).join("; ");
+  const message = [messageFor(input), plan.growth, ...failures].filter(Boolean).join("; ");
   const arrayUUID = input.arrayUuid ?? previous?.arrayUUID;
   return {
     state,
     ...(message ? { message: message.slice(0, 4000) } : {}),
     node,
     ...(arrayUUID ? { arrayUUID } : {}),
+    ...(input.arraySizeBytes !== undefined ? { arraySizeBytes: input.arraySizeBytes } : {}),
     lastTransitionTime:
       previous?.state === state && previous.lastTransitionTime ? previous.lastTransitionTime : input.now,
     replicas: plan.replicas.map((r) => (r.message ? { ...r, message: r.message.slice(0, 1000) } : r)),

@@ -17,7 +17,7 @@ const leg = (n: number, disk: string, state = "running") => ({
   iface: "cstor-1a2b3c4d",
   initiatorIqn: "iqn.2026-11.test:target-a",
   state: "LOGGED_IN",
-  luns: { 1: { disk, state } },
+  luns: { 1: { disk, state, sizeBytes: 64 * 1024 * 1024 } },
 });
 
 describe("iscsi: the kernel's sessions, from sysfs", () => {

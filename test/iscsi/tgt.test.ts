@@ -1,12 +1,30 @@
 // The tgtadm helpers the pool agent exports replicas through: what `tgtadm --op show` prints, read; and an
 // export made by them in a real tgtd, logged in to by libiscsi with chosen initiator names and CHAP.
-import { mkdtempSync, rmSync, truncateSync, writeFileSync } from "node:fs";
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { expect } from "chai";
-import { parseAccounts, parseTargets, withoutSecret, type TgtExport } from "../../iscsi/tgt.js";
+import {
+  parseAccounts,
+  parseTargets,
+  tgtShownMegabytes,
+  withoutSecret,
+  type TgtExport,
+} from "../../iscsi/tgt.js";
 import { createRunner } from "../../process/runner.js";
-import { AUTHENTICATION_FAILURE, inquiry, TARGET_NOT_FOUND, type Login } from "../support/initiator.js";
+import {
+  AUTHENTICATION_FAILURE,
+  holdLogin,
+  inquiry,
+  lunSize,
+  readLun,
+  TARGET_NOT_FOUND,
+  type Login,
+} from "../support/initiator.js";
+import { waitUntil } from "../../testkit/kube.js";
+
+const MiB = 1024 * 1024;
 import { Tgtd } from "../support/tgtd.js";
 
 // tgt 1.0.85 (Debian 12), after iscsi/tgt.ts's create and a target made by hand with an outgoing account.
@@ -76,14 +94,21 @@ Target 3: iqn.2026-11.org.example:other
 `;
 
 describe("iscsi: tgtadm output", () => {
-  it("reads targets, LUN backing stores and their flags, ACLs (addresses and names) and incoming accounts as tgt 1.0.85 prints them", () => {
+  it("reads targets, LUN backing stores, their flags and sizes, the initiators logged in, ACLs (addresses and names) and incoming accounts as tgt 1.0.85 prints them", () => {
     expect(parseTargets(SHOWN)).to.deep.equal([
       {
         tid: 1,
         iqn: "iqn.2016-09.com.openebs.cstor:replica:vol1",
-        luns: { 1: { backingStore: "/var/openebs/replicas/cstor-a/vol1/replica.img", flags: ["sync"] } },
+        luns: {
+          1: {
+            backingStore: "/var/openebs/replicas/cstor-a/vol1/replica.img",
+            flags: ["sync"],
+            shownMegabytes: 4,
+          },
+        },
         acl: ["iqn.2016-09.com.openebs.cstor:target:vol1"],
         accounts: ["vol1"],
+        loggedIn: ["iqn.2016-09.com.openebs.cstor:target:vol1"],
       },
       {
         tid: 3,
@@ -91,6 +116,7 @@ describe("iscsi: tgtadm output", () => {
         luns: { 2: { backingStore: "/tmp/r1.img", flags: ["sync", "direct"] } },
         acl: ["ALL", "10.0.0.7"],
         accounts: [],
+        loggedIn: [],
       },
     ]);
     expect(parseTargets("")).to.deep.equal([]);
@@ -141,9 +167,10 @@ describe("iscsi: an export made by iscsi/tgt.ts in a real tgtd admits only its i
       {
         tid: 1,
         iqn: s.iqn,
-        luns: { 1: { backingStore: file, flags: ["sync"] } },
+        luns: { 1: { backingStore: file, flags: ["sync"], shownMegabytes: tgtShownMegabytes(4 * MiB) } },
         acl: [s.initiatorName],
         accounts: [s.user],
+        loggedIn: [],
       },
     ]);
 
@@ -160,6 +187,48 @@ describe("iscsi: an export made by iscsi/tgt.ts in a real tgtd admits only its i
     const foreign = await inquiry(login(s, { initiator: "iqn.2016-09.com.openebs.cstor:target:vol-u" }));
     expect(foreign.code).to.not.equal(0);
     expect(foreign.stderr).to.match(TARGET_NOT_FOUND);
+  });
+
+  it("serves a grown backing store at its old size until it is reopened, then at its new size with its data; shows who is logged in", async () => {
+    const file = join(dir, "grown.img");
+    const data = randomBytes(MiB);
+    writeFileSync(file, data);
+    truncateSync(file, 4 * MiB);
+    const s = { ...spec(file), tid: 3, iqn: "iqn.2016-09.com.openebs.cstor:replica:vol-g", user: "vol-g" };
+    await tgtd.tgt.create(s);
+    const shown = async () => (await tgtd.tgt.targets()).find((t) => t.tid === s.tid)!;
+
+    // Logged in meanwhile (qemu-io holds a session as a volume target's leg does): tgtd names the initiator.
+    const held = holdLogin(login(s), 4000);
+    await waitUntil(
+      async () => (await shown()).loggedIn.length > 0,
+      20_000,
+      () => "nobody logged in",
+    );
+    expect((await shown()).loggedIn).to.deep.equal([s.initiatorName]);
+    expect((await held).code).to.equal(0);
+    await waitUntil(
+      async () => (await shown()).loggedIn.length === 0,
+      20_000,
+      () => "the login stayed",
+    );
+
+    truncateSync(file, 12 * MiB);
+    expect(await lunSize(login(s)), "tgtd read the size when it opened the file").to.equal(4 * MiB);
+    expect((await shown()).luns[1].shownMegabytes).to.equal(tgtShownMegabytes(4 * MiB));
+    await tgtd.tgt.reopen(s.tid, 1, file);
+    expect(await lunSize(login(s))).to.equal(12 * MiB);
+    expect((await shown()).luns[1]).to.deep.equal({
+      backingStore: file,
+      flags: ["sync"],
+      shownMegabytes: tgtShownMegabytes(12 * MiB),
+    });
+    const readBack = join(dir, "grown-read.img");
+    await readLun(login(s), readBack);
+    expect(readFileSync(readBack).subarray(0, MiB).equals(data), "what it held before reads back").to.equal(
+      true,
+    );
+    expect(statSync(readBack).size).to.equal(12 * MiB);
   });
 
   it("replaces an account of the same user (tgtadm refuses a second one and never shows a password), and deletes it on request", async () => {

@@ -20,6 +20,7 @@ import { CommandError, createRunner } from "../../process/runner.js";
 import { REPO_ROOT } from "../../testkit/kube.js";
 import { kernelTree } from "../support/kernel-tree.js";
 
+const MiB = 1024 * 1024;
 const fixture = (name: string) => readFileSync(join(REPO_ROOT, "test/fixtures/kernel", name), "utf8");
 const UUID = "2b4c6d8e-1f3a-4b5c-9d7e-0a1b2c3d4e5f";
 
@@ -102,7 +103,7 @@ describe("md: sysfs, read", () => {
     expect(() => parseSyncCompleted("soon")).to.throw(/unreadable md sync_completed: "soon"/);
   });
 
-  it("reads a new array resyncing: every leg in sync, the resync's progress", async () => {
+  it("reads a new array resyncing: every leg in sync, where its data starts, the resync's progress", async () => {
     const state = await md("sysfs-md-resync.yaml").state("md127");
     expect(state).to.deep.equal({
       kernelName: "md127",
@@ -114,9 +115,9 @@ describe("md: sysfs, read", () => {
       syncCompleted: { done: 106496, total: 129024 },
       sizeBytes: 129024 * 512,
       legs: [
-        { disk: "sda", slot: 0, states: ["in_sync"] },
-        { disk: "sdb", slot: 1, states: ["in_sync"] },
-        { disk: "sdc", slot: 2, states: ["in_sync"] },
+        { disk: "sda", slot: 0, states: ["in_sync"], dataOffsetBytes: MiB },
+        { disk: "sdb", slot: 1, states: ["in_sync"], dataOffsetBytes: MiB },
+        { disk: "sdc", slot: 2, states: ["in_sync"], dataOffsetBytes: MiB },
       ],
       stat: { reads: 0, readSectors: 0, readMs: 0, writes: 0, writeSectors: 0, writeMs: 0, inFlight: 0 },
     });
@@ -129,7 +130,7 @@ describe("md: sysfs, read", () => {
       action: "idle",
       done: undefined,
     });
-    expect(state.legs[2]).to.deep.equal({ disk: "sdc", states: ["faulty"] });
+    expect(state.legs[2]).to.deep.equal({ disk: "sdc", states: ["faulty"], dataOffsetBytes: MiB });
   });
 
   it("reads a spare, and the spare rebuilt into a slot: not in sync until the recovery ends", async () => {
@@ -143,7 +144,12 @@ describe("md: sysfs, read", () => {
     const recovering = await md("sysfs-md-recover.yaml").state("md127");
     expect(recovering).to.deep.include({ raidDisks: 4, degraded: 1, syncAction: "recover" });
     expect(recovering.syncCompleted).to.deep.equal({ done: 0, total: 129024 });
-    expect(recovering.legs[3]).to.deep.equal({ disk: "sdd", slot: 3, states: ["spare"] });
+    expect(recovering.legs[3]).to.deep.equal({
+      disk: "sdd",
+      slot: 3,
+      states: ["spare"],
+      dataOffsetBytes: MiB,
+    });
   });
 
   it("finds an array by its UUID in sysfs and by /dev/md/<name>", async () => {

@@ -27,6 +27,10 @@ export interface DriverConfig {
   clientDisk?: string;
   /** Index into `legs` of the replica the test kills. */
   lost?: number;
+  /** The replicas' size once the test grew them. */
+  grownBytes?: number;
+  /** MiB written through the LUN, read back after growth. */
+  writtenMiB?: number;
 }
 
 const runner = createRunner();
@@ -312,6 +316,47 @@ function steps(config: DriverConfig) {
       );
       const superblocks = await timed("examine 3 legs", () => Promise.all(disks().map((d) => md.examine(d))));
       return { state, superblocks };
+    },
+
+    /**
+     * After the test grew every replica and its tgtd serves the new size: the legs' sessions rescanned, md grown
+     * to its legs (`--size=max`), the LUN's new size seen by the client after its own rescan, the data kept.
+     */
+    async grow() {
+      const grown = config.grownBytes ?? fail("grownBytes");
+      const before = await md.state(kernelName());
+      const sessions = await mine();
+      await timed("rescan 3 legs", () => Promise.all(sessions.map((s) => legs.rescan(s.sid))));
+      const sizes = await timed("legs' disks at the grown size", () =>
+        until("every leg's disk at the grown size", 30_000, async () => {
+          const now = await mine();
+          const found = config.legs.map(
+            (leg) => now.find((s) => s.targetIqn === leg.targetIqn)?.luns[1]?.sizeBytes,
+          );
+          return found.every((size) => size === grown) ? found : undefined;
+        }),
+      );
+      const clientSession = async () =>
+        (await client.sessions()).find((s) => s.iface === config.client.iface) ?? fail("client session");
+      const clientBefore = (await clientSession()).luns[0]?.sizeBytes;
+      await timed("mdadm --grow --size=max", () => md.growSize(kernelName()));
+      const state = await timed("grown array resynced", () =>
+        until(
+          "the grown array in sync",
+          90_000,
+          settled((s) => allInSync(s) && s.sizeBytes > before.sizeBytes),
+        ),
+      );
+      const unrescanned = (await clientSession()).luns[0]?.sizeBytes;
+      await timed("client rescan", async () => client.rescan((await clientSession()).sid));
+      const clientAfter = await until("the client's disk at the array's size", 30_000, async () => {
+        const size = (await clientSession()).luns[0]?.sizeBytes;
+        return size === state.sizeBytes ? size : undefined;
+      });
+      const sha = await timed("read back what was written", () =>
+        sha256OfDevice(config.clientDisk ?? fail("clientDisk"), config.writtenMiB ?? fail("writtenMiB")),
+      );
+      return { before: before.sizeBytes, sizes, state, clientBefore, unrescanned, clientAfter, sha };
     },
 
     /** LIO removed, the array stopped and assembled again from its legs, stopped, every session logged out. */

@@ -3,7 +3,8 @@
 // (uml-kernel-adapters.driver.ts, transpiled by testkit/uml/guest-node.ts) against three tgtd replicas on this
 // host, as the target runs them against the pool agents' exports. The legs log in through an interface record
 // of their own whose initiator name is the only one the replicas admit; the array is served by LIO to a second
-// interface in the same guest. A replica is killed and comes back; every replica ends with the same data.
+// interface in the same guest. A replica is killed and comes back; every replica ends with the same data. The
+// replicas grow, and the array and the LUN follow (ADR 41).
 // UML_TIMINGS=1 prints how long each step took (docs/data-path-tests.md).
 import { createHash, randomBytes } from "node:crypto";
 import { closeSync, mkdtempSync, openSync, readSync, rmSync, truncateSync, writeFileSync } from "node:fs";
@@ -18,6 +19,8 @@ import type { DriverConfig } from "./uml-kernel-adapters.driver.js";
 
 const MiB = 1024 * 1024;
 const REPLICA_MIB = 64;
+/** What the replicas grow to before the lost one returns. */
+const GROWN_MIB = 96;
 const TEST_IQN = "iqn.2026-11.io.cstor-pool-operator.test";
 const sha256 = (data: Buffer) => createHash("sha256").update(data).digest("hex");
 
@@ -165,14 +168,23 @@ describe("volume target kernel adapters in user-mode-linux: open-iscsi legs, md 
   const state = {} as { kernelName: string; disks: string[]; clientDisk: string };
   // Two node starts instead of four: each costs 1-7 s in the guest.
   const upAndLio = once(() => drive("up,lio"));
-  const backAndDown = once(async () => {
+  // The replicas grow while one is down (the node daemons' truncate). tgtd reads a size only when it opens a
+  // backing store: the restarted one opens its file anew, the others are reopened, here while md and the client
+  // are idle (the pool agent does it only with nobody logged in: ADR 41). One node start for the three steps.
+  const backGrownAndDown = once(async () => {
+    for (const r of replicas) truncateSync(r.file, GROWN_MIB * MiB);
+    await timed("reopen 2 grown replicas in tgtd", async () => {
+      for (const [i, r] of replicas.entries()) if (i !== LOST) await r.tgtd.tgt.reopen(1, 1, r.file);
+    });
     replicas[LOST].tgtd = await timed("restart the tgtd with its export", () =>
       replicas[LOST].tgtd.restart(),
     );
-    return drive("readd,down", {
+    return drive("readd,grow,down", {
       kernelName: state.kernelName,
       disks: state.disks,
       clientDisk: state.clientDisk,
+      grownBytes: GROWN_MIB * MiB,
+      writtenMiB: written.length / MiB,
     });
   });
 
@@ -194,7 +206,7 @@ describe("volume target kernel adapters in user-mode-linux: open-iscsi legs, md 
         initiatorIqn: `${TEST_IQN}:target-legs`,
         state: "LOGGED_IN",
       });
-      expect(s.luns[1]).to.deep.equal({ disk: up.disks[i], state: "running" });
+      expect(s.luns[1]).to.deep.equal({ disk: up.disks[i], state: "running", sizeBytes: REPLICA_MIB * MiB });
     }
     expect(up.blank, "no leg carries a superblock").to.deep.equal([null, null, null]);
     expect(up.missing, "examine of a disk that is not there fails closed").to.match(/sdzz/);
@@ -266,7 +278,7 @@ describe("volume target kernel adapters in user-mode-linux: open-iscsi legs, md 
   });
 
   it("takes the replica back: re-add, bitmap catch-up, every leg's superblock and data the same", async () => {
-    const { readd } = await backAndDown();
+    const { readd } = await backGrownAndDown();
     expect(readd.state).to.deep.include({ degraded: 0, syncAction: "idle" });
     expect(readd.state.legs.map((l: any) => l.states)).to.deep.equal([["in_sync"], ["in_sync"], ["in_sync"]]);
     const superblocks = readd.superblocks as any[];
@@ -293,8 +305,20 @@ describe("volume target kernel adapters in user-mode-linux: open-iscsi legs, md 
     expect(new Set(rest).size, "the rest of every replica's data region").to.equal(1);
   });
 
+  it("grows the array online once every leg serves the grown replica: rescan, --grow --size=max, the LUN follows after the client's rescan, the data kept", async () => {
+    const { grow } = await backGrownAndDown();
+    expect(grow.sizes).to.deep.equal(Array(3).fill(GROWN_MIB * MiB));
+    expect(grow.before).to.equal((REPLICA_MIB - 1) * MiB);
+    // The legs less md's 1 MiB data offset, as when it was created; the new space resynced.
+    expect(grow.state).to.deep.include({ sizeBytes: (GROWN_MIB - 1) * MiB, syncAction: "idle", degraded: 0 });
+    expect(grow.clientBefore, "the client saw the old size").to.equal((REPLICA_MIB - 1) * MiB);
+    expect(grow.unrescanned, "until it rescans").to.equal((REPLICA_MIB - 1) * MiB);
+    expect(grow.clientAfter, "LIO serves the grown array as it is").to.equal((GROWN_MIB - 1) * MiB);
+    expect(grow.sha).to.equal(sha256(written));
+  });
+
   it("removes the LIO export, stops the array, assembles it again from its legs and logs out", async () => {
-    const { down } = await backAndDown();
+    const { down } = await backGrownAndDown();
     expect(down.corrected).to.deep.include({
       portals: [`${network.guestAddress(1)}:3260`],
       acls: [],

@@ -12,11 +12,12 @@ import { volumeChap } from "../../lib/volume/chap.js";
 import { replicaIqn, targetInitiatorIqn } from "../../lib/volume/iqn.js";
 import { fileBackend, type Replica } from "../../node-daemon/replicas.js";
 import { REPLICA_FILE, REPLICA_PROPERTY } from "../../zfs/layout.js";
-import { parseTargets, type TgtTarget } from "../../iscsi/tgt.js";
+import { parseTargets, tgtShownMegabytes, type TgtTarget } from "../../iscsi/tgt.js";
 import { waitUntil } from "../../testkit/kube.js";
 import {
   AUTHENTICATION_FAILURE,
   inquiry,
+  lunSize,
   readLun,
   TARGET_NOT_FOUND,
   writeLun,
@@ -84,7 +85,7 @@ describe("pool agent: replicas exported over iSCSI through tgtd (file backend, z
   const printed = (process: PoolAgentProcess) =>
     JSON.stringify(process.lines) + process.otherOutput.join("\n");
 
-  it("closes an export made before ADR 0040 at its first pass, then serves the replica written through, to the volume's target with its CHAP only: data written over iSCSI is in the replica file and reads back", async () => {
+  it("closes an export made before ADR 0040 at its first pass, then serves the replica written through, to the volume's target with its CHAP only: data written over iSCSI is in the replica file and reads back, also once the replica grew and the agent reopened it", async () => {
     const cspi = sandbox.name("exp");
     const pool = zpoolName(cspi);
     node.zpool("create", "-o", "failmode=continue", "-O", "canmount=off", pool, sandbox.file("d1"));
@@ -131,9 +132,10 @@ describe("pool agent: replicas exported over iSCSI through tgtd (file backend, z
     expect(target).to.deep.equal({
       tid: 2,
       iqn,
-      luns: { 1: { backingStore: replicaFile, flags: ["sync"] } },
+      luns: { 1: { backingStore: replicaFile, flags: ["sync"], shownMegabytes: tgtShownMegabytes(4 * MiB) } },
       acl: [initiator],
       accounts: [volume],
+      loggedIn: [],
     });
     expect(
       agent.lines.filter((l) => /export/.test(l.msg)).map((l) => [l.msg, l.why ?? l.initiator]),
@@ -173,13 +175,26 @@ describe("pool agent: replicas exported over iSCSI through tgtd (file backend, z
     await readLun(right, readBack);
     expect(sha256(readFileSync(readBack)), "and reads it back over iSCSI").to.equal(sha256(data));
 
+    // The volume grows: the node daemon's commands grow the file; nobody is logged in, so the agent reopens it.
+    const grown = { ...replica, bytes: 8 * MiB };
+    const dataset = { name: replica.dataset, properties: { mountpoint: join(replicaDir, replica.dataset) } };
+    for (const command of fileBackend(replicaDir).grow(grown, dataset))
+      node.run([command.program, ...command.args]);
+    await agent.logged("replica reopened at its new size");
+    expect(await lunSize(right), "tgtd serves the grown replica").to.equal(grown.bytes);
+    await readLun(right, readBack);
+    expect(sha256(readFileSync(readBack).subarray(0, data.length)), "with its data").to.equal(sha256(data));
+
     // A restarted agent adopts the export: SIGTERM leaves it in tgtd, the next agent changes nothing.
     expect(await agent.stop()).to.deep.equal({ code: 0, signal: null });
     const logs = [printed(agent)];
     expect(
       (await targets()).find((t) => t.iqn === iqn),
       "the export outlives the agent",
-    ).to.deep.equal(target);
+    ).to.deep.equal({
+      ...target,
+      luns: { 1: { ...target.luns[1], shownMegabytes: tgtShownMegabytes(grown.bytes) } },
+    });
     agent = await startAgent(cspi);
     await agent.readyz(200, /is ONLINE/);
     await waitUntil(
@@ -188,8 +203,8 @@ describe("pool agent: replicas exported over iSCSI through tgtd (file backend, z
       () => `no exports metric${agent!.tail()}`,
     );
     expect(
-      agent.lines.filter((l) => /export/.test(l.msg)),
-      "nothing exported or removed again",
+      agent.lines.filter((l) => /export|reopen/.test(l.msg)),
+      "nothing exported, removed or reopened again",
     ).to.deep.equal([]);
 
     // The node daemon's destroy handshake: marked, unexported by the agent, then destroyed (the file is free).

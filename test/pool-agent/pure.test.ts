@@ -9,7 +9,7 @@ import { ConfigError } from "../../lib/settings.js";
 import { actionFields, planExports, wantedExports } from "../../pool-agent/exports.js";
 import type { AgentObservation, ReplicaOnPool } from "../../pool-agent/observe.js";
 import { readiness } from "../../pool-agent/readiness.js";
-import type { TgtTarget } from "../../iscsi/tgt.js";
+import { tgtShownMegabytes, type TgtTarget } from "../../iscsi/tgt.js";
 
 const POOL = "cstor-pool-a";
 const status = (state: string, text?: string): PoolStatus => ({
@@ -39,6 +39,7 @@ const ours = (tid: number, volume: string, changes: Partial<TgtTarget> = {}): Tg
   luns: { 1: { backingStore: `/dev/zvol/${POOL}/${volume}`, flags: ["sync"] } },
   acl: [targetInitiatorIqn(volume)],
   accounts: [volume],
+  loggedIn: [],
   ...changes,
 });
 const other = (tid: number, accounts: string[] = []): TgtTarget => ({
@@ -47,6 +48,7 @@ const other = (tid: number, accounts: string[] = []): TgtTarget => ({
   luns: {},
   acl: [],
   accounts,
+  loggedIn: [],
 });
 const lun1 = (backingStore: string, flags = ["sync"]) => ({ 1: { backingStore, flags } });
 
@@ -92,6 +94,7 @@ describe("pool agent: export plan", () => {
       backingStore: `/dev/zvol/${POOL}/v1`,
       initiator: targetInitiatorIqn("v1"),
       chap: volumeChap(KEY, "v1"),
+      sizeBytes: 4096,
     });
     const first = planExports(wanted, [other(1)]);
     expect(first).to.deep.equal([
@@ -191,6 +194,43 @@ describe("pool agent: export plan", () => {
     ]);
   });
 
+  it("opens a grown replica again so tgtd serves its new size, but only while no initiator is logged in to it; never one served at its size or larger", () => {
+    const GiB = 1024 ** 3;
+    const { wanted } = wantedExports(
+      observed("ONLINE", [replica("v1", { size: 2 * GiB }), replica("v2", { size: 2 * GiB }), replica("v3")]),
+      KEY,
+    );
+    const served = (tid: number, volume: string, bytes: number, loggedIn: string[] = []) =>
+      ours(tid, volume, {
+        luns: {
+          1: {
+            backingStore: `/dev/zvol/${POOL}/${volume}`,
+            flags: ["sync"],
+            shownMegabytes: tgtShownMegabytes(bytes),
+          },
+        },
+        loggedIn,
+      });
+    // tgt's own rounding: a 4 MiB LUN shows "Size: 4 MB", 1 GiB "Size: 1074 MB".
+    expect([tgtShownMegabytes(4 * 1024 ** 2), tgtShownMegabytes(GiB)]).to.deep.equal([4, 1074]);
+    const current = [
+      served(1, "v1", GiB),
+      served(2, "v2", GiB, [targetInitiatorIqn("v2")]),
+      served(3, "v3", 4096),
+    ];
+    expect(planExports(wanted, current)).to.deep.equal([
+      {
+        kind: "reopen",
+        tid: 1,
+        iqn: replicaIqn("v1"),
+        backingStore: `/dev/zvol/${POOL}/v1`,
+        why: `the replica grew to ${2 * GiB} bytes; tgtd serves 1074 MB`,
+      },
+    ]);
+    // Once reopened, tgtd shows the new size: nothing more to do.
+    expect(planExports(wanted, [served(1, "v1", 2 * GiB), current[1], current[2]])).to.deep.equal([]);
+  });
+
   it("never shows the password in what it logs of an action", () => {
     const { wanted } = wantedExports(observed("ONLINE", [replica("v1")]), KEY);
     const [create] = planExports(wanted, []);
@@ -203,6 +243,7 @@ describe("pool agent: export plan", () => {
       backingStore: `/dev/zvol/${POOL}/v1`,
       initiator: targetInitiatorIqn("v1"),
       user: "v1",
+      sizeBytes: 4096,
     });
     expect(JSON.stringify(fields)).to.not.contain(wanted[0].chap.password);
   });

@@ -25,11 +25,33 @@ export const TARGET_NOT_FOUND = /Target not found\(515\)/;
  * (LIBISCSI_CHAP_PASSWORD), not the command line.
  */
 export function inquiry(login: Login): Promise<RunResult> {
+  return libiscsi("iscsi-inq", login);
+}
+
+/** `iscsi-readcapacity16 -s` on LUN 1: the size in bytes the target reports (READ CAPACITY 16). */
+export async function lunSize(login: Login): Promise<number> {
+  const result = await libiscsi("iscsi-readcapacity16", login, ["-s"]);
+  if (result.code !== 0 || !/^\d+\s*$/.test(result.stdout))
+    throw new Error(`iscsi-readcapacity16: ${result.stderr || result.stdout}`);
+  return Number(result.stdout.trim());
+}
+
+function libiscsi(program: string, login: Login, args: string[] = []): Promise<RunResult> {
   const user = login.user === undefined ? "" : `${login.user}@`;
   const env = { ...process.env, ...(login.password ? { LIBISCSI_CHAP_PASSWORD: login.password } : {}) };
-  return runProgram("iscsi-inq", ["-i", login.initiator, `iscsi://${user}${login.portal}/${login.iqn}/1`], {
+  const url = `iscsi://${user}${login.portal}/${login.iqn}/1`;
+  return runProgram(program, [...args, "-i", login.initiator, url], {
     env,
     timeout: 30_000,
+    killSignal: "SIGKILL",
+  });
+}
+
+/** Logged in to LUN 1 for `ms` (qemu-io's sleep), as a volume target's leg is: resolves when it logs out. */
+export function holdLogin(login: Login, ms: number): Promise<RunResult> {
+  const { object, image } = qemuImageOpts(login);
+  return runProgram("qemu-io", [...object, "--image-opts", image, "-c", `sleep ${ms}`], {
+    timeout: ms + 30_000,
     killSignal: "SIGKILL",
   });
 }

@@ -20,6 +20,9 @@ const UUID = "0b5a2c61-2f0e-4d39-9a51-6a3d1c3e9f10";
 const MD_UUID = "0b5a2c61:2f0e4d39:9a516a3d:1c3e9f10";
 const PORTALS = ["10.0.0.11:3260", "10.0.0.12:3260", "10.0.0.13:3260"];
 const DISKS = ["sdb", "sdc", "sdd"];
+const MiB = 1024 * 1024;
+/** The volume's capacity; each replica's disk shows it, and the array (64 MiB) is that less md's 1 MiB. */
+const CAPACITY = 65 * MiB;
 
 const volume = (over: Partial<DesiredVolume> = {}): DesiredVolume => ({
   replicaIqn: IQN,
@@ -27,6 +30,7 @@ const volume = (over: Partial<DesiredVolume> = {}): DesiredVolume => ({
   consistencyFactor: 2,
   legs: PORTALS.map((portal, i) => ({ replicaId: `r${i}`, pool: `pool-${i}`, portal })),
   created: true,
+  capacityBytes: CAPACITY,
   ...over,
 });
 
@@ -36,7 +40,7 @@ const session = (i: number, over: Partial<SessionView> = {}): SessionView => ({
   portal: PORTALS[i],
   iface: "cstor-x",
   state: "LOGGED_IN",
-  luns: { 1: { disk: DISKS[i], state: "running" } },
+  luns: { 1: { disk: DISKS[i], state: "running", sizeBytes: CAPACITY } },
   ...over,
 });
 
@@ -55,7 +59,7 @@ const array = (legs: [string, string[]][], over: Partial<ArrayState> = {}): Arra
   degraded: 3 - legs.filter(([, s]) => s.includes("in_sync")).length,
   syncAction: "idle",
   sizeBytes: 64 << 20,
-  legs: legs.map(([disk, states], slot) => ({ disk, slot, states })),
+  legs: legs.map(([disk, states], slot) => ({ disk, slot, states, dataOffsetBytes: MiB })),
   stat,
   ...over,
 });
@@ -182,7 +186,10 @@ describe("volume target: the plan of a pass", () => {
       expect(healthy.steps).to.deep.equal([]);
       expect(healthy.healthy).to.equal(3);
       expect(targetState(healthy, 2)).to.equal("Serving");
-      const down = [session(0), session(1, { luns: { 1: { disk: "sdc", state: "transport-offline" } } })];
+      const down = [
+        session(0),
+        session(1, { luns: { 1: { disk: "sdc", state: "transport-offline", sizeBytes: CAPACITY } } }),
+      ];
       const one = planTarget(
         volume(),
         view(
@@ -224,7 +231,7 @@ describe("volume target: the plan of a pass", () => {
       // Logged in again under a new disk name: the dead member goes first, then the leg returns from the bitmap.
       const again = [
         ...given.slice(0, 2),
-        session(2, { sid: 7, luns: { 1: { disk: "sde", state: "running" } } }),
+        session(2, { sid: 7, luns: { 1: { disk: "sde", state: "running", sizeBytes: CAPACITY } } }),
       ];
       expect(planTarget(volume(), view(again, { sde: sb(2, 30) }, md)).steps).to.deep.equal([
         { kind: "remove", disk: "sdd", why: "its replica's session is gone" },
@@ -287,7 +294,12 @@ describe("volume target: the plan of a pass", () => {
       });
       const withNew = [
         ...sessions,
-        { ...session(0), sid: 9, portal: "10.0.0.14:3260", luns: { 1: { disk: "sde", state: "running" } } },
+        {
+          ...session(0),
+          sid: 9,
+          portal: "10.0.0.14:3260",
+          luns: { 1: { disk: "sde", state: "running", sizeBytes: CAPACITY } },
+        },
       ];
       const md = array([
         ["sdb", ["in_sync"]],
@@ -355,6 +367,135 @@ describe("volume target: the plan of a pass", () => {
   });
 });
 
+describe("volume target: the array follows a volume that grew", () => {
+  const GROWN = 129 * MiB;
+  const grown = volume({ capacityBytes: GROWN });
+  const inSync = (over: Partial<ArrayState> = {}) =>
+    array(
+      [
+        ["sdb", ["in_sync"]],
+        ["sdc", ["in_sync"]],
+        ["sdd", ["in_sync"]],
+      ],
+      over,
+    );
+  /** Sessions whose disks show these sizes (undefined: not logged in). */
+  const sized = (...sizes: (number | undefined)[]) =>
+    sizes.flatMap((size, i) =>
+      size === undefined
+        ? []
+        : [session(i, { luns: { 1: { disk: DISKS[i], state: "running", sizeBytes: size } } })],
+    );
+  const withMemory = (kernel: KernelView, rescanned: number[], heldOut: string[] = []): KernelView => ({
+    ...kernel,
+    rescanned,
+    heldOut,
+  });
+
+  it("rescans the legs whose disks are smaller than the volume first, and grows md once every leg shows the new size", () => {
+    const before = planTarget(grown, view(sized(CAPACITY, CAPACITY, CAPACITY), {}, inSync()));
+    expect(before.rescan).to.deep.equal([1, 2, 3]);
+    expect(before.steps).to.deep.equal([]);
+    expect(before.growth).to.match(
+      /once every replica's export serves that size; still smaller: r0 .*asking them again/,
+    );
+
+    const after = planTarget(grown, withMemory(view(sized(GROWN, GROWN, GROWN), {}, inSync()), [1, 2, 3]));
+    expect(after.rescan).to.deep.equal([]);
+    expect(after.steps).to.deep.equal([{ kind: "growSize" }]);
+    expect(targetState(after, 2)).to.equal("Serving");
+
+    // Grown (md keeps its data offset and rounds down): nothing more, and never a shrink.
+    const done = inSync({ sizeBytes: 128 * MiB - 64 * 1024 });
+    expect(planTarget(grown, view(sized(GROWN, GROWN, GROWN), {}, done)).steps).to.deep.equal([]);
+    const smaller = volume({ capacityBytes: 32 * MiB });
+    const untouched = planTarget(smaller, view(sized(GROWN, GROWN, GROWN), {}, done));
+    expect([untouched.steps, untouched.rescan, untouched.growth]).to.deep.equal([[], [], undefined]);
+  });
+
+  it("waits while md resyncs or a leg is out, before growing", () => {
+    const resyncing = inSync({ syncAction: "recover" });
+    const plan = planTarget(grown, withMemory(view(sized(GROWN, GROWN, GROWN), {}, resyncing), [1, 2, 3]));
+    expect(plan.steps).to.deep.equal([]);
+    expect(plan.growth).to.equal(
+      `the array grows to ${GROWN} bytes once every replica is back in sync at that size`,
+    );
+  });
+
+  it("takes one leg still small after its rescan out and logs it out, so that its pool reopens the replica; then holds it out", () => {
+    const kernel = withMemory(view(sized(CAPACITY, CAPACITY, CAPACITY), {}, inSync()), [1, 2, 3]);
+    const plan = planTarget(grown, kernel);
+    const why = `its export still serves ${CAPACITY} bytes of the volume's ${GROWN}: taken out and logged out so that its pool re-reads the grown replica`;
+    expect(plan.steps).to.deep.equal([
+      { kind: "remove", disk: "sdb", why },
+      { kind: "logout", targetIqn: IQN, portal: PORTALS[0], why, holdOut: true },
+    ]);
+
+    // Out and held: no login for it, nobody else leaves, writes still reach the consistency factor.
+    const out = array([
+      ["sdc", ["in_sync"]],
+      ["sdd", ["in_sync"]],
+    ]);
+    const held = planTarget(
+      grown,
+      withMemory(view(sized(undefined, CAPACITY, CAPACITY), {}, out), [2, 3], [PORTALS[0]]),
+    );
+    expect(held.steps).to.deep.equal([]);
+    expect(held.replicas[0].message).to.equal(
+      `logged out of ${PORTALS[0]} for a while, so that its pool re-reads the grown replica`,
+    );
+    expect(held.growth).to.match(/one replica is re-read at a time/);
+    expect(targetState(held, 2)).to.equal("Serving");
+
+    // Back at the new size: re-added from the bitmap; the next small leg waits until it is in sync.
+    const back = planTarget(
+      grown,
+      withMemory(view(sized(GROWN, CAPACITY, CAPACITY), { sdb: sb(0, 50) }, out), [2, 3]),
+    );
+    expect(back.steps).to.deep.equal([{ kind: "reAdd", disk: "sdb", replicaId: "r0" }]);
+  });
+
+  it("never adds a leg smaller than the volume: logs it out so that its pool grows it, and says why", () => {
+    const out = array(
+      [
+        ["sdc", ["in_sync"]],
+        ["sdd", ["in_sync"]],
+      ],
+      { sizeBytes: 128 * MiB - 64 * 1024 },
+    );
+    const plan = planTarget(
+      grown,
+      withMemory(view(sized(CAPACITY, GROWN, GROWN), { sdb: sb(0, 50) }, out), [1]),
+    );
+    const why = `its disk sdb is ${CAPACITY} bytes, too small for the array's ${128 * MiB - 64 * 1024} (md refuses it): not added; logged out so that its pool re-reads the grown replica`;
+    expect(plan.steps).to.deep.equal([
+      { kind: "logout", targetIqn: IQN, portal: PORTALS[0], why, holdOut: true },
+    ]);
+    expect(plan.replicas[0]).to.deep.equal({
+      replicaId: "r0",
+      pool: "pool-0",
+      state: "Degraded",
+      message: why,
+    });
+  });
+
+  it("takes no leg out when the others in sync would fall below the consistency factor, and says what to do", () => {
+    const two = volume({ capacityBytes: GROWN, legs: volume().legs.slice(0, 2) });
+    const md = array(
+      [
+        ["sdb", ["in_sync"]],
+        ["sdc", ["in_sync"]],
+      ],
+      { raidDisks: 2 },
+    );
+    const plan = planTarget(two, withMemory(view(sized(CAPACITY, CAPACITY), {}, md), [1, 2]));
+    expect(plan.steps).to.deep.equal([]);
+    expect(plan.growth).to.match(
+      /taking one out would leave 1 in sync, below the consistency factor 2: add a replica \(spec.replicaCount\)/,
+    );
+  });
+});
+
 describe("volume target: what the API says and what it is told", () => {
   it("reads the replicas' portals from their pool pods and the array's UUID from the volume's owner", () => {
     const cv = {
@@ -371,7 +512,11 @@ describe("volume target: what the API says and what it is told", () => {
           },
         ],
       },
-      spec: { consistencyFactor: 2, replicaDetails: { knownReplicas: { r1: "pool-b", r0: "pool-a" } } },
+      spec: {
+        capacity: "65Mi",
+        consistencyFactor: 2,
+        replicaDetails: { knownReplicas: { r1: "pool-b", r0: "pool-a" } },
+      },
       status: { target: { state: "Serving", arrayUUID: UUID } },
     } as unknown as CV;
     expect(
@@ -391,6 +536,7 @@ describe("volume target: what the API says and what it is told", () => {
         { replicaId: "r1", pool: "pool-b", portal: "[fd00::2]:3260" },
       ],
       created: true,
+      capacityBytes: CAPACITY,
     });
     expect(sameUuid(MD_UUID, UUID)).to.equal(true);
   });
@@ -422,6 +568,11 @@ describe("volume target: what the API says and what it is told", () => {
     };
     const first = targetStatus(input, undefined);
     expect(first.lastTransitionTime).to.equal("2026-11-28T01:00:00Z");
+    const growing = targetStatus(
+      { ...input, arraySizeBytes: 64 * MiB, plan: { ...plan, waiting: undefined, growth: "growing" } },
+      first,
+    );
+    expect([growing.arraySizeBytes, growing.message]).to.deep.equal([64 * MiB, "growing"]);
     expect(statusPatch(first, first)).to.equal(undefined);
     const later = targetStatus({ ...input, now: "2026-11-28T01:05:00Z" }, first);
     expect(later.lastTransitionTime, "unchanged state keeps its time").to.equal("2026-11-28T01:00:00Z");
