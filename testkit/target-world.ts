@@ -95,10 +95,11 @@ export interface TargetWorld {
   /** A kubeconfig (a file guests can read) for `as`, through the bridge. */
   guestKubeconfig(as: Identity): string;
   /**
-   * Replica `index`'s node restarts, as a node reboots: its pool site and node daemon killed, its zfs-fuse
-   * stopped without exporting, `downMs` later started again (importing its zpool.cache's pools) and the
-   * datasets mounted, as a boot's zfs-mount service does; then a new daemon and pool site. Resolves once the
-   * replica is exported again and the pool pod Ready.
+   * Replica `index`'s node restarts, as a node reboots: its pool site and node daemon SIGKILLed, its zfs-fuse
+   * stopped without exporting (SIGTERM: a SIGKILLed zfs-fuse would leave its FUSE mounts dead in the node's
+   * mount namespace, which only a new namespace, a real reboot, clears), `downMs` later started again
+   * (importing its zpool.cache's pools) and the datasets mounted, as a boot's zfs-mount service does; then a
+   * new daemon and pool site. Resolves once the replica is exported again and the pool pod Ready.
    */
   restartPoolNode(index: number, downMs: number): Promise<void>;
   stop(): Promise<void>;
@@ -270,8 +271,11 @@ class World implements TargetWorld {
   async restartPoolNode(index: number, downMs: number): Promise<void> {
     const place = this.replicas[index];
     if (!place) throw new Error(`restartPoolNode(${index}): the world has ${this.replicas.length} replicas`);
-    await place.site.stop();
+    // The node dies: tgtd, the pool agent and the daemon SIGKILLed; then the kubelet's Pod is gone with it.
+    await place.site.kill();
+    await place.site.agent.kill();
     await place.daemon.kill();
+    await place.site.stop();
     await place.node.restartZfs(downMs);
     place.node.zfs("mount", "-a");
     place.daemon = await this.startDaemon(place.nodeName, place.node);

@@ -56,10 +56,10 @@ export const DATA_PATH_SCHEDULE_MS = 120_000;
 /** The region the writer overwrites: 1024 blocks of 4 KiB (4 MiB). */
 const REGION_BLOCKS = 1024;
 /** How long the volume may take to be Serving with every replica in sync once the faults are undone. */
-const SETTLE_MS = 300_000;
+const SETTLE_MS = 600_000;
 /** A replica whose fault was undone counts as healthy again once in sync this long after (the agent noticed). */
 const RECOVERY_GRACE_MS = 10_000;
-const VOLUME_CAPACITY = "64Mi";
+const VOLUME_CAPACITY = "16Mi";
 
 export interface DataPathReport {
   scenario: "data-path";
