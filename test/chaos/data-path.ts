@@ -82,7 +82,7 @@ export interface DataPathReport {
 export interface DataPathRunOptions {
   seed: number;
   faults: ScheduleOptions<DataPathFaultKind>;
-  /** How long faults are scheduled; the run then settles and checks. */
+  /** How long faults may start (the time spent settling after faults not counted); then the final checks. */
   scheduleMs: number;
   say: (line: string) => void;
 }
@@ -223,6 +223,8 @@ export class DataPathWorld {
     };
     let step = "start the writer";
     let problem: string | undefined;
+    /** Time spent waiting for the volume and reading back, when no fault may start: the schedule is longer by it. */
+    let settlingMs = 0;
     let writer: GuestProcess | undefined;
     let scheduler: FaultScheduler<DataPathFaultKind> | undefined;
     const check = async (what: string) => {
@@ -243,11 +245,14 @@ export class DataPathWorld {
           ...options.faults,
           settled: async () => {
             if (problem) return;
+            const since = Date.now();
             try {
               await this.settle();
               await check("after the faults were undone");
             } catch (error) {
               problem ??= (error as Error).message;
+            } finally {
+              settlingMs += Date.now() - since;
             }
           },
         },
@@ -256,8 +261,8 @@ export class DataPathWorld {
         log,
       );
       scheduler.start();
-      const until = startedAt + options.scheduleMs;
-      while (Date.now() < until && !problem && !writer.ended()) await sleep(500);
+      while (Date.now() < startedAt + options.scheduleMs + settlingMs && !problem && !writer.ended())
+        await sleep(500);
       await scheduler.stop();
       if (problem) throw new Error(problem);
       const failedUndo = scheduler.injected.find((f) => f.error);
