@@ -20,7 +20,7 @@ import { DEFAULT_HOOK_CONFIG } from "../lib/hook-config.js";
 import { parseTargets } from "../iscsi/tgt.js";
 import { PoolAgentProcess } from "../test/support/pool-agent-process.js";
 import { Tgtd } from "../test/support/tgtd.js";
-import { waitUntil, type KubeCluster } from "./kube.js";
+import { waitUntil, type ApiResponse, type KubeCluster } from "./kube.js";
 import { onStop } from "./processes.js";
 import type { TestNetwork } from "./uml/network.js";
 import type { ZfsNode } from "./zfs-node.js";
@@ -30,6 +30,9 @@ import type { ZfsNode } from "./zfs-node.js";
  * helpers wait, because the world starts several at once, and on a loaded host tsx alone takes most of a minute.
  */
 export const NODE_PROCESS_START_MS = 180_000;
+
+/** How long the pool pod's kubelet keeps retrying an API call the apiserver does not answer. */
+const KUBELET_RETRY_MS = 180_000;
 
 /** The pool pod's iSCSI port (lib/cspi/deployment.ts: tgtd's portal). */
 export const POOL_ISCSI_PORT = 3260;
@@ -164,9 +167,29 @@ export class PoolSite {
     this.stopped = true;
     await this.agent.stop();
     await this.currentTgtd.stop();
-    const { cluster } = this.options;
-    await cluster.request(cluster.admin, "DELETE", this.podPath(), { gracePeriodSeconds: 0 });
+    await this.kubelet("DELETE", this.podPath(), { gracePeriodSeconds: 0 });
     await this.options.network.removeAddress(this.podIP).catch(() => undefined);
+  }
+
+  /**
+   * One of the kubelet's API calls. Like a kubelet, it retries while the apiserver does not answer (the
+   * data-path chaos run restarts the apiserver and etcd), for up to KUBELET_RETRY_MS.
+   */
+  private async kubelet(
+    method: string,
+    path: string,
+    body?: unknown,
+    contentType?: string,
+  ): Promise<ApiResponse> {
+    const { cluster } = this.options;
+    const deadline = Date.now() + KUBELET_RETRY_MS;
+    for (;;) {
+      const response = await cluster
+        .request(cluster.admin, method, path, body, contentType)
+        .catch((error: Error) => ({ status: 0, body: error.message }));
+      if ((response.status !== 0 && response.status < 500) || Date.now() > deadline) return response;
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
   }
 
   private podPath(): string {
@@ -175,7 +198,7 @@ export class PoolSite {
 
   /** The Pod as the Deployment's ReplicaSet would make it, bound to the node; Running, not yet Ready. */
   private async publishPod(): Promise<void> {
-    const { cluster, cspi, nodeName } = this.options;
+    const { cspi, nodeName } = this.options;
     const template = (poolDeployment(cspi, DEFAULT_HOOK_CONFIG.poolPod).spec as any).template;
     const pod = {
       apiVersion: "v1",
@@ -183,12 +206,7 @@ export class PoolSite {
       metadata: { name: this.podName, namespace: this.namespace, ...template.metadata },
       spec: { ...template.spec, nodeName },
     };
-    const created = await cluster.request(
-      cluster.admin,
-      "POST",
-      `/api/v1/namespaces/${this.namespace}/pods`,
-      pod,
-    );
+    const created = await this.kubelet("POST", `/api/v1/namespaces/${this.namespace}/pods`, pod);
     if (created.status !== 201)
       throw new Error(
         `creating Pod ${this.namespace}/${this.podName}: ${created.status} ${JSON.stringify(created.body)}`,
@@ -198,15 +216,14 @@ export class PoolSite {
 
   /** What the kubelet reports: Running at podIP, and whether every container is ready. */
   private async writePodStatus(ready: boolean): Promise<void> {
-    const { cluster, network } = this.options;
+    const { network } = this.options;
     const now = new Date().toISOString();
     const condition = (type: string, status: boolean) => ({
       type,
       status: status ? "True" : "False",
       lastTransitionTime: now,
     });
-    const response = await cluster.request(
-      cluster.admin,
+    const response = await this.kubelet(
       "PATCH",
       `${this.podPath()}/status`,
       {

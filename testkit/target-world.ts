@@ -1,5 +1,5 @@
 // The world a volume target runs in, for its data-path tests (docs/data-path-tests.md): the shared test
-// apiserver with this project installed; one simulated node per replica (its own zfs-fuse, testkit/zfs-node.ts)
+// apiserver with this project installed (or a cluster of the caller's, which the data-path chaos run restarts); one simulated node per replica (its own zfs-fuse, testkit/zfs-node.ts)
 // with a real node daemon under the shipped ServiceAccount, which makes the node's pool from a CSPI and the
 // volume's replica on it from a CVR (the file backend: zfs-fuse has no zvols); one pool site per pool (tgtd on
 // an address of its own and the pool agent, testkit/pool-site.ts) exporting that replica; the test network
@@ -39,6 +39,8 @@ const POOL_DEVICE_MIB = 256;
 const WAIT_MS = 90_000;
 
 export interface TargetWorldOptions {
+  /** A cluster with the project installed (testkit/kube.ts installProject); default the shared one. */
+  cluster?: KubeCluster;
   /** The volume's name; default `vol-<random>`. */
   volume?: string;
   /** How many pools, each on its own node, holding one replica each; default 3. */
@@ -94,6 +96,14 @@ export interface TargetWorld {
   startProcess(guest: UmlGuest, options: GuestProcessOptions): Promise<GuestProcess>;
   /** A kubeconfig (a file guests can read) for `as`, through the bridge. */
   guestKubeconfig(as: Identity): string;
+  /**
+   * Replica `index`'s node restarts, as a node reboots: its pool site and node daemon SIGKILLed, its zfs-fuse
+   * stopped without exporting (SIGTERM: a SIGKILLed zfs-fuse would leave its FUSE mounts dead in the node's
+   * mount namespace, which only a new namespace, a real reboot, clears), `downMs` later started again
+   * (importing its zpool.cache's pools) and the datasets mounted, as a boot's zfs-mount service does; then a
+   * new daemon and pool site. Resolves once the replica is exported again and the pool pod Ready.
+   */
+  restartPoolNode(index: number, downMs: number): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -158,6 +168,8 @@ class World implements TargetWorld {
   private readonly processes: GuestProcess[] = [];
   private readonly objects: string[] = [];
   private readonly replicaDir: string;
+  private daemonIdentity!: Identity;
+  private daemonEnv!: (nodeName: string) => Record<string, string>;
   private guestIndex = 0;
   private stopped = false;
 
@@ -177,22 +189,23 @@ class World implements TargetWorld {
     // The guests boot while the nodes, pools and replicas are made: they need only the network.
     const booting = guests.map((name) => this.bootGuest(name, this.options.guestOptions?.[name]));
     const setUp = (async () => {
-      this.cluster = await this.timed("the apiserver, project installed", () => projectInstalled());
+      this.cluster = await this.timed(
+        "the apiserver, project installed",
+        async () => this.options.cluster ?? (await projectInstalled()),
+      );
       await this.ensureDefaultServiceAccount();
       this.chapKey = this.options.chapKey ?? (await this.installedChapKey());
       this.chap = volumeChap(this.chapKey, this.volume);
       this.bridge = await ApiBridge.open(this.cluster, this.network);
       const names = Array.from({ length: count }, (_, i) => `tw${i}-${this.sandbox.id}`);
-      const [identity, env] = await Promise.all([
+      [this.daemonIdentity, this.daemonEnv] = await Promise.all([
         this.cluster.serviceAccount(NS, "cstor-pool-node"),
         shippedDaemonEnv(this.cluster, NS),
         ...names.map(async (name) =>
           this.nodes.push(await this.timed(`zfs-fuse node ${name}`, () => startNode(name))),
         ),
       ]);
-      const places = await Promise.all(
-        names.map((nodeName, i) => this.makeReplica({ nodeName, index: i, identity, env })),
-      );
+      const places = await Promise.all(names.map((nodeName, i) => this.makeReplica(nodeName, i)));
       this.replicas.push(...places);
     })();
     const settled = await Promise.allSettled([setUp, ...booting]);
@@ -204,13 +217,7 @@ class World implements TargetWorld {
    * One node's pool site, and its daemon making the pool and the replica (at once: the pool agent waits for the
    * pool as in a cluster); resolves once the replica is exported and the pool pod Ready.
    */
-  private async makeReplica(input: {
-    nodeName: string;
-    index: number;
-    identity: Identity;
-    env: (nodeName: string) => Record<string, string>;
-  }): Promise<ReplicaPlace> {
-    const { nodeName, index } = input;
+  private async makeReplica(nodeName: string, index: number): Promise<ReplicaPlace> {
     const node = this.nodes.find((n) => n.name === nodeName)!;
     const deviceMiB = this.options.poolDeviceMiB ?? POOL_DEVICE_MIB;
     const cspi = cspiObject({
@@ -222,42 +229,39 @@ class World implements TargetWorld {
     });
     const cspiName = cspi.metadata.name!;
     const [{ daemon, cvr }, site] = await Promise.all([
-      this.makePoolAndReplica({ ...input, node, cspi }),
-      this.timed(`pool site ${cspiName}`, async () => {
-        const site = await PoolSite.start({
-          cluster: this.cluster,
-          network: this.network,
-          node,
-          nodeName,
-          cspi,
-          index,
-          chapKey: this.chapKey,
-        });
-        this.sites.push(site);
-        return site;
-      }),
+      this.makePoolAndReplica(nodeName, node, cspi),
+      this.timed(`pool site ${cspiName}`, () => this.startSite(node, nodeName, cspi, index)),
     ]);
-    await this.timed(`replica exported by ${cspiName}`, async () => {
-      await site.exported(this.replicaIqn);
-      await site.ready();
-    });
+    await this.timed(`replica exported by ${cspiName}`, () => this.served(site));
     const file = join(this.replicaDir, zpoolName(cspiName), this.volume, REPLICA_FILE);
     return { nodeName, node, daemon, cspi, cvr, site, file };
   }
 
-  /** The node's daemon, then the CSPI (until ONLINE), then the CVR (until Healthy). */
-  private async makePoolAndReplica(input: {
-    nodeName: string;
-    node: ZfsNode;
-    cspi: CSPI;
-    identity: Identity;
-    env: (nodeName: string) => Record<string, string>;
-  }): Promise<{ daemon: DaemonProcess; cvr: string }> {
-    const { nodeName, node, cspi, identity, env } = input;
-    // Spawned, then awaited for NODE_PROCESS_START_MS rather than DaemonProcess.start's minute.
+  private async startSite(node: ZfsNode, nodeName: string, cspi: CSPI, index: number): Promise<PoolSite> {
+    const site = await PoolSite.start({
+      cluster: this.cluster,
+      network: this.network,
+      node,
+      nodeName,
+      cspi,
+      index,
+      chapKey: this.chapKey,
+    });
+    this.sites.push(site);
+    return site;
+  }
+
+  /** Resolves once the site exports the replica and its pod is Ready. */
+  private async served(site: PoolSite): Promise<void> {
+    await site.exported(this.replicaIqn);
+    await site.ready();
+  }
+
+  /** The node's daemon, spawned, then awaited for NODE_PROCESS_START_MS rather than DaemonProcess.start's minute. */
+  private async startDaemon(nodeName: string, node: ZfsNode): Promise<DaemonProcess> {
     const daemon = await DaemonProcess.spawn({
-      env: env(nodeName),
-      kubeconfig: identity.kubeconfig,
+      env: this.daemonEnv(nodeName),
+      kubeconfig: this.daemonIdentity.kubeconfig,
       overrides: {
         ZFS_COMMAND_PREFIX: node.commandPrefixEnv,
         STATUS_INTERVAL_SECONDS: "3",
@@ -269,6 +273,31 @@ class World implements TargetWorld {
     await this.timed(`node daemon ${nodeName}`, () =>
       daemon.logged("node daemon started", NODE_PROCESS_START_MS),
     );
+    return daemon;
+  }
+
+  async restartPoolNode(index: number, downMs: number): Promise<void> {
+    const place = this.replicas[index];
+    if (!place) throw new Error(`restartPoolNode(${index}): the world has ${this.replicas.length} replicas`);
+    // The node dies: tgtd, the pool agent and the daemon SIGKILLed; then the kubelet's Pod is gone with it.
+    await place.site.kill();
+    await place.site.agent.kill();
+    await place.daemon.kill();
+    await place.site.stop();
+    await place.node.restartZfs(downMs);
+    place.node.zfs("mount", "-a");
+    place.daemon = await this.startDaemon(place.nodeName, place.node);
+    place.site = await this.startSite(place.node, place.nodeName, place.cspi, index);
+    await this.served(place.site);
+  }
+
+  /** The node's daemon, then the CSPI (until ONLINE), then the CVR (until Healthy). */
+  private async makePoolAndReplica(
+    nodeName: string,
+    node: ZfsNode,
+    cspi: CSPI,
+  ): Promise<{ daemon: DaemonProcess; cvr: string }> {
+    const daemon = await this.startDaemon(nodeName, node);
     const cspiName = cspi.metadata.name!;
     await this.timed(`pool ${cspiName} ONLINE`, async () => {
       await this.apply(cspi, `cstorpoolinstances/${cspiName}`);

@@ -132,11 +132,13 @@ export class ZfsNode {
   }
 
   /**
-   * Stops the node's zfs-fuse without exporting its pools and starts it again, as a node reboots: it imports
-   * what its zpool.cache lists, and a pool whose devices are gone comes back FAULTED or UNAVAIL.
+   * Stops the node's zfs-fuse without exporting its pools and starts it again (`downMs` later), as a node
+   * reboots: it imports what its zpool.cache lists, and a pool whose devices are gone comes back FAULTED or
+   * UNAVAIL. Datasets stay unmounted until `zfs mount -a`, which a booting node's zfs-mount service runs.
    */
-  async restartZfs(): Promise<void> {
+  async restartZfs(downMs = 0): Promise<void> {
     await stopChild(this.zfsFuse);
+    await new Promise((resolve) => setTimeout(resolve, downMs));
     await this.startZfsFuse();
   }
 

@@ -1,7 +1,8 @@
 // The seeded fault schedule: at random moments (exponential gaps), a fault of a random kind on a random
 // target, each one undone by itself (a killed part restarted, a stopped zfs-fuse continued, a moved device file
 // put back). At most two faults run at once, never two on the same target, so faults overlap each other and
-// every lifecycle step.
+// every lifecycle step. The schedule is the scenario's planner's: the lifecycle's here (lifecyclePlanner), the
+// data path's in data-path.ts.
 import { renameSync } from "node:fs";
 import type { OwnCluster } from "../../testkit/kube.js";
 import type { HookServer, Metacontroller } from "../../testkit/control-plane.js";
@@ -45,7 +46,7 @@ export interface FaultOptions {
 }
 
 export interface InjectedFault {
-  kind: FaultKind;
+  kind: string;
   target: string;
   detail?: string;
   /** Seconds since the run started. */
@@ -59,7 +60,7 @@ export interface InjectedFault {
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** kube-apiserver or etcd restarted; done once the apiserver is ready again. */
-function controlPlaneRestart(cluster: OwnCluster, target: string, restartPart: () => Promise<void>) {
+export function controlPlaneRestart(cluster: OwnCluster, target: string, restartPart: () => Promise<void>) {
   return {
     target,
     run: async () => {
@@ -80,7 +81,12 @@ function controlPlaneRestart(cluster: OwnCluster, target: string, restartPart: (
 }
 
 /** A part stopped, down for `downMs`, started again. */
-function restart(target: string, stop: () => Promise<void>, downMs: number, start: () => Promise<void>) {
+export function restart(
+  target: string,
+  stop: () => Promise<void>,
+  downMs: number,
+  start: () => Promise<void>,
+) {
   return {
     target,
     run: async () => {
@@ -91,17 +97,43 @@ function restart(target: string, stop: () => Promise<void>, downMs: number, star
   };
 }
 
-export class FaultScheduler {
+/** One fault a planner chose: what it hits (no two at once on one target) and how it is done and undone. */
+export interface PlannedFault {
+  target: string;
+  detail?: string;
+  run: () => Promise<void>;
+}
+
+/** A scenario's faults: the fault of `kind` its rolls (each in [0, 1)) pick now, or none that can start now. */
+export type FaultPlanner<K extends string> = (
+  kind: K,
+  roll: number,
+  durationRoll: number,
+) => PlannedFault | undefined;
+
+export interface ScheduleOptions<K extends string> {
+  kinds: readonly K[];
+  /** Mean gap between two faults' starts. */
+  meanGapMs: number;
+  /**
+   * Runs whenever the last running fault has been undone; no fault starts until it ends (a scenario's check
+   * that needs the faults undone, such as the data path's read-back).
+   */
+  settled?: () => Promise<void>;
+}
+
+export class FaultScheduler<K extends string = FaultKind> {
   readonly injected: InjectedFault[] = [];
   private readonly busy = new Set<string>();
   private readonly running = new Set<Promise<void>>();
+  private settling: Promise<void> | undefined;
   private stopped = false;
   private loop: Promise<void> | undefined;
 
   constructor(
     private readonly prng: Prng,
-    private readonly targets: FaultTargets,
-    private readonly options: FaultOptions,
+    private readonly plan: FaultPlanner<K>,
+    private readonly options: ScheduleOptions<K>,
     private readonly step: () => string,
     private readonly startedAt: number,
     private readonly say: (line: string) => void,
@@ -111,11 +143,12 @@ export class FaultScheduler {
     this.loop = this.schedule();
   }
 
-  /** No new fault; waits for the running ones to undo themselves. */
+  /** No new fault; waits for the running ones to undo themselves, and for the check that follows them. */
   async stop(): Promise<void> {
     this.stopped = true;
     await this.loop;
     while (this.running.size > 0) await Promise.allSettled([...this.running]);
+    await this.settling;
   }
 
   counts(): Record<string, number> {
@@ -132,7 +165,7 @@ export class FaultScheduler {
       const roll = this.prng.next();
       const durationRoll = this.prng.next();
       await this.sleepUnlessStopped(gap);
-      if (this.stopped || this.running.size >= 2) continue;
+      if (this.stopped || this.running.size >= 2 || this.settling) continue;
       const fault = this.plan(kind, roll, durationRoll);
       if (!fault || this.busy.has(fault.target)) continue;
       const record: InjectedFault = {
@@ -159,17 +192,23 @@ export class FaultScheduler {
           record.ms = Date.now() - started;
           this.busy.delete(fault.target);
           this.running.delete(done);
+          if (this.running.size === 0 && this.options.settled)
+            this.settling = this.options.settled().finally(() => (this.settling = undefined));
         });
       this.running.add(done);
     }
   }
 
-  private plan(
-    kind: FaultKind,
-    roll: number,
-    durationRoll: number,
-  ): { target: string; detail?: string; run: () => Promise<void> } | undefined {
-    const { nodes, hooks, metacontroller, cluster } = this.targets;
+  private async sleepUnlessStopped(ms: number): Promise<void> {
+    const until = Date.now() + ms;
+    while (!this.stopped && Date.now() < until) await sleep(Math.min(250, until - Date.now()));
+  }
+}
+
+/** The lifecycle's faults, on its parts. */
+export function lifecyclePlanner(targets: FaultTargets, options: FaultOptions): FaultPlanner<FaultKind> {
+  return (kind, roll, durationRoll) => {
+    const { nodes, hooks, metacontroller, cluster } = targets;
     const node = nodes[Math.floor(roll * nodes.length)];
     const short = (min: number, max: number) => min + (max - min) * durationRoll;
     switch (kind) {
@@ -205,7 +244,7 @@ export class FaultScheduler {
       case "etcd-restart":
         return controlPlaneRestart(cluster, "etcd", () => cluster.restartEtcd());
       case "zfs-fuse-pause": {
-        const long = durationRoll < this.options.longPauseChance;
+        const long = durationRoll < options.longPauseChance;
         const ms = long ? READ_TIMEOUT_MS + 5_000 : short(1000, 10_000);
         return {
           target: `zfs-fuse ${node.key}`,
@@ -214,7 +253,7 @@ export class FaultScheduler {
         };
       }
       case "device-file-gone": {
-        const devices = this.targets.removableDevices();
+        const devices = targets.removableDevices();
         if (devices.length === 0) return undefined;
         const device = devices[Math.floor(roll * devices.length)];
         return {
@@ -231,10 +270,5 @@ export class FaultScheduler {
         };
       }
     }
-  }
-
-  private async sleepUnlessStopped(ms: number): Promise<void> {
-    const until = Date.now() + ms;
-    while (!this.stopped && Date.now() < until) await sleep(Math.min(250, until - Date.now()));
-  }
+  };
 }

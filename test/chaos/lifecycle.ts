@@ -19,7 +19,7 @@ import { shippedDaemonEnv } from "../../testkit/node-daemon-process.js";
 import { onStop } from "../../testkit/processes.js";
 import { startNode } from "../../testkit/zfs-node.js";
 import { blockDeviceName, MiB, ndmBlockDevice, nodeObject, ZfsSandbox } from "../../testkit/zfs.js";
-import { FaultScheduler, type FaultOptions } from "./faults.js";
+import { FaultScheduler, lifecyclePlanner, type FaultOptions } from "./faults.js";
 import { InvariantMonitor, type Violation } from "./invariants.js";
 import { HookServer, metacontrollerFor, NS, type Metacontroller } from "../../testkit/control-plane.js";
 import { ChaosNode, commandLogDir } from "./parts.js";
@@ -56,6 +56,7 @@ export interface RunOptions {
 }
 
 export interface RunReport {
+  scenario: "lifecycle";
   seed: number;
   passed: boolean;
   failure?: { step: string; message: string };
@@ -91,6 +92,7 @@ export async function chaosRun(cluster: OwnCluster, options: RunOptions): Promis
   const log = (line: string) => say(`[seed ${seed} +${elapsed()}s] ${line}`);
   let step: Step = "setup";
   const report: RunReport = {
+    scenario: "lifecycle",
     seed,
     passed: false,
     convergence: {},
@@ -417,7 +419,10 @@ export async function chaosRun(cluster: OwnCluster, options: RunOptions): Promis
     const removable = () => (step === "expand" || step === "replace" ? removableNow : []);
     scheduler = new FaultScheduler(
       new Prng(seed),
-      { cluster, nodes, hooks, metacontroller, removableDevices: removable },
+      lifecyclePlanner(
+        { cluster, nodes, hooks, metacontroller, removableDevices: removable },
+        options.faults,
+      ),
       options.faults,
       () => step,
       startedAt,

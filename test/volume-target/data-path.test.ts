@@ -12,13 +12,19 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { expect } from "chai";
-import { ANNOTATION, API_VERSION, KIND, LABEL } from "../../api/constants.js";
-import type { CV, CVTargetStatus } from "../../api/types.js";
-import { replicaId } from "../../lib/names.js";
+import { ANNOTATION, API_VERSION } from "../../api/constants.js";
+import type { CVTargetStatus } from "../../api/types.js";
 import { clientInitiatorIqn, targetInitiatorIqn, volumeIqn } from "../../lib/volume/iqn.js";
 import { waitUntil } from "../../testkit/kube.js";
 import { runChecked } from "../../testkit/uml/network.js";
 import { startTargetWorld, type TargetWorld } from "../../testkit/target-world.js";
+import {
+  createVolume,
+  legChecksums,
+  serviceAddress,
+  startTargetAgent,
+  targetStatus,
+} from "../../testkit/target-volume.js";
 import type { GuestProcess } from "../../testkit/uml/guest-process.js";
 import { compileForGuest, guestBuildDir } from "../../testkit/uml/guest-node.js";
 import type { UmlGuest } from "../../testkit/uml/guest.js";
@@ -26,8 +32,6 @@ import { shippedRules, testRules } from "../support/monitoring.js";
 
 const MiB = 1024 * 1024;
 const sha256 = (data: Buffer) => createHash("sha256").update(data).digest("hex");
-/** The Service's ClusterIP, as kube-proxy would: an address that moves to the node the target runs on. */
-const SERVICE_HOST = 100;
 
 describe("volume target: md RAID1 over three replicas, served by LIO, in user-mode Linux", function () {
   this.timeout(6 * 60_000);
@@ -50,9 +54,7 @@ describe("volume target: md RAID1 over three replicas, served by LIO, in user-mo
     timings.push(`${what}: ${((Date.now() - started) / 1000).toFixed(1)} s`);
     return result;
   };
-  const cvPath = () => `/apis/${API_VERSION}/namespaces/${world.namespace}/cstorvolumes/${world.volume}`;
-  const cvTarget = async (): Promise<CVTargetStatus | undefined> =>
-    ((await world.cluster.request(world.cluster.admin, "GET", cvPath())).body as CV).status?.target;
+  const cvTarget = () => targetStatus(world);
   const waitForTarget = async (what: string, done: (t: CVTargetStatus) => boolean, timeoutMs = 120_000) => {
     let last: CVTargetStatus | undefined;
     await waitUntil(
@@ -88,26 +90,11 @@ describe("volume target: md RAID1 over three replicas, served by LIO, in user-mo
     );
 
   const startTarget = async (node: UmlGuest): Promise<GuestProcess> => {
-    await node.run(`ip addr add ${service}/24 dev vec0`);
     const identity = await world.cluster.serviceAccount(world.namespace, "cstor-volume-target");
     targetNode = node;
-    target = await world.startProcess(node, {
-      label: `volume target on ${node.name}`,
-      argv: [process.execPath, agentMain],
-      env: {
-        PATH: "/usr/sbin:/usr/bin:/sbin:/bin",
-        OPENEBS_IO_CSTOR_VOLUME: world.volume,
-        NAMESPACE: world.namespace,
-        NODE_NAME: node.name,
-        POD_IP: service,
-        CHAP_USERNAME: world.chap.user,
-        CHAP_PASSWORD: world.chap.password,
-        KUBECONFIG: world.guestKubeconfig(identity),
-        LEG_REPLACEMENT_TIMEOUT_SECONDS: "3",
-        PASS_INTERVAL_SECONDS: "1",
-      },
-    });
-    return target;
+    const started = await startTargetAgent(world, node, agentMain, identity);
+    target = started;
+    return started;
   };
 
   before(async function () {
@@ -125,33 +112,8 @@ describe("volume target: md RAID1 over three replicas, served by LIO, in user-mo
       }),
     );
     app = world.guests.get("app")!;
-    service = `10.200.${world.network.subnet}.${SERVICE_HOST}`;
-    // The CStorVolume as cvc-sync writes it (lib/volume/children.ts): the target's view of the replicas.
-    const knownReplicas = Object.fromEntries(
-      world.replicas.map((r) => [replicaId(world.volume, r.cspi.metadata.name!), r.cspi.metadata.name!]),
-    );
-    const created = await world.cluster.request(
-      world.cluster.admin,
-      "POST",
-      `/apis/${API_VERSION}/namespaces/${world.namespace}/cstorvolumes`,
-      {
-        apiVersion: API_VERSION,
-        kind: KIND.cv,
-        metadata: { name: world.volume, labels: { [LABEL.persistentVolume]: world.volume } },
-        spec: {
-          capacity: "128Mi",
-          targetIP: service,
-          targetPort: "3260",
-          targetPortal: `${service}:3260`,
-          iqn: volumeIqn(world.volume),
-          replicationFactor: 3,
-          consistencyFactor: 2,
-          desiredReplicationFactor: 3,
-          replicaDetails: { knownReplicas },
-        },
-      },
-    );
-    expect(created.status, JSON.stringify(created.body)).to.equal(201);
+    service = serviceAddress(world);
+    await createVolume(world, "128Mi");
   });
 
   afterEach(function () {
@@ -284,19 +246,7 @@ describe("volume target: md RAID1 over three replicas, served by LIO, in user-mo
     // Each leg's data, read over its own session, past md's data offset: the same bytes on every replica. The
     // filesystem is unmounted first, so that no journal commit lands between the reads of two legs.
     await app.run("umount fs", { timeoutMs: 60_000 });
-    const legs = await targetNode.run(
-      `md=$(readlink -f /dev/md/cstor-*); size=$(cat /sys/block/\${md##*/}/size)
-md_wait_idle \${md##*/} 120 || exit 1
-for d in /sys/block/\${md##*/}/md/dev-*; do
-  leg=\${d##*/dev-}; off=$(cat $d/offset)
-  echo "$leg $(dd if=/dev/$leg bs=1M skip=$((off * 512)) count=$((size * 512)) iflag=direct,skip_bytes,count_bytes status=none | sha256sum)"
-done`,
-      { timeoutMs: 180_000 },
-    );
-    const sums = legs
-      .trim()
-      .split("\n")
-      .map((line) => line.split(/\s+/)[1]);
+    const { text: legs, sums } = await legChecksums(targetNode);
     expect(sums, legs).to.have.length(3);
     expect(new Set(sums).size, `every leg's data equal:\n${legs}`).to.equal(1);
     await app.run(`mount ${lun} fs`, { timeoutMs: 60_000 });

@@ -1,0 +1,109 @@
+// The volume a target world serves (testkit/target-world.ts), as the data-path tests drive it: its CStorVolume
+// as cvc-sync writes it, the target agent (volume-target/main.ts, transpiled for the guest) started on a guest
+// node as the target Deployment's pod, the target's status as it reports it, and each leg's data compared.
+import type { CV, CVTargetStatus } from "../api/types.js";
+import { API_VERSION, KIND, LABEL } from "../api/constants.js";
+import { replicaId } from "../lib/names.js";
+import { volumeIqn } from "../lib/volume/iqn.js";
+import type { Identity } from "./kube.js";
+import type { TargetWorld } from "./target-world.js";
+import type { GuestProcess } from "./uml/guest-process.js";
+import type { UmlGuest } from "./uml/guest.js";
+
+/** The Service's ClusterIP, as kube-proxy would: an address that moves to the node the target runs on. */
+export const serviceAddress = (world: TargetWorld) => `10.200.${world.network.subnet}.100`;
+
+const cvPath = (world: TargetWorld) =>
+  `/apis/${API_VERSION}/namespaces/${world.namespace}/cstorvolumes/${world.volume}`;
+
+/** The CStorVolume as cvc-sync writes it (lib/volume/children.ts): the target's view of the replicas. */
+export async function createVolume(world: TargetWorld, capacity: string): Promise<void> {
+  const service = serviceAddress(world);
+  const knownReplicas = Object.fromEntries(
+    world.replicas.map((r) => [replicaId(world.volume, r.cspi.metadata.name!), r.cspi.metadata.name!]),
+  );
+  const created = await world.cluster.request(
+    world.cluster.admin,
+    "POST",
+    `/apis/${API_VERSION}/namespaces/${world.namespace}/cstorvolumes`,
+    {
+      apiVersion: API_VERSION,
+      kind: KIND.cv,
+      metadata: { name: world.volume, labels: { [LABEL.persistentVolume]: world.volume } },
+      spec: {
+        capacity,
+        targetIP: service,
+        targetPort: "3260",
+        targetPortal: `${service}:3260`,
+        iqn: volumeIqn(world.volume),
+        replicationFactor: world.replicas.length,
+        consistencyFactor: Math.floor(world.replicas.length / 2) + 1,
+        desiredReplicationFactor: world.replicas.length,
+        replicaDetails: { knownReplicas },
+      },
+    },
+  );
+  if (created.status !== 201)
+    throw new Error(
+      `creating CStorVolume ${world.volume}: ${created.status} ${JSON.stringify(created.body)}`,
+    );
+}
+
+/** The CStorVolume's status.target (undefined until the agent wrote it); throws when the apiserver does not answer. */
+export async function targetStatus(world: TargetWorld): Promise<CVTargetStatus | undefined> {
+  const response = await world.cluster.request(world.cluster.admin, "GET", cvPath(world));
+  if (response.status !== 200)
+    throw new Error(`CStorVolume ${world.volume}: ${response.status} ${JSON.stringify(response.body)}`);
+  return (response.body as CV).status?.target;
+}
+
+/**
+ * The target's pod on `node`: the Service's address moved there, then the agent `agentMain` (compileForGuest)
+ * started under the cstor-volume-target ServiceAccount (`identity`), with short leg and pass intervals.
+ */
+export async function startTargetAgent(
+  world: TargetWorld,
+  node: UmlGuest,
+  agentMain: string,
+  identity: Identity,
+): Promise<GuestProcess> {
+  const service = serviceAddress(world);
+  await node.run(`ip addr add ${service}/24 dev vec0`);
+  return world.startProcess(node, {
+    label: `volume target on ${node.name}`,
+    argv: [process.execPath, agentMain],
+    env: {
+      PATH: "/usr/sbin:/usr/bin:/sbin:/bin",
+      OPENEBS_IO_CSTOR_VOLUME: world.volume,
+      NAMESPACE: world.namespace,
+      NODE_NAME: node.name,
+      POD_IP: service,
+      CHAP_USERNAME: world.chap.user,
+      CHAP_PASSWORD: world.chap.password,
+      KUBECONFIG: world.guestKubeconfig(identity),
+      LEG_REPLACEMENT_TIMEOUT_SECONDS: "3",
+      PASS_INTERVAL_SECONDS: "1",
+    },
+  });
+}
+
+/**
+ * Each leg's data, read on the target's node over its own session past md's data offset, once the array is
+ * idle: one "<device> <sha256>" per leg. Nothing may write the LUN meanwhile, or two legs differ by that write.
+ */
+export async function legChecksums(targetNode: UmlGuest): Promise<{ text: string; sums: string[] }> {
+  const text = await targetNode.run(
+    `md=$(readlink -f /dev/md/cstor-*); size=$(cat /sys/block/\${md##*/}/size)
+md_wait_idle \${md##*/} 120 || exit 1
+for d in /sys/block/\${md##*/}/md/dev-*; do
+  leg=\${d##*/dev-}; off=$(cat $d/offset)
+  echo "$leg $(dd if=/dev/$leg bs=1M skip=$((off * 512)) count=$((size * 512)) iflag=direct,skip_bytes,count_bytes status=none | sha256sum)"
+done`,
+    { timeoutMs: 180_000 },
+  );
+  const sums = text
+    .trim()
+    .split("\n")
+    .map((line) => line.split(/\s+/)[1]);
+  return { text, sums };
+}
