@@ -255,7 +255,8 @@ export class Mdadm {
     if (state === undefined) return undefined;
     const leg: MdLeg = { disk, states: state.trim().split(",").filter(Boolean) };
     if (slot !== undefined && /^\d+$/.test(slot.trim())) leg.slot = Number(slot.trim());
-    if (offset !== undefined && /^\d+$/.test(offset.trim())) leg.dataOffsetBytes = Number(offset.trim()) * 512;
+    if (offset !== undefined && /^\d+$/.test(offset.trim()))
+      leg.dataOffsetBytes = Number(offset.trim()) * 512;
     return leg;
   }
 
