@@ -13,12 +13,17 @@
 // killed, data written while it is away, and its return timed (the bitmap catch-up).
 import { rmSync } from "node:fs";
 import { loadavg } from "node:os";
-import { API_VERSION, KIND, LABEL } from "../api/constants.js";
-import type { CV, CVTargetStatus } from "../api/types.js";
-import { replicaId } from "../lib/names.js";
+import type { CVTargetStatus } from "../api/types.js";
 import { clientInitiatorIqn, targetInitiatorIqn, volumeIqn } from "../lib/volume/iqn.js";
 import { waitUntil } from "../testkit/kube.js";
 import { startTargetWorld, type TargetWorld } from "../testkit/target-world.js";
+import {
+  createVolume,
+  scaleVolume,
+  serviceAddress,
+  startTargetAgent,
+  targetStatus,
+} from "../testkit/target-volume.js";
 import type { GuestProcess } from "../testkit/uml/guest-process.js";
 import { compileForGuest, guestBuildDir } from "../testkit/uml/guest-node.js";
 import type { UmlGuest } from "../testkit/uml/guest.js";
@@ -31,8 +36,6 @@ export const TARGET_THROUGHPUT_SHARE = 0.8;
 export const TARGET_LATENCY_FACTOR = 2;
 
 const MiB = 2 ** 20;
-/** The Service's ClusterIP, as kube-proxy would give it (the e2e's choice). */
-const SERVICE_HOST = 100;
 /** zfs-fuse's metadata and reservations on top of the replica file. */
 const POOL_HEADROOM_MIB = 512;
 
@@ -187,7 +190,7 @@ class TargetBench {
     return this.world.guests.get("tgt")!;
   }
   private get service(): string {
-    return this.world.network.podAddress(SERVICE_HOST);
+    return serviceAddress(this.world);
   }
 
   static async start(sizes: TargetSizes, agentMain: string): Promise<TargetBench> {
@@ -231,69 +234,15 @@ class TargetBench {
 
   /** The volume's CStorVolume naming the first `replicas` replicas, created or patched as cvc-sync would. */
   async describeVolume(replicas: number): Promise<void> {
-    const { world } = this;
-    const knownReplicas = Object.fromEntries(
-      world.replicas
-        .slice(0, replicas)
-        .map((r) => [replicaId(world.volume, r.cspi.metadata.name!), r.cspi.metadata.name!]),
-    );
-    const factors = {
-      replicationFactor: replicas,
-      desiredReplicationFactor: replicas,
-      // cvc-sync's majority: a write needs more than half of the replicas.
-      consistencyFactor: Math.floor(replicas / 2) + 1,
-      replicaDetails: { knownReplicas },
-    };
-    const path = `/apis/${API_VERSION}/namespaces/${world.namespace}/cstorvolumes`;
-    const response =
-      replicas === 1
-        ? await world.cluster.request(world.cluster.admin, "POST", path, {
-            apiVersion: API_VERSION,
-            kind: KIND.cv,
-            metadata: { name: world.volume, labels: { [LABEL.persistentVolume]: world.volume } },
-            spec: {
-              capacity: `${this.sizes.capacityMiB}Mi`,
-              targetIP: this.service,
-              targetPort: "3260",
-              targetPortal: `${this.service}:3260`,
-              iqn: volumeIqn(world.volume),
-              ...factors,
-            },
-          })
-        : await world.cluster.request(
-            world.cluster.admin,
-            "PATCH",
-            `${path}/${world.volume}`,
-            { spec: factors },
-            "application/merge-patch+json",
-          );
-    if (response.status >= 300)
-      throw new Error(
-        `CStorVolume ${world.volume} for ${replicas} replicas: ${JSON.stringify(response.body)}`,
-      );
+    if (replicas === 1) await createVolume(this.world, `${this.sizes.capacityMiB}Mi`, 1);
+    else await scaleVolume(this.world, replicas);
   }
 
   /** The agent on the target's node, as the e2e starts it; resolves once it serves `replicas` in sync. */
   async startTarget(): Promise<void> {
-    const { world, targetNode, service } = this;
-    await targetNode.run(`ip addr add ${service}/24 dev vec0`);
+    const { world, targetNode } = this;
     const identity = await world.cluster.serviceAccount(world.namespace, "cstor-volume-target");
-    this.target = await world.startProcess(targetNode, {
-      label: "volume target",
-      argv: [process.execPath, this.agentMain],
-      env: {
-        PATH: "/usr/sbin:/usr/bin:/sbin:/bin",
-        OPENEBS_IO_CSTOR_VOLUME: world.volume,
-        NAMESPACE: world.namespace,
-        NODE_NAME: targetNode.name,
-        POD_IP: service,
-        CHAP_USERNAME: world.chap.user,
-        CHAP_PASSWORD: world.chap.password,
-        KUBECONFIG: world.guestKubeconfig(identity),
-        LEG_REPLACEMENT_TIMEOUT_SECONDS: "3",
-        PASS_INTERVAL_SECONDS: "1",
-      },
-    });
+    this.target = await startTargetAgent(world, targetNode, this.agentMain, identity);
     await this.inSync(1);
   }
 
@@ -311,11 +260,10 @@ class TargetBench {
 
   async waitForTarget(what: string, done: (t: CVTargetStatus) => boolean, timeoutMs: number): Promise<void> {
     const { world } = this;
-    const path = `/apis/${API_VERSION}/namespaces/${world.namespace}/cstorvolumes/${world.volume}`;
     let last: CVTargetStatus | undefined;
     await waitUntil(
       async () => {
-        last = ((await world.cluster.request(world.cluster.admin, "GET", path)).body as CV).status?.target;
+        last = await targetStatus(world);
         return last !== undefined && done(last);
       },
       timeoutMs,

@@ -16,12 +16,32 @@ export const serviceAddress = (world: TargetWorld) => `10.200.${world.network.su
 const cvPath = (world: TargetWorld) =>
   `/apis/${API_VERSION}/namespaces/${world.namespace}/cstorvolumes/${world.volume}`;
 
-/** The CStorVolume as cvc-sync writes it (lib/volume/children.ts): the target's view of the replicas. */
-export async function createVolume(world: TargetWorld, capacity: string): Promise<void> {
-  const service = serviceAddress(world);
+/** The replica counts of a CStorVolume naming the world's first `replicas` replicas, as cvc-sync writes them. */
+function replicaFactors(world: TargetWorld, replicas: number) {
   const knownReplicas = Object.fromEntries(
-    world.replicas.map((r) => [replicaId(world.volume, r.cspi.metadata.name!), r.cspi.metadata.name!]),
+    world.replicas
+      .slice(0, replicas)
+      .map((r) => [replicaId(world.volume, r.cspi.metadata.name!), r.cspi.metadata.name!]),
   );
+  return {
+    replicationFactor: replicas,
+    // cvc-sync's majority: a write needs more than half of the replicas.
+    consistencyFactor: Math.floor(replicas / 2) + 1,
+    desiredReplicationFactor: replicas,
+    replicaDetails: { knownReplicas },
+  };
+}
+
+/**
+ * The CStorVolume as cvc-sync writes it (lib/volume/children.ts): the target's view of the replicas, the world's
+ * first `replicas` of them (all by default).
+ */
+export async function createVolume(
+  world: TargetWorld,
+  capacity: string,
+  replicas = world.replicas.length,
+): Promise<void> {
+  const service = serviceAddress(world);
   const created = await world.cluster.request(
     world.cluster.admin,
     "POST",
@@ -36,16 +56,28 @@ export async function createVolume(world: TargetWorld, capacity: string): Promis
         targetPort: "3260",
         targetPortal: `${service}:3260`,
         iqn: volumeIqn(world.volume),
-        replicationFactor: world.replicas.length,
-        consistencyFactor: Math.floor(world.replicas.length / 2) + 1,
-        desiredReplicationFactor: world.replicas.length,
-        replicaDetails: { knownReplicas },
+        ...replicaFactors(world, replicas),
       },
     },
   );
   if (created.status !== 201)
     throw new Error(
       `creating CStorVolume ${world.volume}: ${created.status} ${JSON.stringify(created.body)}`,
+    );
+}
+
+/** The volume scaled to the world's first `replicas` replicas, as cvc-sync patches its CStorVolume. */
+export async function scaleVolume(world: TargetWorld, replicas: number): Promise<void> {
+  const response = await world.cluster.request(
+    world.cluster.admin,
+    "PATCH",
+    cvPath(world),
+    { spec: replicaFactors(world, replicas) },
+    "application/merge-patch+json",
+  );
+  if (response.status !== 200)
+    throw new Error(
+      `scaling CStorVolume ${world.volume} to ${replicas} replicas: ${response.status} ${JSON.stringify(response.body)}`,
     );
 }
 
