@@ -68,13 +68,19 @@ describe("volume target: md RAID1 over three replicas, served by LIO, in user-mo
     return last!;
   };
   /** The target's /metrics, from inside the test network, as Prometheus scrapes it. */
+  // runChecked's default 10 s bound is too short here: CI saw a scrape time out while the target's guest was
+  // busy failing a leg and resyncing (a user-mode kernel shares the host's two cores with the whole world).
   const scrape = async (): Promise<Map<string, number>> => {
-    const text = await runChecked(world.network.prefix[0], [
-      ...world.network.prefix.slice(1),
-      process.execPath,
-      "-e",
-      `fetch("http://${service}:9500/metrics").then(r => r.text()).then(t => process.stdout.write(t))`,
-    ]);
+    const text = await runChecked(
+      world.network.prefix[0],
+      [
+        ...world.network.prefix.slice(1),
+        process.execPath,
+        "-e",
+        `fetch("http://${service}:9500/metrics").then(r => r.text()).then(t => process.stdout.write(t))`,
+      ],
+      60_000,
+    );
     const samples = new Map<string, number>();
     for (const line of text.split("\n")) {
       if (!line.startsWith("cstor_volume_target_")) continue;
