@@ -14,7 +14,7 @@
 import { rmSync } from "node:fs";
 import { loadavg } from "node:os";
 import type { CVTargetStatus } from "../api/types.js";
-import { clientInitiatorIqn, targetInitiatorIqn, volumeIqn } from "../lib/volume/iqn.js";
+import { clientInitiatorIqn, REPLICA_DATA_LUN, targetInitiatorIqn, volumeIqn } from "../lib/volume/iqn.js";
 import { waitUntil } from "../testkit/kube.js";
 import { startTargetWorld, type TargetWorld } from "../testkit/target-world.js";
 import {
@@ -27,7 +27,6 @@ import {
 import type { GuestProcess } from "../testkit/uml/guest-process.js";
 import { compileForGuest, guestBuildDir } from "../testkit/uml/guest-node.js";
 import type { UmlGuest } from "../testkit/uml/guest.js";
-import { REPLICA_DATA_LUN } from "../volume-target/plan.js";
 import { num, type Table } from "./table.js";
 
 /** Issue 32: sequential throughput at 3 replicas at least this fraction of the floor's... */

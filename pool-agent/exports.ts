@@ -5,7 +5,13 @@
 // replica IQN prefix are the agent's; others are left alone.
 import { Buffer } from "node:buffer";
 import { volumeChap, type ChapCredentials } from "../lib/volume/chap.js";
-import { MAX_IQN_BYTES, REPLICA_IQN_PREFIX, replicaIqn, targetInitiatorIqn } from "../lib/volume/iqn.js";
+import {
+  MAX_IQN_BYTES,
+  REPLICA_DATA_LUN,
+  REPLICA_IQN_PREFIX,
+  replicaIqn,
+  targetInitiatorIqn,
+} from "../lib/volume/iqn.js";
 import { SERVING_STATES, type AgentObservation } from "./observe.js";
 import { tgtShownMegabytes, WRITE_THROUGH_FLAG, type Tgt, type TgtTarget } from "../iscsi/tgt.js";
 
@@ -32,9 +38,6 @@ export type ExportAction =
     }
   | { kind: "create"; tid: number; iqn: string; want: WantedExport }
   | { kind: "reopen"; tid: number; iqn: string; backingStore: string; why: string };
-
-/** The LUN tgt serves a replica at (LUN 0 is its controller). */
-const DATA_LUN = 1;
 
 /** What an action may show in a log: everything but the password. */
 export function actionFields(action: ExportAction): Record<string, unknown> {
@@ -124,7 +127,7 @@ export function planExports(wanted: readonly WantedExport[], current: readonly T
  * logged in, the export waits: the target logs the leg out for this when it grows the volume.
  */
 function reopenFor(target: TgtTarget, want: WantedExport): ExportAction | undefined {
-  const shown = target.luns[DATA_LUN]?.shownMegabytes;
+  const shown = target.luns[REPLICA_DATA_LUN]?.shownMegabytes;
   if (shown === undefined || tgtShownMegabytes(want.sizeBytes) <= shown || target.loggedIn.length > 0)
     return undefined;
   return {
@@ -180,10 +183,10 @@ function planTargets(wanted: readonly WantedExport[], current: readonly TgtTarge
 
 function mismatch(target: TgtTarget, want: WantedExport): string | undefined {
   const luns = Object.keys(target.luns);
-  const lun = target.luns[DATA_LUN];
+  const lun = target.luns[REPLICA_DATA_LUN];
   if (luns.length !== 1 || lun?.backingStore !== want.backingStore) {
     const served = Object.entries(target.luns).map(([n, l]) => `LUN ${n} on ${l.backingStore}`);
-    return `it serves ${served.join(", ") || "no LUN"}, not LUN ${DATA_LUN} on ${want.backingStore}`;
+    return `it serves ${served.join(", ") || "no LUN"}, not LUN ${REPLICA_DATA_LUN} on ${want.backingStore}`;
   }
   if (target.acl.includes("ALL")) return "it admits every initiator (ACL ALL)";
   if (target.acl.length === 0) return "it admits no initiator (an earlier creation stopped half way)";
@@ -227,7 +230,7 @@ export async function reconcileExports(
         await tgt.delete(action.tid);
         for (const user of action.accounts) await tgt.deleteAccount(user);
       } else if (action.kind === "reopen") {
-        await tgt.reopen(action.tid, DATA_LUN, action.backingStore);
+        await tgt.reopen(action.tid, REPLICA_DATA_LUN, action.backingStore);
       } else {
         const { want } = action;
         await tgt.create({

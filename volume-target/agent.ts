@@ -10,12 +10,12 @@ import type { Logger } from "../runtime/log.js";
 import type { TargetConfig } from "./config.js";
 import { desiredVolume, replicasToConfirm } from "./desired.js";
 import type { ArrayState, Kernel, SessionView } from "./kernel.js";
+import { REPLICA_DATA_LUN } from "../lib/volume/iqn.js";
 import type { TargetKube } from "./kube.js";
 import type { TargetMetrics } from "./metrics.js";
 import {
   caughtUpReplicas,
   planTarget,
-  REPLICA_DATA_LUN,
   type DesiredVolume,
   type Examined,
   type KernelView,

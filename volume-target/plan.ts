@@ -8,9 +8,7 @@
 // least the consistency factor of them agree. A leg that cannot be read is assumed to hold data.
 import type { ArrayState, SessionView, Superblock } from "./kernel.js";
 import type { CVTargetStatus } from "../api/types.js";
-
-/** tgt serves a replica's data at LUN 1 (LUN 0 is its controller). */
-export const REPLICA_DATA_LUN = 1;
+import { REPLICA_DATA_LUN } from "../lib/volume/iqn.js";
 
 export interface DesiredLeg {
   replicaId: string;

@@ -43,7 +43,7 @@ export function gateRollout(
     throw new BadRequestError(
       `Deployment ${observed.metadata.namespace ?? ""}/${observed.metadata.name ?? ""} in the request has no pod template object (spec.template): send the Deployment as the apiserver stores it`,
     );
-  if (hasEveryFieldOf(templateOf(observed), templateOf(wanted)))
+  if (hasEveryFieldOf(template, templateOf(wanted)))
     return rolledOut("the pool pod runs the wanted pod template");
 
   const hash = podTemplateHash(wanted);

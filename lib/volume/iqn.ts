@@ -29,3 +29,6 @@ export function targetInitiatorIqn(volume: string): string {
 export function clientInitiatorIqn(volume: string): string {
   return `${IQN_PREFIX}:client:${volume}`;
 }
+
+/** The LUN a pool pod's tgt serves a replica at: LUN 0 is tgt's own controller. */
+export const REPLICA_DATA_LUN = 1;
