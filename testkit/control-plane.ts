@@ -93,18 +93,13 @@ class EmulatedMetacontroller implements Metacontroller {
 
   private async pump(): Promise<void> {
     let loop: MetacontrollerLoop | undefined;
-    let last = Date.now();
     while (!this.stopping) {
       try {
         if (!loop) {
           loop = new MetacontrollerLoop(this.driver, NS);
           await loop.start();
-          last = Date.now();
         }
-        await loop.run(200);
-        const now = Date.now();
-        await loop.advance(Math.floor((now - last) / 1000));
-        last += Math.floor((now - last) / 1000) * 1000;
+        await loop.runInRealTime(200);
         await sleep(500);
       } catch (error) {
         this.failures.push(String((error as Error).message ?? error).slice(0, 300));

@@ -57,6 +57,8 @@ export class MetacontrollerLoop {
   private readonly queue = new Set<string>();
   private readonly delayed = new Map<string, number>();
   private readonly nextPeriodic = new Map<string, number>();
+  /** Wall-clock milliseconds the virtual clock stood at 0, once runInRealTime() was first called. */
+  private wallClockZero: number | undefined;
 
   /** `only`: the names of the controllers to run; all installed ones by default. */
   constructor(
@@ -129,6 +131,18 @@ export class MetacontrollerLoop {
       this.queue.delete(key);
       ran.push(await this.sync(key));
     }
+  }
+
+  /**
+   * Runs what is queued, then moves the virtual clock up to the whole seconds really passed since the first call:
+   * a running Metacontroller's delayed and periodic resyncs fire while a test waits on real processes.
+   */
+  async runInRealTime(maxSyncs = 50, now = Date.now()): Promise<LoopSync[]> {
+    this.wallClockZero ??= now - this.now * 1000;
+    const ran = await this.run(maxSyncs);
+    const passed = Math.floor((now - this.wallClockZero) / 1000) - this.now;
+    if (passed > 0) ran.push(...(await this.advance(passed)));
+    return ran;
   }
 
   /** Moves the virtual clock, second by second, running what falls due. */

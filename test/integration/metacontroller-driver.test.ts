@@ -378,5 +378,19 @@ describe("integration: the Metacontroller test driver keeps the v2 contract", fu
     resyncAfter = undefined;
     expect(synced(await loop.advance(6))).to.deep.equal([]);
     expect(synced(await loop.advance(1)), "the hook's resyncAfterSeconds").to.deep.equal([`${NS}/events`]);
+
+    resyncAfter = 3;
+    expect(synced(await loop.advance(23)), "the next resync period").to.deep.equal([`${NS}/events`]);
+    resyncAfter = undefined;
+    const wallClock = Date.parse("2026-11-28T12:00:00Z");
+    expect(
+      synced(await loop.runInRealTime(50, wallClock)),
+      "following the wall clock from here",
+    ).to.deep.equal([]);
+    expect(synced(await loop.runInRealTime(50, wallClock + 2_999)), "2.999 s later").to.deep.equal([]);
+    expect(
+      synced(await loop.runInRealTime(50, wallClock + 3_000)),
+      "the resync the hook asked for, 3 s of real time later",
+    ).to.deep.equal([`${NS}/events`]);
   });
 });
