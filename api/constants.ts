@@ -185,11 +185,12 @@ export const DEFAULTS = {
   /** Resync so that time-based decisions (stale heartbeats) are re-evaluated without an event. */
   resyncSeconds: 60,
   /**
-   * Resync while a CSPI's pool Deployment is missing or not yet as cspi-sync answered it: Metacontroller's
-   * decorator gives a sync up on a conflict before applying attachments, and a status-only change (the node
-   * daemon's report) triggers no other sync (docs/adr/0015-cspi-sync-asks-for-a-short-resync-until-its-pool.md).
+   * Resync while what a decorator answered (a CSPI's pool Deployment, a CSPI's or a CStorVolume's status) is
+   * not yet what it observes: Metacontroller's decorator gives a sync up on a conflict, and the status-only
+   * write that beat it (the node daemon's, the target agent's) triggers no other sync
+   * (docs/adr/0015-cspi-sync-asks-for-a-short-resync-until-its-pool.md, docs/adr/0042-a-decorator-asks-for-a-short-resync-until-its-status.md).
    */
-  attachmentResyncSeconds: 5,
+  confirmResyncSeconds: 5,
 };
 
 /**

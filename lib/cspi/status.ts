@@ -8,6 +8,7 @@ import { CSPI_CONDITION } from "../../api/constants.js";
 import { CSPIStatusSchema } from "../../api/schema.js";
 import type { Condition, CSPI, CSPIStatus, KubeObject } from "../../api/types.js";
 import { formatTime, nextCondition, phaseWithTime, type ConditionInput } from "../conditions.js";
+import { resyncUntilSeen } from "../confirm-status.js";
 import { poolDeploymentName } from "../names.js";
 import { isTerminating } from "../inventory.js";
 import { servingPhase } from "./phase.js";
@@ -24,7 +25,10 @@ export interface HealthSettings {
 
 export interface HealthResult {
   status: CSPIStatus;
-  /** When a fresh heartbeat turns stale, or the resync bound, whichever comes first. */
+  /**
+   * When a fresh heartbeat turns stale, or the resync bound, whichever comes first; sooner while the status
+   * answered is not the one observed (a write Metacontroller may give up on a conflict).
+   */
   resyncAfterSeconds: number;
 }
 
@@ -48,10 +52,7 @@ export function cspiHealth(
   const podAvailable = podAvailability(pool);
   const heartbeat = heartbeatOf(cspi, now, settings);
 
-  // Only the fields the CRD knows: the API server prunes any other when the status is written.
-  const status = Object.fromEntries(
-    Object.entries(observed).filter(([key]) => STATUS_FIELDS.has(key)),
-  ) as CSPIStatus;
+  const status = storedFields(observed);
   status.conditions = replaceConditions(observed.conditions, [
     nextCondition(observed.conditions, podAvailable, now),
     nextCondition(observed.conditions, heartbeat.condition, now),
@@ -62,7 +63,15 @@ export function cspiHealth(
   if (heartbeat.stale) Object.assign(status, phaseWithTime(observed, "Unknown", now));
   else if (observed.phase)
     Object.assign(status, phaseWithTime(observed, servingPhase(observed.phase, status.conditions), now));
-  return { status, resyncAfterSeconds: heartbeat.resyncAfterSeconds };
+  return {
+    status,
+    resyncAfterSeconds: resyncUntilSeen(storedFields(observed), status, heartbeat.resyncAfterSeconds),
+  };
+}
+
+/** Only the fields the CRD knows: the API server prunes any other when the status is written. */
+function storedFields(observed: CSPIStatus): CSPIStatus {
+  return Object.fromEntries(Object.entries(observed).filter(([key]) => STATUS_FIELDS.has(key)));
 }
 
 export function podAvailability({ cspi, deployment, deleting }: ObservedCspi): ConditionInput {

@@ -27,11 +27,11 @@ export function answerCspiSync(
   );
   const desired = rollout.deployment;
   const health = cspiHealth(observed, clock(), config, rollout);
-  // Until Metacontroller has applied the Deployment, this sync may be given up on a conflict with nothing
-  // else to trigger the next one (docs/adr/0015-cspi-sync-asks-for-a-short-resync-until-its-pool.md).
+  // Until Metacontroller has applied the Deployment (and the status: cspiHealth), this sync may be given up on a
+  // conflict with nothing else to trigger the next one (docs/adr/0015-cspi-sync-asks-for-a-short-resync-until-its-pool.md).
   const resyncAfterSeconds = isApplied(desired, deployment)
     ? health.resyncAfterSeconds
-    : Math.min(health.resyncAfterSeconds, DEFAULTS.attachmentResyncSeconds);
+    : Math.min(health.resyncAfterSeconds, DEFAULTS.confirmResyncSeconds);
   return {
     labels: {},
     annotations: {},

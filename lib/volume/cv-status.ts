@@ -1,10 +1,12 @@
 // POST /hooks/cv-status (DecoratorController on CStorVolumes): the CStorVolume's status from its replicas'
 // status, which only the node daemon writes. Metacontroller cannot write a child's status, so cvc-sync
 // cannot: this decorator does, with the same roll-up cvc-sync puts in the CStorVolumeConfig's conditions.
-// It makes no attachments.
+// It makes no attachments, and asks for a resync only until it sees the status it answered (the target agent
+// writes status.target too: docs/adr/0042-a-decorator-asks-for-a-short-resync-until-its-status.md).
 import { LABEL, TYPE_KEY } from "../../api/constants.js";
 import type { Clock, CV, CVStatus, DecoratorSyncRequest, DecoratorSyncResponse } from "../../api/types.js";
 import { mergeConditions, nextCondition } from "../conditions.js";
+import { resyncUntilSeen } from "../confirm-status.js";
 import { objectsOf } from "../request.js";
 import { reachedCapacity, volumeHealth } from "./health.js";
 
@@ -44,5 +46,6 @@ export function answerCvStatus(request: DecoratorSyncRequest<CV>, clock: Clock):
   const capacity = reachedCapacity(replicas, replicationFactor);
   if (capacity) status.capacity = capacity;
   if (generation !== undefined) status.observedGeneration = generation;
-  return { status, attachments: [] };
+  const resyncAfterSeconds = resyncUntilSeen(cv.status, status);
+  return { status, attachments: [], ...(resyncAfterSeconds ? { resyncAfterSeconds } : {}) };
 }

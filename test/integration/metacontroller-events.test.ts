@@ -3,9 +3,9 @@
 // decorator giving a sync up on a conflict, resyncs on a virtual clock), the hooks over HTTP, a real apiserver.
 // The node daemon's status writes land in the middle of a sync, as they do on a live cluster.
 import { expect } from "chai";
-import { API_VERSION, KIND, LABEL } from "../../api/constants.js";
+import { API_VERSION, DEFAULTS, KIND, LABEL } from "../../api/constants.js";
 import { poolDeploymentName } from "../../lib/names.js";
-import { projectInstalled, type KubeCluster } from "../../testkit/kube.js";
+import { markDeploymentAvailable, projectInstalled, type KubeCluster } from "../../testkit/kube.js";
 import { MetacontrollerDriver, serveHooks, type Obj } from "../../testkit/metacontroller-driver.js";
 import { MetacontrollerLoop } from "../../testkit/metacontroller-loop.js";
 
@@ -150,7 +150,9 @@ describe("integration: the shipped controllers under Metacontroller's event loop
     expect(created.at - conflictAt).to.be.at.most(10);
   });
 
-  it("once the pool Deployment is as the hook wants it, the hook asks for no short resync: no sync every few seconds", async () => {
+  it("once the pool Deployment and the status are as the hook wants them, the hook asks for no short resync: no sync every few seconds", async () => {
+    // The sync that created the Deployment wrote a new status too; the next short resync sees both applied.
+    await loop.advance(DEFAULTS.confirmResyncSeconds);
     const cspi = await theCspi();
     const key = Object.keys(loop.pending()).find(
       (k) => k.includes("cstor-pool-instance") && k.endsWith(cspi.metadata.name),
@@ -180,5 +182,31 @@ describe("integration: the shipped controllers under Metacontroller's event loop
     // see is PodUnavailable, as both the hook and the daemon compute it.
     expect(cspi.status.phase).to.equal("PodUnavailable");
     expect(loop.now).to.equal(before);
+  });
+
+  it("a node daemon report that beats the decorator's status write: that write is given up, and the hook's short resync makes it within seconds, not a minute later", async () => {
+    const podAvailable = async () =>
+      ((await theCspi()).status.conditions as Obj[]).find((c) => c.type === "PodAvailable");
+    expect(await podAvailable()).to.include({ status: "False" });
+    raceAt.set("/hooks/cspi-sync", nodeDaemonReport((await theCspi()).metadata.name, "ONLINE"));
+    const before = loop.syncs.length;
+    // The kubelet's part: the pool pod is available. Its event syncs the decorator, which the daemon races.
+    await markDeploymentAvailable(cluster, (await deployments())[0]);
+    await loop.run();
+    const raced = loop.syncs
+      .slice(before)
+      .filter((s) => s.controller === "cstor-pool-instance")
+      .map((s) => s.outcome.writes);
+    expect(raced, "the decorator's one sync lost its status write").to.deep.equal([
+      [`conflict: status CStorPoolInstance ${NS}/${(await theCspi()).metadata.name}`],
+    ]);
+    expect(await podAvailable(), "given up").to.include({ status: "False" });
+
+    await loop.advance(DEFAULTS.confirmResyncSeconds);
+    expect(await podAvailable(), "written by the short resync").to.include({
+      status: "True",
+      reason: "PoolPodAvailable",
+    });
+    expect((await theCspi()).status.phase, "the daemon's ONLINE, served").to.equal("ONLINE");
   });
 });

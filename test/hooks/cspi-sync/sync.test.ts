@@ -43,7 +43,11 @@ describe("cspi-sync", () => {
       const first = handleCspiSync(request, () => c.now, DEFAULT_HOOK_CONFIG);
       request.object.status = structuredClone(first.status) as CSPI["status"];
       const second = handleCspiSync(request, () => c.now, DEFAULT_HOOK_CONFIG);
-      expect(canonicalize(second), c.name).to.deep.equal(canonicalize(first));
+      const withoutResync = (r: DecoratorSyncResponse) => canonicalize({ ...r, resyncAfterSeconds: 0 });
+      expect(withoutResync(second), c.name).to.deep.equal(withoutResync(first));
+      expect(second.resyncAfterSeconds, `${c.name}: its status seen, no sooner resync`).to.be.at.least(
+        first.resyncAfterSeconds!,
+      );
     }
   });
 
@@ -253,7 +257,7 @@ describe("cspi-sync", () => {
     });
   });
 
-  describe("resync while the pool Deployment is not applied (a decorator sync given up on a conflict is not retried)", () => {
+  describe("resync while the pool Deployment or the status is not applied (a decorator sync given up on a conflict is not retried)", () => {
     const observedOf = (request: Request) =>
       Object.values(request.attachments["Deployment.apps/v1"])[0] as KubeObject & { spec: any };
     /** A heartbeat a second old: the heartbeat alone would ask for the full resync period. */
@@ -265,17 +269,17 @@ describe("cspi-sync", () => {
 
     it("asks again within seconds while the Deployment is missing", () => {
       expect(sync(requestOf("deployment-missing-recreated")).resyncAfterSeconds).to.equal(
-        DEFAULTS.attachmentResyncSeconds,
+        DEFAULTS.confirmResyncSeconds,
       );
     });
 
     it("asks again within seconds while the Deployment differs from the answer, or is being deleted", () => {
       const changed = justReported();
       observedOf(changed).spec.strategy = { type: "RollingUpdate" };
-      expect(sync(changed).resyncAfterSeconds).to.equal(DEFAULTS.attachmentResyncSeconds);
+      expect(sync(changed).resyncAfterSeconds).to.equal(DEFAULTS.confirmResyncSeconds);
       const deleting = justReported();
       observedOf(deleting).metadata.deletionTimestamp = "2026-11-21T09:59:00Z";
-      expect(sync(deleting).resyncAfterSeconds).to.equal(DEFAULTS.attachmentResyncSeconds);
+      expect(sync(deleting).resyncAfterSeconds).to.equal(DEFAULTS.confirmResyncSeconds);
     });
 
     it("asks only for the heartbeat's resync while a rollout waits for its permit (the answer keeps the observed template), within seconds once permitted", () => {
@@ -285,14 +289,18 @@ describe("cspi-sync", () => {
       expect(deploymentOf(answer).spec.template.spec.containers[0].image).to.equal(
         "openebs/cstor-pool:3.5.0",
       );
-      expect(answer.resyncAfterSeconds).to.equal(DEFAULT_HOOK_CONFIG.resyncSeconds);
+      expect(answer.resyncAfterSeconds, "its pendingRollout not yet seen").to.equal(
+        DEFAULTS.confirmResyncSeconds,
+      );
+      waiting.object.status = structuredClone(answer.status) as CSPI["status"];
+      expect(sync(waiting).resyncAfterSeconds, "its status seen").to.equal(DEFAULT_HOOK_CONFIG.resyncSeconds);
       const hash = (answer.status as CSPI["status"])!.pendingRollout!;
       waiting.object.metadata.annotations = { "openebs.io/rollout-permit": hash };
       const permitted = sync(waiting);
       expect(deploymentOf(permitted).spec.template.spec.containers[0].image).to.equal(
         DEFAULT_HOOK_CONFIG.poolPod.poolImage,
       );
-      expect(permitted.resyncAfterSeconds).to.equal(DEFAULTS.attachmentResyncSeconds);
+      expect(permitted.resyncAfterSeconds).to.equal(DEFAULTS.confirmResyncSeconds);
     });
 
     it("asks only for the heartbeat's resync once the Deployment holds the answer, whatever the server added", () => {
@@ -302,6 +310,17 @@ describe("cspi-sync", () => {
         "deployment.kubernetes.io/revision": "3",
       };
       expect(sync(request).resyncAfterSeconds).to.equal(DEFAULT_HOOK_CONFIG.resyncSeconds);
+    });
+
+    it("asks again within seconds while the status it answers is not the one it was sent (a status write given up on a conflict), the heartbeat's resync once it is", () => {
+      const request = requestOf("pod-not-ready");
+      const answer = sync(request);
+      expect(conditionOf(answer, "PodAvailable")).to.include({ reason: "PoolPodNotReady" });
+      expect(answer.resyncAfterSeconds, "PodAvailable changed").to.equal(DEFAULTS.confirmResyncSeconds);
+      request.object.status = structuredClone(answer.status) as CSPI["status"];
+      expect(sync(request).resyncAfterSeconds, "written and seen").to.equal(
+        DEFAULT_HOOK_CONFIG.resyncSeconds,
+      );
     });
 
     it("never asks later than a sooner heartbeat bound", () => {

@@ -1,4 +1,6 @@
+import { isDeepStrictEqual } from "node:util";
 import { expect } from "chai";
+import { DEFAULTS } from "../../../api/constants.js";
 import { handleCvcSync } from "../../../hooks/cvc-sync/sync.js";
 import { handleCvStatus } from "../../../hooks/cv-status/sync.js";
 import { handleCvcFinalize } from "../../../hooks/finalize/cvc.js";
@@ -41,6 +43,22 @@ describe("cv-status golden cases", () => {
       );
     });
   }
+});
+
+describe("cv-status until its status is seen", () => {
+  it("asks for a resync within seconds while the status it answers is not the one it was sent, and none once it is (a status write given up on a conflict with the target agent is written again)", () => {
+    for (const c of goldenCases("cv-status")) {
+      const request = structuredClone(c.read("request.yaml")) as { object: { status?: unknown } };
+      const sent = structuredClone(request.object.status ?? {});
+      const first = handleCvStatus(request, () => c.now);
+      request.object.status = structuredClone(first.status);
+      const second = handleCvStatus(request, () => c.now);
+      expect(canonicalize(second.status), c.name).to.deep.equal(canonicalize(first.status));
+      expect(second.resyncAfterSeconds, `${c.name}: seen`).to.equal(undefined);
+      const changed = !isDeepStrictEqual(canonicalize(sent), canonicalize(first.status));
+      expect(first.resyncAfterSeconds, c.name).to.equal(changed ? DEFAULTS.confirmResyncSeconds : undefined);
+    }
+  });
 });
 
 describe("cvc-sync at rest", () => {
