@@ -154,6 +154,8 @@ export const CSPI_CONDITION = {
   diskReplacement: "DiskReplacement",
   diskUnavailable: "DiskUnavailable",
   poolLost: "PoolLost",
+  /** The node daemon's: a removed pool it will not destroy (it still holds data); cspc-sync names it on the CSPC. */
+  poolDestroyBlocked: "PoolDestroyBlocked",
   /** cspi-sync's: the pool pod's template differs from the wanted one; Waiting, Permitted or RolledOut. */
   rolloutPending: "RolloutPending",
 } as const;

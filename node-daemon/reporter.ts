@@ -1,6 +1,7 @@
 // The reporter: CSPI status as a pure function of what was observed, what is still planned, what was done
 // in this pass, the previous status and the clock. Same inputs, same status: conditions keep their
 // lastTransitionTime unless their status flips, and nothing but lastUpdateTime (the heartbeat) moves.
+import { CSPI_CONDITION } from "../api/constants.js";
 import type { CSPI, CSPIStatus } from "../api/types.js";
 import { CSPI_PHASES } from "../api/schema.js";
 import {
@@ -48,10 +49,11 @@ export interface ReplicaCounts {
 }
 
 export const CONDITION = {
-  poolExpansion: "PoolExpansion",
-  diskReplacement: "DiskReplacement",
-  diskUnavailable: "DiskUnavailable",
-  poolLost: "PoolLost",
+  poolExpansion: CSPI_CONDITION.poolExpansion,
+  diskReplacement: CSPI_CONDITION.diskReplacement,
+  diskUnavailable: CSPI_CONDITION.diskUnavailable,
+  poolLost: CSPI_CONDITION.poolLost,
+  poolDestroyBlocked: CSPI_CONDITION.poolDestroyBlocked,
 } as const;
 
 type Phase = (typeof CSPI_PHASES)[number];
@@ -91,6 +93,7 @@ export function report(input: ReportInput): CSPIStatus {
     replacementCondition(input),
     unavailableCondition(input),
     lostCondition(input),
+    destroyBlockedCondition(input),
   ]
     .filter((c): c is ConditionInput => c !== undefined)
     .map((c) => nextCondition(previous.conditions, c, now));
@@ -339,6 +342,22 @@ function lostCondition(input: ReportInput): ConditionInput | undefined {
   if (active) return active;
   // Lost stays reported until the pool is back.
   return previous?.status === "True" && input.observation?.pool ? done : undefined;
+}
+
+/** A removed pool this node will not destroy, and why: until it is destroyed, or nothing holds it any more. */
+function destroyBlockedCondition(input: ReportInput): ConditionInput | undefined {
+  const type = CONDITION.poolDestroyBlocked;
+  const refused = input.plan.holds.filter((h) => h.reason === "DestroyRefused");
+  if (refused.length > 0)
+    return {
+      type,
+      status: "True",
+      reason: "DestroyRefused",
+      message: `the node daemon on ${input.nodeName} keeps the removed pool: ${refused.map((h) => h.message).join("; ")}`,
+    };
+  const previous = findCondition(input.cspi.status?.conditions, type);
+  if (previous?.status !== "True") return undefined;
+  return { type, status: "False", reason: "NothingHeld", message: "nothing holds the removed pool any more" };
 }
 
 function allVdevs(vdevs: readonly Vdev[]): Vdev[] {

@@ -26,6 +26,13 @@ export interface RemovalBlocked {
   moving?: boolean;
 }
 
+/** A removed pool whose CSPI is being deleted, which its node daemon will not destroy (it found data on it). */
+export interface DestroyRefused {
+  cspi: CSPI;
+  /** The node daemon's PoolDestroyBlocked message: what it found, and what to do. */
+  message: string;
+}
+
 /** Why a removed pool is kept: moving its replicas, or held with what to do. */
 export function removalBlockedText({ cspi, held, moving }: RemovalBlocked): string {
   if (moving) {
@@ -35,6 +42,14 @@ export function removalBlockedText({ cspi, held, moving }: RemovalBlocked): stri
     );
   }
   return `${describeHeld(cspi, held)} and was removed from the spec, so it is kept: ${heldVolumesFix(cspi, held)}, or add its pool spec back`;
+}
+
+export function destroyRefusedText({ cspi, message }: DestroyRefused): string {
+  const namespace = cspi.metadata.namespace ?? "<namespace>";
+  return (
+    `CStorPoolInstance ${namespace}/${cspi.metadata.name} is being deleted, but ${message} ` +
+    `(its Events: kubectl describe cspi ${cspi.metadata.name} -n ${namespace})`
+  );
 }
 
 /** What the sync decided, as far as status needs to know. */
@@ -52,6 +67,8 @@ export interface SyncFindings {
   paused: boolean;
   /** CSPIs whose pool spec is gone but which still hold volumes, or may. */
   removalBlocked: RemovalBlocked[];
+  /** Removed pools being deleted whose node daemons will not destroy them. */
+  destroyRefused?: DestroyRefused[];
   /** Children and related objects of the request the hook could not use. */
   unreadable: UnreadableObject[];
 }
@@ -210,12 +227,19 @@ function pausedCondition(findings: SyncFindings): ConditionInput {
 }
 
 function removalBlockedCondition(findings: SyncFindings): ConditionInput {
+  const refused = findings.destroyRefused ?? [];
   return flagCondition(
     CSPC_CONDITION.removalBlocked,
-    findings.removalBlocked.length > 0,
+    findings.removalBlocked.length + refused.length > 0,
     {
-      reason: findings.removalBlocked.every((b) => b.moving) ? "ReplicasMoving" : "PoolHoldsVolumes",
-      message: joinMessages(findings.removalBlocked.map(removalBlockedText)),
+      reason:
+        refused.length === 0 && findings.removalBlocked.every((b) => b.moving)
+          ? "ReplicasMoving"
+          : "PoolHoldsVolumes",
+      message: joinMessages([
+        ...refused.map(destroyRefusedText),
+        ...findings.removalBlocked.map(removalBlockedText),
+      ]),
     },
     { reason: "NoneBlocked", message: "no removed pool holds volumes" },
   );

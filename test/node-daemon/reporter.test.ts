@@ -111,6 +111,30 @@ describe("node-daemon reporter", () => {
     expect(back.phaseLastTransitionTime).to.equal("2026-03-01T12:01:00Z");
   });
 
+  it("says why a removed pool is kept (PoolDestroyBlocked, for the CSPC to show), and says so no longer once nothing holds it", () => {
+    const refused = reportFor("delete-marked-refused-with-volumes");
+    expect(findCondition(refused.conditions, "PoolDestroyBlocked")).to.deep.include({
+      status: "True",
+      reason: "DestroyRefused",
+    });
+    const input = planInputOf(plannerCase("delete-marked-refused-with-volumes"));
+    const released = report({
+      cspi: { ...input.cspi, status: refused },
+      nodeName: input.nodeName,
+      now: input.now,
+      observation: input.observation,
+      plan: { actions: [], holds: [], statusOwner: true },
+      outcomes: [],
+    });
+    expect(findCondition(released.conditions, "PoolDestroyBlocked")).to.deep.include({
+      status: "False",
+      reason: "NothingHeld",
+    });
+    expect(findCondition(reportFor("delete-marked-destroys").conditions, "PoolDestroyBlocked")).to.equal(
+      undefined,
+    );
+  });
+
   it("reports a completed expansion with the documented reason and the devices added", () => {
     const goldenCase = plannerCase("expand-raid-group");
     const input = planInputOf(goldenCase);

@@ -1,4 +1,5 @@
 import { expect } from "chai";
+import { DEFAULTS } from "../../../api/constants.js";
 import type { CSPI, DecoratorSyncResponse, KubeObject } from "../../../api/types.js";
 import { DEFAULT_HOOK_CONFIG } from "../../../lib/hook-config.js";
 import { handleCspiFinalize } from "../../../hooks/finalize/cspi.js";
@@ -41,12 +42,17 @@ describe("cspi-finalize", () => {
     expect(finalize(request).finalized).to.equal(false);
   });
 
-  it("is idempotent: called again with its own status after finalizing, it answers the same", () => {
+  it("is idempotent: called again with its own status after finalizing, it answers the same, with no short resync once its status is seen", () => {
     const request = requestOf("deployment-gone");
     const first = finalize(request);
+    expect(first.resyncAfterSeconds, "its status not seen yet").to.equal(DEFAULTS.confirmResyncSeconds);
     request.object.status = first.status as CSPI["status"];
     request.object.metadata.finalizers = ["openebs.io/pool-protection"];
-    expect(canonicalize(finalize(request))).to.deep.equal(canonicalize(first));
+    const second = finalize(request);
+    expect(canonicalize({ ...second, resyncAfterSeconds: 0 })).to.deep.equal(
+      canonicalize({ ...first, resyncAfterSeconds: 0 }),
+    );
+    expect(second.resyncAfterSeconds).to.equal(DEFAULT_HOOK_CONFIG.resyncSeconds);
   });
 
   it("reports the removed pool Deployment in PodAvailable while the CSPI waits for the node daemon", () => {
