@@ -37,6 +37,8 @@ ensure_packages() {
   command -v mkfs.ext4 >/dev/null 2>&1 || missing+=(e2fsprogs)
   command -v tgtd >/dev/null 2>&1 || missing+=(tgt)
   command -v gcc >/dev/null 2>&1 || missing+=(gcc libc6-dev)
+  # The guests run the host's modprobe (through hostfs) to load md, iscsi_tcp and LIO; a minimal image lacks it.
+  [ -x /sbin/modprobe ] || [ -x /usr/sbin/modprobe ] || missing+=(kmod)
   # The volume target's benchmark (bench/target.ts) runs the host's fio inside the guests.
   command -v fio >/dev/null 2>&1 || missing+=(fio)
   if [ "${#missing[@]}" -gt 0 ]; then apt_install "${missing[@]}"; fi
