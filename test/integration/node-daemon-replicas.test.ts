@@ -17,6 +17,7 @@ import {
 } from "../../api/constants.js";
 import type { CSPI, CVR } from "../../api/types.js";
 import { resolvePoolConfig } from "../../lib/cspc/build.js";
+import { findCondition } from "../../lib/conditions.js";
 import { zpoolName } from "../../lib/names.js";
 import {
   INSTALL_NAMESPACE,
@@ -357,6 +358,19 @@ describe("integration: the node daemon's replicas (real processes, real apiserve
         ),
       WAIT_MS,
       () => `no DestroyRefused naming the CVR${tails()}`,
+    );
+    const destroyBlocked = async () =>
+      findCondition(
+        (await get<CSPI>("cstorpoolinstances", cspiA()))?.status?.conditions,
+        "PoolDestroyBlocked",
+      );
+    await waitUntil(
+      async () => (await destroyBlocked())?.status === "True",
+      WAIT_MS,
+      () => `the CSPI's status does not say why its pool is kept${tails()}`,
+    );
+    expect((await destroyBlocked())!.message, "in the status the CSPC reads, not only in Events").to.contain(
+      `${volume()}-${cspiA()}`,
     );
     expect(hostA.imported(zpoolName(cspiA()))).to.equal(true);
     expect((await get<CSPI>("cstorpoolinstances", cspiA()))!.metadata.finalizers).to.deep.equal([
