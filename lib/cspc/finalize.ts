@@ -33,7 +33,14 @@ import {
   ownedView,
   withoutRemovalMark,
 } from "./build.js";
-import { CSPC_CONDITION, isCspiHealthy, joinMessages, type RemovalBlocked } from "./status.js";
+import {
+  CSPC_CONDITION,
+  destroyRefusedPools,
+  destroyRefusedText,
+  isCspiHealthy,
+  joinMessages,
+  type RemovalBlocked,
+} from "./status.js";
 import { hasUnreadableChild, heldChildren, unreadableCondition } from "./unreadable.js";
 import { goesWithPool, pvcsAsObserved } from "./device-sets.js";
 
@@ -138,10 +145,13 @@ function teardownStatus(
   const cspc = request.parent;
   const cspis = [...inventory.cspis.values()];
   const where = `CStorPoolCluster ${inventory.namespace}/${inventory.cspcName}`;
-  const blocked = teardown.holdingVolumes.map(
-    ({ cspi, held }) =>
-      `${describeHeld(cspi, held)}: ${heldVolumesFix(cspi, held)}; deletion continues by itself once no pool holds volumes`,
-  );
+  const blocked = [
+    ...teardown.holdingVolumes.map(
+      ({ cspi, held }) =>
+        `${describeHeld(cspi, held)}: ${heldVolumesFix(cspi, held)}; deletion continues by itself once no pool holds volumes`,
+    ),
+    ...destroyRefusedPools(teardown.terminating).map(destroyRefusedText),
+  ];
   const removal: ConditionInput =
     blocked.length > 0
       ? {
@@ -157,7 +167,7 @@ function teardownStatus(
           message: "no pool holds volumes",
         };
 
-  const deleting = deletingCondition(teardown, blocked.length > 0);
+  const deleting = deletingCondition(teardown, teardown.holdingVolumes.length > 0);
   const ready: ConditionInput = {
     type: CSPC_CONDITION.ready,
     status: "False",

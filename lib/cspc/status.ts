@@ -5,6 +5,7 @@ import type { Condition, CSPC, CSPCStatus, CSPI, UnreadableObject } from "../../
 import type { CSPC_PHASES } from "../../api/schema.js";
 import { findCondition, nextCondition, phaseWithTime, type ConditionInput } from "../conditions.js";
 import { describeHeld, heldVolumesFix, type HeldVolumes } from "../rules/held-volumes.js";
+import { isTerminating } from "../inventory.js";
 import type { Violation } from "../rules/pool-spec.js";
 import { UNREADABLE_CONDITION, unreadableCondition } from "./unreadable.js";
 
@@ -47,9 +48,18 @@ export function removalBlockedText({ cspi, held, moving }: RemovalBlocked): stri
 export function destroyRefusedText({ cspi, message }: DestroyRefused): string {
   const namespace = cspi.metadata.namespace ?? "<namespace>";
   return (
-    `CStorPoolInstance ${namespace}/${cspi.metadata.name} is being deleted, but ${message} ` +
-    `(its Events: kubectl describe cspi ${cspi.metadata.name} -n ${namespace})`
+    `${message} (CStorPoolInstance ${namespace}/${cspi.metadata.name} is deleted once it is destroyed; ` +
+    `its Events: kubectl describe cspi ${cspi.metadata.name} -n ${namespace})`
   );
+}
+
+/** CSPIs being deleted whose node daemons say they will not destroy the pool: shown on the CSPC, not only in Events. */
+export function destroyRefusedPools(cspis: readonly CSPI[]): DestroyRefused[] {
+  return cspis.flatMap((cspi) => {
+    const blocked = findCondition(cspi.status?.conditions, CSPI_CONDITION.poolDestroyBlocked);
+    if (!isTerminating(cspi) || blocked?.status !== "True") return [];
+    return [{ cspi, message: blocked.message ?? blocked.reason }];
+  });
 }
 
 /** What the sync decided, as far as status needs to know. */

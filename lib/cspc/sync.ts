@@ -1,6 +1,6 @@
 // POST /hooks/cspc-sync: a CSPC and what Metacontroller observed → desired CSPIs and BlockDeviceClaims, and
 // the CSPC status. A pure function of the request and the clock.
-import { ANNOTATION, CSPI_CONDITION } from "../../api/constants.js";
+import { ANNOTATION } from "../../api/constants.js";
 import type {
   BlockPoolSpec,
   Clock,
@@ -11,7 +11,6 @@ import type {
   KubeObject,
 } from "../../api/types.js";
 import { BadRequestError } from "../errors.js";
-import { findCondition } from "../conditions.js";
 import { buildInventory, isDeviceBound, isTerminating, type Inventory } from "../inventory.js";
 import {
   checkDevices,
@@ -47,7 +46,7 @@ import {
 import { gateDisruptions, planExistingPool, withoutDevices, type ExistingPoolPlan } from "./day2-plan.js";
 import { matchPools, type PoolMatch } from "./match.js";
 import { planRollouts, withRolloutPermit } from "./rollout.js";
-import { computeStatus, type DestroyRefused, type RemovalBlocked, type SyncFindings } from "./status.js";
+import { computeStatus, destroyRefusedPools, type RemovalBlocked, type SyncFindings } from "./status.js";
 import { cspcEvents } from "./events.js";
 import type { CoreEvent } from "../events/recorder.js";
 import { hasUnreadableChild, heldChildren } from "./unreadable.js";
@@ -164,7 +163,7 @@ export function planChildren(cspc: CSPC, inventory: Inventory): ChildrenPlan {
       waiting: [...dayTwo.progressing.waiting, ...rollout.waiting],
     },
     removalBlocked: orphans.flatMap((o) => (o.removalBlocked ? [o.removalBlocked] : [])),
-    destroyRefused: destroyRefused(matched.orphans),
+    destroyRefused: destroyRefusedPools(matched.orphans),
     unreadable: [],
   };
   return {
@@ -377,15 +376,6 @@ function planOrphan(orphan: CSPI, inventory: Inventory): OrphanOutcome {
   if (held) return { cspi: withoutRemovalMark(orphan), removalBlocked: { cspi: orphan, held } };
   if (isMarkedForRemoval(orphan)) return {};
   return { cspi: markedForRemoval(orphan) };
-}
-
-/** CSPIs being deleted whose node daemons say they will not destroy the pool: shown on the CSPC, not only in Events. */
-function destroyRefused(orphans: readonly CSPI[]): DestroyRefused[] {
-  return orphans.flatMap((cspi) => {
-    const blocked = findCondition(cspi.status?.conditions, CSPI_CONDITION.poolDestroyBlocked);
-    if (!isTerminating(cspi) || blocked?.status !== "True") return [];
-    return [{ cspi, message: blocked.message ?? blocked.reason }];
-  });
 }
 
 /** The volumes can move everything off the pool: readable CVRs name it, none names no pool, and the count is known. */
