@@ -1,5 +1,6 @@
 // cspi-sync's half of the rollout gate (docs/adr/0028-pool-pod-rollouts-go-one-pool-at-a-time.md): a running pool pod moves to a new template only
-// with the permit cspc-sync grants to one pool of a CSPC at a time. Pure: the decision follows from the CSPI,
+// with the permit cspc-sync grants to one pool of a CSPC at a time, or when its pool moves to another node
+// (the move was gated by cspc-sync; docs/adr/0043-a-pool-moves-by-an-ordered-hand-over-its-pod.md). Pure: the decision follows from the CSPI,
 // the wanted and the observed Deployment, and whether the pool pod is available.
 import { ANNOTATION, CSPI_CONDITION } from "../../api/constants.js";
 import type { CSPI, KubeObject } from "../../api/types.js";
@@ -62,6 +63,13 @@ export function gateRollout(
       `the pool pod is restarted with pod template ${hash} (permit ${ANNOTATION.rolloutPermit}=${hash})`,
     );
   }
+  const moving = movingFrom(cspi);
+  if (moving !== undefined) {
+    return permitted(
+      `the pool moves from node ${moving} to ${cspi.spec?.hostName}: its pool pod on ${moving} stops first (pod template ${hash}) so that ` +
+        `the node daemon there can export the pool, which the replicas it serves hold open; the pod on the new node serves once the pool is imported there`,
+    );
+  }
   const spec = { ...(wanted.spec as Record<string, unknown>), template: templateOf(observed) };
   return {
     deployment: { ...wanted, spec },
@@ -75,6 +83,16 @@ export function gateRollout(
         `CStorPoolCluster at a time, while the others are ONLINE with their pods available and every volume keeps its consistency factor elsewhere`,
     },
   };
+}
+
+/**
+ * The node a pool is still imported on while its CSPI names another: a move cspc-sync started under its one
+ * disruptive change at a time gate. The old pod must stop before the pool can leave: waiting for a permit
+ * there would wait on itself (the permit waits for the move to finish).
+ */
+export function movingFrom(cspi: CSPI): string | undefined {
+  const importedOn = cspi.status?.importedOn;
+  return importedOn && importedOn !== cspi.spec?.hostName ? importedOn : undefined;
 }
 
 function templateOf(deployment: KubeObject): unknown {

@@ -109,7 +109,7 @@ describe("reliability checks catch a data-losing answer", () => {
   });
 
   it("catch an available pool pod given a new template without a permit, and accept the waiting answer that keeps it", () => {
-    const waits = goldenCases("cspi-sync").find((c) => c.name === "rollout-node-changed-waits")!;
+    const waits = goldenCases("cspi-sync").find((c) => c.name === "rollout-tolerations-changed-waits")!;
     const waiting = waits.read("request.yaml") as Doc;
     const answer = waits.read("response.yaml") as Doc;
     expect(cspiSyncProblems(waiting, answer)).to.deep.equal([]);

@@ -323,6 +323,19 @@ describe("cspi-sync", () => {
       );
     });
 
+    it("a pool moving to another node rolls its available pod without a permit while the old node still holds the pool; a pool on its own node waits for one", () => {
+      const reasonOf = (request: Request) => conditionOf(sync(request), "RolloutPending").reason;
+      const moving = requestOf("rollout-node-changed-moves");
+      expect(moving.object.status!.importedOn).to.not.equal(moving.object.spec.hostName);
+      expect(reasonOf(moving), "the old pod stops so that the pool can be exported").to.equal("Permitted");
+      const arrived = requestOf("rollout-node-changed-moves");
+      arrived.object.status!.importedOn = arrived.object.spec.hostName;
+      expect(reasonOf(arrived), "imported where its spec says: no move").to.equal("Waiting");
+      const unknown = requestOf("rollout-node-changed-moves");
+      delete unknown.object.status!.importedOn;
+      expect(reasonOf(unknown), "imported nowhere known: no move").to.equal("Waiting");
+    });
+
     it("never asks later than a sooner heartbeat bound", () => {
       const config = { ...DEFAULT_HOOK_CONFIG, resyncSeconds: 3 };
       expect(

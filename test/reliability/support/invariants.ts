@@ -187,7 +187,8 @@ export function finalizeCspcProblems(request: unknown, response: unknown): strin
 
 /**
  * cspi-sync: a live CSPI always gets its one pool Deployment back (omitting it would delete the pool pod), and
- * an available pool pod keeps its template unless the CSPI carries a rollout permit.
+ * an available pool pod keeps its template unless the CSPI carries a rollout permit or its pool is moving
+ * (imported on a node its spec no longer names).
  */
 export function cspiSyncProblems(request: unknown, response: unknown): string[] {
   if (field(request, "finalizing") === true) return cspiFinalizeProblems(request, response);
@@ -200,7 +201,13 @@ export function cspiSyncProblems(request: unknown, response: unknown): string[] 
     (d) => nameOf(d) === nameOf(deployments[0]),
   );
   const permit = field(request, "object", "metadata", "annotations", ANNOTATION.rolloutPermit);
-  if (!running || isTerminating(running) || permit !== undefined || !isAvailable(running)) return [];
+  const importedOn = field(request, "object", "status", "importedOn");
+  const moving =
+    typeof importedOn === "string" &&
+    importedOn !== "" &&
+    importedOn !== field(request, "object", "spec", "hostName");
+  if (!running || isTerminating(running) || permit !== undefined || moving || !isAvailable(running))
+    return [];
   // As a hook answer carries it: without nulls (a null list item too), which the server never stores.
   const before = canonicalize(field(running, "spec", "template"));
   return hasEveryFieldOf(before, field(deployments[0], "spec", "template"))
