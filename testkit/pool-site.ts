@@ -16,6 +16,7 @@
 // the agent fills at its next pass, and the pod Ready again.
 import type { CSPI } from "../api/types.js";
 import { poolDeployment } from "../lib/cspi/deployment.js";
+import { CHAP_KEY_SECRET, CHAP_KEY_SECRET_KEY } from "../lib/volume/chap.js";
 import { DEFAULT_HOOK_CONFIG } from "../lib/hook-config.js";
 import { parseTargets } from "../iscsi/tgt.js";
 import { PoolAgentProcess } from "../test/support/pool-agent-process.js";
@@ -81,6 +82,11 @@ export class PoolSite {
 
   get cspi(): string {
     return this.options.cspi.metadata.name ?? "";
+  }
+
+  /** The node the pod runs on. */
+  get nodeName(): string {
+    return this.options.nodeName;
   }
 
   /** Starts tgtd and the pool agent, then publishes the Pod as Running at its address; ready() says Ready. */
@@ -253,4 +259,37 @@ export class PoolSite {
 /** tgtd in the node's mount namespace (the replica files) and the test network's (its address). */
 function tgtdPrefix({ network, node }: PoolSiteOptions): string[] {
   return ["nsenter", `--net=${network.namespaceFile}`, `--mount=${node.mountNamespace}`, "--"];
+}
+
+/**
+ * The ServiceAccount controller's part: every namespace has a `default` ServiceAccount, and the apiserver
+ * refuses a Pod (the pool pods name none) whose ServiceAccount is missing. Left in place: a real cluster has it.
+ */
+export async function ensureDefaultServiceAccount(cluster: KubeCluster, namespace: string): Promise<void> {
+  const response = await cluster.request(
+    cluster.admin,
+    "POST",
+    `/api/v1/namespaces/${namespace}/serviceaccounts`,
+    {
+      apiVersion: "v1",
+      kind: "ServiceAccount",
+      metadata: { name: "default", namespace },
+    },
+  );
+  if (response.status !== 201 && response.status !== 409)
+    throw new Error(
+      `ServiceAccount ${namespace}/default: ${response.status} ${JSON.stringify(response.body)}`,
+    );
+}
+
+/** The key the installer put in the Secret cstor-replica-chap-key (testkit/kube.ts installProject), which pool pods read. */
+export async function installedChapKey(cluster: KubeCluster, namespace: string): Promise<string> {
+  const path = `/api/v1/namespaces/${namespace}/secrets/${CHAP_KEY_SECRET}`;
+  const response = await cluster.request(cluster.admin, "GET", path);
+  const data = response.status === 200 ? response.body?.data?.[CHAP_KEY_SECRET_KEY] : undefined;
+  if (typeof data !== "string")
+    throw new Error(
+      `Secret ${namespace}/${CHAP_KEY_SECRET} has no key "${CHAP_KEY_SECRET_KEY}" (${response.status}): install the project with testkit/kube.ts installProject, or give startTargetWorld a chapKey`,
+    );
+  return Buffer.from(data, "base64").toString("utf8");
 }

@@ -16,17 +16,17 @@ import { API_VERSION, KIND, LABEL } from "../api/constants.js";
 import type { CSPI, CVR } from "../api/types.js";
 import { resolvePoolConfig } from "../lib/cspc/build.js";
 import { replicaId, zpoolName } from "../lib/names.js";
-import {
-  CHAP_KEY_SECRET,
-  CHAP_KEY_SECRET_KEY,
-  volumeChap,
-  type ChapCredentials,
-} from "../lib/volume/chap.js";
+import { volumeChap, type ChapCredentials } from "../lib/volume/chap.js";
 import { replicaIqn } from "../lib/volume/iqn.js";
 import { REPLICA_FILE } from "../zfs/layout.js";
 import { INSTALL_NAMESPACE, projectInstalled, waitUntil, type Identity, type KubeCluster } from "./kube.js";
 import { DaemonProcess, shippedDaemonEnv } from "./node-daemon-process.js";
-import { NODE_PROCESS_START_MS, PoolSite } from "./pool-site.js";
+import {
+  ensureDefaultServiceAccount,
+  installedChapKey,
+  NODE_PROCESS_START_MS,
+  PoolSite,
+} from "./pool-site.js";
 import { ApiBridge } from "./uml/api-bridge.js";
 import { GuestProcess, type GuestProcessOptions } from "./uml/guest-process.js";
 import { UmlGuest, type GuestOptions } from "./uml/guest.js";
@@ -193,8 +193,8 @@ class World implements TargetWorld {
         "the apiserver, project installed",
         async () => this.options.cluster ?? (await projectInstalled()),
       );
-      await this.ensureDefaultServiceAccount();
-      this.chapKey = this.options.chapKey ?? (await this.installedChapKey());
+      await ensureDefaultServiceAccount(this.cluster, NS);
+      this.chapKey = this.options.chapKey ?? (await installedChapKey(this.cluster, NS));
       this.chap = volumeChap(this.chapKey, this.volume);
       this.bridge = await ApiBridge.open(this.cluster, this.network);
       const names = Array.from({ length: count }, (_, i) => `tw${i}-${this.sandbox.id}`);
@@ -326,37 +326,6 @@ class World implements TargetWorld {
       );
     });
     return { daemon, cvr: cvrName };
-  }
-
-  /**
-   * The ServiceAccount controller's part: every namespace has a `default` ServiceAccount, and the apiserver
-   * refuses a Pod (the pool pods name none) whose ServiceAccount is missing. Left in place: a real cluster has it.
-   */
-  private async ensureDefaultServiceAccount(): Promise<void> {
-    const response = await this.cluster.request(
-      this.cluster.admin,
-      "POST",
-      `/api/v1/namespaces/${NS}/serviceaccounts`,
-      {
-        apiVersion: "v1",
-        kind: "ServiceAccount",
-        metadata: { name: "default", namespace: NS },
-      },
-    );
-    if (response.status !== 201 && response.status !== 409)
-      throw new Error(`ServiceAccount ${NS}/default: ${response.status} ${JSON.stringify(response.body)}`);
-  }
-
-  /** The key the installer put in the Secret cstor-replica-chap-key (testkit/kube.ts installProject). */
-  private async installedChapKey(): Promise<string> {
-    const path = `/api/v1/namespaces/${NS}/secrets/${CHAP_KEY_SECRET}`;
-    const response = await this.cluster.request(this.cluster.admin, "GET", path);
-    const data = response.status === 200 ? response.body?.data?.[CHAP_KEY_SECRET_KEY] : undefined;
-    if (typeof data !== "string")
-      throw new Error(
-        `Secret ${NS}/${CHAP_KEY_SECRET} has no key "${CHAP_KEY_SECRET_KEY}" (${response.status}): install the project with testkit/kube.ts installProject, or give startTargetWorld a chapKey`,
-      );
-    return Buffer.from(data, "base64").toString("utf8");
   }
 
   /** Runs a step and records how long it took (UML_TIMINGS=1 in the tests prints them). */

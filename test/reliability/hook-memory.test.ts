@@ -191,11 +191,12 @@ describe("hook server process: memory under hostile and large bodies (RSS from /
     });
     const legitAnswers = answers.slice(hostile.length);
     for (const answer of legitAnswers) {
-      expect([200, 503], JSON.stringify(answer)).to.include(answer.status);
+      // -1: turned away with a 503 the client could not read, as the server closed before the body was sent.
+      expect([200, 503, -1], JSON.stringify(answer)).to.include(answer.status);
       if (answer.status === 503) expect(answer.retryAfter).to.match(/^\d+$/);
     }
     // What was turned away for lack of room is served once there is room again, as Metacontroller retries it.
-    for (const answer of legitAnswers.filter((a) => a.status === 503)) {
+    for (const answer of legitAnswers.filter((a) => a.status !== 200)) {
       expect((await post(port, "/hooks/cspc-sync", legitimate)).status, JSON.stringify(answer)).to.equal(200);
     }
     expect(peakRss, `peak RSS ${(peakRss / MiB).toFixed(0)} MiB`).to.be.below(limit);
