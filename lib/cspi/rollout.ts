@@ -2,7 +2,7 @@
 // with the permit cspc-sync grants to one pool of a CSPC at a time, or when its pool moves to another node
 // (the move was gated by cspc-sync; docs/adr/0043-a-pool-moves-by-an-ordered-hand-over-its-pod.md). Pure: the decision follows from the CSPI,
 // the wanted and the observed Deployment, and whether the pool pod is available.
-import { ANNOTATION, CSPI_CONDITION } from "../../api/constants.js";
+import { ANNOTATION, CSPI_CONDITION, LABEL } from "../../api/constants.js";
 import type { CSPI, KubeObject } from "../../api/types.js";
 import { canonicalJson } from "../canonical.js";
 import { BadRequestError } from "../errors.js";
@@ -63,11 +63,11 @@ export function gateRollout(
       `the pool pod is restarted with pod template ${hash} (permit ${ANNOTATION.rolloutPermit}=${hash})`,
     );
   }
-  const moving = movingFrom(cspi);
-  if (moving !== undefined) {
+  const movedFrom = nodeLeft(template, templateOf(wanted));
+  if (movedFrom !== undefined) {
     return permitted(
-      `the pool moves from node ${moving} to ${cspi.spec?.hostName}: its pool pod on ${moving} stops first (pod template ${hash}) so that ` +
-        `the node daemon there can export the pool, which the replicas it serves hold open; the pod on the new node serves once the pool is imported there`,
+      `the pool moved from node ${movedFrom} to ${cspi.spec?.hostName}: its pool pod on ${movedFrom} stops without a rollout permit (pod template ${hash}), ` +
+        `since the pool can leave that node only once the pod no longer holds it open; the pod on the new node serves once the pool is imported there`,
     );
   }
   const spec = { ...(wanted.spec as Record<string, unknown>), template: templateOf(observed) };
@@ -86,13 +86,18 @@ export function gateRollout(
 }
 
 /**
- * The node a pool is still imported on while its CSPI names another: a move cspc-sync started under its one
- * disruptive change at a time gate. The old pod must stop before the pool can leave: waiting for a permit
- * there would wait on itself (the permit waits for the move to finish).
+ * The node the running pod is pinned to when the wanted template pins it elsewhere: the pool moved (cspc-sync
+ * changed the CSPI's hostName under its one disruptive change at a time gate). That pod either holds the pool
+ * open, so it must stop before the pool can leave, or serves nothing any more: waiting for a permit would wait
+ * on the move, which waits for this pod (docs/adr/0043-a-pool-moves-by-an-ordered-hand-over-its-pod.md).
  */
-export function movingFrom(cspi: CSPI): string | undefined {
-  const importedOn = cspi.status?.importedOn;
-  return importedOn && importedOn !== cspi.spec?.hostName ? importedOn : undefined;
+function nodeLeft(running: unknown, wanted: unknown): string | undefined {
+  const nodeOf = (template: unknown) =>
+    (template as { spec?: { nodeSelector?: Record<string, unknown> } } | undefined)?.spec?.nodeSelector?.[
+      LABEL.hostname
+    ];
+  const [from, to] = [nodeOf(running), nodeOf(wanted)];
+  return typeof from === "string" && from !== to ? from : undefined;
 }
 
 function templateOf(deployment: KubeObject): unknown {

@@ -3,6 +3,8 @@
 import { expect } from "chai";
 import { ANNOTATION, POOL_REMOVAL_REQUESTED } from "../../api/constants.js";
 import { goldenCases } from "../support/golden.js";
+import { handleCspiSync } from "../../hooks/cspi-sync/sync.js";
+import { DEFAULT_HOOK_CONFIG } from "../../lib/hook-config.js";
 import {
   compositeChildrenProblems,
   cspiFinalizeProblems,
@@ -113,9 +115,12 @@ describe("reliability checks catch a data-losing answer", () => {
     const waiting = waits.read("request.yaml") as Doc;
     const answer = waits.read("response.yaml") as Doc;
     expect(cspiSyncProblems(waiting, answer)).to.deep.equal([]);
-    const rolled = goldenCases("cspi-sync")
-      .find((c) => c.name === "rollout-node-changed-permitted")!
-      .read("response.yaml") as Doc;
+    // What the hook answers once permitted: the wanted template, on the same node.
+    const permitted = structuredClone(waiting) as any;
+    permitted.object.metadata.annotations = {
+      [ANNOTATION.rolloutPermit]: (answer as any).status.pendingRollout,
+    };
+    const rolled = handleCspiSync(permitted, () => waits.now, DEFAULT_HOOK_CONFIG) as unknown as Doc;
     expect(cspiSyncProblems(waiting, rolled)).to.deep.equal([
       "the available pool pod of cstor-pool-mirror-1a264d got a new template without a rollout permit",
     ]);

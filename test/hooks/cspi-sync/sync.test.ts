@@ -323,17 +323,19 @@ describe("cspi-sync", () => {
       );
     });
 
-    it("a pool moving to another node rolls its available pod without a permit while the old node still holds the pool; a pool on its own node waits for one", () => {
+    it("a pool moved to another node rolls its available pod off the old node without a permit, whether or not the old node still holds the pool; a change on its own node waits for one", () => {
       const reasonOf = (request: Request) => conditionOf(sync(request), "RolloutPending").reason;
-      const moving = requestOf("rollout-node-changed-moves");
-      expect(moving.object.status!.importedOn).to.not.equal(moving.object.spec.hostName);
-      expect(reasonOf(moving), "the old pod stops so that the pool can be exported").to.equal("Permitted");
-      const arrived = requestOf("rollout-node-changed-moves");
-      arrived.object.status!.importedOn = arrived.object.spec.hostName;
-      expect(reasonOf(arrived), "imported where its spec says: no move").to.equal("Waiting");
-      const unknown = requestOf("rollout-node-changed-moves");
-      delete unknown.object.status!.importedOn;
-      expect(reasonOf(unknown), "imported nowhere known: no move").to.equal("Waiting");
+      const moved = requestOf("rollout-node-changed-moves");
+      expect(moved.object.status!.importedOn).to.not.equal(moved.object.spec.hostName);
+      expect(reasonOf(moved), "the old pod stops so that the pool can be exported").to.equal("Permitted");
+      for (const importedOn of ["", moved.object.spec.hostName]) {
+        const gone = requestOf("rollout-node-changed-moves");
+        gone.object.status!.importedOn = importedOn;
+        expect(reasonOf(gone), `imported on "${importedOn}": the old pod serves nothing`).to.equal(
+          "Permitted",
+        );
+      }
+      expect(reasonOf(requestOf("rollout-tolerations-changed-waits")), "same node").to.equal("Waiting");
     });
 
     it("never asks later than a sooner heartbeat bound", () => {

@@ -187,8 +187,8 @@ export function finalizeCspcProblems(request: unknown, response: unknown): strin
 
 /**
  * cspi-sync: a live CSPI always gets its one pool Deployment back (omitting it would delete the pool pod), and
- * an available pool pod keeps its template unless the CSPI carries a rollout permit or its pool is moving
- * (imported on a node its spec no longer names).
+ * an available pool pod keeps its template unless the CSPI carries a rollout permit or the pool moved to
+ * another node.
  */
 export function cspiSyncProblems(request: unknown, response: unknown): string[] {
   if (field(request, "finalizing") === true) return cspiFinalizeProblems(request, response);
@@ -201,13 +201,10 @@ export function cspiSyncProblems(request: unknown, response: unknown): string[] 
     (d) => nameOf(d) === nameOf(deployments[0]),
   );
   const permit = field(request, "object", "metadata", "annotations", ANNOTATION.rolloutPermit);
-  const importedOn = field(request, "object", "status", "importedOn");
-  const moving =
-    typeof importedOn === "string" &&
-    importedOn !== "" &&
-    importedOn !== field(request, "object", "spec", "hostName");
-  if (!running || isTerminating(running) || permit !== undefined || moving || !isAvailable(running))
-    return [];
+  if (!running || isTerminating(running) || permit !== undefined || !isAvailable(running)) return [];
+  // A pool moved to another node: its pod leaves the old node without a permit (ADR 43).
+  const node = (d: unknown) => field(d, "spec", "template", "spec", "nodeSelector", LABEL.hostname);
+  if (typeof node(running) === "string" && node(running) !== node(deployments[0])) return [];
   // As a hook answer carries it: without nulls (a null list item too), which the server never stores.
   const before = canonicalize(field(running, "spec", "template"));
   return hasEveryFieldOf(before, field(deployments[0], "spec", "template"))
