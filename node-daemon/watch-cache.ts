@@ -77,11 +77,37 @@ export class WatchCache<T extends Watched> {
     return this.complete && !this.stopped;
   }
 
-  /** Lists (reporting every CSPI as changed) and starts watching; rejects when the first list fails. */
+  /**
+   * Lists (reporting every CSPI as changed) and starts watching. While the apiserver cannot be reached or
+   * answers that it cannot serve now (5xx, 429, 408), the list is tried again with backoff, as a node that boots
+   * before its apiserver is back must wait, not crash into its pod's restart backoff; an answer that waiting
+   * would not change (401, 403, 404: no rights, no CRD) rejects, so that the daemon exits saying why.
+   */
   async start(): Promise<void> {
-    const resourceVersion = await this.list("start");
+    const resourceVersion = await this.firstList();
     // Never rejects: every failure in it is logged and retried.
     void this.run(resourceVersion);
+  }
+
+  private async firstList(): Promise<string> {
+    for (let failures = 0; ; failures++) {
+      if (failures > 0) await this.pause(this.backoffMs(failures));
+      try {
+        return await this.list("start");
+      } catch (error) {
+        if (this.stopped || isRefusal(error)) throw error;
+        this.options.logger.warn(`cannot list the ${this.kind}s yet; trying again`, {
+          error: (error as Error).message,
+        });
+      }
+    }
+  }
+
+  private backoffMs(failures: number): number {
+    return Math.min(
+      (this.options.retryBaseMs ?? 1_000) * 2 ** (failures - 1),
+      this.options.retryMaxMs ?? 30_000,
+    );
   }
 
   /**
@@ -91,13 +117,7 @@ export class WatchCache<T extends Watched> {
   startInBackground(): void {
     void (async () => {
       for (let failures = 0; !this.stopped; failures++) {
-        if (failures > 0)
-          await this.pause(
-            Math.min(
-              (this.options.retryBaseMs ?? 1_000) * 2 ** (failures - 1),
-              this.options.retryMaxMs ?? 30_000,
-            ),
-          );
+        if (failures > 0) await this.pause(this.backoffMs(failures));
         if (this.stopped) return;
         try {
           const resourceVersion = await this.list("start");
@@ -218,13 +238,7 @@ export class WatchCache<T extends Watched> {
   ): Promise<{ resourceVersion: string; failures: number } | undefined> {
     let failures = failuresSoFar;
     for (;;) {
-      if (failures > 0)
-        await this.pause(
-          Math.min(
-            (this.options.retryBaseMs ?? 1_000) * 2 ** (failures - 1),
-            this.options.retryMaxMs ?? 30_000,
-          ),
-        );
+      if (failures > 0) await this.pause(this.backoffMs(failures));
       if (this.stopped) return undefined;
       try {
         return { resourceVersion: await this.list(reason), failures };
@@ -346,4 +360,10 @@ export class CvrWatchCache extends WatchCache<CVR> {
       [LABEL.replicaPool, LABEL.replicaVolume],
     );
   }
+}
+
+/** An answer that waiting would not change: the request itself is refused (not 408 or 429, which say "later"). */
+function isRefusal(error: unknown): boolean {
+  const code = (error as { code?: unknown }).code;
+  return typeof code === "number" && code >= 400 && code < 500 && code !== 408 && code !== 429;
 }

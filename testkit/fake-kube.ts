@@ -24,8 +24,9 @@ export interface RecordedEvent extends CoreEvent {
 export class FakeKube implements KubeApi {
   private readonly objects = new Map<string, CSPI>();
   private readonly watches = new Set<OpenWatch>();
-  /** Lists that fail before one answers again (the apiserver away). */
+  /** Lists that fail before one answers again (the apiserver away), and how they fail. */
   failingLists = 0;
+  listFailure: () => Error = () => new Error("connect ECONNREFUSED 127.0.0.1:6443");
   lists = 0;
   private version = 1;
   readonly events: RecordedEvent[] = [];
@@ -114,7 +115,7 @@ export class FakeKube implements KubeApi {
     this.lists++;
     if (this.failingLists > 0) {
       this.failingLists--;
-      throw new Error("connect ECONNREFUSED 127.0.0.1:6443");
+      throw this.listFailure();
     }
     return {
       items: [...this.objects.values()]

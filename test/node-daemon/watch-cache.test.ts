@@ -6,7 +6,12 @@ import { FINALIZER, KIND, LABEL } from "../../api/constants.js";
 import type { CSPI, CVR } from "../../api/types.js";
 import { createLogger } from "../../runtime/log.js";
 import { WatchError } from "../../node-daemon/kube.js";
-import { CspiWatchCache, CvrWatchCache, type RelistReason } from "../../node-daemon/watch-cache.js";
+import {
+  CspiWatchCache,
+  CvrWatchCache,
+  type RelistReason,
+  type WatchCacheOptions,
+} from "../../node-daemon/watch-cache.js";
 import { cspiFor } from "../../testkit/zfs.js";
 import { FakeKube } from "../../testkit/fake-kube.js";
 
@@ -25,6 +30,19 @@ describe("node-daemon watch cache", () => {
   let relists: RelistReason[];
   let echoes: Set<string>;
 
+  const optionsOf = (): WatchCacheOptions<CSPI> => ({
+    kube,
+    namespace: "openebs",
+    clock: () => new Date(),
+    logger: createLogger({ level: "silent" }),
+    onChange: (name) => changed.push(name),
+    onDelete: (name) => deleted.push(name),
+    isOwnEcho: (_cached, incoming) => echoes.has(incoming.metadata.resourceVersion ?? ""),
+    onRelist: (reason) => relists.push(reason),
+    retryBaseMs: 5,
+    retryMaxMs: 20,
+  });
+
   beforeEach(async () => {
     kube = new FakeKube();
     kube.apply(cspiFor("pool-1", "node-a", []));
@@ -32,18 +50,7 @@ describe("node-daemon watch cache", () => {
     deleted = [];
     relists = [];
     echoes = new Set();
-    cache = new CspiWatchCache({
-      kube,
-      namespace: "openebs",
-      clock: () => new Date(),
-      logger: createLogger({ level: "silent" }),
-      onChange: (name) => changed.push(name),
-      onDelete: (name) => deleted.push(name),
-      isOwnEcho: (_cached, incoming) => echoes.has(incoming.metadata.resourceVersion ?? ""),
-      onRelist: (reason) => relists.push(reason),
-      retryBaseMs: 5,
-      retryMaxMs: 20,
-    });
+    cache = new CspiWatchCache(optionsOf());
     await cache.start();
   });
   afterEach(() => cache.stop());
@@ -91,6 +98,30 @@ describe("node-daemon watch cache", () => {
     await until(() => changed.length === 2, "the change reported once a list answers");
     expect(kube.lists - lists).to.equal(4);
     expect(kube.openWatches).to.equal(1);
+  });
+
+  it("the apiserver away when the daemon starts: start() keeps listing with backoff and resolves once it answers", async () => {
+    cache.stop();
+    kube.failingLists = 3;
+    const lists = kube.lists;
+    const late = new CspiWatchCache(optionsOf());
+    await late.start();
+    expect(kube.lists - lists, "three refused, the fourth answered").to.equal(4);
+    expect(late.synced()).to.equal(true);
+    late.stop();
+  });
+
+  it("a refusal when the daemon starts (403: no Role here): start() rejects at once, so that the daemon exits saying so", async () => {
+    cache.stop();
+    kube.failingLists = 1;
+    kube.listFailure = () => Object.assign(new Error("HTTP-Code: 403 forbidden"), { code: 403 });
+    const refused = new CspiWatchCache(optionsOf());
+    const error = await refused.start().then(
+      () => undefined,
+      (e: Error) => e,
+    );
+    expect(error?.message).to.match(/403/);
+    refused.stop();
   });
 
   it("watches that ran a while and then broke, one after another (apiserver restarts): each time listed again after the base delay, not a growing backoff", async () => {
