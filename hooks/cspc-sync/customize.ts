@@ -56,13 +56,11 @@ function nodeRules(pools: readonly (Pool | undefined)[]): RelatedResourceRule[] 
   if (selectors.some((s) => s === undefined || Object.keys(s).length === 0))
     return [{ apiVersion: "v1", resource: "nodes", labelSelector: {} }];
   const distinct = new Map(selectors.map((s) => [canonicalJson(s), s!]));
-  return [...distinct.keys()]
-    .sort()
-    .map((key) => ({
-      apiVersion: "v1",
-      resource: "nodes",
-      labelSelector: { matchLabels: distinct.get(key)! },
-    }));
+  return [...distinct.keys()].sort().map((key) => ({
+    apiVersion: "v1",
+    resource: "nodes",
+    labelSelector: { matchLabels: distinct.get(key)! },
+  }));
 }
 
 function hasDeviceSets(pool: Pool | undefined): boolean {
