@@ -38,6 +38,8 @@ export interface WatchCacheOptions<T> {
   retryBaseMs?: number;
   /** Default 30 s. */
   retryMaxMs?: number;
+  /** How long the first list may be refused (401, 403, 404) before start() rejects. Default 30 s. */
+  refusalPatienceMs?: number;
 }
 
 /** A watch shorter than this that ended cleanly still counts as a failure: no busy loop of list and watch. */
@@ -79,9 +81,10 @@ export class WatchCache<T extends Watched> {
 
   /**
    * Lists (reporting every CSPI as changed) and starts watching. While the apiserver cannot be reached or
-   * answers that it cannot serve now (5xx, 429, 408), the list is tried again with backoff, as a node that boots
-   * before its apiserver is back must wait, not crash into its pod's restart backoff; an answer that waiting
-   * would not change (401, 403, 404: no rights, no CRD) rejects, so that the daemon exits saying why.
+   * answers that it cannot serve now (5xx, 408, 429), the list is tried again with backoff: a node that boots
+   * before its apiserver is back must wait, not crash into its pod's restart backoff. A refusal (401, 403, 404)
+   * is tried again for refusalPatienceMs only, since an apiserver that has just started answers 403 until its
+   * RBAC caches are filled; after that it rejects, so that the daemon exits saying why (no Role, no CRD).
    */
   async start(): Promise<void> {
     const resourceVersion = await this.firstList();
@@ -90,12 +93,15 @@ export class WatchCache<T extends Watched> {
   }
 
   private async firstList(): Promise<string> {
+    const since = this.options.clock().getTime();
+    const patience = this.options.refusalPatienceMs ?? 30_000;
     for (let failures = 0; ; failures++) {
       if (failures > 0) await this.pause(this.backoffMs(failures));
       try {
         return await this.list("start");
       } catch (error) {
-        if (this.stopped || isRefusal(error)) throw error;
+        const refusedTooLong = isRefusal(error) && this.options.clock().getTime() - since >= patience;
+        if (this.stopped || refusedTooLong) throw error;
         this.options.logger.warn(`cannot list the ${this.kind}s yet; trying again`, {
           error: (error as Error).message,
         });

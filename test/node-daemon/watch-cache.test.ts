@@ -111,11 +111,19 @@ describe("node-daemon watch cache", () => {
     late.stop();
   });
 
-  it("a refusal when the daemon starts (403: no Role here): start() rejects at once, so that the daemon exits saying so", async () => {
+  it("a refusal when the daemon starts (403): tried again for a while (an apiserver just started answers 403 until its RBAC caches fill), then start() rejects, so that the daemon exits saying why", async () => {
     cache.stop();
-    kube.failingLists = 1;
-    kube.listFailure = () => Object.assign(new Error("HTTP-Code: 403 forbidden"), { code: 403 });
-    const refused = new CspiWatchCache(optionsOf());
+    const forbidden = () => Object.assign(new Error("HTTP-Code: 403 forbidden"), { code: 403 });
+    kube.listFailure = forbidden;
+    kube.failingLists = 2;
+    const lists = kube.lists;
+    const warming = new CspiWatchCache({ ...optionsOf(), refusalPatienceMs: 10_000 });
+    await warming.start();
+    expect(kube.lists - lists, "two refusals, then the list").to.equal(3);
+    warming.stop();
+
+    kube.failingLists = 1_000;
+    const refused = new CspiWatchCache({ ...optionsOf(), refusalPatienceMs: 30 });
     const error = await refused.start().then(
       () => undefined,
       (e: Error) => e,
