@@ -6,6 +6,10 @@
 import { execFile, execFileSync } from "node:child_process";
 import { onStop } from "../processes.js";
 
+/** Pods' addresses are 20 to 99; 100 to 109 are free for Service addresses (testkit/target-volume.ts); guests' start at 110. */
+const LAST_POD_HOST = 99;
+const FIRST_GUEST_HOST = 110;
+
 /** Runs a program with a hard timeout; rejects with its output on a non-zero exit. */
 export function runChecked(file: string, args: readonly string[], timeoutMs = 10_000): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -60,11 +64,12 @@ export class TestNetwork {
   }
 
   /**
-   * Address `10.200.<subnet>.<host>` (host 20 and up: the guests have the low ones). Host-side servers that
-   * stand in for pods listen on one each, added to the bridge with addAddress, as every pod has its own IP.
+   * Address `10.200.<subnet>.<host>`, host 20 to 99 (the guests have 110 and up). Host-side servers that stand
+   * in for pods listen on one each, added to the bridge with addAddress, as every pod has its own IP.
    */
   podAddress(host: number): string {
-    if (!(host >= 20 && host <= 254)) throw new Error(`pod address host part ${host} is not in 20-254`);
+    if (!(host >= 20 && host <= LAST_POD_HOST))
+      throw new Error(`pod address host part ${host} is not in 20-${LAST_POD_HOST}`);
     return `10.200.${this.subnet}.${host}`;
   }
 
@@ -78,9 +83,16 @@ export class TestNetwork {
     await runChecked("ip", ["-n", this.namespace, "addr", "del", `${address}/24`, "dev", "br0"]);
   }
 
-  /** Address of guest number `index` (1, 2, ...): 10.200.<subnet>.<index + 1>. */
+  /**
+   * Address of guest number `index` (1, 2, ...): 10.200.<subnet>.<109 + index>, apart from the pods' range: a
+   * chaos run boots a spare guest for every target move, and a guest on a pool pod's address made the pod,
+   * or the guest, unreachable.
+   */
   guestAddress(index: number): string {
-    return `10.200.${this.subnet}.${index + 1}`;
+    const host = FIRST_GUEST_HOST - 1 + index;
+    if (!(index >= 1 && host <= 254))
+      throw new Error(`guest number ${index} is not in 1-${255 - FIRST_GUEST_HOST}`);
+    return `10.200.${this.subnet}.${host}`;
   }
 
   static async create(subnet = 1 + (process.pid % 250)): Promise<TestNetwork> {
