@@ -4,8 +4,9 @@
 // which pool's pod may restart (lib/cspc/rollout.ts). Nodes are asked for by each pool's nodeSelector, so a
 // sync's request grows with the CSPC, not with the cluster; a pool without one (a device set placed by its
 // PVs) needs every node. A selector whose key is mistyped then finds no node at all, so the CSPC's status
-// cannot suggest the key meant (the admission webhook, which lists every node, still does at apply time). PersistentVolumes cannot be named here (a device set's PVCs bind after this answer
-// is cached), so a CSPC with device sets asks for all of them, and one without asks for none.
+// cannot suggest the key meant (the admission webhook, which lists every node, still does at apply time).
+// PersistentVolumes cannot be named here (a device set's PVCs bind after this answer is cached), so a CSPC
+// with device sets asks for all of them, and one without asks for none.
 import { canonicalJson } from "../../lib/canonical.js";
 import { API_VERSION, KIND, LABEL } from "../../api/constants.js";
 import type { CustomizeResponse, RelatedResourceRule } from "../../api/types.js";
