@@ -2,7 +2,7 @@
 // (docs/adr/0039-the-volume-target-md-raid1-served-by-lio.md): configfs written directly with node:fs (no
 // targetcli, no fork). LIO's tree is host-wide, so this touches only the entries under one target IQN and one
 // iblock backstore: data LUN 0, TPG 1, the portal, one explicit ACL per initiator with CHAP. Creation goes
-// backstore, TPG, LUN, portal, ACLs, attributes, enable last; removal goes the other way.
+// backstore, TPG, LUN, portal, ACLs, attributes and login parameters, enable last; removal goes the other way.
 import {
   lstat,
   mkdir,
@@ -15,6 +15,7 @@ import {
   writeFile,
 } from "node:fs/promises";
 import { basename, join } from "node:path";
+import { TARGET_SESSION_PARAMETERS } from "./negotiation.js";
 
 export interface LioAcl {
   initiatorIqn: string;
@@ -134,6 +135,8 @@ export class Lio {
     await this.ensureAcls(tpg, wanted.acls);
     await writeIfDifferent(join(tpg, "attrib", "authentication"), "1");
     await writeIfDifferent(join(tpg, "attrib", "generate_node_acls"), "0");
+    for (const [key, value] of TARGET_SESSION_PARAMETERS)
+      await writeIfDifferent(join(tpg, "param", key), value);
     await writeIfDifferent(join(tpg, "enable"), "1");
   }
 

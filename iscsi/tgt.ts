@@ -1,6 +1,7 @@
 // tgt (Linux SCSI target framework) as the agent drives it: tgtadm through the one command runner, argv arrays
 // only, against the tgtd of the pod (its control port picks the socket). Parsing is pure and separate.
 import type { Runner } from "../process/runner.js";
+import { TARGET_SESSION_PARAMETERS } from "./negotiation.js";
 
 export interface TgtLun {
   backingStore: string;
@@ -73,7 +74,7 @@ export class Tgt {
   }
 
   /**
-   * The target, LUN 1 written through on the backing store, the account bound, and the initiator name bound
+   * The target with the project's login parameters (iscsi/negotiation.ts), LUN 1 written through on the backing store, the account bound, and the initiator name bound
    * last: a target without an ACL admits nobody, so a creation that stops half way never leaves a target open
    * to anyone or open without CHAP (the agent's next pass deletes and recreates it). tgtadm cannot show or
    * change an account's password and refuses to make an account that exists, so an account of the same user
@@ -82,6 +83,8 @@ export class Tgt {
   async create(spec: TgtExport): Promise<void> {
     const tid = String(spec.tid);
     await this.run(["--mode", "target", "--op", "new", "--tid", tid, "--targetname", spec.iqn]);
+    for (const [name, value] of TARGET_SESSION_PARAMETERS)
+      await this.run(["--mode", "target", "--op", "update", "--tid", tid, "--name", name, "--value", value]);
     await this.run([
       "--mode",
       "logicalunit",

@@ -12,6 +12,7 @@ import {
   withoutSecret,
   type TgtExport,
 } from "../../iscsi/tgt.js";
+import { TARGET_SESSION_PARAMETERS } from "../../iscsi/negotiation.js";
 import { createRunner } from "../../process/runner.js";
 import {
   AUTHENTICATION_FAILURE,
@@ -173,6 +174,14 @@ describe("iscsi: an export made by iscsi/tgt.ts in a real tgtd admits only its i
         loggedIn: [],
       },
     ]);
+    // What tgtd offers at login: the project's parameters, not RFC 3720's 8 KiB segments and initial R2T.
+    const offered = await createRunner().run([
+      ..."tgtadm --lld iscsi --mode target --op show --tid 1 -C".split(" "),
+      String(tgtd.controlPort),
+    ]);
+    const offeredLines = offered.stdout.split("\n").map((line) => line.trim());
+    for (const [name, value] of TARGET_SESSION_PARAMETERS)
+      expect(offeredLines, name).to.include(`${name}=${value}`);
 
     const admitted = await inquiry(login(s));
     expect(admitted.code, admitted.stderr).to.equal(0);

@@ -87,6 +87,19 @@ async function sha256OfDevice(disk: string, mib: number): Promise<string> {
     .digest("hex");
 }
 
+/** What a session negotiated at login, as the initiator's kernel holds it (iscsi_transport's sysfs). */
+async function negotiated(sid: number): Promise<Record<string, string>> {
+  const read = async (path: string) => (await readFile(`${SYS}/class/${path}`, "utf8")).trim();
+  const session = `iscsi_session/session${sid}`;
+  return {
+    MaxRecvDataSegmentLength: await read(`iscsi_connection/connection${sid}:0/max_xmit_dlength`),
+    InitialR2T: (await read(`${session}/initial_r2t`)) === "1" ? "Yes" : "No",
+    ImmediateData: (await read(`${session}/immediate_data`)) === "1" ? "Yes" : "No",
+    FirstBurstLength: await read(`${session}/first_burst_len`),
+    MaxBurstLength: await read(`${session}/max_burst_len`),
+  };
+}
+
 function steps(config: DriverConfig) {
   const legs = new IscsiInitiator(runner, {
     iscsiadm: ["iscsiadm"],
@@ -166,6 +179,7 @@ function steps(config: DriverConfig) {
         (error: Error) => error.message,
       );
       const found = await md.find(config.array.name);
+      const bitmapChunkBytes = Number(await readFile(`${SYS}/block/${created}/md/bitmap/chunksize`, "utf8"));
       const state = await timed("initial sync to idle", () =>
         until("the new array idle and in sync", 90_000, async () => {
           const s = await md.state(created);
@@ -181,6 +195,7 @@ function steps(config: DriverConfig) {
         created,
         refused,
         found,
+        bitmapChunkBytes,
         state,
       };
     },
@@ -219,6 +234,8 @@ function steps(config: DriverConfig) {
           ),
         ),
       );
+      const clientSid = (await client.sessions()).find((s) => s.iface === config.client.iface)?.sid;
+      const session = await negotiated(clientSid ?? fail("the client's session"));
       const write = await timed("write 8 MiB through LIO", () => dd(lun, config.data[0]));
       const sha = await timed("read 8 MiB back", () => sha256OfDevice(lun, 8));
       await lio.setWriteProtect(config.lio.targetIqn, config.client.initiatorIqn, true);
@@ -265,6 +282,7 @@ function steps(config: DriverConfig) {
         otherTarget,
         wrong,
         lun,
+        session,
         write,
         sha,
         protectedState,

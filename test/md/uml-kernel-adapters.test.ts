@@ -11,6 +11,8 @@ import { closeSync, mkdtempSync, openSync, readSync, rmSync, truncateSync, write
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { expect } from "chai";
+import { TARGET_SESSION_PARAMETERS } from "../../iscsi/negotiation.js";
+import { BITMAP_CHUNK_MIB } from "../../md/mdadm.js";
 import { Tgtd } from "../support/tgtd.js";
 import { UmlGuest } from "../../testkit/uml/guest.js";
 import { compileForGuest } from "../../testkit/uml/guest-node.js";
@@ -213,6 +215,7 @@ describe("volume target kernel adapters in user-mode-linux: open-iscsi legs, md 
     expect(up.missing).to.not.equal("no error");
     expect(up.created).to.match(/^md\d+$/);
     expect(up.found, "/dev/md/<name> made without udev").to.equal(up.created);
+    expect(up.bitmapChunkBytes, "the internal bitmap's chunk").to.equal(BITMAP_CHUNK_MIB * MiB);
     expect(up.refused).to.match(
       /refusing to create array vol-1a2b3c4d: sd[a-z]+ already carries an md superblock/,
     );
@@ -252,6 +255,10 @@ describe("volume target kernel adapters in user-mode-linux: open-iscsi legs, md 
     expect(lio.oneAcl, "the ACL no longer wanted is removed").to.deep.equal(lio.exported);
     expect(lio.wrong.code, lio.wrong.message).to.equal(24);
     expect(lio.wrong.message).to.match(/authorization failure/);
+    expect(
+      lio.session,
+      "the login parameters LIO offered, as the client's session negotiated them",
+    ).to.deep.equal(Object.fromEntries(TARGET_SESSION_PARAMETERS));
     expect(lio.write).to.deep.equal({ code: 0, stderr: "" });
     expect(lio.sha).to.equal(sha256(data[0]));
     expect(lio.protectedState.acls).to.deep.equal([
