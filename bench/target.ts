@@ -74,6 +74,10 @@ export interface DataPathNumbers {
   syncP99Ms: number;
   syncMeanMs: number;
   syncIops: number;
+  /** Per guest on the path (the application's, the target's), the share of its CPU busy during each run. */
+  /** Absent in results saved before 2026-11-28. */
+  busyWrite?: Record<string, number>;
+  busyRead?: Record<string, number>;
 }
 
 export interface RebuildNumbers {
@@ -118,38 +122,30 @@ async function fio(guest: UmlGuest, disk: string, args: readonly string[]): Prom
   return jobs[0];
 }
 
-/** The three workloads on `disk`, as the application's guest sees it. */
-async function workloads(
-  guest: UmlGuest,
-  disk: string,
-  replicas: number,
-  sizes: TargetSizes,
-): Promise<DataPathNumbers> {
-  const load = Number(loadavg()[0].toFixed(2));
-  const sequential = ["--bs=1M", "--ioengine=libaio", "--iodepth=8", `--size=${sizes.sequentialMiB}M`];
-  const written = await fio(guest, disk, ["--rw=write", ...sequential]);
-  const read = await fio(guest, disk, ["--rw=read", ...sequential]);
-  const sync = await fio(guest, disk, [
-    "--rw=write",
-    "--bs=4k",
-    "--ioengine=psync",
-    "--iodepth=1",
-    "--sync=dsync",
-    "--size=64M",
-    "--time_based",
-    `--runtime=${sizes.syncSeconds}`,
-  ]);
-  const percentile = (p: string) => (sync.write.clat_ns.percentile?.[p] ?? Number.NaN) / 1e6;
-  return {
-    replicas,
-    load,
-    writeMBps: written.write.bw_bytes / 1e6,
-    readMBps: read.read.bw_bytes / 1e6,
-    syncP50Ms: percentile("50.000000"),
-    syncP99Ms: percentile("99.000000"),
-    syncMeanMs: sync.write.clat_ns.mean / 1e6,
-    syncIops: sync.write.iops,
-  };
+/** A guest's CPU time, busy and in all (ticks), from the first line of its /proc/stat. */
+async function cpuTicks(guest: UmlGuest): Promise<{ busy: number; total: number }> {
+  const [, ...fields] = (await guest.run("head -1 /proc/stat")).trim().split(/\s+/);
+  const ticks = fields.map(Number);
+  // user nice system idle iowait irq softirq steal: idle and iowait are the time it had nothing to run.
+  const total = ticks.reduce((a, b) => a + b, 0);
+  return { busy: total - ticks[3] - (ticks[4] ?? 0), total };
+}
+
+/** `step`'s result, and the share of its time each guest's one CPU was busy (the guest kernel's own count). */
+async function busyDuring<T>(
+  guests: readonly UmlGuest[],
+  step: () => Promise<T>,
+): Promise<{ result: T; busy: Record<string, number> }> {
+  const before = await Promise.all(guests.map(cpuTicks));
+  const result = await step();
+  const after = await Promise.all(guests.map(cpuTicks));
+  const busy = Object.fromEntries(
+    guests.map((g, i) => [
+      g.name,
+      (after[i].busy - before[i].busy) / Math.max(1, after[i].total - before[i].total),
+    ]),
+  );
+  return { result, busy };
 }
 
 /** md's last recovery in the guest's kernel log: its array, and how long it ran. */
@@ -225,10 +221,42 @@ class TargetBench {
         { timeoutMs: 90_000 },
       )
     ).trim();
-    const numbers = await workloads(app, disk, 0, this.sizes);
+    const numbers = await this.workloads(disk, 0, [app]);
     // Logged out before the target logs in to the same replica under the same name.
     await app.run(`iscsiadm -m node -T ${world.replicaIqn} -p ${portal} -I floor --logout >/dev/null`);
     return numbers;
+  }
+
+  /** The three workloads on `disk`, as the application's guest sees it, with `onPath`'s CPU watched. */
+  private async workloads(disk: string, replicas: number, onPath: UmlGuest[]): Promise<DataPathNumbers> {
+    const { app, sizes } = this;
+    const load = Number(loadavg()[0].toFixed(2));
+    const sequential = ["--bs=1M", "--ioengine=libaio", "--iodepth=8", `--size=${sizes.sequentialMiB}M`];
+    const written = await busyDuring(onPath, () => fio(app, disk, ["--rw=write", ...sequential]));
+    const read = await busyDuring(onPath, () => fio(app, disk, ["--rw=read", ...sequential]));
+    const sync = await fio(app, disk, [
+      "--rw=write",
+      "--bs=4k",
+      "--ioengine=psync",
+      "--iodepth=1",
+      "--sync=dsync",
+      "--size=64M",
+      "--time_based",
+      `--runtime=${sizes.syncSeconds}`,
+    ]);
+    const percentile = (p: string) => (sync.write.clat_ns.percentile?.[p] ?? Number.NaN) / 1e6;
+    return {
+      replicas,
+      load,
+      writeMBps: written.result.write.bw_bytes / 1e6,
+      readMBps: read.result.read.bw_bytes / 1e6,
+      syncP50Ms: percentile("50.000000"),
+      syncP99Ms: percentile("99.000000"),
+      syncMeanMs: sync.write.clat_ns.mean / 1e6,
+      syncIops: sync.write.iops,
+      busyWrite: written.busy,
+      busyRead: read.busy,
+    };
   }
 
   /** The volume's CStorVolume naming the first `replicas` replicas, created or patched as cvc-sync would. */
@@ -285,7 +313,7 @@ class TargetBench {
 
   /** The workloads through the target. */
   async through(replicas: number): Promise<DataPathNumbers> {
-    return workloads(this.app, await this.volumeLun(), replicas, this.sizes);
+    return this.workloads(await this.volumeLun(), replicas, [this.app, this.targetNode]);
   }
 
   /** A blank replica joins: the CStorVolume names one more; timed until it is in sync. */
@@ -411,6 +439,10 @@ export function targetVerdicts(results: TargetResults): TargetVerdict[] {
   ];
 }
 
+/** "97 % / 100 %": the application's guest, then the target's ("–" where it is not on the path). */
+const busy = (byGuest: Record<string, number> | undefined): string =>
+  ["app", "tgt"].map((g) => (byGuest?.[g] === undefined ? "–" : pct(byGuest[g]))).join(" / ");
+
 export function targetTables(results: TargetResults): Table[] {
   const { floor, sizes } = results;
   const row = (n: DataPathNumbers): (string | number)[] => [
@@ -426,6 +458,8 @@ export function targetTables(results: TargetResults): Table[] {
     num(n.syncMeanMs),
     x(n.syncMeanMs / floor.syncMeanMs),
     num(n.syncIops),
+    busy(n.busyWrite),
+    busy(n.busyRead),
     num(n.load),
   ];
   return [
@@ -442,11 +476,13 @@ export function targetTables(results: TargetResults): Table[] {
         "mean ms",
         "mean ÷ floor",
         "IOPS",
+        "CPU busy, write (app / target)",
+        "CPU busy, read (app / target)",
         "load",
       ],
       rows: [floor, ...results.through].map(row),
       notes: [
-        `fio in the application's user-mode-Linux guest on the raw LUN: ${sizes.sequentialMiB} MiB written then read in 1 MiB blocks (direct, libaio, queue depth 8); 4 KiB writes for ${sizes.syncSeconds} s (direct + dsync, queue depth 1). Replicas of ${sizes.capacityMiB} MiB, files on zfs-fuse pools exported by tgt; the target in its own guest. "load": the host's 1-minute load average before each row.`,
+        `fio in the application's user-mode-Linux guest on the raw LUN: ${sizes.sequentialMiB} MiB written then read in 1 MiB blocks (direct, libaio, queue depth 8); 4 KiB writes for ${sizes.syncSeconds} s (direct + dsync, queue depth 1). Replicas of ${sizes.capacityMiB} MiB, files on zfs-fuse pools exported by tgt; the target in its own guest. "CPU busy": the share of the run each guest's one CPU was not idle, by its own kernel's count (a guest at 100 % is the bottleneck). "load": the host's 1-minute load average before each row.`,
       ],
     },
     {
