@@ -74,8 +74,10 @@ export interface DataPathNumbers {
   syncP99Ms: number;
   syncMeanMs: number;
   syncIops: number;
-  /** Per guest on the path (the application's, the target's), the share of its CPU busy during each run. */
-  /** Absent in results saved before 2026-11-28. */
+  /**
+   * Per guest on the path (the application's, the target's), the share of its CPU busy during each sequential
+   * run. Absent in results saved before 2026-11-28.
+   */
   busyWrite?: Record<string, number>;
   busyRead?: Record<string, number>;
 }

@@ -74,9 +74,10 @@ export class Tgt {
   }
 
   /**
-   * The target with the project's login parameters (iscsi/negotiation.ts), LUN 1 written through on the backing store, the account bound, and the initiator name bound
-   * last: a target without an ACL admits nobody, so a creation that stops half way never leaves a target open
-   * to anyone or open without CHAP (the agent's next pass deletes and recreates it). tgtadm cannot show or
+   * The target with the project's login parameters (iscsi/negotiation.ts), LUN 1 written through on the
+   * backing store, the account bound, and the initiator name bound last: a target without an ACL admits
+   * nobody, so a creation that stops half way never leaves a target open to anyone or open without CHAP (the
+   * agent's next pass deletes and recreates it). tgtadm cannot show or
    * change an account's password and refuses to make an account that exists, so an account of the same user
    * is deleted first (that unbinds it from any target) and made again with this password.
    */

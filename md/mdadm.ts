@@ -1,8 +1,8 @@
 // Linux md RAID1 as the volume target runs it (docs/adr/0039-the-volume-target-md-raid1-served-by-lio.md):
 // mdadm through the one command runner for what changes an array, sysfs read with node:fs for what is
 // observed (a fork costs 0.1-0.5 s in a slow guest, a sysfs read nothing). Arrays are metadata 1.2 with an
-// internal bitmap of BITMAP_CHUNK_MIB chunks, so a returning leg catches up from the bitmap; an array is created only
-// over legs without a superblock and never with --force or --assume-clean. Parsing is pure and separate.
+// internal bitmap of BITMAP_CHUNK_MIB chunks, so a returning leg catches up from the bitmap; an array is
+// created only over legs without a superblock and never with --force or --assume-clean. Parsing is pure and separate.
 import { readdir, readFile, readlink, stat, writeFile } from "node:fs/promises";
 import { basename, join } from "node:path";
 import { CommandError, type Runner } from "../process/runner.js";

@@ -1,9 +1,10 @@
 // The control plane of a whole-lifecycle run, each part as a production install runs it and each restartable:
 // the hook server process, and Metacontroller (the real binary when METACONTROLLER_BIN and
 // METACONTROLLER_CRDS are set, else the emulator of testkit/metacontroller-loop.ts driving the hook server
-// over HTTP). Shared by the chaos runs (test/chaos/) and the end-to-end benchmark (bench/e2e.ts).
+// over HTTP). Shared by the chaos runs (test/chaos/), the end-to-end benchmark (bench/e2e.ts) and the pool move
+// (test/support/pool-move-scenario.ts).
 import { HookServerProcess } from "./hook-server-process.js";
-import { INSTALL_NAMESPACE, type OwnCluster } from "./kube.js";
+import { INSTALL_NAMESPACE, type KubeCluster } from "./kube.js";
 import { MetacontrollerDriver } from "./metacontroller-driver.js";
 import { MetacontrollerLoop } from "./metacontroller-loop.js";
 import {
@@ -21,7 +22,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 export class HookServer {
   process!: HookServerProcess;
   readonly processes: HookServerProcess[] = [];
-  constructor(private readonly cluster: OwnCluster) {}
+  constructor(private readonly cluster: KubeCluster) {}
 
   async start(): Promise<void> {
     for (let attempt = 1; ; attempt++) {
@@ -66,7 +67,7 @@ class EmulatedMetacontroller implements Metacontroller {
   private readonly failures: string[] = [];
 
   constructor(
-    private readonly cluster: OwnCluster,
+    private readonly cluster: KubeCluster,
     hookUrl: string,
   ) {
     this.driver = new MetacontrollerDriver({ cluster, hookServer: hookUrl });
@@ -116,7 +117,7 @@ class RealMetacontrollerPart implements Metacontroller {
   private readonly processes: MetacontrollerProcess[] = [];
 
   constructor(
-    private readonly cluster: OwnCluster,
+    private readonly cluster: KubeCluster,
     private readonly real: RealMetacontroller,
     private hookUrl: string,
   ) {
@@ -146,7 +147,7 @@ class RealMetacontrollerPart implements Metacontroller {
 }
 
 /** The real binary when the environment names it (and its CRDs are applied), else the emulator. */
-export async function metacontrollerFor(cluster: OwnCluster, hookUrl: string): Promise<Metacontroller> {
+export async function metacontrollerFor(cluster: KubeCluster, hookUrl: string): Promise<Metacontroller> {
   let real: RealMetacontroller;
   try {
     real = realMetacontrollerFromEnv();

@@ -10,11 +10,8 @@ import type { TargetWorld } from "./target-world.js";
 import type { GuestProcess } from "./uml/guest-process.js";
 import type { UmlGuest } from "./uml/guest.js";
 
-/**
- * The Service's ClusterIP, as kube-proxy would: an address that moves to the node the target runs on; outside
- * the pods' and the guests' ranges (testkit/uml/network.ts).
- */
-export const serviceAddress = (world: TargetWorld) => `10.200.${world.network.subnet}.100`;
+/** The Service's ClusterIP, as kube-proxy would: an address that moves to the node the target runs on. */
+export const serviceAddress = (world: TargetWorld) => world.network.serviceAddress();
 
 const cvPath = (world: TargetWorld) =>
   `/apis/${API_VERSION}/namespaces/${world.namespace}/cstorvolumes/${world.volume}`;

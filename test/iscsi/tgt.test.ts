@@ -176,8 +176,17 @@ describe("iscsi: an export made by iscsi/tgt.ts in a real tgtd admits only its i
     ]);
     // What tgtd offers at login: the project's parameters, not RFC 3720's 8 KiB segments and initial R2T.
     const offered = await createRunner().run([
-      ..."tgtadm --lld iscsi --mode target --op show --tid 1 -C".split(" "),
+      "tgtadm",
+      "-C",
       String(tgtd.controlPort),
+      "--lld",
+      "iscsi",
+      "--mode",
+      "target",
+      "--op",
+      "show",
+      "--tid",
+      "1",
     ]);
     const offeredLines = offered.stdout.split("\n").map((line) => line.trim());
     for (const [name, value] of TARGET_SESSION_PARAMETERS)

@@ -4,8 +4,8 @@
 // the node its Deployment's template names, stops the old pod first (Recreate), and reports the Deployment
 // available only while the agent's /readyz says its node holds the pool. While the old pod runs, its tgtd holds
 // the replica open, so the old node cannot export the pool: the hand-over works only if that pod stops first.
-// One scenario, two controllers: the emulated Metacontroller loop (test/integration/pool-move.test.ts, in
-// `npm test`) and the real binary (test/e2e/pool-move.e2e.ts, in `npm run test:e2e`).
+// The hook server runs as its process; Metacontroller is the run's (testkit/control-plane.ts): the emulator in
+// `npm test` (test/integration/pool-move.test.ts), the real binary in `npm run test:e2e` (test/e2e/pool-move.e2e.ts).
 import { expect } from "chai";
 import { API_VERSION, KIND, LABEL } from "../../api/constants.js";
 import type { CSPI, CVR } from "../../api/types.js";
@@ -21,8 +21,10 @@ import {
   type Identity,
   type KubeCluster,
 } from "../../testkit/kube.js";
+import { HookServer, metacontrollerFor, type Metacontroller } from "../../testkit/control-plane.js";
 import type { Obj } from "../../testkit/metacontroller-driver.js";
 import { DaemonProcess, shippedDaemonEnv } from "../../testkit/node-daemon-process.js";
+import { realMetacontrollerFromEnv } from "../../testkit/real-metacontroller.js";
 import { ensureDefaultServiceAccount, installedChapKey, PoolSite } from "../../testkit/pool-site.js";
 import { TestNetwork } from "../../testkit/uml/network.js";
 import { startNode, type ZfsNode } from "../../testkit/zfs-node.js";
@@ -32,18 +34,7 @@ const NS = INSTALL_NAMESPACE;
 const DEVICE_MIB = 128;
 const WAIT_MS = 120_000;
 const VOLUME = "move-vol";
-
-/** What calls the hooks: started once the project is installed, given a turn on every look at the cluster. */
-export interface PoolMoveController {
-  start(cluster: KubeCluster): Promise<void>;
-  /** One turn: the emulated loop's due syncs; nothing for a real controller, which runs on its own. */
-  step(): Promise<void>;
-  stop(): Promise<void>;
-  /** Its log's last lines, for a failure's message. */
-  tail(): string;
-  /** What it logged as failed (hook errors, refusals): none is expected. */
-  problems(): string[];
-}
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** The kubelet of the pool Deployment's one pod: where it runs, and whether it is available. */
 class PoolKubelet {
@@ -114,7 +105,8 @@ class PoolKubelet {
   }
 }
 
-export function describePoolMove(title: string, controller: PoolMoveController): void {
+/** `requireReal`: refuse to run under the emulator (the e2e file, whose preflight names the binary). */
+export function describePoolMove(title: string, requireReal = false): void {
   describe(title, function () {
     this.timeout(15 * 60_000);
     let cluster: KubeCluster;
@@ -122,6 +114,8 @@ export function describePoolMove(title: string, controller: PoolMoveController):
     let network: TestNetwork;
     let identity: Identity;
     let kubelet: PoolKubelet;
+    let hooks: HookServer;
+    let metacontroller: Metacontroller;
     const nodes = new Map<string, ZfsNode>();
     const daemons: DaemonProcess[] = [];
     let devices: string[] = [];
@@ -130,7 +124,9 @@ export function describePoolMove(title: string, controller: PoolMoveController):
     const cspcName = () => `move-${sandbox.id}`;
 
     const tails = () =>
-      daemons.map((d) => d.tail()).join("") + (kubelet?.site?.agent.tail() ?? "") + controller.tail();
+      daemons.map((d) => d.tail()).join("") +
+      (kubelet?.site?.agent.tail() ?? "") +
+      (hooks?.process?.tail(10) ?? "");
     const apply = async (...objects: object[]) => {
       await cluster.kubectl(["apply", "--server-side", "--force-conflicts", "-f", "-"], {
         input: objects.map((o) => JSON.stringify(o)).join("\n"),
@@ -166,7 +162,7 @@ export function describePoolMove(title: string, controller: PoolMoveController):
       let cspcStatus: unknown;
       await waitUntil(
         async () => {
-          await controller.step();
+          await sleep(200);
           const claims =
             (await getIfPresent(cluster, `/apis/${API_VERSION}/namespaces/${NS}/blockdeviceclaims`))?.items ??
             [];
@@ -238,11 +234,16 @@ export function describePoolMove(title: string, controller: PoolMoveController):
         })),
         ...devices.map((path) => ndmBlockDevice(path, nodeA(), DEVICE_MIB, NS)),
       );
-      await controller.start(cluster);
+      if (requireReal) realMetacontrollerFromEnv();
+      hooks = new HookServer(cluster);
+      await hooks.start();
+      metacontroller = await metacontrollerFor(cluster, hooks.process.url);
+      await metacontroller.start();
     });
 
     after(async () => {
-      await controller.stop();
+      await metacontroller?.stop();
+      if (hooks?.process) await hooks.stop();
       await kubelet?.site?.stop();
       for (const daemon of daemons) await daemon.stop();
       await Promise.all([...nodes.values()].map((node) => node.stop()));
@@ -312,7 +313,8 @@ export function describePoolMove(title: string, controller: PoolMoveController):
       );
       const rollout = findCondition(moved.status?.conditions, "RolloutPending");
       expect(rollout).to.include({ status: "False", reason: "RolledOut" });
-      expect(controller.problems(), "the controller's failed hook calls and refusals").to.deep.equal([]);
+      expect(metacontroller.errors(), `${metacontroller.description}: its errors`).to.deep.equal([]);
+      expect(hooks.process.refusals(), "the hook server's refusals").to.deep.equal([]);
     });
   });
 }

@@ -13,7 +13,7 @@ describe("UML test network addresses", () => {
   it("gives guests and pods apart ranges, and refuses an address out of its range instead of sharing one", () => {
     const pods = Array.from({ length: 80 }, (_, i) => network.podAddress(20 + i));
     const guests = Array.from({ length: 145 }, (_, i) => network.guestAddress(i + 1));
-    const all = [network.hostAddress, `10.200.${network.subnet}.100`, ...pods, ...guests];
+    const all = [network.hostAddress, network.serviceAddress(), ...pods, ...guests];
     expect(new Set(all).size, "every address once").to.equal(all.length);
     expect(() => network.guestAddress(146)).to.throw(/not in 1-145/);
     expect(() => network.podAddress(100)).to.throw(/not in 20-99/);

@@ -6,8 +6,9 @@
 import { execFile, execFileSync } from "node:child_process";
 import { onStop } from "../processes.js";
 
-/** Pods' addresses are 20 to 99; 100 to 109 are free for Service addresses (testkit/target-volume.ts); guests' start at 110. */
+/** Pods' addresses are 20 to 99, the Service's is 100, guests' start at 110. */
 const LAST_POD_HOST = 99;
+const SERVICE_HOST = 100;
 const FIRST_GUEST_HOST = 110;
 
 /** Runs a program with a hard timeout; rejects with its output on a non-zero exit. */
@@ -81,6 +82,11 @@ export class TestNetwork {
   async removeAddress(address: string): Promise<void> {
     if (this.closed) return;
     await runChecked("ip", ["-n", this.namespace, "addr", "del", `${address}/24`, "dev", "br0"]);
+  }
+
+  /** The Service's ClusterIP, outside the pods' and the guests' ranges. */
+  serviceAddress(): string {
+    return `10.200.${this.subnet}.${SERVICE_HOST}`;
   }
 
   /**
