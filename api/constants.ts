@@ -22,6 +22,7 @@ export const KIND = {
   persistentVolume: "PersistentVolume",
   namespace: "Namespace",
   event: "Event",
+  lease: "Lease",
 } as const;
 
 /** Metacontroller v2 object-map keys: "<Kind>.<group>/<version>", core group "<Kind>.<version>". */
@@ -42,6 +43,7 @@ export const TYPE_KEY = {
   persistentVolume: "PersistentVolume.v1",
   namespace: "Namespace.v1",
   event: "Event.v1",
+  lease: "Lease.coordination.k8s.io/v1",
 } as const;
 
 export const LABEL = {

@@ -4,6 +4,7 @@ import { handleCspcAdmission, defaultAdmissionOptions, type AdmissionOptions } f
 import { DEFAULT_HOOK_CONFIG, type HookConfig } from "../lib/hook-config.js";
 import { handleCspcCustomize } from "./cspc-sync/customize.js";
 import { handleCspcSync } from "./cspc-sync/sync.js";
+import { handleCspiCustomize } from "./cspi-sync/customize.js";
 import { handleCspiSync } from "./cspi-sync/sync.js";
 import { handleCspcFinalize } from "./finalize/cspc.js";
 import { handleCspiFinalize } from "./finalize/cspi.js";
@@ -27,6 +28,7 @@ export function hookRoutes(
       name: "cspc-finalize",
       handle: (body, ctx) => handleCspcFinalize(body, ctx.clock, config),
     },
+    { path: "/hooks/cspi-customize", name: "cspi-customize", handle: (body) => handleCspiCustomize(body) },
     {
       path: "/hooks/cspi-sync",
       name: "cspi-sync",

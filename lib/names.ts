@@ -52,6 +52,16 @@ export function zpoolName(cspi: string): string {
   return `cstor-${cspi}`;
 }
 
+/**
+ * A node daemon's Lease, its liveness (docs/adr/0045-a-node-daemon-watches-its-own-node-liveness-is-a-lease.md):
+ * "cstor-node-<node name>", hashed down past 253 characters.
+ */
+export function nodeLeaseName(nodeName: string): string {
+  const name = `cstor-node-${nodeName}`;
+  if (name.length <= MAX_NAME) return name;
+  return `${name.slice(0, MAX_NAME - 11).replace(/[-.]+$/, "")}-${shortHash([nodeName], 10)}`;
+}
+
 /** The target Deployment of a volume: one pod serving the volume's LUN. Its Service and CStorVolume carry the volume's name. */
 export function targetDeploymentName(volume: string): string {
   return `${volume}-target`;

@@ -2,14 +2,15 @@
 // changed; a keyed work queue (work-queue.ts) runs one reconcile pass per CSPI at a time for those that
 // concern this node, and a second one runs one release per CVR whose replica the user confirmed lost; each
 // pass (reconcile.ts: the pure planner, the executor, the reporter) ends in a status write (status-writer.ts)
-// and Events (lib/events/recorder.ts). Every interval a resync passes every CSPI through its queue, so the
-// heartbeat and time-based decisions move without an event; every relist interval the CSPIs are listed
-// again, so the view cannot go stale even if a watch event was lost.
-import { ANNOTATION, FINALIZER, KIND, LABEL, REPLICA_LOST_CONFIRM } from "../api/constants.js";
+// and Events (lib/events/recorder.ts). Every interval the node's Lease is renewed (lease.ts: its liveness) and a
+// resync passes every CSPI of the node's view (node-view.ts) through its queue, so time-based decisions move
+// without an event; every relist interval the CSPIs are listed again, so the view cannot go stale even if a
+// watch event was lost.
+import { ANNOTATION, DEFAULTS, FINALIZER, KIND, LABEL, REPLICA_LOST_CONFIRM } from "../api/constants.js";
 import type { CSPI, CSPIStatus, CVR } from "../api/types.js";
 import { findCondition } from "../lib/conditions.js";
 import type { Logger } from "../runtime/log.js";
-import { zpoolName } from "../lib/names.js";
+import { nodeLeaseName, zpoolName } from "../lib/names.js";
 import { describeAction, EVENT_REASONS } from "./executor.js";
 import { IneffectiveBackoff } from "./backoff.js";
 import type { ZfsHost } from "../zfs/host.js";
@@ -23,7 +24,9 @@ import { replicaEvents, replicaPass, type ReplicaPassResult } from "./replica-pa
 import { replicaStatus, type ReplicaBackend } from "./replicas.js";
 import { CONDITION, type ReplicaCounts } from "./reporter.js";
 import { cspiStatusWriter, cvrStatusWriter } from "./status-writer.js";
-import { CspiWatchCache, CvrWatchCache } from "./watch-cache.js";
+import { NodeLeaseKeeper } from "./lease.js";
+import { NodeCspiView } from "./node-view.js";
+import { CvrWatchCache } from "./watch-cache.js";
 import { KeyedWorkQueue, type PassOutcome } from "./work-queue.js";
 
 export interface DaemonOptions {
@@ -39,7 +42,7 @@ export interface DaemonOptions {
   clock?: () => Date;
   logger: Logger;
   metrics?: DaemonMetrics;
-  /** Status heartbeat and resync period; 30 s. */
+  /** The Lease renewal and resync period; 30 s. */
   statusIntervalMs?: number;
   /** Full relist of the CSPIs; 10 minutes. */
   relistIntervalMs?: number;
@@ -56,7 +59,8 @@ const INEFFECTIVE_BACKOFF_MAX_MS = 6 * 60 * 60_000;
 const EVENT_COMPONENT = "cstor-pool-node-daemon";
 
 export class NodeDaemon {
-  private readonly cache: CspiWatchCache;
+  private readonly cache: NodeCspiView;
+  private readonly lease: NodeLeaseKeeper;
   private readonly cvrCache: CvrWatchCache;
   /** Reconcile passes, keyed by CSPI name. */
   private readonly passes: KeyedWorkQueue;
@@ -89,8 +93,17 @@ export class NodeDaemon {
     this.clock = options.clock ?? (() => new Date());
     this.hostName = options.hostName ?? options.nodeName;
     this.intervalMs = options.statusIntervalMs ?? 30_000;
-    this.statusWriter = cspiStatusWriter({ kube, clock: this.clock, logger, heartbeatMs: this.intervalMs });
-    this.cvrStatusWriter = cvrStatusWriter({ kube, clock: this.clock, logger, heartbeatMs: this.intervalMs });
+    this.statusWriter = cspiStatusWriter({ kube, logger });
+    this.cvrStatusWriter = cvrStatusWriter({ kube, logger });
+    this.lease = new NodeLeaseKeeper({
+      kube,
+      namespace,
+      nodeName: options.nodeName,
+      hostName: this.hostName,
+      durationSeconds: options.staleStatusSeconds ?? DEFAULTS.staleStatusSeconds,
+      clock: this.clock,
+      logger,
+    });
     this.events = new EventRecorder({
       writer: kube,
       component: EVENT_COMPONENT,
@@ -107,15 +120,24 @@ export class NodeDaemon {
       retryMaxMs,
       onError: (name, error) => logger.error("release failed", { cvr: name, error: error.message }),
     });
-    this.cache = new CspiWatchCache({
+    this.cache = new NodeCspiView({
       kube,
       namespace,
       clock: this.clock,
       logger,
+      hostLabel: LABEL.hostname,
+      hostName: this.hostName,
+      nodeName: options.nodeName,
+      holds: (pool) => this.heldPools.has(pool),
       onChange: (name) => void this.passes.enqueue(name),
       onDelete: (name) => this.forget(name),
       isOwnEcho: (cached, incoming) => this.statusWriter.isOwnEcho(cached, incoming),
-      ...(metrics ? { onRelist: (reason: string) => metrics.relisted(reason) } : {}),
+      ...(metrics
+        ? {
+            onRelist: (reason: string) => metrics.relisted(reason),
+            onWatchEvent: (type: string) => metrics.watchEvent(KIND.cspi, type),
+          }
+        : {}),
     });
     this.cvrCache = new CvrWatchCache({
       kube,
@@ -128,12 +150,14 @@ export class NodeDaemon {
         this.replicaChanged(last);
       },
       isOwnEcho: (cached, incoming) => this.cvrStatusWriter.isOwnEcho(cached, incoming),
+      ...(metrics ? { onWatchEvent: (type: string) => metrics.watchEvent(KIND.cvr, type) } : {}),
     });
     metrics?.viewAge(() => this.cache.viewAgeSeconds());
   }
 
   /** Lists the CSPIs, runs a first pass for each, then watches, resyncs and relists until stop(). */
   async start(): Promise<void> {
+    await this.lease.renew();
     await this.refreshHeldPools();
     // Not awaited: without the CVRs (their CRD not installed yet, the apiserver away) the pools are still looked
     // after, and everything that needs the CVRs waits (counts unknown, no destroy) until they are listed.
@@ -141,6 +165,7 @@ export class NodeDaemon {
     const release = this.options.host.shareSnapshots();
     try {
       await this.cache.start();
+      await this.cache.refresh(this.heldPools);
       await Promise.all([this.passes.idle(), this.releases.idle()]);
     } finally {
       release();
@@ -148,6 +173,7 @@ export class NodeDaemon {
     this.lastResyncAt = this.clock();
     this.timers = [
       setInterval(() => void this.resync(), this.intervalMs),
+      setInterval(() => void this.lease.renew(), this.intervalMs),
       setInterval(
         () => {
           this.cache.relist();
@@ -182,6 +208,7 @@ export class NodeDaemon {
     const release = this.options.host.shareSnapshots();
     try {
       await this.refreshHeldPools();
+      await this.cache.refresh(this.heldPools);
       const lost = this.cvrCache
         .values()
         .filter(releaseRequested)
@@ -218,7 +245,8 @@ export class NodeDaemon {
     const cvr = this.cvrCache.get(name);
     if (!cvr || this.stopping || !releaseRequested(cvr) || !this.cache.synced()) return "done";
     const cspiName = cvr.metadata.labels?.[LABEL.replicaPool] ?? "";
-    const cspi = cspiName ? this.cache.get(cspiName) : undefined;
+    // Another node's CSPI is not in this node's view: read it (a failure to read is retried, never "gone").
+    const cspi = cspiName ? await this.cache.lookup(cspiName) : undefined;
     if (this.heldPools.has(zpoolName(cspiName)) || (cspi && !reportsPoolLost(cspi))) {
       // Said once, by the daemon of the pool's node: the others have nothing to add.
       if (cspi && cspi.spec?.hostName === this.hostName)
@@ -347,6 +375,8 @@ export class NodeDaemon {
       claimsDue: (c) => this.settledClaims.get(name) !== deviceKey(c),
       nodeName: this.options.nodeName,
       hostName: this.hostName,
+      holderRenewedAt: async (node) =>
+        (await kube.getLease(this.options.namespace, nodeLeaseName(node)))?.spec?.renewTime,
       deviceRoots: this.options.deviceRoots,
       ...(this.options.staleStatusSeconds !== undefined
         ? { staleStatusSeconds: this.options.staleStatusSeconds }

@@ -38,12 +38,22 @@ export class WatchError extends Error {
 export type StatusPatch = { [K in keyof CSPIStatus]?: CSPIStatus[K] | null };
 export type CvrStatusPatch = { [K in keyof CVRStatus]?: CVRStatus[K] | null };
 
-/** A namespace's objects of one kind and the resourceVersion of that list. */
-export type ListFunction<T> = (namespace: string) => Promise<{ items: T[]; resourceVersion: string }>;
+/** Which objects of a kind: a namespace's, those matching labelSelector when it is given. */
+export interface Scope {
+  namespace: string;
+  /** A label selector as the apiserver takes it: "kubernetes.io/hostname=node-1". */
+  labelSelector?: string;
+}
 
-/** Watches one kind from a resourceVersion; onProgress gets a bookmark's resourceVersion (progress, no change). */
+/** The objects of one kind in a scope and the resourceVersion of that list. */
+export type ListFunction<T> = (scope: Scope) => Promise<{ items: T[]; resourceVersion: string }>;
+
+/**
+ * Watches one kind in a scope from a resourceVersion; onProgress gets a bookmark's resourceVersion (progress, no
+ * change). With a label selector, an object whose labels stop matching arrives as DELETED, one that starts as ADDED.
+ */
 export type WatchFunction<T> = (
-  namespace: string,
+  scope: Scope,
   resourceVersion: string,
   onEvent: (type: WatchEventType, object: T) => void,
   onProgress?: (resourceVersion: string) => void,
@@ -87,6 +97,24 @@ export interface KubeApi extends EventWriter {
    * changed since (422) or already gone (404) is an error, never retried: whoever changed it decides again.
    */
   removeCvrFinalizer(cvr: CVR, finalizer: string, options?: { exactly?: boolean }): Promise<CVR | undefined>;
+  /** A Lease as the apiserver has it now; undefined when there is none. */
+  getLease(namespace: string, name: string): Promise<NodeLease | undefined>;
+  createLease(lease: NodeLease): Promise<NodeLease>;
+  /** Merge patch of the Lease's labels and spec (renewTime, holder, duration); 404 when it does not exist. */
+  renewLease(lease: NodeLease): Promise<NodeLease>;
+}
+
+/** The fields of a coordination.k8s.io/v1 Lease the daemon writes and reads (times are RFC 3339 with microseconds). */
+export interface NodeLease {
+  apiVersion?: string;
+  kind?: string;
+  metadata: ObjectMeta;
+  spec?: {
+    holderIdentity?: string;
+    leaseDurationSeconds?: number;
+    acquireTime?: string;
+    renewTime?: string;
+  };
 }
 
 export const CSPI_PLURAL = "cstorpoolinstances";
@@ -114,6 +142,7 @@ export function createKubeApi(config: KubeConfig = defaultConfig()): KubeApi {
     ...cvrApi(objects),
     ...kubeEventWriter(config),
     ...claimApi(objects),
+    ...leaseApi(objects),
   };
 }
 
@@ -124,7 +153,7 @@ type CspiApi = Pick<
 
 function cspiApi(objects: CustomObjects): CspiApi {
   return {
-    listCspis: (namespace) => objects.list<CSPI>(namespace, CSPI_PLURAL),
+    listCspis: (scope) => objects.list<CSPI>(scope, CSPI_PLURAL),
     watchCspis: objects.watcher<CSPI>(CSPI_PLURAL),
     patchCspiStatus: (namespace, name, status, resourceVersion) =>
       objects.patchStatus<CSPI>(
@@ -159,7 +188,7 @@ type CvrApi = Pick<KubeApi, "listCvrs" | "watchCvrs" | "patchCvrStatus" | "remov
 
 function cvrApi(objects: CustomObjects): CvrApi {
   return {
-    listCvrs: (namespace) => objects.list<CVR>(namespace, CVR_PLURAL),
+    listCvrs: (scope) => objects.list<CVR>(scope, CVR_PLURAL),
     watchCvrs: objects.watcher<CVR>(CVR_PLURAL),
     patchCvrStatus: (namespace, name, status) =>
       objects.patchStatus<CVR>({ namespace, plural: CVR_PLURAL, name }, { status }),
@@ -213,6 +242,38 @@ function claimApi(objects: CustomObjects): ClaimApi {
   };
 }
 
+const LEASES = { group: "coordination.k8s.io", version: "v1", plural: "leases" };
+
+/** Leases through the generic object API: their MicroTime fields stay the strings the apiserver sends. */
+function leaseApi(objects: CustomObjects): Pick<KubeApi, "getLease" | "createLease" | "renewLease"> {
+  return {
+    async getLease(namespace, name) {
+      try {
+        return (await objects.custom.getNamespacedCustomObject({ ...LEASES, namespace, name })) as NodeLease;
+      } catch (error) {
+        if ((error as { code?: number }).code === 404) return undefined;
+        throw error;
+      }
+    },
+    createLease: async (lease) =>
+      (await objects.custom.createNamespacedCustomObject({
+        ...LEASES,
+        namespace: lease.metadata.namespace ?? "",
+        body: { apiVersion: "coordination.k8s.io/v1", kind: "Lease", ...lease },
+      })) as NodeLease,
+    renewLease: async ({ metadata, spec }) =>
+      (await objects.custom.patchNamespacedCustomObject(
+        {
+          ...LEASES,
+          namespace: metadata.namespace ?? "",
+          name: metadata.name ?? "",
+          body: { metadata: { labels: metadata.labels ?? {} }, spec },
+        },
+        mergePatch,
+      )) as NodeLease,
+  };
+}
+
 /** The operator's custom objects through client-node: reads, lists, watches, status and finalizer patches. */
 class CustomObjects {
   readonly custom: CustomObjectsApi;
@@ -232,12 +293,13 @@ class CustomObjects {
     }
   }
 
-  async list<T>(namespace: string, plural: string): Promise<{ items: T[]; resourceVersion: string }> {
+  async list<T>(scope: Scope, plural: string): Promise<{ items: T[]; resourceVersion: string }> {
     const listed = (await this.custom.listNamespacedCustomObject({
       group: GROUP,
       version: VERSION,
-      namespace,
+      namespace: scope.namespace,
       plural,
+      ...(scope.labelSelector ? { labelSelector: scope.labelSelector } : {}),
     })) as {
       items: T[];
       metadata: { resourceVersion: string };
@@ -296,7 +358,7 @@ class CustomObjects {
 
   /** Watches of one kind. */
   watcher<T extends { metadata: ObjectMeta }>(plural: string): WatchFunction<T> {
-    return async (namespace, resourceVersion, onEvent, onProgress) => {
+    return async ({ namespace, labelSelector }, resourceVersion, onEvent, onProgress) => {
       let stopped = false;
       let failure: Error | undefined;
       let settle!: (error: Error | null | undefined) => void;
@@ -309,7 +371,7 @@ class CustomObjects {
       });
       const controller = await this.watch.watch(
         `/apis/${GROUP}/${VERSION}/namespaces/${namespace}/${plural}`,
-        { resourceVersion, allowWatchBookmarks: true },
+        { resourceVersion, allowWatchBookmarks: true, ...(labelSelector ? { labelSelector } : {}) },
         (type, object) => {
           if (type === "ADDED" || type === "MODIFIED" || type === "DELETED") onEvent(type, object as T);
           else if (type === "BOOKMARK")

@@ -47,6 +47,8 @@ export interface DaemonMetrics {
   forget(cspi: string): void;
   /** The CSPIs were listed (at start, after the watch ended or failed, or periodically). */
   relisted(reason: string): void;
+  /** A watch event delivered to the daemon: what the apiserver sends this node, by kind (CSPI, CVR) and type. */
+  watchEvent(kind: string, type: string): void;
   /** Where the age of the daemon's view of its CSPIs is read at each scrape (undefined: not listed yet). */
   viewAge(read: () => number | undefined): void;
 }
@@ -113,6 +115,12 @@ export function createMetrics(): DaemonMetrics {
     labelNames: ["reason"],
     registers: [registry],
   });
+  const watchEvents = new Counter({
+    name: "cstor_node_daemon_watch_events_total",
+    help: "Watch events the apiserver delivered to this daemon, by kind (CSPI, CVR) and type (ADDED, MODIFIED, DELETED)",
+    labelNames: ["kind", "type"],
+    registers: [registry],
+  });
   let readViewAge: () => number | undefined = () => undefined;
   new Gauge({
     name: "cstor_node_daemon_cspi_view_age_seconds",
@@ -131,6 +139,7 @@ export function createMetrics(): DaemonMetrics {
       duration.observe({ command: commandLabel(argv), outcome: error?.kind ?? "ok" }, durationMs / 1000),
     action: (kind, result) => actions.inc({ action: kind, result }),
     relisted: (reason) => relists.inc({ reason }),
+    watchEvent: (kind, type) => watchEvents.inc({ kind, type }),
     viewAge: (read) => {
       readViewAge = read;
     },

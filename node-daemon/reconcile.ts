@@ -26,6 +26,11 @@ export interface PassDeps {
   hostName: string;
   /** Directories devices must be under (DEVICE_ROOTS). */
   deviceRoots: readonly string[];
+  /**
+   * When the named node's daemon last renewed its Lease (RFC 3339), undefined when it has none; it throws when
+   * the Lease cannot be read. Absent in local mode.
+   */
+  holderRenewedAt?: (node: string) => Promise<string | undefined>;
   /** CSPI_STALE_STATUS_SECONDS (the planner's default when absent). */
   staleStatusSeconds?: number;
   clock: () => Date;
@@ -135,11 +140,32 @@ async function observeStep(
       });
       if (claims) observation.claims = claims;
     }
+    const holderRenewedAt = await readHolderLease(current, deps);
+    if (holderRenewedAt) observation.holderRenewedAt = holderRenewedAt;
     return { observation };
   } catch (error) {
     const message = (error as Error).message;
     deps.logger.warn("observation failed", { cspi: current.metadata.name, error: message });
     return { error: message };
+  }
+}
+
+/**
+ * The Lease renewal of the node that holds the pool elsewhere, for the import handshake. Fail closed: a Lease
+ * that cannot be read counts as renewed now, so a pool is never imported beside a holder that may be alive.
+ */
+async function readHolderLease(current: CSPI, deps: PassDeps): Promise<string | undefined> {
+  const holder = current.status?.importedOn ?? "";
+  if (!deps.holderRenewedAt || holder === "" || holder === deps.nodeName) return undefined;
+  try {
+    return await deps.holderRenewedAt(holder);
+  } catch (error) {
+    deps.logger.warn("cannot read the holder node's Lease; counting it alive", {
+      cspi: current.metadata.name,
+      node: holder,
+      error: (error as Error).message,
+    });
+    return deps.clock().toISOString();
   }
 }
 

@@ -1,6 +1,7 @@
-// Writes an object's status (a CSPI's, a CVR's): only when something changed or the heartbeat is due, with
-// null for the fields this daemon owns and no longer reports (a JSON merge patch keeps absent fields). It also
-// recognises its own writes when the watch brings them back, so they start no pass.
+// Writes an object's status (a CSPI's, a CVR's): only when something other than lastUpdateTime changed (the
+// node's Lease is its liveness: docs/adr/0045-*), with null for the fields this daemon owns and no longer
+// reports (a JSON merge patch keeps absent fields). It also recognises its own writes when the watch brings them
+// back, so they start no pass.
 import type { CSPI, CSPIStatus, CVR, CVRStatus, ObjectMeta } from "../api/types.js";
 import { canonicalJson } from "../lib/canonical.js";
 import type { Logger } from "../runtime/log.js";
@@ -16,10 +17,7 @@ type Patch<S> = { [K in keyof S]?: S[K] | null };
 
 export interface StatusWriterOptions {
   kube: KubeApi;
-  clock: () => Date;
   logger: Logger;
-  /** The heartbeat period: lastUpdateTime alone is rewritten once 80% of it has passed. */
-  heartbeatMs: number;
 }
 
 export type StatusWrite<T> =
@@ -99,12 +97,10 @@ export class StatusWriter<T extends WithStatus<S>, S extends { lastUpdateTime?: 
     }
   }
 
-  /** Something but the heartbeat changed, or the heartbeat is due. */
+  /** Something but lastUpdateTime (when the status last changed) changed. */
   private worthWriting(previous: Partial<S>, wanted: S): boolean {
-    const withoutHeartbeat = (s: Partial<S>) => canonicalJson({ ...s, lastUpdateTime: undefined });
-    const lastBeat = previous.lastUpdateTime ? Date.parse(previous.lastUpdateTime) : 0;
-    const heartbeatDue = this.options.clock().getTime() - lastBeat >= this.options.heartbeatMs * 0.8;
-    return heartbeatDue || withoutHeartbeat(previous) !== withoutHeartbeat(wanted);
+    const withoutTime = (s: Partial<S>) => canonicalJson({ ...s, lastUpdateTime: undefined });
+    return withoutTime(previous) !== withoutTime(wanted);
   }
 
   /** The wanted status, with null for the owned fields it no longer reports. */

@@ -1,4 +1,5 @@
-// The daemon's view of the CSPIs (and of the CStorVolumeReplicas) of its namespace: a list, then a watch from
+// The daemon's view of the CSPIs of its node (and of the CStorVolumeReplicas of its namespace), docs/adr/0045-*:
+// a list, then a watch from
 // the list's resourceVersion; the watch's events keep the view current and say which object changed. Whenever the watch ends (the apiserver
 // closes every watch after --min-request-timeout, 30 to 60 minutes by default), fails (connection lost,
 // 410 Gone, apiserver restarted) or is restarted on purpose (the periodic relist), the CSPIs are listed again
@@ -7,7 +8,7 @@
 import { LABEL } from "../api/constants.js";
 import type { CSPI, CVR, ObjectMeta } from "../api/types.js";
 import type { Logger } from "../runtime/log.js";
-import type { KubeApi, ListFunction, WatchEventType, WatchFunction, WatchHandle } from "./kube.js";
+import type { KubeApi, ListFunction, Scope, WatchEventType, WatchFunction, WatchHandle } from "./kube.js";
 
 export type RelistReason = "start" | "watch-ended" | "watch-failed" | "periodic";
 
@@ -25,6 +26,8 @@ export interface WatchSource<T> {
 export interface WatchCacheOptions<T> {
   kube: KubeApi;
   namespace: string;
+  /** Only the objects with these labels ("kubernetes.io/hostname=node-1"); every object of the namespace when absent. */
+  labelSelector?: string;
   clock: () => Date;
   logger: Logger;
   /** An object was added or changed (not by our own status write), or differs after a relist. */
@@ -34,6 +37,8 @@ export interface WatchCacheOptions<T> {
   /** A MODIFIED event that is our own write coming back. */
   isOwnEcho: (cached: T | undefined, incoming: T) => boolean;
   onRelist?: (reason: RelistReason) => void;
+  /** Every event the watch delivered (bookmarks aside): what the apiserver sends this node. */
+  onWatchEvent?: (type: WatchEventType) => void;
   /** Delay before listing again after a failure; doubled per consecutive failure up to retryMaxMs. Default 1 s. */
   retryBaseMs?: number;
   /** Default 30 s. */
@@ -196,10 +201,11 @@ export class WatchCache<T extends Watched> {
       let failure: Error | undefined;
       try {
         this.watch = await this.source.watch(
-          this.options.namespace,
+          this.scope(),
           resourceVersion,
           (type, object) => {
             resourceVersion = object.metadata.resourceVersion ?? resourceVersion;
+            this.options.onWatchEvent?.(type);
             this.apply(type, object);
           },
           (progress) => {
@@ -276,7 +282,7 @@ export class WatchCache<T extends Watched> {
 
   /** Replaces the view with a fresh list; reports what differs from it. Returns the list's resourceVersion. */
   private async list(reason: RelistReason): Promise<string> {
-    const { items, resourceVersion } = await this.source.list(this.options.namespace);
+    const { items, resourceVersion } = await this.source.list(this.scope());
     if (this.stopped) return resourceVersion;
     this.lastListAt = this.options.clock();
     this.options.onRelist?.(reason);
@@ -294,6 +300,11 @@ export class WatchCache<T extends Watched> {
     }
     this.complete = true;
     return resourceVersion;
+  }
+
+  private scope(): Scope {
+    const { namespace, labelSelector } = this.options;
+    return labelSelector ? { namespace, labelSelector } : { namespace };
   }
 
   private store(name: string, object: T): void {
@@ -342,7 +353,7 @@ export class WatchCache<T extends Watched> {
   }
 }
 
-/** The namespace's CSPIs. */
+/** The namespace's CSPIs (those of one node, with a label selector). */
 export class CspiWatchCache extends WatchCache<CSPI> {
   constructor(options: WatchCacheOptions<CSPI>) {
     super(

@@ -4,9 +4,46 @@
 // testkit/kube.ts.
 import type { CSPI, CVR } from "../api/types.js";
 import type { CoreEvent, EventSource, EventSubject } from "../lib/events/recorder.js";
-import type { CvrStatusPatch, KubeApi, StatusPatch, WatchEventType } from "../node-daemon/kube.js";
+import type {
+  CvrStatusPatch,
+  KubeApi,
+  NodeLease,
+  Scope,
+  StatusPatch,
+  WatchEventType,
+} from "../node-daemon/kube.js";
 
-type Listener = (type: WatchEventType, cspi: CSPI) => void;
+type Listener = (type: WatchEventType, cspi: CSPI, previous: CSPI | undefined) => void;
+
+/** Equality terms ("a=b,c=d"), the only selectors the daemon sends; anything else is a test's mistake. */
+export function matchesSelector(labels: Record<string, string> | undefined, selector?: string): boolean {
+  if (!selector) return true;
+  return selector.split(",").every((term) => {
+    const match = /^([^=!\s]+)=([^=\s]*)$/.exec(term.trim());
+    if (!match)
+      throw new Error(`the fake apiserver takes equality selectors only, not ${JSON.stringify(term)}`);
+    return labels?.[match[1]] === match[2];
+  });
+}
+
+/**
+ * What a watch with this selector is sent for a change from `previous` to `next` (the apiserver's rule): an
+ * object that starts to match is ADDED, one that stops is DELETED, one that never matched is not sent.
+ */
+function selectedEvent<T extends { metadata: { labels?: Record<string, string> } }>(
+  type: WatchEventType,
+  next: T,
+  previous: T | undefined,
+  selector?: string,
+): WatchEventType | undefined {
+  const now = type !== "DELETED" && matchesSelector(next.metadata.labels, selector);
+  const before =
+    type === "DELETED"
+      ? matchesSelector(next.metadata.labels, selector)
+      : previous !== undefined && matchesSelector(previous.metadata.labels, selector);
+  if (now) return before ? type : "ADDED";
+  return before ? "DELETED" : undefined;
+}
 
 interface OpenWatch {
   listener: Listener;
@@ -63,16 +100,18 @@ export class FakeKube implements KubeApi {
   }
 
   private store(cspi: CSPI, type: WatchEventType): CSPI {
+    const previous = this.objects.get(cspi.metadata.name ?? "");
     cspi.metadata.resourceVersion = String(++this.version);
     this.objects.set(cspi.metadata.name ?? "", cspi);
-    for (const watch of this.watches) watch.listener(type, structuredClone(cspi));
+    for (const watch of this.watches) watch.listener(type, structuredClone(cspi), previous);
     return structuredClone(cspi);
   }
 
   private remove(name: string): void {
     const existing = this.objects.get(name);
     this.objects.delete(name);
-    if (existing) for (const watch of this.watches) watch.listener("DELETED", structuredClone(existing));
+    if (existing)
+      for (const watch of this.watches) watch.listener("DELETED", structuredClone(existing), existing);
   }
 
   async getCspi(namespace: string, name: string) {
@@ -111,7 +150,7 @@ export class FakeKube implements KubeApi {
     }
   }
 
-  async listCspis(namespace: string) {
+  async listCspis({ namespace, labelSelector }: Scope) {
     this.lists++;
     if (this.failingLists > 0) {
       this.failingLists--;
@@ -119,20 +158,27 @@ export class FakeKube implements KubeApi {
     }
     return {
       items: [...this.objects.values()]
-        .filter((c) => c.metadata.namespace === namespace)
+        .filter(
+          (c) => c.metadata.namespace === namespace && matchesSelector(c.metadata.labels, labelSelector),
+        )
         .map((c) => structuredClone(c)),
       resourceVersion: String(this.version),
     };
   }
 
-  async watchCspis(namespace: string, _resourceVersion: string, onEvent: Listener) {
+  async watchCspis(
+    { namespace, labelSelector }: Scope,
+    _resourceVersion: string,
+    onEvent: (type: WatchEventType, cspi: CSPI) => void,
+  ) {
     let end!: (error?: Error) => void;
     const done = new Promise<void>(
       (resolve, reject) => (end = (error) => (error ? reject(error) : resolve())),
     );
     const watch: OpenWatch = {
-      listener: (type, cspi) => {
-        if (cspi.metadata.namespace === namespace) onEvent(type, cspi);
+      listener: (type, cspi, previous) => {
+        const sent = selectedEvent(type, cspi, previous, labelSelector);
+        if (cspi.metadata.namespace === namespace && sent) onEvent(sent, cspi);
       },
       end: (error) => {
         this.watches.delete(watch);
@@ -221,17 +267,19 @@ export class FakeKube implements KubeApi {
     return structuredClone(cvr);
   }
 
-  async listCvrs(namespace: string) {
+  async listCvrs({ namespace, labelSelector }: Scope) {
     return {
       items: [...this.cvrs.values()]
-        .filter((c) => c.metadata.namespace === namespace)
+        .filter(
+          (c) => c.metadata.namespace === namespace && matchesSelector(c.metadata.labels, labelSelector),
+        )
         .map((c) => structuredClone(c)),
       resourceVersion: String(this.version),
     };
   }
 
   async watchCvrs(
-    namespace: string,
+    { namespace }: Scope,
     _resourceVersion: string,
     onEvent: (type: WatchEventType, cvr: CVR) => void,
   ) {
@@ -285,5 +333,37 @@ export class FakeKube implements KubeApi {
     const found = this.claims.get(claim);
     if (!found) throw Object.assign(new Error(`blockdeviceclaims ${claim} not found`), { code: 404 });
     delete found.annotations[annotation];
+  }
+
+  /** Leases by name, and how often the daemon wrote one (created or renewed). */
+  readonly leases = new Map<string, NodeLease>();
+  leaseWrites = 0;
+
+  async getLease(namespace: string, name: string) {
+    const found = this.leases.get(name);
+    return found && found.metadata.namespace === namespace ? structuredClone(found) : undefined;
+  }
+
+  async createLease(lease: NodeLease) {
+    const name = lease.metadata.name ?? "";
+    if (this.leases.has(name))
+      throw Object.assign(new Error(`leases "${name}" already exists`), { code: 409 });
+    this.leaseWrites++;
+    this.leases.set(name, {
+      ...structuredClone(lease),
+      metadata: { ...lease.metadata, resourceVersion: String(++this.version) },
+    });
+    return structuredClone(this.leases.get(name)!);
+  }
+
+  async renewLease({ metadata, spec }: NodeLease) {
+    const found = this.leases.get(metadata.name ?? "");
+    if (!found || found.metadata.namespace !== metadata.namespace)
+      throw Object.assign(new Error(`leases "${metadata.name ?? ""}" not found`), { code: 404 });
+    this.leaseWrites++;
+    found.metadata.labels = { ...found.metadata.labels, ...metadata.labels };
+    found.spec = { ...found.spec, ...spec };
+    found.metadata.resourceVersion = String(++this.version);
+    return structuredClone(found);
   }
 }

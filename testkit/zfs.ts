@@ -153,7 +153,7 @@ export function cspiFor(
   return {
     apiVersion: API_VERSION,
     kind: KIND.cspi,
-    metadata: { name, namespace: "openebs", uid: `uid-${name}` },
+    metadata: { name, namespace: "openebs", uid: `uid-${name}`, labels: { [LABEL.hostname]: hostName } },
     spec: {
       hostName,
       nodeSelector: { "kubernetes.io/hostname": hostName },
@@ -170,6 +170,15 @@ export function cspiFor(
         blockDevices: g.devices.map((devLink) => ({ blockDeviceName: blockDeviceName(devLink), devLink })),
       })),
     },
+  };
+}
+
+/** The CSPI moved to another node as cspc-sync moves it: its hostName, its nodeSelector and its hostname label. */
+export function cspiMovedTo(cspi: CSPI, hostName: string): CSPI {
+  return {
+    ...cspi,
+    metadata: { ...cspi.metadata, labels: { ...cspi.metadata.labels, [LABEL.hostname]: hostName } },
+    spec: { ...cspi.spec, hostName, nodeSelector: { [LABEL.hostname]: hostName } },
   };
 }
 

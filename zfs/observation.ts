@@ -46,6 +46,11 @@ export interface Observation {
   devices: Record<string, DeviceInfo>;
   /** Annotations of the CSPI's block device claims by block device name; absent when not read. */
   claims?: Record<string, Record<string, string>>;
+  /**
+   * When the daemon of the node the CSPI says holds the pool (status.importedOn, another node) last renewed its
+   * Lease (RFC 3339); absent when not read or that node has none. Read only while the pool is held elsewhere.
+   */
+  holderRenewedAt?: string;
 }
 
 /** Does this pool member denote this device? Full path, resolved path, or short name under /dev. */

@@ -3,6 +3,7 @@
 import type { Clock, CSPI, DecoratorSyncRequest, DecoratorSyncResponse } from "../../api/types.js";
 import type { HookConfig } from "../hook-config.js";
 import { observedPoolDeployment } from "./deployment.js";
+import { leaseRenewals } from "./heartbeat.js";
 import { cspiHealth } from "./status.js";
 
 export function answerCspiFinalize(
@@ -15,7 +16,12 @@ export function answerCspiFinalize(
     0,
   );
   const health = cspiHealth(
-    { cspi: request.object, deployment: observedPoolDeployment(request), deleting: true },
+    {
+      cspi: request.object,
+      deployment: observedPoolDeployment(request),
+      deleting: true,
+      leaseRenewals: leaseRenewals(request.related, request.object.spec?.hostName),
+    },
     clock(),
     config,
   );

@@ -11,6 +11,7 @@ import { formatTime, nextCondition, phaseWithTime, type ConditionInput } from ".
 import { resyncUntilSeen } from "../confirm-status.js";
 import { poolDeploymentName } from "../names.js";
 import { isTerminating } from "../inventory.js";
+import { lastReport, type LastReport } from "./heartbeat.js";
 import { servingPhase } from "./phase.js";
 import type { RolloutDecision } from "./rollout.js";
 
@@ -38,6 +39,8 @@ export interface ObservedCspi {
   deployment: KubeObject | undefined;
   /** The CSPI is on its way out, so a missing Deployment is expected rather than about to be recreated. */
   deleting: boolean;
+  /** The renewTimes of its node daemon's Lease (lib/cspi/heartbeat.ts); none from an older daemon. */
+  leaseRenewals?: readonly string[];
 }
 
 /** The observed status with the hook's fields brought up to date. */
@@ -50,7 +53,7 @@ export function cspiHealth(
   const { cspi } = pool;
   const observed: CSPIStatus = cspi.status ?? {};
   const podAvailable = podAvailability(pool);
-  const heartbeat = heartbeatOf(cspi, now, settings);
+  const heartbeat = heartbeatOf(lastReport(cspi, pool.leaseRenewals ?? []), cspi, now, settings);
 
   const status = storedFields(observed);
   status.conditions = replaceConditions(observed.conditions, [
@@ -122,15 +125,14 @@ interface Heartbeat {
   resyncAfterSeconds: number;
 }
 
-function heartbeatOf(cspi: CSPI, now: Date, settings: HealthSettings): Heartbeat {
+function heartbeatOf(report: LastReport, cspi: CSPI, now: Date, settings: HealthSettings): Heartbeat {
   const type = CSPI_CONDITION.heartbeat;
   const bound = settings.staleStatusSeconds;
   const node = cspi.spec?.hostName ?? "its node";
-  const reported = cspi.status?.lastUpdateTime;
-  const reportedAt = reported ? Date.parse(reported) : Number.NaN;
+  const reportedAt = report.at ? Date.parse(report.at) : Number.NaN;
   if (Number.isNaN(reportedAt)) {
-    const message = reported
-      ? `status.lastUpdateTime ${JSON.stringify(reported)} is not an RFC 3339 time; the node daemon on ${node} writes it`
+    const message = report.unreadable
+      ? `status.lastUpdateTime ${JSON.stringify(report.unreadable)} is not an RFC 3339 time; the node daemon on ${node} writes it`
       : `the node daemon on ${node} has not reported this pool yet`;
     return {
       stale: false,

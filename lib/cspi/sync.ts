@@ -7,6 +7,7 @@ import type { HookConfig } from "../hook-config.js";
 import { answerCspiFinalize } from "./finalize.js";
 import { isApplied, observedPoolDeployment, poolDeployment } from "./deployment.js";
 import { gateRollout } from "./rollout.js";
+import { leaseRenewals } from "./heartbeat.js";
 import { cspiHealth, podAvailability } from "./status.js";
 
 export function answerCspiSync(
@@ -18,7 +19,12 @@ export function answerCspiSync(
   if (request.finalizing) return answerCspiFinalize(request, clock, config);
   const cspi = request.object;
   const deployment = observedPoolDeployment(request);
-  const observed = { cspi, deployment, deleting: isTerminating(cspi) };
+  const observed = {
+    cspi,
+    deployment,
+    deleting: isTerminating(cspi),
+    leaseRenewals: leaseRenewals(request.related, cspi.spec?.hostName),
+  };
   const rollout = gateRollout(
     cspi,
     poolDeployment(cspi, config.poolPod),

@@ -223,6 +223,7 @@ describe("integration: manifests on a real kube-apiserver", function () {
       "/hooks/cspc-customize",
       "/hooks/cspc-finalize",
       "/hooks/cspc-sync",
+      "/hooks/cspi-customize",
       "/hooks/cspi-finalize",
       "/hooks/cspi-sync",
       "/hooks/cv-customize",

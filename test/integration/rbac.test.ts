@@ -160,12 +160,12 @@ describe("integration: RBAC and policy for each identity, on a real kube-apiserv
 
     it("does its whole job through the daemon's own Kubernetes client (node-daemon/kube.ts)", async () => {
       const api = createKubeApi(cluster.kubeConfig(node));
-      const { items, resourceVersion } = await api.listCspis(NS);
+      const { items, resourceVersion } = await api.listCspis({ namespace: NS });
       const cspi = items.find((i) => i.metadata.name === CSPI)!;
       expect(cspi.spec.hostName).to.equal("node-1");
 
       const events: string[] = [];
-      const watching = await api.watchCspis(NS, resourceVersion, (type, object) =>
+      const watching = await api.watchCspis({ namespace: NS }, resourceVersion, (type, object) =>
         events.push(`${type} ${object.metadata.name}`),
       );
       await cluster.request(

@@ -16,7 +16,7 @@ import { NodeDaemon } from "../../node-daemon/daemon.js";
 import { commandsFromEnv, ZfsHost, type ZfsCommands } from "../../zfs/host.js";
 import { createMetrics } from "../../node-daemon/metrics.js";
 import { parseZpoolStatus } from "../../zfs/parse.js";
-import { cspiFor, requireZfs, writeData, zpool, ZfsSandbox } from "../../testkit/zfs.js";
+import { cspiFor, cspiMovedTo, requireZfs, writeData, zpool, ZfsSandbox } from "../../testkit/zfs.js";
 import { FaultyCommand } from "../reliability/support/faulty-zpool.js";
 import { startNode, type ZfsNode } from "../../testkit/zfs-node.js";
 import { FakeKube } from "../../testkit/fake-kube.js";
@@ -90,6 +90,78 @@ describe("node-daemon loop (in-memory API, real zfs-fuse)", function () {
     expect(exposition).to.match(
       /cstor_node_daemon_command_duration_seconds_count\{command="zpool create",outcome="ok"\} 1/,
     );
+  });
+
+  it("is sent only its own node's CSPIs: another node's pool and its changes never reach it", async () => {
+    const mine = sandbox.name("mine");
+    const theirs = sandbox.name("theirs");
+    kube.apply(cspiFor(mine, "node-a", [{ type: "stripe", devices: [sandbox.file("d1")] }]));
+    kube.apply(cspiFor(theirs, "node-b", [{ type: "stripe", devices: [sandbox.file("d2")] }]));
+    const metrics = createMetrics();
+    const daemon = await started("node-a", metrics);
+    await settle(daemon);
+    const delivered = async () =>
+      Number(
+        /cstor_node_daemon_watch_events_total\{kind="CStorPoolInstance",type="MODIFIED"\} (\d+)/.exec(
+          await metrics.registry.metrics(),
+        )?.[1] ?? 0,
+      );
+    const before = await delivered();
+    for (let i = 0; i < 3; i++)
+      await kube.patchCspiStatus("openebs", theirs, { phase: i % 2 ? "ONLINE" : "DEGRADED" });
+    await settle(daemon);
+    expect(await delivered(), "node-b's three status writes").to.equal(before);
+    await kube.patchCspiStatus("openebs", mine, { readOnly: true });
+    await settle(daemon);
+    expect(await delivered(), "its own CSPI's change (and its own rewrite of it)").to.be.greaterThan(before);
+    expect(kube.get(mine)!.status?.phase).to.equal("ONLINE");
+    expect(poolExists(zpoolName(theirs)), "node-b's pool is not created by node-a").to.equal(false);
+  });
+
+  it("writes no status while nothing changes, however long, and keeps its node's Lease", async () => {
+    let now = Date.parse("2026-11-28T00:00:00Z");
+    const name = sandbox.name("idle");
+    kube.apply(cspiFor(name, "node-a", [{ type: "stripe", devices: [sandbox.file("d1")] }]));
+    const daemon = daemonFor(kube, "node-a", createMetrics(), undefined, () => new Date(now));
+    daemons.push(daemon);
+    await daemon.start();
+    await settle(daemon);
+    expect(kube.get(name)!.status?.phase).to.equal("ONLINE");
+    const patches = kube.statusPatches.length;
+    for (let hour = 0; hour < 3; hour++) {
+      now += 3_600_000;
+      await settle(daemon);
+    }
+    expect(kube.statusPatches.length, "status writes at idle").to.equal(patches);
+    expect(kube.leases.get("cstor-node-node-a")).to.deep.include({
+      spec: {
+        holderIdentity: "node-a",
+        leaseDurationSeconds: 300,
+        acquireTime: "2026-11-28T00:00:00.000000Z",
+        renewTime: "2026-11-28T00:00:00.000000Z",
+      },
+    });
+    expect(kube.leases.get("cstor-node-node-a")!.metadata.labels).to.deep.equal({
+      "app.kubernetes.io/component": "node-daemon",
+      "app.kubernetes.io/name": "cstor-pool-node",
+      "kubernetes.io/hostname": "node-a",
+    });
+  });
+
+  it("exports at start a pool it still holds whose CSPI moved to another node while it was down", async () => {
+    const name = sandbox.name("away");
+    kube.apply(cspiFor(name, "node-a", [{ type: "stripe", devices: [sandbox.file("d1")] }]));
+    const first = await started("node-a");
+    await settle(first);
+    expect(poolExists(zpoolName(name))).to.equal(true);
+    await first.stop();
+    kube.apply(cspiMovedTo(kube.get(name)!, "node-b"));
+    const again = await started("node-a");
+    await settle(again);
+    expect(poolExists(zpoolName(name)), "exported for node-b").to.equal(false);
+    expect(kube.events.filter((e) => e.reason === "PoolExported").map((e) => e.host)).to.deep.equal([
+      "node-a",
+    ]);
   });
 
   it("does not observe the pool again when its own status write comes back through the watch", async () => {
@@ -323,7 +395,7 @@ describe("node-daemon loop (in-memory API, real zfs-fuse)", function () {
   it("a pool on device sets (its devices PVCs, which have no claims) lists the claims once, not on every pass", async () => {
     const name = sandbox.name("sets");
     const cspi = cspiFor(name, "node-a", [{ type: "stripe", devices: [sandbox.file("pv-0")] }]);
-    cspi.metadata.labels = { [LABEL.onDeviceSets]: "true" };
+    cspi.metadata.labels = { ...cspi.metadata.labels, [LABEL.onDeviceSets]: "true" };
     kube.apply(cspi);
     const daemon = await started("node-a");
     await settle(daemon);
@@ -390,6 +462,12 @@ describe("node-daemon loop (in-memory API, real zfs-fuse)", function () {
       spec: { capacity: "1Gi", replicaId: "r1" },
     };
     kube.applyCvr(cvr);
+    // Another node's daemon, whose view does not hold node-a's CSPI, reads it before judging: not released.
+    const other = await started("node-b");
+    await settle(other);
+    expect(kube.cvrs.get(cvr.metadata.name!)?.metadata.finalizers).to.deep.equal([
+      FINALIZER.replicaProtection,
+    ]);
     const daemon = await started("node-a");
     await settle(daemon);
     expect(kube.cvrs.get(cvr.metadata.name!)?.metadata.finalizers).to.deep.equal([
@@ -503,11 +581,7 @@ describe("node-daemon loop (in-memory API, real zfs-fuse)", function () {
     const b = await started("node-b");
     await settle(b);
     expect(kube.get(name)!.status).to.equal(undefined);
-    const cspi = kube.get(name)!;
-    kube.apply({
-      ...cspi,
-      spec: { ...cspi.spec, hostName: "node-b", nodeSelector: { "kubernetes.io/hostname": "node-b" } },
-    });
+    kube.apply(cspiMovedTo(kube.get(name)!, "node-b"));
     await settle(b);
     expect(kube.get(name)!.status).to.include({ importedOn: "node-b", phase: "ONLINE" });
     expect(poolExists(zpoolName(name))).to.equal(true);
@@ -530,11 +604,7 @@ describe("node-daemon loop (in-memory API, real zfs-fuse)", function () {
       expect(nodeA.imported(zpoolName(name))).to.equal(true);
       expect(nodeB.imported(zpoolName(name))).to.equal(false);
       const data = nodeA.writeData(sandbox, `${zpoolName(name)}/vol1`, 2);
-      const cspi = kube.get(name)!;
-      kube.apply({
-        ...cspi,
-        spec: { ...cspi.spec, hostName: "node-b", nodeSelector: { "kubernetes.io/hostname": "node-b" } },
-      });
+      kube.apply(cspiMovedTo(kube.get(name)!, "node-b"));
       // Only the watch events and the daemons' own passes: no resync is driven here.
       for (let i = 0; i < 100 && kube.get(name)!.status?.importedOn !== "node-b"; i++)
         await new Promise((resolve) => setTimeout(resolve, 100));

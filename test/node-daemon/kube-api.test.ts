@@ -34,7 +34,7 @@ describe("node-daemon Kubernetes calls (real kube-apiserver)", function () {
     const cspi = cspiFor(name, "node-a", [{ type: "stripe", devices: ["/dev/sdb"] }]);
     cspi.metadata = { name, namespace: NAMESPACE, ...(finalizers ? { finalizers } : {}) };
     await cluster.kubectl(["create", "-f", "-"], { input: JSON.stringify(cspi) });
-    return (await api.listCspis(NAMESPACE)).items.find((c) => c.metadata.name === name)!;
+    return (await api.listCspis({ namespace: NAMESPACE })).items.find((c) => c.metadata.name === name)!;
   }
 
   it("patches status through the subresource as a merge patch, null removing a field", async () => {
@@ -109,12 +109,16 @@ describe("node-daemon Kubernetes calls (real kube-apiserver)", function () {
     const added = await api.addFinalizer(cspi, FINALIZER.poolProtection);
     expect(added.metadata.finalizers).to.deep.equal([FINALIZER.poolProtection]);
     await cluster.kubectl(["delete", "cspi", "fin-2", "-n", NAMESPACE, "--wait=false"]);
-    const deleting = (await api.listCspis(NAMESPACE)).items.find((c) => c.metadata.name === "fin-2")!;
+    const deleting = (await api.listCspis({ namespace: NAMESPACE })).items.find(
+      (c) => c.metadata.name === "fin-2",
+    )!;
     expect(deleting.metadata.deletionTimestamp).to.be.a("string");
     expect(await api.removeFinalizer(deleting, FINALIZER.poolProtection)).to.satisfy(
       (c: CSPI | undefined) => !c || !c.metadata.finalizers?.length,
     );
-    expect((await api.listCspis(NAMESPACE)).items.map((c) => c.metadata.name)).to.not.include("fin-2");
+    expect((await api.listCspis({ namespace: NAMESPACE })).items.map((c) => c.metadata.name)).to.not.include(
+      "fin-2",
+    );
   });
 
   it("a lost-replica release is exact: of two daemons releasing the same CVR as they judged it, the second is refused (the CVR is gone: 404), not told it released it", async () => {
@@ -132,7 +136,9 @@ describe("node-daemon Kubernetes calls (real kube-apiserver)", function () {
     };
     await cluster.kubectl(["create", "-f", "-"], { input: JSON.stringify(cvr) });
     await cluster.kubectl(["delete", "cvr", name, "-n", NAMESPACE, "--wait=false"]);
-    const judged = (await api.listCvrs(NAMESPACE)).items.find((c) => c.metadata.name === name)!;
+    const judged = (await api.listCvrs({ namespace: NAMESPACE })).items.find(
+      (c) => c.metadata.name === name,
+    )!;
     expect(judged.metadata.deletionTimestamp).to.be.a("string");
     expect(await api.removeCvrFinalizer(judged, FINALIZER.replicaProtection, { exactly: true })).to.equal(
       undefined,
@@ -146,9 +152,9 @@ describe("node-daemon Kubernetes calls (real kube-apiserver)", function () {
 
   it("watches CSPI changes from a resourceVersion", async () => {
     await created("watch-1");
-    const { resourceVersion } = await api.listCspis(NAMESPACE);
+    const { resourceVersion } = await api.listCspis({ namespace: NAMESPACE });
     const seen: string[] = [];
-    const handle = await api.watchCspis(NAMESPACE, resourceVersion, (type, c) =>
+    const handle = await api.watchCspis({ namespace: NAMESPACE }, resourceVersion, (type, c) =>
       seen.push(`${type} ${c.metadata.name} ${c.status?.phase ?? ""}`),
     );
     await api.patchCspiStatus(NAMESPACE, "watch-1", { phase: "DEGRADED" });
@@ -159,7 +165,7 @@ describe("node-daemon Kubernetes calls (real kube-apiserver)", function () {
   });
 
   it("a watch the apiserver refuses ends in a failure the daemon sees (it lists again), not as a clean end", async () => {
-    const handle = await api.watchCspis(NAMESPACE, "not-a-resource-version", () => undefined);
+    const handle = await api.watchCspis({ namespace: NAMESPACE }, "not-a-resource-version", () => undefined);
     const ending = await handle.done.then(
       () => "ended cleanly",
       (error: Error) => `failed: ${error.message}`,

@@ -25,4 +25,21 @@ describe("node-daemon planner (golden)", () => {
       plan({ ...planInputOf(waiting), staleStatusSeconds: 20 }).holds.map((h) => h.reason),
     ).to.deep.equal(["ImportBlocked"]);
   });
+
+  it("counts the holder alive while its node's Lease is renewed, however old the status it last wrote", () => {
+    const stale = planInputOf(
+      goldenCases("node-daemon/planner").find((c) => c.name === "import-blocked-stale-holder")!,
+    );
+    const renewed = (ago: number) => ({
+      ...stale,
+      observation: {
+        ...stale.observation,
+        holderRenewedAt: new Date(stale.now.getTime() - ago * 1000).toISOString(),
+      },
+    });
+    expect(plan(renewed(60)).holds.map((h) => h.reason)).to.deep.equal(["WaitingForExport"]);
+    const blocked = plan(renewed(400)).holds;
+    expect(blocked.map((h) => h.reason)).to.deep.equal(["ImportBlocked"]);
+    expect(blocked[0].message).to.contain(`stale since ${renewed(400).observation.holderRenewedAt}`);
+  });
 });

@@ -1,0 +1,32 @@
+import { expect } from "chai";
+import { API_VERSION, KIND } from "../../../api/constants.js";
+import { handleCspiCustomize } from "../../../hooks/cspi-sync/customize.js";
+
+const request = (spec: unknown) => ({
+  controller: {},
+  parent: { apiVersion: API_VERSION, kind: KIND.cspi, metadata: { name: "p", namespace: "openebs" }, spec },
+});
+
+describe("cspi-customize: a pool's sync is sent its own node's Lease, nothing of other nodes", () => {
+  it("asks for the node daemon Lease labelled with the CSPI's hostName, in the CSPI's namespace", () => {
+    expect(handleCspiCustomize(request({ hostName: "node-7" })).relatedResources).to.deep.equal([
+      {
+        apiVersion: "coordination.k8s.io/v1",
+        resource: "leases",
+        namespace: "openebs",
+        labelSelector: {
+          matchLabels: {
+            "app.kubernetes.io/component": "node-daemon",
+            "app.kubernetes.io/name": "cstor-pool-node",
+            "kubernetes.io/hostname": "node-7",
+          },
+        },
+      },
+    ]);
+  });
+
+  it("asks for nothing when the stored CSPI has no hostName (its heartbeat is then read from its status)", () => {
+    for (const spec of [undefined, {}, { hostName: 7 }, { hostName: "" }])
+      expect(handleCspiCustomize(request(spec)).relatedResources).to.deep.equal([]);
+  });
+});
