@@ -334,7 +334,11 @@ describe("integration: the node daemon's replicas (real processes, real apiserve
       patch(
         "cstorpoolinstances",
         cspiA(),
-        [{ op: "replace", path: "/spec/hostName", value: node }],
+        [
+          { op: "replace", path: "/spec/hostName", value: node },
+          // cspc-sync moves the hostname label with the pool: the daemons watch by it.
+          { op: "replace", path: `/metadata/labels/${LABEL.hostname.replace("/", "~1")}`, value: node },
+        ],
         "application/json-patch+json",
       );
     await moveTo(`nowhere-${sandbox.id}`);

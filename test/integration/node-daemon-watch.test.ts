@@ -60,6 +60,8 @@ describe("integration: the node daemon's view of its CSPIs stays current (watch 
       [
         { op: "replace", path: "/spec/hostName", value: host },
         { op: "replace", path: "/spec/nodeSelector", value: { [LABEL.hostname]: host } },
+        // cspc-sync moves the hostname label with the pool: the daemons watch by it.
+        { op: "replace", path: "/metadata/labels/kubernetes.io~1hostname", value: host },
       ],
       "application/json-patch+json",
     );
@@ -151,7 +153,8 @@ describe("integration: the node daemon's view of its CSPIs stays current (watch 
       0,
       2 * MIN_REQUEST_TIMEOUT_S + 5,
     );
-    const ended = relists(daemonB, "watch-ended").at(-1)!;
+    // Node A's daemon, which was sent its pool's changes (B was sent nothing of A's until the move).
+    const ended = relists(daemonA, "watch-ended").at(-1)!;
     expect(ended.lastEventAgeSeconds, "the log line says how old the last event was").to.be.a("number");
   });
 
