@@ -47,7 +47,7 @@ export interface DaemonMetrics {
   forget(cspi: string): void;
   /** The CSPIs were listed (at start, after the watch ended or failed, or periodically). */
   relisted(reason: string): void;
-  /** A watch event delivered to the daemon: what the apiserver sends this node, by kind (CSPI, CVR) and type. */
+  /** A watch event delivered to the daemon: what the apiserver sends this node, by kind and type. */
   watchEvent(kind: string, type: string): void;
   /** Where the age of the daemon's view of its CSPIs is read at each scrape (undefined: not listed yet). */
   viewAge(read: () => number | undefined): void;
@@ -117,7 +117,7 @@ export function createMetrics(): DaemonMetrics {
   });
   const watchEvents = new Counter({
     name: "cstor_node_daemon_watch_events_total",
-    help: "Watch events the apiserver delivered to this daemon, by kind (CSPI, CVR) and type (ADDED, MODIFIED, DELETED)",
+    help: "Watch events the apiserver delivered to this daemon, by kind (CStorPoolInstance, CStorVolumeReplica) and type (ADDED, MODIFIED, DELETED)",
     labelNames: ["kind", "type"],
     registers: [registry],
   });
