@@ -68,6 +68,7 @@ const CHECKS: Record<string, Check> = {
   "cspc-customize": customizeProblems,
   "cspc-sync": compositeChildrenProblems,
   "cspc-finalize": finalizeCspcProblems,
+  "cspi-customize": customizeProblems,
   "cspi-sync": cspiSyncProblems,
   "cspi-finalize": cspiFinalizeProblems,
   "admission-cspc": admissionProblems,

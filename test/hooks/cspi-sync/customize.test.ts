@@ -25,8 +25,15 @@ describe("cspi-customize: a pool's sync is sent its own node's Lease, nothing of
     ]);
   });
 
-  it("asks for nothing when the stored CSPI has no hostName (its heartbeat is then read from its status)", () => {
+  it("asks for more, never less, when the stored CSPI has no readable hostName: every node daemon's Lease", () => {
     for (const spec of [undefined, {}, { hostName: 7 }, { hostName: "" }])
-      expect(handleCspiCustomize(request(spec)).relatedResources).to.deep.equal([]);
+      expect(handleCspiCustomize(request(spec)).relatedResources.map((r) => r.labelSelector)).to.deep.equal([
+        {
+          matchLabels: {
+            "app.kubernetes.io/component": "node-daemon",
+            "app.kubernetes.io/name": "cstor-pool-node",
+          },
+        },
+      ]);
   });
 });

@@ -97,13 +97,14 @@ export function loadCorpus(): Corpus {
     ),
   );
   byRoute.set("admission-cspc", admissionReviews(cspcSyncRequests));
-  byRoute.set(
-    "storageclass-customize",
-    (byRoute.get("storageclass-sync") ?? []).map((r) => ({
-      controller: { kind: "DecoratorController", metadata: { name: "cstor-storage-class" } },
+  // A decorator's customize request: its sync requests' objects as parents.
+  const decoratorCustomize = (syncRoute: string, controller: string) =>
+    (byRoute.get(syncRoute) ?? []).map((r) => ({
+      controller: { kind: "DecoratorController", metadata: { name: controller } },
       parent: (r as { object: Json }).object,
-    })),
-  );
+    }));
+  byRoute.set("storageclass-customize", decoratorCustomize("storageclass-sync", "cstor-storage-class"));
+  byRoute.set("cspi-customize", decoratorCustomize("cspi-sync", "cstor-pool-instance"));
   byRoute.set(
     "cvc-customize",
     parentsOf(byRoute.get("cvc-sync") ?? []).map(
@@ -114,12 +115,6 @@ export function loadCorpus(): Corpus {
         }) as unknown as Json,
     ),
   );
-  byRoute.set(
-    "cv-customize",
-    (byRoute.get("cv-status") ?? []).map((r) => ({
-      controller: { kind: "DecoratorController", metadata: { name: "cstor-volume" } },
-      parent: (r as { object: Json }).object,
-    })),
-  );
+  byRoute.set("cv-customize", decoratorCustomize("cv-status", "cstor-volume"));
   return { byRoute, all: [...byRoute.values()].flat(), cspcSyncRequests };
 }
