@@ -1,7 +1,7 @@
 // `npm run bench`: every benchmark of the project in one run, printed as Markdown tables and written to
 // bench/results/latest.md (the raw numbers to bench/results/latest.json); docs/benchmarks.md analyses them.
 //   npm run bench                      all parts (11 to 13 minutes on the idle 2-core reference machine, most of it the end-to-end part)
-//   npm run bench -- --only=pure,http  some parts: pure, volumes, http, daemon, e2e, target; the parts not run
+//   npm run bench -- --only=pure,http  some parts: pure, volumes, http, daemon, e2e, target, policy; the parts not run
 //                                      keep their last results in bench/results (carried over, dated)
 //   npm run bench -- --quick           short runs, to check the benchmark itself works
 //   npm run bench -- --profile         also write a CPU profile of every measured process to bench/results/profiles
@@ -59,10 +59,18 @@ import {
   targetVerdicts,
   type TargetResults,
 } from "./target.js";
+import {
+  POLICY_QUICK_SIZES,
+  POLICY_SIZES,
+  policyTables,
+  policyTargets,
+  runPolicy,
+  type PolicyResults,
+} from "./policy.js";
 import { stopAll } from "../testkit/processes.js";
 import { runVolumes, VOLUME_SIZES, volumeTables, volumeTargets, type VolumeResults } from "./volumes.js";
 
-const PARTS = ["pure", "volumes", "http", "daemon", "e2e", "target"] as const;
+const PARTS = ["pure", "volumes", "http", "daemon", "e2e", "target", "policy"] as const;
 type Part = (typeof PARTS)[number];
 
 const { values } = parseArgs({
@@ -97,6 +105,7 @@ let http: HttpResults | undefined;
 let daemon: DaemonResults | undefined;
 let e2e: E2eResults | undefined;
 let volumeTarget: TargetResults | undefined;
+let policy: PolicyResults | undefined;
 if (only.includes("pure")) {
   pure = runPure({
     sizes: quick ? [1, 10, 100] : PURE_SIZES,
@@ -135,6 +144,15 @@ if (only.includes("e2e")) {
 if (only.includes("target")) {
   volumeTarget = await runTarget({ sizes: quick ? TARGET_QUICK_SIZES : TARGET_SIZES, progress });
 }
+if (only.includes("policy")) {
+  policy = await runPolicy({
+    sizes: quick ? POLICY_QUICK_SIZES : POLICY_SIZES,
+    budget: quick
+      ? { millis: 1000, minSamples: 2, maxSamples: 5 }
+      : { millis: 20_000, minSamples: 3, maxSamples: 20 },
+    progress,
+  });
+}
 const seconds = (Date.now() - started) / 1000;
 const command = `npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(" ")}` : ""}`;
 const resultsDir = new URL("results/", import.meta.url).pathname;
@@ -168,6 +186,7 @@ if (only.length < PARTS.length && existsSync(previousFile)) {
   daemon ??= previous.daemon;
   e2e ??= previous.e2e;
   volumeTarget ??= previous.target;
+  policy ??= previous.policy;
 }
 
 interface Target {
@@ -303,6 +322,7 @@ function targets(): Target[] {
     }
   }
   if (volumeTarget) out.push(...targetVerdicts(volumeTarget));
+  if (policy) out.push(...policyTargets(policy));
   if (e2e && e2e.runs.length > 1) {
     const first = e2e.runs[0];
     const last = e2e.runs[e2e.runs.length - 1];
@@ -328,11 +348,12 @@ const tables: Table[] = [
   ...(daemon ? daemonTables(daemon) : []),
   ...(e2e ? e2eTables(e2e) : []),
   ...(volumeTarget ? targetTables(volumeTarget) : []),
+  ...(policy ? policyTables(policy) : []),
 ];
 const targetRows = targets();
 if (targetRows.length > 0) {
   tables.push({
-    title: "Targets (issue 18; the volume target's, issue 32)",
+    title: "Targets (issue 18; the volume target's, issue 32; the CSPC policy's, issue 33)",
     headers: ["target", "measured", "verdict"],
     rows: targetRows.map((t) => [t.target, t.measured, t.met ? "met" : "MISSED"]),
   });
@@ -369,6 +390,7 @@ writeFileSync(
       daemon,
       e2e,
       target: volumeTarget,
+      policy,
       runs,
       targets: targetRows,
     },
