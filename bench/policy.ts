@@ -15,11 +15,11 @@
 // /proc (its own process, whatever else runs on the machine).
 import { Agent, request as httpsRequest } from "node:https";
 import { readdirSync, readFileSync } from "node:fs";
-import { API_VERSION, TYPE_KEY } from "../api/constants.js";
+import { API_VERSION } from "../api/constants.js";
 import type { BlockPoolSpec, KubeObject } from "../api/types.js";
 import { CSPC_POLICY_NAME, cspcPolicy } from "../api/policy.js";
 import { installProject, ownCluster, waitUntil, type OwnCluster } from "../testkit/kube.js";
-import { fleetRequest } from "../testkit/fleet.js";
+import { createCspis, fleetObjects, type FleetObjects } from "../testkit/fleet.js";
 import { sumsBy } from "./metrics-text.js";
 import { cpuTimes } from "./process.js";
 import { summarize } from "./stats.js";
@@ -32,14 +32,12 @@ export const POLICY_GROWTH_TARGET = 1.5;
 
 const NS = "openebs";
 const CSPCS = `/apis/${API_VERSION}/namespaces/${NS}/cstorpoolclusters`;
-const CSPIS = `/apis/${API_VERSION}/namespaces/${NS}/cstorpoolinstances`;
 const BINDINGS = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings";
 const FOREIGN_POOLS = 3;
 /** What the node daemons report: every pool holds volumes (a CSPC that cannot be deleted). */
 const REPLICAS = 2;
 /** A request may take long before the change (18-22 s at 1,000 pools on the issue's cluster). */
 const REQUEST_TIMEOUT_MS = 10 * 60_000;
-const CREATE_CONCURRENCY = 8;
 
 export type PolicyEdit = "legal" | "illegal" | "foreign";
 export const POLICY_EDITS: PolicyEdit[] = ["legal", "illegal", "foreign"];
@@ -83,30 +81,6 @@ export interface PolicyOptions {
   progress: (line: string) => void;
 }
 
-interface Fleet {
-  cspc: KubeObject & { spec: { pools: BlockPoolSpec[] } };
-  cspis: KubeObject[];
-}
-
-/** The shared fleet of `pools` pools: its CSPC and the CSPIs cspc-sync made for it (testkit/fleet.ts). */
-function fleet(pools: number): Fleet {
-  const request = fleetRequest({ pools, withCspis: true });
-  const { uid: _uid, generation: _generation, ...metadata } = request.parent.metadata;
-  return {
-    cspc: { ...request.parent, metadata } as Fleet["cspc"],
-    cspis: Object.values(request.children[TYPE_KEY.cspi] ?? {}),
-  };
-}
-
-/** A small CSPC beside the fleet: its own nodes, devices and CSPIs. */
-function foreignFleet(): Fleet {
-  const text = JSON.stringify(fleet(FOREIGN_POOLS))
-    .replaceAll("fleet", "other")
-    .replaceAll("blockdevice-", "other-bd-")
-    .replaceAll("node-", "other-node-");
-  return JSON.parse(text) as Fleet;
-}
-
 type Edit = (pools: BlockPoolSpec[]) => void;
 const bds = (...names: string[]) => names.map((blockDeviceName) => ({ blockDeviceName }));
 const middle = (pools: BlockPoolSpec[]) => pools[Math.floor(pools.length / 2)];
@@ -118,14 +92,14 @@ const WIDEN_MIRRORS: Edit = (pools) =>
   middle(pools).raidGroups.forEach((g, i) => g.blockDevices.push(...bds(`bench-wide-${i}`)));
 
 function edited(cspc: KubeObject, edit: Edit): KubeObject {
-  const copy = structuredClone(cspc) as Fleet["cspc"];
+  const copy = structuredClone(cspc) as FleetObjects["cspc"];
   edit(copy.spec.pools);
   return copy;
 }
 
 /** One HTTPS client for the whole run, kept alive, so the floor is not TLS handshakes. */
 class Api {
-  private readonly agent = new Agent({ keepAlive: true, maxSockets: CREATE_CONCURRENCY });
+  private readonly agent = new Agent({ keepAlive: true, maxSockets: 1 });
   private readonly ca: Buffer;
   constructor(private readonly cluster: OwnCluster) {
     this.ca = readFileSync(cluster.caFile);
@@ -175,31 +149,6 @@ class Api {
   }
 }
 
-/** Runs `work` over `items`, `concurrency` at a time. */
-async function eachLimited<T>(items: readonly T[], concurrency: number, work: (item: T) => Promise<void>) {
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) await work(items[next++]);
-  };
-  await Promise.all(Array.from({ length: Math.min(concurrency, items.length) }, worker));
-}
-
-/** Creates the CSPIs not yet there (a larger fleet keeps the smaller one's) and reports their replica counts. */
-async function createCspis(api: Api, cspis: readonly KubeObject[], existing: Set<string>) {
-  const fresh = cspis.filter((c) => !existing.has(c.metadata.name ?? ""));
-  await eachLimited(fresh, CREATE_CONCURRENCY, async (cspi) => {
-    const { status, ...object } = cspi as KubeObject & { status?: object };
-    await api.must("POST", CSPIS, object);
-    await api.must(
-      "PATCH",
-      `${CSPIS}/${cspi.metadata.name}/status`,
-      { status: { ...status, provisionedReplicas: REPLICAS } },
-      "application/merge-patch+json",
-    );
-    existing.add(cspi.metadata.name ?? "");
-  });
-}
-
 /** Creates or replaces the CSPC (the binding is off while the fleet is set up). */
 async function putCspc(api: Api, cspc: KubeObject): Promise<KubeObject> {
   const current = await api.send("GET", `${CSPCS}/${cspc.metadata.name}`);
@@ -223,12 +172,15 @@ async function setBinding(api: Api, on: boolean): Promise<void> {
 
 /** Waits until the apiserver enforces (or no longer enforces) the policy with every CSPI of `stored`. */
 async function waitEnforced(api: Api, stored: KubeObject, enforced: boolean): Promise<void> {
-  // The CSPIs were created in pool order: the last pool's refusal means the policy's informer has them all.
+  // The CSPIs were created in pool order: the last pool's refusal means the policy's informer has them all
+  // (but the few created alongside it).
   const lastWidened = edited(stored, (pools) =>
     pools[pools.length - 1].raidGroups.forEach((g, i) => g.blockDevices.push(...bds(`bench-probe-${i}`))),
   );
+  // Only the policy's refusal (422) or an admission (200) says which: a probe the apiserver cut off at its
+  // request timeout (504) goes on failing its remaining params after it answers, so it is waited past.
   await waitUntil(
-    async () => ((await dryRunUpdate(api, lastWidened)).status !== 200) === enforced,
+    async () => (await dryRunUpdate(api, lastWidened)).status === (enforced ? 422 : 200),
     120_000,
     () => `the policy is ${enforced ? "never" : "still"} enforced`,
   );
@@ -350,16 +302,12 @@ async function stored(api: Api, name: string): Promise<KubeObject> {
 }
 
 /** One size: the fleet grown to `pools` (binding off), measured with the binding on, then off (the floor). */
-async function measureSize(
-  m: Measure,
-  pools: number,
-  existing: Set<string>,
-  progress: PolicyOptions["progress"],
-) {
+async function measureSize(m: Measure, pools: number, before: number, progress: PolicyOptions["progress"]) {
   const started = performance.now();
-  const { cspc, cspis } = fleet(pools);
+  const { cspc, cspis } = fleetObjects(pools);
   await putCspc(m.api, cspc);
-  await createCspis(m.api, cspis, existing);
+  // The CSPIs of the smaller fleet are there already; the new ones are made in pool order.
+  await createCspis(m.cluster, cspis.slice(before), REPLICAS);
   const fleetNow = await stored(m.api, "fleet");
   const objects: Record<PolicyEdit, KubeObject> = {
     legal: edited(fleetNow, ADD_GROUP),
@@ -374,9 +322,8 @@ async function measureSize(
   await setBinding(m.api, false);
   await waitEnforced(m.api, fleetNow, false);
   const floor = await timeEdits(m, objects, `floor, ${pools} pools`, progress);
-  const foreignCspis = [...existing].filter((name) => name.startsWith("other-")).length;
   const cspcBytes = JSON.stringify(fleetNow.spec).length;
-  return { pools, foreignCspis, cspcBytes, setupSeconds, policy, floor };
+  return { pools, foreignCspis: FOREIGN_POOLS, cspcBytes, setupSeconds, policy, floor };
 }
 
 export async function runPolicy(options: PolicyOptions): Promise<PolicyResults> {
@@ -388,15 +335,13 @@ export async function runPolicy(options: PolicyOptions): Promise<PolicyResults> 
     const version = await api.must("GET", "/version");
     // The set-up's own writes are not judged: the binding comes and goes with each size's measurement.
     await setBinding(api, false);
-    const other = foreignFleet();
-    const existing = new Set<string>();
+    const other = fleetObjects(FOREIGN_POOLS, "other", "other-");
     await putCspc(api, other.cspc);
-    await createCspis(api, other.cspis, existing);
+    await createCspis(cluster, other.cspis, REPLICAS);
     const sizes: PolicySize[] = [];
+    const measure = { api, cluster, pid, budget: options.budget };
     for (const pools of options.sizes)
-      sizes.push(
-        await measureSize({ api, cluster, pid, budget: options.budget }, pools, existing, options.progress),
-      );
+      sizes.push(await measureSize(measure, pools, sizes.at(-1)?.pools ?? 0, options.progress));
     return { sizes, apiserverVersion: String(version.gitVersion) };
   } finally {
     api.close();

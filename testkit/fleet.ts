@@ -1,7 +1,9 @@
 // A deterministic synthetic fleet: one CSPC of N pools (two 2-way mirror groups each, 4 devices), with its
 // Nodes, BlockDevices, Bound claims and (optionally) the CSPIs a previous sync created. Used by tests of
-// large requests and by the benchmarks.
-import type { CompositeSyncRequest, KubeObject } from "../api/types.js";
+// large requests and by the benchmarks, and (fleetObjects, createCspis) put on a real apiserver.
+import { API_VERSION, TYPE_KEY } from "../api/constants.js";
+import type { BlockPoolSpec, CompositeSyncRequest, CSPI, KubeObject } from "../api/types.js";
+import type { KubeCluster } from "./kube.js";
 import { quietHookContext } from "./hook-context.js";
 import { handleCspcSync } from "../hooks/cspc-sync/sync.js";
 import { claimName } from "../lib/names.js";
@@ -116,4 +118,60 @@ export function fleetRequest(options: FleetOptions): CompositeSyncRequest {
     ...withClaims,
     children: { ...withClaims.children, "CStorPoolInstance.openebs.io/v1alpha1": cspis },
   };
+}
+
+export interface FleetObjects {
+  /** The CSPC as a user creates it (no uid, no generation). */
+  cspc: KubeObject & { spec: { pools: BlockPoolSpec[] } };
+  /** Its CSPIs as cspc-sync builds them, in pool order, with the status the steady state reports (created apart). */
+  cspis: (KubeObject & { status?: object })[];
+}
+
+/**
+ * The fleet of `pools` pools as objects for a real apiserver. `name` renames the CSPC (and so its CSPIs);
+ * `prefix` gives its nodes and devices names of their own, for a second fleet beside the first.
+ */
+export function fleetObjects(pools: number, name = "fleet", prefix = ""): FleetObjects {
+  const request = fleetRequest({ pools, withCspis: true });
+  const { uid: _uid, generation: _generation, ...metadata } = request.parent.metadata;
+  const objects = {
+    cspc: { ...request.parent, metadata },
+    // In pool order (the hook answers them by name): pool i's node is node-<i>, zero-padded.
+    cspis: (Object.values(request.children[TYPE_KEY.cspi] ?? {}) as CSPI[]).sort((a, b) =>
+      a.spec.hostName.localeCompare(b.spec.hostName),
+    ),
+  };
+  const text = JSON.stringify(objects)
+    .replaceAll("fleet", name)
+    .replaceAll("blockdevice-", `${prefix}blockdevice-`)
+    .replaceAll("node-", `${prefix}node-`);
+  return JSON.parse(text) as FleetObjects;
+}
+
+/**
+ * Creates CSPIs on a real apiserver, `concurrency` at a time, and reports each one's replica count through the
+ * status subresource, as its node daemon would.
+ */
+export async function createCspis(
+  cluster: KubeCluster,
+  cspis: readonly FleetObjects["cspis"][number][],
+  provisionedReplicas: number,
+  concurrency = 8,
+): Promise<void> {
+  const path = `/apis/${API_VERSION}/namespaces/${NS}/cstorpoolinstances`;
+  const must = async (method: string, url: string, body: unknown, contentType?: string) => {
+    const response = await cluster.request(cluster.admin, method, url, body, contentType);
+    if (response.status >= 300)
+      throw new Error(`${method} ${url}: ${response.status} ${JSON.stringify(response.body)}`);
+  };
+  let next = 0;
+  const worker = async () => {
+    while (next < cspis.length) {
+      const { status, ...cspi } = cspis[next++];
+      await must("POST", path, cspi);
+      const reported = { status: { ...status, provisionedReplicas } };
+      await must("PATCH", `${path}/${cspi.metadata.name}/status`, reported, "application/merge-patch+json");
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, cspis.length) }, worker));
 }
