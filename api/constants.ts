@@ -74,6 +74,12 @@ export const ANNOTATION = {
    * the device; only then does cspc-sync release the claim.
    */
   bdRemoval: "openebs.io/bd-removal",
+  /**
+   * On a CSPI: the index of its pool in the CSPC's spec.pools when cspc-sync last wrote it. The CSPC admission
+   * policy looks for the CSPI's pool there first, so an edit costs it the CSPC's size, not its square
+   * (docs/adr/0046-the-cspc-policy-finds-a-cspis-pool-by-a-recorded-index.md). Only a hint: the policy checks it.
+   */
+  poolIndex: "openebs.io/pool-index",
   /** On a CSPI: the pool spec is gone from the CSPC; the node daemon may destroy the pool. */
   poolRemoval: "openebs.io/pool-removal",
   /** On a CSPC: hold all day-2 changes. */

@@ -6,7 +6,7 @@
 // can. Removing a pool that holds volumes, and DELETE while a CSPI reports volumes, are refused as the webhook
 // refuses them (lib/admission/judge.ts).
 // `npm run generate` writes it to metacontroller/base/cspc-policy.yaml; docs/validation.md says what it covers.
-import { API_VERSION, GROUP, KIND, LABEL } from "./constants.js";
+import { ANNOTATION, API_VERSION, GROUP, KIND, LABEL } from "./constants.js";
 
 const role = (g: string): string =>
   `(has(${g}.isWriteCache) && ${g}.isWriteCache ? 'writeCache' : has(${g}.isSpare) && ${g}.isSpare ? 'spare' : ` +
@@ -97,6 +97,72 @@ const HELD = `'pool ' + params.metadata.name + ' on node ' + params.spec.hostNam
 /** heldWithFix() of lib/admission/judge.ts. */
 const HELD_WITH_FIX = `${HELD} + (${COUNT_KNOWN} ? '' : ' (' + ${UNKNOWN_FIX} + ')')`;
 
+// Finding the CSPI's pool spec. Looking through every pool for each CSPI made an edit of a CSPC of N pools cost
+// N x N pool comparisons (22 s at 1,000 pools); cspc-sync records each pool's index on its CSPI, and the policy
+// looks there first, then one place before and after it (a pool removed or inserted before this one, in the edit
+// being judged), and through every pool only when none of those is the CSPI's pool
+// (docs/adr/0046-the-cspc-policy-finds-a-cspis-pool-by-a-recorded-index.md).
+const POOLS = "object.spec.pools";
+/** Pool spec p is this CSPI's, as cspc-sync matches them: the same nodeSelector and a device in common. */
+const isOurs = (p: string): string =>
+  `has(${p}.nodeSelector) && has(${p}.raidGroups) && ${p}.nodeSelector == params.spec.nodeSelector && ` +
+  `${p}.raidGroups.exists(g, g.blockDevices.exists(d, d.blockDeviceName in variables.groupOf))`;
+/** Index i (an int expression) is a pool of the new spec and it is this CSPI's. */
+const oursAt = (i: string): string => `(${i} >= 0 && ${i} < ${POOLS}.size() && ${isOurs(`${POOLS}[${i}]`)})`;
+const HINT_KEY = `params.metadata.annotations['${ANNOTATION.poolIndex}']`;
+
+/** What the validations read, evaluated once per CSPI (param) when first read. */
+const VARIABLES = [
+  {
+    name: "ours",
+    expression:
+      `has(params.metadata.labels) && '${LABEL.cspc}' in params.metadata.labels && ` +
+      `params.metadata.labels['${LABEL.cspc}'] == oldObject.metadata.name`,
+  },
+  // Device name -> index of its group in the CSPI (the hook never lists a device twice in a CSPI).
+  {
+    name: "groupOf",
+    expression:
+      "params.spec.raidGroups.transformMapEntry(gi, g, g.blockDevices.transformMapEntry(di, d, {d.blockDeviceName: gi}))",
+  },
+  // Where cspc-sync last saw this CSPI's pool (ANNOTATION.poolIndex), -1 when it says nothing usable.
+  {
+    name: "hint",
+    expression:
+      `has(params.metadata.annotations) && '${ANNOTATION.poolIndex}' in params.metadata.annotations && ` +
+      `${HINT_KEY}.matches('^[0-9]{1,6}$') ? int(${HINT_KEY}) : -1`,
+  },
+  // Every pool spec of this CSPI, looked for in all of them (evaluated only when the hint misses).
+  {
+    name: "scan",
+    expression: `${POOLS}.transformList(i, p, ${isOurs("p")} ? i : -1).filter(i, i >= 0)`,
+  },
+  // The new pool spec of this CSPI, as cspc-sync matches it: same nodeSelector and a device in common.
+  // (A pool whose nodeSelector changes migrates; it is left to the webhook and cspc-sync.)
+  {
+    name: "matches",
+    expression:
+      `variables.hint < 0 ? variables.scan : ${oursAt("variables.hint")} ? [variables.hint] : ` +
+      `${oursAt("variables.hint - 1")} ? [variables.hint - 1] : ` +
+      `${oursAt("variables.hint + 1")} ? [variables.hint + 1] : variables.scan`,
+  },
+  {
+    name: "live",
+    expression:
+      "request.operation == 'UPDATE' && variables.ours && has(object.spec) && variables.matches.size() == 1",
+  },
+  { name: "poolIndex", expression: "variables.matches[0]" },
+  { name: "pool", expression: "object.spec.pools[variables.poolIndex]" },
+  { name: "carriers", expression: CARRIERS },
+  { name: "removed", expression: REMOVED },
+  { name: "added", expression: ADDED },
+  { name: "merged", expression: MERGED },
+  {
+    name: "problems",
+    expression: `params.spec.raidGroups.transformList(gi, g, ${GROUP_PROBLEM}).filter(m, m != '')`,
+  },
+];
+
 export const CSPC_POLICY_NAME = "cstor-pool-cluster-safety";
 
 export function cspcPolicy(): object[] {
@@ -110,12 +176,16 @@ export function cspcPolicy(): object[] {
       failurePolicy: "Ignore",
       paramKind: { apiVersion: API_VERSION, kind: KIND.cspi },
       // Labels, annotations and finalizers (Metacontroller's among them) are never judged, as in the webhook:
-      // a stored spec cspc-sync refuses must not block them.
+      // a stored spec cspc-sync refuses must not block them. The API server evaluates match conditions once per
+      // param (CSPI), so this one compares generations, which it has already moved on for any change outside
+      // metadata and status, rather than the specs (a walk through every pool, for each CSPI).
       matchConditions: [
         {
           name: "spec-changed-or-delete",
           expression:
-            "request.operation == 'DELETE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec",
+            "request.operation == 'DELETE' || !has(object.spec) || !has(oldObject.spec) || " +
+            "(has(object.metadata.generation) && has(oldObject.metadata.generation) ? " +
+            "object.metadata.generation != oldObject.metadata.generation : object.spec != oldObject.spec)",
         },
       ],
       matchConstraints: {
@@ -128,43 +198,7 @@ export function cspcPolicy(): object[] {
           },
         ],
       },
-      variables: [
-        {
-          name: "ours",
-          expression:
-            `has(params.metadata.labels) && '${LABEL.cspc}' in params.metadata.labels && ` +
-            `params.metadata.labels['${LABEL.cspc}'] == oldObject.metadata.name`,
-        },
-        // Device name -> index of its group in the CSPI (the hook never lists a device twice in a CSPI).
-        {
-          name: "groupOf",
-          expression:
-            "params.spec.raidGroups.transformMapEntry(gi, g, g.blockDevices.transformMapEntry(di, d, {d.blockDeviceName: gi}))",
-        },
-        // The new pool spec of this CSPI, as cspc-sync matches it: same nodeSelector and a device in common.
-        // (A pool whose nodeSelector changes migrates; it is left to the webhook and cspc-sync.)
-        {
-          name: "matches",
-          expression:
-            "object.spec.pools.transformList(i, p, has(p.nodeSelector) && has(p.raidGroups) && p.nodeSelector == params.spec.nodeSelector && " +
-            "p.raidGroups.exists(g, g.blockDevices.exists(d, d.blockDeviceName in variables.groupOf)) ? i : -1).filter(i, i >= 0)",
-        },
-        {
-          name: "live",
-          expression:
-            "request.operation == 'UPDATE' && variables.ours && has(object.spec) && variables.matches.size() == 1",
-        },
-        { name: "poolIndex", expression: "variables.matches[0]" },
-        { name: "pool", expression: "object.spec.pools[variables.poolIndex]" },
-        { name: "carriers", expression: CARRIERS },
-        { name: "removed", expression: REMOVED },
-        { name: "added", expression: ADDED },
-        { name: "merged", expression: MERGED },
-        {
-          name: "problems",
-          expression: `params.spec.raidGroups.transformList(gi, g, ${GROUP_PROBLEM}).filter(m, m != '')`,
-        },
-      ],
+      variables: VARIABLES,
       validations: [
         {
           expression: `request.operation != 'DELETE' || !variables.ours || ${HOLDS_NONE}`,
@@ -179,6 +213,7 @@ export function cspcPolicy(): object[] {
           // webhook and cspc-sync judge the replicas (the replicas those CVRs name move, docs/adr/0027-volume-day-2-a-new-replica-is-rebuilding.md; other data holds the pool).
           expression:
             `request.operation != 'UPDATE' || !variables.ours || ${COUNT_KNOWN} || !has(object.spec) || ` +
+            "variables.matches.size() > 0 || " +
             "object.spec.pools.exists(p, has(p.raidGroups) && p.raidGroups.exists(g, g.blockDevices.exists(d, d.blockDeviceName in variables.groupOf)))",
           messageExpression:
             `'spec.pools no longer lists pool ' + params.metadata.name + ' (node ' + params.spec.hostName + '), which ' + ${HELD_PREDICATE} + ` +

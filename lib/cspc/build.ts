@@ -133,6 +133,7 @@ export function devicesOf(
 
 const HOOK_LABELS: readonly string[] = [LABEL.cspc, LABEL.cspi, LABEL.hostname, LABEL.onDeviceSets];
 const HOOK_ANNOTATIONS: readonly string[] = [
+  ANNOTATION.poolIndex,
   ANNOTATION.poolRemoval,
   ANNOTATION.bdPredecessor,
   ANNOTATION.bdRemoval,
@@ -173,14 +174,28 @@ export function withPause(cspi: KubeObject, paused: boolean): KubeObject {
   };
 }
 
+/**
+ * The CSPI with the index of its pool spec in the CSPC's spec.pools, or without any for a CSPI no pool spec claims.
+ * The admission policy looks for the CSPI's pool there first (docs/adr/0046-the-cspc-policy-finds-a-cspis-pool-by-a-recorded-index.md).
+ */
+export function withPoolIndex(cspi: KubeObject, index: number | undefined): KubeObject {
+  const { [ANNOTATION.poolIndex]: _old, ...others } = cspi.metadata.annotations ?? {};
+  const annotations = index === undefined ? others : { ...others, [ANNOTATION.poolIndex]: String(index) };
+  const { annotations: _all, ...metadata } = cspi.metadata;
+  return {
+    ...cspi,
+    metadata: Object.keys(annotations).length > 0 ? { ...metadata, annotations } : metadata,
+  };
+}
+
 /** The node daemon may destroy a pool only once its CSPI carries this mark; removal is mark first, omit later. */
 export function isMarkedForRemoval(cspi: CSPI): boolean {
   return cspi.metadata.annotations?.[ANNOTATION.poolRemoval] === POOL_REMOVAL_REQUESTED;
 }
 
-/** The observed CSPI as the hook returns it, marked for removal. */
+/** The observed CSPI as the hook returns it, marked for removal (its pool spec is gone: no pool index). */
 export function markedForRemoval(cspi: CSPI): KubeObject {
-  const marked = ownedView(cspi);
+  const marked = withPoolIndex(ownedView(cspi), undefined);
   marked.metadata.annotations = {
     ...marked.metadata.annotations,
     [ANNOTATION.poolRemoval]: POOL_REMOVAL_REQUESTED,

@@ -32,6 +32,7 @@ import {
   ownedView,
   withoutRemovalMark,
   withPause,
+  withPoolIndex,
 } from "./build.js";
 import {
   claimObjects,
@@ -44,7 +45,7 @@ import {
   type ClaimWant,
 } from "./claims.js";
 import { gateDisruptions, planExistingPool, withoutDevices, type ExistingPoolPlan } from "./day2-plan.js";
-import { matchPools, type PoolMatch } from "./match.js";
+import { matchPools, type MatchResult, type PoolMatch } from "./match.js";
 import { planRollouts, withRolloutPermit } from "./rollout.js";
 import { computeStatus, destroyRefusedPools, type RemovalBlocked, type SyncFindings } from "./status.js";
 import { cspcEvents } from "./events.js";
@@ -147,8 +148,9 @@ export function planChildren(cspc: CSPC, inventory: Inventory): ChildrenPlan {
   const pvcs = frozen ? pvcsAsObserved(inventory) : planSetPvcs(pools, actsOn, inventory);
 
   const rollout = planRollouts(inventory, { frozen, dayTwoActive: dayTwo.progressing.active.length > 0 });
+  const poolIndex = frozen ? undefined : poolIndexes(setPools, matched);
   const cspis = [...poolPlans, ...dayTwo.pools, ...orphans].flatMap((p) =>
-    p.cspi ? [withPause(withRolloutPermit(p.cspi, rollout), paused)] : [],
+    p.cspi ? [withPause(withRolloutPermit(indexed(p.cspi, poolIndex), rollout), paused)] : [],
   );
   const findings: SyncFindings = {
     paused,
@@ -170,6 +172,19 @@ export function planChildren(cspc: CSPC, inventory: Inventory): ChildrenPlan {
     children: [...cspis.sort(byName), ...claimObjects(claims, inventory), ...pvcs.sort(byName)],
     findings,
   };
+}
+
+/** Each pool spec's CSPI name and the pool's index in spec.pools. */
+function poolIndexes(setPools: readonly (SetPool | undefined)[], matched: MatchResult): Map<string, number> {
+  return new Map(matched.pools.map((match, i) => [setPools[i]?.name ?? match.name, i]));
+}
+
+/**
+ * The CSPI recording where its pool spec is, for the admission policy (withPoolIndex); without a map (a frozen
+ * CSPC: nothing of its children changes) it keeps what it has.
+ */
+function indexed(cspi: KubeObject, poolIndex: Map<string, number> | undefined): KubeObject {
+  return poolIndex ? withPoolIndex(cspi, poolIndex.get(cspi.metadata.name ?? "")) : cspi;
 }
 
 /**

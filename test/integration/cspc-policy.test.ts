@@ -2,7 +2,7 @@
 // without the webhook: a day-2 edit that cspc-sync would refuse is an apply-time error with day2.ts's words, a
 // legal one is accepted, and a CSPC whose pools hold volumes cannot be deleted.
 import { expect } from "chai";
-import { API_VERSION, KIND, LABEL, TYPE_KEY } from "../../api/constants.js";
+import { ANNOTATION, API_VERSION, KIND, LABEL, TYPE_KEY } from "../../api/constants.js";
 import type { BlockPoolSpec, CSPC, CSPI } from "../../api/types.js";
 import { buildInventory } from "../../lib/inventory.js";
 import { diffPool } from "../../lib/cspc/day2-diff.js";
@@ -62,18 +62,18 @@ function cspi(index: number, volumes = 0): CSPI {
       hostName: host,
       nodeSelector: pool.nodeSelector,
       poolConfig: { compression: "off", roThresholdLimit: 85 },
-      raidGroups: pool.raidGroups.map((g) => ({ ...g, type: g.type ?? "stripe" })),
+      raidGroups: structuredClone(pool.raidGroups).map((g) => ({ ...g, type: g.type ?? "stripe" })),
     },
     ...(volumes ? { status: { provisionedReplicas: volumes } } : {}),
   };
 }
 
-/** What lib/cspc/day2-diff.ts says about pool `index` of `pools` against what its CSPI holds. */
-function day2Violations(pools: BlockPoolSpec[], index: number) {
+/** What lib/cspc/day2-diff.ts says about pool `index` of `pools` against what its CSPI (`held`'s) holds. */
+function day2Violations(pools: BlockPoolSpec[], index: number, heldIndex = index) {
   const held = CSPI_NAMES.map((_, i) => cspi(i));
   const children = { [TYPE_KEY.cspi]: Object.fromEntries(held.map((c) => [`${NS}/${c.metadata.name}`, c])) };
   const inventory = buildInventory(cspc(pools), children, {});
-  return diffPool({ pool: pools[index], poolIndex: index, observed: held[index], inventory }).violations;
+  return diffPool({ pool: pools[index], poolIndex: index, observed: held[heldIndex], inventory }).violations;
 }
 
 const edit = (change: (pools: BlockPoolSpec[]) => void): BlockPoolSpec[] => {
@@ -342,6 +342,93 @@ describe("integration: the CSPC admission policy of the default install (no webh
       30_000,
       () => "the policy still refuses the removal",
     );
+  });
+
+  /** The CSPIs with these pool-index hints (undefined: none), once the policy's params have them. */
+  const hint = async (hints: (string | undefined)[]) => {
+    for (const [i, value] of hints.entries()) {
+      const object = cspi(i);
+      if (value !== undefined) object.metadata.annotations = { [ANNOTATION.poolIndex]: value };
+      await cluster.kubectl(["apply", "--server-side", "--force-conflicts", "-f", "-"], {
+        input: JSON.stringify(object),
+      });
+    }
+    // The params reach the policy through one watch, in order: once a later change of pool 1's count is seen,
+    // so are the hints.
+    const withoutPool = edit((p) => p.splice(1, 1));
+    await setVolumes(1, null);
+    await waitUntil(
+      async () => (await apply(cluster, withoutPool, true)).exitCode !== 0,
+      30_000,
+      () => "the policy never sees the unknown count",
+    );
+    await setVolumes(1, 0);
+    await waitUntil(
+      async () => (await apply(cluster, withoutPool, true)).exitCode === 0,
+      30_000,
+      () => "the policy still sees the unknown count",
+    );
+  };
+
+  const expectRefused = async (pools: BlockPoolSpec[], index: number, heldIndex: number) => {
+    const expected = day2Violations(pools, index, heldIndex).map((v) => v.message);
+    expect(expected.length, "cspc-sync refuses it too").to.be.greaterThan(0);
+    const result = await apply(cluster, pools, true);
+    expect(result.exitCode, result.stdout).to.equal(1);
+    for (const message of expected) expect(result.stderr).to.contain(message);
+  };
+
+  const HINTS: [string, (string | undefined)[]][] = [
+    ["right", ["0", "1"]],
+    ["swapped (each names the other CSPI's pool)", ["1", "0"]],
+    ["past the end of spec.pools", ["5", "900000"]],
+    ["unreadable", ["x", "-1"]],
+  ];
+  for (const [name, hints] of HINTS) {
+    it(`judges every edit as without a hint when the CSPIs' recorded pool indexes are ${name}`, async () => {
+      await hint(hints);
+      for (const c of REFUSED) await expectRefused(c.pools, c.pool, c.pool);
+      for (const [legal, pools] of LEGAL.slice(0, 5)) {
+        const result = await apply(cluster, pools, true);
+        expect(result.exitCode, `${legal}: ${result.stderr}`).to.equal(0);
+      }
+    });
+  }
+
+  it("finds a pool whose index the edit moved (one or two places, either way), with the right hints recorded", async () => {
+    await hint(["0", "1"]);
+    const pool = (host: string, device: string): BlockPoolSpec => ({
+      nodeSelector: node(host),
+      raidGroups: [{ type: "stripe", blockDevices: bds(device) }],
+    });
+    const narrowed = (p: BlockPoolSpec[]) => (group(p, 1, 0).blockDevices = bds("b1"));
+    // Pool 1 (hint 1) at index 2, 3 and 0; pool 0 (hint 0) at index 1 when the two swap.
+    const moved: [BlockPoolSpec[], number, number][] = [
+      [edit((p) => (narrowed(p), p.splice(1, 0, pool("node-5", "n5")))), 2, 1],
+      [edit((p) => (narrowed(p), p.splice(1, 0, pool("node-5", "n5"), pool("node-6", "n6")))), 3, 1],
+      [edit((p) => (narrowed(p), p.reverse())), 0, 1],
+      [edit((p) => (p.reverse(), p[1].raidGroups.splice(1, 1))), 1, 0],
+    ];
+    for (const [pools, index, heldIndex] of moved) await expectRefused(pools, index, heldIndex);
+    const accepted = await apply(
+      cluster,
+      edit((p) => (group(p, 1, 0).blockDevices.push(...bds("b4")), p.unshift(pool("node-5", "n5")))),
+      true,
+    );
+    expect(accepted.exitCode, accepted.stderr).to.equal(0);
+    await hint([undefined, undefined]);
+  });
+
+  it("judges a spec edit by metadata.generation, which the apiserver moved on before the policy ran", async () => {
+    const stored = JSON.parse((await cluster.kubectl(["get", "cspc", NAME, "-n", NS, "-o", "json"])).stdout);
+    const grown = cspc(edit((p) => group(p, 1, 0).blockDevices.push(...bds("b4"))));
+    const result = await cluster.kubectl(
+      ["apply", "--server-side", "--force-conflicts", "--dry-run=server", "-o", "json", "-f", "-"],
+      { input: JSON.stringify(grown) },
+    );
+    expect(JSON.parse(result.stdout).metadata.generation).to.equal(stored.metadata.generation + 1);
+    // The refusals above pass only through the match condition, which compares generations.
+    await expectRefused(REFUSED[0].pools, REFUSED[0].pool, REFUSED[0].pool);
   });
 
   it("refuses deleting the CSPC while a pool holds volumes, with the fix; allows it once none does", async () => {
