@@ -21,13 +21,14 @@ import { growth, sumsBy } from "./metrics-text.js";
 import { num, type Table } from "./table.js";
 
 /**
- * How long an idle window lasts. 120 s holds four of the node daemon's 30 s resyncs (each one a CSPI status
- * heartbeat per pool) and two of the 60 s resyncs cspi-sync asks Metacontroller for (HOOK_RESYNC_SECONDS), so
- * each periodic writer shows several times and the rates per minute do not hang on where a window starts
- * (4 or 5 ticks of a 30 s period: ±25 % at most). The daemons' 10-minute relist is not inside it. Shorter
- * with `--idle-seconds` (quick runs; then the rates are rougher).
+ * How long an idle window lasts: 60 s, two periods of the node daemon's Lease renewal (every 30 s per node,
+ * ADR 45) and one of the 60 s resync cspi-sync asks Metacontroller for (HOOK_RESYNC_SECONDS). A window of a
+ * whole number of a periodic writer's periods holds the same number of its ticks wherever it starts, so the
+ * rates per minute do not hang on the window's alignment (only on the timers' jitter). Since ADR 45 no status
+ * is written on a timer (only when something other than lastUpdateTime changes), so the Lease is the shortest
+ * period left. The daemons' 10-minute relist is not inside it. Other lengths with `--idle-seconds`.
  */
-export const IDLE_WINDOW_MS = 120_000;
+export const IDLE_WINDOW_MS = 60_000;
 /**
  * A window starts this long after the change before it (the last CSPI ONLINE, the last replica Healthy) was
  * seen, so the change's tail (the status writes and syncs that follow it) is not counted as idle work.
@@ -40,7 +41,7 @@ export const WRITE_VERBS = ["POST", "PUT", "PATCH", "DELETE", "DELETECOLLECTION"
 /**
  * The growth targets ("do not grow with the number of other nodes"), judged as: the largest fleet's value at
  * most IDLE_GROWTH_RATIO times the 1-node value plus an absolute allowance. The ratio covers the window's
- * alignment with the 30 s period (4 or 5 heartbeats in 120 s); the allowance covers values near zero, where a
+ * timers' jitter and a window that is not exactly a whole number of periods; the allowance covers values near zero, where a
  * single event or write more would be a large ratio of nothing. A per-node cost that grows with the fleet
  * (n² in all) passes neither: at 50 nodes it is ~50 times its 1-node value. With volumes, writes are judged
  * per replica (see idleTargets): the same 100 volumes are 100 replicas on the 1-node fleet's one pool and 6
@@ -52,7 +53,7 @@ export const EVENTS_ALLOWANCE_PER_MIN = 1;
 /** The project's apiserver writes per pool per minute allowed over IDLE_GROWTH_RATIO × the 1-node value. */
 export const WRITES_ALLOWANCE_PER_MIN = 0.5;
 
-/** The node daemon's counter of the watch events it received, {kind="CSPI"|"CVR", type}. */
+/** The node daemon's counter of the watch events it received, {kind="CStorPoolInstance"|"CStorVolumeReplica", type}. */
 export const DAEMON_WATCH_EVENTS = "cstor_node_daemon_watch_events_total";
 /** The kinds a node daemon watches: their resource (the apiserver's label) and their Kind (older apiservers' label). */
 const WATCHED = [
@@ -176,7 +177,9 @@ function idleBetween(before: IdleReading, after: IdleReading): Omit<IdleWindow, 
       sumsBy(text, DAEMON_WATCH_EVENTS, ["kind"]),
       sumsBy(earlier, DAEMON_WATCH_EVENTS, ["kind"]),
     );
-    return Object.fromEntries(WATCHED.map(({ kind }) => [kind, grown.get(kind) ?? 0]));
+    return Object.fromEntries(
+      WATCHED.map(({ kind, Kind }) => [kind, grown.get(Kind) ?? grown.get(kind) ?? 0]),
+    );
   });
   return {
     ms: after.at - before.at,
@@ -278,7 +281,9 @@ export function idleTargets(runs: IdleRun[]): IdleTarget[] {
         first: { nodes: first.pools, value: events.value(a) },
         last: { nodes: last.pools, value: events.value(b) },
         allowance: EVENTS_ALLOWANCE_PER_MIN,
-        source: events.source,
+        source: b.eventsPerDaemon
+          ? `${events.source}; CSPI / CVR ${num(b.eventsPerDaemon.byKind.CSPI ?? 0)} / ${num(b.eventsPerDaemon.byKind.CVR ?? 0)} at ${last.pools}`
+          : events.source,
       }),
     );
     // With volumes, a pool's writes depend on how many replicas it holds (all 100 at 1 node, 6 at 50), so the
@@ -361,7 +366,8 @@ export function idleTables(runs: IdleRun[]): Table[] {
       title: "Idle cost: per minute of a fleet doing nothing (each node its own node daemon and pool)",
       headers: [
         "fleet",
-        "watch events per daemon (the daemons' counter: mean / max)",
+        "watch events per daemon, the daemons' counter: CSPI / CVR (mean)",
+        "all kinds: mean / max",
         "per watcher, apiserver estimate: CSPI / CVR",
         "apiserver writes",
         "the apiserver's own",
@@ -372,12 +378,11 @@ export function idleTables(runs: IdleRun[]): Table[] {
       ],
       rows: perWindow(runs, (run, w) => {
         const s = idleSummary(run, w);
-        const daemon = s.eventsPerDaemon
-          ? `${num(s.eventsPerDaemon.mean)} / ${num(s.eventsPerDaemon.max)}${s.eventsPerDaemon.unread ? ` (${s.eventsPerDaemon.unread} unread)` : ""}`
-          : "not exported";
+        const d = s.eventsPerDaemon;
         return [
           [
-            daemon,
+            d ? `${num(d.byKind.CSPI ?? 0)} / ${num(d.byKind.CVR ?? 0)}` : "not exported",
+            d ? `${num(d.mean)} / ${num(d.max)}${d.unread ? ` (${d.unread} unread)` : ""}` : "not exported",
             `${num(s.eventsPerWatcher.CSPI ?? 0)} / ${num(s.eventsPerWatcher.CVR ?? 0)}`,
             num(s.writes),
             num(s.apiserverOwnWrites),
@@ -390,7 +395,7 @@ export function idleTables(runs: IdleRun[]): Table[] {
       }),
       notes: [
         `Window: ${windowSeconds.join(", ")} s of no change, starting ${IDLE_SETTLE_MS / 1000} s after the last change was seen (every CSPI ONLINE; every replica of the volumes Healthy and every volume Bound); counts are scaled to one minute. Metacontroller: ${runs[0]?.metacontroller ?? ""}.`,
-        `Watch events per daemon: the daemons' own ${DAEMON_WATCH_EVENTS} (all kinds), mean and largest over the daemons; "not exported" where the daemons have no such counter. Per watcher, apiserver estimate: the apiserver's apiserver_watch_events_total of CStorPoolInstances and CStorVolumeReplicas divided by the watches open on each (apiserver_longrunning_requests, mean of the window's two readings: every daemon and Metacontroller); it equals what each daemon receives while every watcher is sent every event of the kind, and is an average, not a daemon's count, once watches are filtered.`,
+        `Watch events per daemon: the daemons' own ${DAEMON_WATCH_EVENTS}, by kind (mean over the daemons) and over all kinds (mean and largest); "not exported" where the daemons have no such counter. Since ADR 45 a daemon watches only its node's CSPIs (a label selector); its CVR watch is still namespace-wide, so CVR events are every replica's, whichever node holds it. Per watcher, apiserver estimate: the apiserver's apiserver_watch_events_total of CStorPoolInstances and CStorVolumeReplicas divided by the watches open on each (apiserver_longrunning_requests, mean of the window's two readings: every daemon and Metacontroller); it equals what each daemon receives while every watcher is sent every event of the kind, and is an average, not a daemon's count, once watches are filtered.`,
         `Writes: apiserver_request_total with verb ${WRITE_VERBS.join(", ")}. The apiserver's own: what the fresh apiserver wrote per minute over ${BASELINE_MS / 1000} s before the project was installed (its Lease, the kubernetes Service's endpoints), subtracted to give the project's (node daemons, hooks through Metacontroller, Metacontroller itself; the benchmark's NDM and kubelet stand-in writes only when a claim or pool Deployment needs it). Hook syncs: cstor_hook_duration_seconds_count, every hook.`,
       ],
     },

@@ -1,11 +1,10 @@
 // End to end (issue 18): `kubectl apply` of a CSPC of N pools, one pool per simulated node, until every CSPI is
 // ONLINE, against the `zpool create` times those pools needed; then a fleet-wide edit (a device added to every
 // pool) until every CSPI shows it, against the `zpool add` times. Between the two (issue 33), what the idle
-// fleet costs: an idle window with no volumes, then volumes applied until every replica is Healthy, an idle
-// window with them, and the volumes deleted again, so the expansion runs on the fleet it ran on before
-// (bench/e2e-idle.ts, bench/e2e-volumes.ts). Everything is real but Metacontroller where no binary is given
-// (METACONTROLLER_BIN and METACONTROLLER_CRDS, as for the chaos runs): a kube-apiserver and etcd of the run's
-// own, the installed project, the hook server process, and per node its own zfs-fuse and a node daemon
+// fleet costs: an idle window with no volumes, then volumes applied until every replica is Healthy and an idle
+// window with them; the expansion then runs beside the volumes (bench/e2e-idle.ts, bench/e2e-volumes.ts).
+// Everything is real but Metacontroller where no binary is given (METACONTROLLER_BIN and METACONTROLLER_CRDS,
+// as for the chaos runs): a kube-apiserver and etcd of the run's own, the installed project, the hook server process, and per node its own zfs-fuse and a node daemon
 // process with the shipped DaemonSet's environment. NDM and the kubelet are played every 200 ms.
 // Each size starts from a fresh cluster, so no earlier size's objects load the next.
 import { mkdirSync, writeFileSync } from "node:fs";
@@ -27,7 +26,7 @@ import {
   type IdleWindow,
 } from "./e2e-idle.js";
 import { readServers, serverWork, watchObjects, type ServerWork, type Work } from "./e2e-observe.js";
-import { createVolumes, deleteVolumes, volumeTable, type VolumePhase } from "./e2e-volumes.js";
+import { createVolumes, volumeTable, type VolumePhase } from "./e2e-volumes.js";
 import { num, type Table } from "./table.js";
 import { TimedCommand, type TimedInvocation } from "./timed-command.js";
 
@@ -275,8 +274,9 @@ async function runSize(count: number, options: E2eOptions): Promise<E2eRun> {
 }
 
 /**
- * The volumes' part: applied until every replica is Healthy, an idle window with them (added to `idle`), and
- * deleted until none is left. A failure is recorded with the run, and the expansion still runs after it.
+ * The volumes' part: applied until every replica is Healthy, and an idle window with them (added to `idle`).
+ * They are not deleted: the expansion runs beside them (deleting 100 replicas one daemon at a time took
+ * longer than the rest of a size's run). A failure is recorded with the run, and the expansion still runs.
  */
 async function withVolumes(
   fleet: Fleet,
@@ -285,11 +285,9 @@ async function withVolumes(
 ): Promise<Pick<E2eRun, "volumes" | "volumesError">> {
   const { progress } = options;
   const at = `e2e ${fleet.count} pool(s)`;
-  const errors: string[] = [];
-  let volumes: VolumePhase | undefined;
   try {
     progress(`${at}: applying ${options.volumes} volumes`);
-    volumes = await createVolumes({
+    const volumes = await createVolumes({
       cluster: fleet.cluster,
       cspc: fleet.cspc,
       nodes: fleet.count,
@@ -300,23 +298,13 @@ async function withVolumes(
       `${at}: every replica Healthy in ${num(volumes.healthyMs)} ms; idle for ${options.idleMs / 1000} s`,
     );
     idle.push(await fleet.idle(options, volumes));
+    progress(`${at}: adding a device to every pool, the volumes still there`);
+    return { volumes };
   } catch (error) {
-    errors.push(`volumes not made: ${(error as Error).message}`);
-    progress(`${at}: ${errors[0]}`);
+    const volumesError = `volumes not made: ${(error as Error).message}`.slice(0, 1000);
+    progress(`${at}: ${volumesError}`);
+    return { volumesError };
   }
-  try {
-    progress(`${at}: deleting the volumes`);
-    const deleteMs = await deleteVolumes(fleet.cluster, PHASE_LIMIT_MS);
-    if (volumes) volumes.deleteMs = deleteMs;
-    progress(`${at}: volumes gone in ${num(deleteMs)} ms; adding a device to every pool`);
-  } catch (error) {
-    errors.push(`volumes not deleted, the expansion ran beside them: ${(error as Error).message}`);
-    progress(`${at}: ${errors[errors.length - 1]}`);
-  }
-  return {
-    ...(volumes ? { volumes } : {}),
-    ...(errors.length ? { volumesError: errors.join("; ").slice(0, 1000) } : {}),
-  };
 }
 
 /** `kubectl apply` of the CSPC with `devicesPerPool` devices per pool, until every CSPI is ONLINE with them. */
