@@ -1,13 +1,14 @@
 // End to end (issue 18): `kubectl apply` of a CSPC of N pools, one pool per simulated node, until every CSPI is
 // ONLINE, against the `zpool create` times those pools needed; then a fleet-wide edit (a device added to every
-// pool) until every CSPI shows it, against the `zpool add` times. Everything is real but Metacontroller where no
-// binary is given (METACONTROLLER_BIN and METACONTROLLER_CRDS, as for the chaos runs): a kube-apiserver and etcd
-// of the run's own, the installed project, the hook server process, and per node its own zfs-fuse and a node
-// daemon process with the shipped DaemonSet's environment. NDM and the kubelet are played every 200 ms.
+// pool) until every CSPI shows it, against the `zpool add` times. Between the two (issue 33), what the idle
+// fleet costs: an idle window with no volumes, then volumes applied until every replica is Healthy and an idle
+// window with them; the expansion then runs beside the volumes (bench/e2e-idle.ts, bench/e2e-volumes.ts).
+// Everything is real but Metacontroller where no binary is given (METACONTROLLER_BIN and METACONTROLLER_CRDS,
+// as for the chaos runs): a kube-apiserver and etcd of the run's own, the installed project, the hook server process, and per node its own zfs-fuse and a node daemon
+// process with the shipped DaemonSet's environment. NDM and the kubelet are played every 200 ms.
 // Each size starts from a fresh cluster, so no earlier size's objects load the next.
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { Watch } from "@kubernetes/client-node";
 import { API_VERSION, KIND, LABEL } from "../api/constants.js";
 import type { CSPI } from "../api/types.js";
 import { HookServer, metacontrollerFor, NS, type Metacontroller } from "../testkit/control-plane.js";
@@ -16,7 +17,16 @@ import { DaemonProcess, shippedDaemonEnv } from "../testkit/node-daemon-process.
 import { startNode, type ZfsNode } from "../testkit/zfs-node.js";
 import { blockDeviceName, ndmBlockDevice, nodeObject, requireZfs, ZfsSandbox } from "../testkit/zfs.js";
 import { BENCHMARK_KIND, CENSUS_KINDS, cpuBetween, takeCensus } from "./cpu-census.js";
-import { growth, sumsBy } from "./metrics-text.js";
+import {
+  BASELINE_MS,
+  idleTables,
+  measureBaseline,
+  measureIdle,
+  type Baseline,
+  type IdleWindow,
+} from "./e2e-idle.js";
+import { readServers, serverWork, watchObjects, type ServerWork, type Work } from "./e2e-observe.js";
+import { createVolumes, volumeTable, type VolumePhase } from "./e2e-volumes.js";
 import { num, type Table } from "./table.js";
 import { TimedCommand, type TimedInvocation } from "./timed-command.js";
 
@@ -42,25 +52,12 @@ export interface PoolTimeline {
   doneMs: number;
 }
 
-export interface E2ePhase {
+export interface E2ePhase extends ServerWork {
   /** `kubectl apply` returned to every CSPI done. */
   wallMs: number;
   pools: PoolTimeline[];
-  /** The hook server's answers during the phase, per hook (amount: ms; its cstor_hook_duration_seconds histogram). */
-  hooks: Work[];
-  /** The apiserver's requests during the phase, per verb and resource (amount: ms, 0 for WATCH). */
-  apiRequests: Work[];
-  /** The watch events the apiserver sent during the phase, per kind (amount: bytes). */
-  watchEvents: Work[];
   /** CPU ms per kind of process during the phase, and the machine's busy CPU ms (bench/cpu-census.ts). */
   cpu: { byKind: Record<string, number>; machineMs: number };
-}
-
-/** Work of one kind a server did during a phase: how many, and what they took (ms or bytes, as the field says). */
-export interface Work {
-  what: string;
-  count: number;
-  amount: number;
 }
 
 export interface E2eRun {
@@ -68,6 +65,13 @@ export interface E2eRun {
   metacontroller: string;
   create: E2ePhase;
   expand: E2ePhase;
+  /** The fresh apiserver's own writes, before the project was installed (absent in runs before issue 33). */
+  baseline?: Baseline;
+  /** The idle windows: after the create with 0 volumes, then with the volumes (absent before issue 33). */
+  idle?: IdleWindow[];
+  volumes?: VolumePhase;
+  /** Why the volumes were not made or not deleted (the run's other numbers still stand). */
+  volumesError?: string;
 }
 
 export interface E2eResults {
@@ -76,15 +80,21 @@ export interface E2eResults {
   failed: { pools: number; error: string }[];
 }
 
-export async function runE2e(options: {
+export interface E2eOptions {
   pools: number[];
+  /** Each idle window's length (IDLE_WINDOW_MS unless a quick run asks for less). */
+  idleMs: number;
+  /** Volumes of the second idle window (E2E_VOLUMES). */
+  volumes: number;
   progress: (line: string) => void;
-}): Promise<E2eResults> {
+}
+
+export async function runE2e(options: E2eOptions): Promise<E2eResults> {
   requireZfs();
   const results: E2eResults = { runs: [], failed: [] };
   for (const pools of options.pools) {
     try {
-      results.runs.push(await runSize(pools, options.progress));
+      results.runs.push(await runSize(pools, options));
     } catch (error) {
       options.progress(`e2e ${pools} pool(s) failed: ${(error as Error).message}`);
       results.failed.push({ pools, error: (error as Error).message.slice(0, 500) });
@@ -93,240 +103,255 @@ export async function runE2e(options: {
   return results;
 }
 
-async function runSize(count: number, progress: (line: string) => void): Promise<E2eRun> {
-  const sandbox = new ZfsSandbox();
-  const cluster = await ownCluster();
-  const hooks = new HookServer(cluster);
-  const nodes: { zfs: ZfsNode; daemon?: DaemonProcess; timed: TimedCommand; devices: string[] }[] = [];
-  let metacontroller: Metacontroller | undefined;
-  let player: { stop(): Promise<void> } | undefined;
-  try {
-    await installProject(cluster);
-    await hooks.start();
-    metacontroller = await metacontrollerFor(cluster, hooks.process.url);
-    await metacontroller.start();
-    const env = await shippedDaemonEnv(cluster, NS);
-    const identity = await cluster.serviceAccount(NS, "cstor-pool-node");
-    const nodeName = (i: number) => `bench-${sandbox.id}-${i}`;
-    progress(
-      `e2e ${count} pool(s): starting ${count} node(s), each its own zfs-fuse and node daemon (${metacontroller.description})`,
-    );
-    for (let first = 0; first < count; first += START_BATCH) {
-      const batch = Array.from({ length: Math.min(START_BATCH, count - first) }, (_, k) => first + k);
-      nodes.push(
+/** One simulated node: its zfs-fuse, the wrapper that times its commands, its device files and its daemon. */
+interface BenchNode {
+  zfs: ZfsNode;
+  daemon?: DaemonProcess;
+  timed: TimedCommand;
+  devices: string[];
+}
+
+/** One size's cluster and fleet, and what its steps share. */
+class Fleet {
+  readonly sandbox = new ZfsSandbox();
+  readonly nodes: BenchNode[] = [];
+  readonly cspc = `bench-${this.sandbox.id}`;
+  readonly hooks: HookServer;
+  metacontroller: Metacontroller | undefined;
+  player: { stop(): Promise<void> } | undefined;
+
+  constructor(
+    readonly count: number,
+    readonly cluster: OwnCluster,
+  ) {
+    this.hooks = new HookServer(cluster);
+  }
+
+  nodeName(i: number): string {
+    return `bench-${this.sandbox.id}-${i}`;
+  }
+
+  /** Every node's zfs-fuse and device files, START_BATCH at a time (no apiserver needed). */
+  async startZfs(): Promise<void> {
+    for (let first = 0; first < this.count; first += START_BATCH) {
+      const batch = Array.from({ length: Math.min(START_BATCH, this.count - first) }, (_, k) => first + k);
+      this.nodes.push(
         ...(await Promise.all(
           batch.map(async (i) => {
-            const zfs = await startNode(nodeName(i));
-            const dir = join(sandbox.dir, `node-${i}`);
+            const zfs = await startNode(this.nodeName(i));
+            const dir = join(this.sandbox.dir, `node-${i}`);
             mkdirSync(dir);
             const timed = new TimedCommand(dir, zfs.enterProgram);
-            const devices = [1, 2].map((d) => sandbox.file(`bench-${sandbox.id}-${i}-d${d}`, DEVICE_MIB));
-            const entry: (typeof nodes)[number] = { zfs, timed, devices };
-            entry.daemon = await DaemonProcess.start({
-              env: env(nodeName(i)),
-              kubeconfig: identity.kubeconfig,
-              overrides: { ZFS_COMMAND_PREFIX: JSON.stringify([timed.path, ...zfs.commandPrefix.slice(1)]) },
-            });
-            return entry;
+            const devices = [1, 2].map((d) => this.sandbox.file(`${this.nodeName(i)}-d${d}`, DEVICE_MIB));
+            return { zfs, timed, devices };
           }),
         )),
       );
     }
-    const objects = nodes.flatMap((n, i) => [
-      nodeObject(nodeName(i)),
-      ...n.devices.map((path) => ndmBlockDevice(path, nodeName(i), DEVICE_MIB, NS)),
-    ]);
-    await cluster.kubectl(["apply", "--server-side", "-f", "-"], {
-      input: objects.map((o) => JSON.stringify(o)).join("\n"),
-    });
+  }
 
-    const cspc = `bench-${sandbox.id}`;
-    const manifest = join(sandbox.dir, "cspc.json");
-    const writeCspc = (devicesPerPool: number) =>
-      writeFileSync(
-        manifest,
-        JSON.stringify({
-          apiVersion: API_VERSION,
-          kind: KIND.cspc,
-          metadata: { name: cspc, namespace: NS },
-          spec: {
-            pools: nodes.map((n, i) => ({
-              nodeSelector: { [LABEL.hostname]: nodeName(i) },
-              raidGroups: n.devices.slice(0, devicesPerPool).map((path) => ({
-                type: "stripe",
-                blockDevices: [{ blockDeviceName: blockDeviceName(path) }],
-              })),
-            })),
-          },
+  /** Every node's daemon, with the shipped DaemonSet's environment, START_BATCH at a time. */
+  async startDaemons(): Promise<void> {
+    const env = await shippedDaemonEnv(this.cluster, NS);
+    const identity = await this.cluster.serviceAccount(NS, "cstor-pool-node");
+    for (let first = 0; first < this.count; first += START_BATCH) {
+      await Promise.all(
+        this.nodes.slice(first, first + START_BATCH).map(async (node, k) => {
+          node.daemon = await DaemonProcess.start({
+            env: env(this.nodeName(first + k)),
+            kubeconfig: identity.kubeconfig,
+            overrides: {
+              ZFS_COMMAND_PREFIX: JSON.stringify([node.timed.path, ...node.zfs.commandPrefix.slice(1)]),
+              // zfs-fuse has no zvols: replicas on the file backend, chosen by configuration as an operator would.
+              CSTOR_REPLICA_BACKEND: "file",
+              CSTOR_REPLICA_FILE_DIR: join(this.sandbox.dir, "replicas"),
+            },
+          });
         }),
       );
-    player = keepPlayingNdmAndKubelet(cluster, NS, cspc, NDM_ROUND_MS);
+    }
+  }
 
-    const phase = async (devicesPerPool: number, subcommand: "create" | "add"): Promise<E2ePhase> => {
-      writeCspc(devicesPerPool);
-      const seen = new Map<string, number>();
-      const done = new Map<string, number>();
-      const progress = await watchCspis(cluster, cspc, (cspi, now) => {
-        const host = cspi.spec.hostName;
-        if (!seen.has(host) && cspi.spec.raidGroups.length === devicesPerPool) seen.set(host, now);
-        const dataDevices = (cspi.status?.devices ?? []).filter((d) => d.section === "data").length;
-        if (!done.has(host) && cspi.status?.phase === "ONLINE" && dataDevices === devicesPerPool)
-          done.set(host, now);
-        return done.size === count;
-      });
-      const readingsBefore = await readServers(hooks.process.url, cluster);
-      const census = takeCensus();
-      const applied = Date.now();
-      progress.since(applied);
-      await cluster.kubectl(["apply", "-f", manifest]);
-      await progress.finished(
-        PHASE_LIMIT_MS,
-        () => `e2e ${count} pools, zpool ${subcommand}: ${done.size} of ${count} CSPIs done`,
-      );
-      const wallMs = Math.max(...done.values());
-      const cpu = cpuBetween(census, takeCensus());
-      const servers = serverWork(readingsBefore, await readServers(hooks.process.url, cluster));
-      const pools = nodes.map((n, i) => {
-        const host = nodeName(i);
-        const zpool = n.timed.invocations().find((c) => c.startMs >= applied && isZpool(c, subcommand));
-        if (!zpool) throw new Error(`e2e: node ${host} ran no zpool ${subcommand} after the apply`);
-        return {
-          cspiSeenMs: seen.get(host)!,
-          zpoolStartMs: zpool.startMs - applied,
-          zpoolMs: zpool.endMs - zpool.startMs,
-          doneMs: done.get(host)!,
-        };
-      });
-      return { wallMs, pools, cpu, ...servers };
-    };
+  /** The Nodes and their BlockDevices, as the kubelets and NDM would have registered them. */
+  async registerNodes(): Promise<void> {
+    const objects = this.nodes.flatMap((n, i) => [
+      nodeObject(this.nodeName(i)),
+      ...n.devices.map((path) => ndmBlockDevice(path, this.nodeName(i), DEVICE_MIB, NS)),
+    ]);
+    await this.cluster.kubectl(["apply", "--server-side", "-f", "-"], {
+      input: objects.map((o) => JSON.stringify(o)).join("\n"),
+    });
+  }
 
-    progress(`e2e ${count} pool(s): kubectl apply of the CSPC`);
-    const create = await phase(1, "create");
-    progress(
-      `e2e ${count} pool(s): every CSPI ONLINE in ${num(create.wallMs)} ms; adding a device to every pool`,
+  /** The CSPC's manifest: one pool per node, each with the first `devicesPerPool` devices as stripes. */
+  writeCspc(manifest: string, devicesPerPool: number): void {
+    writeFileSync(
+      manifest,
+      JSON.stringify({
+        apiVersion: API_VERSION,
+        kind: KIND.cspc,
+        metadata: { name: this.cspc, namespace: NS },
+        spec: {
+          pools: this.nodes.map((n, i) => ({
+            nodeSelector: { [LABEL.hostname]: this.nodeName(i) },
+            raidGroups: n.devices.slice(0, devicesPerPool).map((path) => ({
+              type: "stripe",
+              blockDevices: [{ blockDeviceName: blockDeviceName(path) }],
+            })),
+          })),
+        },
+      }),
     );
-    const expand = await phase(2, "add");
-    progress(`e2e ${count} pool(s): every pool expanded in ${num(expand.wallMs)} ms`);
-    return { pools: count, metacontroller: metacontroller.description, create, expand };
-  } finally {
-    await player?.stop();
-    await metacontroller?.stop().catch(() => undefined);
-    await hooks.stop().catch(() => undefined);
-    for (let first = 0; first < nodes.length; first += START_BATCH) {
+  }
+
+  idle(options: E2eOptions, volumes?: VolumePhase): Promise<IdleWindow> {
+    return measureIdle({
+      cluster: this.cluster,
+      hookUrl: this.hooks.process.url,
+      daemonPorts: this.nodes.map((n) => n.daemon!.metricsPort),
+      volumes: volumes?.count ?? 0,
+      replicas: volumes ? volumes.count * volumes.replicasPerVolume : 0,
+      windowMs: options.idleMs,
+    });
+  }
+
+  async stop(): Promise<void> {
+    await this.player?.stop();
+    await this.metacontroller?.stop().catch(() => undefined);
+    await this.hooks.stop().catch(() => undefined);
+    for (let first = 0; first < this.nodes.length; first += START_BATCH) {
       await Promise.all(
-        nodes.slice(first, first + START_BATCH).map(async (n) => {
+        this.nodes.slice(first, first + START_BATCH).map(async (n) => {
           await n.daemon?.stop().catch(() => undefined);
           // Destroys the node's pools (the benchmark's) and ends its zfs-fuse.
           await n.zfs.stop().catch(() => undefined);
         }),
       );
     }
-    await cluster.stop();
-    sandbox.cleanup();
+    await this.cluster.stop();
+    this.sandbox.cleanup();
+  }
+}
+
+async function runSize(count: number, options: E2eOptions): Promise<E2eRun> {
+  const { progress } = options;
+  const fleet = new Fleet(count, await ownCluster());
+  try {
+    progress(
+      `e2e ${count} pool(s): the fresh apiserver's own writes for ${BASELINE_MS / 1000} s, while ${count} zfs-fuse start`,
+    );
+    const [baseline] = await Promise.all([measureBaseline(fleet.cluster), fleet.startZfs()]);
+    await installProject(fleet.cluster);
+    await fleet.hooks.start();
+    fleet.metacontroller = await metacontrollerFor(fleet.cluster, fleet.hooks.process.url);
+    await fleet.metacontroller.start();
+    progress(`e2e ${count} pool(s): starting ${count} node daemon(s) (${fleet.metacontroller.description})`);
+    await fleet.startDaemons();
+    await fleet.registerNodes();
+    fleet.player = keepPlayingNdmAndKubelet(fleet.cluster, NS, fleet.cspc, NDM_ROUND_MS);
+
+    progress(`e2e ${count} pool(s): kubectl apply of the CSPC`);
+    const create = await phase(fleet, 1, "create");
+    progress(
+      `e2e ${count} pool(s): every CSPI ONLINE in ${num(create.wallMs)} ms; idle for ${options.idleMs / 1000} s`,
+    );
+    const idle = [await fleet.idle(options)];
+    const volumes = await withVolumes(fleet, options, idle);
+    const expand = await phase(fleet, 2, "add");
+    progress(`e2e ${count} pool(s): every pool expanded in ${num(expand.wallMs)} ms`);
+    return {
+      pools: count,
+      metacontroller: fleet.metacontroller.description,
+      create,
+      expand,
+      baseline,
+      idle,
+      ...volumes,
+    };
+  } finally {
+    await fleet.stop();
   }
 }
 
 /**
- * Every change of the CSPC's CSPIs from a watch opened before the apply, handed to `observe` with the ms since
- * `since()` when it arrived, until `observe` says all is done: exact times, and no list every 200 ms loading
- * the apiserver the benchmark measures.
+ * The volumes' part: applied until every replica is Healthy, and an idle window with them (added to `idle`).
+ * They are not deleted: the expansion runs beside them (deleting 100 replicas one daemon at a time took
+ * longer than the rest of a size's run). A failure is recorded with the run, and the expansion still runs.
  */
-async function watchCspis(cluster: OwnCluster, cspc: string, observe: (cspi: CSPI, ms: number) => boolean) {
-  const base = `/apis/${API_VERSION}/namespaces/${NS}/cstorpoolinstances`;
-  const labelSelector = `${LABEL.cspc}=${cspc}`;
-  const listed = await cluster.request(
-    cluster.admin,
-    "GET",
-    `${base}?labelSelector=${encodeURIComponent(labelSelector)}`,
+async function withVolumes(
+  fleet: Fleet,
+  options: E2eOptions,
+  idle: IdleWindow[],
+): Promise<Pick<E2eRun, "volumes" | "volumesError">> {
+  const { progress } = options;
+  const at = `e2e ${fleet.count} pool(s)`;
+  try {
+    progress(`${at}: applying ${options.volumes} volumes`);
+    const volumes = await createVolumes({
+      cluster: fleet.cluster,
+      cspc: fleet.cspc,
+      nodes: fleet.count,
+      count: options.volumes,
+      limitMs: PHASE_LIMIT_MS,
+    });
+    progress(
+      `${at}: every replica Healthy in ${num(volumes.healthyMs)} ms; idle for ${options.idleMs / 1000} s`,
+    );
+    idle.push(await fleet.idle(options, volumes));
+    progress(`${at}: adding a device to every pool, the volumes still there`);
+    return { volumes };
+  } catch (error) {
+    const volumesError = `volumes not made: ${(error as Error).message}`.slice(0, 1000);
+    progress(`${at}: ${volumesError}`);
+    return { volumesError };
+  }
+}
+
+/** `kubectl apply` of the CSPC with `devicesPerPool` devices per pool, until every CSPI is ONLINE with them. */
+async function phase(fleet: Fleet, devicesPerPool: number, subcommand: "create" | "add"): Promise<E2ePhase> {
+  const { cluster, count, nodes } = fleet;
+  const manifest = join(fleet.sandbox.dir, "cspc.json");
+  fleet.writeCspc(manifest, devicesPerPool);
+  const seen = new Map<string, number>();
+  const done = new Map<string, number>();
+  const progress = await watchObjects<CSPI>(
+    cluster,
+    "cstorpoolinstances",
+    `${LABEL.cspc}=${fleet.cspc}`,
+    (type, cspi, now) => {
+      if (type === "DELETED") return false;
+      const host = cspi.spec.hostName;
+      if (!seen.has(host) && cspi.spec.raidGroups.length === devicesPerPool) seen.set(host, now);
+      const dataDevices = (cspi.status?.devices ?? []).filter((d) => d.section === "data").length;
+      if (!done.has(host) && cspi.status?.phase === "ONLINE" && dataDevices === devicesPerPool)
+        done.set(host, now);
+      return done.size === count;
+    },
   );
-  let start = Date.now();
-  let settle!: (error?: Error) => void;
-  const ended = new Promise<Error | undefined>((resolve) => (settle = resolve));
-  const watching = await new Watch(cluster.kubeConfig()).watch(
-    base,
-    { labelSelector, resourceVersion: listed.body.metadata.resourceVersion },
-    (type, object) => {
-      if (type === "ERROR")
-        settle(new Error(`the CSPI watch failed: ${JSON.stringify(object).slice(0, 300)}`));
-      else if (type !== "DELETED" && observe(object as CSPI, Date.now() - start)) settle();
-    },
-    (error) => settle(error ?? new Error("the apiserver ended the CSPI watch")),
+  const readingsBefore = await readServers(fleet.hooks.process.url, cluster);
+  const census = takeCensus();
+  const applied = Date.now();
+  progress.since(applied);
+  await cluster.kubectl(["apply", "-f", manifest]);
+  await progress.finished(
+    PHASE_LIMIT_MS,
+    () => `e2e ${count} pools, zpool ${subcommand}: ${done.size} of ${count} CSPIs done`,
   );
-  return {
-    since(ms: number): void {
-      start = ms;
-    },
-    async finished(limitMs: number, status: () => string): Promise<void> {
-      const timer = setTimeout(
-        () => settle(new Error(`not done after ${limitMs / 60_000} minutes`)),
-        limitMs,
-      );
-      const error = await ended;
-      clearTimeout(timer);
-      watching.abort();
-      if (error) throw new Error(`${status()}: ${error.message}`);
-    },
-  };
-}
-
-interface Readings {
-  hookServer: string;
-  apiserver: string;
-}
-
-/** The hook server's and the apiserver's /metrics, read at a phase's start and end. */
-async function readServers(hookUrl: string, cluster: OwnCluster): Promise<Readings> {
-  const apiserver = await cluster.request(cluster.admin, "GET", "/metrics");
-  return { hookServer: await (await fetch(`${hookUrl}/metrics`)).text(), apiserver: String(apiserver.body) };
-}
-
-/** How many of each kind of work a server did between two readings, and what they took (ms or bytes); the largest first. */
-function work(
-  before: string,
-  after: string,
-  countMetric: string,
-  amountMetric: string,
-  by: string[],
-  amountScale: number,
-): Work[] {
-  const counts = growth(sumsBy(after, countMetric, by), sumsBy(before, countMetric, by));
-  const amounts = growth(sumsBy(after, amountMetric, by), sumsBy(before, amountMetric, by));
-  return [...counts]
-    .map(([what, count]) => ({ what: what.trim(), count, amount: (amounts.get(what) ?? 0) * amountScale }))
-    .sort((a, b) => b.amount - a.amount || a.what.localeCompare(b.what));
-}
-
-function serverWork(
-  before: Readings,
-  after: Readings,
-): Pick<E2ePhase, "hooks" | "apiRequests" | "watchEvents"> {
-  return {
-    hooks: work(
-      before.hookServer,
-      after.hookServer,
-      "cstor_hook_duration_seconds_count",
-      "cstor_hook_duration_seconds_sum",
-      ["hook"],
-      1000,
-    ),
-    // A WATCH's duration is its whole life, recorded when it ends: counted (watches opened), not timed.
-    apiRequests: work(
-      before.apiserver,
-      after.apiserver,
-      "apiserver_request_total",
-      "apiserver_request_duration_seconds_sum",
-      ["verb", "resource", "subresource"],
-      1000,
-    ).map((w) => (w.what.startsWith("WATCH") ? { ...w, amount: 0 } : w)),
-    watchEvents: work(
-      before.apiserver,
-      after.apiserver,
-      "apiserver_watch_events_total",
-      "apiserver_watch_events_sizes_sum",
-      ["kind", "resource"],
-      1,
-    ),
-  };
+  const wallMs = Math.max(...done.values());
+  const cpu = cpuBetween(census, takeCensus());
+  const servers = serverWork(readingsBefore, await readServers(fleet.hooks.process.url, cluster));
+  const pools = nodes.map((n, i) => {
+    const host = fleet.nodeName(i);
+    const zpool = n.timed.invocations().find((c) => c.startMs >= applied && isZpool(c, subcommand));
+    if (!zpool) throw new Error(`e2e: node ${host} ran no zpool ${subcommand} after the apply`);
+    return {
+      cspiSeenMs: seen.get(host)!,
+      zpoolStartMs: zpool.startMs - applied,
+      zpoolMs: zpool.endMs - zpool.startMs,
+      doneMs: done.get(host)!,
+    };
+  });
+  return { wallMs, pools, cpu, ...servers };
 }
 
 /** `... -- zpool create <name> ...` as the wrapper saw it (the node's prefix comes first). */
@@ -481,5 +506,7 @@ export function e2eTables(results: E2eResults): Table[] {
         "Every watcher is sent its own copy of each event it matches; this apiserver runs without its watch cache (Debian's etcd 3.4.23 lacks the progress notifications the cache needs), so each copy is also read from etcd and encoded for that watcher alone, where a production apiserver encodes an event once for all its watchers.",
       ],
     },
+    ...volumeTable(results.runs),
+    ...idleTables(results.runs),
   ];
 }

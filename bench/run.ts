@@ -4,6 +4,8 @@
 //   npm run bench -- --only=pure,http  some parts: pure, volumes, http, daemon, e2e, target, policy; the parts not run
 //                                      keep their last results in bench/results (carried over, dated)
 //   npm run bench -- --quick           short runs, to check the benchmark itself works
+//   npm run bench -- --only=e2e --e2e-pools=1,10 --idle-seconds=30   the end-to-end part at some sizes only,
+//                                      with shorter idle windows (quick iterations; the rates are rougher)
 //   npm run bench -- --profile         also write a CPU profile of every measured process to bench/results/profiles
 //   npm run bench -- --node-flags="--max-semi-space-size=64"   V8 flags for the measured processes
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -37,6 +39,8 @@ import {
   runE2e,
   type E2eResults,
 } from "./e2e.js";
+import { IDLE_WINDOW_MS, idleTargets } from "./e2e-idle.js";
+import { E2E_VOLUMES } from "./e2e-volumes.js";
 import { describeMachine, machineLines } from "./machine.js";
 import {
   ADMISSION_SIZES,
@@ -79,12 +83,27 @@ const { values } = parseArgs({
     quick: { type: "boolean", default: false },
     profile: { type: "boolean", default: false },
     "node-flags": { type: "string" },
+    "e2e-pools": { type: "string" },
+    "idle-seconds": { type: "string" },
   },
 });
 const only = (values.only?.split(",").map((p) => p.trim()) ?? [...PARTS]) as Part[];
 for (const part of only)
   if (!PARTS.includes(part)) throw new Error(`--only=${part}: the parts are ${PARTS.join(", ")}`);
 const quick = values.quick ?? false;
+/** A comma-separated list of positive whole numbers, e.g. --e2e-pools=1,10. */
+function counts(option: string, text: string): number[] {
+  const numbers = text.split(",").map((n) => Number(n.trim()));
+  if (numbers.some((n) => !Number.isInteger(n) || n <= 0))
+    throw new Error(`--${option}=${text}: give positive whole numbers, e.g. --${option}=1,10`);
+  return numbers;
+}
+const e2ePools = values["e2e-pools"] ? counts("e2e-pools", values["e2e-pools"]) : quick ? [1, 3] : E2E_POOLS;
+const idleMs = values["idle-seconds"]
+  ? counts("idle-seconds", values["idle-seconds"])[0] * 1000
+  : quick
+    ? 20_000
+    : IDLE_WINDOW_MS;
 // Read by bench/process.ts when it starts a measured process.
 if (values["node-flags"]) process.env.BENCH_NODE_FLAGS = values["node-flags"];
 if (values.profile) {
@@ -139,7 +158,7 @@ if (only.includes("daemon")) {
   });
 }
 if (only.includes("e2e")) {
-  e2e = await runE2e({ pools: quick ? [1, 3] : E2E_POOLS, progress });
+  e2e = await runE2e({ pools: e2ePools, idleMs, volumes: quick ? 10 : E2E_VOLUMES, progress });
 }
 if (only.includes("target")) {
   volumeTarget = await runTarget({ sizes: quick ? TARGET_QUICK_SIZES : TARGET_SIZES, progress });
@@ -244,6 +263,10 @@ function hookTargets(label: string, s: HttpResult): Target[] {
   ];
 }
 
+/** Which Metacontroller an end-to-end run had: the real binary or the emulator. */
+const metacontrollerKind = (description: string): string =>
+  description.startsWith("the real") ? "real Metacontroller" : "Metacontroller emulator";
+
 function targets(): Target[] {
   const out: Target[] = [];
   const scenario = (id: string) => http?.scenarios.find((s) => s.id === id);
@@ -332,11 +355,12 @@ function targets(): Target[] {
     ] as const) {
       const growth = overheadMs(last[phase]) / overheadMs(first[phase]);
       out.push({
-        target: `end to end, kubectl apply → ${change}: control-plane time (wall − slowest zpool) at ${last.pools} pools within ${E2E_OVERHEAD_GROWTH_TARGET}x of that at ${first.pools} pool`,
+        target: `end to end, kubectl apply → ${change}: control-plane time (wall − slowest zpool) at ${last.pools} pools within ${E2E_OVERHEAD_GROWTH_TARGET}x of that at ${first.pools} pool (${metacontrollerKind(last.metacontroller)})`,
         measured: `${x(growth)} (${num(overheadMs(last[phase]))} ms ÷ ${num(overheadMs(first[phase]))} ms)`,
         met: growth <= E2E_OVERHEAD_GROWTH_TARGET,
       });
     }
+    out.push(...idleTargets(e2e.runs));
   }
   return out;
 }
@@ -353,7 +377,7 @@ const tables: Table[] = [
 const targetRows = targets();
 if (targetRows.length > 0) {
   tables.push({
-    title: "Targets (issue 18; the volume target's, issue 32; the CSPC policy's, issue 33)",
+    title: "Targets (issue 18; the volume target's, issue 32; the CSPC policy's and idle cost, issue 33)",
     headers: ["target", "measured", "verdict"],
     rows: targetRows.map((t) => [t.target, t.measured, t.met ? "met" : "MISSED"]),
   });
