@@ -4,10 +4,11 @@
 // N = 10, 100 and 1,000 pools. The pools and CSPIs are the shared fleet's (testkit/fleet.ts, the CSPIs as
 // cspc-sync builds them), every CSPI with a replica count reported, as node daemons report it.
 //
-// Per size, three edits, each sent as an update (PUT, server-side dry run, so every repetition judges the same
+// Per size, four edits, each sent as an update (PUT, server-side dry run, so every repetition judges the same
 // change) and once through `kubectl apply --server-side --dry-run=server`, as a user sends it:
 //   legal    a raid group added to the middle pool (accepted)
 //   illegal  a device added to each mirror group of the middle pool (refused, BlockDeviceAddedToRedundantGroup)
+//   shift    the first pool removed (accepted: its replica count is known), so every other pool's index moves
 //   foreign  a raid group added to a CSPC of 3 pools, the fleet's N CSPIs being foreign params to it
 // The floor, in the same run: the same requests with the policy's binding removed (nothing evaluated; the
 // CRD's own rules, the storage round trip, TLS and JSON stay). The apiserver's time in the policy comes from its
@@ -39,8 +40,8 @@ const REPLICAS = 2;
 /** A request may take long before the change (18-22 s at 1,000 pools on the issue's cluster). */
 const REQUEST_TIMEOUT_MS = 10 * 60_000;
 
-export type PolicyEdit = "legal" | "illegal" | "foreign";
-export const POLICY_EDITS: PolicyEdit[] = ["legal", "illegal", "foreign"];
+export type PolicyEdit = "legal" | "illegal" | "shift" | "foreign";
+export const POLICY_EDITS: PolicyEdit[] = ["legal", "illegal", "shift", "foreign"];
 
 export interface EditTiming {
   /** Updates sent (PUT, dry run) and their round trip. */
@@ -87,6 +88,8 @@ const middle = (pools: BlockPoolSpec[]) => pools[Math.floor(pools.length / 2)];
 /** A new mirror group in the middle pool: a legal day-2 expansion. */
 const ADD_GROUP: Edit = (pools) =>
   middle(pools).raidGroups.push({ type: "mirror", blockDevices: bds("bench-new-0", "bench-new-1") });
+/** The first pool removed (legal: its count is reported): every other pool's index moves down by one. */
+const REMOVE_FIRST: Edit = (pools) => void pools.splice(0, 1);
 /** A device added to each mirror group of the middle pool: ZFS cannot widen a mirror, the policy refuses it. */
 const WIDEN_MIRRORS: Edit = (pools) =>
   middle(pools).raidGroups.forEach((g, i) => g.blockDevices.push(...bds(`bench-wide-${i}`)));
@@ -312,6 +315,7 @@ async function measureSize(m: Measure, pools: number, before: number, progress: 
   const objects: Record<PolicyEdit, KubeObject> = {
     legal: edited(fleetNow, ADD_GROUP),
     illegal: edited(fleetNow, WIDEN_MIRRORS),
+    shift: edited(fleetNow, REMOVE_FIRST),
     foreign: edited(await stored(m.api, "other"), ADD_GROUP),
   };
   await setBinding(m.api, true);
@@ -352,6 +356,7 @@ export async function runPolicy(options: PolicyOptions): Promise<PolicyResults> 
 const EDIT_LABEL: Record<PolicyEdit, string> = {
   legal: "a raid group added (legal)",
   illegal: "mirrors widened (refused)",
+  shift: "the first pool removed (legal; the others' indexes move)",
   foreign: `a raid group added to a CSPC of ${FOREIGN_POOLS} pools (the fleet's CSPIs foreign)`,
 };
 
