@@ -109,7 +109,6 @@ describe("integration: the CSPC admission policy's cost grows with the CSPC, not
     const small = await msInPolicy();
     await grow(LARGE, SMALL);
     const large = await msInPolicy();
-    if (process.env.COST_DEBUG) console.log(`cost: ${small} ms at ${SMALL}, ${large} ms at ${LARGE}`);
     expect(
       large / small,
       `${large.toFixed(0)} ms at ${LARGE} pools, ${small.toFixed(1)} ms at ${SMALL}`,
