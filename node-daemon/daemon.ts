@@ -125,7 +125,6 @@ export class NodeDaemon {
       namespace,
       clock: this.clock,
       logger,
-      hostLabel: LABEL.hostname,
       hostName: this.hostName,
       nodeName: options.nodeName,
       holds: (pool) => this.heldPools.has(pool),

@@ -4,6 +4,7 @@
 // resync round until this node no longer holds them. A pool is this node's business through its CSPI's
 // spec.hostName (the label), its status.importedOn, or this host's own `zpool list`: each is covered, so a
 // daemon is never sent another node's changes and still exports a pool that moved away.
+import { LABEL } from "../api/constants.js";
 import type { CSPI } from "../api/types.js";
 import { zpoolName } from "../lib/names.js";
 import type { Logger } from "../runtime/log.js";
@@ -20,8 +21,6 @@ export interface NodeViewOptions extends Omit<WatchCacheOptions<CSPI>, "labelSel
   nodeName: string;
   /** Whether this host has the zpool imported (the daemon's last `zpool list`). */
   holds: (pool: string) => boolean;
-  /** The label the CSPIs carry their host in (kubernetes.io/hostname). */
-  hostLabel: string;
 }
 
 export class NodeCspiView {
@@ -32,7 +31,7 @@ export class NodeCspiView {
   constructor(private readonly options: NodeViewOptions) {
     this.watched = new CspiWatchCache({
       ...options,
-      labelSelector: `${options.hostLabel}=${options.hostName}`,
+      labelSelector: `${LABEL.hostname}=${options.hostName}`,
       onDelete: (name, last) => void this.left(name, last),
     });
   }

@@ -3,6 +3,7 @@
 // action is decided on what the previous one really did.
 import { ANNOTATION, DEFAULTS, FINALIZER, POOL_REMOVAL_REQUESTED, type RaidType } from "../api/constants.js";
 import type { CSPI, CSPIRaidGroup } from "../api/types.js";
+import { lastReport } from "../lib/cspi/heartbeat.js";
 import { claimName, zpoolName } from "../lib/names.js";
 import { deviceSizeProblem, groupRole, layoutType, type GroupRole } from "../lib/rules/pool-spec.js";
 import {
@@ -205,8 +206,12 @@ function importHandshake(input: PlanInput): Handshake {
   const holder = cspi.status?.importedOn ?? "";
   if (holder === "" || holder === nodeName) return { allowed: true, force: false };
   const pool = zpoolName(cspi.metadata.name ?? "");
-  const heartbeat = holderHeartbeat(cspi, input.observation);
-  const ageSeconds = heartbeat.said ? Math.floor((now.getTime() - heartbeat.at) / 1000) : Infinity;
+  // The holder's Lease renewal or its last status write, whichever is later (docs/adr/0045-*).
+  const heartbeat = lastReport(
+    cspi,
+    input.observation.holderRenewedAt ? [input.observation.holderRenewedAt] : [],
+  ).at;
+  const ageSeconds = heartbeat ? Math.floor((now.getTime() - Date.parse(heartbeat)) / 1000) : Infinity;
   const staleSeconds = input.staleStatusSeconds ?? DEFAULTS.staleStatusSeconds;
   if (ageSeconds <= staleSeconds) {
     // No clock value in the message: the same wait is the same Event, however long it lasts.
@@ -220,7 +225,7 @@ function importHandshake(input: PlanInput): Handshake {
     };
   }
   if (cspi.metadata.annotations?.[ANNOTATION.forceImport] === "true") return { allowed: true, force: true };
-  const since = heartbeat.said ? `since ${heartbeat.said}` : "ever";
+  const since = heartbeat ? `since ${heartbeat}` : "ever";
   return {
     allowed: false,
     force: false,
@@ -231,18 +236,6 @@ function importHandshake(input: PlanInput): Handshake {
         `if that node is really gone, annotate the CSPI with ${ANNOTATION.forceImport}=true to import the pool here`,
     },
   };
-}
-
-/**
- * The holder's last sign of life in ms (NaN: none): its Lease's renewal, or the CSPI status it last wrote (a
- * daemon from before the Lease heartbeats there), whichever is later (docs/adr/0045-*).
- */
-function holderHeartbeat(cspi: CSPI, observation: Observation): { at: number; said?: string } {
-  const times = [observation.holderRenewedAt, cspi.status?.lastUpdateTime]
-    .filter((said): said is string => said !== undefined && !Number.isNaN(Date.parse(said)))
-    .map((said) => ({ at: Date.parse(said), said }))
-    .sort((a, b) => b.at - a.at);
-  return times[0] ?? { at: Number.NaN };
 }
 
 function planDeletion(input: PlanInput, pool: string, handshake: Handshake): Part {

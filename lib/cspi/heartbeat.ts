@@ -1,5 +1,6 @@
-// A node daemon's last sign of life as the hooks read it (docs/adr/0045-*): its node's Lease renewal, or the CSPI
-// status it last wrote (a daemon from before the Lease heartbeats there), whichever is later.
+// A node daemon's last sign of life (docs/adr/0045-*), as cspi-sync reads it and as another node's import
+// handshake does (node-daemon/planner.ts): its node's Lease renewal, or the CSPI status it last wrote (a daemon
+// from before the Lease heartbeats there), whichever is later.
 import { LABEL, TYPE_KEY } from "../../api/constants.js";
 import type { CSPI, ObjectMap } from "../../api/types.js";
 
