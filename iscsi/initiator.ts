@@ -247,8 +247,16 @@ async function readLuns(device: string): Promise<SessionView["luns"]> {
   return luns;
 }
 
+/**
+ * A sysfs object that is not there, or is being removed while it is read: a session or LUN torn down (a logout, a
+ * replica gone) makes its attributes read as ENODEV until they vanish. Either way it is gone for the reader.
+ */
+export function goneFromSysfs(error: NodeJS.ErrnoException): boolean {
+  return error.code === "ENOENT" || error.code === "ENOTDIR" || error.code === "ENODEV";
+}
+
 const ignoreMissing = (error: NodeJS.ErrnoException): undefined => {
-  if (error.code === "ENOENT" || error.code === "ENOTDIR") return undefined;
+  if (goneFromSysfs(error)) return undefined;
   throw error;
 };
 

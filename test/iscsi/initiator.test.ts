@@ -5,7 +5,13 @@
 import { readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { expect } from "chai";
-import { ifaceValue, IscsiInitiator, readSessions, withoutSecrets } from "../../iscsi/initiator.js";
+import {
+  goneFromSysfs,
+  ifaceValue,
+  IscsiInitiator,
+  readSessions,
+  withoutSecrets,
+} from "../../iscsi/initiator.js";
 import { CommandError, createRunner } from "../../process/runner.js";
 import { REPO_ROOT } from "../../testkit/kube.js";
 import { kernelTree } from "../support/kernel-tree.js";
@@ -41,6 +47,16 @@ describe("iscsi: the kernel's sessions, from sysfs", () => {
     const sessions = await readSessions(tree("sysfs-sessions-killed.yaml"));
     expect(sessions[2]).to.deep.equal({ ...leg(2, "sdc", "transport-offline"), state: "FREE" });
     expect(sessions.map((s) => s.state)).to.deep.equal(["LOGGED_IN", "LOGGED_IN", "FREE", "LOGGED_IN"]);
+  });
+
+  it("counts a LUN or session being torn down (its attributes read ENODEV) as gone, any other error as an error", () => {
+    const coded = (code: string) => Object.assign(new Error(code), { code });
+    expect(["ENOENT", "ENOTDIR", "ENODEV"].map((c) => goneFromSysfs(coded(c)))).to.deep.equal([
+      true,
+      true,
+      true,
+    ]);
+    expect(["EACCES", "EIO"].map((c) => goneFromSysfs(coded(c)))).to.deep.equal([false, false]);
   });
 
   it("reads no sessions where the iSCSI transport class is not loaded", async () => {
