@@ -80,6 +80,25 @@ export interface DataPathNumbers {
    */
   busyWrite?: Record<string, number>;
   busyRead?: Record<string, number>;
+  /** MiB each leg of the array served during the sequential read (absent for the floor and before 2026-11-29). */
+  readMiBByLeg?: number[];
+  /** Whether the target's kernel treats any leg as rotational (md's read balancing differs). */
+  legsRotational?: boolean;
+}
+
+/**
+ * Every replica's export written at once from the application's guest, with the floor's login: the host's
+ * share for each of three legs, which bounds what md can reach over them (each application write is one write
+ * to every leg, all at once).
+ */
+export interface LegsAtOnce {
+  legs: number;
+  /** Sequential write throughput each leg got (the sum over the legs, divided by their number). */
+  writeMBpsEach: number;
+  /** 4 KiB dsync writes at queue depth 1 on every leg at once: completion latency over all of them. */
+  syncP50Ms: number;
+  syncP99Ms: number;
+  syncMeanMs: number;
 }
 
 export interface RebuildNumbers {
@@ -98,6 +117,8 @@ export interface RebuildNumbers {
 export interface TargetResults {
   sizes: TargetSizes;
   floor: DataPathNumbers;
+  /** Absent in results saved before 2026-11-29. */
+  legsAtOnce?: LegsAtOnce;
   through: DataPathNumbers[];
   rebuilds: RebuildNumbers[];
   /** Set-up steps and their times (the world, the target's start). */
@@ -113,6 +134,27 @@ interface FioSide {
   iops: number;
   clat_ns: { mean: number; percentile?: Record<string, number> };
 }
+
+/** Sequential runs: 1 MiB blocks, libaio, queue depth 8. */
+const sequentialArgs = (sizes: TargetSizes): string[] => [
+  "--bs=1M",
+  "--ioengine=libaio",
+  "--iodepth=8",
+  `--size=${sizes.sequentialMiB}M`,
+];
+/** Synchronous 4 KiB writes at queue depth 1, for a fixed time. */
+const syncArgs = (sizes: TargetSizes): string[] => [
+  "--rw=write",
+  "--bs=4k",
+  "--ioengine=psync",
+  "--iodepth=1",
+  "--sync=dsync",
+  "--size=64M",
+  "--time_based",
+  `--runtime=${sizes.syncSeconds}`,
+];
+const percentileMs = (job: FioJob, p: string): number =>
+  (job.write.clat_ns.percentile?.[p] ?? Number.NaN) / 1e6;
 
 /** The fio run on `disk` in `guest`, its one job's numbers. */
 async function fio(guest: UmlGuest, disk: string, args: readonly string[]): Promise<FioJob> {
@@ -148,6 +190,20 @@ async function busyDuring<T>(
     ]),
   );
   return { result, busy };
+}
+
+/** Sectors read so far from each leg of the target guest's arrays, and whether the leg's kernel calls it rotational. */
+async function legReads(guest: UmlGuest): Promise<Map<string, { sectors: number; rotational: boolean }>> {
+  const out = await guest.run(
+    'for leg in /sys/block/md*/slaves/*; do [ -e "$leg" ] || continue; n=${leg##*/}; ' +
+      'echo "$n $(cut -c1-200 /sys/block/$n/stat) $(cat /sys/block/$n/queue/rotational)"; done',
+  );
+  const legs = new Map<string, { sectors: number; rotational: boolean }>();
+  for (const line of out.trim().split("\n").filter(Boolean)) {
+    const fields = line.trim().split(/\s+/);
+    legs.set(fields[0], { sectors: Number(fields[3]), rotational: fields[fields.length - 1] === "1" });
+  }
+  return legs;
 }
 
 /** md's last recovery in the guest's kernel log: its array, and how long it ran. */
@@ -212,10 +268,24 @@ class TargetBench {
   }
 
   /** The floor: replica 0's data LUN, logged in to directly as the target would (its name, the volume's CHAP). */
-  async floor(): Promise<DataPathNumbers> {
+  async floor(): Promise<{ floor: DataPathNumbers; legsAtOnce: LegsAtOnce }> {
+    const disks = [];
+    for (const index of this.world.replicas.keys()) disks.push(await this.floorLogin(index));
+    const floor = await this.workloads(disks[0], 0, [this.app]);
+    const legsAtOnce = await this.legsAtOnce(disks);
+    // Logged out before the target logs in to the same replicas under the same name.
+    for (const replica of this.world.replicas)
+      await this.app.run(
+        `iscsiadm -m node -T ${this.world.replicaIqn} -p ${replica.site.portal} -I floor --logout >/dev/null`,
+      );
+    return { floor, legsAtOnce };
+  }
+
+  /** Replica `index`'s data LUN in the application's guest, logged in to as the target would. */
+  private async floorLogin(index: number): Promise<string> {
     const { world, app } = this;
-    const portal = world.replicas[0].site.portal;
-    const disk = (
+    const portal = world.replicas[index].site.portal;
+    return (
       await app.run(
         `iscsi_login_as floor ${targetInitiatorIqn(world.volume)} ${world.replicaIqn} ${portal} ` +
           `${world.chap.user} ${world.chap.password} >/dev/null && ` +
@@ -223,41 +293,60 @@ class TargetBench {
         { timeoutMs: 90_000 },
       )
     ).trim();
-    const numbers = await this.workloads(disk, 0, [app]);
-    // Logged out before the target logs in to the same replica under the same name.
-    await app.run(`iscsiadm -m node -T ${world.replicaIqn} -p ${portal} -I floor --logout >/dev/null`);
-    return numbers;
+  }
+
+  /**
+   * What this host gives three legs written at once, the most a mirror over them could get: every replica's
+   * export written in parallel (sequential, then 4 KiB dsync at queue depth 1 each), one job per leg.
+   */
+  private async legsAtOnce(disks: readonly string[]): Promise<LegsAtOnce> {
+    const { app, sizes } = this;
+    const jobs = disks.flatMap((disk, i) => [`--name=leg${i}`, `--filename=${disk}`]);
+    const run = async (args: readonly string[]): Promise<FioJob> => {
+      const argv = ["fio", "--direct=1", "--output-format=json", "--group_reporting", ...args, ...jobs];
+      const out = await app.run(argv.join(" "), { timeoutMs: 15 * 60_000 });
+      const first = (JSON.parse(out) as { jobs?: FioJob[] }).jobs?.[0];
+      if (!first) throw new Error(`fio on ${disks.join(", ")} in ${app.name}: no job in its output:\n${out}`);
+      return first;
+    };
+    const written = await run(["--rw=write", ...sequentialArgs(sizes)]);
+    const sync = await run(syncArgs(sizes));
+    return {
+      legs: disks.length,
+      writeMBpsEach: written.write.bw_bytes / 1e6 / disks.length,
+      syncP50Ms: percentileMs(sync, "50.000000"),
+      syncP99Ms: percentileMs(sync, "99.000000"),
+      syncMeanMs: sync.write.clat_ns.mean / 1e6,
+    };
   }
 
   /** The three workloads on `disk`, as the application's guest sees it, with `onPath`'s CPU watched. */
   private async workloads(disk: string, replicas: number, onPath: UmlGuest[]): Promise<DataPathNumbers> {
     const { app, sizes } = this;
     const load = Number(loadavg()[0].toFixed(2));
-    const sequential = ["--bs=1M", "--ioengine=libaio", "--iodepth=8", `--size=${sizes.sequentialMiB}M`];
+    const sequential = sequentialArgs(sizes);
     const written = await busyDuring(onPath, () => fio(app, disk, ["--rw=write", ...sequential]));
+    const legsBefore = replicas > 0 ? await legReads(this.targetNode) : undefined;
     const read = await busyDuring(onPath, () => fio(app, disk, ["--rw=read", ...sequential]));
-    const sync = await fio(app, disk, [
-      "--rw=write",
-      "--bs=4k",
-      "--ioengine=psync",
-      "--iodepth=1",
-      "--sync=dsync",
-      "--size=64M",
-      "--time_based",
-      `--runtime=${sizes.syncSeconds}`,
-    ]);
-    const percentile = (p: string) => (sync.write.clat_ns.percentile?.[p] ?? Number.NaN) / 1e6;
+    const legsAfter = legsBefore && (await legReads(this.targetNode));
+    const sync = await fio(app, disk, syncArgs(sizes));
     return {
       replicas,
       load,
       writeMBps: written.result.write.bw_bytes / 1e6,
       readMBps: read.result.read.bw_bytes / 1e6,
-      syncP50Ms: percentile("50.000000"),
-      syncP99Ms: percentile("99.000000"),
+      syncP50Ms: percentileMs(sync, "50.000000"),
+      syncP99Ms: percentileMs(sync, "99.000000"),
       syncMeanMs: sync.write.clat_ns.mean / 1e6,
       syncIops: sync.write.iops,
       busyWrite: written.busy,
       busyRead: read.busy,
+      ...(legsAfter && {
+        readMiBByLeg: [...legsAfter].map(
+          ([leg, n]) => ((n.sectors - (legsBefore.get(leg)?.sectors ?? 0)) * 512) / MiB,
+        ),
+        legsRotational: [...legsAfter.values()].some((n) => n.rotational),
+      }),
     };
   }
 
@@ -387,8 +476,10 @@ export async function runTarget(options: {
   try {
     bench = await TargetBench.start(sizes, agentMain);
     const b = bench;
-    progress("target: the floor, replica 0's tgt export logged in to directly");
-    const floor = await b.timed("floor workloads", () => b.floor());
+    progress(
+      "target: the floor (replica 0's tgt export logged in to directly), then every replica's at once",
+    );
+    const { floor, legsAtOnce } = await b.timed("floor workloads", () => b.floor());
     progress("target: the target over 1 replica");
     await b.describeVolume(1);
     await b.timed("target Serving over 1 replica", () => b.startTarget());
@@ -401,7 +492,7 @@ export async function runTarget(options: {
     }
     progress(`target: replica 3 away while ${sizes.awayMiB} MiB are written, then back (bitmap catch-up)`);
     rebuilds.push(await b.timed("bitmap catch-up", () => b.catchUp()));
-    return { sizes, floor, through, rebuilds, timings: b.timings };
+    return { sizes, floor, legsAtOnce, through, rebuilds, timings: b.timings };
   } finally {
     await bench?.stop();
     rmSync(buildDir, { recursive: true, force: true });
@@ -445,6 +536,50 @@ export function targetVerdicts(results: TargetResults): TargetVerdict[] {
 const busy = (byGuest: Record<string, number> | undefined): string =>
   ["app", "tgt"].map((g) => (byGuest?.[g] === undefined ? "–" : pct(byGuest[g]))).join(" / ");
 
+/** The host's share for each of the legs written at once, and the target at that many replicas against it. */
+function legsAtOnceTable(results: TargetResults): Table[] {
+  const at = results.legsAtOnce;
+  const mirror = at && results.through.find((t) => t.replicas === at.legs);
+  if (!at || !mirror) return [];
+  return [
+    {
+      title: `Volume target: ${at.legs} replicas against what this host gives ${at.legs} legs written at once`,
+      headers: [
+        "path",
+        "seq write MB/s",
+        "÷ legs at once",
+        "4K dsync p50 ms",
+        "p99 ms",
+        "mean ms",
+        "mean ÷ legs at once",
+      ],
+      rows: [
+        [
+          `every replica's tgt export at once, per leg`,
+          num(at.writeMBpsEach),
+          "100 %",
+          num(at.syncP50Ms),
+          num(at.syncP99Ms),
+          num(at.syncMeanMs),
+          "1x",
+        ],
+        [
+          `through the target, ${at.legs} replicas`,
+          num(mirror.writeMBps),
+          pct(mirror.writeMBps / at.writeMBpsEach),
+          num(mirror.syncP50Ms),
+          num(mirror.syncP99Ms),
+          num(mirror.syncMeanMs),
+          x(mirror.syncMeanMs / at.syncMeanMs),
+        ],
+      ],
+      notes: [
+        `Every replica's export logged in to from the application's guest as the floor is, and written at once (one fio job a leg, the same runs as the floor's): each application write through the target is one write to every leg at the same time, so per leg this is the most a mirror over these legs can get on this host, and its latency the least. The floor is one leg alone on the host.`,
+      ],
+    },
+  ];
+}
+
 export function targetTables(results: TargetResults): Table[] {
   const { floor, sizes } = results;
   const row = (n: DataPathNumbers): (string | number)[] => [
@@ -462,6 +597,9 @@ export function targetTables(results: TargetResults): Table[] {
     num(n.syncIops),
     busy(n.busyWrite),
     busy(n.busyRead),
+    n.readMiBByLeg
+      ? `${n.readMiBByLeg.map((m) => num(m)).join(" / ")}${n.legsRotational ? " (rotational)" : ""}`
+      : "–",
     num(n.load),
   ];
   return [
@@ -480,6 +618,7 @@ export function targetTables(results: TargetResults): Table[] {
         "IOPS",
         "CPU busy, write (app / target)",
         "CPU busy, read (app / target)",
+        "read MiB by leg",
         "load",
       ],
       rows: [floor, ...results.through].map(row),
@@ -487,6 +626,7 @@ export function targetTables(results: TargetResults): Table[] {
         `fio in the application's user-mode-Linux guest on the raw LUN: ${sizes.sequentialMiB} MiB written then read in 1 MiB blocks (direct, libaio, queue depth 8); 4 KiB writes for ${sizes.syncSeconds} s (direct + dsync, queue depth 1). Replicas of ${sizes.capacityMiB} MiB, files on zfs-fuse pools exported by tgt; the target in its own guest. "CPU busy": the share of the run each guest's one CPU was not idle, by its own kernel's count (a guest at 100 % is the bottleneck). "load": the host's 1-minute load average before each row.`,
       ],
     },
+    ...legsAtOnceTable(results),
     {
       title: "Volume target: rebuilds",
       headers: ["event", "MiB copied", "md recovery s", "s/GiB", "until InSync (status.target) s"],
