@@ -1,12 +1,13 @@
 // The CSI node's two readers that need no kernel of their own (docs/adr/0048-the-csi-node-reads-its-state-from-
 // the-kernel.md): what a device holds, probed by the real blkid and wipefs on files of this host (blank, ext4,
-// xfs, a partition table, a path that is not there), and the mount table's text. Everything else the node does
+// xfs, a partition table, a path that is not there), filesystems made as stage makes them, and the mount table's
+// text. Everything else the node does
 // runs in a user-mode Linux guest: test/csi/node-operations.test.ts.
-import { execFileSync } from "node:child_process";
 import { mkdtempSync, openSync, rmSync, truncateSync, writeSync, closeSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { expect } from "chai";
+import { makeFilesystem } from "../../csi/node/filesystem.js";
 import { nodeHost } from "../../csi/node/host.js";
 import { parseMountinfo } from "../../csi/node/mounts.js";
 import { probeDevice } from "../../csi/node/probe.js";
@@ -44,14 +45,28 @@ describe("csi node: what a device holds, probed with blkid and wipefs (never bla
     expect(await probeDevice(host, "vol-1", device("blank.img", 16))).to.deep.equal({ kind: "blank" });
   });
 
-  it("names the filesystem on a device: ext4 and xfs as their tools made them", async () => {
+  it("makes ext4 and xfs as stage does, and names the filesystem on a device by its type", async () => {
     const ext4 = device("ext4.img", 16);
-    execFileSync("mkfs.ext4", ["-q", "-m", "0", ext4]);
+    await makeFilesystem(host, "vol-1", "ext4", ext4);
     expect(await probeDevice(host, "vol-1", ext4)).to.deep.equal({ kind: "filesystem", fsType: "ext4" });
-    // mkfs.xfs refuses less than 300 MB; sparse, the file costs a few MiB.
+    // xfs cannot be made on less than 300 MB; sparse, the file costs a few MiB.
     const xfs = device("xfs.img", 320);
-    execFileSync("mkfs.xfs", ["-q", xfs]);
+    await makeFilesystem(host, "vol-1", "xfs", xfs);
     expect(await probeDevice(host, "vol-1", xfs)).to.deep.equal({ kind: "filesystem", fsType: "xfs" });
+  });
+
+  it("lets mkfs.xfs, run without its force flag, refuse a device that holds a filesystem: a last check", async () => {
+    const ext4 = device("ext4-again.img", 320);
+    await makeFilesystem(host, "vol-1", "ext4", ext4);
+    const error = await makeFilesystem(host, "vol-1", "xfs", ext4).then(
+      () => undefined,
+      (e: unknown) => e as { code: string; message: string },
+    );
+    expect(error?.code).to.equal("INTERNAL");
+    expect(error?.message).to.match(
+      /^volume vol-1: making xfs on .*ext4-again.img: mkfs.xfs .* exited with 1: .*appears to contain an existing filesystem \(ext4\)/,
+    );
+    expect(await probeDevice(host, "vol-1", ext4)).to.deep.equal({ kind: "filesystem", fsType: "ext4" });
   });
 
   it("calls a device with a partition table something else than a filesystem, so it is never formatted", async () => {
