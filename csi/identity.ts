@@ -1,9 +1,7 @@
 // The Identity service, the same in both modes: the driver's name and version, what the plugin offers (a
 // controller service, online expansion), and Probe, which asks the mode's own readiness check.
+import { CSI } from "../api/constants.js";
 import type { Handlers } from "./server.js";
-
-/** The CSIDriver's name: not upstream cStor's cstor.csi.openebs.io, so the two never claim one object. */
-export const DRIVER_NAME = "cstor-pool-operator.csi.openebs.io";
 
 export interface IdentityOptions {
   version: string;
@@ -13,7 +11,7 @@ export interface IdentityOptions {
 
 export function identityService(options: IdentityOptions): Handlers<"Identity"> {
   return {
-    GetPluginInfo: async () => ({ name: DRIVER_NAME, vendor_version: options.version }),
+    GetPluginInfo: async () => ({ name: CSI.driverName, vendor_version: options.version }),
     // The plugin's capabilities, not the instance's: the node's Identity says the same as the controller's.
     GetPluginCapabilities: async () => ({
       capabilities: [{ service: { type: "CONTROLLER_SERVICE" } }, { volume_expansion: { type: "ONLINE" } }],

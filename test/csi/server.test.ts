@@ -8,7 +8,8 @@ import { join } from "node:path";
 import { credentials, makeGenericClientConstructor, status, type ServiceError } from "@grpc/grpc-js";
 import { expect } from "chai";
 import { CsiError } from "../../csi/errors.js";
-import { DRIVER_NAME, identityService } from "../../csi/identity.js";
+import { identityService } from "../../csi/identity.js";
+import { CSI } from "../../api/constants.js";
 import { createCsiMetrics } from "../../csi/metrics.js";
 import { startCsiServer, type CsiServer, type Handlers } from "../../csi/server.js";
 import { createLogger } from "../../runtime/log.js";
@@ -74,7 +75,7 @@ describe("csi: the gRPC server on a unix socket", () => {
 
   it("answers the identity: the driver's name, its version, a controller service that expands online", async () => {
     expect(await client.call("Identity", "GetPluginInfo", {})).to.include({
-      name: DRIVER_NAME,
+      name: CSI.driverName,
       vendor_version: "9.9.9",
     });
     const { capabilities } = await client.call("Identity", "GetPluginCapabilities", {});
