@@ -90,7 +90,7 @@ describe("architecture: which room may import which", () => {
     expect(imports.length).to.be.greaterThan(500);
   });
 
-  it("keeps the node daemon, the pool agent and the volume target apart: what two need is in a shared room", () => {
+  it("keeps the node daemon, the pool agent, the volume target and the CSI driver apart: what two need is in a shared room", () => {
     const crossing = imports.filter(
       (i) =>
         inRoom(i.from, NODE_PROGRAMS) &&
