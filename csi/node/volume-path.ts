@@ -1,11 +1,11 @@
 // What is at a volume path expand and stats are given (a publish target or the staging path): a filesystem
 // mounted from a disk, a disk's device file bound there, or nothing the node made.
 import { lstat } from "node:fs/promises";
+import { isAbsolute } from "node:path";
 import { blockDeviceAt, diskOfDevice, type Disk } from "./disk.js";
 import { NodeOperationError } from "./errors.js";
 import type { NodeHost } from "./host.js";
 import { canonicalPath, mountAt, readMounts, type MountEntry } from "./mounts.js";
-import { checkPath } from "./paths.js";
 
 export type VolumeAtPath =
   | { kind: "filesystem"; path: string; mount: MountEntry; disk: Disk | undefined }
@@ -14,7 +14,12 @@ export type VolumeAtPath =
 
 /** What is at `volumePath`; NOT_FOUND when nothing is there at all. */
 export async function volumeAt(host: NodeHost, volumeId: string, volumePath: string): Promise<VolumeAtPath> {
-  checkPath(volumeId, "volume path", volumePath);
+  // Nothing the node made can be at a path that is not absolute (csi-sanity asks NOT_FOUND for "some/path").
+  if (!isAbsolute(volumePath))
+    throw new NodeOperationError(
+      "NOT_FOUND",
+      `volume ${volumeId}: no volume is at ${JSON.stringify(volumePath)}, not an absolute path`,
+    );
   await lstat(volumePath).catch((error: NodeJS.ErrnoException) => {
     throw new NodeOperationError(
       error.code === "ENOENT" ? "NOT_FOUND" : "INTERNAL",
