@@ -95,29 +95,52 @@ export async function lunDisk(host: NodeHost, address: LunAddress, iface: string
   return lun?.state === "running" ? readDisk(host, lun.disk) : undefined;
 }
 
-/** Logs in (nothing to do when the session exists) and waits, bounded, for the LUN's disk. */
+/** Between two logins a target refused for good: the target admits this node once ControllerPublish wrote it. */
+const LOGIN_RETRY_MS = 1000;
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Logs in (nothing to do when the session exists). A target that does not admit this initiator yet is asked
+ * again until `deadline`: ControllerPublishVolume names the node, and the target admits it at its next pass
+ * (ADR 47). Any other refusal is answered at once.
+ */
+async function logIn(
+  host: NodeHost,
+  request: { volumeId: string; address: LunAddress; login: SessionLogin },
+  deadline: number,
+) {
+  const { volumeId, address, login } = request;
+  const legs = initiator(host, volumeId, login);
+  for (;;) {
+    try {
+      await legs.ensureIface();
+      await legs.login({
+        targetIqn: address.targetIqn,
+        portal: address.portal,
+        user: login.user,
+        password: login.password,
+      });
+      return;
+    } catch (error) {
+      if (error instanceof NodeOperationError) throw error;
+      if (!(error instanceof CommandError))
+        throw new NodeOperationError("INVALID_ARGUMENT", `volume ${volumeId}: ${(error as Error).message}`);
+      if (error.exitCode !== FATAL_LOGIN || Date.now() + LOGIN_RETRY_MS > deadline)
+        throw loginFailed(volumeId, address, login, error);
+    }
+    await sleep(LOGIN_RETRY_MS);
+  }
+}
+
+/** Logs in and waits, both bounded by the host's device wait, for the LUN's disk. */
 export async function loginAndWait(
   host: NodeHost,
   volumeId: string,
   address: LunAddress,
   login: SessionLogin,
 ): Promise<Disk> {
-  const legs = initiator(host, volumeId, login);
-  try {
-    await legs.ensureIface();
-    await legs.login({
-      targetIqn: address.targetIqn,
-      portal: address.portal,
-      user: login.user,
-      password: login.password,
-    });
-  } catch (error) {
-    if (error instanceof NodeOperationError) throw error;
-    if (!(error instanceof CommandError))
-      throw new NodeOperationError("INVALID_ARGUMENT", `volume ${volumeId}: ${(error as Error).message}`);
-    throw loginFailed(volumeId, address, login, error);
-  }
   const deadline = Date.now() + host.deviceWaitMs;
+  await logIn(host, { volumeId, address, login }, deadline);
   for (;;) {
     const disk = await lunDisk(host, address, login.iface);
     if (disk) return disk;
@@ -131,7 +154,7 @@ export async function loginAndWait(
           }): check that the target serves LUN ${address.lun}`,
       );
     }
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await sleep(100);
   }
 }
 

@@ -121,6 +121,10 @@ function steps(config: NodeDriverConfig) {
       const stats = await volumeStats(host, ext4.id, target("a"));
       const notMounted = await volumeStats(host, ext4.id, ROOT);
       const missing = await outcome(volumeStats(host, ext4.id, join(ROOT, "nowhere")));
+      // The filesystem made read-only under the pod, as ext4's errors=remount-ro does after an I/O error.
+      await runner.run(["mount", "-o", "remount,ro", staging("ext4")]);
+      const remountedReadOnly = await volumeStats(host, ext4.id, target("a"));
+      await runner.run(["mount", "-o", "remount,rw", staging("ext4")]);
       const unpublished = [await unpublish(host, { volumeId: ext4.id, targetPath: target("a") })];
       unpublished.push(await unpublish(host, { volumeId: ext4.id, targetPath: target("a-ro") }));
       unpublished.push(await unpublish(host, { volumeId: ext4.id, targetPath: target("a") }));
@@ -151,6 +155,7 @@ function steps(config: NodeDriverConfig) {
         stats,
         notMounted,
         missing,
+        remountedReadOnly: remountedReadOnly.condition,
         unpublished,
         unstaged,
         sessionsAfter,
@@ -345,12 +350,16 @@ function steps(config: NodeDriverConfig) {
           }),
         ),
       );
+      // Asked again for 3 s, as while ControllerPublish's node is not admitted yet, then refused.
       const foreign = await outcome(
         timed("stage as an initiator the target does not admit", () =>
-          stage(host, {
-            ...stageRequest(ext4, "ext4", "ext4"),
-            login: { ...login(ext4), ...config.foreign },
-          }),
+          stage(
+            { ...host, deviceWaitMs: 3000 },
+            {
+              ...stageRequest(ext4, "ext4", "ext4"),
+              login: { ...login(ext4), ...config.foreign },
+            },
+          ),
         ),
       );
       const left = (await readSessions("/sys")).map((s) => `${s.targetIqn} ${s.state}`);

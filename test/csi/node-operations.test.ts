@@ -182,7 +182,7 @@ describe("csi node operations in user-mode-linux: stage, publish, unpublish, uns
     expect(lifecycle.readOnlyWrite.message).to.match(/EROFS/);
   });
 
-  it("reports bytes and inodes of a published filesystem, an abnormal condition off a mount point, NOT_FOUND for no path", async () => {
+  it("reports bytes and inodes of a published filesystem; abnormal off a mount point or read-only; NOT_FOUND for no path", async () => {
     const { lifecycle } = await firstRun();
     const [bytes, inodes] = lifecycle.stats.usage;
     expect(bytes.unit).to.equal("BYTES");
@@ -205,6 +205,12 @@ describe("csi node operations in user-mode-linux: stage, publish, unpublish, uns
       },
     });
     expect(lifecycle.missing.code).to.equal("NOT_FOUND");
+    expect(lifecycle.remountedReadOnly).to.deep.equal({
+      abnormal: true,
+      message:
+        "ext4 at /run/csi/pods/a is read-only for the kernel (after an I/O error?): check the volume's target, " +
+        "then unstage and stage the volume again",
+    });
   });
 
   it("unpublishes (the target paths removed) and unstages (logged out of the target); both again are no-ops", async () => {

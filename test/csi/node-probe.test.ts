@@ -1,8 +1,8 @@
-// The CSI node's two readers that need no kernel of their own (docs/adr/0048-the-csi-node-reads-its-state-from-
-// the-kernel.md): what a device holds, probed by the real blkid and wipefs on files of this host (blank, ext4,
-// xfs, a partition table, a path that is not there), filesystems made as stage makes them, and the mount table's
-// text. Everything else the node does
-// runs in a user-mode Linux guest: test/csi/node-operations.test.ts.
+// The CSI node's readers that need no kernel of their own (ADR 48,
+// docs/adr/0048-the-csi-node-reads-its-state-from-the-kernel.md): what a device holds, probed by the real blkid
+// and wipefs on files of this host (blank, ext4, xfs, a partition table, a path that is not there), filesystems
+// made as stage makes them, and the mount table's text. Everything else the node does runs in a user-mode Linux
+// guest: test/csi/node-operations.test.ts.
 import { mkdtempSync, openSync, rmSync, truncateSync, writeSync, closeSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
