@@ -165,20 +165,20 @@ export interface LogoutOutcome {
   kept: { portal: string; mountPoints: string[] }[];
 }
 
-/** Logs out of every session to `targetIqn` through `iface` none of whose disks is mounted (`mounts`). */
+/** Logs out of every session to one of `targetIqns` through `iface` none of whose disks is mounted (`mounts`). */
 export async function logoutUnused(
   host: NodeHost,
   volumeId: string,
-  session: { targetIqn: string; iface: string; initiatorIqn: string },
+  sessions: { targetIqns: readonly string[]; iface: string; initiatorIqn: string },
   mounts: readonly MountEntry[],
 ): Promise<LogoutOutcome> {
   const outcome: LogoutOutcome = { loggedOut: [], kept: [] };
   // A logout writes no node record, so the replacement timeout a record would carry is not used.
-  const legs = initiator(host, volumeId, { ...session, replacementTimeoutSeconds: 1 });
-  const sessions = (await readSessions(host.sysfs)).filter(
-    (s) => s.targetIqn === session.targetIqn && s.iface === session.iface && s.portal !== undefined,
+  const legs = initiator(host, volumeId, { ...sessions, replacementTimeoutSeconds: 1 });
+  const found = (await readSessions(host.sysfs)).filter(
+    (s) => sessions.targetIqns.includes(s.targetIqn) && s.iface === sessions.iface && s.portal !== undefined,
   );
-  for (const s of sessions) {
+  for (const s of found) {
     const mountPoints: string[] = [];
     for (const lun of Object.values(s.luns)) {
       const disk = await readDisk(host, lun.disk);
@@ -188,8 +188,8 @@ export async function logoutUnused(
       outcome.kept.push({ portal: s.portal!, mountPoints });
       continue;
     }
-    await legs.logout(session.targetIqn, s.portal!).catch((error: unknown) => {
-      throw commandFailed(`volume ${volumeId}: logout of ${session.targetIqn} at ${s.portal}`, error);
+    await legs.logout(s.targetIqn, s.portal!).catch((error: unknown) => {
+      throw commandFailed(`volume ${volumeId}: logout of ${s.targetIqn} at ${s.portal}`, error);
     });
     outcome.loggedOut.push(s.portal!);
   }

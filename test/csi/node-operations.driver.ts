@@ -341,7 +341,12 @@ function steps(config: NodeDriverConfig) {
       await unpublish(host, { volumeId: ext4.id, targetPath: target("a") });
       await unpublish(host, { volumeId: xfs.id, targetPath: target("x") });
       await unstage(host, { volumeId: ext4.id, stagingPath: staging("ext4"), session: sessionOf(ext4) });
-      await unstage(host, { volumeId: xfs.id, stagingPath: staging("xfs"), session: sessionOf(xfs) });
+      // A volume whose target the caller names wrongly (a PV made by hand): found through the staging mount's disk.
+      const misnamed = await unstage(host, {
+        volumeId: xfs.id,
+        stagingPath: staging("xfs"),
+        session: { ...sessionOf(xfs), targetIqn: `${xfs.address.targetIqn}-not-this` },
+      });
       const wrongPassword = await outcome(
         timed("stage with a wrong CHAP password", () =>
           stage(host, {
@@ -366,7 +371,7 @@ function steps(config: NodeDriverConfig) {
       const mounts = (await readFile("/proc/self/mountinfo", "utf8"))
         .split("\n")
         .filter((l) => l.includes(ROOT));
-      return { wrongPassword, foreign, left, mounts };
+      return { misnamed, wrongPassword, foreign, left, mounts };
     },
   };
 }

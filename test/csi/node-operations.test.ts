@@ -320,6 +320,15 @@ describe("csi node operations in user-mode-linux: stage, publish, unpublish, uns
     expect(shared.sessionsAfter).to.equal(0);
   });
 
+  it("logs out of a volume whose target the caller names wrongly, through the staging mount's disk", async () => {
+    const { refusals } = await secondRun();
+    expect(refusals.misnamed).to.deep.equal({
+      unmounted: true,
+      loggedOut: [`${network.hostAddress}:3260`],
+      kept: [],
+    });
+  });
+
   it("says why a target refuses the login: a wrong CHAP password, an initiator it does not admit; nothing is left", async () => {
     const { refusals } = await secondRun();
     expect(refusals.wrongPassword.code).to.equal("UNAUTHENTICATED");
