@@ -6,6 +6,7 @@ import { createHash } from "node:crypto";
 import { LIMITS } from "../../api/constants.js";
 import { isDnsSubdomain } from "../../lib/names.js";
 import { invalidArgument, outOfRange } from "../errors.js";
+import { FILESYSTEMS } from "../node/filesystem.js";
 import type { AccessMode, CapacityRange, VolumeCapability } from "../protocol.js";
 
 const MIB = 1024 * 1024;
@@ -20,7 +21,7 @@ const SERVED_MODES: readonly AccessMode[] = [
   "SINGLE_NODE_MULTI_WRITER",
 ];
 /** Filesystems the node makes ("" leaves the choice to the node: ext4). */
-const FS_TYPES = ["", "ext4", "xfs"];
+const FS_TYPES: readonly string[] = ["", ...FILESYSTEMS];
 
 /** The provisioner's --extra-create-metadata keys: recorded on the CVC, never judged. */
 export const CLAIM_KEYS = {

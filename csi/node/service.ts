@@ -9,6 +9,7 @@ import { CSI } from "../../api/constants.js";
 import { nodeInitiatorIqn, volumeIqn } from "../../lib/volume/iqn.js";
 import { CsiError, invalidArgument } from "../errors.js";
 import type { Message, VolumeCapability } from "../protocol.js";
+import { required, unservedCapability } from "../controller/request.js";
 import type { CallContext, Handlers } from "../server.js";
 import { NodeOperationError } from "./errors.js";
 import { expand } from "./expand.js";
@@ -38,40 +39,21 @@ export const CHAP_KEYS = {
   user: "node.session.auth.username",
   password: "node.session.auth.password",
 } as const;
-/** What the node serves: the access modes of one node (ADR 47). */
-const ACCESS_MODES = new Set([
-  "SINGLE_NODE_WRITER",
-  "SINGLE_NODE_READER_ONLY",
-  "SINGLE_NODE_SINGLE_WRITER",
-  "SINGLE_NODE_MULTI_WRITER",
-]);
-
 /** A node operation's failure as the status the server answers. */
 function answered(error: unknown): never {
   if (error instanceof NodeOperationError) throw new CsiError(status[error.code], error.message);
   throw error;
 }
 
-function required(value: string | undefined, field: string, rpc: string): string {
-  if (!value) throw invalidArgument(`${rpc}: ${field} is empty; the CO must give it`);
-  return value;
-}
-
-/** The capability's access type; INVALID_ARGUMENT without one, FAILED_PRECONDITION for a mode the node lacks. */
+/**
+ * The capability's access type: INVALID_ARGUMENT without one, FAILED_PRECONDITION for one a cStor volume does not
+ * serve (the spec's "exceeds capabilities"), judged as the controller judges it.
+ */
 function accessOf(capability: VolumeCapability | null | undefined, volumeId: string): VolumeAccess {
   if (!capability)
     throw invalidArgument(`volume ${volumeId}: volume_capability is missing; the CO must give it`);
-  const mode = capability.access_mode?.mode ?? "UNKNOWN";
-  if (!ACCESS_MODES.has(mode))
-    throw new CsiError(
-      status.FAILED_PRECONDITION,
-      `volume ${volumeId}: access mode ${mode} is not served; a volume is used by one node at a time ` +
-        `(${[...ACCESS_MODES].join(", ")})`,
-    );
-  if (!!capability.block === !!capability.mount)
-    throw invalidArgument(
-      `volume ${volumeId}: volume_capability must be either block or mount, not both or neither`,
-    );
+  const why = unservedCapability(capability);
+  if (why) throw new CsiError(status.FAILED_PRECONDITION, `volume ${volumeId}: ${why}`);
   if (capability.block) return { kind: "block" };
   return {
     kind: "mount",

@@ -1,31 +1,27 @@
-// The CSI Node service (csi/node/service.ts) on the driver's gRPC server and a real unix socket, called as the
-// kubelet calls it: what it says about itself, every request it refuses before it touches the node (each with
-// the code csi-sanity expects and a message naming the fix), and the calls that need no iSCSI on this host. The
-// operations themselves, logging in and mounting, run in a user-mode Linux guest (node-operations.test.ts).
+// The CSI driver in node mode (csi/main.ts --mode=node: csi/node/service.ts on the driver's gRPC server), as the
+// node DaemonSet starts it, called over its unix socket as the kubelet calls it: what it says about itself, every
+// request it refuses before it touches the node (each with the code csi-sanity expects and a message naming the
+// fix), and the calls that need no iSCSI on this host. The operations themselves, logging in and mounting, run in
+// a user-mode Linux guest (node-operations.test.ts).
 import { mkdirSync, mkdtempSync, rmSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { status, type ServiceError } from "@grpc/grpc-js";
 import { expect } from "chai";
 import { CSI } from "../../api/constants.js";
-import { identityService } from "../../csi/identity.js";
-import { createCsiMetrics } from "../../csi/metrics.js";
-import { nodeHost } from "../../csi/node/host.js";
-import { CHAP_KEYS, nodeService } from "../../csi/node/service.js";
-import { startCsiServer, type CsiServer } from "../../csi/server.js";
+import { CHAP_KEYS } from "../../csi/node/service.js";
 import type { RequestOf, VolumeCapability } from "../../csi/protocol.js";
-import { createRunner } from "../../process/runner.js";
-import { createLogger } from "../../runtime/log.js";
 import { CsiClient } from "../../testkit/csi-client.js";
+import { CsiDriverProcess } from "../../testkit/csi-driver-process.js";
 
 const mount: VolumeCapability = {
   mount: { fs_type: "ext4", mount_flags: [] },
   access_mode: { mode: "SINGLE_NODE_WRITER" },
 };
 
-describe("csi node service: the Node RPCs on the driver's gRPC server", () => {
+describe("csi node service: the driver in node mode, over its socket", () => {
   let dir: string;
-  let server: CsiServer;
+  let driver: CsiDriverProcess;
   let client: CsiClient;
   const refusal = (call: Promise<unknown>) =>
     call.then(
@@ -44,23 +40,23 @@ describe("csi node service: the Node RPCs on the driver's gRPC server", () => {
     secrets: { [CHAP_KEYS.user]: "pvc-1", [CHAP_KEYS.password]: "secret-0123456789" },
   });
 
-  before(async () => {
+  before(async function () {
+    this.timeout(90_000);
     dir = mkdtempSync(join(tmpdir(), "csi-node-service-"));
-    server = await startCsiServer({
-      endpoint: `unix://${join(dir, "csi.sock")}`,
-      services: {
-        Identity: identityService({ version: "9.9.9", probe: async () => {} }),
-        Node: nodeService({ host: nodeHost(createRunner()), nodeName: "worker-1" }),
-      },
-      logger: createLogger({ level: "silent" }),
-      metrics: createCsiMetrics(),
+    // As the node DaemonSet starts it: no API access, the node's name from the Node.
+    driver = await CsiDriverProcess.start({
+      mode: "node",
+      dir,
+      kubeconfig: join(dir, "no-kubeconfig"),
+      namespace: "openebs",
+      env: { NODE_NAME: "worker-1" },
     });
-    client = new CsiClient(server.socket);
+    client = new CsiClient(driver.socket);
   });
 
   after(async () => {
     client?.close();
-    await server?.stop(1000);
+    await driver?.stop();
     rmSync(dir, { recursive: true, force: true });
   });
 
@@ -81,8 +77,8 @@ describe("csi node service: the Node RPCs on the driver's gRPC server", () => {
 
   it("refuses a stage without its volume id, staging path or capability (INVALID_ARGUMENT), before any login", async () => {
     for (const [field, expected] of [
-      ["volume_id", "NodeStageVolume: volume_id is empty; the CO must give it"],
-      ["staging_target_path", "NodeStageVolume: staging_target_path is empty; the CO must give it"],
+      ["volume_id", "NodeStageVolume: volume_id is empty; the CO must name it"],
+      ["staging_target_path", "NodeStageVolume: staging_target_path is empty; the CO must name it"],
       ["volume_capability", "volume pvc-1: volume_capability is missing; the CO must give it"],
     ] as const) {
       const request = { ...stageRequest(), [field]: undefined };
@@ -120,7 +116,7 @@ describe("csi node service: the Node RPCs on the driver's gRPC server", () => {
     );
     expect(multi?.code).to.equal(status.FAILED_PRECONDITION);
     expect(multi?.details).to.match(
-      /^volume pvc-1: access mode MULTI_NODE_MULTI_WRITER is not served; a volume is used by one node at a time/,
+      /^volume pvc-1: access mode MULTI_NODE_MULTI_WRITER is not served: a cStor volume is used by one node at a time/,
     );
     const btrfs = await refusal(
       client.call("Node", "NodeStageVolume", {
@@ -130,8 +126,7 @@ describe("csi node service: the Node RPCs on the driver's gRPC server", () => {
     );
     expect(btrfs).to.deep.equal({
       code: status.FAILED_PRECONDITION,
-      details:
-        'volume pvc-1: filesystem "btrfs" is not supported; use one of ext4, xfs (the StorageClass\'s csi.storage.k8s.io/fstype)',
+      details: 'volume pvc-1: fs_type "btrfs" is not served: write ext4 or xfs',
     });
     const both = await refusal(
       client.call("Node", "NodeStageVolume", {
@@ -139,7 +134,10 @@ describe("csi node service: the Node RPCs on the driver's gRPC server", () => {
         volume_capability: { ...mount, block: {} },
       }),
     );
-    expect(both?.code).to.equal(status.INVALID_ARGUMENT);
+    expect(both).to.deep.equal({
+      code: status.FAILED_PRECONDITION,
+      details: "volume pvc-1: a capability is either block or mount, not both",
+    });
   });
 
   it("refuses a publish without its target or before staging: INVALID_ARGUMENT, FAILED_PRECONDITION", async () => {
