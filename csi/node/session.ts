@@ -95,6 +95,19 @@ export async function lunDisk(host: NodeHost, address: LunAddress, iface: string
   return lun?.state === "running" ? readDisk(host, lun.disk) : undefined;
 }
 
+/**
+ * The kubelet stages volumes side by side, and iscsiadm writes its interface and node records without a lock
+ * that holds across processes (democratic-csi retries "encountered iSCSI database failure" for this, Red Hat bug
+ * 884427): this process's logins take turns. Each turn is one attempt, bounded by iscsiadm's timeout; the wait
+ * between retries is outside it. The guest test's two first logins side by side passed without it too.
+ */
+let loginTurn: Promise<unknown> = Promise.resolve();
+function oneAtATime(attempt: () => Promise<void>): Promise<void> {
+  const turn = loginTurn.then(attempt);
+  loginTurn = turn.catch(() => undefined);
+  return turn;
+}
+
 /** Between two logins a target refused for good: the target admits this node once ControllerPublish wrote it. */
 const LOGIN_RETRY_MS = 1000;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -113,12 +126,14 @@ async function logIn(
   const legs = initiator(host, volumeId, login);
   for (;;) {
     try {
-      await legs.ensureIface();
-      await legs.login({
-        targetIqn: address.targetIqn,
-        portal: address.portal,
-        user: login.user,
-        password: login.password,
+      await oneAtATime(async () => {
+        await legs.ensureIface();
+        await legs.login({
+          targetIqn: address.targetIqn,
+          portal: address.portal,
+          user: login.user,
+          password: login.password,
+        });
       });
       return;
     } catch (error) {

@@ -214,11 +214,17 @@ function steps(config: NodeDriverConfig) {
 
     /** A LUN with ext4 on it: never formatted as xfs; mounted as ext4 with its file. */
     async existing() {
-      const asXfs = await outcome(stage(host, stageRequest(existing, "existing", "xfs")));
+      // Side by side with the raw block volume's stage, as the kubelet stages two pods' volumes: both are the
+      // first login to target 2, so the two logins meet.
+      const [asXfs, rawStaged] = await Promise.all([
+        outcome(stage(host, stageRequest(existing, "existing", "xfs"))),
+        stage(host, stageRequest(raw, "raw")),
+      ]);
       const asExt4 = await stage(host, stageRequest(existing, "existing", "ext4"));
       const file = await readFile(join(staging("existing"), "hello.txt"), "utf8");
       return {
         asXfs,
+        rawStaged: rawStaged.disk.sizeBytes,
         formatted: asExt4.formatted,
         file,
         expected: await readFile(config.existingFile, "utf8"),
@@ -246,7 +252,8 @@ function steps(config: NodeDriverConfig) {
       return { created, stopped, refused, probed };
     },
 
-    /** A raw block volume: nothing mounted at staging, its device bound to a file, written and read back. */
+    /** A raw block volume (staged beside `existing`, staged again here): nothing mounted at staging, its device
+     * bound to a file, written and read back. */
     async block() {
       const staged = await stage(host, stageRequest(raw, "raw"));
       const publishRequest: PublishRequest = {

@@ -270,6 +270,9 @@ describe("csi node operations in user-mode-linux: stage, publish, unpublish, uns
       /^volume pvc-existing: \/dev\/sd[a-z]+ already holds ext4, not the xfs asked for; it is never formatted again: stage it with fsType ext4$/,
     );
     expect(existing.formatted).to.equal(false);
+    expect(existing.rawStaged, "the raw volume staged beside it, on the same session").to.equal(
+      SIZE_MIB.raw * MiB,
+    );
     expect(existing.file).to.equal(existingText);
   });
 
