@@ -1,7 +1,7 @@
-// What a controller request asks for, checked before anything is read or written (docs/adr/0047-the-csi-driver-
-// one-writer-per-volume.md): the volume id a CSI name becomes, the StorageClass parameters, the capabilities a
-// cStor volume can serve, and the size a capacity range asks for. Pure; a refusal is a CsiError naming the field
-// and the fix.
+// What a controller request asks for, checked before anything is read or written
+// (docs/adr/0047-the-csi-driver-one-writer-per-volume.md): the volume id a CSI name becomes, the StorageClass
+// parameters, the capabilities a cStor volume can serve (the node judges them the same way), and the size a
+// capacity range asks for. Pure; a refusal is a CsiError naming the field and the fix.
 import { createHash } from "node:crypto";
 import { LIMITS } from "../../api/constants.js";
 import { isDnsSubdomain } from "../../lib/names.js";
