@@ -1,9 +1,10 @@
 # syntax=docker/dockerfile:1
-# Four images from one build (no Docker on the development machine: this file is checked by review and CI):
+# Five images from one build (no Docker on the development machine: this file is checked by review and CI):
 #   docker build --target hooks         -t <registry>/cstor-pool-hooks:0.1.0 .
 #   docker build --target node-daemon   -t <registry>/cstor-pool-node-daemon:0.1.0 .
 #   docker build --target pool-agent    -t <registry>/cstor-pool-agent:0.1.0 .
 #   docker build --target volume-target -t <registry>/cstor-volume-target:0.1.0 .
+#   docker build --target csi           -t <registry>/cstor-csi:0.1.0 .
 # Node 24 LTS, Debian bookworm slim (glibc, util-linux's nsenter), production dependencies only.
 
 FROM node:24-bookworm-slim AS build
@@ -22,6 +23,7 @@ COPY hooks hooks
 COPY node-daemon node-daemon
 COPY pool-agent pool-agent
 COPY volume-target volume-target
+COPY csi csi
 COPY cli cli
 RUN npm run build && npm prune --omit=dev
 
@@ -66,3 +68,14 @@ RUN apt-get update \
     && rm -rf /var/lib/apt/lists/*
 EXPOSE 9500 3260
 ENTRYPOINT ["node", "dist/volume-target/main.js"]
+
+# The CSI driver (docs/adr/0047-the-csi-driver-one-writer-per-volume.md): one image, started with --mode=controller
+# in the controller Deployment (beside the provisioner, attacher, resizer and livenessprobe sidecars) and with
+# --mode=node in the node DaemonSet, where it logs in with open-iscsi's iscsiadm (the node runs iscsid), makes
+# filesystems (e2fsprogs, xfsprogs) and mounts (util-linux, in the base image).
+FROM runtime AS csi
+RUN apt-get update \
+    && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends open-iscsi e2fsprogs xfsprogs \
+    && rm -rf /var/lib/apt/lists/*
+EXPOSE 9505
+ENTRYPOINT ["node", "dist/csi/main.js"]

@@ -154,6 +154,21 @@ export const PROVISIONING = {
   defaultFsType: "ext4",
 } as const;
 
+/** The CSI driver (docs/adr/0047-the-csi-driver-one-writer-per-volume.md). */
+export const CSI = {
+  /** The CSIDriver's name: not upstream cStor's cstor.csi.openebs.io, so the two never claim one object. */
+  driverName: "cstor-pool-operator.csi.openebs.io",
+  /**
+   * On a CStorVolume: the one node whose initiator the LUN admits, written by the driver's
+   * ControllerPublishVolume; empty, nobody; absent, the volume's client initiator (volumes made before the driver).
+   */
+  publishedNodeAnnotation: "cstor.openebs.io/published-node",
+  /** On a CStorVolumeConfig the driver made: the CSI name it was made for (CreateVolume's idempotency key). */
+  nameAnnotation: "cstor.openebs.io/csi-name",
+  /** volume_context keys: the target's portal and IQN, the LUN the array is served at. */
+  contextKeys: { targetPortal: "targetPortal", iqn: "iqn", lun: "lun" },
+} as const;
+
 /** CSPI condition types. PodAvailable and NodeDaemonHeartbeat belong to cspi-sync, the rest to the node daemon. */
 export const CSPI_CONDITION = {
   podAvailable: "PodAvailable",

@@ -177,6 +177,13 @@ export const CVTargetStatusSchema = Type.Object(
           "The md array's size in bytes while it is assembled: what the LUN serves. It follows spec.capacity once every replica serves that size.",
       }),
     ),
+    initiators: Type.Optional(
+      Type.Array(Type.String({ maxLength: 223 }), {
+        maxItems: 4,
+        description:
+          "While the LUN is served: the iSCSI initiators it admits. The node the volume is published to (annotation cstor.openebs.io/published-node), none while it is published nowhere, or the volume's client initiator when it never was.",
+      }),
+    ),
     lastTransitionTime: Type.Optional(Type.String({ description: "When state last changed (RFC 3339)." })),
     replicas: Type.Optional(
       Type.Array(

@@ -3,9 +3,9 @@
 // volumes in a cluster, and the node daemon's local mode. Each subcommand lives in its own module and returns
 // an exit code. Installed as `cstor-pool` and as the kubectl plugin `kubectl-cstor_pool` (`kubectl cstor-pool …`),
 // the same file.
-import { readFileSync } from "node:fs";
 import { basename } from "node:path";
 import { isEntryPoint } from "../runtime/entry.js";
+import { packageVersion } from "../runtime/package-version.js";
 import { runNodeDaemonCommand } from "../node-daemon/local.js";
 import { didYouMean, EXIT, EXIT_CODES_HELP } from "./args.js";
 import { runConvert } from "./convert.js";
@@ -53,22 +53,6 @@ export function usage(program = "cstor-pool"): string {
     `Run ${program} <command> --help for its options; ${program} --version for the version.`,
     EXIT_CODES_HELP,
   ].join("\n");
-}
-
-/** The version of the package this file was installed with (dist/cli/ in a package, cli/ in a checkout). */
-export function packageVersion(): string {
-  for (const relative of ["../../package.json", "../package.json"]) {
-    try {
-      const manifest = JSON.parse(readFileSync(new URL(relative, import.meta.url), "utf8")) as {
-        name?: string;
-        version?: string;
-      };
-      if (manifest.name === "cstor-pool-operator" && manifest.version) return manifest.version;
-    } catch {
-      // not at this level
-    }
-  }
-  return "unknown";
 }
 
 /** `kubectl cstor-pool` when kubectl started us as its plugin, so the help shows what to type. */

@@ -26,6 +26,22 @@ export function wholeSeconds(
   return Number(value);
 }
 
+/** A TCP port from the environment; unset or empty gives the fallback. */
+export function portNumber(
+  env: Readonly<Record<string, string | undefined>>,
+  name: string,
+  fallback: number,
+): number {
+  const text = env[name]?.trim();
+  if (!text) return fallback;
+  const value = /^\d{1,5}$/.test(text) ? Number(text) : NaN;
+  if (!(value >= 1 && value <= 65535))
+    throw new ConfigError(
+      `${name}=${JSON.stringify(text)} is not a port number: set e.g. ${name}=${fallback}`,
+    );
+  return value;
+}
+
 export function staleStatusSeconds(env: Readonly<Record<string, string | undefined>>): number {
   return wholeSeconds(env, STALE_STATUS_SECONDS_ENV, DEFAULTS.staleStatusSeconds);
 }

@@ -5,10 +5,9 @@
 // write protection, so the window in which writes reach fewer legs than the factor stays a fraction of a second.
 // stop() is SIGTERM's order: stop serving (LIO), stop the array (md flushes), then log out of the legs.
 import type { CV, CVTargetStatus } from "../api/types.js";
-import { clientInitiatorIqn } from "../lib/volume/iqn.js";
 import type { Logger } from "../runtime/log.js";
 import type { TargetConfig } from "./config.js";
-import { desiredVolume, replicasToConfirm } from "./desired.js";
+import { admittedInitiators, desiredVolume, replicasToConfirm } from "./desired.js";
 import type { ArrayState, Kernel, SessionView } from "./kernel.js";
 import { REPLICA_DATA_LUN } from "../lib/volume/iqn.js";
 import type { TargetKube } from "./kube.js";
@@ -37,6 +36,8 @@ export class TargetAgent {
   private state: TargetState = "Starting";
   private desired: DesiredVolume | undefined;
   private lun: string | undefined;
+  /** The initiators the LUN admits now (one ACL each): the published node's, the client's, or none. */
+  private initiators: string[] = [];
   private writeProtected: boolean | undefined;
   private lastStatus: CVTargetStatus | undefined;
   private lastPassAt = Date.now();
@@ -243,17 +244,22 @@ export class TargetAgent {
       if (this.lun || (await kernel.exports.read(targetIqn)))
         await kernel.exports.remove(targetIqn, config.names.backstore);
       this.lun = undefined;
+      this.initiators = [];
       return;
     }
     const writeProtect = plan.healthy < desired.consistencyFactor;
+    // The ACLs are replaced as a whole: a node no longer admitted loses its ACL (and its session) before the
+    // next one's is made, so two nodes are never admitted at once.
+    const initiators = admittedInitiators(cv);
     await kernel.exports.ensure({
       targetIqn,
       backstore: config.names.backstore,
       device: `/dev/${array.kernelName}`,
       portal: config.portal,
-      acls: [{ initiatorIqn: clientInitiatorIqn(config.volume), ...config.chap, writeProtect }],
+      acls: initiators.map((initiatorIqn) => ({ initiatorIqn, ...config.chap, writeProtect })),
     });
     this.lun = targetIqn;
+    this.initiators = initiators;
     this.writeProtected = writeProtect;
   }
 
@@ -278,7 +284,8 @@ export class TargetAgent {
       const healthy = array.legs.filter((leg) => leg.states.includes("in_sync") && up.has(leg.disk)).length;
       const protect = healthy < this.desired.consistencyFactor;
       if (protect === this.writeProtected) return;
-      await kernel.exports.setWriteProtect(this.lun, clientInitiatorIqn(config.volume), protect);
+      for (const initiator of this.initiators)
+        await kernel.exports.setWriteProtect(this.lun, initiator, protect);
       this.writeProtected = protect;
       logger.info(protect ? "LUN read-only" : "LUN writable", {
         healthy,
@@ -303,8 +310,7 @@ export class TargetAgent {
         plan,
         state,
         node: config.node,
-        ...(plan.assembled ? { arrayUuid: desired.arrayUuid } : {}),
-        ...(array ? { arraySizeBytes: array.sizeBytes } : {}),
+        ...this.served(plan, desired, array),
         consistencyFactor: desired.consistencyFactor,
         failures,
         now: (this.deps.now?.() ?? new Date()).toISOString(),
@@ -327,6 +333,19 @@ export class TargetAgent {
       await kube.markCaughtUp(replica);
       logger.info("replica caught up: md reports its leg in sync", { replica });
     }
+  }
+
+  /** What the status says of the array and the LUN: its UUID once it exists, its size, whom the LUN admits. */
+  private served(
+    plan: TargetPlan,
+    desired: DesiredVolume,
+    array: ArrayState | undefined,
+  ): { arrayUuid?: string; arraySizeBytes?: number; initiators?: string[] } {
+    return {
+      ...(plan.assembled ? { arrayUuid: desired.arrayUuid } : {}),
+      ...(array ? { arraySizeBytes: array.sizeBytes } : {}),
+      ...(this.lun ? { initiators: this.initiators } : {}),
+    };
   }
 
   private async writeStatus(cv: CV, status: CVTargetStatus): Promise<void> {

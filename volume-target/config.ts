@@ -1,7 +1,7 @@
 // The target agent's configuration, read once from its container's environment (set by the target Deployment,
 // lib/volume/children.ts). A wrong value stops the agent at start with the variable and the fix named.
 import { createHash } from "node:crypto";
-import { ConfigError, wholeSeconds } from "../lib/settings.js";
+import { ConfigError, portNumber, wholeSeconds } from "../lib/settings.js";
 import { isDnsSubdomain } from "../lib/names.js";
 
 export interface TargetConfig {
@@ -78,8 +78,8 @@ export function loadTargetConfig(env: Env): TargetConfig {
     volume,
     namespace: required(env, TARGET_ENV.namespace, fromDeployment),
     node: env[TARGET_ENV.node]?.trim() || "unknown",
-    portal: `${podIp}:${port(env, TARGET_ENV.iscsiPort, TARGET_DEFAULTS.iscsiPort)}`,
-    port: port(env, TARGET_ENV.port, TARGET_DEFAULTS.port),
+    portal: `${podIp}:${portNumber(env, TARGET_ENV.iscsiPort, TARGET_DEFAULTS.iscsiPort)}`,
+    port: portNumber(env, TARGET_ENV.port, TARGET_DEFAULTS.port),
     chap: {
       user: required(env, TARGET_ENV.chapUser, secret),
       password: required(env, TARGET_ENV.chapPassword, secret),
@@ -97,17 +97,6 @@ export function loadTargetConfig(env: Env): TargetConfig {
       backstore: `cstor-${hash.slice(0, 16)}`,
     },
   };
-}
-
-function port(env: Env, name: string, fallback: number): number {
-  const text = env[name]?.trim();
-  if (!text) return fallback;
-  const value = /^\d{1,5}$/.test(text) ? Number(text) : NaN;
-  if (!(value >= 1 && value <= 65535))
-    throw new ConfigError(
-      `${name}=${JSON.stringify(text)} is not a port number: set e.g. ${name}=${fallback}`,
-    );
-  return value;
 }
 
 function milliseconds(env: Env, name: string, fallback: number): number {

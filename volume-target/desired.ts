@@ -2,9 +2,9 @@
 // a write needs, and whether the volume ever had an array. Pure; read tolerantly (a missing field is a replica
 // without a portal, not an error).
 import type { CV, CVR } from "../api/types.js";
-import { ANNOTATION } from "../api/constants.js";
+import { ANNOTATION, CSI } from "../api/constants.js";
 import { quantityBytes } from "../lib/quantity.js";
-import { replicaIqn } from "../lib/volume/iqn.js";
+import { clientInitiatorIqn, nodeInitiatorIqn, replicaIqn } from "../lib/volume/iqn.js";
 import type { DesiredVolume } from "./plan.js";
 
 /** The replica exports' iSCSI port (the pool pod's tgtd). */
@@ -49,4 +49,15 @@ export function replicasToConfirm(replicas: readonly CVR[], inSync: readonly str
     .filter((r) => r.metadata.annotations?.[ANNOTATION.replicaCaughtUp] !== "true")
     .filter((r) => synced.has(r.spec.replicaId))
     .map((r) => r.metadata.name!);
+}
+
+/**
+ * The initiators the LUN admits (docs/adr/0047-the-csi-driver-one-writer-per-volume.md): the one node the CSI
+ * driver published the volume to, nobody while it is published nowhere, and the volume's client initiator for a
+ * volume that never was published (made before the driver: its PV names that initiator).
+ */
+export function admittedInitiators(cv: CV): string[] {
+  const node = cv.metadata.annotations?.[CSI.publishedNodeAnnotation];
+  if (node === undefined) return [clientInitiatorIqn(cv.metadata.name!)];
+  return node ? [nodeInitiatorIqn(node)] : [];
 }

@@ -19,6 +19,8 @@ export interface StatusInput {
   arrayUuid?: string;
   /** The array's size while it is assembled: what the LUN serves. */
   arraySizeBytes?: number;
+  /** While the LUN is served: the initiators its ACLs admit. */
+  initiators?: string[];
   consistencyFactor: number;
   /** A step that failed in the last pass, said in the message. */
   failures: string[];
@@ -35,6 +37,7 @@ export function targetStatus(input: StatusInput, previous: CVTargetStatus | unde
     node,
     ...(arrayUUID ? { arrayUUID } : {}),
     ...(input.arraySizeBytes !== undefined ? { arraySizeBytes: input.arraySizeBytes } : {}),
+    ...(input.initiators ? { initiators: input.initiators } : {}),
     lastTransitionTime:
       previous?.state === state && previous.lastTransitionTime ? previous.lastTransitionTime : input.now,
     replicas: plan.replicas.map((r) => (r.message ? { ...r, message: r.message.slice(0, 1000) } : r)),

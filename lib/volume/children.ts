@@ -4,7 +4,7 @@
 // and serves the mirrored LUN on 3260, so the Service carries the LUN and the target's metrics only; no
 // replica dials the target.
 import { ANNOTATION, API_VERSION, FINALIZER, KIND, LABEL } from "../../api/constants.js";
-import type { CVC, CVR, KubeObject } from "../../api/types.js";
+import type { CVR, KubeObject } from "../../api/types.js";
 import type { ConditionInput } from "../conditions.js";
 import type { VolumeTargetConfig } from "../hook-config.js";
 import { poolsDisruptionBudgetName, replicaId, replicaName, targetDeploymentName } from "../names.js";
@@ -86,7 +86,7 @@ export function cstorVolume(
     kind: KIND.cv,
     metadata: { name: inventory.volume, namespace: inventory.namespace, labels: volumeLabels(inventory) },
     spec: {
-      capacity: inventory.cvc.spec.capacity,
+      capacity: volumeCapacity(inventory),
       targetIP,
       targetPort: String(ISCSI_PORT),
       targetPortal: `${targetIP}:${ISCSI_PORT}`,
@@ -275,7 +275,7 @@ export function volumeReplica(
       finalizers: [FINALIZER.replicaProtection],
     },
     spec: {
-      capacity: replicaCapacity(cvc, observed),
+      capacity: replicaCapacity(inventory, observed),
       replicaId: observed?.spec?.replicaId ?? replicaId(volume, pool),
       ...(targetIP ? { targetIP } : {}),
     },
@@ -283,12 +283,25 @@ export function volumeReplica(
 }
 
 /** The volume's capacity, or the observed replica's where it is larger: a replica never shrinks. */
-function replicaCapacity(cvc: CVC, observed: CVR | undefined): string {
-  const observedBytes = quantityBytes(observed?.spec?.capacity);
-  const wantedBytes = quantityBytes(cvc.spec.capacity);
-  return observedBytes !== undefined && wantedBytes !== undefined && observedBytes > wantedBytes
-    ? observed!.spec.capacity
-    : cvc.spec.capacity;
+function replicaCapacity(inventory: VolumeInventory, observed: CVR | undefined): string {
+  return larger(volumeCapacity(inventory), observed?.spec?.capacity);
+}
+
+/**
+ * The volume's size: its spec.capacity, or its CStorVolume's where that is larger. A volume only grows: the CRD
+ * refuses a smaller spec.capacity, and where an older CRD let one through, a shrink reaches no child, so the LUN
+ * the target serves never becomes smaller than the replicas under it, nor a new replica smaller than the LUN.
+ */
+export function volumeCapacity(inventory: VolumeInventory): string {
+  const served = (inventory.cv?.spec as { capacity?: unknown } | undefined)?.capacity;
+  return larger(inventory.cvc.spec.capacity, typeof served === "string" ? served : undefined);
+}
+
+/** `wanted`, or `other` where it is a larger size; an unreadable one loses. */
+function larger(wanted: string, other: string | undefined): string {
+  const otherBytes = quantityBytes(other);
+  const wantedBytes = quantityBytes(wanted);
+  return otherBytes !== undefined && wantedBytes !== undefined && otherBytes > wantedBytes ? other! : wanted;
 }
 
 export const DISRUPTION_BUDGET_CONDITION = "DisruptionBudget";

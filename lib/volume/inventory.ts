@@ -58,11 +58,6 @@ export function buildVolumeInventory(request: CompositeSyncRequest<CVC>): Volume
   for (const cspi of objectsOf(request.related, TYPE_KEY.cspi))
     if (inNamespace(cspi)) cspis.set(cspi.metadata.name!, cspi);
   const own = objectsOf(request.children, TYPE_KEY.cvr);
-  // Every replica on the pools, this volume's included: they reserve their pool's space.
-  const reservations = reservationsByPool(
-    [...objectsOf(request.related, TYPE_KEY.cvr), ...own].filter(inNamespace),
-  );
-  const zones = zonesByHost(objectsOf(request.related, TYPE_KEY.node));
   const otherBudgets = objectsOf(request.related, TYPE_KEY.podDisruptionBudget)
     .filter(inNamespace)
     .flatMap((pdb) => otherVolumeBudget(pdb, volume) ?? []);
@@ -80,9 +75,29 @@ export function buildVolumeInventory(request: CompositeSyncRequest<CVC>): Volume
     deployment: only(children(TYPE_KEY.deployment), targetDeploymentName(volume)),
     secret: only(children(TYPE_KEY.secret), chapSecretName(volume)),
     pdb: only(children(TYPE_KEY.podDisruptionBudget), poolsDisruptionBudgetName(volume)),
-    pools: [...cspis.values()].map((cspi) => poolView(cspi, zones, reservations)),
+    // Every replica on the pools, this volume's included: they reserve their pool's space.
+    pools: poolViews(
+      [...cspis.values()],
+      [...objectsOf(request.related, TYPE_KEY.cvr), ...own].filter(inNamespace),
+      objectsOf(request.related, TYPE_KEY.node),
+    ),
     otherBudgets: otherBudgets.sort((a, b) => a.name.localeCompare(b.name)),
   };
+}
+
+/**
+ * What placement knows of each pool: its state, room and location, from the pools, every replica on them (each
+ * reserves its size) and the Nodes (their zones). cvc-sync's placement and the CSI driver's GetCapacity both
+ * count from here.
+ */
+export function poolViews(
+  cspis: readonly CSPI[],
+  cvrs: readonly CVR[],
+  nodes: readonly KubeObject[],
+): PoolView[] {
+  const reservations = reservationsByPool(cvrs);
+  const zones = zonesByHost(nodes);
+  return cspis.map((cspi) => poolView(cspi, zones, reservations));
 }
 
 /** The volume's replicas by pool, and those held as they are: no pool label, or not the name this hook gives. */

@@ -2,6 +2,7 @@
 // docs/adr/0040-the-target-agent-credentials-names-and-status.md): derived from the volume alone, so the pool
 // agent that exports a replica, the volume target that logs in to it and the node that logs in to the target
 // agree without asking each other.
+import { shortHash } from "../hash.js";
 import { IQN_PREFIX } from "./children.js";
 
 /** RFC 3720: an iSCSI name is at most 223 bytes. */
@@ -28,6 +29,18 @@ export function targetInitiatorIqn(volume: string): string {
 /** The initiator name an application's node logs in to the volume's LUN with (the PV's initiatorName). */
 export function clientInitiatorIqn(volume: string): string {
   return `${IQN_PREFIX}:client:${volume}`;
+}
+
+/**
+ * The initiator name a node's CSI plugin logs in to volumes with, and the one name a published volume's LUN
+ * admits (docs/adr/0047-the-csi-driver-one-writer-per-volume.md): derived from the node's name, so the controller
+ * knows it without asking the node. A node name too long for an iSCSI name keeps its start and gains a hash.
+ */
+export function nodeInitiatorIqn(node: string): string {
+  const iqn = `${IQN_PREFIX}:node:${node}`;
+  if (iqn.length <= MAX_IQN_BYTES) return iqn;
+  const hash = shortHash([node], 16);
+  return `${iqn.slice(0, MAX_IQN_BYTES - hash.length - 1)}-${hash}`;
 }
 
 /** The LUN a pool pod's tgt serves a replica at: LUN 0 is tgt's own controller. */

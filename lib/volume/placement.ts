@@ -295,3 +295,22 @@ function placePinned(start: PlacementStart, pins: readonly string[]): Placement 
     },
   };
 }
+
+/**
+ * The largest volume `place` would place now on the cluster's pools with `replicaCount` replicas (0 when it would
+ * place none): replicas go one per node, so it is the replicaCount-th largest of each node's best room among the
+ * pools that can take a replica. What the CSI driver's GetCapacity answers, so it never promises what cvc-sync
+ * would refuse.
+ */
+export function largestPlaceable(input: Pick<PlacementInput, "cspc" | "replicaCount" | "pools">): bigint {
+  const bestByNode = new Map<string, bigint>();
+  for (const pool of input.pools) {
+    const room = roomBytes(pool);
+    if (room === undefined || room <= 0n || whyNot(pool, { cspc: input.cspc, sizeBytes: 0n })) continue;
+    const node = pool.node ?? `pool:${pool.name}`;
+    const best = bestByNode.get(node);
+    if (best === undefined || room > best) bestByNode.set(node, room);
+  }
+  const rooms = [...bestByNode.values()].sort((a, b) => (a > b ? -1 : a < b ? 1 : 0));
+  return input.replicaCount >= 1 && rooms.length >= input.replicaCount ? rooms[input.replicaCount - 1] : 0n;
+}

@@ -29,6 +29,7 @@ import {
   planDisruptionBudget,
   targetDeployment,
   targetService,
+  volumeCapacity,
   volumeReplica,
 } from "./children.js";
 import { reachedCapacity, volumeHealth } from "./health.js";
@@ -206,7 +207,13 @@ function planVolume(inventory: VolumeInventory, config: VolumeTargetConfig, now:
   const refusal = firstReplicasRefusal(inventory, kept);
   if (refusal) return failed(refusal.reason, refusal.message);
 
-  const plan = planReplicas(inventory, kept, sizeBytes, formatTime(now));
+  // A new replica is placed at the size the volume serves, which a shrink never lowers.
+  const plan = planReplicas(
+    inventory,
+    kept,
+    quantityBytes(volumeCapacity(inventory)) ?? sizeBytes,
+    formatTime(now),
+  );
   if (plan.firstUnplaced) return firstUnplaced(inventory, plan, plan.firstUnplaced);
   let deployment: KubeObject;
   try {

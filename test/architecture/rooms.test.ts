@@ -10,9 +10,9 @@ import ts from "typescript";
 import { REPO_ROOT } from "../../testkit/kube.js";
 
 const SHARED_ROOMS = ["process", "zfs", "iscsi", "md", "runtime"];
-const PROGRAMS = ["node-daemon", "pool-agent", "volume-target", "hooks", "cli"];
+const PROGRAMS = ["node-daemon", "pool-agent", "volume-target", "csi", "hooks", "cli"];
 /** The programs that run on a node, each in its own pod: what two of them need is in a shared room. */
-const NODE_PROGRAMS = ["node-daemon", "pool-agent", "volume-target"];
+const NODE_PROGRAMS = ["node-daemon", "pool-agent", "volume-target", "csi"];
 /** What only runtime/ and the programs may touch: the network, files, other processes, the apiserver, HTTP. */
 const IO_MODULE = /^(node:)?(https?|net|fs|child_process)(\/.*)?$|^(@kubernetes\/client-node|express)$/;
 const SKIPPED = new Set(["node_modules", "dist", "coverage", "fixtures", ".build", ".git"]);
@@ -90,7 +90,7 @@ describe("architecture: which room may import which", () => {
     expect(imports.length).to.be.greaterThan(500);
   });
 
-  it("keeps the node daemon, the pool agent and the volume target apart: what two need is in a shared room", () => {
+  it("keeps the node daemon, the pool agent, the volume target and the CSI driver apart: what two need is in a shared room", () => {
     const crossing = imports.filter(
       (i) =>
         inRoom(i.from, NODE_PROGRAMS) &&

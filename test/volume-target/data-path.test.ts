@@ -12,9 +12,9 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { expect } from "chai";
-import { ANNOTATION, API_VERSION } from "../../api/constants.js";
+import { ANNOTATION, API_VERSION, CSI } from "../../api/constants.js";
 import type { CVTargetStatus } from "../../api/types.js";
-import { clientInitiatorIqn, targetInitiatorIqn, volumeIqn } from "../../lib/volume/iqn.js";
+import { clientInitiatorIqn, nodeInitiatorIqn, targetInitiatorIqn, volumeIqn } from "../../lib/volume/iqn.js";
 import { waitUntil } from "../../testkit/kube.js";
 import { runChecked } from "../../testkit/uml/network.js";
 import { startTargetWorld, type TargetWorld } from "../../testkit/target-world.js";
@@ -336,6 +336,64 @@ describe("volume target: md RAID1 over three replicas, served by LIO, in user-mo
     await app.run("ip neigh flush all");
     await timed("read everything back through the new target", () => readBack());
     await write("data-3", 4);
+    await readBack();
+  });
+
+  it("admits only the node the CStorVolume is published to, and ends its session when the volume moves on", async () => {
+    const iqn = volumeIqn(world.volume);
+    const publish = async (node: string | null) => {
+      const path = `/apis/${API_VERSION}/namespaces/${world.namespace}/cstorvolumes/${world.volume}`;
+      const body = { metadata: { annotations: { [CSI.publishedNodeAnnotation]: node } } };
+      const response = await world.cluster.request(
+        world.cluster.admin,
+        "PATCH",
+        path,
+        body,
+        "application/merge-patch+json",
+      );
+      expect(response.status, JSON.stringify(response.body)).to.equal(200);
+    };
+    const admitting = (initiator: string) =>
+      waitForTarget(`the LUN admitting ${initiator} alone`, (t) => t.initiators?.join() === initiator);
+    const login = (iface: string, initiator: string) =>
+      app.exec(
+        `iscsi_login_as ${iface} ${initiator} ${iqn} ${service}:3260 ${world.chap.user} ${world.chap.password}`,
+        {
+          timeoutMs: 60_000,
+        },
+      );
+    await app.run("umount fs && iscsiadm -m session -u >/dev/null", { timeoutMs: 60_000 });
+
+    await publish("app-node");
+    await timed("the LUN's ACL follows the record", () => admitting(nodeInitiatorIqn("app-node")));
+    const client = await login("client", clientInitiatorIqn(world.volume));
+    expect(client.code, `the client name is refused once the volume is published: ${client.stderr}`).to.equal(
+      24,
+    );
+    const node = await login("csi", nodeInitiatorIqn("app-node"));
+    expect(node.code, node.stderr).to.equal(0);
+    await app.run(`mount $(iscsi_disk ${iqn} 0 30) fs`, { timeoutMs: 60_000 });
+    await readBack();
+    await app.run("umount fs");
+
+    // Published elsewhere (ControllerUnpublish here, then Publish there): LIO drops this node's ACL and session.
+    await publish("other-node");
+    await timed("the LUN's ACL moves to the other node", () => admitting(nodeInitiatorIqn("other-node")));
+    await waitUntil(
+      async () =>
+        (await app.run(`cat $(iscsi_session ${iqn})/state 2>/dev/null || echo gone`)).trim() !== "LOGGED_IN",
+      60_000,
+      () => "the first node's session to the LUN stayed logged in after the volume moved to another node",
+    );
+    const again = await login("csi", nodeInitiatorIqn("app-node"));
+    expect(again.code, "the first node cannot log in again").to.not.equal(0);
+    await app.run("iscsiadm -m session -u >/dev/null 2>&1; true", { timeoutMs: 60_000 });
+
+    // Without the record the volume is one made before the driver: its client name again, for what follows.
+    await publish(null);
+    await admitting(clientInitiatorIqn(world.volume));
+    expect((await login("client", clientInitiatorIqn(world.volume))).code).to.equal(0);
+    await app.run(`mount $(iscsi_disk ${iqn} 0 30) fs`, { timeoutMs: 60_000 });
     await readBack();
   });
 

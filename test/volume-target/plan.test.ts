@@ -12,7 +12,7 @@ import {
   type KernelView,
 } from "../../volume-target/plan.js";
 import { statusPatch, targetState, targetStatus } from "../../volume-target/status.js";
-import { desiredVolume, replicasToConfirm } from "../../volume-target/desired.js";
+import { admittedInitiators, desiredVolume, replicasToConfirm } from "../../volume-target/desired.js";
 import type { CV, CVR } from "../../api/types.js";
 
 const IQN = "iqn.2016-09.com.openebs.cstor:replica:pvc-1";
@@ -586,5 +586,31 @@ describe("volume target: what the API says and what it is told", () => {
     expect(statusPatch(starting, refused)).to.deep.equal({
       status: { target: { ...starting, message: null } },
     });
+  });
+
+  it("admits the node the volume is published to, nobody while it is published nowhere, the client before CSI", () => {
+    const cv = (annotations?: Record<string, string>) =>
+      ({ metadata: { name: "pvc-1", ...(annotations ? { annotations } : {}) } }) as unknown as CV;
+    expect(admittedInitiators(cv({ "cstor.openebs.io/published-node": "node-b" }))).to.deep.equal([
+      "iqn.2016-09.com.openebs.cstor:node:node-b",
+    ]);
+    expect(admittedInitiators(cv({ "cstor.openebs.io/published-node": "" }))).to.deep.equal([]);
+    expect(admittedInitiators(cv())).to.deep.equal(["iqn.2016-09.com.openebs.cstor:client:pvc-1"]);
+    const plan = planTarget(volume(), view([]));
+    const input = {
+      plan,
+      state: "Serving" as const,
+      node: "n",
+      consistencyFactor: 2,
+      failures: [],
+      now: "t",
+    };
+    const served = targetStatus(
+      { ...input, initiators: ["iqn.2016-09.com.openebs.cstor:node:node-b"] },
+      undefined,
+    );
+    expect(served.initiators, "status.target says whom the LUN admits").to.deep.equal([
+      "iqn.2016-09.com.openebs.cstor:node:node-b",
+    ]);
   });
 });

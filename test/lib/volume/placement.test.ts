@@ -3,7 +3,13 @@
 // kept replicas are never moved; and replicas spread over as many failure domains as the eligible pools allow.
 import { expect } from "chai";
 import fc from "fast-check";
-import { place, whyNot, type PlacementInput, type PoolView } from "../../../lib/volume/placement.js";
+import {
+  largestPlaceable,
+  place,
+  whyNot,
+  type PlacementInput,
+  type PoolView,
+} from "../../../lib/volume/placement.js";
 
 const GI = 1024n ** 3n;
 
@@ -140,6 +146,20 @@ describe("volume placement (properties)", () => {
           leftOut.map((p) => p.name),
           "eligible pools in domains without a replica",
         ).to.deep.equal([]);
+      }),
+      RUNS,
+    );
+  });
+
+  it("says the largest volume it would place: that size is placed, a byte more is not (no over-provisioning)", () => {
+    fc.assert(
+      fc.property(inputArb, (input) => {
+        const fresh = { ...input, existing: [] };
+        const largest = largestPlaceable(fresh);
+        if (largest > 0n) expect(place({ ...fresh, sizeBytes: largest }).unplaced).to.equal(undefined);
+        else expect(place({ ...fresh, sizeBytes: 1n }).unplaced).not.to.equal(undefined);
+        if (largest > 0n && !fresh.pools.some((p) => p.overProvisioning))
+          expect(place({ ...fresh, sizeBytes: largest + 1n }).unplaced).not.to.equal(undefined);
       }),
       RUNS,
     );

@@ -1,0 +1,127 @@
+// CreateVolume, DeleteVolume and ValidateVolumeCapabilities (docs/adr/0047-the-csi-driver-one-writer-per-volume.md):
+// a volume is a CStorVolumeConfig the driver writes as a user would, answered once cvc-sync made it Bound and its
+// CStorVolume says the LUN admits nobody yet; deleted only when the driver made it and no node has it.
+import type { CV, CVC } from "../../api/types.js";
+import { alreadyExists, failedPrecondition, invalidArgument, notFound } from "../errors.js";
+import type { Message } from "../protocol.js";
+import type { Handler } from "../server.js";
+import type { ControllerKube } from "./kube.js";
+import {
+  checkCapabilities,
+  required,
+  requestedBytes,
+  unservedCapability,
+  volumeIdFor,
+  volumeParameters,
+} from "./request.js";
+import { madeByDriver, mismatch, publishedNode, readiness, volumeConfig } from "./volume.js";
+import { waitFor, type Step, type WaitBounds } from "./wait.js";
+
+export interface ControllerDeps {
+  kube: ControllerKube;
+  wait: WaitBounds;
+}
+
+export function createVolume({ kube, wait }: ControllerDeps): Handler<"Controller", "CreateVolume"> {
+  return async (request, context) => {
+    const name = required(request.name, "name", "CreateVolume");
+    checkCapabilities(request.volume_capabilities, "CreateVolume");
+    const source = request.volume_content_source;
+    if (source?.snapshot || source?.volume)
+      throw invalidArgument(
+        "CreateVolume: volume_content_source asks for a copy of a snapshot or a volume; cStor volumes here start empty",
+      );
+    const parameters = volumeParameters(request.parameters);
+    const id = volumeIdFor(name);
+    let cvc = await kube.getVolumeConfig(id);
+    if (!cvc) {
+      const bytes = requestedBytes(request.capacity_range, "CreateVolume");
+      cvc =
+        (await kube.createVolumeConfig(
+          volumeConfig({ id, name, namespace: kube.namespace, parameters, bytes }),
+        )) ?? (await kube.getVolumeConfig(id));
+    }
+    if (!cvc)
+      throw notFound(`CreateVolume: CStorVolumeConfig ${kube.namespace}/${id} vanished as it was made`);
+    const why = mismatch(cvc, { name, parameters, range: request.capacity_range });
+    if (why) throw alreadyExists(`CreateVolume: ${why}`);
+    const volume = await waitFor(() => boundVolume(kube, id), context, wait);
+    return { volume };
+  };
+}
+
+/** The volume's answer once it is ready; on the way, the CStorVolume is told that the LUN admits nobody yet. */
+async function boundVolume(kube: ControllerKube, id: string): Promise<Step<Message<"Volume">>> {
+  const cvc = await kube.getVolumeConfig(id);
+  if (!cvc) return { done: false, waiting: `CStorVolumeConfig ${kube.namespace}/${id} is gone` };
+  const cv = await kube.getVolume(id);
+  const ready = readiness(cvc, cv);
+  if (!ready.ready) return { done: false, waiting: ready.waiting };
+  if (publishedNode(cv!) === undefined) {
+    await kube.setPublishedNode(cv!, "").catch(() => undefined);
+    return {
+      done: false,
+      waiting: `CStorVolume ${kube.namespace}/${id} does not say yet that no node has it`,
+    };
+  }
+  return { done: true, value: ready.volume };
+}
+
+export function deleteVolume({ kube }: ControllerDeps): Handler<"Controller", "DeleteVolume"> {
+  return async (request) => {
+    const id = required(request.volume_id, "volume_id", "DeleteVolume");
+    const cvc = await kube.getVolumeConfig(id);
+    if (!cvc || cvc.metadata.deletionTimestamp) return {};
+    if (!madeByDriver(cvc))
+      throw failedPrecondition(
+        `DeleteVolume: CStorVolumeConfig ${kube.namespace}/${id} was not made by this driver; delete it by hand if its data can go`,
+      );
+    const node = await holder(kube, id);
+    if (node)
+      throw failedPrecondition(
+        `DeleteVolume: volume ${id} is published to node ${node}; it is deleted once it is unpublished there`,
+      );
+    await kube.deleteVolumeConfig(cvc);
+    return {};
+  };
+}
+
+/** The node a volume is published to, if any. */
+async function holder(kube: ControllerKube, id: string): Promise<string | undefined> {
+  const cv: CV | undefined = await kube.getVolume(id);
+  return (cv && publishedNode(cv)) || undefined;
+}
+
+export function validateVolumeCapabilities({
+  kube,
+}: ControllerDeps): Handler<"Controller", "ValidateVolumeCapabilities"> {
+  return async (request) => {
+    const id = required(request.volume_id, "volume_id", "ValidateVolumeCapabilities");
+    if (!request.volume_capabilities?.length)
+      throw invalidArgument("ValidateVolumeCapabilities: volume_capabilities is empty; give at least one");
+    const cvc: CVC | undefined = await kube.getVolumeConfig(id);
+    if (!cvc)
+      throw notFound(
+        `ValidateVolumeCapabilities: no volume ${id} (CStorVolumeConfig ${kube.namespace}/${id})`,
+      );
+    const refusals = request.volume_capabilities.map(unservedCapability).filter((why) => why !== undefined);
+    if (refusals.length > 0) return { message: refusals.join("; ") };
+    if (Object.keys(request.parameters ?? {}).length > 0) {
+      const asked = volumeParameters(request.parameters);
+      if (
+        asked.cstorPoolCluster !== cvc.spec.cstorPoolCluster ||
+        asked.replicaCount !== cvc.spec.replicaCount
+      )
+        return {
+          message: `volume ${id} has cstorPoolCluster ${cvc.spec.cstorPoolCluster} and replicaCount ${cvc.spec.replicaCount}`,
+        };
+    }
+    return {
+      confirmed: {
+        volume_capabilities: request.volume_capabilities,
+        volume_context: request.volume_context ?? {},
+        parameters: request.parameters ?? {},
+      },
+    };
+  };
+}

@@ -1,0 +1,128 @@
+// The volume as the controller sees it (docs/adr/0047-the-csi-driver-one-writer-per-volume.md): the
+// CStorVolumeConfig it writes for a CSI name, whether an existing one answers a request, when a volume is ready to
+// be answered and what the answer carries, and whom its CStorVolume admits. Pure.
+import { API_VERSION, CSI, KIND, LABEL, PROVISIONING } from "../../api/constants.js";
+import type { CV, CVC } from "../../api/types.js";
+import { parseQuantity, quantityBytes } from "../../lib/quantity.js";
+import type { Message } from "../protocol.js";
+import { fitsRange, type VolumeParameters } from "./request.js";
+
+/** The LUN the volume target serves the array at: LIO has no controller LUN (tgt's LUN 0 serves only replicas). */
+export const VOLUME_LUN = "0";
+
+export interface NewVolume {
+  id: string;
+  /** The CSI name: CreateVolume's idempotency key. */
+  name: string;
+  namespace: string;
+  parameters: VolumeParameters;
+  bytes: number;
+}
+
+/** The CVC the driver writes, as a user would write it; the hooks make the rest. */
+export function volumeConfig(volume: NewVolume): CVC {
+  const { parameters } = volume;
+  return {
+    apiVersion: API_VERSION,
+    kind: KIND.cvc,
+    metadata: {
+      name: volume.id,
+      namespace: volume.namespace,
+      labels: { [LABEL.managedBy]: CSI.driverName },
+      annotations: {
+        [CSI.nameAnnotation]: volume.name,
+        ...(parameters.claim ? { [PROVISIONING.claimAnnotation]: parameters.claim } : {}),
+      },
+    },
+    spec: {
+      capacity: capacityQuantity(volume.bytes),
+      cstorPoolCluster: parameters.cstorPoolCluster,
+      replicaCount: parameters.replicaCount,
+    },
+  };
+}
+
+/** Whole MiB as the API server writes the quantity ("1Gi", "1536Mi"), as people write sizes. */
+export function capacityQuantity(bytes: number): string {
+  return parseQuantity(`${Math.ceil(bytes / (1024 * 1024))}Mi`)!.canonical;
+}
+
+export function capacityBytes(cvc: CVC): number {
+  return Number(quantityBytes(cvc.spec.capacity) ?? 0n);
+}
+
+/** The CVC the driver made for this CSI name; a CVC made otherwise is never answered, changed or deleted. */
+export function madeFor(cvc: CVC, name: string): boolean {
+  return cvc.metadata.annotations?.[CSI.nameAnnotation] === name;
+}
+
+/** A CVC the driver made, for any name. */
+export function madeByDriver(cvc: CVC): boolean {
+  return Boolean(cvc.metadata.annotations?.[CSI.nameAnnotation]);
+}
+
+/** Why an existing CVC does not answer a CreateVolume for the same name, or undefined when it does. */
+export function mismatch(
+  cvc: CVC,
+  request: { name: string; parameters: VolumeParameters; range: Message<"CapacityRange"> | null | undefined },
+): string | undefined {
+  const where = `CStorVolumeConfig ${cvc.metadata.namespace}/${cvc.metadata.name}`;
+  if (!madeFor(cvc, request.name))
+    return `${where} exists and was not made by this driver for volume ${JSON.stringify(request.name)}: give the volume another name, or delete that CStorVolumeConfig`;
+  const { cstorPoolCluster, replicaCount } = request.parameters;
+  if (cvc.spec.cstorPoolCluster !== cstorPoolCluster || cvc.spec.replicaCount !== replicaCount)
+    return `${where} holds volume ${JSON.stringify(request.name)} with cstorPoolCluster ${cvc.spec.cstorPoolCluster} and replicaCount ${cvc.spec.replicaCount}, not ${cstorPoolCluster} and ${replicaCount}`;
+  const bytes = capacityBytes(cvc);
+  if (!fitsRange(bytes, request.range))
+    return `${where} holds volume ${JSON.stringify(request.name)} at ${bytes} bytes, outside the capacity range asked for (required ${request.range?.required_bytes ?? 0}, limit ${request.range?.limit_bytes ?? 0})`;
+  return undefined;
+}
+
+/**
+ * Whom the LUN admits: the node the CStorVolume names, "" for nobody, undefined when it names none (a volume made
+ * before the driver: its client initiator).
+ */
+export function publishedNode(cv: CV): string | undefined {
+  return cv.metadata.annotations?.[CSI.publishedNodeAnnotation];
+}
+
+export type Readiness = { ready: true; volume: Message<"Volume"> } | { ready: false; waiting: string };
+
+/** A volume is answered once cvc-sync made it Bound and its CStorVolume has the target's portal and IQN. */
+export function readiness(cvc: CVC, cv: CV | undefined): Readiness {
+  const where = `CStorVolumeConfig ${cvc.metadata.namespace}/${cvc.metadata.name}`;
+  if (cvc.metadata.deletionTimestamp) return { ready: false, waiting: `${where} is being deleted` };
+  const phase = cvc.status?.phase ?? "Pending";
+  if (phase !== "Bound") {
+    const reason = cvc.status?.reason ? ` (${cvc.status.reason})` : "";
+    const message = conditionMessage(cvc);
+    return {
+      ready: false,
+      waiting: `${where} is ${phase}${reason}${message ? `: ${message}` : ""}; waiting for it to be Bound`,
+    };
+  }
+  if (!cv?.spec.targetPortal || !cv.spec.iqn)
+    return {
+      ready: false,
+      waiting: `${where} is Bound; waiting for its CStorVolume's target portal and IQN`,
+    };
+  return {
+    ready: true,
+    volume: {
+      volume_id: cvc.metadata.name,
+      capacity_bytes: capacityBytes(cvc),
+      volume_context: {
+        [CSI.contextKeys.targetPortal]: cv.spec.targetPortal,
+        [CSI.contextKeys.iqn]: cv.spec.iqn,
+        [CSI.contextKeys.lun]: VOLUME_LUN,
+      },
+    },
+  };
+}
+
+/** The message of the condition that says most about a volume that is not Bound: Placed, else Bound. */
+function conditionMessage(cvc: CVC): string | undefined {
+  const conditions = cvc.status?.conditions ?? [];
+  const placed = conditions.find((c) => c.type === "Placed" && c.status !== "True");
+  return (placed ?? conditions.find((c) => c.type === "Bound" && c.status !== "True"))?.message;
+}
