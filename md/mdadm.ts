@@ -324,6 +324,57 @@ export class Mdadm {
     await this.run(["--grow", this.devPath(kernelName), "--size=max"]);
   }
 
+  /**
+   * Holds every new write to the array once the writes in flight are done, reads going on: md's suspend range
+   * over the whole array (docs/adr/0050-a-snapshot-is-taken-while-md-holds-the-volumes-writes.md). The kernel
+   * answers once the writes in flight completed, which a hung leg delays until the leg fails; past `timeoutMs`
+   * this rejects, and the range is cleared as soon as the kernel answers, so no hold outlives its caller.
+   */
+  async holdWrites(kernelName: string, timeoutMs: number): Promise<void> {
+    checkKernelName(kernelName);
+    const dir = this.mdDir(kernelName);
+    const sectors = toNumber(
+      (await readFile(join(this.options.sysfs, "block", kernelName, "size"), "utf8")).trim(),
+      `${kernelName} size`,
+    );
+    await writeFile(join(dir, "suspend_lo"), "0");
+    let late = false;
+    const held = writeFile(join(dir, "suspend_hi"), String(sectors)).then(async () => {
+      if (late) await this.releaseWrites(kernelName);
+    });
+    let timer: NodeJS.Timeout | undefined;
+    const bound = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        late = true;
+        reject(
+          new Error(
+            `${kernelName}: md did not hold writes within ${timeoutMs} ms (a write in flight waits for a leg); ` +
+              "the hold is dropped as soon as md answers",
+          ),
+        );
+      }, timeoutMs);
+    });
+    try {
+      await Promise.race([held, bound]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** Lets writes through again (an empty suspend range); nothing to do when none are held. */
+  async releaseWrites(kernelName: string): Promise<void> {
+    checkKernelName(kernelName);
+    await writeFile(join(this.mdDir(kernelName), "suspend_hi"), "0");
+  }
+
+  /** Whether md holds the array's writes now (a non-empty suspend range). */
+  async writesHeld(kernelName: string): Promise<boolean> {
+    checkKernelName(kernelName);
+    const read = async (file: string) =>
+      toNumber((await readFile(join(this.mdDir(kernelName), file), "utf8")).trim(), `${kernelName} ${file}`);
+    return (await read("suspend_hi")) > (await read("suspend_lo"));
+  }
+
   /** Stops the array (its legs keep their superblocks); nothing to do when it is not running. */
   async stop(kernelName: string): Promise<void> {
     checkKernelName(kernelName);
