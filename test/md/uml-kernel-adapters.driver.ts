@@ -4,7 +4,8 @@
 // step prints what it saw as one JSON object on stdout, and the test asserts on it. Every wait here is
 // bounded. Only node: modules and the adapters may be imported (the guest resolves no packages for this).
 import { createHash } from "node:crypto";
-import { readFile, writeFile } from "node:fs/promises";
+import { constants } from "node:fs";
+import { open, readFile, writeFile } from "node:fs/promises";
 import { IscsiInitiator, type LegLogin, type SessionView } from "../../iscsi/initiator.js";
 import { Lio } from "../../iscsi/lio.js";
 import { Mdadm, type ArrayState } from "../../md/mdadm.js";
@@ -258,6 +259,50 @@ function steps(config: DriverConfig) {
         rewritten,
         missingAcl,
       };
+    },
+
+    /**
+     * md holds the array's writes (ADR 50) while a writer stamps 4 KiB blocks into its last MiB (O_DSYNC, so
+     * each counts once md acknowledged it): the count stands still while held, a direct read completes, and the
+     * writes go on once released.
+     */
+    async hold() {
+      const array = kernelName();
+      const sectors = Number((await readFile(`${SYS}/block/${array}/size`, "utf8")).trim());
+      const base = sectors * 512 - 2 ** 20;
+      const file = await open(`/dev/${array}`, constants.O_WRONLY | constants.O_DSYNC);
+      let acknowledged = 0;
+      let stop = false;
+      const writer = (async () => {
+        const block = Buffer.alloc(4096);
+        while (!stop) {
+          block.writeUInt32LE(acknowledged + 1, 0);
+          await file.write(block, 0, block.length, base + (acknowledged % 256) * 4096);
+          acknowledged++;
+        }
+      })();
+      await until("the writer under way", 30_000, async () => (acknowledged >= 5 ? true : undefined));
+      await timed("hold writes", () => md.holdWrites(array, 20_000));
+      const atHold = acknowledged;
+      const heldFlag = await md.writesHeld(array);
+      const read = await attempt([
+        "dd",
+        `if=/dev/${array}`,
+        "of=/dev/null",
+        "bs=4096",
+        "count=16",
+        "iflag=direct",
+        "status=none",
+      ]);
+      await sleep(1500);
+      const afterPause = acknowledged;
+      await timed("release writes", () => md.releaseWrites(array));
+      await until("writes going on", 30_000, async () => (acknowledged > afterPause + 3 ? true : undefined));
+      const releasedFlag = await md.writesHeld(array);
+      stop = true;
+      await writer;
+      await file.close();
+      return { atHold, afterPause, heldFlag, read, releasedFlag, finally: acknowledged };
     },
 
     /** After the test killed one replica: a write through LIO; md fails the lost leg and the array degrades. */

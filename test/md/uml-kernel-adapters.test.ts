@@ -262,6 +262,15 @@ describe("volume target kernel adapters in user-mode-linux: open-iscsi legs, md 
     expect(lio.missingAcl).to.match(/has no ACL for initiator .*nobody/);
   });
 
+  it("holds the array's writes for a snapshot while reads go on, and lets them continue once released", async () => {
+    const { hold } = await drive("hold", state);
+    expect(hold.heldFlag, "md reports the hold").to.equal(true);
+    expect(hold.afterPause, "no write acknowledged while held").to.equal(hold.atHold);
+    expect(hold.read, "a direct read completes while writes are held").to.deep.equal({ code: 0, stderr: "" });
+    expect(hold.releasedFlag, "md reports the release").to.equal(false);
+    expect(hold.finally).to.be.greaterThan(hold.afterPause + 3);
+  });
+
   it("fails the leg of a killed replica and degrades the array; writes go on", async () => {
     await timed("kill one tgtd (SIGKILL)", () => replicas[LOST].tgtd.kill());
     const { degrade } = await drive("degrade", state);
