@@ -47,18 +47,22 @@ write_if_changed() {
 }
 
 # Root here lacks CAP_SYS_RESOURCE: podman's default ulimits (nofile 1048576) cannot be set, so every container
-# would fail with "error setting rlimit". The run root is under /run, cleared at boot as podman expects.
+# would fail with "error setting rlimit". Podman's run-time state is under /run, cleared at boot as it expects,
+# in a directory of this storage's own (another CSTOR_CACHE, or the machine's podman, has its own).
 write_config() {
+  local run
+  run="/run/cstor-pool-operator/containers-$(printf '%s' "$DIR" | sha256sum | cut -c1-8)"
   mkdir -p "$DIR/storage"
-  write_if_changed "$DIR/containers.conf" '[containers]
-default_ulimits = ["nofile=20000:20000", "nproc=4096:4096"]
+  write_if_changed "$DIR/containers.conf" "[containers]
+default_ulimits = [\"nofile=20000:20000\", \"nproc=4096:4096\"]
 
 [engine]
-runtime = "runc"'
+runtime = \"runc\"
+tmp_dir = \"$run/libpod\""
   write_if_changed "$DIR/storage.conf" "[storage]
 driver = \"overlay\"
 graphroot = \"$DIR/storage\"
-runroot = \"/run/cstor-pool-operator/containers\""
+runroot = \"$run/storage\""
 }
 
 print_env() {
