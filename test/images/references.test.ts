@@ -59,12 +59,10 @@ describe("images: what the install names is what the Dockerfile builds", functio
     const plan = readImagePlan(REPO_ROOT);
     const named = namedImages(renderOverlay("metacontroller/default"));
     expect(plan.images.map((image) => image.reference).sort()).to.deep.equal([...new Set(named)].sort());
-    expect(plan.images.map((image) => [image.stage, image.name])).to.deep.equal([
-      ["hooks", "cstor-pool-hooks"],
-      ["node-daemon", "cstor-pool-node-daemon"],
-      ["pool-agent", "cstor-pool-agent"],
-      ["volume-target", "cstor-volume-target"],
-    ]);
+    expect(
+      plan.images.map((image) => image.stage),
+      "the stages other stages build on are no images",
+    ).to.not.include.members(["build", "runtime"]);
   });
 
   it("refuses an image stage without a name, an entry no stage builds and a tag that is not the version, and lists unbuilt references", () => {

@@ -227,6 +227,7 @@ describe("images: each started as the cluster starts it", function () {
       );
       expect(lease.spec.holderIdentity).to.equal(node.name);
       expect(await pod.stop("node-daemon"), `exits 0 on SIGTERM${await pod.tail("node-daemon")}`).to.equal(0);
+      await cluster.request(cluster.admin, "DELETE", leasePath);
     });
   });
 
