@@ -35,6 +35,8 @@ export interface ImagePlan {
   bases: string[];
   /** Paths the build takes from the context (relative to it). */
   contextSources: string[];
+  /** Stages other stages copy from (the build stage): no image's ancestors, so nothing keeps their layers. */
+  copiedStages: string[];
   /** Everything that disagrees, each naming the file, the entry and the fix; the plan is unusable unless empty. */
   problems: string[];
 }
@@ -154,6 +156,7 @@ export function imagePlan(dockerfile: string, kustomization: string, version: st
       ...new Set(stages.map((stage) => stage.from).filter((from) => !stageNames.has(from.toLowerCase()))),
     ],
     contextSources: [...new Set(stages.flatMap((stage) => stage.contextSources))].sort(),
+    copiedStages: [...new Set(stages.flatMap((stage) => stage.copiesFrom))].sort(),
     problems,
   };
 }

@@ -16,6 +16,11 @@ const IMAGE_ENV = join(ROOT, "scripts/image-env.sh");
 export const INPUTS_LABEL = "cstor-pool-operator.build-inputs";
 /** Dangling layers of earlier builds are pruned once they are this old: recent ones are the next build's cache. */
 const PRUNE_AFTER = "1h";
+/**
+ * A stage other stages copy from (the build stage, npm ci's layer in it) is no image's ancestor, so its layers
+ * would be pruned as dangling: tagged here, they stay the next build's cache however long that is.
+ */
+const CACHE_REPOSITORY = "localhost/cstor-pool-operator-build-cache";
 
 export interface BuiltImage extends PlannedImage {
   id: string;
@@ -140,29 +145,28 @@ async function stored(reference: string, env: NodeJS.ProcessEnv): Promise<Stored
   return { id, sizeBytes: Number(size), inputs: inputs ?? "" };
 }
 
-async function buildOne(
-  image: PlannedImage,
-  context: {
-    root: string;
-    version: string;
-    inputs: string;
-    env: NodeJS.ProcessEnv;
-    output: NodeJS.WritableStream;
-  },
+interface BuildContext {
+  root: string;
+  env: NodeJS.ProcessEnv;
+  output: NodeJS.WritableStream;
+}
+
+/** One stage of the Dockerfile, tagged, with labels; buildah's layer cache makes the stages it shares cheap. */
+async function buildStage(
+  stage: string,
+  tag: string,
+  labels: readonly string[],
+  { root, env, output }: BuildContext,
 ): Promise<void> {
-  const { root, version, inputs, env, output } = context;
   const argv = [
     "buildah",
     "build",
     "--layers",
     "--target",
-    image.stage,
-    "--label",
-    `org.opencontainers.image.version=${version}`,
-    "--label",
-    `${INPUTS_LABEL}=${inputs}`,
+    stage,
+    ...labels.flatMap((label) => ["--label", label]),
     "--tag",
-    image.reference,
+    tag,
     "--file",
     join(root, "Dockerfile"),
     root,
@@ -170,7 +174,7 @@ async function buildOne(
   const result = await run(argv, env, output);
   if (result.code !== 0)
     throw new Error(
-      `buildah build --target ${image.stage} exited ${result.code} (its output is above or in the build log)`,
+      `buildah build --target ${stage} exited ${result.code} (its output is above or in the build log)`,
     );
 }
 
@@ -184,20 +188,25 @@ export async function buildImages(options: BuildOptions = {}): Promise<BuiltImag
   const output = options.output ?? process.stderr;
   const inputs = buildInputs(root, plan, await baseIds(plan, env, output));
   const { version } = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { version: string };
+  const context = { root, env, output };
+  const labels = [`org.opencontainers.image.version=${version}`, `${INPUTS_LABEL}=${inputs}`];
   const images: BuiltImage[] = [];
   for (const image of plan.images) {
     let now = await stored(image.reference, env);
     const built = now?.inputs !== inputs;
     if (built) {
       output.write(`images: building ${image.reference} (Dockerfile stage ${image.stage})\n`);
-      await buildOne(image, { root, version, inputs, env, output });
+      await buildStage(image.stage, image.reference, labels, context);
       now = await stored(image.reference, env);
     }
     if (!now) throw new Error(`buildah built ${image.reference} but podman does not find it`);
     images.push({ ...image, id: now.id, sizeBytes: now.sizeBytes, built });
   }
-  if (images.some((image) => image.built))
+  if (images.some((image) => image.built)) {
+    for (const stage of plan.copiedStages)
+      await buildStage(stage, `${CACHE_REPOSITORY}:${stage}`, [], context);
     await must(["podman", "image", "prune", "--force", "--filter", `until=${PRUNE_AFTER}`], env);
+  }
   return images;
 }
 

@@ -74,6 +74,7 @@ describe("images: what the install names is what the Dockerfile builds", functio
     ]);
     expect(plan.bases).to.deep.equal(["node:24-bookworm-slim"]);
     expect(plan.contextSources).to.deep.equal(["lib", "package.json"]);
+    expect(plan.copiedStages, "kept as the next build's cache").to.deep.equal(["build"]);
 
     const good = imagePlan(
       DOCKERFILE.replace(/FROM runtime AS csi-driver[^]*$/, ""),
