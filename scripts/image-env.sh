@@ -48,17 +48,19 @@ write_if_changed() {
 
 # Root here lacks CAP_SYS_RESOURCE: podman's default ulimits (nofile 1048576) cannot be set, so every container
 # would fail with "error setting rlimit". Podman's run-time state is under /run, cleared at boot as it expects,
-# in a directory of this storage's own (another CSTOR_CACHE, or the machine's podman, has its own).
+# in a directory of this storage's own (another CSTOR_CACHE, or the machine's podman, has its own). Its name is
+# short: conmon's attach socket is <tmp_dir>/socket/<container id>/attach, and a socket path holds 108 bytes at
+# most (longer, and every attached `podman run` waits 20 s for conmon).
 write_config() {
   local run
-  run="/run/cstor-pool-operator/containers-$(printf '%s' "$DIR" | sha256sum | cut -c1-8)"
+  run="/run/cstor-$(printf '%s' "$DIR" | sha256sum | cut -c1-8)"
   mkdir -p "$DIR/storage"
   write_if_changed "$DIR/containers.conf" "[containers]
 default_ulimits = [\"nofile=20000:20000\", \"nproc=4096:4096\"]
 
 [engine]
 runtime = \"runc\"
-tmp_dir = \"$run/libpod\""
+tmp_dir = \"$run\""
   write_if_changed "$DIR/storage.conf" "[storage]
 driver = \"overlay\"
 graphroot = \"$DIR/storage\"
