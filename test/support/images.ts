@@ -1,7 +1,7 @@
 // The shipped manifests as kustomize renders them, the images they name, and the images built once per test run
-// with npm run images' own code (scripts/images.ts), its buildah output kept in a log file.
+// with npm run images' own code (scripts/images.ts), its buildah output in a log file kept when the build fails.
 import { execFileSync } from "node:child_process";
-import { createWriteStream, readFileSync } from "node:fs";
+import { createWriteStream, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseAllDocuments } from "yaml";
@@ -51,7 +51,9 @@ export function builtImages(): Promise<BuiltImage[]> {
   building ??= (async () => {
     const output = createWriteStream(BUILD_LOG);
     try {
-      return await buildImages({ output });
+      const images = await buildImages({ output });
+      rmSync(BUILD_LOG, { force: true });
+      return images;
     } catch (error) {
       const tail = readFileSync(BUILD_LOG, "utf8").split("\n").slice(-40).join("\n");
       throw new Error(`${(error as Error).message}\n--- ${BUILD_LOG}, last 40 lines:\n${tail}`, {
