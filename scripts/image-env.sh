@@ -177,7 +177,10 @@ ensure_local_base() {
 
 ensure_tools
 write_config
-export CONTAINERS_CONF="$DIR/containers.conf" CONTAINERS_STORAGE_CONF="$DIR/storage.conf"
+# The local base goes to the caller's storage when it names one (npm run images then builds there), else to ours.
+if [ -z "${CONTAINERS_STORAGE_CONF:-}" ]; then
+  export CONTAINERS_CONF="$DIR/containers.conf" CONTAINERS_STORAGE_CONF="$DIR/storage.conf"
+fi
 case "${1:-}" in
   --local-base) ensure_local_base ;;
   --print-env) print_env ;;
