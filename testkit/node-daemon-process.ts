@@ -26,8 +26,15 @@ export type ConfigMapData = Record<string, Record<string, string>>;
 /** Secrets' data by name, decoded, as the kubelet gives them to secretKeyRef. */
 export type SecretData = Record<string, Record<string, string>>;
 
+/** Which container of the pod, and the pod's address (status.podIP), for resolvedContainerEnv. */
+export interface PodOf {
+  /** The container's name; the first container when absent. */
+  container?: string;
+  podIP?: string;
+}
+
 /**
- * A workload's (DaemonSet's or Deployment's) first container's env as the kubelet resolves it for a pod on
+ * A workload's (DaemonSet's or Deployment's) container's env as the kubelet resolves it for a pod on
  * `nodeName` in the workload's namespace: fieldRefs, configMapKeyRefs from `configMaps` and secretKeyRefs from
  * `secrets`. A missing one fails, as the pod would not start, unless it is optional: then the variable is not
  * set.
@@ -37,13 +44,18 @@ export function resolvedContainerEnv(
   nodeName: string,
   configMaps: ConfigMapData,
   secrets: SecretData = {},
+  pod: PodOf = {},
 ): Record<string, string> {
   const fields: Record<string, string> = {
     "spec.nodeName": nodeName,
     "metadata.namespace": workload.metadata.namespace,
+    ...(pod.podIP ? { "status.podIP": pod.podIP } : {}),
   };
+  const containers = workload.spec.template.spec.containers as { name: string; env?: EnvVar[] }[];
+  const container = pod.container ? containers.find((c) => c.name === pod.container) : containers[0];
+  if (!container) throw new Error(`${workload.metadata.name} has no container ${pod.container}`);
   const env: Record<string, string> = {};
-  for (const variable of (workload.spec.template.spec.containers[0].env ?? []) as EnvVar[]) {
+  for (const variable of container.env ?? []) {
     const resolved = resolvedValue(variable, fields, { configMaps, secrets });
     const ref = variable.valueFrom?.configMapKeyRef ?? variable.valueFrom?.secretKeyRef;
     if (resolved === undefined && ref?.optional === true) continue;
