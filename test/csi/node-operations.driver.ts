@@ -16,7 +16,7 @@ import { stage, type StageRequest } from "../../csi/node/stage.js";
 import { volumeStats } from "../../csi/node/stats.js";
 import { unpublish } from "../../csi/node/unpublish.js";
 import { unstage } from "../../csi/node/unstage.js";
-import { attempt, runner, timed, timings } from "../../testkit/uml/guest-driver.js";
+import { attempt, runDriver, runner, timed } from "../../testkit/uml/guest-driver.js";
 
 /** One LUN the host's tgtd exports, and the CHAP account of its target. */
 export interface TestVolume {
@@ -383,15 +383,4 @@ function steps(config: NodeDriverConfig) {
   };
 }
 
-const [names, configFile] = process.argv.slice(2);
-if (!names || !configFile)
-  throw new Error("usage: node node-operations.driver.js <step,step...> <config.json>");
-const config = JSON.parse(await readFile(configFile, "utf8")) as NodeDriverConfig;
-const available: Record<string, (() => Promise<unknown>) | undefined> = steps(config);
-const results: Record<string, unknown> = {};
-for (const name of names.split(",")) {
-  const step = available[name];
-  if (!step) throw new Error(`unknown step ${name}`);
-  results[name] = await timed(`step ${name}`, step);
-}
-process.stdout.write(`${JSON.stringify({ ...results, timings })}\n`);
+await runDriver("node-operations.driver.js", steps);

@@ -10,7 +10,7 @@ import { IscsiInitiator, type LegLogin, type SessionView } from "../../iscsi/ini
 import { Lio } from "../../iscsi/lio.js";
 import { Mdadm, type ArrayState } from "../../md/mdadm.js";
 import type { CommandError } from "../../process/runner.js";
-import { attempt, runner, sleep, timed, timings, until } from "../../testkit/uml/guest-driver.js";
+import { attempt, runDriver, runner, sleep, timed, until } from "../../testkit/uml/guest-driver.js";
 
 export interface DriverConfig {
   iface: string;
@@ -424,20 +424,9 @@ function fail(field: string): never {
   throw new Error(`driver config: ${field} is missing; an earlier step gives it`);
 }
 
-const [names, configFile] = process.argv.slice(2);
-if (!names || !configFile)
-  throw new Error("usage: node uml-kernel-adapters.driver.js <step,step...> <config.json>");
-const config = JSON.parse(await readFile(configFile, "utf8")) as DriverConfig;
-const available: Record<string, (() => Promise<unknown>) | undefined> = steps(config);
-const results: Record<string, unknown> = {};
-for (const name of names.split(",")) {
-  const step = available[name];
-  if (!step) throw new Error(`unknown step ${name}`);
-  results[name] = await timed(`step ${name}`, step);
-  // What a step learned, for the steps after it in this run.
+await runDriver("uml-kernel-adapters.driver.js", steps, (config: DriverConfig, results) => {
   const up = results.up as { created: string; disks: string[] } | undefined;
   config.kernelName ??= up?.created;
   config.disks ??= up?.disks;
   config.clientDisk ??= (results.lio as { lun: string } | undefined)?.lun;
-}
-process.stdout.write(`${JSON.stringify({ ...results, timings })}\n`);
+});

@@ -1,6 +1,7 @@
 // What every guest driver (repository code run by node INSIDE a UML guest: docs/data-path-tests.md, "Code in the
 // guest") needs: bounded waits, step timings and commands whose failure is a result. Transpiled with the driver
 // by testkit/uml/guest-node.ts, so it imports only node: modules and repository files.
+import { readFile } from "node:fs/promises";
 import { CommandError, createRunner } from "../../process/runner.js";
 
 export const runner = createRunner();
@@ -42,4 +43,30 @@ export async function attempt(
     if (!(error instanceof CommandError)) throw error;
     return { code: error.exitCode, stderr: error.stderr.trim() };
   }
+}
+
+type Steps = Record<string, (() => Promise<unknown>) | undefined>;
+
+/**
+ * A driver's main: `node <driver>.js <step,step...> <config.json>` runs the named steps in order and prints their
+ * results and the timings as one JSON line. `learned` copies what a step found into the config for the steps
+ * after it.
+ */
+export async function runDriver<C>(
+  driver: string,
+  steps: (config: C) => Steps,
+  learned?: (config: C, results: Record<string, unknown>) => void,
+): Promise<void> {
+  const [names, configFile] = process.argv.slice(2);
+  if (!names || !configFile) throw new Error(`usage: node ${driver} <step,step...> <config.json>`);
+  const config = JSON.parse(await readFile(configFile, "utf8")) as C;
+  const available = steps(config);
+  const results: Record<string, unknown> = {};
+  for (const name of names.split(",")) {
+    const step = available[name];
+    if (!step) throw new Error(`unknown step ${name}`);
+    results[name] = await timed(`step ${name}`, step);
+    learned?.(config, results);
+  }
+  process.stdout.write(`${JSON.stringify({ ...results, timings })}\n`);
 }
