@@ -56,6 +56,10 @@ bash "$(dirname "$0")/uml-env.sh"
 # etcd, kubectl and kube-apiserver for test/integration (kube-apiserver is built once from Go modules).
 bash "$(dirname "$0")/kube-env.sh"
 
+# csi-sanity and the CSI sidecars (external-provisioner, -attacher, -resizer) for test/csi and
+# test/integration/csi-sidecars.test.ts, each built once from its Go module.
+bash "$(dirname "$0")/csi-env.sh"
+
 # Node 24, the production image's runtime, from the npm registry: test/runtime runs the hooks under it too.
 ensure_node24() {
   local dir="$CSTOR_CACHE/node24"
