@@ -3,7 +3,7 @@
 // DaemonSet, on the unix socket the sidecars dial (--endpoint). /healthz and /metrics on METRICS_PORT. SIGTERM
 // stops taking calls, lets running ones finish (DRAIN_SECONDS), removes the socket and exits.
 import { KubeConfig } from "@kubernetes/client-node";
-import { ConfigError } from "../lib/settings.js";
+import { createRunner } from "../process/runner.js";
 import { isEntryPoint } from "../runtime/entry.js";
 import { createLogger, type Logger, type LogLevel } from "../runtime/log.js";
 import { packageVersion } from "../runtime/package-version.js";
@@ -13,6 +13,8 @@ import { kubeController } from "./controller/kube.js";
 import { controllerService } from "./controller/service.js";
 import { CsiError, describeError } from "./errors.js";
 import { identityService } from "./identity.js";
+import { nodeHost } from "./node/host.js";
+import { nodeService } from "./node/service.js";
 import { createCsiMetrics } from "./metrics.js";
 import { startCsiServer, type CsiServices } from "./server.js";
 import { status } from "@grpc/grpc-js";
@@ -22,8 +24,13 @@ const WAIT = { maxMs: 120_000, intervalMs: 500 };
 
 /** The services of the mode, and what Probe asks. */
 function servicesFor(config: CsiConfig): CsiServices {
+  // The node: iscsiadm, mount and mkfs run in the plugin's container, which has the host's network (iscsid's
+  // socket), /dev, /sys and the kubelet's directory (docs/csi-node.md). Ready once it serves.
   if (config.mode === "node")
-    throw new ConfigError("--mode=node: the node service (csi/node/) is not part of this build yet");
+    return {
+      Identity: identityService({ version: packageVersion(), probe: async () => {} }),
+      Node: nodeService({ host: nodeHost(createRunner()), nodeName: config.nodeName! }),
+    };
   const kubeConfig = new KubeConfig();
   kubeConfig.loadFromDefault();
   const kube = kubeController(kubeConfig, config.namespace);

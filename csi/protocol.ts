@@ -58,6 +58,7 @@ const ENUMS = {
     STAGE_UNSTAGE_VOLUME: 1,
     GET_VOLUME_STATS: 2,
     EXPAND_VOLUME: 3,
+    VOLUME_CONDITION: 4,
     SINGLE_NODE_MULTI_WRITER: 5,
     VOLUME_MOUNT_GROUP: 6,
     GET_VOLUME_HEALTH: 7,
@@ -210,7 +211,11 @@ const MESSAGES = {
     volume_path: ["string", 2],
     staging_target_path: ["string", 3],
   },
-  NodeGetVolumeStatsResponse: { usage: ["VolumeUsage", 1, "repeated"] },
+  NodeGetVolumeStatsResponse: {
+    usage: ["VolumeUsage", 1, "repeated"],
+    volume_condition: ["VolumeCondition", 2],
+  },
+  VolumeCondition: { abnormal: ["bool", 1], message: ["string", 2] },
   VolumeUsage: {
     available: ["int64", 1],
     total: ["int64", 2],

@@ -166,9 +166,7 @@ export class IscsiInitiator {
    * grew shows its new size on its disk.
    */
   async rescan(sid: number): Promise<void> {
-    if (!Number.isInteger(sid) || sid < 0)
-      throw new Error(`rescan: session id must be a whole number (from the session list), not ${sid}`);
-    await this.run(["-m", "session", "-r", String(sid), "--rescan"]);
+    await rescanSession(this.runner, this.options.iscsiadm, sid);
   }
 
   private async sessionTo(targetIqn: string, portal: string): Promise<SessionView | undefined> {
@@ -186,6 +184,16 @@ export class IscsiInitiator {
   async sessions(): Promise<SessionView[]> {
     return readSessions(this.options.sysfs);
   }
+}
+
+/**
+ * `iscsiadm -m session -r SID --rescan` through `iscsiadm` (an argv prefix): any session, whatever interface it
+ * was made through (the CSI node grows the disk of a mount it finds, without knowing the login).
+ */
+export async function rescanSession(runner: Runner, iscsiadm: readonly string[], sid: number): Promise<void> {
+  if (!Number.isInteger(sid) || sid < 0)
+    throw new Error(`rescan: session id must be a whole number (from the session list), not ${sid}`);
+  await runner.run([...iscsiadm, "-m", "session", "-r", String(sid), "--rescan"], TIMEOUT);
 }
 
 /** The kernel's iSCSI sessions as sysfs shows them (class iscsi_session, iscsi_connection, the SCSI devices). */

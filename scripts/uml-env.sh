@@ -8,7 +8,7 @@
 # Debian's user-mode-linux is Linux 6.1 as a process (/usr/bin/linux) with its modules (md, iscsi_tcp, LIO) in
 # /usr/lib/uml/modules/<version>. The guest boots on the host's / (hostfs), and `modprobe -d DIR` looks in
 # DIR/lib/modules/<version>, so the module root is a directory in the cache holding that one symlink.
-# open-iscsi, mdadm, e2fsprogs and fio are run by the guest from the host's /; tgt (tgtd) by the host.
+# open-iscsi, mdadm, e2fsprogs, xfsprogs and fio are run by the guest from the host's /; tgt (tgtd) by the host.
 set -euo pipefail
 CACHE_DIR="${CSTOR_CACHE:-/var/cache/cstor-pool-operator}"
 UML_DIR="$CACHE_DIR/uml"
@@ -35,6 +35,8 @@ ensure_packages() {
   command -v iscsiadm >/dev/null 2>&1 || missing+=(open-iscsi)
   command -v mdadm >/dev/null 2>&1 || missing+=(mdadm)
   command -v mkfs.ext4 >/dev/null 2>&1 || missing+=(e2fsprogs)
+  # The CSI node's filesystems (csi/node/filesystem.ts): ext4 above, xfs here.
+  command -v mkfs.xfs >/dev/null 2>&1 || missing+=(xfsprogs)
   command -v tgtd >/dev/null 2>&1 || missing+=(tgt)
   command -v gcc >/dev/null 2>&1 || missing+=(gcc libc6-dev)
   # The guests run the host's modprobe (through hostfs) to load md, iscsi_tcp and LIO; a minimal image lacks it.

@@ -1,11 +1,12 @@
-// What a controller request asks for, checked before anything is read or written (docs/adr/0047-the-csi-driver-
-// one-writer-per-volume.md): the volume id a CSI name becomes, the StorageClass parameters, the capabilities a
-// cStor volume can serve, and the size a capacity range asks for. Pure; a refusal is a CsiError naming the field
-// and the fix.
+// What a controller request asks for, checked before anything is read or written
+// (docs/adr/0047-the-csi-driver-one-writer-per-volume.md): the volume id a CSI name becomes, the StorageClass
+// parameters, the capabilities a cStor volume can serve (the node judges them the same way), and the size a
+// capacity range asks for. Pure; a refusal is a CsiError naming the field and the fix.
 import { createHash } from "node:crypto";
 import { LIMITS } from "../../api/constants.js";
 import { isDnsSubdomain } from "../../lib/names.js";
 import { invalidArgument, outOfRange } from "../errors.js";
+import { FILESYSTEMS } from "../node/filesystem.js";
 import type { AccessMode, CapacityRange, VolumeCapability } from "../protocol.js";
 
 const MIB = 1024 * 1024;
@@ -20,7 +21,7 @@ const SERVED_MODES: readonly AccessMode[] = [
   "SINGLE_NODE_MULTI_WRITER",
 ];
 /** Filesystems the node makes ("" leaves the choice to the node: ext4). */
-const FS_TYPES = ["", "ext4", "xfs"];
+const FS_TYPES: readonly string[] = ["", ...FILESYSTEMS];
 
 /** The provisioner's --extra-create-metadata keys: recorded on the CVC, never judged. */
 export const CLAIM_KEYS = {

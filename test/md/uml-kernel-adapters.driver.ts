@@ -8,7 +8,8 @@ import { readFile, writeFile } from "node:fs/promises";
 import { IscsiInitiator, type LegLogin, type SessionView } from "../../iscsi/initiator.js";
 import { Lio } from "../../iscsi/lio.js";
 import { Mdadm, type ArrayState } from "../../md/mdadm.js";
-import { CommandError, createRunner } from "../../process/runner.js";
+import type { CommandError } from "../../process/runner.js";
+import { attempt, runner, sleep, timed, timings, until } from "../../testkit/uml/guest-driver.js";
 
 export interface DriverConfig {
   iface: string;
@@ -33,43 +34,7 @@ export interface DriverConfig {
   writtenMiB?: number;
 }
 
-const runner = createRunner();
 const SYS = "/sys";
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** Polls `probe` every 100 ms until it returns a value; throws with `what` and the last value after `ms`. */
-async function until<T>(what: string, ms: number, probe: () => Promise<T | undefined>): Promise<T> {
-  const deadline = Date.now() + ms;
-  let last: unknown;
-  for (;;) {
-    const found = await probe().catch((error: unknown) => ((last = String(error)), undefined));
-    if (found !== undefined) return found;
-    if (Date.now() > deadline)
-      throw new Error(`${what}: not within ${ms} ms (last: ${JSON.stringify(last)})`);
-    await sleep(100);
-  }
-}
-
-const timings: Record<string, number> = {};
-async function timed<T>(what: string, step: () => Promise<T>): Promise<T> {
-  const started = Date.now();
-  try {
-    return await step();
-  } finally {
-    timings[what] = Date.now() - started;
-  }
-}
-
-/** Runs a command, resolving with its exit code and stderr instead of throwing. */
-async function attempt(argv: string[], timeoutMs = 90_000): Promise<{ code: number | null; stderr: string }> {
-  try {
-    await runner.run(argv, { timeoutMs });
-    return { code: 0, stderr: "" };
-  } catch (error) {
-    if (!(error instanceof CommandError)) throw error;
-    return { code: error.exitCode, stderr: error.stderr.trim() };
-  }
-}
 
 async function sha256OfDevice(disk: string, mib: number): Promise<string> {
   const copy = `/run/read-${disk}.bin`;

@@ -15,7 +15,7 @@ import { TARGET_SESSION_PARAMETERS } from "../../iscsi/negotiation.js";
 import { BITMAP_CHUNK_MIB } from "../../md/mdadm.js";
 import { Tgtd } from "../support/tgtd.js";
 import { UmlGuest } from "../../testkit/uml/guest.js";
-import { compileForGuest } from "../../testkit/uml/guest-node.js";
+import { compileForGuest, driveGuest } from "../../testkit/uml/guest-node.js";
 import { TestNetwork } from "../../testkit/uml/network.js";
 import type { DriverConfig } from "./uml-kernel-adapters.driver.js";
 
@@ -66,20 +66,8 @@ describe("volume target kernel adapters in user-mode-linux: open-iscsi legs, md 
   const config = {} as DriverConfig;
 
   /** Runs driver steps in the guest with `config` (plus `extra`); resolves with their results. */
-  const drive = async (steps: string, extra: Partial<DriverConfig> = {}): Promise<any> => {
-    const file = join(dir, `config-${steps.replace(/,/g, "-")}.json`);
-    writeFileSync(file, JSON.stringify({ ...config, ...extra }));
-    const result = await timed(`guest: node driver ${steps}`, () =>
-      guest!.exec(`node ${driver} ${steps} ${file}`, { timeoutMs: 240_000 }),
-    );
-    if (result.code !== 0)
-      throw new Error(`driver ${steps}: exit ${result.code}\n${result.stdout}${result.stderr}`);
-    const output = JSON.parse(result.stdout.trim().split("\n").pop()!);
-    if (process.env.UML_DRIVER_OUTPUT) console.log(JSON.stringify(output, null, 1));
-    for (const [what, ms] of Object.entries(output.timings as Record<string, number>))
-      timings.push(`  in the guest, ${what}: ${(ms / 1000).toFixed(2)} s`);
-    return output;
-  };
+  const drive = (steps: string, extra: Partial<DriverConfig> = {}): Promise<any> =>
+    driveGuest({ guest: guest!, driver, dir, timings }, steps, { ...config, ...extra });
   const once = <T>(run: () => Promise<T>) => {
     let promise: Promise<T> | undefined;
     return () => (promise ??= run());

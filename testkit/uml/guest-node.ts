@@ -8,6 +8,7 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import ts from "typescript";
 import { REPO_ROOT } from "../kube.js";
+import type { UmlGuest } from "./guest.js";
 
 /**
  * Transpiles `entry` (repository-relative, .ts) and its relative imports into `outDir`, keeping their paths
@@ -49,4 +50,29 @@ export function guestBuildDir(label: string): string {
   const dir = join(REPO_ROOT, ".cache", "uml-guest", `${label}-${process.pid}`);
   mkdirSync(dir, { recursive: true });
   return dir;
+}
+
+/**
+ * Runs a guest driver (testkit/uml/guest-driver.ts) once: `node <driver> <steps> <config.json>` in the guest, the
+ * config written into `dir` first. Resolves with the JSON object the driver printed last; appends the run's
+ * and the driver's own step times to `timings`. UML_DRIVER_OUTPUT=1 prints the JSON.
+ */
+export async function driveGuest(
+  run: { guest: Pick<UmlGuest, "exec">; driver: string; dir: string; timings: string[] },
+  steps: string,
+  config: unknown,
+  timeoutMs = 240_000,
+): Promise<any> {
+  const file = join(run.dir, `config-${steps.replace(/,/g, "-")}.json`);
+  writeFileSync(file, JSON.stringify(config));
+  const started = Date.now();
+  const result = await run.guest.exec(`node ${run.driver} ${steps} ${file}`, { timeoutMs });
+  run.timings.push(`guest: node driver ${steps}: ${((Date.now() - started) / 1000).toFixed(2)} s`);
+  if (result.code !== 0)
+    throw new Error(`driver ${steps}: exit ${result.code}\n${result.stdout}${result.stderr}`);
+  const output = JSON.parse(result.stdout.trim().split("\n").pop()!);
+  if (process.env.UML_DRIVER_OUTPUT) console.log(JSON.stringify(output, null, 1));
+  for (const [what, ms] of Object.entries(output.timings as Record<string, number>))
+    run.timings.push(`  in the guest, ${what}: ${(ms / 1000).toFixed(2)} s`);
+  return output;
 }
