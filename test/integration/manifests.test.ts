@@ -329,12 +329,14 @@ describe("integration: manifests on a real kube-apiserver", function () {
     expect(lockDir.startsWith(`${openebs.mountPath}/`), "the host lock lives on the host").to.equal(true);
   });
 
-  it("metacontroller/monitoring adds PodMonitors that select the daemon's, the hook server's and the volume targets' pods on their metrics ports, the alerts and the Grafana dashboards", async () => {
+  it("metacontroller/monitoring adds PodMonitors that select the daemon's, the hook server's, the volume targets' and the CSI driver's pods on their metrics ports, the alerts and the Grafana dashboards", async () => {
     const objects = await render(cluster, "metacontroller/monitoring");
     for (const [monitor, workload] of [
       ["cstor-pool-node", find(objects, "DaemonSet", "cstor-pool-node")],
       ["cstor-pool-hooks", find(objects, "Deployment", "cstor-pool-hooks")],
       ["cstor-volume-target", volumeTarget()],
+      ["cstor-csi-controller", find(objects, "Deployment", "cstor-csi-controller")],
+      ["cstor-csi-node", find(objects, "DaemonSet", "cstor-csi-node")],
     ] as const) {
       const spec = find(objects, "PodMonitor", monitor).spec;
       const template = workload.spec.template;
