@@ -56,6 +56,10 @@ bash "$(dirname "$0")/uml-env.sh"
 # etcd, kubectl and kube-apiserver for test/integration (kube-apiserver is built once from Go modules).
 bash "$(dirname "$0")/kube-env.sh"
 
+# csi-sanity and the CSI sidecars (external-provisioner, -attacher, -resizer) for test/csi and
+# test/integration/csi-sidecars.test.ts, each built once from its Go module.
+bash "$(dirname "$0")/csi-env.sh"
+
 # Node 24 (the production image's runtime, which test/runtime runs the hooks under too), podman and buildah with
 # their configuration and storage in the cache, and the images' base made here when no registry answers
 # (test/images builds and starts every image; docs/adr/0049-the-images-built-by-buildah-from-the-dockerfile.md).

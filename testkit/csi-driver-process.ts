@@ -9,7 +9,8 @@ export interface CsiDriverOptions {
   mode: "controller" | "node";
   /** Where the socket goes: <dir>/csi.sock. */
   dir: string;
-  kubeconfig: string;
+  /** The identity it acts as (the controller); the node mode has no API access. */
+  kubeconfig?: string;
   namespace: string;
   /** Added to (or replacing) the environment. */
   env?: Record<string, string>;
@@ -37,7 +38,7 @@ export class CsiDriverProcess extends LoggedProcess {
       [`--mode=${options.mode}`, `--endpoint=unix://${socket}`],
       {
         PATH: process.env.PATH ?? "/usr/bin:/bin",
-        KUBECONFIG: options.kubeconfig,
+        ...(options.kubeconfig ? { KUBECONFIG: options.kubeconfig } : {}),
         NAMESPACE: options.namespace,
         METRICS_PORT: String(metricsPort),
         LOG_LEVEL: "debug",

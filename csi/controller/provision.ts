@@ -5,7 +5,7 @@ import type { CV, CVC } from "../../api/types.js";
 import { alreadyExists, failedPrecondition, invalidArgument, notFound } from "../errors.js";
 import type { Message } from "../protocol.js";
 import type { Handler } from "../server.js";
-import type { ControllerKube } from "./kube.js";
+import { Conflict, type ControllerKube } from "./kube.js";
 import {
   checkCapabilities,
   required,
@@ -58,7 +58,10 @@ async function boundVolume(kube: ControllerKube, id: string): Promise<Step<Messa
   const ready = readiness(cvc, cv);
   if (!ready.ready) return { done: false, waiting: ready.waiting };
   if (publishedNode(cv!) === undefined) {
-    await kube.setPublishedNode(cv!, "").catch(() => undefined);
+    // A conflict is another writer's change: the next look judges again; any other failure is the answer.
+    await kube.setPublishedNode(cv!, "").catch((error: unknown) => {
+      if (!(error instanceof Conflict)) throw error;
+    });
     return {
       done: false,
       waiting: `CStorVolume ${kube.namespace}/${id} does not say yet that no node has it`,

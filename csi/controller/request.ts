@@ -23,13 +23,14 @@ const SERVED_MODES: readonly AccessMode[] = [
 /** Filesystems the node makes ("" leaves the choice to the node: ext4). */
 const FS_TYPES: readonly string[] = ["", ...FILESYSTEMS];
 
-/** The provisioner's --extra-create-metadata keys: recorded on the CVC, never judged. */
+/** The provisioner's --extra-create-metadata keys: the claim is recorded on the CVC. */
 export const CLAIM_KEYS = {
   pvcName: "csi.storage.k8s.io/pvc/name",
   pvcNamespace: "csi.storage.k8s.io/pvc/namespace",
-  pvName: "csi.storage.k8s.io/pv/name",
 } as const;
-const PARAMETERS = ["cstorPoolCluster", "replicaCount", ...Object.values(CLAIM_KEYS)];
+const PARAMETERS = ["cstorPoolCluster", "replicaCount"];
+/** Kubernetes' own keys (the sidecars' metadata, fstype, secrets): never the driver's to judge. */
+const KUBERNETES_PREFIX = "csi.storage.k8s.io/";
 
 /**
  * The CStorVolumeConfig a CSI name becomes: the name itself when it is a DNS label (external-provisioner's
@@ -55,7 +56,9 @@ export interface VolumeParameters {
 /** The StorageClass's parameters; every unknown key is refused, so a typo is not a silent default. */
 export function volumeParameters(parameters: Record<string, string> | undefined): VolumeParameters {
   const given = parameters ?? {};
-  const unknown = Object.keys(given).filter((key) => !PARAMETERS.includes(key));
+  const unknown = Object.keys(given).filter(
+    (key) => !PARAMETERS.includes(key) && !key.startsWith(KUBERNETES_PREFIX),
+  );
   if (unknown.length > 0)
     throw invalidArgument(
       `parameters ${unknown.sort().join(", ")} are not served: a cStor StorageClass takes cstorPoolCluster and replicaCount (csi.storage.k8s.io/fstype and the node-stage secret go to the sidecars)`,

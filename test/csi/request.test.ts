@@ -44,6 +44,7 @@ describe("csi: the controller's judgement of a request", () => {
         replicaCount: "3",
         "csi.storage.k8s.io/pvc/name": "data",
         "csi.storage.k8s.io/pvc/namespace": "shop",
+        "csi.storage.k8s.io/fstype": "xfs",
       }),
     ).to.deep.equal({ cstorPoolCluster: "pools", replicaCount: 3, claim: "shop/data" });
     const typo = refusal(() =>

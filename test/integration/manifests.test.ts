@@ -2,7 +2,7 @@
 // CRDs become Established, every reference between objects resolves, and the workloads are shaped as promised.
 import { expect } from "chai";
 import { parseAllDocuments } from "yaml";
-import { API_VERSION, KIND, LABEL } from "../../api/constants.js";
+import { API_VERSION, CSI, KIND, LABEL } from "../../api/constants.js";
 import { hookRoutes } from "../../hooks/routes.js";
 import { DEFAULT_HOOK_CONFIG } from "../../lib/hook-config.js";
 import { STALE_STATUS_SECONDS_ENV } from "../../lib/settings.js";
@@ -36,6 +36,7 @@ const CLUSTER_SCOPED = new Set([
   "ClusterRole",
   "ClusterRoleBinding",
   "ValidatingWebhookConfiguration",
+  "CSIDriver",
   "ValidatingAdmissionPolicy",
   "ValidatingAdmissionPolicyBinding",
   "CompositeController",
@@ -328,12 +329,14 @@ describe("integration: manifests on a real kube-apiserver", function () {
     expect(lockDir.startsWith(`${openebs.mountPath}/`), "the host lock lives on the host").to.equal(true);
   });
 
-  it("metacontroller/monitoring adds PodMonitors that select the daemon's, the hook server's and the volume targets' pods on their metrics ports, the alerts and the Grafana dashboards", async () => {
+  it("metacontroller/monitoring adds PodMonitors that select the daemon's, the hook server's, the volume targets' and the CSI driver's pods on their metrics ports, the alerts and the Grafana dashboards", async () => {
     const objects = await render(cluster, "metacontroller/monitoring");
     for (const [monitor, workload] of [
       ["cstor-pool-node", find(objects, "DaemonSet", "cstor-pool-node")],
       ["cstor-pool-hooks", find(objects, "Deployment", "cstor-pool-hooks")],
       ["cstor-volume-target", volumeTarget()],
+      ["cstor-csi-controller", find(objects, "Deployment", "cstor-csi-controller")],
+      ["cstor-csi-node", find(objects, "DaemonSet", "cstor-csi-node")],
     ] as const) {
       const spec = find(objects, "PodMonitor", monitor).spec;
       const template = workload.spec.template;
@@ -375,6 +378,31 @@ describe("integration: manifests on a real kube-apiserver", function () {
         configMapKeyRef: { name: "cstor-pool-settings", key: STALE_STATUS_SECONDS_ENV },
       });
     }
+  });
+
+  it("runs the CSI driver: attach required, its controller beside the sidecars on one socket, its node beside the registrar", async () => {
+    const objects = await render(cluster, "metacontroller/default");
+    expect(find(objects, "CSIDriver", CSI.driverName).spec).to.deep.include({
+      attachRequired: true,
+      volumeLifecycleModes: ["Persistent"],
+    });
+    const controller = find(objects, "Deployment", "cstor-csi-controller").spec.template.spec;
+    expect(controller.serviceAccountName).to.equal("cstor-csi-controller");
+    const args = (name: string, spec = controller) =>
+      spec.containers.find((c: { name: string }) => c.name === name).args as string[];
+    expect(args("csi-driver")).to.deep.equal(["--mode=controller", "--endpoint=unix:///csi/csi.sock"]);
+    for (const sidecar of ["csi-provisioner", "csi-attacher", "csi-resizer", "liveness-probe"])
+      expect(args(sidecar), sidecar).to.include("--csi-address=/csi/csi.sock");
+    expect(args("csi-provisioner"), "the claim reaches CreateVolume").to.include("--extra-create-metadata");
+    const node = find(objects, "DaemonSet", "cstor-csi-node").spec.template.spec;
+    expect(args("csi-driver", node)).to.deep.equal(["--mode=node", "--endpoint=unix:///csi/csi.sock"]);
+    expect(args("node-driver-registrar", node)).to.include(
+      `--kubelet-registration-path=/var/lib/kubelet/plugins/${CSI.driverName}/csi.sock`,
+    );
+    expect(
+      find(objects, "ServiceAccount", "cstor-csi-node").automountServiceAccountToken,
+      "no API rights",
+    ).to.equal(false);
   });
 
   it("runs the volume targets as the ServiceAccount their Deployments name, and hands the hook server the CHAP key from an optional Secret", async () => {

@@ -1,0 +1,214 @@
+// The world the CSI driver's controller is tested in (docs/adr/0047-the-csi-driver-one-writer-per-volume.md): a
+// cluster with this project installed, two simulated nodes (each its own zfs-fuse and a real node daemon under the
+// shipped ServiceAccount, the file backend for replicas), a CStorPoolCluster with one pool on each whose devices
+// NDM is played for, the hook server under Metacontroller (the emulator unless the environment names the binary),
+// the kubelet played for the pool pods, and the driver in --mode=controller as its shipped ServiceAccount on a
+// socket of its own. stop() leaves nothing of it in the cluster.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { API_VERSION, CSI, KIND, LABEL } from "../api/constants.js";
+import type { CSPI, CVC } from "../api/types.js";
+import { findCondition } from "../lib/conditions.js";
+import { CsiClient } from "./csi-client.js";
+import { CsiDriverProcess } from "./csi-driver-process.js";
+import { HookServer, metacontrollerFor, type Metacontroller } from "./control-plane.js";
+import {
+  getIfPresent,
+  INSTALL_NAMESPACE,
+  keepPlayingNdmAndKubelet,
+  waitUntil,
+  type KubeCluster,
+} from "./kube.js";
+import { DaemonProcess, shippedDaemonEnv } from "./node-daemon-process.js";
+import { startNode, type ZfsNode } from "./zfs-node.js";
+import { blockDeviceName, ndmBlockDevice, requireZfs, ZfsSandbox } from "./zfs.js";
+
+const NS = INSTALL_NAMESPACE;
+const WAIT_MS = 120_000;
+
+export interface CsiWorldOptions {
+  cluster: KubeCluster;
+  /** Each pool's device, a sparse file: room for every volume the test makes while deletions catch up. */
+  deviceMiB: number;
+}
+
+export class CsiWorld {
+  readonly namespace = NS;
+  readonly dir = mkdtempSync(join(tmpdir(), "csi-world-"));
+  readonly sandbox = new ZfsSandbox();
+  readonly nodeNames = ["a", "b"].map((n) => `csi-${n}-${this.sandbox.id}`);
+  readonly cspc = `csi-${this.sandbox.id}`;
+  driver!: CsiDriverProcess;
+  client!: CsiClient;
+  private readonly nodes: ZfsNode[] = [];
+  private readonly daemons: DaemonProcess[] = [];
+  private hooks: HookServer | undefined;
+  private metacontroller: Metacontroller | undefined;
+  private ndm: { stop(): Promise<void> } | undefined;
+
+  private constructor(readonly cluster: KubeCluster) {}
+
+  /** A StorageClass's parameters for the world's pools: two replicas, one on each node. */
+  parameters(): Record<string, string> {
+    return { cstorPoolCluster: this.cspc, replicaCount: "2" };
+  }
+
+  static async start(options: CsiWorldOptions): Promise<CsiWorld> {
+    requireZfs();
+    const world = new CsiWorld(options.cluster);
+    try {
+      await world.startPools(options.deviceMiB);
+      const controller = await world.cluster.serviceAccount(NS, "cstor-csi-controller");
+      world.driver = await CsiDriverProcess.start({
+        mode: "controller",
+        dir: world.dir,
+        kubeconfig: controller.kubeconfig,
+        namespace: NS,
+      });
+      world.client = new CsiClient(world.driver.socket);
+    } catch (error) {
+      await world.stop();
+      throw error;
+    }
+    return world;
+  }
+
+  private async startPools(deviceMiB: number): Promise<void> {
+    const identity = await this.cluster.serviceAccount(NS, "cstor-pool-node");
+    const env = await shippedDaemonEnv(this.cluster, NS);
+    const devices: string[] = [];
+    for (const name of this.nodeNames) {
+      const node = await startNode(name);
+      this.nodes.push(node);
+      this.daemons.push(
+        await DaemonProcess.start({
+          env: env(name),
+          kubeconfig: identity.kubeconfig,
+          overrides: {
+            ZFS_COMMAND_PREFIX: node.commandPrefixEnv,
+            STATUS_INTERVAL_SECONDS: "3",
+            CSTOR_REPLICA_BACKEND: "file",
+            CSTOR_REPLICA_FILE_DIR: join(this.sandbox.dir, "replicas"),
+          },
+        }),
+      );
+      devices.push(this.sandbox.file(`dev-${name}`, deviceMiB));
+    }
+    await this.apply(
+      ...this.nodeNames.map((name) => ({
+        apiVersion: "v1",
+        kind: "Node",
+        metadata: { name, labels: { [LABEL.hostname]: name } },
+      })),
+      ...devices.map((path, i) => ndmBlockDevice(path, this.nodeNames[i], deviceMiB, NS)),
+      {
+        apiVersion: API_VERSION,
+        kind: KIND.cspc,
+        metadata: { name: this.cspc, namespace: NS },
+        spec: {
+          pools: this.nodeNames.map((name, i) => ({
+            nodeSelector: { [LABEL.hostname]: name },
+            raidGroups: [
+              { type: "stripe", blockDevices: [{ blockDeviceName: blockDeviceName(devices[i]) }] },
+            ],
+          })),
+        },
+      },
+    );
+    this.hooks = new HookServer(this.cluster);
+    await this.hooks.start();
+    this.metacontroller = await metacontrollerFor(this.cluster, this.hooks.process.url);
+    await this.metacontroller.start();
+    this.ndm = keepPlayingNdmAndKubelet(this.cluster, NS, this.cspc, 500);
+    await waitUntil(
+      async () => {
+        const pools = await this.list<CSPI>("cstorpoolinstances", `${LABEL.cspc}=${this.cspc}`);
+        const serving = (p: CSPI) =>
+          p.status?.phase === "ONLINE" &&
+          findCondition(p.status.conditions, "PodAvailable")?.status === "True";
+        return pools.length === 2 && pools.every(serving);
+      },
+      WAIT_MS,
+      () => `the pools never came ONLINE with their pods available${this.tails()}`,
+    );
+  }
+
+  async apply(...objects: object[]): Promise<void> {
+    await this.cluster.kubectl(["apply", "--server-side", "-f", "-"], {
+      input: objects.map((o) => JSON.stringify(o)).join("\n"),
+    });
+  }
+
+  /** The project's objects of a kind in the namespace that match the selector. */
+  async list<T>(plural: string, selector: string): Promise<T[]> {
+    const path = `/apis/${API_VERSION}/namespaces/${NS}/${plural}?labelSelector=${encodeURIComponent(selector)}`;
+    return ((await getIfPresent(this.cluster, path))?.items ?? []) as T[];
+  }
+
+  async get<T>(plural: string, name: string): Promise<T | undefined> {
+    return (await getIfPresent(this.cluster, `/apis/${API_VERSION}/namespaces/${NS}/${plural}/${name}`)) as
+      T | undefined;
+  }
+
+  /** The last lines of the driver, the hook server and the node daemons, for a failure's message. */
+  tails(): string {
+    return (
+      (this.driver?.tail(30) ?? "") +
+      (this.hooks?.process?.tail(10) ?? "") +
+      this.daemons.map((d) => d.tail(5)).join("")
+    );
+  }
+
+  /** The driver's volumes go (while the daemons run), then everything else; leftovers lose their finalizers. */
+  async stop(): Promise<void> {
+    this.client?.close();
+    await this.driver?.stop();
+    const volumes = () => this.list<CVC>("cstorvolumeconfigs", `${LABEL.managedBy}=${CSI.driverName}`);
+    for (const cvc of await volumes())
+      await this.cluster.request(
+        this.cluster.admin,
+        "DELETE",
+        this.path("cstorvolumeconfigs", cvc.metadata.name!),
+      );
+    await waitUntil(
+      async () => (await volumes()).length === 0,
+      60_000,
+      () => "volumes left",
+    ).catch(() => undefined);
+    await this.metacontroller?.stop();
+    if (this.hooks?.process) await this.hooks.stop();
+    await this.ndm?.stop();
+    for (const daemon of this.daemons) await daemon.stop();
+    await this.dropLeftovers();
+    await Promise.all(this.nodes.map((node) => node.stop()));
+    this.sandbox.cleanup();
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+
+  private path(plural: string, name: string): string {
+    return `/apis/${API_VERSION}/namespaces/${NS}/${plural}/${name}`;
+  }
+
+  private async dropLeftovers(): Promise<void> {
+    const kinds = [
+      ["cstorvolumeconfigs", `${LABEL.managedBy}=${CSI.driverName}`],
+      ["cstorvolumereplicas", `${LABEL.cspc}=${this.cspc}`],
+      ["cstorpoolinstances", `${LABEL.cspc}=${this.cspc}`],
+    ];
+    for (const [plural, selector] of kinds)
+      for (const object of await this.list<CVC>(plural, selector)) {
+        const path = this.path(plural, object.metadata.name!);
+        const unfinalized = { metadata: { finalizers: null } };
+        await this.cluster.request(
+          this.cluster.admin,
+          "PATCH",
+          path,
+          unfinalized,
+          "application/merge-patch+json",
+        );
+        await this.cluster.request(this.cluster.admin, "DELETE", path);
+      }
+    await this.cluster.request(this.cluster.admin, "DELETE", this.path("cstorpoolclusters", this.cspc));
+  }
+}
