@@ -185,6 +185,26 @@ export function readImagePlan(root: string): ImagePlan {
 }
 
 /** Those of `references` (sorted, once each) that are no image of the plan. */
+/**
+ * The registry path of the images the install names but the project does not build: the Kubernetes project's CSI
+ * sidecars (provisioner, attacher, resizer, node-driver-registrar, livenessprobe), each pinned to a release.
+ */
+export const UPSTREAM_IMAGES = "registry.k8s.io/sig-storage/";
+
+/** The references the project builds, and the upstream ones, each of those pinned to a release tag. */
+export function partitionReferences(references: readonly string[]): {
+  ours: string[];
+  upstream: string[];
+  unpinned: string[];
+} {
+  const upstream = [...new Set(references.filter((r) => r.startsWith(UPSTREAM_IMAGES)))].sort();
+  return {
+    ours: references.filter((r) => !r.startsWith(UPSTREAM_IMAGES)),
+    upstream,
+    unpinned: upstream.filter((r) => !/:v\d+\.\d+\.\d+$/.test(r)),
+  };
+}
+
 export function unbuiltReferences(references: readonly string[], images: readonly PlannedImage[]): string[] {
   const built = new Set(images.map((image) => image.reference));
   return [...new Set(references.filter((reference) => !built.has(reference)))].sort();

@@ -8,7 +8,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { expect } from "chai";
 import { DEFAULT_HOOK_CONFIG } from "../../lib/hook-config.js";
-import { imagePlan, readImagePlan, unbuiltReferences } from "../../scripts/image-plan.js";
+import {
+  imagePlan,
+  partitionReferences,
+  readImagePlan,
+  unbuiltReferences,
+} from "../../scripts/image-plan.js";
 import { buildInputs } from "../../scripts/images.js";
 import { REPO_ROOT } from "../../testkit/kube.js";
 import { namedImages, renderOverlay } from "../support/images.js";
@@ -51,13 +56,34 @@ describe("images: what the install names is what the Dockerfile builds", functio
     expect(plan.problems).to.deep.equal([]);
     const defaults = [DEFAULT_HOOK_CONFIG.poolPod.poolImage, DEFAULT_HOOK_CONFIG.volumeTarget.image];
     expect(unbuiltReferences(defaults, plan.images), "the hooks' defaults").to.deep.equal([]);
-    for (const overlay of OVERLAYS)
-      expect(unbuiltReferences(namedImages(renderOverlay(overlay)), plan.images), overlay).to.deep.equal([]);
+    for (const overlay of OVERLAYS) {
+      const { ours, unpinned } = partitionReferences(namedImages(renderOverlay(overlay)));
+      expect(unbuiltReferences(ours, plan.images), overlay).to.deep.equal([]);
+      expect(unpinned, `${overlay}: upstream images pinned to a release`).to.deep.equal([]);
+    }
+  });
+
+  it("names the CSI sidecars from the Kubernetes project's registry, each pinned to a release", () => {
+    const { upstream, unpinned } = partitionReferences(
+      namedImages(renderOverlay("metacontroller/default")).concat(
+        "registry.k8s.io/sig-storage/csi-attacher:latest",
+      ),
+    );
+    expect(upstream.map((r) => r.replace(/:.*$/, ""))).to.include.members([
+      "registry.k8s.io/sig-storage/csi-provisioner",
+      "registry.k8s.io/sig-storage/csi-attacher",
+      "registry.k8s.io/sig-storage/csi-resizer",
+      "registry.k8s.io/sig-storage/csi-node-driver-registrar",
+      "registry.k8s.io/sig-storage/livenessprobe",
+    ]);
+    expect(unpinned, "a tag that is no release is refused").to.deep.equal([
+      "registry.k8s.io/sig-storage/csi-attacher:latest",
+    ]);
   });
 
   it("every image the Dockerfile builds is named by metacontroller/default, each of them once", () => {
     const plan = readImagePlan(REPO_ROOT);
-    const named = namedImages(renderOverlay("metacontroller/default"));
+    const named = partitionReferences(namedImages(renderOverlay("metacontroller/default"))).ours;
     expect(plan.images.map((image) => image.reference).sort()).to.deep.equal([...new Set(named)].sort());
     expect(
       plan.images.map((image) => image.stage),
