@@ -204,8 +204,9 @@ function otherVolumeBudget(pdb: KubeObject, volume: string): VolumeBudget | unde
         selector?: { matchExpressions?: { key?: string; operator?: string; values?: unknown }[] };
       }
     | undefined;
-  const pools = spec?.selector?.matchExpressions?.find(
-    (e) => e.key === LABEL.cspi && e.operator === "In",
+  const expressions = spec?.selector?.matchExpressions;
+  const pools = (Array.isArray(expressions) ? expressions : []).find(
+    (e) => e?.key === LABEL.cspi && e.operator === "In",
   )?.values;
   return {
     name: pdb.metadata.name!,

@@ -145,12 +145,24 @@ export function place(input: PlacementInput): Placement {
   );
   const start = { input, byName, kept, usedNodes };
   const pinned = input.pinned ?? [];
-  if (pinned.length > 0)
-    return placePinned(
-      start,
-      pinned.filter((p) => !kept.includes(p)),
-    );
+  if (pinned.length > 0) {
+    const pins = pinned.filter((p) => !kept.includes(p));
+    return pins.length < missing ? tooFewPins(start, missing) : placePinned(start, pins);
+  }
   return placeChosen(start, missing);
+}
+
+/** More replicas asked for than pools pinned: no pool may be chosen, so the volume waits for its spec to change. */
+function tooFewPins({ input, kept }: PlacementStart, missing: number): Placement {
+  return {
+    pools: kept,
+    added: [],
+    unplaced: {
+      skipped: [],
+      permanent: true,
+      message: `spec.replicaCount asks ${input.replicaCount} replicas, but spec.pinnedPools names ${input.pinned?.length ?? 0} pool(s) and ${missing} more are needed: pin as many pools as replicas, or lower spec.replicaCount`,
+    },
+  };
 }
 
 /** Why a pool cannot take a new replica whatever its state: it, or its node, holds one of this volume. */

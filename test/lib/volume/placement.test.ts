@@ -151,6 +151,28 @@ describe("volume placement (properties)", () => {
     );
   });
 
+  it("takes pinned pools only: more replicas than pins add none and say so, whatever other pool is free", () => {
+    const pools: PoolView[] = ["p0", "p1", "p2", "p3"].map((name, i) => ({
+      name,
+      node: `n${i}`,
+      cspc: "pools",
+      phase: "ONLINE",
+      readOnly: false,
+      podAvailable: true,
+      leaving: false,
+      overProvisioning: false,
+      freeBytes: 50n * GI,
+      reservedBytes: 0n,
+      replicaUsedBytes: 0n,
+    }));
+    const input = { cspc: "pools", sizeBytes: GI, pools, pinned: ["p0", "p1"] };
+    const placed = place({ ...input, replicaCount: 4, existing: ["p0", "p1"] });
+    expect(placed.added).to.deep.equal([]);
+    expect(placed.pools).to.deep.equal(["p0", "p1"]);
+    expect(placed.unplaced?.message).to.match(/spec.pinnedPools names 2 pool\(s\) and 2 more are needed/);
+    expect(place({ ...input, replicaCount: 2, existing: ["p0"] }).added).to.deep.equal(["p1"]);
+  });
+
   it("says the largest volume it would place: that size is placed, a byte more is not (no over-provisioning)", () => {
     fc.assert(
       fc.property(inputArb, (input) => {
