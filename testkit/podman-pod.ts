@@ -10,7 +10,7 @@
 // host's network with the ports the containers then listen on, and the ServiceAccount token the kubelet mounts.
 import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { quantityBytes } from "../lib/quantity.js";
@@ -253,6 +253,8 @@ export class PodmanPod {
     if (volume.emptyDir) {
       const source = join(this.dir, "volumes", volume.name);
       mkdirSync(source, { recursive: true });
+      // The kubelet makes an emptyDir world-writable, so a container of any user writes there.
+      chmodSync(source, 0o777);
       return source;
     }
     throw new Error(`${this.options.label}: volume ${volume.name} is of a kind this stand-in does not mount`);
@@ -285,6 +287,15 @@ export class PodmanPod {
   private memoryArguments(container: Container): string[] {
     const limit = quantityBytes(container.resources?.limits?.memory);
     return limit !== undefined ? ["--memory", String(limit)] : [];
+  }
+
+  /** Where an emptyDir volume of the pod is on this host (a CSI socket, say). */
+  emptyDirPath(volume: string): string {
+    const found = ((this.options.workload.spec?.template?.spec?.volumes ?? []) as any[]).find(
+      (v) => v.name === volume && v.emptyDir,
+    );
+    if (!found) throw new Error(`${this.options.label}: the pod has no emptyDir volume ${volume}`);
+    return join(this.dir, "volumes", volume);
   }
 
   /** Where this host reaches a container port of the pod. */

@@ -44,6 +44,8 @@ import {
   waitUntil,
   type KubeCluster,
 } from "../../testkit/kube.js";
+import { CSI } from "../../api/constants.js";
+import { CsiClient } from "../../testkit/csi-client.js";
 import { PodmanPod } from "../../testkit/podman-pod.js";
 import { startNode, type ZfsNode } from "../../testkit/zfs-node.js";
 import { cspiFor, MiB, requireZfs, zpool, ZfsSandbox } from "../../testkit/zfs.js";
@@ -302,6 +304,71 @@ describe("images: each started as the cluster starts it", function () {
     } finally {
       sandbox.cleanup();
     }
+  });
+
+  it("the CSI driver's controller runs as uid 1000 on a read-only root with its ServiceAccount's token, serves identity and controller on its socket and /healthz, and stops on SIGTERM", async () => {
+    const cluster = await projectInstalled();
+    const identity = await cluster.serviceAccount(INSTALL_NAMESPACE, "cstor-csi-controller");
+    const deployment = findObject(objects, "Deployment", "cstor-csi-controller");
+    // The sidecars are the Kubernetes project's images (test/integration/csi-sidecars.test.ts runs them built from
+    // their Go modules); here the driver's own container runs alone.
+    const template = deployment.spec.template;
+    const workload = {
+      ...deployment,
+      spec: {
+        ...deployment.spec,
+        template: {
+          ...template,
+          spec: {
+            ...template.spec,
+            containers: template.spec.containers.filter((c: any) => c.name === "csi-driver"),
+          },
+        },
+      },
+    };
+    const [metricsPort] = await freePorts(1);
+    const pod = await started(
+      PodmanPod.start({
+        label: "csi",
+        workload,
+        nodeName: "node-a",
+        hostPaths: {},
+        hostNetwork: { podIP: "127.0.0.1", ports: { 9505: metricsPort, 9808: metricsPort + 1 } },
+        env: { "csi-driver": { METRICS_PORT: String(metricsPort) } },
+        serviceAccount: { token: identity.token, caFile: cluster.caFile, server: cluster.server },
+      }),
+    );
+    const socket = join(pod.emptyDirPath("socket-dir"), "csi.sock");
+    await waitUntil(
+      async () => existsSync(socket),
+      60_000,
+      () => `the driver made no socket at ${socket}`,
+    ).catch(async (error: Error) => {
+      throw new Error(`${error.message}${await pod.tail("csi-driver")}`);
+    });
+    const client = new CsiClient(socket);
+    try {
+      const info = await client.call("Identity", "GetPluginInfo", {}, { timeoutMs: 10_000 });
+      expect(info.name).to.equal(CSI.driverName);
+      const probe = await client.call("Identity", "Probe", {}, { timeoutMs: 10_000 });
+      expect(probe.ready?.value, "ready: it reads the API with its token").to.equal(true);
+      const caps = await client.call("Controller", "ControllerGetCapabilities", {}, { timeoutMs: 10_000 });
+      expect((caps.capabilities ?? []).map((c: any) => c.rpc?.type)).to.include.members([
+        "CREATE_DELETE_VOLUME",
+        "PUBLISH_UNPUBLISH_VOLUME",
+        "EXPAND_VOLUME",
+      ]);
+    } finally {
+      client.close();
+    }
+    const healthz = await fetch(`http://127.0.0.1:${metricsPort}/healthz`);
+    expect(healthz.status).to.equal(200);
+    const status = (await pod.exec("csi-driver", ["cat", "/proc/1/status"])).stdout;
+    expect(statusField(status, "Uid")).to.equal("1000 1000 1000 1000");
+    const written = await pod.exec("csi-driver", ["touch", "/app/written"]);
+    expect(written.stderr).to.match(/Read-only file system/);
+    expect(await pod.stop("csi-driver"), `exits 0 on SIGTERM${await pod.tail("csi-driver")}`).to.equal(0);
+    expect(existsSync(socket), "its socket removed").to.equal(false);
   });
 
   it("the volume target has mdadm, iscsiadm and nsenter; its agent starts with its ServiceAccount's token, reads its CStorVolume and goes on to the node's iSCSI initiator, and stops on SIGTERM", async () => {
