@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { expect } from "chai";
 import { Tgtd } from "../support/tgtd.js";
 import { UmlGuest } from "../../testkit/uml/guest.js";
-import { compileForGuest, driveGuest } from "../../testkit/uml/guest-node.js";
+import { compileForGuest, driveGuest, stepTimer } from "../../testkit/uml/guest-node.js";
 import { TestNetwork } from "../../testkit/uml/network.js";
 import type { NodeDriverConfig, TestVolume } from "./node-operations.driver.js";
 
@@ -32,13 +32,7 @@ describe("csi node operations in user-mode-linux: stage, publish, unpublish, uns
   let tgtd: Tgtd | undefined;
   let dir: string;
   let driver: string;
-  const timings: string[] = [];
-  const timed = async <T>(what: string, step: () => Promise<T>): Promise<T> => {
-    const started = Date.now();
-    const result = await step();
-    timings.push(`${what}: ${((Date.now() - started) / 1000).toFixed(2)} s`);
-    return result;
-  };
+  const { timings, timed } = stepTimer();
   const data = randomBytes(8 * MiB);
   const existingText = `written on the host ${Date.now()}\n`;
   const config = {} as NodeDriverConfig;

@@ -32,7 +32,6 @@ import {
   targetDeployment,
 } from "../../lib/volume/children.js";
 import { replicaIqn, targetInitiatorIqn } from "../../lib/volume/iqn.js";
-import { fileBackend, type Replica } from "../../node-daemon/replicas.js";
 import { LOCAL_EXIT } from "../../node-daemon/local.js";
 import { REPLICA_FILE } from "../../zfs/layout.js";
 import { parseZpoolStatus } from "../../zfs/parse.js";
@@ -48,7 +47,8 @@ import { CSI } from "../../api/constants.js";
 import { CsiClient } from "../../testkit/csi-client.js";
 import { PodmanPod } from "../../testkit/podman-pod.js";
 import { startNode, type ZfsNode } from "../../testkit/zfs-node.js";
-import { cspiFor, MiB, requireZfs, zpool, ZfsSandbox } from "../../testkit/zfs.js";
+import { cspiFor, requireZfs, zpool, ZfsSandbox } from "../../testkit/zfs.js";
+import { makeFileReplica } from "../support/file-replica.js";
 import { goldenCases, readYaml } from "../support/golden.js";
 import { builtImages, findObject, renderOverlay } from "../support/images.js";
 import { AUTHENTICATION_FAILURE, inquiry, readLun, writeLun, type Login } from "../support/initiator.js";
@@ -240,17 +240,13 @@ describe("images: each started as the cluster starts it", function () {
       const cspi = sandbox.name("agent");
       const pool = zpoolName(cspi);
       zpool("create", "-o", "failmode=continue", "-O", "canmount=off", pool, sandbox.file("p1"));
-      const volume = `vol-${sandbox.id}`;
-      const replica: Replica = {
-        cvr: `${volume}-${cspi}`,
+      const {
         volume,
-        replicaId: `${volume}-r1`,
-        dataset: `${pool}/${volume}`,
-        bytes: 4 * MiB,
-      };
-      const replicas = join(sandbox.dir, "replicas");
-      for (const command of fileBackend(replicas).create(replica))
-        execFileSync(command.program, command.args);
+        replica,
+        dir: replicas,
+      } = makeFileReplica(sandbox, { pool, cspi }, ([program, ...args]: string[]) =>
+        execFileSync(program, args),
+      );
       const key = randomBytes(32).toString("hex");
       const pod = await started(
         PodmanPod.start({

@@ -15,7 +15,7 @@ import { TARGET_SESSION_PARAMETERS } from "../../iscsi/negotiation.js";
 import { BITMAP_CHUNK_MIB } from "../../md/mdadm.js";
 import { Tgtd } from "../support/tgtd.js";
 import { UmlGuest } from "../../testkit/uml/guest.js";
-import { compileForGuest, driveGuest } from "../../testkit/uml/guest-node.js";
+import { compileForGuest, driveGuest, stepTimer } from "../../testkit/uml/guest-node.js";
 import { TestNetwork } from "../../testkit/uml/network.js";
 import type { DriverConfig } from "./uml-kernel-adapters.driver.js";
 
@@ -52,13 +52,7 @@ describe("volume target kernel adapters in user-mode-linux: open-iscsi legs, md 
   let dir: string;
   let driver: string;
   const replicas: { tgtd: Tgtd; iqn: string; file: string }[] = [];
-  const timings: string[] = [];
-  const timed = async <T>(what: string, step: () => Promise<T>): Promise<T> => {
-    const started = Date.now();
-    const result = await step();
-    timings.push(`${what}: ${((Date.now() - started) / 1000).toFixed(2)} s`);
-    return result;
-  };
+  const { timings, timed } = stepTimer();
   // 8 + 8 + 16 MiB written through LIO while all replicas run, 4 MiB with one down.
   const data = [8, 8, 16, 4].map((mib) => randomBytes(mib * MiB));
   const written = Buffer.concat(data);

@@ -28,6 +28,7 @@ import type { RunResult } from "../support/installed.js";
 import { Tgtd } from "../support/tgtd.js";
 import { startNode, type ZfsNode } from "../../testkit/zfs-node.js";
 import { cspiFor, MiB, requireZfs, ZfsSandbox } from "../../testkit/zfs.js";
+import { makeFileReplica } from "../support/file-replica.js";
 
 const sha256 = (data: Buffer) => createHash("sha256").update(data).digest("hex");
 
@@ -89,17 +90,11 @@ describe("pool agent: replicas exported over iSCSI through tgtd (file backend, z
     const cspi = sandbox.name("exp");
     const pool = zpoolName(cspi);
     node.zpool("create", "-o", "failmode=continue", "-O", "canmount=off", pool, sandbox.file("d1"));
-    const volume = `vol-${sandbox.id}`;
-    const replica: Replica = {
-      cvr: `${volume}-${cspi}`,
+    const {
       volume,
-      replicaId: `${volume}-r1`,
-      dataset: `${pool}/${volume}`,
-      bytes: 4 * MiB,
-    };
-    const replicaDir = join(sandbox.dir, "replicas");
-    for (const command of fileBackend(replicaDir).create(replica))
-      node.run([command.program, ...command.args]);
+      replica,
+      dir: replicaDir,
+    } = makeFileReplica(sandbox, { pool, cspi }, (argv: string[]) => node.run(argv));
     const replicaFile = join(replicaDir, replica.dataset, REPLICA_FILE);
     const iqn = replicaIqn(volume);
     // Another tgt target on the same tgtd is not the agent's: left alone.

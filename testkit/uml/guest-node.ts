@@ -76,3 +76,18 @@ export async function driveGuest(
     run.timings.push(`  in the guest, ${what}: ${(ms / 1000).toFixed(2)} s`);
   return output;
 }
+
+/** Host-side step timings of a guest test file (printed with UML_TIMINGS=1), shared with driveGuest. */
+export function stepTimer(): {
+  timings: string[];
+  timed: <T>(what: string, step: () => Promise<T>) => Promise<T>;
+} {
+  const timings: string[] = [];
+  const timed = async <T>(what: string, step: () => Promise<T>): Promise<T> => {
+    const started = Date.now();
+    const result = await step();
+    timings.push(`${what}: ${((Date.now() - started) / 1000).toFixed(2)} s`);
+    return result;
+  };
+  return { timings, timed };
+}
