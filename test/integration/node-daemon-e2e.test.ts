@@ -729,14 +729,16 @@ describe("integration: the node daemon end to end (real processes, real apiserve
         .items as {
         type: string;
         reason: string;
+        message?: string;
         source: { component?: string };
       }[];
-      const warnings = recorded
-        .filter((e) => e.source.component === "cstor-pool-node-daemon" && e.type === "Warning")
-        .map((e) => e.reason);
-      expect(new Set(warnings), "the only Warning: node B waiting for node A's export").to.deep.equal(
-        new Set(["WaitingForExport"]),
+      const warnings = recorded.filter(
+        (e) => e.source.component === "cstor-pool-node-daemon" && e.type === "Warning",
       );
+      expect(
+        new Set(warnings.map((e) => e.reason)),
+        `the only Warning: node B waiting for node A's export; seen: ${warnings.map((e) => `${e.reason}: ${e.message}`).join("; ")}`,
+      ).to.deep.equal(new Set(["WaitingForExport"]));
     });
 
     it("cannot read the CSPIs of a namespace where it has no Role: a daemon pointed there exits with code 1, saying it is forbidden", async () => {
