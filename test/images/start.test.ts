@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { expect } from "chai";
 import { parse, stringify } from "yaml";
-import { API_VERSION, KIND } from "../../api/constants.js";
+import { API_VERSION } from "../../api/constants.js";
 import { canonicalize } from "../../lib/canonical.js";
 import { POOL_CONTAINER, poolDeployment } from "../../lib/cspi/deployment.js";
 import { DEFAULT_HOOK_CONFIG } from "../../lib/hook-config.js";
@@ -52,6 +52,7 @@ import { makeFileReplica } from "../support/file-replica.js";
 import { goldenCases, readYaml } from "../support/golden.js";
 import { builtImages, findObject, renderOverlay } from "../support/images.js";
 import { AUTHENTICATION_FAILURE, inquiry, readLun, writeLun, type Login } from "../support/initiator.js";
+import { newVolume } from "../support/new-volume.js";
 
 const sha256 = (data: Buffer) => createHash("sha256").update(data).digest("hex");
 /** A field of /proc/<pid>/status: "Uid:\t1000\t1000…" → "1000 1000 1000 1000". */
@@ -370,22 +371,11 @@ describe("images: each started as the cluster starts it", function () {
   it("the volume target has mdadm, iscsiadm and nsenter; its agent starts with its ServiceAccount's token, reads its CStorVolume and goes on to the node's iSCSI initiator, and stops on SIGTERM", async () => {
     const cluster: KubeCluster = await projectInstalled();
     const volume = `img-${randomBytes(3).toString("hex")}`;
-    const cvc = {
-      apiVersion: API_VERSION,
-      kind: KIND.cvc,
-      metadata: { name: volume, namespace: INSTALL_NAMESPACE },
-      spec: { capacity: "1Gi", cstorPoolCluster: "cspc-img", replicaCount: 1 },
-    };
-    const inventory = {
-      cvc,
-      volume,
-      namespace: INSTALL_NAMESPACE,
-      cspis: new Map(),
-      ownReplicas: new Map(),
-      strayReplicas: [],
-      pools: [],
-      otherBudgets: [],
-    } as unknown as Parameters<typeof targetDeployment>[0];
+    const inventory = newVolume(volume, INSTALL_NAMESPACE, {
+      capacity: "1Gi",
+      cstorPoolCluster: "cspc-img",
+      replicaCount: 1,
+    });
     const cvPath = `/apis/${API_VERSION}/namespaces/${INSTALL_NAMESPACE}/cstorvolumes`;
     const created = await cluster.request(
       cluster.admin,

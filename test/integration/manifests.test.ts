@@ -2,7 +2,7 @@
 // CRDs become Established, every reference between objects resolves, and the workloads are shaped as promised.
 import { expect } from "chai";
 import { parseAllDocuments } from "yaml";
-import { API_VERSION, CSI, KIND, LABEL } from "../../api/constants.js";
+import { CSI, LABEL } from "../../api/constants.js";
 import { hookRoutes } from "../../hooks/routes.js";
 import { DEFAULT_HOOK_CONFIG } from "../../lib/hook-config.js";
 import { STALE_STATUS_SECONDS_ENV } from "../../lib/settings.js";
@@ -17,6 +17,7 @@ import {
   type KubeCluster,
 } from "../../testkit/kube.js";
 import { shippedDashboards } from "../support/monitoring.js";
+import { newVolume } from "../support/new-volume.js";
 
 interface Manifest {
   apiVersion: string;
@@ -59,22 +60,11 @@ function find(objects: Manifest[], kind: string, name: string): Manifest {
 
 /** A volume's target Deployment as cvc-sync makes it: no manifest holds one. */
 function volumeTarget(): Manifest {
-  const cvc = {
-    apiVersion: API_VERSION,
-    kind: KIND.cvc,
-    metadata: { name: "pvc-1", namespace: INSTALL_NAMESPACE },
-    spec: { capacity: "1Gi", cstorPoolCluster: "cspc", replicaCount: 3 },
-  };
-  const inventory = {
-    cvc,
-    volume: "pvc-1",
-    namespace: INSTALL_NAMESPACE,
-    cspis: new Map(),
-    ownReplicas: new Map(),
-    strayReplicas: [],
-    pools: [],
-    otherBudgets: [],
-  };
+  const inventory = newVolume("pvc-1", INSTALL_NAMESPACE, {
+    capacity: "1Gi",
+    cstorPoolCluster: "cspc",
+    replicaCount: 3,
+  });
   return targetDeployment(inventory, DEFAULT_HOOK_CONFIG.volumeTarget) as Manifest;
 }
 
