@@ -20,7 +20,7 @@ import {
   waitUntil,
   type KubeCluster,
 } from "./kube.js";
-import { DaemonProcess, shippedDaemonEnv } from "./node-daemon-process.js";
+import { DaemonProcess, shippedDaemonEnv, zfsFuseNodeOverrides } from "./node-daemon-process.js";
 import { startNode, type ZfsNode } from "./zfs-node.js";
 import { blockDeviceName, ndmBlockDevice, requireZfs, ZfsSandbox } from "./zfs.js";
 
@@ -85,12 +85,7 @@ export class CsiWorld {
         await DaemonProcess.start({
           env: env(name),
           kubeconfig: identity.kubeconfig,
-          overrides: {
-            ZFS_COMMAND_PREFIX: node.commandPrefixEnv,
-            STATUS_INTERVAL_SECONDS: "3",
-            CSTOR_REPLICA_BACKEND: "file",
-            CSTOR_REPLICA_FILE_DIR: join(this.sandbox.dir, "replicas"),
-          },
+          overrides: zfsFuseNodeOverrides(node, join(this.sandbox.dir, "replicas")),
         }),
       );
       devices.push(this.sandbox.file(`dev-${name}`, deviceMiB));

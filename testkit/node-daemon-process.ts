@@ -117,6 +117,22 @@ export function shippedDaemonEnv(
   return shippedEnv(cluster, namespace, "daemonset", "cstor-pool-node");
 }
 
+/**
+ * What a test node's daemon runs with on zfs-fuse: the node's own ZFS, replicas on the file backend (zfs-fuse has
+ * no zvols; chosen by configuration as an operator would) under `replicaDir`, and a 3 s status interval.
+ */
+export function zfsFuseNodeOverrides(
+  node: { commandPrefixEnv: string },
+  replicaDir: string,
+): Record<string, string> {
+  return {
+    ZFS_COMMAND_PREFIX: node.commandPrefixEnv,
+    STATUS_INTERVAL_SECONDS: "3",
+    CSTOR_REPLICA_BACKEND: "file",
+    CSTOR_REPLICA_FILE_DIR: replicaDir,
+  };
+}
+
 export interface DaemonOptions {
   /** The DaemonSet's container env, resolved (resolvedContainerEnv). */
   env: Record<string, string>;

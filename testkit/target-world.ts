@@ -20,7 +20,7 @@ import { volumeChap, type ChapCredentials } from "../lib/volume/chap.js";
 import { replicaIqn } from "../lib/volume/iqn.js";
 import { REPLICA_FILE } from "../zfs/layout.js";
 import { INSTALL_NAMESPACE, projectInstalled, waitUntil, type Identity, type KubeCluster } from "./kube.js";
-import { DaemonProcess, shippedDaemonEnv } from "./node-daemon-process.js";
+import { DaemonProcess, shippedDaemonEnv, zfsFuseNodeOverrides } from "./node-daemon-process.js";
 import {
   ensureDefaultServiceAccount,
   installedChapKey,
@@ -262,12 +262,7 @@ class World implements TargetWorld {
     const daemon = await DaemonProcess.spawn({
       env: this.daemonEnv(nodeName),
       kubeconfig: this.daemonIdentity.kubeconfig,
-      overrides: {
-        ZFS_COMMAND_PREFIX: node.commandPrefixEnv,
-        STATUS_INTERVAL_SECONDS: "3",
-        CSTOR_REPLICA_BACKEND: "file",
-        CSTOR_REPLICA_FILE_DIR: this.replicaDir,
-      },
+      overrides: zfsFuseNodeOverrides(node, this.replicaDir),
     });
     this.daemons.push(daemon);
     await this.timed(`node daemon ${nodeName}`, () =>

@@ -31,7 +31,7 @@ import {
   type Identity,
   type KubeCluster,
 } from "../../testkit/kube.js";
-import { DaemonProcess, shippedDaemonEnv } from "../../testkit/node-daemon-process.js";
+import { DaemonProcess, shippedDaemonEnv, zfsFuseNodeOverrides } from "../../testkit/node-daemon-process.js";
 import {
   MetacontrollerProcess,
   pointHooksAt,
@@ -319,12 +319,7 @@ describe("e2e: the pool lifecycle under the real Metacontroller (hook server, no
         kubeconfig: identity.kubeconfig,
         // The shipped 30 s resync and heartbeat, shortened so that waits for time (a resilver) stay short.
         // zfs-fuse has no zvols: replicas on the file backend, configured as an operator would.
-        overrides: {
-          ZFS_COMMAND_PREFIX: zfs.commandPrefixEnv,
-          STATUS_INTERVAL_SECONDS: "3",
-          CSTOR_REPLICA_BACKEND: "file",
-          CSTOR_REPLICA_FILE_DIR: join(sandbox.dir, "replicas"),
-        },
+        overrides: zfsFuseNodeOverrides(zfs, join(sandbox.dir, "replicas")),
       });
       nodes[key] = { zfs, daemon };
     }

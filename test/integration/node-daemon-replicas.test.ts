@@ -26,7 +26,7 @@ import {
   type Identity,
   type KubeCluster,
 } from "../../testkit/kube.js";
-import { DaemonProcess, shippedDaemonEnv } from "../../testkit/node-daemon-process.js";
+import { DaemonProcess, shippedDaemonEnv, zfsFuseNodeOverrides } from "../../testkit/node-daemon-process.js";
 import { startNode, type ZfsNode } from "../../testkit/zfs-node.js";
 import { blockDeviceName, cvrObject, MiB, requireZfs, ZfsSandbox } from "../../testkit/zfs.js";
 
@@ -137,13 +137,7 @@ describe("integration: the node daemon's replicas (real processes, real apiserve
     const daemon = await DaemonProcess.start({
       env: shippedEnv(nodeName),
       kubeconfig: as.kubeconfig,
-      overrides: {
-        ZFS_COMMAND_PREFIX: host.commandPrefixEnv,
-        STATUS_INTERVAL_SECONDS: "3",
-        // zfs-fuse has no zvols: the file backend, chosen by configuration as an operator would.
-        CSTOR_REPLICA_BACKEND: "file",
-        CSTOR_REPLICA_FILE_DIR: replicaDir,
-      },
+      overrides: zfsFuseNodeOverrides(host, replicaDir),
     });
     daemons.push(daemon);
     return daemon;

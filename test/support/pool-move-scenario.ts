@@ -23,7 +23,7 @@ import {
 } from "../../testkit/kube.js";
 import { HookServer, metacontrollerFor, type Metacontroller } from "../../testkit/control-plane.js";
 import type { Obj } from "../../testkit/metacontroller-driver.js";
-import { DaemonProcess, shippedDaemonEnv } from "../../testkit/node-daemon-process.js";
+import { DaemonProcess, shippedDaemonEnv, zfsFuseNodeOverrides } from "../../testkit/node-daemon-process.js";
 import { realMetacontrollerFromEnv } from "../../testkit/real-metacontroller.js";
 import { ensureDefaultServiceAccount, installedChapKey, PoolSite } from "../../testkit/pool-site.js";
 import { TestNetwork } from "../../testkit/uml/network.js";
@@ -215,12 +215,7 @@ export function describePoolMove(title: string, requireReal = false): void {
           await DaemonProcess.start({
             env: env(name),
             kubeconfig: identity.kubeconfig,
-            overrides: {
-              ZFS_COMMAND_PREFIX: node.commandPrefixEnv,
-              STATUS_INTERVAL_SECONDS: "3",
-              CSTOR_REPLICA_BACKEND: "file",
-              CSTOR_REPLICA_FILE_DIR: `${sandbox.dir}/replicas`,
-            },
+            overrides: zfsFuseNodeOverrides(node, `${sandbox.dir}/replicas`),
           }),
         );
       }
