@@ -119,7 +119,13 @@ export function fileBackend(fileDir: string): ReplicaBackend {
     ],
     grow: (replica, dataset) =>
       sizeFile(replica, dataset.properties.mountpoint ?? mountpoint(replica.dataset)),
-    destroy: destroyDataset,
+    // zfs-fuse's `zfs destroy` of a mounted dataset answers busy until something else unmounts it (measured: every
+    // time, also with no file open); `mountpoint=none` unmounts it, stays set when a holder makes the unmount
+    // fail (the next pass tries again) and changes nothing when repeated.
+    destroy: (dataset) => {
+      const [mark, destroy] = destroyDataset(dataset);
+      return [mark, { program: "zfs", args: ["set", "mountpoint=none", dataset] }, destroy];
+    },
   };
 }
 

@@ -146,6 +146,15 @@ export class CsiWorld {
       T | undefined;
   }
 
+  /** The Warning Events the world's node daemons recorded, as "reason: message". */
+  async nodeWarnings(): Promise<string[]> {
+    const events = (await this.cluster.request(this.cluster.admin, "GET", `/api/v1/namespaces/${NS}/events`))
+      .body.items as { type: string; reason: string; message?: string; source: { host?: string } }[];
+    return events
+      .filter((e) => e.type === "Warning" && this.nodeNames.includes(e.source.host ?? ""))
+      .map((e) => `${e.reason}: ${e.message ?? ""}`);
+  }
+
   /** The last lines of the driver, the hook server and the node daemons, for a failure's message. */
   tails(): string {
     return (

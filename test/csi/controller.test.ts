@@ -210,4 +210,13 @@ describe("csi: the controller against the real apiserver, the hooks and node dae
     expect(smaller.capacity_bytes, "a smaller size shrinks nothing").to.equal(3 * VOLUME_BYTES);
     await world.client.call("Controller", "DeleteVolume", { volume_id: id });
   });
+
+  it("deleted every volume above down to its replicas on the pools, without one Warning from a node", async () => {
+    await waitUntil(
+      async () => (await world.list<CVR>("cstorvolumereplicas", `${LABEL.cspc}=${world.cspc}`)).length === 0,
+      WAIT_MS,
+      () => `replicas left on the pools${world.tails()}`,
+    );
+    expect(await world.nodeWarnings()).to.deep.equal([]);
+  });
 });
