@@ -14,6 +14,7 @@ export const KIND = {
   cvc: "CStorVolumeConfig",
   cv: "CStorVolume",
   cvr: "CStorVolumeReplica",
+  cvsnap: "CStorVolumeSnapshot",
   service: "Service",
   secret: "Secret",
   podDisruptionBudget: "PodDisruptionBudget",
@@ -110,6 +111,13 @@ export const ANNOTATION = {
   rebuildingSince: "openebs.io/rebuilding-since",
   /** On a rebuilding CStorVolumeReplica: "true" once the target copied the volume's data into it (docs/adr/0027-volume-day-2-a-new-replica-is-rebuilding.md). */
   replicaCaughtUp: "openebs.io/replica-caught-up",
+  /**
+   * On a CStorVolumeReplica, written by the volume's target while it holds the volume's writes: the snapshot the
+   * replica's pool is to take now (docs/adr/0050-a-snapshot-is-taken-while-md-holds-the-volumes-writes.md).
+   */
+  snapshotNow: "cstor.openebs.io/snapshot-now",
+  /** On a CStorVolumeReplica, kept by the volume's target: the snapshots that must exist, comma-separated. */
+  replicaSnapshots: "cstor.openebs.io/snapshots",
 } as const;
 
 export const REPLICA_LOST_CONFIRM = "confirm";
@@ -188,6 +196,8 @@ export const FINALIZER = {
   poolProtection: "openebs.io/pool-protection",
   /** The node daemon's: the replica's data is still on its pool. Removed once the replica is destroyed. */
   replicaProtection: "cstorvolumereplica.openebs.io/finalizer",
+  /** The volume target's, on a CStorVolumeSnapshot: some replica's pool still holds the ZFS snapshot. */
+  replicaSnapshots: "cstor.openebs.io/replica-snapshots",
 } as const;
 
 /** Metacontroller adds this label to every child when generateSelector is on. */
@@ -241,4 +251,6 @@ export const LIMITS = {
   devicesPerSet: 256,
   deviceSetNameLength: 40,
   replicasPerVolume: 5,
+  /** Snapshots one volume keeps: each is a ZFS snapshot on every replica's pool, listed in each replica's status. */
+  maxSnapshotsPerVolume: 128,
 };

@@ -17,6 +17,8 @@ import {
   CVCStatusSchema,
   CVRSpecSchema,
   CVRStatusSchema,
+  CVSnapSpecSchema,
+  CVSnapStatusSchema,
   CVSpecSchema,
   CVStatusSchema,
 } from "./volume-schema.js";
@@ -300,6 +302,25 @@ export function cvrCrd(): OpenApi {
   });
 }
 
+export function cvsnapCrd(): OpenApi {
+  return crd({
+    kind: KIND.cvsnap,
+    plural: "cstorvolumesnapshots",
+    shortNames: ["cvsnap"],
+    spec: CVSnapSpecSchema,
+    status: CVSnapStatusSchema,
+    statusSubresource: true,
+    columns: [
+      { name: "Volume", type: "string", jsonPath: ".spec.volume" },
+      { name: "Phase", type: "string", jsonPath: ".status.phase" },
+      { name: "RestoreSize", type: "string", jsonPath: ".status.restoreSize" },
+      { name: "Taken", type: "date", jsonPath: ".status.creationTime" },
+      age,
+      { name: "Reason", type: "string", jsonPath: ".status.reason", priority: 1 },
+    ],
+  });
+}
+
 /** File name under metacontroller/crds → CRD. */
 export function allCrds(): Record<string, OpenApi> {
   return {
@@ -308,6 +329,7 @@ export function allCrds(): Record<string, OpenApi> {
     "cstorvolumeconfigs.yaml": cvcCrd(),
     "cstorvolumes.yaml": cvCrd(),
     "cstorvolumereplicas.yaml": cvrCrd(),
+    "cstorvolumesnapshots.yaml": cvsnapCrd(),
     "ndm/blockdevices.yaml": blockDeviceCrd(),
     "ndm/blockdeviceclaims.yaml": blockDeviceClaimCrd(),
   };

@@ -29,6 +29,10 @@ import type {
   CVSchema,
   CVSpecSchema,
   CVStatusSchema,
+  CVSnapSchema,
+  CVSnapSpecSchema,
+  CVSnapStatusSchema,
+  ReplicaSnapshotSchema,
   SkippedPoolSchema,
 } from "./volume-schema.js";
 
@@ -61,6 +65,10 @@ export type CV = Static<typeof CVSchema>;
 export type CVRSpec = Static<typeof CVRSpecSchema>;
 export type CVRStatus = Static<typeof CVRStatusSchema>;
 export type CVR = Static<typeof CVRSchema>;
+export type ReplicaSnapshot = Static<typeof ReplicaSnapshotSchema>;
+export type CVSnapSpec = Static<typeof CVSnapSpecSchema>;
+export type CVSnapStatus = Static<typeof CVSnapStatusSchema>;
+export type CVSnap = Static<typeof CVSnapSchema>;
 export type SkippedPool = Static<typeof SkippedPoolSchema>;
 
 /** Any Kubernetes object as it travels in JSON. */

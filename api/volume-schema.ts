@@ -218,6 +218,16 @@ export const CVStatusSchema = Type.Object(
 
 export const CVR_PHASES = ["Init", "Healthy", "Offline", "Error"] as const;
 
+/** One ZFS snapshot of a replica, as its pool's node daemon saw it. */
+export const ReplicaSnapshotSchema = Type.Object(
+  {
+    name: ObjectName("The CStorVolumeSnapshot's name: the ZFS snapshot is <replica dataset>@<name>."),
+    creationTime: Type.String({ format: "date-time", description: "When the pool took it." }),
+    used: Type.Optional(Quantity("Space only this snapshot holds on the pool.")),
+  },
+  closed,
+);
+
 export const CVRSpecSchema = Type.Object(
   {
     capacity: Quantity("Size of the replica on its pool. Grows with the volume."),
@@ -244,6 +254,47 @@ export const CVRStatusSchema = Type.Object(
     lastTransitionTime: Type.Optional(Type.String({ format: "date-time" })),
     lastUpdateTime: Type.Optional(Type.String({ format: "date-time" })),
     observedGeneration: Type.Optional(Type.Integer({ minimum: 0 })),
+    snapshots: Type.Optional(
+      Type.Array(ReplicaSnapshotSchema, {
+        maxItems: LIMITS.maxSnapshotsPerVolume,
+        description:
+          "The ZFS snapshots of this replica its pool holds, written by the pool's node daemon (docs/adr/0050-a-snapshot-is-taken-while-md-holds-the-volumes-writes.md).",
+      }),
+    ),
+  },
+  closed,
+);
+
+export const CVSNAP_PHASES = ["Pending", "Holding", "ReadyToUse", "Failed"] as const;
+
+export const CVSnapSpecSchema = Type.Object(
+  {
+    volume: Type.String({
+      minLength: 1,
+      maxLength: 63,
+      pattern: "^[a-z]([-a-z0-9]*[a-z0-9])?$",
+      description: "The CStorVolumeConfig (the volume) this is a snapshot of, in the same namespace.",
+    }),
+  },
+  closed,
+);
+
+export const CVSnapStatusSchema = Type.Object(
+  {
+    phase: Type.Optional(Type.Union(CVSNAP_PHASES.map((p) => Type.Literal(p)))),
+    creationTime: Type.Optional(
+      Type.String({ format: "date-time", description: "The instant the volume's writes were held." }),
+    ),
+    restoreSize: Type.Optional(Quantity("The volume's size when the snapshot was taken.")),
+    replicas: Type.Optional(
+      Type.Array(ObjectName("A CStorVolumeReplica whose pool holds the snapshot."), { maxItems: 16 }),
+    ),
+    holdMilliseconds: Type.Optional(
+      Type.Integer({ minimum: 0, description: "How long the volume's writes were held." }),
+    ),
+    reason: Type.Optional(Type.String({ maxLength: 256 })),
+    message: Type.Optional(Type.String({ maxLength: 32768 })),
+    observedGeneration: Type.Optional(Type.Integer({ minimum: 0 })),
   },
   closed,
 );
@@ -251,3 +302,4 @@ export const CVRStatusSchema = Type.Object(
 export const CVCSchema = resource("CStorVolumeConfig", CVCSpecSchema, CVCStatusSchema);
 export const CVSchema = resource("CStorVolume", CVSpecSchema, CVStatusSchema);
 export const CVRSchema = resource("CStorVolumeReplica", CVRSpecSchema, CVRStatusSchema);
+export const CVSnapSchema = resource("CStorVolumeSnapshot", CVSnapSpecSchema, CVSnapStatusSchema);

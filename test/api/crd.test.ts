@@ -46,6 +46,7 @@ describe("generated CRDs", () => {
       "cstorvolumeconfigs.yaml",
       "cstorvolumes.yaml",
       "cstorvolumereplicas.yaml",
+      "cstorvolumesnapshots.yaml",
     ]) {
       const crd = parse(rendered[file]);
       expect(crd.spec.versions[0].subresources, file).to.deep.equal({ status: {} });
@@ -88,6 +89,13 @@ describe("generated CRDs", () => {
       "ALLOCATED",
       "USED",
       "PHASE",
+      "AGE",
+    ]);
+    expect(names("cstorvolumesnapshots.yaml")).to.deep.equal([
+      "VOLUME",
+      "PHASE",
+      "RESTORESIZE",
+      "TAKEN",
       "AGE",
     ]);
   });
