@@ -17,6 +17,7 @@
 import type { CSPI } from "../api/types.js";
 import { poolDeployment } from "../lib/cspi/deployment.js";
 import { CHAP_KEY_SECRET, CHAP_KEY_SECRET_KEY } from "../lib/volume/chap.js";
+import { REPLICA_DATA_LUN } from "../lib/volume/iqn.js";
 import { DEFAULT_HOOK_CONFIG } from "../lib/hook-config.js";
 import { parseTargets } from "../iscsi/tgt.js";
 import { PoolAgentProcess } from "../test/support/pool-agent-process.js";
@@ -126,10 +127,13 @@ export class PoolSite {
   async exports(): Promise<string[]> {
     const shown = await this.currentTgtd.tgtadm("--mode", "target", "--op", "show");
     if (shown.code !== 0) throw new Error(`tgtadm show on ${this.cspi}'s tgtd: ${shown.stderr}`);
-    return parseTargets(shown.stdout).map((target) => target.iqn);
+    // A target is made in steps (iscsi/tgt.ts create): it serves once its LUN is open and its ACL bound, the last.
+    return parseTargets(shown.stdout)
+      .filter((target) => target.luns[REPLICA_DATA_LUN] !== undefined && target.acl.length > 0)
+      .map((target) => target.iqn);
   }
 
-  /** Resolves once tgtd serves `iqn` (the agent's pass exported it). */
+  /** Resolves once tgtd serves `iqn` (the agent's pass exported it: its LUN open, its initiator admitted). */
   async exported(iqn: string, timeoutMs = 60_000): Promise<void> {
     let last: string[] = [];
     await waitUntil(
