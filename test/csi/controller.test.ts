@@ -13,7 +13,7 @@ import type { CSPI, CVC, CVR } from "../../api/types.js";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { CsiDriverProcess } from "../../testkit/csi-driver-process.js";
-import { runCsiSanity } from "../../testkit/csi-sanity.js";
+import { judgeSanityRun, runCsiSanity } from "../../testkit/csi-sanity.js";
 import { CsiWorld } from "../../testkit/csi-world.js";
 import { projectInstalled, waitUntil } from "../../testkit/kube.js";
 
@@ -29,7 +29,7 @@ const WAIT_MS = 120_000;
  */
 const SKIPPED_HERE = {
   "Node Service":
-    "the node's specs stage volumes: they need a node that logs in to a volume's target, in user-mode Linux (docs/data-path-tests.md, the CSI node); the driver's node mode here answers NodeGetInfo and csi-sanity's cleanup only",
+    "the node's specs stage volumes: test/csi/node-sanity.test.ts runs them in user-mode Linux, where a node logs in to a target; the driver's node mode here answers NodeGetInfo and csi-sanity's cleanup only",
 };
 const CAPABILITY_SKIPS: Record<string, string> = {
   "CreateSnapshot not supported": "no snapshots yet (CREATE_DELETE_SNAPSHOT)",
@@ -88,23 +88,16 @@ describe("csi: the controller against the real apiserver, the hooks and node dae
         expandBytes: 2 * VOLUME_BYTES,
         skip: Object.keys(SKIPPED_HERE).join("|"),
       });
-      const count = (status: string) => run.specs.filter((s) => s.status === status);
-      // "pending": a spec csi-sanity's authors disabled themselves (XIt: ListVolumes pagination).
-      const failed = run.specs.filter((s) => !["passed", "skipped", "pending"].includes(s.status));
-      expect(failed, `csi-sanity:\n${run.output.slice(-6000)}${world.tails()}`).to.deep.equal([]);
-      expect(run.code, run.output.slice(-3000)).to.equal(0);
-      const unexplained = count("skipped").filter(
+      const verdict = judgeSanityRun(
+        run,
         (s) =>
-          !Object.keys(SKIPPED_HERE).some((name) => s.name.includes(name)) &&
-          !CAPABILITY_SKIPS[s.message.replace(/^skipped - /, "")],
+          Object.keys(SKIPPED_HERE).some((name) => s.name.includes(name)) ||
+          CAPABILITY_SKIPS[s.message.replace(/^skipped - /, "")] !== undefined,
       );
-      expect(unexplained.map((s) => `${s.name}: ${s.message}`)).to.deep.equal([]);
-      const summary = {
-        passed: count("passed").length,
-        failed: failed.length,
-        skipped: count("skipped").length,
-        pending: count("pending").length,
-      };
+      expect(verdict.failed, `csi-sanity:\n${run.output.slice(-6000)}${world.tails()}`).to.deep.equal([]);
+      expect(run.code, run.output.slice(-3000)).to.equal(0);
+      expect(verdict.unexplained).to.deep.equal([]);
+      const { summary } = verdict;
       process.stdout.write(`      csi-sanity: ${JSON.stringify(summary)}\n`);
       expect(summary.passed).to.be.at.least(30);
     } finally {

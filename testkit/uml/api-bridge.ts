@@ -4,42 +4,25 @@
 //
 //   guest ── 10.200.N.1:<port> ── forwarder in the namespace ── unix socket ── this process ── 127.0.0.1:<port>
 //
-// A unix socket is a file, not a network endpoint: a process in the namespace connects to one that this process
-// listens on. The forwarder in the namespace is a few lines of node run through `ip netns exec`.
+// The forwarder in the namespace (testkit/uml/namespace-forwarder.ts) connects to a unix socket this process listens on.
 //
 // The guests' kubeconfig names the bridge's address as the server and keeps TLS verification on: the CA is the
 // apiserver's self-signed chain, and `tls-server-name` is a DNS name its serving certificate carries
 // (kubernetes.default.svc, as an in-cluster client reaches the apiserver), so the certificate is checked against
 // that name instead of the bridge's address. @kubernetes/client-node 1.4.0 passes tls-server-name to TLS as
 // `servername`, and Node checks the certificate against the servername when one is given.
-import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createConnection, createServer, type Server, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { stringify } from "yaml";
-import { waitUntil, type Identity, type KubeCluster } from "../kube.js";
+import type { Identity, KubeCluster } from "../kube.js";
 import { onStop } from "../processes.js";
+import { NamespaceForwarder } from "./namespace-forwarder.js";
 import type { TestNetwork } from "./network.js";
 
 /** A name the apiserver's self-signed serving certificate carries (openssl x509 -text: its DNS SANs). */
 export const APISERVER_TLS_NAME = "kubernetes.default.svc";
-
-// argv: listen host, listen port, unix socket. Prints "listening" once it accepts connections.
-const FORWARDER = `
-const net = require("node:net");
-const [host, port, socket] = process.argv.slice(1);
-net.createServer((client) => {
-  const upstream = net.connect(socket);
-  client.pipe(upstream).pipe(client);
-  client.on("error", () => upstream.destroy());
-  upstream.on("error", () => client.destroy());
-}).listen(Number(port), host, () => console.log("listening"));
-process.on("SIGTERM", () => process.exit(0));
-`;
-
-const running = new Set<ChildProcess>();
-process.once("exit", () => running.forEach((child) => child.kill("SIGKILL")));
 
 /** Pipes two sockets together; an error on either end ends both. */
 function splice(a: Socket, b: Socket): void {
@@ -51,7 +34,6 @@ function splice(a: Socket, b: Socket): void {
 export class ApiBridge {
   /** https://<network.hostAddress>:<port>: the apiserver as guests reach it. */
   readonly server: string;
-  private readonly log: string[] = [];
   private closed = false;
 
   private constructor(
@@ -60,12 +42,10 @@ export class ApiBridge {
     private readonly dir: string,
     /** The unix socket's server and the connections it carries (a watch stays open until it is cut). */
     private readonly local: { unixServer: Server; open: Set<Socket> },
-    private readonly forwarder: ChildProcess,
+    private readonly forwarder: NamespaceForwarder,
     readonly port: number,
   ) {
-    this.server = `https://${network.hostAddress}:${port}`;
-    for (const stream of [forwarder.stdout!, forwarder.stderr!])
-      stream.on("data", (chunk: Buffer) => this.log.push(chunk.toString("utf8")));
+    this.server = `https://${forwarder.address}`;
   }
 
   /** Opens the bridge from `network`'s bridge address, on the apiserver's own port, to `cluster`'s apiserver. */
@@ -87,42 +67,19 @@ export class ApiBridge {
       unixServer.once("error", reject);
       unixServer.listen(socketPath, resolve);
     });
-    const forwarder = spawn(
-      network.prefix[0],
-      [
-        ...network.prefix.slice(1),
-        process.execPath,
-        "-e",
-        FORWARDER,
-        network.hostAddress,
-        String(port),
-        socketPath,
-      ],
-      { stdio: ["ignore", "pipe", "pipe"] },
-    );
-    running.add(forwarder);
+    const forwarder = await NamespaceForwarder.open(network, port, socketPath).catch(async (error) => {
+      await new Promise((resolve) => unixServer.close(resolve));
+      rmSync(dir, { recursive: true, force: true });
+      throw error;
+    });
     const bridge = new ApiBridge(cluster, network, dir, { unixServer, open }, forwarder, port);
     onStop(() => bridge.close());
-    try {
-      await waitUntil(
-        async () => {
-          if (forwarder.exitCode !== null || forwarder.signalCode !== null)
-            throw new Error(`the API bridge's forwarder exited: ${bridge.output()}`);
-          return bridge.output().includes("listening");
-        },
-        30_000,
-        () => `the API bridge's forwarder did not listen on ${bridge.server}: ${bridge.output()}`,
-      );
-    } catch (error) {
-      await bridge.close();
-      throw error;
-    }
     return bridge;
   }
 
   /** What the forwarder in the namespace printed. */
   output(): string {
-    return this.log.join("");
+    return this.forwarder.output();
   }
 
   /**
@@ -159,14 +116,7 @@ export class ApiBridge {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    if (this.forwarder.exitCode === null && this.forwarder.signalCode === null) {
-      const exited = new Promise((resolve) => this.forwarder.once("exit", resolve));
-      this.forwarder.kill("SIGTERM");
-      const timer = setTimeout(() => this.forwarder.kill("SIGKILL"), 5_000);
-      await exited;
-      clearTimeout(timer);
-    }
-    running.delete(this.forwarder);
+    await this.forwarder.close();
     const closed = new Promise((resolve) => this.local.unixServer.close(resolve));
     this.local.open.forEach((socket) => socket.destroy());
     await closed;
