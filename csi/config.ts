@@ -1,6 +1,12 @@
 // The driver's configuration: flags first (as the sidecar manifests write them), then the environment, checked
 // once at start. A wrong value stops the driver with the flag or variable and the fix named.
-import { ConfigError, portNumber, wholeSeconds } from "../lib/settings.js";
+import {
+  commandPrefix,
+  ConfigError,
+  HOST_NETWORK_PREFIX,
+  portNumber,
+  wholeSeconds,
+} from "../lib/settings.js";
 
 export const CSI_MODES = ["controller", "node"] as const;
 export type CsiMode = (typeof CSI_MODES)[number];
@@ -17,6 +23,8 @@ export interface CsiConfig {
   nodeName: string | undefined;
   /** How long SIGTERM lets running calls finish. */
   drainMs: number;
+  /** The node's iscsiadm: ISCSI_COMMAND_PREFIX (the host's network namespace, where iscsid listens) and iscsiadm. */
+  iscsiadm: string[];
 }
 
 export const CSI_ENV = {
@@ -26,6 +34,7 @@ export const CSI_ENV = {
   namespace: "NAMESPACE",
   nodeName: "NODE_NAME",
   drainSeconds: "DRAIN_SECONDS",
+  iscsiPrefix: "ISCSI_COMMAND_PREFIX",
 } as const;
 
 export const CSI_DEFAULTS = {
@@ -71,5 +80,6 @@ export function loadCsiConfig(argv: readonly string[], env: Env): CsiConfig {
     namespace: env[CSI_ENV.namespace]?.trim() || CSI_DEFAULTS.namespace,
     nodeName,
     drainMs: wholeSeconds(env, CSI_ENV.drainSeconds, CSI_DEFAULTS.drainSeconds) * 1000,
+    iscsiadm: [...commandPrefix(env, CSI_ENV.iscsiPrefix, HOST_NETWORK_PREFIX), "iscsiadm"],
   };
 }

@@ -29,7 +29,7 @@ function servicesFor(config: CsiConfig): CsiServices {
   if (config.mode === "node")
     return {
       Identity: identityService({ version: packageVersion(), probe: async () => {} }),
-      Node: nodeService({ host: nodeHost(createRunner()), nodeName: config.nodeName! }),
+      Node: nodeService({ host: nodeHost(createRunner(), config.iscsiadm), nodeName: config.nodeName! }),
     };
   const kubeConfig = new KubeConfig();
   kubeConfig.loadFromDefault();

@@ -42,6 +42,33 @@ export function portNumber(
   return value;
 }
 
+/** Into the host's network namespace, where iscsid listens: what a pod without the host's network runs iscsiadm with. */
+export const HOST_NETWORK_PREFIX: readonly string[] = ["nsenter", "--target", "1", "--net", "--"];
+
+/**
+ * A command prefix (e.g. nsenter into the host's namespaces) from the environment, as a JSON array of strings: no
+ * shell word splitting. Unset or empty: no prefix.
+ */
+export function commandPrefix(
+  env: Readonly<Record<string, string | undefined>>,
+  name: string,
+  example: readonly string[],
+): string[] {
+  const text = env[name]?.trim();
+  if (!text) return [];
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    parsed = undefined;
+  }
+  if (!Array.isArray(parsed) || !parsed.every((part) => typeof part === "string"))
+    throw new ConfigError(
+      `${name} must be a JSON array of strings, e.g. ${JSON.stringify(example)}; got ${text}`,
+    );
+  return parsed;
+}
+
 export function staleStatusSeconds(env: Readonly<Record<string, string | undefined>>): number {
   return wholeSeconds(env, STALE_STATUS_SECONDS_ENV, DEFAULTS.staleStatusSeconds);
 }

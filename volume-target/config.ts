@@ -1,7 +1,13 @@
 // The target agent's configuration, read once from its container's environment (set by the target Deployment,
 // lib/volume/children.ts). A wrong value stops the agent at start with the variable and the fix named.
 import { createHash } from "node:crypto";
-import { ConfigError, portNumber, wholeSeconds } from "../lib/settings.js";
+import {
+  commandPrefix,
+  ConfigError,
+  HOST_NETWORK_PREFIX,
+  portNumber,
+  wholeSeconds,
+} from "../lib/settings.js";
 import { isDnsSubdomain } from "../lib/names.js";
 
 export interface TargetConfig {
@@ -84,7 +90,7 @@ export function loadTargetConfig(env: Env): TargetConfig {
       user: required(env, TARGET_ENV.chapUser, secret),
       password: required(env, TARGET_ENV.chapPassword, secret),
     },
-    iscsiadm: [...commandPrefix(env), "iscsiadm"],
+    iscsiadm: [...commandPrefix(env, TARGET_ENV.iscsiPrefix, HOST_NETWORK_PREFIX), "iscsiadm"],
     mdadm: ["mdadm"],
     legTimeoutSeconds: wholeSeconds(env, TARGET_ENV.legTimeout, TARGET_DEFAULTS.legTimeout),
     passIntervalMs: wholeSeconds(env, TARGET_ENV.passSeconds, TARGET_DEFAULTS.passSeconds) * 1000,
@@ -107,21 +113,4 @@ function milliseconds(env: Env, name: string, fallback: number): number {
       `${name}=${JSON.stringify(text)} is not a number of milliseconds (10-99999): set e.g. ${name}=${fallback}`,
     );
   return Number(text);
-}
-
-/** ISCSI_COMMAND_PREFIX as a JSON array, like the node daemon's ZFS_COMMAND_PREFIX (no shell word splitting). */
-function commandPrefix(env: Env): string[] {
-  const text = env[TARGET_ENV.iscsiPrefix]?.trim();
-  if (!text) return [];
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    parsed = undefined;
-  }
-  if (!Array.isArray(parsed) || !parsed.every((part) => typeof part === "string"))
-    throw new ConfigError(
-      `${TARGET_ENV.iscsiPrefix} must be a JSON array of strings, e.g. ["nsenter","--target","1","--net","--"]; got ${text}`,
-    );
-  return parsed;
 }

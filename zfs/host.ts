@@ -2,6 +2,7 @@
 // docs/node-daemon.md can list them, and a containerised daemon reaches the host's binaries through a
 // prefix such as `nsenter -t 1 -m --` or `chroot /host`.
 import { constants, mkdir, open, readFile, realpath, stat } from "node:fs/promises";
+import { commandPrefix } from "../lib/settings.js";
 import { CommandError, type Runner, type RunOptions } from "../process/runner.js";
 import type { DeviceInfo, ImportSource } from "./observation.js";
 import {
@@ -31,21 +32,7 @@ export interface ZfsCommands {
 
 /** From the environment: ZPOOL_BIN, ZFS_BIN, and ZFS_COMMAND_PREFIX as a JSON array (no shell word splitting). */
 export function commandsFromEnv(env: NodeJS.ProcessEnv = process.env, prefixArgs?: string[]): ZfsCommands {
-  let prefix: string[] = prefixArgs ?? [];
-  if (!prefixArgs && env.ZFS_COMMAND_PREFIX) {
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(env.ZFS_COMMAND_PREFIX);
-    } catch {
-      parsed = undefined;
-    }
-    if (!Array.isArray(parsed) || !parsed.every((p) => typeof p === "string")) {
-      throw new Error(
-        `ZFS_COMMAND_PREFIX must be a JSON array of strings, e.g. ["nsenter","-t","1","-m","--"]; got ${env.ZFS_COMMAND_PREFIX}`,
-      );
-    }
-    prefix = parsed;
-  }
+  const prefix = prefixArgs ?? commandPrefix(env, "ZFS_COMMAND_PREFIX", ["nsenter", "-t", "1", "-m", "--"]);
   return {
     zpool: [...prefix, env.ZPOOL_BIN || "zpool"],
     zfs: [...prefix, env.ZFS_BIN || "zfs"],

@@ -10,6 +10,7 @@ import type { VolumeTargetConfig } from "../hook-config.js";
 import { poolsDisruptionBudgetName, replicaId, replicaName, targetDeploymentName } from "../names.js";
 import { canonicalResources, withoutEmptyFields } from "../pod-template.js";
 import { quantityBytes } from "../quantity.js";
+import { HOST_NETWORK_PREFIX } from "../settings.js";
 import {
   CHAP_PASSWORD_KEY,
   CHAP_SECRET_TYPE,
@@ -107,7 +108,7 @@ export const TARGET_SERVICE_ACCOUNT = "cstor-volume-target";
  * iscsiadm runs in the host's network namespace, where iscsid and the kernel's iSCSI netlink are (the pod
  * has hostPID, so PID 1 is the host's); a JSON array, as ZFS_COMMAND_PREFIX is, never a string to split.
  */
-export const HOST_ISCSI_PREFIX = JSON.stringify(["nsenter", "--target", "1", "--net", "--"]);
+export const HOST_ISCSI_PREFIX = JSON.stringify(HOST_NETWORK_PREFIX);
 /** Host paths the agent needs: the legs' and the array's device nodes, LIO's configfs tree, the kernel modules. */
 const TARGET_HOST_PATHS = [
   { name: "dev", path: "/dev", readOnly: false },

@@ -210,6 +210,7 @@ describe("csi: the controller against the real apiserver, the hooks and node dae
       WAIT_MS,
       () => `replicas left on the pools${world.tails()}`,
     );
-    expect(await world.nodeWarnings()).to.deep.equal([]);
+    const warnings = await world.nodeWarnings();
+    expect(warnings, warnings.join("\n")).to.deep.equal([]);
   });
 });
