@@ -138,8 +138,6 @@ export const PROVISIONING = {
   classAnnotation: "cstor.openebs.io/provisioning",
   /** On a CVC: the reclaim policy its PV last had, remembered once the PV is gone. */
   reclaimPolicyAnnotation: "cstor.openebs.io/reclaim-policy",
-  /** On a CVC: the claim it serves, "<namespace>/<name>", for people reading it. */
-  claimAnnotation: "cstor.openebs.io/claim",
   /** Kubernetes' annotations on a PVC: the provisioner the PV controller handed it to (GA, then beta name). */
   claimProvisionerAnnotations: [
     "volume.kubernetes.io/storage-provisioner",
@@ -173,6 +171,8 @@ export const CSI = {
   publishedNodeAnnotation: "cstor.openebs.io/published-node",
   /** On a CStorVolumeConfig the driver made: the CSI name it was made for (CreateVolume's idempotency key). */
   nameAnnotation: "cstor.openebs.io/csi-name",
+  /** On a CStorVolumeConfig the driver made: the claim it serves, "<namespace>/<name>", for people reading it. */
+  claimAnnotation: "cstor.openebs.io/claim",
   /** volume_context keys: the target's portal and IQN, the LUN the array is served at. */
   contextKeys: { targetPortal: "targetPortal", iqn: "iqn", lun: "lun" },
 } as const;
@@ -234,6 +234,9 @@ export const DEFAULTS = {
  * (placement rules) and the node's own view of the device (node daemon).
  */
 export const ZFS_MIN_DEVICE_BYTES = 64 * 1024 * 1024;
+
+/** A DNS-1123 subdomain, the name most kinds take; JavaScript and CEL's RE2 read the pattern alike. */
+export const DNS_SUBDOMAIN_PATTERN = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$";
 
 /** Upper bounds that keep CEL rule cost bounded and objects well under etcd's size limit. */
 export const LIMITS = {

@@ -1,9 +1,10 @@
 // Names of everything the hooks create. Deterministic functions of their inputs, DNS-1123 safe.
-import { LIMITS } from "../api/constants.js";
+import { DNS_SUBDOMAIN_PATTERN, LIMITS } from "../api/constants.js";
 import { shortHash } from "./hash.js";
 
 const MAX_LABEL_VALUE = 63;
 const MAX_NAME = 253;
+const DNS_SUBDOMAIN = new RegExp(DNS_SUBDOMAIN_PATTERN);
 
 /**
  * Name of a new CSPI: "<cspc>-<hash of namespace, cspc and the pool's devices>". The hash input is the
@@ -84,10 +85,7 @@ export function poolsDisruptionBudgetName(volume: string): string {
 
 /** An object name most kinds take (Secrets, PVCs): a DNS-1123 subdomain. */
 export function isDnsSubdomain(value: string): boolean {
-  return (
-    value.length <= MAX_NAME &&
-    /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/.test(value)
-  );
+  return value.length <= MAX_NAME && DNS_SUBDOMAIN.test(value);
 }
 
 export function isValidLabelValue(value: string): boolean {

@@ -4,9 +4,14 @@
 // capacity range asks for. Pure; a refusal is a CsiError naming the field and the fix.
 import { createHash } from "node:crypto";
 import { LIMITS } from "../../api/constants.js";
+import {
+  CLASS_PARAMETERS,
+  FILESYSTEMS,
+  KUBERNETES_PARAMETER_PREFIX,
+  PARAMETER_FIX,
+} from "../../api/csi-class.js";
 import { isDnsSubdomain } from "../../lib/names.js";
 import { invalidArgument, outOfRange } from "../errors.js";
-import { FILESYSTEMS } from "../node/filesystem.js";
 import type { AccessMode, CapacityRange, VolumeCapability } from "../protocol.js";
 
 const MIB = 1024 * 1024;
@@ -25,12 +30,10 @@ const FS_TYPES: readonly string[] = ["", ...FILESYSTEMS];
 
 /** The provisioner's --extra-create-metadata keys: the claim is recorded on the CVC. */
 export const CLAIM_KEYS = {
-  pvcName: "csi.storage.k8s.io/pvc/name",
-  pvcNamespace: "csi.storage.k8s.io/pvc/namespace",
+  pvcName: `${KUBERNETES_PARAMETER_PREFIX}pvc/name`,
+  pvcNamespace: `${KUBERNETES_PARAMETER_PREFIX}pvc/namespace`,
 } as const;
-const PARAMETERS = ["cstorPoolCluster", "replicaCount"];
-/** Kubernetes' own keys (the sidecars' metadata, fstype, secrets): never the driver's to judge. */
-const KUBERNETES_PREFIX = "csi.storage.k8s.io/";
+const PARAMETERS: readonly string[] = CLASS_PARAMETERS;
 
 /**
  * The CStorVolumeConfig a CSI name becomes: the name itself when it is a DNS label (external-provisioner's
@@ -57,12 +60,10 @@ export interface VolumeParameters {
 export function volumeParameters(parameters: Record<string, string> | undefined): VolumeParameters {
   const given = parameters ?? {};
   const unknown = Object.keys(given).filter(
-    (key) => !PARAMETERS.includes(key) && !key.startsWith(KUBERNETES_PREFIX),
+    (key) => !PARAMETERS.includes(key) && !key.startsWith(KUBERNETES_PARAMETER_PREFIX),
   );
   if (unknown.length > 0)
-    throw invalidArgument(
-      `parameters ${unknown.sort().join(", ")} are not served: a cStor StorageClass takes cstorPoolCluster and replicaCount (csi.storage.k8s.io/fstype and the node-stage secret go to the sidecars)`,
-    );
+    throw invalidArgument(`parameters ${unknown.sort().join(", ")} ${PARAMETER_FIX.unknown}`);
   const namespace = given[CLAIM_KEYS.pvcNamespace];
   const name = given[CLAIM_KEYS.pvcName];
   return {
@@ -76,7 +77,7 @@ function poolClusterOf(value: string | undefined): string {
   const name = value?.trim() ?? "";
   if (!name || !isDnsSubdomain(name) || name.length > LIMITS.cspcNameLength)
     throw invalidArgument(
-      `parameters.cstorPoolCluster is ${JSON.stringify(value ?? "")}: name the CStorPoolCluster (in the driver's namespace) whose pools hold the volumes`,
+      `parameters.cstorPoolCluster is ${JSON.stringify(value ?? "")}: ${PARAMETER_FIX.cstorPoolCluster}`,
     );
   return name;
 }
@@ -86,7 +87,7 @@ function replicaCountOf(value: string | undefined): number {
   const count = /^[0-9]+$/.test(text) ? Number(text) : NaN;
   if (!(count >= 1 && count <= LIMITS.replicasPerVolume))
     throw invalidArgument(
-      `parameters.replicaCount is ${JSON.stringify(value ?? "")}: write how many pools hold each volume, "1" to "${LIMITS.replicasPerVolume}"`,
+      `parameters.replicaCount is ${JSON.stringify(value ?? "")}: ${PARAMETER_FIX.replicaCount}`,
     );
   return count;
 }
@@ -101,7 +102,7 @@ export function unservedCapability(capability: VolumeCapability | null | undefin
   if (!capability.block && !capability.mount) return "a capability must say block or mount";
   const fsType = capability.mount?.fs_type ?? "";
   if (capability.mount && !FS_TYPES.includes(fsType))
-    return `fs_type ${JSON.stringify(fsType)} is not served: write ext4 or xfs`;
+    return `fs_type ${JSON.stringify(fsType)} is not served: ${PARAMETER_FIX.fsType}`;
   return undefined;
 }
 

@@ -1,7 +1,7 @@
 // The volume as the controller sees it (docs/adr/0047-the-csi-driver-one-writer-per-volume.md): the
 // CStorVolumeConfig it writes for a CSI name, whether an existing one answers a request, when a volume is ready to
 // be answered and what the answer carries, and whom its CStorVolume admits. Pure.
-import { API_VERSION, CSI, KIND, LABEL, PROVISIONING } from "../../api/constants.js";
+import { API_VERSION, CSI, KIND, LABEL } from "../../api/constants.js";
 import type { CV, CVC } from "../../api/types.js";
 import { parseQuantity, quantityBytes } from "../../lib/quantity.js";
 import type { Message } from "../protocol.js";
@@ -31,7 +31,7 @@ export function volumeConfig(volume: NewVolume): CVC {
       labels: { [LABEL.managedBy]: CSI.driverName },
       annotations: {
         [CSI.nameAnnotation]: volume.name,
-        ...(parameters.claim ? { [PROVISIONING.claimAnnotation]: parameters.claim } : {}),
+        ...(parameters.claim ? { [CSI.claimAnnotation]: parameters.claim } : {}),
       },
     },
     spec: {

@@ -1,11 +1,11 @@
 // The filesystems a mount volume may have, made and grown by their own tools. mkfs runs without its force
 // flag: mkfs.xfs then probes the device once more and refuses one that holds a signature, a last check after
 // probe.ts. mke2fs asks only on a terminal and goes ahead otherwise, so for ext4 probe.ts is the check.
+import { FILESYSTEMS, FS_TYPE_PARAMETER } from "../../api/csi-class.js";
 import { NodeOperationError, commandFailed } from "./errors.js";
 import { run, type NodeHost } from "./host.js";
 
 /** What `fs_type` may name; "" means the default. */
-export const FILESYSTEMS = ["ext4", "xfs"] as const;
 export type Filesystem = (typeof FILESYSTEMS)[number];
 export const DEFAULT_FILESYSTEM: Filesystem = "ext4";
 
@@ -16,7 +16,7 @@ export function filesystemOf(volumeId: string, fsType: string): Filesystem {
   throw new NodeOperationError(
     "FAILED_PRECONDITION",
     `volume ${volumeId}: filesystem ${JSON.stringify(fsType)} is not supported; ` +
-      `use one of ${FILESYSTEMS.join(", ")} (the StorageClass's csi.storage.k8s.io/fstype)`,
+      `use one of ${FILESYSTEMS.join(", ")} (the StorageClass's ${FS_TYPE_PARAMETER})`,
   );
 }
 

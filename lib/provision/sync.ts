@@ -2,7 +2,7 @@
 // CStorVolumeConfig in the pools' namespace and, once the volume is served, a PersistentVolume bound to the
 // claim; an Event on each PVC still waiting, saying why. Volumes whose claim is gone are kept or dropped by
 // their reclaim policy. Pure: the same request and clock give the same answer.
-import { API_VERSION, KIND, LABEL, PROVISIONING, TYPE_KEY } from "../../api/constants.js";
+import { API_VERSION, CSI, KIND, LABEL, PROVISIONING, TYPE_KEY } from "../../api/constants.js";
 import type {
   Clock,
   CV,
@@ -244,7 +244,7 @@ function existingCvc(
       cstorPoolCluster: cvc.spec.cstorPoolCluster,
       replicaCount: cvc.spec.replicaCount,
     },
-    { reclaimPolicy: policy, claim: annotations[PROVISIONING.claimAnnotation] },
+    { reclaimPolicy: policy, claim: annotations[CSI.claimAnnotation] },
   );
 }
 
@@ -287,7 +287,7 @@ function cvcObject(
       labels: { [LABEL.persistentVolume]: name, [LABEL.cspc]: spec.cstorPoolCluster },
       annotations: {
         [PROVISIONING.reclaimPolicyAnnotation]: reclaimPolicy,
-        [PROVISIONING.claimAnnotation]: claim,
+        [CSI.claimAnnotation]: claim,
       } as Record<string, string>,
     },
     spec,
