@@ -155,7 +155,7 @@ describe("integration: manifests on a real kube-apiserver", function () {
     ]);
     expect(result.stdout.trim().split("\n")).to.have.length(3);
     expect(result.stdout).to.match(/cstorpoolcluster\.openebs\.io\/cstor-pool-mirror serverside-applied/);
-    // The StorageClass sample passes the install's StorageClass admission policy as it is.
+    // The CSI StorageClass sample passes the install's StorageClass admission policy as it is.
     const volumes = await cluster.kubectl([
       "apply",
       "--server-side",
@@ -163,7 +163,7 @@ describe("integration: manifests on a real kube-apiserver", function () {
       "-f",
       repoPath("metacontroller/samples/volumes/"),
     ]);
-    expect(volumes.stdout).to.match(/storageclass\.storage\.k8s\.io\/cstor-mirror-3 serverside-applied/);
+    expect(volumes.stdout).to.match(/storageclass\.storage\.k8s\.io\/cstor-csi-mirror-3 serverside-applied/);
   });
 
   it("puts every namespaced object in one namespace and no namespace on cluster-scoped ones", async () => {

@@ -146,64 +146,6 @@ describe("integration: from a StorageClass to a Bound volume (real PV controller
     await apply(storageClass("cstor-retain", { reclaimPolicy: "Retain" }));
   });
 
-  it("the install's admission policy refuses, at kubectl apply, a class that could never provision, saying how to fix it", async () => {
-    // The apiserver starts enforcing a new policy a moment after it is created. failurePolicy is Ignore: an
-    // expression that failed to compile would let these through, and fail here.
-    const probe = JSON.stringify(storageClass("probe", { parameters: { replicaCount: "3" } }));
-    await waitUntil(
-      async () =>
-        (
-          await cluster.kubectl(["create", "--dry-run=server", "-f", "-"], {
-            input: probe,
-            allowFailure: true,
-          })
-        ).exitCode !== 0,
-      30_000,
-      () => "the StorageClass policy is never enforced",
-    );
-    const refusals: [Obj, string][] = [
-      [
-        storageClass("bad-replicas", {
-          parameters: { cstorPoolCluster: "cstor-pool-mirror", replicaCount: "9" },
-        }),
-        'parameters.replicaCount is "9"; write how many pools hold each volume, "1" to "5"',
-      ],
-      [
-        storageClass("bad-key", { parameters: { cstorPoolCluster: "cstor-pool-mirror", replicacount: "3" } }),
-        "parameters replicacount are not cStor parameters",
-      ],
-      [
-        storageClass("bad-fs", { parameters: { ...SAMPLE_CLASS.parameters, fsType: "ntfs" } }),
-        'parameters.fsType is "ntfs"; write one of ext4, xfs',
-      ],
-      [
-        storageClass("no-cspc", { parameters: { replicaCount: "3" } }),
-        "parameters.cstorPoolCluster is missing or not a name",
-      ],
-      [
-        { ...storageClass("no-label"), metadata: { name: "no-label" } },
-        'but not the label openebs.io/cstor-provisioner: "true"',
-      ],
-      [
-        storageClass("other-provisioner", { provisioner: "cstor.csi.openebs.io" }),
-        "carries the label openebs.io/cstor-provisioner but its provisioner is cstor.csi.openebs.io",
-      ],
-    ];
-    for (const [object, message] of refusals) {
-      const result = await cluster.kubectl(["apply", "-f", "-"], {
-        input: JSON.stringify(object),
-        allowFailure: true,
-      });
-      expect(result.exitCode, object.metadata.name).to.not.equal(0);
-      expect(result.stderr, object.metadata.name).to.include(message);
-    }
-    expect(await get("/apis/storage.k8s.io/v1/storageclasses/bad-replicas"), "nothing stored").to.equal(
-      undefined,
-    );
-    // The class stored before the policy is still served: Metacontroller's writes to it are not judged.
-    expect((await syncClass("cstor-typo")).writes).to.include("update StorageClass cstor-typo");
-  });
-
   it("a PVC of the sample class gets its CVC; once the volume is served, a PV that kube-controller-manager binds", async () => {
     const pvc = await claim("data", "cstor-mirror-3");
     const volume = `pvc-${pvc.metadata.uid}`;
