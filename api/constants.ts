@@ -18,7 +18,6 @@ export const KIND = {
   service: "Service",
   secret: "Secret",
   podDisruptionBudget: "PodDisruptionBudget",
-  storageClass: "StorageClass",
   persistentVolumeClaim: "PersistentVolumeClaim",
   persistentVolume: "PersistentVolume",
   namespace: "Namespace",
@@ -43,7 +42,6 @@ export const TYPE_KEY = {
   persistentVolumeClaim: "PersistentVolumeClaim.v1",
   persistentVolume: "PersistentVolume.v1",
   namespace: "Namespace.v1",
-  event: "Event.v1",
   lease: "Lease.coordination.k8s.io/v1",
 } as const;
 
@@ -123,42 +121,6 @@ export const ANNOTATION = {
 export const REPLICA_LOST_CONFIRM = "confirm";
 
 export const POOL_REMOVAL_REQUESTED = "requested";
-
-/**
- * The StorageClass path (docs/adr/0022-from-a-pvc-to-a-volume-a-decoratorcontroller.md): a PVC of a class with this provisioner and label gets a
- * CStorVolumeConfig and, once the volume is served, a PersistentVolume.
- */
-export const PROVISIONING = {
-  /** The StorageClass provisioner; not upstream cStor's CSI driver name, so the two never both serve a claim. */
-  provisioner: "cstor.openebs.io/provisioner",
-  /** The label that makes Metacontroller hand a StorageClass to the hooks (a decorator selects by labels). */
-  classLabel: "openebs.io/cstor-provisioner",
-  classLabelValue: "true",
-  /** On the StorageClass: "ready", or what keeps the class from provisioning and how to fix it. */
-  classAnnotation: "cstor.openebs.io/provisioning",
-  /** On a CVC: the reclaim policy its PV last had, remembered once the PV is gone. */
-  reclaimPolicyAnnotation: "cstor.openebs.io/reclaim-policy",
-  /** Kubernetes' annotations on a PVC: the provisioner the PV controller handed it to (GA, then beta name). */
-  claimProvisionerAnnotations: [
-    "volume.kubernetes.io/storage-provisioner",
-    "volume.beta.kubernetes.io/storage-provisioner",
-  ],
-  /** Kubernetes' annotation on a PVC of a WaitForFirstConsumer class: the node the scheduler chose. */
-  selectedNodeAnnotation: "volume.kubernetes.io/selected-node",
-  /** Kubernetes' annotation on a PV: who deletes it (the PV controller leaves a Released PV to that provisioner). */
-  provisionedByAnnotation: "pv.kubernetes.io/provisioned-by",
-  /** The Event reason on a PVC that cannot be provisioned (csi-provisioner's reason). */
-  failedReason: "ProvisioningFailed",
-  /** The Event reason on a PVC whose volume is being made. */
-  waitingReason: "Provisioning",
-  eventSource: "cstor-provisioner",
-  /** The class parameters served; upstream cStor's `cas-type: cstor` is tolerated so its classes can be reused. */
-  parameters: ["cstorPoolCluster", "replicaCount", "fsType", "cas-type"],
-  upstreamCasType: "cstor",
-  /** Filesystems the kubelet formats a volume with (the class's fsType). */
-  fsTypes: ["ext4", "xfs"],
-  defaultFsType: "ext4",
-} as const;
 
 /** The CSI driver (docs/adr/0047-the-csi-driver-one-writer-per-volume.md). */
 export const CSI = {

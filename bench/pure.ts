@@ -7,7 +7,6 @@ import { quietHookContext } from "../testkit/hook-context.js";
 import { handleCspcSync } from "../hooks/cspc-sync/sync.js";
 import { DEFAULT_HOOK_CONFIG } from "../lib/hook-config.js";
 import { handleCspiSync } from "../hooks/cspi-sync/sync.js";
-import { handleStorageClassSync } from "../hooks/storageclass/sync.js";
 import { canonicalize } from "../lib/canonical.js";
 import { admissionReview, fleetCluster, fleetFacts, type AdmissionOperation } from "./admission.js";
 import {
@@ -15,7 +14,6 @@ import {
   cspcSyncRequest,
   cspiSyncRequest,
   editedFleetRequest,
-  storageClassSyncRequest,
   type FleetEdit,
   type FleetState,
 } from "./scenarios.js";
@@ -47,8 +45,6 @@ const LINEAR_EXPONENT_LIMIT = 1.2;
  * quadratic match would double that ratio with every doubling (an exponent 1 above).
  */
 const CONTROL_MARGIN = 0.2;
-/** PVCs in the cluster, each a Bound volume of the class: every sync of a cStor StorageClass carries them all. */
-export const STORAGECLASS_SIZES = [10, 100, 1000, 5000];
 /** Sizes of the per-pool cost table: fine enough to show where the step is. */
 export const CURVE_SIZES = [100, 200, 400, 600, 800, 1000, 1500, 2000];
 
@@ -119,7 +115,6 @@ export interface PureResults {
   /** handleCspcSync, steady state: minimum and median µs per pool at finely spaced sizes. */
   curve: { pools: number; minMicrosPerPool: number; medianMicrosPerPool: number }[];
   cspiSync: PipelineResult;
-  storageClassSync: (PipelineResult & { claims: number })[];
   admission: Record<AdmissionOperation, SizedResult[]>;
   admissionGrowth: Record<AdmissionOperation, Series>;
 }
@@ -153,14 +148,12 @@ function admissionHook(facts: ClusterFacts): Hook {
 const benchContext = quietHookContext(benchClock);
 const syncHook: Hook = (body) => handleCspcSync(body, benchContext);
 const cspiHook: Hook = (body) => handleCspiSync(body, benchClock, DEFAULT_HOOK_CONFIG);
-const storageClassHook: Hook = (body) => handleStorageClassSync(body, benchClock);
 
 export function runPure(options: {
   sizes: number[];
   editSizes: number[];
   curveSizes: number[];
   admissionSizes: number[];
-  storageClassSizes: number[];
   budget: TimingBudget;
   progress: (line: string) => void;
 }): PureResults {
@@ -200,10 +193,6 @@ export function runPure(options: {
   });
   options.progress("pure cspi-sync");
   const cspiSync = measurePipeline(cspiSyncRequest(), cspiHook, options.budget);
-  const storageClassSync = options.storageClassSizes.map((claims) => {
-    options.progress(`pure storageclass-sync ${claims} PVCs`);
-    return { claims, ...measurePipeline(storageClassSyncRequest(claims), storageClassHook, options.budget) };
-  });
   const admission = {} as PureResults["admission"];
   const admissionGrowth = {} as PureResults["admissionGrowth"];
   for (const operation of ["UPDATE", "CREATE"] as const) {
@@ -219,7 +208,7 @@ export function runPure(options: {
       admission[operation].map((r) => ({ pools: r.pools, millis: r.hookMin })),
     );
   }
-  return { cspcSync, edits, curve, growth: growthBy, cspiSync, storageClassSync, admission, admissionGrowth };
+  return { cspcSync, edits, curve, growth: growthBy, cspiSync, admission, admissionGrowth };
 }
 
 /**
@@ -357,22 +346,6 @@ export function pureTables(results: PureResults): Table[] {
         ...steps(c),
         c.calls,
       ],
-    ],
-  });
-  tables.push({
-    title:
-      "storageclass-sync as a pure function (every PVC a Bound volume of the class, steady state): median per call",
-    headers: ["PVCs", "request KB", "response KB", ...stepHeaders, "hook µs/PVC", "calls"],
-    rows: results.storageClassSync.map((r) => [
-      r.claims,
-      kb(r.requestBytes),
-      kb(r.responseBytes),
-      ...steps(r),
-      num((r.hook * 1000) / r.claims),
-      r.calls,
-    ]),
-    notes: [
-      "Objects as in the golden case volume-bound-steady, without managedFields (Metacontroller sends them; they add about 1 KB per PVC, PV and CVC). A class's request carries every PVC of the cluster: the hook server's body and memory limits (docs/reliability.md) bound how many a cluster can have.",
     ],
   });
   return tables;

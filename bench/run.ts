@@ -49,7 +49,6 @@ import {
   PURE_SIZES,
   pureTables,
   runPure,
-  STORAGECLASS_SIZES,
   verdict,
   type PureResults,
 } from "./pure.js";
@@ -131,7 +130,6 @@ if (only.includes("pure")) {
     editSizes: quick ? [100, 200] : EDIT_SIZES,
     curveSizes: quick ? [100, 200] : CURVE_SIZES,
     admissionSizes: quick ? [1, 10, 100] : ADMISSION_SIZES,
-    storageClassSizes: quick ? [10, 100] : STORAGECLASS_SIZES,
     budget: { millis: quick ? 100 : 600, minCalls: quick ? 2 : 5 },
     progress,
   });

@@ -87,39 +87,3 @@ export function editedFleetRequest(pools: number, edit: FleetEdit): CompositeSyn
 export function cspiSyncRequest(): unknown {
   return readCaseDocument(CSPI_SYNC_DIR, "request.yaml");
 }
-
-/** A Bound volume of the sample StorageClass, its PVC Bound to its PV: the steady state of the StorageClass path. */
-const STORAGECLASS_CASE_DIR = join(FIXTURES, "storageclass-sync/volume-bound-steady");
-
-/**
- * The StorageClass decorator's request with `claims` PVCs of the class, each with its Bound CVC, CStorVolume and
- * PV: every resync of a class carries every PVC of the cluster, so this is its size.
- */
-export function storageClassSyncRequest(claims: number): unknown {
-  const base = readCaseDocument(STORAGECLASS_CASE_DIR, "request.yaml") as Record<string, any>;
-  const only = (map: Record<string, unknown>): Record<string, any> =>
-    Object.values(map)[0] as Record<string, any>;
-  const [pvc, cvc, pv, cv] = [
-    only(base.related[TYPE_KEY.persistentVolumeClaim]),
-    only(base.attachments[TYPE_KEY.cvc]),
-    only(base.attachments[TYPE_KEY.persistentVolume]),
-    only(base.related[TYPE_KEY.cv]),
-  ];
-  const request = structuredClone(base);
-  for (const key of [TYPE_KEY.persistentVolumeClaim, TYPE_KEY.cv]) request.related[key] = {};
-  for (const key of [TYPE_KEY.cvc, TYPE_KEY.persistentVolume]) request.attachments[key] = {};
-  const replaceAll = (object: unknown, from: string, to: string): Record<string, any> =>
-    JSON.parse(JSON.stringify(object).replaceAll(from, to));
-  const uid = pvc.metadata.uid as string;
-  for (let i = 0; i < claims; i++) {
-    const id = `${uid.slice(0, -8)}${i.toString(16).padStart(8, "0")}`;
-    const name = `data-${i}`;
-    const own = (object: unknown) =>
-      replaceAll(replaceAll(object, uid, id), '"name":"data"', `"name":"${name}"`);
-    request.related[TYPE_KEY.persistentVolumeClaim][`shop/${name}`] = own(pvc);
-    request.related[TYPE_KEY.cv][`openebs/pvc-${id}`] = own(cv);
-    request.attachments[TYPE_KEY.cvc][`openebs/pvc-${id}`] = own(cvc);
-    request.attachments[TYPE_KEY.persistentVolume][`pvc-${id}`] = own(pv);
-  }
-  return request;
-}

@@ -13,8 +13,6 @@ import { handleCvCustomize } from "./cv-status/customize.js";
 import { handleCvStatus } from "./cv-status/sync.js";
 import { handleCvcCustomize } from "./cvc-sync/customize.js";
 import { handleCvcSync } from "./cvc-sync/sync.js";
-import { handleStorageClassCustomize } from "./storageclass/customize.js";
-import { handleStorageClassSync } from "./storageclass/sync.js";
 
 export function hookRoutes(
   config: HookConfig = DEFAULT_HOOK_CONFIG,
@@ -52,21 +50,6 @@ export function hookRoutes(
     },
     { path: "/hooks/cv-customize", name: "cv-customize", handle: (body) => handleCvCustomize(body) },
     { path: "/hooks/cv-status", name: "cv-status", handle: (body, ctx) => handleCvStatus(body, ctx.clock) },
-    {
-      path: "/hooks/storageclass-customize",
-      name: "storageclass-customize",
-      handle: (body) => handleStorageClassCustomize(body),
-    },
-    {
-      path: "/hooks/storageclass-sync",
-      name: "storageclass-sync",
-      handle: (body, ctx) => handleStorageClassSync(body, ctx.clock),
-    },
-    {
-      path: "/hooks/storageclass-finalize",
-      name: "storageclass-finalize",
-      handle: (body, ctx) => handleStorageClassSync(body, ctx.clock),
-    },
     {
       path: "/admission/cspc",
       name: "admission-cspc",

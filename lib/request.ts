@@ -28,14 +28,10 @@ import {
 import { CVCSchema, CVRSchema, CVSchema } from "../api/volume-schema.js";
 import { BadRequestError } from "./errors.js";
 import {
-  EventSchema,
   PersistentVolumeClaimSchema,
   PersistentVolumeSchema,
-  StorageClassSchema,
-  type ObservedEvent,
   type PersistentVolume,
   type PersistentVolumeClaim,
-  type StorageClass,
 } from "../api/core-schema.js";
 
 export function isRecord(value: unknown): value is Record<string, unknown> {
@@ -116,10 +112,8 @@ const SHAPES: Record<string, ValidateFunction> = {
   [KIND.cvc]: shapeOf(CVCSchema),
   [KIND.cv]: shapeOf(CVSchema),
   [KIND.cvr]: shapeOf(CVRSchema),
-  [KIND.storageClass]: shapeOf(StorageClassSchema),
   [KIND.persistentVolumeClaim]: shapeOf(PersistentVolumeClaimSchema),
   [KIND.persistentVolume]: shapeOf(PersistentVolumeSchema),
-  [KIND.event]: shapeOf(EventSchema),
 };
 const anyObject = shapeOf({
   type: "object",
@@ -400,7 +394,6 @@ interface CheckedKinds {
   [KIND.cspi]: CSPI;
   [KIND.cvc]: CVC;
   [KIND.cv]: CV;
-  [KIND.storageClass]: StorageClass;
 }
 
 export function parseCompositeRequest<K extends keyof CheckedKinds>(
@@ -444,17 +437,6 @@ export function parseCustomizeRequest(body: unknown, parentKind: string): Custom
   };
 }
 
-/**
- * The parent of a customize hook that reads more than the parent's metadata (the StorageClass's reads its
- * parameters), checked whole against its kind's shape.
- */
-export function parseCustomizeParent<K extends keyof CheckedKinds>(
-  body: unknown,
-  parentKind: K,
-): CheckedKinds[K] {
-  return requireObject(requireBody(body).parent, "parent", parentKind) as CheckedKinds[K];
-}
-
 /** The type keys whose objects objectMap checks against their schema's types (SHAPES), and those types. */
 export interface CheckedTypeKeys {
   [TYPE_KEY.cspc]: CSPC;
@@ -466,7 +448,6 @@ export interface CheckedTypeKeys {
   [TYPE_KEY.blockDeviceClaim]: BlockDeviceClaim;
   [TYPE_KEY.persistentVolumeClaim]: PersistentVolumeClaim;
   [TYPE_KEY.persistentVolume]: PersistentVolume;
-  [TYPE_KEY.event]: ObservedEvent;
 }
 
 /** Why an object is not of its schema's types as the hooks read it (for the CLI's files), or undefined. */

@@ -11,8 +11,9 @@
 # (its go.mod replace block points into ./staging) pinned to the matching k8s.io/<module> v0.<minor>.<patch>.
 # The binaries are cached outside the clone under $CSTOR_CACHE/kube-apiserver-<version>/, so a version bump
 # rebuilds and a fresh clone on the same machine does not. The first build takes about 4 minutes on 2 cores.
-# kube-controller-manager (its PV controllers bind the StorageClass path's PVs in test/integration) is built
-# from the same module; it shares most packages with kube-apiserver and adds about 1.5 minutes.
+# kube-controller-manager (its PV controllers bind the device sets' and the CSI driver's PVs in
+# test/integration) is built from the same module; it shares most packages with kube-apiserver and adds about
+# 1.5 minutes.
 set -euo pipefail
 
 KUBE_VERSION="${KUBE_VERSION:-v1.34.4}"

@@ -165,24 +165,6 @@ describe("golden answers validate against the CRD schemas", () => {
     }
   }
 
-  // Their PVs and Events are built-in objects, which test/hooks/storageclass/apiserver.test.ts sends to a real API server.
-  for (const c of goldenCases("storageclass-sync")) {
-    it(`storageclass-sync/${c.name}: CStorVolumeConfigs`, () => {
-      const request = c.read("request.yaml") as { attachments: Record<string, Record<string, unknown>> };
-      const observed = request.attachments["CStorVolumeConfig.openebs.io/v1alpha1"] ?? {};
-      const response = c.read("response.yaml") as {
-        attachments: { kind?: string; metadata?: { name?: string; namespace?: string } }[];
-      };
-      for (const cvc of response.attachments.filter((a) => a.kind === "CStorVolumeConfig")) {
-        expectValidChild(
-          cvc,
-          `storageclass-sync/${c.name}`,
-          observed[`${cvc.metadata?.namespace}/${cvc.metadata?.name}`],
-        );
-      }
-    });
-  }
-
   for (const c of goldenCases("node-daemon/planner")) {
     it(`node-daemon/planner/${c.name}: the status the node daemon writes`, () => {
       expectValid(cspiStatus, c.read("status.yaml"), `${c.name}/status.yaml`);

@@ -19,7 +19,6 @@ const AREAS: Record<string, { path: string; keys: string[]; list: "children" | "
   "cvc-sync": { path: "/hooks/cvc-sync", keys: COMPOSITE_KEYS, list: "children" },
   "cvc-finalize": { path: "/hooks/cvc-finalize", keys: COMPOSITE_KEYS, list: "children" },
   "cv-status": { path: "/hooks/cv-status", keys: DECORATOR_KEYS, list: "attachments" },
-  "storageclass-sync": { path: "/hooks/storageclass-sync", keys: DECORATOR_KEYS, list: "attachments" },
 };
 const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
 const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;

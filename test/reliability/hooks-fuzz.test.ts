@@ -24,7 +24,6 @@ import {
   cspiSyncProblems,
   finalizeCspcProblems,
   nullsIn,
-  storageClassProblems,
 } from "./support/invariants.js";
 import {
   render,
@@ -72,9 +71,6 @@ const CHECKS: Record<string, Check> = {
   "cspi-sync": cspiSyncProblems,
   "cspi-finalize": cspiFinalizeProblems,
   "admission-cspc": admissionProblems,
-  "storageclass-customize": customizeProblems,
-  "storageclass-sync": storageClassProblems,
-  "storageclass-finalize": storageClassProblems,
   "cvc-customize": customizeProblems,
   "cvc-sync": cvcSyncProblems,
   "cvc-finalize": cvcFinalizeProblems,

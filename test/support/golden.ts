@@ -40,8 +40,6 @@ export const GOLDEN_AREAS: Readonly<Record<string, GoldenArea>> = {
   "cvc-sync": { inputs: ["request.yaml"], outputs: ["response.yaml"], caseKeys: ["withoutChapKey"] },
   "cvc-finalize": { inputs: ["request.yaml"], outputs: ["response.yaml"] },
   "cv-status": { inputs: ["request.yaml"], outputs: ["response.yaml"] },
-  // The StorageClass decorator: sync and finalize are one answer, the request's `finalizing` tells them apart.
-  "storageclass-sync": { inputs: ["request.yaml"], outputs: ["response.yaml"] },
   // cstor-pool convert (lib/convert/): input.yaml a List of the old objects, output.yaml the CSPCs and notes, or the problems.
   convert: { inputs: ["input.yaml"], outputs: ["output.yaml"] },
   "node-daemon/planner": {

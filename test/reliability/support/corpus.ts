@@ -64,9 +64,6 @@ const AREA_OF_ROUTE: Record<string, string> = {
   "cspc-finalize": "cspc-finalize",
   "cspi-sync": "cspi-sync",
   "cspi-finalize": "cspi-finalize",
-  "storageclass-sync": "storageclass-sync",
-  // One hook answers both: the finalizing golden cases are among them.
-  "storageclass-finalize": "storageclass-sync",
   "cvc-sync": "cvc-sync",
   "cvc-finalize": "cvc-finalize",
   "cv-status": "cv-status",
@@ -103,7 +100,6 @@ export function loadCorpus(): Corpus {
       controller: { kind: "DecoratorController", metadata: { name: controller } },
       parent: (r as { object: Json }).object,
     }));
-  byRoute.set("storageclass-customize", decoratorCustomize("storageclass-sync", "cstor-storage-class"));
   byRoute.set("cspi-customize", decoratorCustomize("cspi-sync", "cstor-pool-instance"));
   byRoute.set(
     "cvc-customize",

@@ -4,7 +4,6 @@ import {
   ANNOTATION,
   LABEL,
   POOL_REMOVAL_REQUESTED,
-  PROVISIONING,
   REPLICA_LOST_CONFIRM,
   TYPE_KEY,
 } from "../../../api/constants.js";
@@ -242,50 +241,6 @@ export function cspiFinalizeProblems(request: unknown, response: unknown): strin
 export function customizeProblems(_request: unknown, response: unknown): string[] {
   const related = field(response, "relatedResources");
   return Array.isArray(related) && related.length > 0 ? [] : ["customize answer has no relatedResources"];
-}
-
-/**
- * storageclass-sync and -finalize: an observed volume (its CVC or PV) leaves the answer only when its PVC is
- * gone, its reclaim policy is Delete, and its PV (if it has one) is Released; finalized only with no volume left.
- */
-export function storageClassProblems(request: unknown, response: unknown): string[] {
-  const problems: string[] = [];
-  const answered = new Set(
-    (Array.isArray(field(response, "attachments")) ? (field(response, "attachments") as unknown[]) : []).map(
-      (a) => `${String(field(a, "kind"))}/${String(field(a, "metadata", "name"))}`,
-    ),
-  );
-  const objectsAt = (map: string, typeKey: string): Obj[] => {
-    const objects = field(request, map, typeKey);
-    return isRecord(objects) ? Object.values(objects).filter(isRecord) : [];
-  };
-  const claimUids = new Set(
-    objectsAt("related", TYPE_KEY.persistentVolumeClaim).map((c) => field(c, "metadata", "uid")),
-  );
-  const pvs = new Map(
-    objectsAt("attachments", TYPE_KEY.persistentVolume).map((pv) => [field(pv, "metadata", "name"), pv]),
-  );
-  const volumes = [...objectsAt("attachments", TYPE_KEY.cvc), ...pvs.values()];
-  for (const volume of volumes) {
-    const name = String(field(volume, "metadata", "name"));
-    const what = `${String(field(volume, "kind"))} ${name}`;
-    if (answered.has(`${String(field(volume, "kind"))}/${name}`)) continue;
-    const pv = pvs.get(name);
-    const policy = pv
-      ? field(pv, "spec", "persistentVolumeReclaimPolicy")
-      : field(volume, "metadata", "annotations", PROVISIONING.reclaimPolicyAnnotation);
-    if (claimUids.has(name.replace(/^pvc-/, ""))) problems.push(`${what} dropped while its PVC exists`);
-    else if (policy !== "Delete")
-      problems.push(`${what} dropped with reclaim policy ${JSON.stringify(policy)}`);
-    else if (pv && field(pv, "status", "phase") !== "Released")
-      problems.push(`${what} dropped before its PV was Released`);
-  }
-  const holding = [...answered].filter(
-    (key) => key.startsWith("CStorVolumeConfig/") || key.startsWith("PersistentVolume/"),
-  );
-  if (field(response, "finalized") === true && holding.length > 0)
-    problems.push(`finalized while answering ${holding.join(", ")}`);
-  return problems;
 }
 
 /**
