@@ -228,7 +228,11 @@ export class ZfsHost {
 
   /** A replica backend's command (node-daemon/replicas.ts): zfs or truncate, in the host's namespace. */
   async runReplicaCommand(command: HostCommand): Promise<void> {
-    await this.change(() => this.runner.run([...this.commands[command.program], ...command.args], CHANGE));
+    const run = () => this.runner.run([...this.commands[command.program], ...command.args], CHANGE);
+    // zfs-fuse answers a destroy busy now and then just after an unmount (about 1 in 60 under load); a dataset a
+    // holder keeps open stays busy through the retries, and the action fails.
+    const destroy = command.program === "zfs" && command.args[0] === "destroy";
+    await this.change(() => (destroy ? retryWhileBusy(run) : run()));
   }
 
   async datasetProperties(dataset: string, properties: string[]): Promise<Record<string, string>> {

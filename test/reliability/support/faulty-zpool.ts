@@ -1,14 +1,15 @@
 // zpool (or zfs) behind a wrapper script, configured as the node daemon's zpool binary (ZPOOL_BIN, or the
 // commands of a ZfsHost): it runs the real command unless a fault is set for the subcommand. Faults: fail
 // (exit 1 with an error), hang (never returns), garbage (random text, exit 0), truncated (the real output cut
-// after its first lines, exit 0), and done-then-hang (the real command runs, then the wrapper never returns:
-// a daemon killed there has done the work without seeing it succeed).
+// after its first lines, exit 0), done-then-hang (the real command runs, then the wrapper never returns:
+// a daemon killed there has done the work without seeing it succeed), busy (zfs-fuse's "dataset is busy", exit 1)
+// and busy-once (busy the first time only, then the real command).
 import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { chmodSync, existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
-export type Fault = "fail" | "hang" | "garbage" | "truncated" | "done-then-hang";
+export type Fault = "fail" | "hang" | "garbage" | "truncated" | "done-then-hang" | "busy" | "busy-once";
 
 export class FaultyCommand {
   readonly path: string;
@@ -43,6 +44,11 @@ case "$fault" in
   garbage) echo "?? $1 ¤ 0xDEADBEEF"; head -c 384 /dev/urandom | od -An -tx1; exit 0 ;;
   truncated) ${quote(real)} "$@" | head -n 3; exit 0 ;;
   done-then-hang) ${quote(real)} "$@"; touch ${quote(this.marks)}/"$1".done; exec -a ${this.hangName} sleep 600 ;;
+  busy) echo "cannot $1 '\${@: -1}': dataset is busy" >&2; exit 1 ;;
+  busy-once)
+    if [ ! -e ${quote(this.marks)}/"$1".busy ]; then
+      touch ${quote(this.marks)}/"$1".busy; echo "cannot $1 '\${@: -1}': dataset is busy" >&2; exit 1
+    fi ;;
 esac
 exec ${quote(real)} "$@"
 `,
