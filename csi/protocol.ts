@@ -71,6 +71,8 @@ const MESSAGES = {
   // google/protobuf/wrappers.proto, which the spec imports.
   "google.protobuf.BoolValue": { value: ["bool", 1] },
   "google.protobuf.Int64Value": { value: ["int64", 1] },
+  // google/protobuf/timestamp.proto: a snapshot's creation time.
+  "google.protobuf.Timestamp": { seconds: ["int64", 1], nanos: ["int32", 2] },
 
   // Identity.
   GetPluginInfoRequest: {},
@@ -180,6 +182,37 @@ const MESSAGES = {
     volume_capability: ["VolumeCapability", 4],
   },
   ControllerExpandVolumeResponse: { capacity_bytes: ["int64", 1], node_expansion_required: ["bool", 2] },
+  CreateSnapshotRequest: {
+    source_volume_id: ["string", 1],
+    name: ["string", 2],
+    secrets: ["map", 3],
+    parameters: ["map", 4],
+    accessibility_requirements: ["TopologyRequirement", 5],
+  },
+  CreateSnapshotResponse: { snapshot: ["Snapshot", 1] },
+  Snapshot: {
+    size_bytes: ["int64", 1],
+    snapshot_id: ["string", 2],
+    source_volume_id: ["string", 3],
+    creation_time: ["google.protobuf.Timestamp", 4],
+    ready_to_use: ["bool", 5],
+    group_snapshot_id: ["string", 6],
+    accessible_topology: ["Topology", 7, "repeated"],
+  },
+  DeleteSnapshotRequest: { snapshot_id: ["string", 1], secrets: ["map", 2] },
+  DeleteSnapshotResponse: {},
+  ListSnapshotsRequest: {
+    max_entries: ["int32", 1],
+    starting_token: ["string", 2],
+    source_volume_id: ["string", 3],
+    snapshot_id: ["string", 4],
+    secrets: ["map", 5],
+  },
+  ListSnapshotsResponse: {
+    entries: ["ListSnapshotsResponse.Entry", 1, "repeated"],
+    next_token: ["string", 2],
+  },
+  "ListSnapshotsResponse.Entry": { snapshot: ["Snapshot", 1] },
 
   // Node.
   NodeStageVolumeRequest: {
@@ -259,6 +292,9 @@ const SERVICES = {
     GetCapacity: ["GetCapacityRequest", "GetCapacityResponse"],
     ControllerGetCapabilities: ["ControllerGetCapabilitiesRequest", "ControllerGetCapabilitiesResponse"],
     ControllerExpandVolume: ["ControllerExpandVolumeRequest", "ControllerExpandVolumeResponse"],
+    CreateSnapshot: ["CreateSnapshotRequest", "CreateSnapshotResponse"],
+    DeleteSnapshot: ["DeleteSnapshotRequest", "DeleteSnapshotResponse"],
+    ListSnapshots: ["ListSnapshotsRequest", "ListSnapshotsResponse"],
   },
   Node: {
     NodeStageVolume: ["NodeStageVolumeRequest", "NodeStageVolumeResponse"],
@@ -325,6 +361,7 @@ export type EnumValue<E extends EnumName> = keyof Enums[E];
 export type AccessMode = EnumValue<"VolumeCapability.AccessMode.Mode">;
 export type VolumeCapability = Message<"VolumeCapability">;
 export type CapacityRange = Message<"CapacityRange">;
+export type Snapshot = Message<"Snapshot">;
 
 interface ProtobufNamespace {
   nested?: Record<string, ProtobufNamespace>;

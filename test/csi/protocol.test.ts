@@ -71,9 +71,43 @@ describe("csi: the protocol declared from the spec", () => {
     expect(hex(bytes)).to.equal("0a04" + "0a02" + "0809");
   });
 
+  it("writes the snapshot RPCs' messages with the spec's field numbers, the creation time as a Timestamp", () => {
+    const create = serviceDefinition("Controller").CreateSnapshot;
+    const request = create.requestSerialize({
+      source_volume_id: "v", // 1: 0a 01 76
+      name: "s", // 2: 12 01 73
+      parameters: { a: "b" }, // 4
+    });
+    expect(hex(request)).to.equal("0a0176" + "120173" + "2206" + "0a0161120162");
+    const response = create.responseSerialize({
+      snapshot: {
+        size_bytes: 1024 * 1024, // 1: 08 | 80 80 40
+        snapshot_id: "s", // 2
+        source_volume_id: "v", // 3
+        creation_time: { seconds: 1, nanos: 2 }, // 4: google.protobuf.Timestamp { seconds 1, nanos 2 }
+        ready_to_use: true, // 5: 28 01
+      },
+    });
+    expect(hex(response)).to.equal("0a12" + "08808040" + "120173" + "1a0176" + "2204" + "08011002" + "2801");
+    const list = serviceDefinition("Controller").ListSnapshots;
+    const listing = list.requestSerialize({
+      max_entries: 2, // 1: 08 02
+      starting_token: "t", // 2
+      source_volume_id: "v", // 3
+      snapshot_id: "s", // 4
+    });
+    expect(hex(listing)).to.equal("0802" + "120174" + "1a0176" + "220173");
+    // entries 1 { snapshot 1 { snapshot_id 2 } }, next_token 2
+    const page = list.responseSerialize({ entries: [{ snapshot: { snapshot_id: "s" } }], next_token: "n" });
+    expect(hex(page)).to.equal("0a05" + "0a03120173" + "12016e");
+    const deletion = serviceDefinition("Controller").DeleteSnapshot;
+    expect(hex(deletion.requestSerialize({ snapshot_id: "s" }))).to.equal("0a0173");
+  });
+
   it("declares the RPCs the driver serves under the spec's service paths", () => {
     expect(methodNames("Identity")).to.deep.equal(["GetPluginInfo", "GetPluginCapabilities", "Probe"]);
     expect(serviceDefinition("Node").NodeGetInfo.path).to.equal("/csi.v1.Node/NodeGetInfo");
     expect(serviceDefinition("Controller").CreateVolume.path).to.equal("/csi.v1.Controller/CreateVolume");
+    expect(serviceDefinition("Controller").ListSnapshots.path).to.equal("/csi.v1.Controller/ListSnapshots");
   });
 });
