@@ -131,10 +131,15 @@ export const CSI = {
    * ControllerPublishVolume; empty, nobody; absent, the volume's client initiator (volumes made before the driver).
    */
   publishedNodeAnnotation: "cstor.openebs.io/published-node",
-  /** On a CStorVolumeConfig the driver made: the CSI name it was made for (CreateVolume's idempotency key). */
+  /**
+   * On a CStorVolumeConfig or CStorVolumeSnapshot the driver made: the CSI name it was made for (CreateVolume's
+   * and CreateSnapshot's idempotency key).
+   */
   nameAnnotation: "cstor.openebs.io/csi-name",
   /** On a CStorVolumeConfig the driver made: the claim it serves, "<namespace>/<name>", for people reading it. */
   claimAnnotation: "cstor.openebs.io/claim",
+  /** On a CStorVolumeSnapshot: the VolumeSnapshot it serves, "<namespace>/<name>", for people reading it. */
+  volumeSnapshotAnnotation: "cstor.openebs.io/volume-snapshot",
   /** volume_context keys: the target's portal and IQN, the LUN the array is served at. */
   contextKeys: { targetPortal: "targetPortal", iqn: "iqn", lun: "lun" },
 } as const;

@@ -18,6 +18,9 @@ export const notFound = (message: string) => new CsiError(status.NOT_FOUND, mess
 export const failedPrecondition = (message: string) => new CsiError(status.FAILED_PRECONDITION, message);
 export const alreadyExists = (message: string) => new CsiError(status.ALREADY_EXISTS, message);
 export const outOfRange = (message: string) => new CsiError(status.OUT_OF_RANGE, message);
+export const resourceExhausted = (message: string) => new CsiError(status.RESOURCE_EXHAUSTED, message);
+/** Start again: the spec's answer to a list token the plugin does not know. */
+export const aborted = (message: string) => new CsiError(status.ABORTED, message);
 /** Not yet: the caller retries (external-provisioner keeps retrying a volume it got this for). */
 export const unavailable = (message: string) => new CsiError(status.UNAVAILABLE, message);
 

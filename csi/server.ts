@@ -1,8 +1,8 @@
 // The driver's gRPC server on a unix socket (docs/adr/0047-the-csi-driver-one-writer-per-volume.md). It takes
 // each service's handlers from outside (the identity, the controller, the node), registers only the RPCs
-// csi/protocol.ts declares, and around every call: one call per volume at a time (a second gets ABORTED), the
-// call's deadline and cancellation handed to the handler, a CsiError answered with its code and anything else
-// as INTERNAL, one log line without the request's secrets, and the call counted in the metrics.
+// csi/protocol.ts declares, and around every call: one call per volume or snapshot at a time (a second gets
+// ABORTED), the call's deadline and cancellation handed to the handler, a CsiError answered with its code and
+// anything else as INTERNAL, one log line without the request's secrets, and the call counted in the metrics.
 import { lstat, mkdir, rm } from "node:fs/promises";
 import { dirname } from "node:path";
 import {
@@ -50,7 +50,7 @@ export interface CsiServices {
 }
 
 /** RPCs that change nothing: they run beside a call on the same volume. */
-const READ_ONLY = new Set<string>(["ValidateVolumeCapabilities", "NodeGetVolumeStats"]);
+const READ_ONLY = new Set<string>(["ValidateVolumeCapabilities", "NodeGetVolumeStats", "ListSnapshots"]);
 /** RPCs asked every few seconds by the sidecars and the kubelet: logged at debug when they succeed. */
 const FREQUENT = new Set<string>([
   "Probe",
@@ -163,21 +163,21 @@ async function serve<S extends ServiceName, M extends MethodName<S>>(
 ): Promise<ResponseOf<S, M>> {
   const { method, handler, call, busy, options } = serving;
   const request = call.request;
-  const volume = volumeOf(request);
-  const logger = options.logger.child({ rpc: method, ...(volume ? { volume } : {}) });
+  const subject = subjectOf(method, request);
+  const logger = options.logger.child({ rpc: method, ...(subject ? { [subject.kind]: subject.id } : {}) });
   const started = Date.now();
   const controller = new AbortController();
   call.on("cancelled", () => controller.abort());
   const deadline = deadlineOf(call);
   const expiry =
     deadline === undefined ? undefined : setTimeout(() => controller.abort(), deadline - started);
-  const turn = volume && !READ_ONLY.has(method) ? volume : undefined;
+  const turn = subject && !READ_ONLY.has(method) ? `${subject.kind} ${subject.id}` : undefined;
   let held = false;
   try {
     if (turn && busy.has(turn))
       throw new CsiError(
         status.ABORTED,
-        `an operation on volume ${turn} is in progress; this call is not run (retry it once that one answers)`,
+        `an operation on ${turn} is in progress; this call is not run (retry it once that one answers)`,
       );
     if (turn) {
       busy.add(turn);
@@ -203,11 +203,18 @@ async function serve<S extends ServiceName, M extends MethodName<S>>(
   }
 }
 
-/** The volume a request is about: its id, or for CreateVolume the name that becomes one. */
-function volumeOf(request: unknown): string | undefined {
-  const fields = (request ?? {}) as { volume_id?: unknown; name?: unknown };
-  const key = fields.volume_id || fields.name;
-  return typeof key === "string" && key ? key : undefined;
+/**
+ * What a request is about: a snapshot (its id, or for CreateSnapshot the name that becomes one) or a volume (its
+ * id, or for CreateVolume the name that becomes one).
+ */
+function subjectOf(
+  method: string,
+  request: unknown,
+): { kind: "volume" | "snapshot"; id: string } | undefined {
+  const fields = (request ?? {}) as { volume_id?: unknown; snapshot_id?: unknown; name?: unknown };
+  const kind = method.endsWith("Snapshot") || method.endsWith("Snapshots") ? "snapshot" : "volume";
+  const id = kind === "snapshot" ? fields.snapshot_id || fields.name : fields.volume_id || fields.name;
+  return typeof id === "string" && id ? { kind, id } : undefined;
 }
 
 function deadlineOf(call: { getDeadline(): Date | number }): number | undefined {

@@ -1,5 +1,5 @@
-// The controller's API side: the volumes' CStorVolumeConfigs and CStorVolumes in the driver's namespace, the
-// Nodes (a publish names one), and for GetCapacity the pools and their replicas. Every write that decides
+// The controller's API side: the volumes' CStorVolumeConfigs, CStorVolumes and CStorVolumeSnapshots in the driver's
+// namespace, the Nodes (a publish names one), and for GetCapacity the pools and their replicas. Every write that decides
 // something (the published node, a capacity) applies only to the version it was judged on: another writer since
 // makes it fail with a conflict, and the caller judges again.
 import {
@@ -10,7 +10,7 @@ import {
   type KubeConfig,
 } from "@kubernetes/client-node";
 import { CSI, GROUP, LABEL, VERSION } from "../../api/constants.js";
-import type { CSPI, CV, CVC, CVR } from "../../api/types.js";
+import type { CSPI, CV, CVC, CVR, CVSnap } from "../../api/types.js";
 
 const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
 
@@ -32,6 +32,13 @@ export interface ControllerKube {
   /** Writes whom the LUN admits on the version of the CStorVolume read; Conflict when it changed since. */
   setPublishedNode(cv: CV, node: string): Promise<void>;
   nodeExists(name: string): Promise<boolean>;
+  getSnapshot(name: string): Promise<CVSnap | undefined>;
+  /** Undefined when one of that name appeared meanwhile (read it). */
+  createSnapshot(cvsnap: CVSnap): Promise<CVSnap | undefined>;
+  /** Deletes that CStorVolumeSnapshot (by uid); its finalizer keeps it until no pool holds it. */
+  deleteSnapshot(cvsnap: CVSnap): Promise<void>;
+  /** Every CStorVolumeSnapshot in the namespace: at most LIMITS.maxSnapshotsPerVolume per volume. */
+  listSnapshots(): Promise<CVSnap[]>;
   /** The pools of a CStorPoolCluster (every pool when cspc is undefined) and every replica in the namespace. */
   pools(cspc: string | undefined): Promise<{ cspis: CSPI[]; cvrs: CVR[] }>;
   /** Resolves when the API answers the driver's ServiceAccount (one CStorVolumeConfig listed). */
@@ -58,22 +65,43 @@ async function guarded(write: Promise<unknown>, what: string): Promise<void> {
   }
 }
 
-export function kubeController(config: KubeConfig, namespace: string): ControllerKube {
-  const custom = config.makeApiClient(CustomObjectsApi);
-  const core = config.makeApiClient(CoreV1Api);
+/** The project's objects of the namespace, by plural: read, made unless there, deleted by uid. */
+function namespacedObjects(custom: CustomObjectsApi, namespace: string) {
   const at = (plural: string) => ({ group: GROUP, version: VERSION, namespace, plural });
   return {
-    namespace,
-    getVolumeConfig: (name) =>
-      orUndefined(custom.getNamespacedCustomObject({ ...at("cstorvolumeconfigs"), name }) as Promise<CVC>),
-    async createVolumeConfig(cvc) {
+    at,
+    get: <T>(plural: string, name: string) =>
+      orUndefined(custom.getNamespacedCustomObject({ ...at(plural), name }) as Promise<T>),
+    /** The object as created; undefined when one of its name is there already. */
+    createUnlessThere: async <T extends CVC | CVSnap>(plural: string, body: T): Promise<T | undefined> => {
       try {
-        return (await custom.createNamespacedCustomObject({ ...at("cstorvolumeconfigs"), body: cvc })) as CVC;
+        return (await custom.createNamespacedCustomObject({ ...at(plural), body })) as T;
       } catch (error) {
         if (code(error) === 409) return undefined;
         throw error;
       }
     },
+    /** By uid: never one of the same name made since. */
+    deleteByUid: async (plural: string, object: CVC | CVSnap): Promise<void> => {
+      await orUndefined(
+        custom.deleteNamespacedCustomObject({
+          ...at(plural),
+          name: object.metadata.name!,
+          body: { preconditions: { uid: object.metadata.uid } },
+        }),
+      );
+    },
+  };
+}
+
+export function kubeController(config: KubeConfig, namespace: string): ControllerKube {
+  const custom = config.makeApiClient(CustomObjectsApi);
+  const core = config.makeApiClient(CoreV1Api);
+  const { at, get, createUnlessThere, deleteByUid } = namespacedObjects(custom, namespace);
+  return {
+    namespace,
+    getVolumeConfig: (name) => get<CVC>("cstorvolumeconfigs", name),
+    createVolumeConfig: (cvc) => createUnlessThere("cstorvolumeconfigs", cvc),
     setCapacity: (cvc, capacity) =>
       guarded(
         custom.patchNamespacedCustomObject(
@@ -86,17 +114,15 @@ export function kubeController(config: KubeConfig, namespace: string): Controlle
         ),
         `CStorVolumeConfig ${namespace}/${cvc.metadata.name}`,
       ),
-    async deleteVolumeConfig(cvc) {
-      await orUndefined(
-        custom.deleteNamespacedCustomObject({
-          ...at("cstorvolumeconfigs"),
-          name: cvc.metadata.name!,
-          body: { preconditions: { uid: cvc.metadata.uid } },
-        }),
-      );
+    deleteVolumeConfig: (cvc) => deleteByUid("cstorvolumeconfigs", cvc),
+    getSnapshot: (name) => get<CVSnap>("cstorvolumesnapshots", name),
+    createSnapshot: (cvsnap) => createUnlessThere("cstorvolumesnapshots", cvsnap),
+    deleteSnapshot: (cvsnap) => deleteByUid("cstorvolumesnapshots", cvsnap),
+    async listSnapshots() {
+      return ((await custom.listNamespacedCustomObject(at("cstorvolumesnapshots"))) as { items: CVSnap[] })
+        .items;
     },
-    getVolume: (name) =>
-      orUndefined(custom.getNamespacedCustomObject({ ...at("cstorvolumes"), name }) as Promise<CV>),
+    getVolume: (name) => get<CV>("cstorvolumes", name),
     setPublishedNode: (cv, node) =>
       guarded(
         custom.patchNamespacedCustomObject(

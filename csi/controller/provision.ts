@@ -1,6 +1,7 @@
 // CreateVolume, DeleteVolume and ValidateVolumeCapabilities (docs/adr/0047-the-csi-driver-one-writer-per-volume.md):
 // a volume is a CStorVolumeConfig the driver writes as a user would, answered once cvc-sync made it Bound and its
-// CStorVolume says the LUN admits nobody yet; deleted only when the driver made it and no node has it.
+// CStorVolume says the LUN admits nobody yet; deleted only when the driver made it, no node has it and it has no
+// snapshots (docs/adr/0051-the-csi-controller-answers-a-snapshot-once-every-replica-has-it.md).
 import type { CV, CVC } from "../../api/types.js";
 import { alreadyExists, failedPrecondition, invalidArgument, notFound } from "../errors.js";
 import type { Message } from "../protocol.js";
@@ -14,6 +15,7 @@ import {
   volumeIdFor,
   volumeParameters,
 } from "./request.js";
+import { snapshotsOf } from "./snapshot.js";
 import { madeByDriver, mismatch, publishedNode, readiness, volumeConfig } from "./volume.js";
 import { waitFor, type Step, type WaitBounds } from "./wait.js";
 
@@ -26,11 +28,7 @@ export function createVolume({ kube, wait }: ControllerDeps): Handler<"Controlle
   return async (request, context) => {
     const name = required(request.name, "name", "CreateVolume");
     checkCapabilities(request.volume_capabilities, "CreateVolume");
-    const source = request.volume_content_source;
-    if (source?.snapshot || source?.volume)
-      throw invalidArgument(
-        "CreateVolume: volume_content_source asks for a copy of a snapshot or a volume; cStor volumes here start empty",
-      );
+    await refuseContentSource(kube, request.volume_content_source);
     const parameters = volumeParameters(request.parameters);
     const id = volumeIdFor(name);
     let cvc = await kube.getVolumeConfig(id);
@@ -48,6 +46,26 @@ export function createVolume({ kube, wait }: ControllerDeps): Handler<"Controlle
     const volume = await waitFor(() => boundVolume(kube, id), context, wait);
     return { volume };
   };
+}
+
+/**
+ * Restores and clones are not served yet (docs/adr/0050-a-snapshot-is-taken-while-md-holds-the-volumes-writes.md
+ * decides how they will be): a snapshot that does not exist is NOT_FOUND, as the spec asks, any other source
+ * INVALID_ARGUMENT.
+ */
+async function refuseContentSource(
+  kube: ControllerKube,
+  source: Message<"VolumeContentSource"> | null | undefined,
+): Promise<void> {
+  const snapshot = source?.snapshot?.snapshot_id;
+  if (snapshot && !(await kube.getSnapshot(snapshot)))
+    throw notFound(
+      `CreateVolume: volume_content_source names snapshot ${snapshot}, and there is none (CStorVolumeSnapshot ${kube.namespace}/${snapshot})`,
+    );
+  if (source?.snapshot || source?.volume)
+    throw invalidArgument(
+      "CreateVolume: volume_content_source asks for a copy of a snapshot or a volume; cStor volumes here start empty (restores are not served yet)",
+    );
 }
 
 /** The volume's answer once it is ready; on the way, the CStorVolume is told that the LUN admits nobody yet. */
@@ -70,8 +88,8 @@ async function boundVolume(kube: ControllerKube, id: string): Promise<Step<Messa
   return { done: true, value: ready.volume };
 }
 
-export function deleteVolume({ kube }: ControllerDeps): Handler<"Controller", "DeleteVolume"> {
-  return async (request) => {
+export function deleteVolume({ kube, wait }: ControllerDeps): Handler<"Controller", "DeleteVolume"> {
+  return async (request, context) => {
     const id = required(request.volume_id, "volume_id", "DeleteVolume");
     const cvc = await kube.getVolumeConfig(id);
     if (!cvc || cvc.metadata.deletionTimestamp) return {};
@@ -84,9 +102,28 @@ export function deleteVolume({ kube }: ControllerDeps): Handler<"Controller", "D
       throw failedPrecondition(
         `DeleteVolume: volume ${id} is published to node ${node}; it is deleted once it is unpublished there`,
       );
+    await waitFor(() => snapshotsGone(kube, id), context, wait);
     await kube.deleteVolumeConfig(cvc);
     return {};
   };
+}
+
+/**
+ * A volume goes after its snapshots: its replicas cannot be destroyed while their pools hold snapshots of them. A
+ * snapshot that stands is refused with its name and the fix; those being deleted are waited for.
+ */
+async function snapshotsGone(kube: ControllerKube, id: string): Promise<Step<void>> {
+  const { standing, deleting } = snapshotsOf(await kube.listSnapshots(), id);
+  if (standing.length > 0)
+    throw failedPrecondition(
+      `DeleteVolume: volume ${id} has snapshots ${standing.join(", ")} (CStorVolumeSnapshots in ${kube.namespace}); delete those VolumeSnapshots first, then the volume is deleted`,
+    );
+  if (deleting.length > 0)
+    return {
+      done: false,
+      waiting: `DeleteVolume: volume ${id} has snapshots being deleted, ${deleting.join(", ")}; waiting for their pools to destroy them`,
+    };
+  return { done: true, value: undefined };
 }
 
 /** The node a volume is published to, if any. */

@@ -1,7 +1,8 @@
 // What a controller request asks for, checked before anything is read or written
-// (docs/adr/0047-the-csi-driver-one-writer-per-volume.md): the volume id a CSI name becomes, the StorageClass
-// parameters, the capabilities a cStor volume can serve (the node judges them the same way), and the size a
-// capacity range asks for. Pure; a refusal is a CsiError naming the field and the fix.
+// (docs/adr/0047-the-csi-driver-one-writer-per-volume.md): the volume or snapshot id a CSI name becomes, the
+// StorageClass's and VolumeSnapshotClass's parameters, the capabilities a cStor volume can serve (the node judges
+// them the same way), the size a capacity range asks for, and a list's page. Pure; a refusal is a CsiError naming
+// the field and the fix.
 import { createHash } from "node:crypto";
 import { LIMITS } from "../../api/constants.js";
 import {
@@ -11,7 +12,7 @@ import {
   PARAMETER_FIX,
 } from "../../api/csi-class.js";
 import { isDnsSubdomain } from "../../lib/names.js";
-import { invalidArgument, outOfRange } from "../errors.js";
+import { aborted, invalidArgument, outOfRange } from "../errors.js";
 import type { AccessMode, CapacityRange, VolumeCapability } from "../protocol.js";
 
 const MIB = 1024 * 1024;
@@ -34,14 +35,37 @@ export const CLAIM_KEYS = {
   pvcNamespace: `${KUBERNETES_PARAMETER_PREFIX}pvc/namespace`,
 } as const;
 const PARAMETERS: readonly string[] = CLASS_PARAMETERS;
+/** csi-snapshotter's --extra-create-metadata keys: the VolumeSnapshot is recorded on the CStorVolumeSnapshot. */
+export const SNAPSHOT_KEYS = {
+  name: `${KUBERNETES_PARAMETER_PREFIX}volumesnapshot/name`,
+  namespace: `${KUBERNETES_PARAMETER_PREFIX}volumesnapshot/namespace`,
+} as const;
+
+/** Whether a name is a DNS label: a Service, and so a volume, may have it. */
+function isDnsLabel(name: string): boolean {
+  return name.length <= 63 && /^[a-z]([-a-z0-9]*[a-z0-9])?$/.test(name);
+}
+
+/** A CSI name as an object's name: the name itself when it is a DNS label, else `prefix` and a hash of it. */
+function objectNameFor(name: string, prefix: string): string {
+  return isDnsLabel(name) ? name : `${prefix}${createHash("sha256").update(name).digest("hex").slice(0, 32)}`;
+}
 
 /**
  * The CStorVolumeConfig a CSI name becomes: the name itself when it is a DNS label (external-provisioner's
  * pvc-<uid>, so the PV and every object of the volume share it), else csi- and a hash of it.
  */
 export function volumeIdFor(name: string): string {
-  if (name.length <= 63 && /^[a-z]([-a-z0-9]*[a-z0-9])?$/.test(name)) return name;
-  return `csi-${createHash("sha256").update(name).digest("hex").slice(0, 32)}`;
+  return objectNameFor(name, "csi-");
+}
+
+/**
+ * The CStorVolumeSnapshot a CSI snapshot name becomes: the name itself when it is a DNS label (csi-snapshotter's
+ * snapshot-<uid>, so the VolumeSnapshotContent's handle, the object and each replica's ZFS snapshot share it),
+ * else csi-snap- and a hash of it (docs/adr/0051-the-csi-controller-answers-a-snapshot-once-every-replica-has-it.md).
+ */
+export function snapshotIdFor(name: string): string {
+  return objectNameFor(name, "csi-snap-");
 }
 
 export function required(value: string | undefined, field: string, rpc: string): string {
@@ -71,6 +95,50 @@ export function volumeParameters(parameters: Record<string, string> | undefined)
     replicaCount: replicaCountOf(given.replicaCount),
     ...(namespace && name ? { claim: `${namespace}/${name}` } : {}),
   };
+}
+
+export interface SnapshotParameters {
+  /** "<namespace>/<name>" of the VolumeSnapshot, when csi-snapshotter says (--extra-create-metadata). */
+  volumeSnapshot?: string;
+}
+
+/** The VolumeSnapshotClass's parameters: none are the driver's, so any key but Kubernetes' own is refused. */
+export function snapshotParameters(parameters: Record<string, string> | undefined): SnapshotParameters {
+  const given = parameters ?? {};
+  const unknown = Object.keys(given).filter((key) => !key.startsWith(KUBERNETES_PARAMETER_PREFIX));
+  if (unknown.length > 0)
+    throw invalidArgument(
+      `CreateSnapshot: parameters ${unknown.sort().join(", ")} are not served: a cStor VolumeSnapshotClass takes no parameters; remove them from the class`,
+    );
+  const namespace = given[SNAPSHOT_KEYS.namespace];
+  const name = given[SNAPSHOT_KEYS.name];
+  return namespace && name ? { volumeSnapshot: `${namespace}/${name}` } : {};
+}
+
+export interface ListingPage {
+  /** The first id the page may hold (the previous page's next_token); undefined from the start. */
+  from: string | undefined;
+  /** At most this many entries; undefined for all. */
+  size: number | undefined;
+}
+
+/**
+ * Where a ListSnapshots page starts and how long it is. The token is the id of the next entry, so a deletion
+ * between pages skips nothing that remains; a token that is no id the driver makes is ABORTED (start again).
+ */
+export function listingPage(
+  request: { max_entries?: number; starting_token?: string },
+  rpc: string,
+): ListingPage {
+  const size = request.max_entries ?? 0;
+  if (size < 0)
+    throw invalidArgument(`${rpc}: max_entries is ${size}; give a positive number, or 0 for every entry`);
+  const token = request.starting_token ?? "";
+  if (token && !isDnsLabel(token))
+    throw aborted(
+      `${rpc}: starting_token ${JSON.stringify(token)} is not one this driver gave; list again without it`,
+    );
+  return { from: token || undefined, size: size || undefined };
 }
 
 function poolClusterOf(value: string | undefined): string {

@@ -51,14 +51,19 @@ export function capacityBytes(cvc: CVC): number {
   return Number(quantityBytes(cvc.spec.capacity) ?? 0n);
 }
 
-/** The CVC the driver made for this CSI name; a CVC made otherwise is never answered, changed or deleted. */
-export function madeFor(cvc: CVC, name: string): boolean {
-  return cvc.metadata.annotations?.[CSI.nameAnnotation] === name;
+/** A CStorVolumeConfig or CStorVolumeSnapshot: the driver records on it the CSI name it was made for. */
+interface Recorded {
+  metadata: { annotations?: Record<string, string> };
 }
 
-/** A CVC the driver made, for any name. */
-export function madeByDriver(cvc: CVC): boolean {
-  return Boolean(cvc.metadata.annotations?.[CSI.nameAnnotation]);
+/** The object the driver made for this CSI name; one made otherwise is never answered, changed or deleted. */
+export function madeFor(object: Recorded, name: string): boolean {
+  return object.metadata.annotations?.[CSI.nameAnnotation] === name;
+}
+
+/** An object the driver made, for any name. */
+export function madeByDriver(object: Recorded): boolean {
+  return Boolean(object.metadata.annotations?.[CSI.nameAnnotation]);
 }
 
 /** Why an existing CVC does not answer a CreateVolume for the same name, or undefined when it does. */

@@ -49,6 +49,11 @@ describe("csi: the gRPC server on a unix socket", () => {
         await new Promise<void>((resolve) => (release = resolve));
         return { volume: { volume_id: request.name, capacity_bytes: 1 } };
       },
+      CreateSnapshot: async (request) => {
+        waiting++;
+        await new Promise<void>((resolve) => (release = resolve));
+        return { snapshot: { snapshot_id: request.name, source_volume_id: request.source_volume_id } };
+      },
       DeleteVolume: async (request, context) => {
         lastSignal = context.signal;
         await new Promise((resolve) => context.signal.addEventListener("abort", resolve));
@@ -109,6 +114,21 @@ describe("csi: the gRPC server on a unix socket", () => {
     await waitFor(() => waiting === 2);
     release();
     expect((await third).volume?.volume_id).to.equal("pvc-1");
+  });
+
+  it("runs one call per snapshot: deleting a snapshot while it is being made is ABORTED", async () => {
+    const before = waiting;
+    const making = client.call("Controller", "CreateSnapshot", { name: "snap-1", source_volume_id: "pvc-3" });
+    await waitFor(() => waiting === before + 1);
+    const deleting = await client
+      .call("Controller", "DeleteSnapshot", { snapshot_id: "snap-1" })
+      .catch((e: ServiceError) => e);
+    expect(deleting).to.include({ code: status.ABORTED });
+    expect((deleting as ServiceError).details).to.match(/operation on snapshot snap-1 is in progress/);
+    release();
+    expect((await making).snapshot?.snapshot_id).to.equal("snap-1");
+    const logged = lines.map((line) => JSON.parse(line)).find((l) => l.rpc === "CreateSnapshot");
+    expect(logged, "logged by the snapshot it is about").to.include({ snapshot: "snap-1" });
   });
 
   it("hands the caller's deadline to the handler, which stops waiting when it passes", async () => {

@@ -17,11 +17,14 @@ import {
   unservedCapability,
   volumeIdFor,
 } from "../../csi/controller/request.js";
-import { alreadyExists, failedPrecondition, invalidArgument, notFound } from "../../csi/errors.js";
+import { status } from "@grpc/grpc-js";
+import { alreadyExists, CsiError, failedPrecondition, invalidArgument, notFound } from "../../csi/errors.js";
 import type { Handlers } from "../../csi/server.js";
 import { nodeInitiatorIqn, volumeIqn } from "../../lib/volume/iqn.js";
 import type { Tgtd } from "./tgtd.js";
 
+/** The node specs take no snapshots: the played controller advertises none (the real one's run covers them). */
+const NO_SNAPSHOTS = "the played controller of the node specs takes no snapshots";
 /** tgtd serves a target's data from LUN 1. */
 const DATA_LUN = 1;
 
@@ -107,8 +110,19 @@ export class TgtVolumeController {
         return { available_capacity: bavail * bsize };
       },
       ControllerGetCapabilities: async () => ({
-        capabilities: CONTROLLER_CAPABILITIES.map((type) => ({ rpc: { type } })),
+        capabilities: CONTROLLER_CAPABILITIES.filter((type) => !type.includes("SNAPSHOT")).map((type) => ({
+          rpc: { type },
+        })),
       }),
+      CreateSnapshot: async () => {
+        throw new CsiError(status.UNIMPLEMENTED, NO_SNAPSHOTS);
+      },
+      DeleteSnapshot: async () => {
+        throw new CsiError(status.UNIMPLEMENTED, NO_SNAPSHOTS);
+      },
+      ListSnapshots: async () => {
+        throw new CsiError(status.UNIMPLEMENTED, NO_SNAPSHOTS);
+      },
       ControllerExpandVolume: async (request) => {
         const volume = this.known(request.volume_id, "ControllerExpandVolume");
         const bytes = requestedBytes(request.capacity_range, "ControllerExpandVolume");
