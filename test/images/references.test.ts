@@ -73,6 +73,7 @@ describe("images: what the install names is what the Dockerfile builds", functio
       "registry.k8s.io/sig-storage/csi-provisioner",
       "registry.k8s.io/sig-storage/csi-attacher",
       "registry.k8s.io/sig-storage/csi-resizer",
+      "registry.k8s.io/sig-storage/csi-snapshotter",
       "registry.k8s.io/sig-storage/csi-node-driver-registrar",
       "registry.k8s.io/sig-storage/livenessprobe",
     ]);

@@ -381,9 +381,18 @@ describe("integration: manifests on a real kube-apiserver", function () {
     const args = (name: string, spec = controller) =>
       spec.containers.find((c: { name: string }) => c.name === name).args as string[];
     expect(args("csi-driver")).to.deep.equal(["--mode=controller", "--endpoint=unix:///csi/csi.sock"]);
-    for (const sidecar of ["csi-provisioner", "csi-attacher", "csi-resizer", "liveness-probe"])
+    for (const sidecar of [
+      "csi-provisioner",
+      "csi-attacher",
+      "csi-resizer",
+      "csi-snapshotter",
+      "liveness-probe",
+    ])
       expect(args(sidecar), sidecar).to.include("--csi-address=/csi/csi.sock");
     expect(args("csi-provisioner"), "the claim reaches CreateVolume").to.include("--extra-create-metadata");
+    expect(args("csi-snapshotter"), "the VolumeSnapshot reaches CreateSnapshot").to.include(
+      "--extra-create-metadata",
+    );
     const node = find(objects, "DaemonSet", "cstor-csi-node").spec.template.spec;
     expect(args("csi-driver", node)).to.deep.equal(["--mode=node", "--endpoint=unix:///csi/csi.sock"]);
     expect(args("node-driver-registrar", node)).to.include(
