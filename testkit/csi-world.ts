@@ -2,13 +2,14 @@
 // cluster with this project installed, two simulated nodes (each its own zfs-fuse and a real node daemon under the
 // shipped ServiceAccount, the file backend for replicas), a CStorPoolCluster with one pool on each whose devices
 // NDM is played for, the hook server under Metacontroller (the emulator unless the environment names the binary),
-// the kubelet played for the pool pods, and the driver in --mode=controller as its shipped ServiceAccount on a
-// socket of its own. stop() leaves nothing of it in the cluster.
+// the kubelet played for the pool pods, the volume target's snapshot pass played for the volumes' snapshots
+// (testkit/snapshot-player.ts: no target runs here), and the driver in --mode=controller as its shipped
+// ServiceAccount on a socket of its own. stop() leaves nothing of it in the cluster.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { API_VERSION, CSI, KIND, LABEL } from "../api/constants.js";
-import type { CSPI, CVC } from "../api/types.js";
+import type { CSPI, CVC, CVSnap } from "../api/types.js";
 import { findCondition } from "../lib/conditions.js";
 import { CsiClient } from "./csi-client.js";
 import { CsiDriverProcess } from "./csi-driver-process.js";
@@ -21,6 +22,7 @@ import {
   type KubeCluster,
 } from "./kube.js";
 import { DaemonProcess, shippedDaemonEnv, zfsFuseNodeOverrides } from "./node-daemon-process.js";
+import { SnapshotPlayer } from "./snapshot-player.js";
 import { startNode, type ZfsNode } from "./zfs-node.js";
 import { blockDeviceName, ndmBlockDevice, requireZfs, ZfsSandbox } from "./zfs.js";
 
@@ -39,6 +41,8 @@ export class CsiWorld {
   readonly sandbox = new ZfsSandbox();
   readonly nodeNames = ["a", "b"].map((n) => `csi-${n}-${this.sandbox.id}`);
   readonly cspc = `csi-${this.sandbox.id}`;
+  /** The volume target's snapshot pass, played: the test may make a snapshot fail. */
+  readonly snapshots: SnapshotPlayer;
   driver!: CsiDriverProcess;
   client!: CsiClient;
   private readonly nodes: ZfsNode[] = [];
@@ -47,7 +51,9 @@ export class CsiWorld {
   private metacontroller: Metacontroller | undefined;
   private ndm: { stop(): Promise<void> } | undefined;
 
-  private constructor(readonly cluster: KubeCluster) {}
+  private constructor(readonly cluster: KubeCluster) {
+    this.snapshots = new SnapshotPlayer(cluster, NS, this.cspc);
+  }
 
   /** A StorageClass's parameters for the world's pools: two replicas, one on each node. */
   parameters(): Record<string, string> {
@@ -115,7 +121,7 @@ export class CsiWorld {
     await this.hooks.start();
     this.metacontroller = await metacontrollerFor(this.cluster, this.hooks.process.url);
     await this.metacontroller.start();
-    this.ndm = keepPlayingNdmAndKubelet(this.cluster, NS, this.cspc, 500);
+    this.ndm = keepPlayingNdmAndKubelet(this.cluster, NS, this.cspc, 500, () => this.snapshots.round());
     await waitUntil(
       async () => {
         const pools = await this.list<CSPI>("cstorpoolinstances", `${LABEL.cspc}=${this.cspc}`);
@@ -164,22 +170,15 @@ export class CsiWorld {
     );
   }
 
-  /** The driver's volumes go (while the daemons run), then everything else; leftovers lose their finalizers. */
+  /**
+   * The driver's snapshots and volumes go (while the daemons and the snapshot pass run), then everything else;
+   * leftovers lose their finalizers.
+   */
   async stop(): Promise<void> {
     this.client?.close();
     await this.driver?.stop();
-    const volumes = () => this.list<CVC>("cstorvolumeconfigs", `${LABEL.managedBy}=${CSI.driverName}`);
-    for (const cvc of await volumes())
-      await this.cluster.request(
-        this.cluster.admin,
-        "DELETE",
-        this.path("cstorvolumeconfigs", cvc.metadata.name!),
-      );
-    await waitUntil(
-      async () => (await volumes()).length === 0,
-      60_000,
-      () => "volumes left",
-    ).catch(() => undefined);
+    for (const plural of ["cstorvolumesnapshots", "cstorvolumeconfigs"])
+      await this.deleteDriversObjects(plural);
     await this.metacontroller?.stop();
     if (this.hooks?.process) await this.hooks.stop();
     await this.ndm?.stop();
@@ -190,12 +189,25 @@ export class CsiWorld {
     rmSync(this.dir, { recursive: true, force: true });
   }
 
+  /** Deletes the driver's objects of a kind and waits (bounded) for them to go. */
+  private async deleteDriversObjects(plural: string): Promise<void> {
+    const objects = () => this.list<CVC | CVSnap>(plural, `${LABEL.managedBy}=${CSI.driverName}`);
+    for (const object of await objects())
+      await this.cluster.request(this.cluster.admin, "DELETE", this.path(plural, object.metadata.name!));
+    await waitUntil(
+      async () => (await objects()).length === 0,
+      60_000,
+      () => `${plural} left`,
+    ).catch(() => undefined);
+  }
+
   private path(plural: string, name: string): string {
     return `/apis/${API_VERSION}/namespaces/${NS}/${plural}/${name}`;
   }
 
   private async dropLeftovers(): Promise<void> {
     const kinds = [
+      ["cstorvolumesnapshots", `${LABEL.managedBy}=${CSI.driverName}`],
       ["cstorvolumeconfigs", `${LABEL.managedBy}=${CSI.driverName}`],
       ["cstorvolumereplicas", `${LABEL.cspc}=${this.cspc}`],
       ["cstorpoolinstances", `${LABEL.cspc}=${this.cspc}`],

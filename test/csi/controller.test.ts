@@ -3,13 +3,15 @@
 // (csi/main.ts --mode=controller, as its shipped ServiceAccount) over its unix socket, while the real apiserver,
 // the hook server under the Metacontroller emulator and two real node daemons on zfs-fuse nodes
 // (testkit/csi-world.ts) turn each CStorVolumeConfig it writes into a Bound volume with replicas on the pools, and
-// grow and delete them. Then what csi-sanity does not check: one writer per volume, a published volume kept from
-// deletion, GetCapacity from placement's own accounting, a volume that cannot be placed answered UNAVAILABLE with
-// the reason, and growth answered once the replicas grew.
+// grow and delete them; no target runs there, so its snapshot pass is played (testkit/snapshot-player.ts). Then
+// what csi-sanity does not check: one writer per volume, a published volume kept from deletion, GetCapacity from
+// placement's own accounting, a volume that cannot be placed answered UNAVAILABLE with the reason, growth answered
+// once the replicas grew, a snapshot's object and answer, a volume kept while it has snapshots, and a failed
+// snapshot answered with the target's reason.
 import { status, type ServiceError } from "@grpc/grpc-js";
 import { expect } from "chai";
-import { CSI, LABEL } from "../../api/constants.js";
-import type { CSPI, CVC, CVR } from "../../api/types.js";
+import { CSI, FINALIZER, LABEL } from "../../api/constants.js";
+import type { CSPI, CVC, CVR, CVSnap } from "../../api/types.js";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { CsiDriverProcess } from "../../testkit/csi-driver-process.js";
@@ -30,13 +32,13 @@ const WAIT_MS = 120_000;
 const SKIPPED_HERE = {
   "Node Service":
     "the node's specs stage volumes: test/csi/node-sanity.test.ts runs them in user-mode Linux, where a node logs in to a target; the driver's node mode here answers NodeGetInfo and csi-sanity's cleanup only",
+  "should create volume from an existing source snapshot":
+    "restores are the next step of ADR 50: until then CreateVolume answers a snapshot source INVALID_ARGUMENT (a missing one NOT_FOUND, which csi-sanity checks)",
 };
 const CAPABILITY_SKIPS: Record<string, string> = {
-  "CreateSnapshot not supported": "no snapshots yet (CREATE_DELETE_SNAPSHOT)",
-  "DeleteSnapshot not supported": "no snapshots yet",
-  "GetSnapshot not supported": "no snapshots yet",
-  "ListSnapshots not supported": "no snapshots yet",
-  "Snapshot not supported": "no volume from a snapshot yet",
+  "GetSnapshot not supported": "GetSnapshot is alpha (GET_SNAPSHOT); csi-snapshotter asks ListSnapshots",
+  "SNAPSHOT_ACCESSIBILITY_CONSTRAINTS not supported":
+    "no topology: a snapshot is reachable from every node, as its volume is",
   "Volume Cloning not supported": "no clones yet (CLONE_VOLUME)",
   "GroupControllerService not supported": "no group snapshots",
   "ListVolumes not supported": "LIST_VOLUMES is not advertised: Kubernetes does not need it",
@@ -202,6 +204,91 @@ describe("csi: the controller against the real apiserver, the hooks and node dae
     });
     expect(smaller.capacity_bytes, "a smaller size shrinks nothing").to.equal(3 * VOLUME_BYTES);
     await world.client.call("Controller", "DeleteVolume", { volume_id: id });
+  });
+
+  it("takes a snapshot: its CStorVolumeSnapshot, the answer once ReadyToUse, the volume kept until it goes", async () => {
+    const { volume } = await world.client.call("Controller", "CreateVolume", {
+      name: `snapped-${world.sandbox.id}`,
+      capacity_range: { required_bytes: VOLUME_BYTES },
+      volume_capabilities: [capability],
+      parameters: world.parameters(),
+    });
+    const id = volume!.volume_id!;
+    const name = `snapshot-${world.sandbox.id}`;
+    const request = {
+      name,
+      source_volume_id: id,
+      parameters: {
+        "csi.storage.k8s.io/volumesnapshot/name": "before-upgrade",
+        "csi.storage.k8s.io/volumesnapshot/namespace": "shop",
+      },
+    };
+    const { snapshot } = await world.client.call("Controller", "CreateSnapshot", request);
+    const cvsnap = (await world.get<CVSnap>("cstorvolumesnapshots", name))!;
+    expect(cvsnap.spec).to.deep.equal({ volume: id });
+    expect(cvsnap.metadata.labels).to.include({ [LABEL.replicaVolume]: id });
+    expect(cvsnap.metadata.finalizers).to.deep.equal([FINALIZER.replicaSnapshots]);
+    expect(cvsnap.metadata.annotations).to.include({ [CSI.volumeSnapshotAnnotation]: "shop/before-upgrade" });
+    const replicas = await world.list<CVR>("cstorvolumereplicas", `${LABEL.replicaVolume}=${id}`);
+    expect(cvsnap.status?.replicas).to.deep.equal(replicas.map((r) => r.metadata.name).sort());
+    const taken = Date.parse(cvsnap.status!.creationTime!);
+    expect(snapshot).to.deep.include({
+      snapshot_id: name,
+      source_volume_id: id,
+      size_bytes: VOLUME_BYTES,
+      ready_to_use: true,
+    });
+    expect(snapshot!.creation_time!.seconds! * 1000 + snapshot!.creation_time!.nanos! / 1e6).to.equal(taken);
+    const again = await world.client.call("Controller", "CreateSnapshot", request);
+    expect(again.snapshot, "the same name and volume: the same snapshot").to.deep.equal(snapshot);
+    const listed = await world.client.call("Controller", "ListSnapshots", { source_volume_id: id });
+    expect(listed.entries!.map((e) => e.snapshot!.snapshot_id)).to.deep.equal([name]);
+
+    const kept = await refusal(world.client.call("Controller", "DeleteVolume", { volume_id: id }));
+    expect(kept).to.include({ code: status.FAILED_PRECONDITION });
+    expect(kept!.details).to.include(`has snapshots ${name} (VolumeSnapshot shop/before-upgrade)`);
+    expect(kept!.details).to.include("delete those VolumeSnapshots first");
+    await world.client.call("Controller", "DeleteSnapshot", { snapshot_id: name });
+    // The snapshot's pools are still at work (its finalizer): the volume's deletion waits for them.
+    await world.client.call("Controller", "DeleteVolume", { volume_id: id });
+    expect(await world.get<CVSnap>("cstorvolumesnapshots", name)).to.equal(undefined);
+    await world.client.call("Controller", "DeleteSnapshot", { snapshot_id: name });
+  });
+
+  it("answers a snapshot that failed with the target's reason, and the same snapshot once the target took it", async () => {
+    const { volume } = await world.client.call("Controller", "CreateVolume", {
+      name: `unlucky-${world.sandbox.id}`,
+      capacity_range: { required_bytes: VOLUME_BYTES },
+      volume_capabilities: [capability],
+      parameters: world.parameters(),
+    });
+    const name = `failing-${world.sandbox.id}`;
+    const reason = `replica ${volume!.volume_id}-b did not report the snapshot within 5 s`;
+    world.snapshots.failSnapshot(name, reason);
+    const request = { name, source_volume_id: volume!.volume_id };
+    const failed = await refusal(world.client.call("Controller", "CreateSnapshot", request));
+    expect(failed).to.include({ code: status.UNAVAILABLE });
+    expect(failed!.details).to.include(`failed: ReplicasDidNotAnswer: ${reason}`);
+    const source = { volume_content_source: { snapshot: { snapshot_id: name } } };
+    const restore = await refusal(
+      world.client.call("Controller", "CreateVolume", {
+        name: `restored-${world.sandbox.id}`,
+        volume_capabilities: [capability],
+        parameters: world.parameters(),
+        ...source,
+      }),
+    );
+    expect(restore, "restores are not served yet").to.include({ code: status.INVALID_ARGUMENT });
+    world.snapshots.stopFailing(name);
+    await waitUntil(
+      async () => (await world.get<CVSnap>("cstorvolumesnapshots", name))?.status?.phase === "ReadyToUse",
+      WAIT_MS,
+      () => `the played target never took ${name} again`,
+    );
+    const { snapshot } = await world.client.call("Controller", "CreateSnapshot", request);
+    expect(snapshot).to.include({ snapshot_id: name, ready_to_use: true });
+    await world.client.call("Controller", "DeleteSnapshot", { snapshot_id: name });
+    await world.client.call("Controller", "DeleteVolume", { volume_id: volume!.volume_id });
   });
 
   it("deleted every volume above down to its replicas on the pools, without one Warning from a node", async () => {

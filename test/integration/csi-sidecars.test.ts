@@ -1,19 +1,24 @@
-// The CSI driver under the real sidecars (docs/adr/0047-the-csi-driver-one-writer-per-volume.md):
-// external-provisioner v6, external-attacher v4 and external-resizer v2, built from their Go modules by
+// The CSI driver under the real sidecars (docs/adr/0047-the-csi-driver-one-writer-per-volume.md,
+// docs/adr/0051-the-csi-controller-answers-a-snapshot-once-every-replica-has-it.md): external-provisioner v6,
+// external-attacher v4, external-resizer v2 and csi-snapshotter v8, built from their Go modules by
 // scripts/csi-env.sh, run as the shipped cstor-csi-controller ServiceAccount against a real kube-apiserver with
-// kube-controller-manager's PV controllers, beside the driver's controller, the hook server under the
-// Metacontroller emulator and two real node daemons on zfs-fuse nodes (testkit/csi-world.ts). A PVC of the sample
-// class becomes a Bound PV whose CSI source carries the volume's context and its CHAP Secret as node-stage secret;
-// a Block claim too; a VolumeAttachment publishes the volume to its node, and a second node's is refused until the
-// first detaches; a larger claim grows the CStorVolumeConfig and its replicas, then waits for the node's
-// filesystem; a deleted claim deletes the volume. The kubelet's part (CSINode objects, VolumeAttachments made by
-// the attach/detach controller for a pod's node) is played here; the node side runs in user-mode Linux.
+// kube-controller-manager's PV controllers and the snapshot-controller v8 (with upstream's snapshot CRDs), beside
+// the driver's controller, the hook server under the Metacontroller emulator and two real node daemons on zfs-fuse
+// nodes (testkit/csi-world.ts). A PVC of the sample class becomes a Bound PV whose CSI source carries the volume's
+// context and its CHAP Secret as node-stage secret; a Block claim too; a VolumeAttachment publishes the volume to
+// its node, and a second node's is refused until the first detaches; a larger claim grows the CStorVolumeConfig
+// and its replicas, then waits for the node's filesystem; a VolumeSnapshot of the sample snapshot class becomes
+// ready with the volume's CStorVolumeSnapshot as its handle; a deleted claim's volume waits for its snapshots,
+// then goes. The kubelet's part (CSINode objects, VolumeAttachments made by the attach/detach controller for a
+// pod's node) and the volume target's snapshot pass (testkit/snapshot-player.ts: no target runs here) are played;
+// the node side runs in user-mode Linux.
 import { execFile } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import { expect } from "chai";
 import { parse } from "yaml";
 import { CSI, LABEL } from "../../api/constants.js";
-import type { CV, CVC, CVR } from "../../api/types.js";
+import type { CV, CVC, CVR, CVSnap } from "../../api/types.js";
 import { CsiWorld } from "../../testkit/csi-world.js";
 import { installProject, ownCluster, repoPath, waitUntil, type OwnCluster } from "../../testkit/kube.js";
 import { LoggedProcess } from "../../testkit/logged-process.js";
@@ -24,6 +29,11 @@ const WAIT_MS = 180_000;
 const SAMPLE_CLASS = parse(
   readFileSync(repoPath("metacontroller/samples/volumes/storageclass-cstor-csi.yaml"), "utf8"),
 ) as Record<string, any>;
+const SNAPSHOT_CLASS_FILE = repoPath(
+  "metacontroller/samples/volumes/snapshots/volumesnapshotclass-cstor-csi.yaml",
+);
+const SNAPSHOT_CLASS = parse(readFileSync(SNAPSHOT_CLASS_FILE, "utf8")) as Record<string, any>;
+const SNAPSHOTS = "/apis/snapshot.storage.k8s.io/v1";
 
 /** The sidecars' binaries, from scripts/csi-env.sh (built once into the cache). */
 async function sidecarBinaries(): Promise<Record<string, string>> {
@@ -43,7 +53,7 @@ async function sidecarBinaries(): Promise<Record<string, string>> {
   );
 }
 
-describe("integration: the CSI driver under external-provisioner, -attacher and -resizer", function () {
+describe("integration: the CSI driver under external-provisioner, -attacher, -resizer and -snapshotter", function () {
   this.timeout(25 * 60_000);
   let cluster: OwnCluster;
   let world: CsiWorld;
@@ -117,6 +127,8 @@ describe("integration: the CSI driver under external-provisioner, -attacher and 
     start("external-provisioner", binaries.CSI_PROVISIONER, ["--extra-create-metadata", "--timeout=150s"]);
     start("external-attacher", binaries.CSI_ATTACHER, ["--timeout=60s"]);
     start("external-resizer", binaries.CSI_RESIZER, ["--timeout=150s", "--handle-volume-inuse-error=false"]);
+    start("csi-snapshotter", binaries.CSI_SNAPSHOTTER, ["--extra-create-metadata", "--timeout=60s"]);
+    await startSnapshotController(binaries);
     // What node-driver-registrar and the kubelet write on each node: the driver's node id there.
     await world.apply(
       ...world.nodeNames.map((node) => ({
@@ -129,6 +141,30 @@ describe("integration: the CSI driver under external-provisioner, -attacher and 
       { ...SAMPLE_CLASS, parameters: { ...SAMPLE_CLASS.parameters, ...world.parameters() } },
     );
   });
+
+  /** The cluster's add-on, as docs/install.md installs it: upstream's CRDs, the controller as the admin. */
+  const startSnapshotController = async (binaries: Record<string, string>) => {
+    const crds = readdirSync(binaries.SNAPSHOT_CRDS).filter(
+      (f) => f.endsWith(".yaml") && f !== "kustomization.yaml",
+    );
+    await cluster.kubectl([
+      "apply",
+      "--server-side",
+      ...crds.flatMap((f) => ["-f", join(binaries.SNAPSHOT_CRDS, f)]),
+    ]);
+    // snapshot.storage.k8s.io_volumesnapshots.yaml holds the CRD volumesnapshots.snapshot.storage.k8s.io.
+    const names = crds.map((f) => `crd/${f.replace(/^([^_]+)_(.*)\.yaml$/, "$2.$1")}`);
+    await cluster.kubectl(["wait", "--for=condition=Established", "--timeout=60s", ...names]);
+    sidecars.push(
+      new LoggedProcess(
+        "snapshot-controller",
+        binaries.CSI_SNAPSHOT_CONTROLLER,
+        [`--kubeconfig=${cluster.admin.kubeconfig}`, "--leader-election=false", "--v=3"],
+        { env: { PATH: process.env.PATH ?? "" } },
+      ),
+    );
+    await cluster.kubectl(["apply", "--server-side", "-f", SNAPSHOT_CLASS_FILE]);
+  };
 
   after(async () => {
     for (const sidecar of sidecars) await sidecar.stop();
@@ -231,8 +267,55 @@ describe("integration: the CSI driver under external-provisioner, -attacher and 
     );
   });
 
-  it("deletes the volume when its claim is deleted", async () => {
+  it("snapshots a claim: the VolumeSnapshot ready, its content's handle the volume's CStorVolumeSnapshot", async () => {
+    await world.apply({
+      apiVersion: "snapshot.storage.k8s.io/v1",
+      kind: "VolumeSnapshot",
+      metadata: { name: "data-snap", namespace: NS },
+      spec: {
+        volumeSnapshotClassName: SNAPSHOT_CLASS.metadata.name,
+        source: { persistentVolumeClaimName: "data" },
+      },
+    });
+    const snapshot = await eventually(
+      "the VolumeSnapshot ready",
+      () => request("GET", `${SNAPSHOTS}/namespaces/${NS}/volumesnapshots/data-snap`),
+      (v) => v?.status?.readyToUse === true,
+    );
+    const content = await request(
+      "GET",
+      `${SNAPSHOTS}/volumesnapshotcontents/${snapshot.status.boundVolumeSnapshotContentName}`,
+    );
+    const handle = content.status.snapshotHandle;
+    expect(handle).to.equal(`snapshot-${snapshot.metadata.uid}`);
+    const cvsnap = (await world.get<CVSnap>("cstorvolumesnapshots", handle))!;
+    expect(cvsnap.spec.volume).to.equal(volume);
+    expect(cvsnap.metadata.annotations).to.include({ [CSI.volumeSnapshotAnnotation]: `${NS}/data-snap` });
+    expect(snapshot.status.restoreSize, "the volume's size when it was taken").to.equal("96Mi");
+    expect(Date.parse(snapshot.status.creationTime)).to.equal(
+      Math.floor(Date.parse(cvsnap.status!.creationTime!) / 1000) * 1000,
+    );
+  });
+
+  it("deletes a claim's volume after its snapshots: refused naming the VolumeSnapshot, then gone with it", async () => {
+    const handle = (await world.list<CVSnap>("cstorvolumesnapshots", `${LABEL.replicaVolume}=${volume}`))[0]
+      .metadata.name!;
     await request("DELETE", `/api/v1/namespaces/${NS}/persistentvolumeclaims/data`);
+    const refused = await eventually(
+      "the provisioner's DeleteVolume refused",
+      () =>
+        request("GET", `/api/v1/events?fieldSelector=${encodeURIComponent(`involvedObject.name=${volume}`)}`),
+      (events) => (events?.items ?? []).some((e: { reason: string }) => e.reason === "VolumeFailedDelete"),
+    );
+    const message = refused.items.find((e: { reason: string }) => e.reason === "VolumeFailedDelete").message;
+    expect(message).to.include(`has snapshots ${handle} (VolumeSnapshot ${NS}/data-snap)`);
+    expect(await world.get<CVC>("cstorvolumeconfigs", volume), "the volume stays").to.not.equal(undefined);
+    await request("DELETE", `${SNAPSHOTS}/namespaces/${NS}/volumesnapshots/data-snap`);
+    await eventually(
+      "the CStorVolumeSnapshot gone",
+      () => world.get<CVSnap>("cstorvolumesnapshots", handle),
+      (c) => c === undefined,
+    );
     await eventually(
       "the PV gone",
       () => pv(volume),
