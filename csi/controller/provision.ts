@@ -16,7 +16,7 @@ import {
   volumeParameters,
 } from "./request.js";
 import { snapshotsOf } from "./snapshot.js";
-import { madeByDriver, mismatch, publishedNode, readiness, volumeConfig } from "./volume.js";
+import { mismatch, publishedNode, readiness, toDelete, volumeConfig } from "./volume.js";
 import { waitFor, type Step, type WaitBounds } from "./wait.js";
 
 export interface ControllerDeps {
@@ -92,11 +92,7 @@ export function deleteVolume({ kube, wait }: ControllerDeps): Handler<"Controlle
   return async (request, context) => {
     const id = required(request.volume_id, "volume_id", "DeleteVolume");
     const cvc = await kube.getVolumeConfig(id);
-    if (!cvc || cvc.metadata.deletionTimestamp) return {};
-    if (!madeByDriver(cvc))
-      throw failedPrecondition(
-        `DeleteVolume: CStorVolumeConfig ${kube.namespace}/${id} was not made by this driver; delete it by hand if its data can go`,
-      );
+    if (!toDelete(cvc, "DeleteVolume", "CStorVolumeConfig")) return {};
     const node = await holder(kube, id);
     if (node)
       throw failedPrecondition(

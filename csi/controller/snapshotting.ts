@@ -4,7 +4,7 @@
 // (docs/adr/0050-a-snapshot-is-taken-while-md-holds-the-volumes-writes.md), and the call answers once it is
 // ReadyToUse. Deleting the object is the pools' word to destroy it.
 import type { CVSnap } from "../../api/types.js";
-import { alreadyExists, failedPrecondition, notFound, resourceExhausted, unavailable } from "../errors.js";
+import { alreadyExists, notFound, resourceExhausted, unavailable } from "../errors.js";
 import type { Message } from "../protocol.js";
 import type { Handler } from "../server.js";
 import type { ControllerKube } from "./kube.js";
@@ -23,7 +23,7 @@ import {
   snapshotObject,
   snapshotReadiness,
 } from "./snapshot.js";
-import { madeByDriver } from "./volume.js";
+import { toDelete } from "./volume.js";
 import { waitFor, type Step } from "./wait.js";
 import { LIMITS } from "../../api/constants.js";
 
@@ -85,12 +85,7 @@ export function deleteSnapshot({ kube }: ControllerDeps): Handler<"Controller", 
   return async (request) => {
     const id = required(request.snapshot_id, "snapshot_id", "DeleteSnapshot");
     const cvsnap = await kube.getSnapshot(id);
-    if (!cvsnap || cvsnap.metadata.deletionTimestamp) return {};
-    if (!madeByDriver(cvsnap))
-      throw failedPrecondition(
-        `DeleteSnapshot: CStorVolumeSnapshot ${kube.namespace}/${id} was not made by this driver; delete it by hand if its data can go`,
-      );
-    await kube.deleteSnapshot(cvsnap);
+    if (toDelete(cvsnap, "DeleteSnapshot", "CStorVolumeSnapshot")) await kube.deleteSnapshot(cvsnap);
     return {};
   };
 }

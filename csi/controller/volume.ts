@@ -4,6 +4,7 @@
 import { API_VERSION, CSI, KIND, LABEL } from "../../api/constants.js";
 import type { CV, CVC } from "../../api/types.js";
 import { parseQuantity, quantityBytes } from "../../lib/quantity.js";
+import { failedPrecondition } from "../errors.js";
 import type { Message } from "../protocol.js";
 import { fitsRange, type VolumeParameters } from "./request.js";
 
@@ -53,7 +54,12 @@ export function capacityBytes(cvc: CVC): number {
 
 /** A CStorVolumeConfig or CStorVolumeSnapshot: the driver records on it the CSI name it was made for. */
 interface Recorded {
-  metadata: { annotations?: Record<string, string> };
+  metadata: {
+    name?: string;
+    namespace?: string;
+    deletionTimestamp?: string;
+    annotations?: Record<string, string>;
+  };
 }
 
 /** The object the driver made for this CSI name; one made otherwise is never answered, changed or deleted. */
@@ -64,6 +70,19 @@ export function madeFor(object: Recorded, name: string): boolean {
 /** An object the driver made, for any name. */
 export function madeByDriver(object: Recorded): boolean {
   return Boolean(object.metadata.annotations?.[CSI.nameAnnotation]);
+}
+
+/**
+ * Whether a Delete call has an object to delete: false when it is gone or already being deleted (the call is
+ * answered OK, as the spec asks); FAILED_PRECONDITION when the driver did not make it.
+ */
+export function toDelete(object: Recorded | undefined, rpc: string, kind: string): object is Recorded {
+  if (!object || object.metadata.deletionTimestamp) return false;
+  if (!madeByDriver(object))
+    throw failedPrecondition(
+      `${rpc}: ${kind} ${object.metadata.namespace}/${object.metadata.name} was not made by this driver; delete it by hand if its data can go`,
+    );
+  return true;
 }
 
 /** Why an existing CVC does not answer a CreateVolume for the same name, or undefined when it does. */

@@ -12,17 +12,9 @@ import {
   volumeParameters,
 } from "../../csi/controller/request.js";
 import { mismatch, readiness, volumeConfig } from "../../csi/controller/volume.js";
-import type { CsiError } from "../../csi/errors.js";
+import { refusalOf as refusal } from "../../testkit/csi-refusal.js";
 
 const MiB = 1024 * 1024;
-const refusal = (act: () => unknown): CsiError => {
-  try {
-    act();
-  } catch (error) {
-    return error as CsiError;
-  }
-  throw new Error("not refused");
-};
 
 describe("csi: the controller's judgement of a request", () => {
   it("keeps external-provisioner's pvc-<uid> as the volume id, and hashes a name that cannot name a Service", () => {

@@ -15,22 +15,17 @@ import {
   snapshotReadiness,
   snapshotsOf,
 } from "../../csi/controller/snapshot.js";
-import type { CsiError } from "../../csi/errors.js";
-
-const refusal = (act: () => unknown): CsiError => {
-  try {
-    act();
-  } catch (error) {
-    return error as CsiError;
-  }
-  throw new Error("not refused");
-};
+import { refusalOf as refusal } from "../../testkit/csi-refusal.js";
 
 const TAKEN = "2026-11-29T10:00:00.250Z";
 
+/** The snapshot the driver writes for `name` of `volume`. */
+const written = (name: string, volume: string, parameters: { volumeSnapshot?: string } = {}) =>
+  snapshotObject({ id: name, name, namespace: "openebs", volume, parameters });
+
 /** A snapshot the driver made for `name` of `volume`, in a phase. */
 function cvsnap(name: string, volume: string, state: CVSnapStatus = {}, deleting = false): CVSnap {
-  const object = snapshotObject({ id: name, name, namespace: "openebs", volume, parameters: {} });
+  const object = written(name, volume);
   return {
     ...object,
     metadata: { ...object.metadata, ...(deleting ? { deletionTimestamp: TAKEN } : {}) },
@@ -68,13 +63,7 @@ describe("csi: the controller's judgement of a snapshot", () => {
   });
 
   it("writes the snapshot labelled with its volume, named after the CSI name, kept by the pools' finalizer", () => {
-    const object = snapshotObject({
-      id: "snapshot-1",
-      name: "snapshot-1",
-      namespace: "openebs",
-      volume: "pvc-1",
-      parameters: { volumeSnapshot: "shop/before-upgrade" },
-    });
+    const object = written("snapshot-1", "pvc-1", { volumeSnapshot: "shop/before-upgrade" });
     expect(object.metadata).to.deep.equal({
       name: "snapshot-1",
       namespace: "openebs",
@@ -188,13 +177,7 @@ describe("csi: the controller's judgement of a snapshot", () => {
   });
 
   it("names the snapshots that keep a volume, whoever made them, and counts them against the limit", () => {
-    const named = snapshotObject({
-      id: "snapshot-2",
-      name: "snapshot-2",
-      namespace: "openebs",
-      volume: "pvc-1",
-      parameters: { volumeSnapshot: "shop/nightly" },
-    });
+    const named = written("snapshot-2", "pvc-1", { volumeSnapshot: "shop/nightly" });
     const byHand = { ...ready("mine", "pvc-1"), metadata: { name: "mine", namespace: "openebs" } };
     const all = [
       ready("snapshot-1", "pvc-1"),
