@@ -1,7 +1,7 @@
 // CreateVolume, DeleteVolume and ValidateVolumeCapabilities (docs/adr/0047-the-csi-driver-one-writer-per-volume.md):
 // a volume is a CStorVolumeConfig the driver writes as a user would, answered once cvc-sync made it Bound and its
 // CStorVolume says the LUN admits nobody yet; deleted only when the driver made it, no node has it and it has no
-// snapshots (docs/adr/0051-the-csi-controller-answers-a-snapshot-once-every-replica-has-it.md).
+// snapshots (docs/adr/0052-the-csi-controller-answers-a-snapshot-once-every-replica-has-it.md).
 import type { CV, CVC } from "../../api/types.js";
 import { alreadyExists, failedPrecondition, invalidArgument, notFound } from "../errors.js";
 import type { Message } from "../protocol.js";

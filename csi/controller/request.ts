@@ -62,7 +62,7 @@ export function volumeIdFor(name: string): string {
 /**
  * The CStorVolumeSnapshot a CSI snapshot name becomes: the name itself when it is a DNS label (csi-snapshotter's
  * snapshot-<uid>, so the VolumeSnapshotContent's handle, the object and each replica's ZFS snapshot share it),
- * else csi-snap- and a hash of it (docs/adr/0051-the-csi-controller-answers-a-snapshot-once-every-replica-has-it.md).
+ * else csi-snap- and a hash of it (docs/adr/0052-the-csi-controller-answers-a-snapshot-once-every-replica-has-it.md).
  */
 export function snapshotIdFor(name: string): string {
   return objectNameFor(name, "csi-snap-");

@@ -1,6 +1,6 @@
 // The Controller service: each RPC's handler, and the capabilities that tell the sidecars which to call
 // (docs/adr/0047-the-csi-driver-one-writer-per-volume.md). Snapshots are served
-// (docs/adr/0051-the-csi-controller-answers-a-snapshot-once-every-replica-has-it.md); clones, GetSnapshot and volume
+// (docs/adr/0052-the-csi-controller-answers-a-snapshot-once-every-replica-has-it.md); clones, GetSnapshot and volume
 // listing are not: their RPCs are not declared, so grpc-js answers UNIMPLEMENTED.
 import type { Handlers } from "../server.js";
 import { expandVolume, getCapacity } from "./expand.js";

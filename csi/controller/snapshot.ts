@@ -1,4 +1,4 @@
-// The snapshot as the controller sees it (docs/adr/0051-the-csi-controller-answers-a-snapshot-once-every-replica-has-it.md):
+// The snapshot as the controller sees it (docs/adr/0052-the-csi-controller-answers-a-snapshot-once-every-replica-has-it.md):
 // the CStorVolumeSnapshot it writes for a CSI name, whether an existing one answers a CreateSnapshot, what each of
 // its phases answers, what ListSnapshots lists, and which snapshots keep a volume from deletion. Pure.
 import { API_VERSION, CSI, FINALIZER, KIND, LABEL, LIMITS } from "../../api/constants.js";

@@ -1,5 +1,5 @@
 // CreateSnapshot, DeleteSnapshot and ListSnapshots
-// (docs/adr/0051-the-csi-controller-answers-a-snapshot-once-every-replica-has-it.md): a snapshot is a
+// (docs/adr/0052-the-csi-controller-answers-a-snapshot-once-every-replica-has-it.md): a snapshot is a
 // CStorVolumeSnapshot the driver writes; the volume's target holds the writes while every replica's pool takes it
 // (docs/adr/0050-a-snapshot-is-taken-while-md-holds-the-volumes-writes.md), and the call answers once it is
 // ReadyToUse. Deleting the object is the pools' word to destroy it.

@@ -1,5 +1,5 @@
 // What the controller makes of a snapshot request and of the CStorVolumeSnapshots it reads
-// (csi/controller/request.ts, snapshot.ts; docs/adr/0051-the-csi-controller-answers-a-snapshot-once-every-replica-has-it.md):
+// (csi/controller/request.ts, snapshot.ts; docs/adr/0052-the-csi-controller-answers-a-snapshot-once-every-replica-has-it.md):
 // the snapshot id a CSI name becomes, the class's parameters, the object written, whether an existing one answers,
 // what each phase answers, what ListSnapshots lists page by page, and which snapshots keep a volume.
 import { status } from "@grpc/grpc-js";

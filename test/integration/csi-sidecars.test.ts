@@ -1,5 +1,5 @@
 // The CSI driver under the real sidecars (docs/adr/0047-the-csi-driver-one-writer-per-volume.md,
-// docs/adr/0051-the-csi-controller-answers-a-snapshot-once-every-replica-has-it.md): external-provisioner v6,
+// docs/adr/0052-the-csi-controller-answers-a-snapshot-once-every-replica-has-it.md): external-provisioner v6,
 // external-attacher v4, external-resizer v2 and csi-snapshotter v8, built from their Go modules by
 // scripts/csi-env.sh, run as the shipped cstor-csi-controller ServiceAccount against a real kube-apiserver with
 // kube-controller-manager's PV controllers and the snapshot-controller v8 (with upstream's snapshot CRDs), beside
