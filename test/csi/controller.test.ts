@@ -61,6 +61,16 @@ describe("csi: the controller against the real apiserver, the hooks and node dae
       (e: ServiceError) => e,
     );
   const capability = { mount: { fs_type: "ext4" }, access_mode: { mode: "SINGLE_NODE_WRITER" as const } };
+  /** A volume of the world's class, answered Bound; its id. */
+  const newVolume = async (name: string) => {
+    const { volume } = await world.client.call("Controller", "CreateVolume", {
+      name,
+      capacity_range: { required_bytes: VOLUME_BYTES },
+      volume_capabilities: [capability],
+      parameters: world.parameters(),
+    });
+    return volume!.volume_id!;
+  };
 
   before(async () => {
     world = await CsiWorld.start({ cluster: await projectInstalled(), deviceMiB: DEVICE_MIB });
@@ -109,13 +119,7 @@ describe("csi: the controller against the real apiserver, the hooks and node dae
 
   it("publishes a volume to one node at a time: a second node is refused until the first unpublishes", async () => {
     const [nodeA, nodeB] = world.nodeNames;
-    const { volume } = await world.client.call("Controller", "CreateVolume", {
-      name: `one-writer-${world.sandbox.id}`,
-      capacity_range: { required_bytes: VOLUME_BYTES },
-      volume_capabilities: [capability],
-      parameters: world.parameters(),
-    });
-    const id = volume!.volume_id!;
+    const id = await newVolume(`one-writer-${world.sandbox.id}`);
     const publish = (node: string) =>
       world.client.call("Controller", "ControllerPublishVolume", {
         volume_id: id,
@@ -184,13 +188,7 @@ describe("csi: the controller against the real apiserver, the hooks and node dae
   });
 
   it("grows a volume: its CStorVolumeConfig first, its replicas on the pools, then the answer", async () => {
-    const { volume } = await world.client.call("Controller", "CreateVolume", {
-      name: `grow-${world.sandbox.id}`,
-      capacity_range: { required_bytes: VOLUME_BYTES },
-      volume_capabilities: [capability],
-      parameters: world.parameters(),
-    });
-    const id = volume!.volume_id!;
+    const id = await newVolume(`grow-${world.sandbox.id}`);
     const grown = await world.client.call("Controller", "ControllerExpandVolume", {
       volume_id: id,
       capacity_range: { required_bytes: 3 * VOLUME_BYTES },
@@ -207,13 +205,7 @@ describe("csi: the controller against the real apiserver, the hooks and node dae
   });
 
   it("takes a snapshot: its CStorVolumeSnapshot, the answer once ReadyToUse, the volume kept until it goes", async () => {
-    const { volume } = await world.client.call("Controller", "CreateVolume", {
-      name: `snapped-${world.sandbox.id}`,
-      capacity_range: { required_bytes: VOLUME_BYTES },
-      volume_capabilities: [capability],
-      parameters: world.parameters(),
-    });
-    const id = volume!.volume_id!;
+    const id = await newVolume(`snapped-${world.sandbox.id}`);
     const name = `snapshot-${world.sandbox.id}`;
     const request = {
       name,
@@ -256,16 +248,11 @@ describe("csi: the controller against the real apiserver, the hooks and node dae
   });
 
   it("answers a snapshot that failed with the target's reason, and the same snapshot once the target took it", async () => {
-    const { volume } = await world.client.call("Controller", "CreateVolume", {
-      name: `unlucky-${world.sandbox.id}`,
-      capacity_range: { required_bytes: VOLUME_BYTES },
-      volume_capabilities: [capability],
-      parameters: world.parameters(),
-    });
+    const id = await newVolume(`unlucky-${world.sandbox.id}`);
     const name = `failing-${world.sandbox.id}`;
-    const reason = `replica ${volume!.volume_id}-b did not report the snapshot within 5 s`;
+    const reason = `replica ${id}-b did not report the snapshot within 5 s`;
     world.snapshots.failSnapshot(name, reason);
-    const request = { name, source_volume_id: volume!.volume_id };
+    const request = { name, source_volume_id: id };
     const failed = await refusal(world.client.call("Controller", "CreateSnapshot", request));
     expect(failed).to.include({ code: status.UNAVAILABLE });
     expect(failed!.details).to.include(`failed: ReplicasDidNotAnswer: ${reason}`);
@@ -288,7 +275,7 @@ describe("csi: the controller against the real apiserver, the hooks and node dae
     const { snapshot } = await world.client.call("Controller", "CreateSnapshot", request);
     expect(snapshot).to.include({ snapshot_id: name, ready_to_use: true });
     await world.client.call("Controller", "DeleteSnapshot", { snapshot_id: name });
-    await world.client.call("Controller", "DeleteVolume", { volume_id: volume!.volume_id });
+    await world.client.call("Controller", "DeleteVolume", { volume_id: id });
   });
 
   it("deleted every volume above down to its replicas on the pools, without one Warning from a node", async () => {
