@@ -301,7 +301,7 @@ export async function runVolumes(options: {
     const input = {
       pool: "cstor-pools-a1",
       cvrs,
-      imported: { health: "ONLINE", readonly: false, datasets },
+      imported: { health: "ONLINE", readonly: false, datasets, snapshots: [] },
       backend: zvolBackend(),
     };
     const healthy = Object.values(planReplicas(input).states).filter((s) => s.phase === "Healthy").length;

@@ -1,6 +1,7 @@
 // One replica pass over one pool: plan (replicas.ts, pure) → run the first action → read the pool's datasets
-// again → plan again..., as the pool pass does, so every action is decided on what the previous one really
-// did. A failed action marks its CVR Error and the pass goes on with the other CVRs.
+// and snapshots again → plan again..., as the pool pass does, so every action is decided on what the previous
+// one really did. A failed action marks its CVR Error (a failed snapshot action only says why: the replica's
+// data is as it was) and the pass goes on with the other CVRs.
 import type { CVR } from "../api/types.js";
 import type { Logger } from "../runtime/log.js";
 import type { ZfsHost } from "../zfs/host.js";
@@ -45,10 +46,23 @@ export const REPLICA_EVENT_REASONS: Record<ReplicaAction["kind"], { done: string
   "grow-replica": { done: "ReplicaGrown", failed: "GrowFailed" },
   "destroy-replica": { done: "ReplicaDestroyed", failed: "DestroyFailed" },
   "remove-replica-finalizer": { done: "FinalizerRemoved", failed: "FinalizerFailed" },
+  "snapshot-replica": { done: "SnapshotTaken", failed: "SnapshotFailed" },
+  "destroy-snapshot": { done: "SnapshotDestroyed", failed: "SnapshotFailed" },
 };
 
+/** Actions on a replica's snapshots: their failure leaves the replica's phase as it is. */
+const SNAPSHOT_ACTIONS: ReadonlySet<ReplicaAction["kind"]> = new Set([
+  "snapshot-replica",
+  "destroy-snapshot",
+]);
+
 /** States that a user must act on: a Warning Event each (repeated at most every 10 minutes). */
-const WARNING_REASONS: ReadonlySet<string> = new Set(["InvalidSpec", "ForeignDataset", "ShrinkRefused"]);
+const WARNING_REASONS: ReadonlySet<string> = new Set([
+  "InvalidSpec",
+  "ForeignDataset",
+  "ShrinkRefused",
+  "SnapshotsExist",
+]);
 
 export async function replicaPass(
   deps: ReplicaPassDeps,
@@ -59,23 +73,22 @@ export async function replicaPass(
     health: input.observed.status.state,
     readonly: input.observed.readonly ?? false,
     datasets: input.observed.datasets ?? [],
+    snapshots: input.observed.snapshots ?? [],
   };
   const outcomes: ReplicaOutcome[] = [];
-  const failed = new Map<string, ReplicaState>();
+  const failed = new Map<string, Partial<ReplicaState>>();
   const replan = (): ReplicaPlan =>
     planReplicas({ pool: input.pool, cvrs, backend: deps.backend, ...(imported ? { imported } : {}) });
   let plan = replan();
-  // Each CVR needs at most create, grow, destroy and its finalizer: more steps would be a loop.
-  for (let step = 0; step < 4 * cvrs.length + 1 && !deps.stopping?.(); step++) {
+  // Each CVR needs at most create, grow, destroy, its finalizer and one take, and each snapshot one destroy:
+  // more steps would be a loop.
+  const steps = 5 * cvrs.length + (imported?.snapshots.length ?? 0) + 1;
+  for (let step = 0; step < steps && !deps.stopping?.(); step++) {
     const next = plan.actions.find((a) => !failed.has(a.cvr));
     if (!next) break;
     if (outcomes.some((o) => o.action.key === next.key && !o.error)) {
       // Done, yet wanted again: the pool did not change as the command said (the next pass looks again).
-      failed.set(next.cvr, {
-        phase: "Error",
-        reason: REPLICA_EVENT_REASONS[next.kind].failed,
-        message: `${describeReplicaAction(next)}: succeeded but changed nothing`,
-      });
+      failed.set(next.cvr, failure(next, ": succeeded but changed nothing"));
       continue;
     }
     const cvr = cvrs.find((c) => c.metadata.name === next.cvr)!;
@@ -91,16 +104,12 @@ export async function replicaPass(
     } catch (error) {
       const message = (error as Error).message;
       outcomes.push({ action: next, error: message });
-      failed.set(next.cvr, {
-        phase: "Error",
-        reason: REPLICA_EVENT_REASONS[next.kind].failed,
-        message: `${describeReplicaAction(next)} failed: ${message}`,
-      });
+      failed.set(next.cvr, failure(next, ` failed: ${message}`));
       deps.logger.warn("replica action failed", { cvr: next.cvr, action: next.kind, error: message });
     }
     if (imported && next.kind !== "remove-replica-finalizer") {
       try {
-        imported.datasets = await deps.host.datasets(input.pool, DATASET_PROPERTIES);
+        Object.assign(imported, await deps.host.contents(input.pool, DATASET_PROPERTIES));
       } catch (error) {
         deps.logger.warn("cannot read the pool's datasets", {
           pool: input.pool,
@@ -116,6 +125,15 @@ export async function replicaPass(
   return { judged: input.cvrs, cvrs, states, outcomes };
 }
 
+/** A CVR's state after its action failed: Error, but for a snapshot action, whose failure is only said. */
+function failure(action: ReplicaAction, what: string): Partial<ReplicaState> {
+  const said = {
+    reason: REPLICA_EVENT_REASONS[action.kind].failed,
+    message: `${describeReplicaAction(action)}${what}`,
+  };
+  return SNAPSHOT_ACTIONS.has(action.kind) ? said : { phase: "Error", ...said };
+}
+
 /** What a user reads in `kubectl describe cvr`. */
 export function describeReplicaAction(action: ReplicaAction): string {
   switch (action.kind) {
@@ -127,6 +145,10 @@ export function describeReplicaAction(action: ReplicaAction): string {
       return `destroyed replica ${action.dataset}`;
     case "remove-replica-finalizer":
       return `replica ${action.dataset} is gone: removed the finalizer of CStorVolumeReplica ${action.cvr}`;
+    case "snapshot-replica":
+      return `took snapshot ${action.dataset}@${action.snapshot}`;
+    case "destroy-snapshot":
+      return `destroyed snapshot ${action.dataset}@${action.snapshot} (deferred: it goes with its last clone)`;
   }
 }
 

@@ -1,14 +1,23 @@
 // The replica planner (docs/adr/0011-a-replica-is-a-zvol-on-the-pool-data-reaches.md): pure. From the CStorVolumeReplicas (CVRs) of one CSPI and ONE
-// observation of its pool's datasets it plans the commands that make each CVR's replica exist at its size, or
-// be gone when the CVR is deleted, and says each CVR's state. A replica is `<zpool>/<volume>` carrying the
-// io.openebs:* properties; the backend (zvol or file, chosen by configuration) says which commands make it.
+// observation of its pool's datasets and snapshots it plans the commands that make each CVR's replica exist at
+// its size with the snapshots its annotations ask for (replica-snapshots.ts), or be gone when the CVR is
+// deleted, and says each CVR's state. A replica is `<zpool>/<volume>` carrying the io.openebs:* properties; the
+// backend (zvol or file, chosen by configuration) says which commands make it.
 import { FINALIZER, LABEL } from "../api/constants.js";
 import type { CVR, CVRStatus } from "../api/types.js";
 import { CVR_PHASES } from "../api/volume-schema.js";
 import { formatTime } from "../lib/conditions.js";
 import { parseQuantity } from "../lib/quantity.js";
-import type { DatasetRecord } from "../zfs/parse.js";
+import type { DatasetRecord, SnapshotRecord } from "../zfs/parse.js";
 import { bytesProperty, REPLICA_FILE, REPLICA_PROPERTY, type HostCommand } from "../zfs/layout.js";
+import {
+  planSnapshots,
+  snapshotsByDataset,
+  snapshotsHoldReplica,
+  type HeldSnapshot,
+  type ReportedSnapshot,
+  type SnapshotAction,
+} from "./replica-snapshots.js";
 
 /**
  * Every replica's size is a multiple of this, its volblocksize: ZFS refuses a volsize that is not ("volume
@@ -54,8 +63,8 @@ function identity(replica: Replica): string[] {
 
 /**
  * Marked first, so the pool agent drops its iSCSI export, which holds the replica open (docs/adr/0032-the-pool-agent-what-it-reads-how-it-exports.md): until it
- * has, the destroy fails as busy and the next pass tries again. -r: a replica's snapshots (a later release's)
- * go with it; never -f, never -R (clones elsewhere stop it).
+ * has, the destroy fails as busy and the next pass tries again. -r: the replica's snapshots nobody lists go
+ * with it (planned only then: replica-snapshots.ts); never -f, never -R (that would destroy clones elsewhere).
  */
 const destroyDataset = (dataset: string): HostCommand[] => [
   { program: "zfs", args: ["set", `${REPLICA_PROPERTY.destroying}=on`, dataset] },
@@ -162,6 +171,8 @@ export interface ReplicaState {
   message?: string;
   /** Bytes: the replica's size and what it uses on the pool. */
   capacity?: { total: number; used: number };
+  /** The replica's snapshots for status.snapshots; absent while none is known (none held, or the pool unread). */
+  snapshots?: ReportedSnapshot[];
 }
 
 export type ReplicaAction =
@@ -173,13 +184,19 @@ export type ReplicaAction =
       bytes?: number;
       commands: HostCommand[];
     }
+  | SnapshotAction
   | { kind: "remove-replica-finalizer"; key: string; cvr: string; dataset: string };
 
 export interface ReplicaPlanInput {
   /** The zpool (lib/names.ts zpoolName of the CSPI). */
   pool: string;
   /** The pool as this node has it; undefined when it is not imported here (exported, lost, or elsewhere). */
-  imported?: { health: string; readonly: boolean; datasets: readonly DatasetRecord[] };
+  imported?: {
+    health: string;
+    readonly: boolean;
+    datasets: readonly DatasetRecord[];
+    snapshots: readonly SnapshotRecord[];
+  };
   /** The CVRs whose LABEL.replicaPool names this CSPI. */
   cvrs: readonly CVR[];
   backend: ReplicaBackend;
@@ -199,8 +216,9 @@ const REPLICA_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$/;
 
 export function planReplicas(input: ReplicaPlanInput): ReplicaPlan {
   const plan: ReplicaPlan = { actions: [], states: {} };
-  // By name, once: a pass over a pool of N replicas stays linear in N.
+  // By name, once: a pass over a pool of N replicas (and their snapshots) stays linear in N.
   const datasets = new Map((input.imported?.datasets ?? []).map((d) => [d.name, d]));
+  const snapshots = snapshotsByDataset(input.imported?.snapshots ?? []);
   const cvrs = [...input.cvrs].sort((a, b) => ((a.metadata.name ?? "") < (b.metadata.name ?? "") ? -1 : 1));
   for (const cvr of cvrs) {
     const name = cvr.metadata.name ?? "";
@@ -213,10 +231,17 @@ export function planReplicas(input: ReplicaPlanInput): ReplicaPlan {
       };
       continue;
     }
-    const { state, action } = planOne(input, cvr, wanted.replica, datasets.get(wanted.replica.dataset));
+    const { dataset } = wanted.replica;
+    const { state, actions } = planOne(input, cvr, wanted.replica, {
+      dataset: datasets.get(dataset),
+      snapshots: snapshots.get(dataset) ?? [],
+    });
     plan.states[name] = state;
-    if (action) plan.actions.push(action);
+    plan.actions.push(...actions);
   }
+  // A volume's writes are held until its replicas' snapshots are taken: those go before anything else.
+  const takes = plan.actions.filter((a) => a.kind === "snapshot-replica");
+  plan.actions = [...takes, ...plan.actions.filter((a) => a.kind !== "snapshot-replica")];
   return plan;
 }
 
@@ -252,22 +277,24 @@ function alignedBytes(nano: bigint): number | undefined {
   return aligned > 0n && aligned <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(aligned) : undefined;
 }
 
-/** One CVR's state on the pool, and the action that moves it on, if any. */
+/** One CVR's state on the pool, and the actions that move it on, in order. */
 interface ReplicaStep {
   state: ReplicaState;
-  action?: ReplicaAction;
+  actions: ReplicaAction[];
+}
+
+/** What the pool holds under a replica's name. */
+interface OnPool {
+  dataset?: DatasetRecord;
+  snapshots: readonly HeldSnapshot[];
 }
 
 /** The plan's input once the pool is known to be imported here and serving. */
 type ServingPool = ReplicaPlanInput & Required<Pick<ReplicaPlanInput, "imported">>;
 
-function planOne(
-  input: ReplicaPlanInput,
-  cvr: CVR,
-  replica: Replica,
-  dataset: DatasetRecord | undefined,
-): ReplicaStep {
+function planOne(input: ReplicaPlanInput, cvr: CVR, replica: Replica, onPool: OnPool): ReplicaStep {
   const { imported } = input;
+  const { dataset } = onPool;
   const deleting = cvr.metadata.deletionTimestamp !== undefined;
   if (!imported) {
     return {
@@ -276,6 +303,7 @@ function planOne(
         reason: "PoolNotImported",
         message: `pool ${input.pool} is not imported on this node (exported, lost, or held elsewhere)${deleting ? ": the replica is destroyed once it is back" : ""}`,
       },
+      actions: [],
     };
   }
   if (!SERVING_HEALTH.has(imported.health)) {
@@ -285,33 +313,57 @@ function planOne(
         reason: "PoolNotOnline",
         message: `pool ${input.pool} is ${imported.health}`,
       },
+      actions: [],
     };
   }
   const pool: ServingPool = { ...input, imported };
-  if (deleting) return planDeletion(pool, cvr, replica, dataset);
+  if (deleting) return planDeletion(pool, cvr, replica, onPool);
   if (!dataset) return planCreation(pool, replica);
   const foreign = foreignProblem(pool.backend, replica, dataset);
-  if (foreign) return { state: { phase: "Error", reason: "ForeignDataset", message: foreign } };
-  return planSize(pool, cvr, replica, dataset);
+  if (foreign) return { state: { phase: "Error", reason: "ForeignDataset", message: foreign }, actions: [] };
+  const sized = planSize(pool, cvr, replica, dataset);
+  // Taken only of a replica whose data is served and can be written; destroyed while the pool serves.
+  const snapshots = planSnapshots(cvr, replica.dataset, onPool.snapshots, sized.state.phase === "Healthy");
+  const state = withSnapshots(sized.state, snapshots.reported);
+  return {
+    state: snapshots.note && state.reason === undefined ? { ...state, ...snapshots.note } : state,
+    actions: [...snapshots.actions, ...sized.actions],
+  };
 }
 
-/** A deleted CVR: its replica destroyed, then its finalizer removed. */
+function withSnapshots(state: ReplicaState, reported: ReportedSnapshot[]): ReplicaState {
+  return reported.length > 0 ? { ...state, snapshots: reported } : state;
+}
+
+/** A deleted CVR: its replica destroyed (unless its snapshots keep it), then its finalizer removed. */
 function planDeletion(
   { backend, imported }: ServingPool,
   cvr: CVR,
   replica: Replica,
-  dataset: DatasetRecord | undefined,
+  { dataset, snapshots }: OnPool,
 ): ReplicaStep {
   const foreign = dataset ? foreignProblem(backend, replica, dataset) : undefined;
   if (dataset && !foreign) {
+    const existing = existingState(backend, replica, dataset, imported.readonly);
+    const kept = snapshotsHoldReplica(cvr, replica.dataset, snapshots);
+    if (kept) {
+      // Meanwhile the snapshots the list dropped still go.
+      const plan = planSnapshots(cvr, replica.dataset, snapshots, false);
+      return {
+        state: { ...withSnapshots(existing, plan.reported), reason: "SnapshotsExist", message: kept },
+        actions: plan.actions,
+      };
+    }
     return {
-      state: existingState(backend, replica, dataset, imported.readonly),
-      action: {
-        kind: "destroy-replica",
-        key: `destroy-replica:${replica.dataset}`,
-        ...actionTarget(replica),
-        commands: backend.destroy(replica.dataset),
-      },
+      state: existing,
+      actions: [
+        {
+          kind: "destroy-replica",
+          key: `destroy-replica:${replica.dataset}`,
+          ...actionTarget(replica),
+          commands: backend.destroy(replica.dataset),
+        },
+      ],
     };
   }
   // Nothing of this CVR's is on the pool (a foreign dataset under its name is left alone): it may go.
@@ -320,15 +372,15 @@ function planDeletion(
     state: foreign
       ? { phase: "Error", reason: "ForeignDataset", message: foreign }
       : { phase: "Init", reason: "Deleted", message: `replica ${replica.dataset} is destroyed` },
-    ...(finalizer
-      ? {
-          action: {
+    actions: finalizer
+      ? [
+          {
             kind: "remove-replica-finalizer",
             key: `remove-replica-finalizer:${replica.cvr}`,
             ...actionTarget(replica),
           },
-        }
-      : {}),
+        ]
+      : [],
   };
 }
 
@@ -339,13 +391,15 @@ function planCreation({ backend }: ServingPool, replica: Replica): ReplicaStep {
       reason: "Creating",
       message: `creating replica ${replica.dataset} of ${replica.bytes} bytes (${backend.name})`,
     },
-    action: {
-      kind: "create-replica",
-      key: `create-replica:${replica.dataset}`,
-      ...actionTarget(replica),
-      bytes: replica.bytes,
-      commands: backend.create(replica),
-    },
+    actions: [
+      {
+        kind: "create-replica",
+        key: `create-replica:${replica.dataset}`,
+        ...actionTarget(replica),
+        bytes: replica.bytes,
+        commands: backend.create(replica),
+      },
+    ],
   };
 }
 
@@ -367,9 +421,11 @@ function planSize(
           `spec.capacity ${cvr.spec.capacity} (${replica.bytes} bytes once rounded up to ${REPLICA_BLOCK_BYTES}) is smaller than replica ` +
           `${replica.dataset} (${size} bytes): a replica is never shrunk; set the volume's capacity back to at least its size`,
       },
+      actions: [],
     };
   }
-  if (size === replica.bytes) return { state: existingState(backend, replica, dataset, imported.readonly) };
+  if (size === replica.bytes)
+    return { state: existingState(backend, replica, dataset, imported.readonly), actions: [] };
   // Smaller, or its size not set yet: grown to the capacity.
   return {
     state:
@@ -380,13 +436,15 @@ function planSize(
             message: `sizing replica ${replica.dataset} to ${replica.bytes} bytes (${backend.name})`,
           }
         : existingState(backend, replica, dataset, imported.readonly),
-    action: {
-      kind: "grow-replica",
-      key: `grow-replica:${replica.dataset}:${replica.bytes}`,
-      ...actionTarget(replica),
-      bytes: replica.bytes,
-      commands: backend.grow(replica, dataset),
-    },
+    actions: [
+      {
+        kind: "grow-replica",
+        key: `grow-replica:${replica.dataset}:${replica.bytes}`,
+        ...actionTarget(replica),
+        bytes: replica.bytes,
+        commands: backend.grow(replica, dataset),
+      },
+    ],
   };
 }
 
@@ -459,6 +517,12 @@ export function replicaStatus(cvr: CVR, state: ReplicaState, now: Date): CVRStat
       total: exactQuantity(state.capacity.total),
       used: exactQuantity(state.capacity.used),
     };
+  if (state.snapshots)
+    status.snapshots = state.snapshots.map(({ name, creationTime, used }) => ({
+      name,
+      creationTime,
+      ...(used !== undefined ? { used: exactQuantity(used) } : {}),
+    }));
   if (cvr.metadata.generation !== undefined) status.observedGeneration = cvr.metadata.generation;
   return status;
 }

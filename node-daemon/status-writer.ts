@@ -161,6 +161,6 @@ export function cvrStatusWriter(options: StatusWriterOptions): StatusWriter<CVR,
   return new StatusWriter<CVR, CVRStatus>(options, {
     name: "cvr",
     patchStatus: (namespace, name, patch) => options.kube.patchCvrStatus(namespace, name, patch),
-    ownedOptionalFields: ["capacity", "reason", "message"],
+    ownedOptionalFields: ["capacity", "reason", "message", "snapshots"],
   });
 }

@@ -14,7 +14,8 @@ import {
   parseValueLines,
   parseZpoolList,
   parseZpoolStatus,
-  type DatasetRecord,
+  poolContents,
+  type PoolContents,
   type PoolFacts,
   type PoolListing,
   type PoolStatus,
@@ -157,14 +158,14 @@ export class ZfsHost {
 
   /** One pool's facts read on its own, when the batch could not read them: five commands. */
   async poolFacts(pool: string): Promise<PoolFacts> {
-    const [listing, space, datasets, properties, cachefile] = [
+    const [listing, space, contents, properties, cachefile] = [
       await this.poolListing(pool),
       await this.space(pool),
-      await this.datasets(pool, DATASET_PROPERTIES),
+      await this.contents(pool, DATASET_PROPERTIES),
       await this.datasetProperties(pool, ["compression", "readonly"]),
       await this.poolProperty(pool, "cachefile"),
     ];
-    const facts: PoolFacts = { space, datasets, ...listing };
+    const facts: PoolFacts = { space, ...contents, ...listing };
     if (properties.compression) facts.compression = properties.compression;
     if (properties.readonly) facts.readonly = properties.readonly === "on";
     if (cachefile !== undefined) facts.cachefile = cachefileSetting(cachefile);
@@ -201,10 +202,11 @@ export class ZfsHost {
   }
 
   /**
-   * Datasets and volumes below the root dataset with the properties asked for, in ONE command however many
-   * replicas the pool holds (snapshots left out). `-p`: sizes in bytes.
+   * Datasets, volumes and their snapshots below the root dataset with the properties asked for, in ONE command
+   * however many replicas and snapshots the pool holds (`zfs get -r` prints every type; zfs-fuse has no `-t`).
+   * `-p`: sizes in bytes, times in seconds.
    */
-  async datasets(pool: string, properties: readonly string[]): Promise<DatasetRecord[]> {
+  async contents(pool: string, properties: readonly string[]): Promise<PoolContents> {
     const out = (
       await this.zfs([
         "get",
@@ -217,13 +219,7 @@ export class ZfsHost {
         pool,
       ])
     ).stdout;
-    return parseDatasetProperties(out)
-      .filter(
-        (d) =>
-          d.name.startsWith(`${pool}/`) &&
-          (d.properties.type === "filesystem" || d.properties.type === "volume"),
-      )
-      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    return poolContents(pool, parseDatasetProperties(out));
   }
 
   /** A replica backend's command (node-daemon/replicas.ts): zfs or truncate, in the host's namespace. */

@@ -36,11 +36,18 @@ export const REPLICA_PROPERTY = {
   destroying: "io.openebs:destroying",
 } as const;
 
-/** What one `zfs get` reads of every dataset of a pool: sizes, where it is mounted, and the replica's properties. */
+/**
+ * What one `zfs get` reads of every dataset and snapshot of a pool: sizes, where it is mounted, the replica's
+ * properties, and for snapshots when they were taken and whether a deferred destroy waits on their clones
+ * (docs/adr/0051-the-node-daemons-snapshots-one-zfs-get-deferred.md).
+ */
 export const DATASET_PROPERTIES: readonly string[] = [
   "volsize",
   "used",
   "mountpoint",
+  "creation",
+  "defer_destroy",
+  "usedbysnapshots",
   ...Object.values(REPLICA_PROPERTY),
 ];
 

@@ -561,6 +561,55 @@ export function parseDatasetProperties(text: string): DatasetRecord[] {
   return [...byName.values()];
 }
 
+/** A snapshot of a dataset below a pool, `<dataset>@<name>`, with the properties read of it. */
+export interface SnapshotRecord {
+  dataset: string;
+  name: string;
+  properties: Record<string, string>;
+}
+
+/** What a pool holds below its root dataset: filesystems and volumes, and their snapshots, each sorted by name. */
+export interface PoolContents {
+  datasets: DatasetRecord[];
+  snapshots: SnapshotRecord[];
+}
+
+const compareText = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
+/**
+ * One pool's records of a `zfs get -r` (its root, other pools and bookmarks left out) as datasets and snapshots,
+ * keeping `type` and the properties asked for (all when none are named).
+ */
+export function poolContents(
+  pool: string,
+  records: readonly DatasetRecord[],
+  properties?: readonly string[],
+): PoolContents {
+  const kept = properties && new Set(["type", ...properties]);
+  const keep = (record: DatasetRecord) =>
+    kept
+      ? Object.fromEntries(Object.entries(record.properties).filter(([property]) => kept.has(property)))
+      : record.properties;
+  const contents: PoolContents = { datasets: [], snapshots: [] };
+  for (const record of records) {
+    if (!record.name.startsWith(`${pool}/`)) continue;
+    const type = record.properties.type;
+    if (type === "filesystem" || type === "volume")
+      contents.datasets.push({ name: record.name, properties: keep(record) });
+    else if (type === "snapshot") {
+      const at = record.name.indexOf("@");
+      contents.snapshots.push({
+        dataset: record.name.slice(0, at),
+        name: record.name.slice(at + 1),
+        properties: keep(record),
+      });
+    }
+  }
+  contents.datasets.sort((a, b) => compareText(a.name, b.name));
+  contents.snapshots.sort((a, b) => compareText(a.dataset, b.dataset) || compareText(a.name, b.name));
+  return contents;
+}
+
 /** What is read of one imported pool besides its status: `zpool list`, `zfs get`, `zpool get`. */
 export interface PoolFacts {
   /** `zpool list`: raw size of the data vdevs, bytes. */
@@ -573,6 +622,8 @@ export interface PoolFacts {
   space?: { used: number; available: number };
   /** The datasets below the pool with their size and io.openebs:* properties: what the replica planner reads. */
   datasets?: DatasetRecord[];
+  /** Their snapshots, with when each was taken, what it uses and whether a deferred destroy waits on it. */
+  snapshots?: SnapshotRecord[];
   compression?: string;
   readonly?: boolean;
   /** The pool's cachefile property; "" when none. */
@@ -601,7 +652,6 @@ export function parsePoolFacts(
     if (list) list.push(record);
     else byPool.set(pool, [record]);
   }
-  const kept = ["type", ...datasetProperties];
   const facts = new Map<string, PoolFacts>();
   for (const pool of pools) {
     const records = byPool.get(pool) ?? [];
@@ -612,20 +662,9 @@ export function parsePoolFacts(
     const listing = listingOf(output.sizes, pool);
     if (!root || !Number.isFinite(used) || !Number.isFinite(available) || !listing || cachefile === undefined)
       continue;
-    const datasets = records
-      .filter(
-        (d) => d.name !== pool && (d.properties.type === "filesystem" || d.properties.type === "volume"),
-      )
-      .map((d) => ({
-        name: d.name,
-        properties: Object.fromEntries(
-          kept.filter((p) => p in d.properties).map((p) => [p, d.properties[p]]),
-        ),
-      }))
-      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     const poolFacts: PoolFacts = {
       space: { used, available },
-      datasets,
+      ...poolContents(pool, records, datasetProperties),
       cachefile: cachefileSetting(cachefile),
       ...listing,
     };

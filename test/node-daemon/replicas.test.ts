@@ -6,7 +6,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { expect } from "chai";
 import type { CVR } from "../../api/types.js";
-import { parseDatasetProperties } from "../../zfs/parse.js";
+import { parseDatasetProperties, poolContents } from "../../zfs/parse.js";
 import {
   exactQuantity,
   fileBackend,
@@ -35,10 +35,8 @@ function inputOf(goldenCase: GoldenCase): ReplicaPlanInput {
   const input: ReplicaPlanInput = { pool: fixture.pool, cvrs: fixture.cvrs, backend };
   if (fixture.imported) {
     const { zfsGet, ...state } = fixture.imported;
-    const datasets = parseDatasetProperties(readFileSync(join(goldenCase.dir, zfsGet), "utf8")).filter((d) =>
-      d.name.startsWith(`${fixture.pool}/`),
-    );
-    input.imported = { ...state, datasets };
+    const records = parseDatasetProperties(readFileSync(join(goldenCase.dir, zfsGet), "utf8"));
+    input.imported = { ...state, ...poolContents(fixture.pool, records) };
   }
   return input;
 }

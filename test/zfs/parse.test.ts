@@ -370,8 +370,9 @@ describe("node-daemon zpool output parsers", () => {
   });
 
   it("reads the facts of several pools from one listing of each kind, and leaves out a pool whose facts are incomplete", () => {
-    // Captured from zfs-fuse 0.7 with three pools: cstor-a (one dataset, default cachefile), cstor-b (cachefile=none),
-    // and cstor-c, which the zfs listing does not show (a pool lost while it was read).
+    // Captured from zfs-fuse 0.7 with three pools: cstor-a (one dataset with a snapshot, default cachefile; a
+    // snapshot of its root, which holds no replica), cstor-b (cachefile=none), and cstor-c, which the zfs listing
+    // does not show (a pool lost while it was read).
     const facts = parsePoolFacts(
       ["cstor-a", "cstor-b", "cstor-c"],
       {
@@ -394,6 +395,14 @@ describe("node-daemon zpool output parsers", () => {
           "cstor-a/pvc-1\tcompression\toff",
           "cstor-a/pvc-1\treadonly\toff",
           "cstor-a/pvc-1\tio.openebs:volume\tpvc-1",
+          "cstor-a/pvc-1@snap-1\ttype\tsnapshot",
+          "cstor-a/pvc-1@snap-1\tused\t0",
+          "cstor-a/pvc-1@snap-1\tavailable\t-",
+          "cstor-a/pvc-1@snap-1\tcompression\t-",
+          "cstor-a/pvc-1@snap-1\treadonly\t-",
+          "cstor-a/pvc-1@snap-1\tio.openebs:volume\tpvc-1",
+          "cstor-a@root-1\ttype\tsnapshot",
+          "cstor-a@root-1\tused\t0",
           "cstor-b\ttype\tfilesystem",
           "cstor-b\tused\t360448",
           "cstor-b\tavailable\t95059968",
@@ -422,6 +431,13 @@ describe("node-daemon zpool output parsers", () => {
             properties: { type: "filesystem", used: "114688", "io.openebs:volume": "pvc-1" },
           },
         ],
+        snapshots: [
+          {
+            dataset: "cstor-a/pvc-1",
+            name: "snap-1",
+            properties: { type: "snapshot", used: "0", "io.openebs:volume": "pvc-1" },
+          },
+        ],
       },
       "cstor-b": {
         size: 123 * 1024 * 1024,
@@ -432,6 +448,7 @@ describe("node-daemon zpool output parsers", () => {
         readonly: true,
         cachefile: "",
         datasets: [],
+        snapshots: [],
       },
     });
   });
