@@ -370,6 +370,12 @@ export const CapacitySchema = Type.Object(
     total: Type.String(),
     free: Type.String(),
     used: Type.String(),
+    snapshots: Type.Optional(
+      Type.String({
+        description:
+          "Of used: what the replicas' snapshots alone hold (their usedbysnapshots, summed), freed once they are destroyed.",
+      }),
+    ),
   },
   { ...closed, description: "Kubernetes quantities (binary SI), as ZFS reports them." },
 );

@@ -167,13 +167,9 @@ type ImportedPool = NonNullable<Observation["pool"]>;
 const POOL = ["cspi", "pool"];
 const DEVICE = [...POOL, "device", "blockdevice"];
 
-function poolGauges(gauge: GaugeMaker) {
+/** What the pool holds and has room for: zpool list's raw space, the datasets' space, the snapshots. */
+function spaceGauges(gauge: GaugeMaker) {
   return {
-    phase: gauge(
-      "cstor_pool_phase",
-      "The CSPI's phase as the daemon reports it (status.phase), one series per phase: 1 for the current one, 0 for the others",
-      [...POOL, "phase"],
-    ),
     size: gauge("cstor_pool_size_bytes", "Raw size of the pool's data vdevs (zpool list SIZE)", POOL),
     allocated: gauge(
       "cstor_pool_allocated_bytes",
@@ -195,6 +191,27 @@ function poolGauges(gauge: GaugeMaker) {
       "cstor_pool_dataset_available_bytes",
       "Bytes still available to the pool's datasets",
       POOL,
+    ),
+    snapshots: gauge(
+      "cstor_pool_snapshots",
+      "ZFS snapshots of the pool's replicas, those deleted but kept for their clones included",
+      POOL,
+    ),
+    snapshotUsed: gauge(
+      "cstor_pool_snapshot_used_bytes",
+      "Bytes the replicas' snapshots alone hold (their usedbysnapshots, summed; part of cstor_pool_dataset_used_bytes)",
+      POOL,
+    ),
+  };
+}
+
+function poolGauges(gauge: GaugeMaker) {
+  return {
+    ...spaceGauges(gauge),
+    phase: gauge(
+      "cstor_pool_phase",
+      "The CSPI's phase as the daemon reports it (status.phase), one series per phase: 1 for the current one, 0 for the others",
+      [...POOL, "phase"],
     ),
     readOnly: gauge(
       "cstor_pool_readonly",
@@ -327,6 +344,8 @@ function capacitySeries(
   }
   if (imported.space)
     values.push([pool.used, labels, imported.space.used], [pool.available, labels, imported.space.available]);
+  if (imported.snapshots) values.push([pool.snapshots, labels, imported.snapshots.length]);
+  if (imported.snapshotBytes !== undefined) values.push([pool.snapshotUsed, labels, imported.snapshotBytes]);
   values.push([pool.readOnly, labels, imported.readonly ? 1 : 0]);
   values.push([pool.threshold, labels, threshold]);
   return values;

@@ -122,6 +122,7 @@ function poolFacts(
   if (pool.space) {
     const { used, available } = pool.space;
     facts.capacity = { total: quantity(used + available), free: quantity(available), used: quantity(used) };
+    if (pool.snapshotBytes !== undefined) facts.capacity.snapshots = quantity(pool.snapshotBytes);
   }
   facts.readOnly = pool.readonly ?? false;
   facts.devices = deviceHealth(cspi, observation);

@@ -15,6 +15,7 @@ import {
   parseZpoolList,
   parseZpoolStatus,
   poolContents,
+  snapshotBytes,
   type PoolContents,
   type PoolFacts,
   type PoolListing,
@@ -166,6 +167,8 @@ export class ZfsHost {
       await this.poolProperty(pool, "cachefile"),
     ];
     const facts: PoolFacts = { space, ...contents, ...listing };
+    const snapshots = snapshotBytes(contents.datasets);
+    if (snapshots !== undefined) facts.snapshotBytes = snapshots;
     if (properties.compression) facts.compression = properties.compression;
     if (properties.readonly) facts.readonly = properties.readonly === "on";
     if (cachefile !== undefined) facts.cachefile = cachefileSetting(cachefile);

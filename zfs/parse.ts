@@ -610,6 +610,17 @@ export function poolContents(
   return contents;
 }
 
+/** The datasets' usedbysnapshots summed; undefined when one of them does not say (not read). */
+export function snapshotBytes(datasets: readonly DatasetRecord[]): number | undefined {
+  let sum = 0;
+  for (const dataset of datasets) {
+    const bytes = dataset.properties.usedbysnapshots;
+    if (bytes === undefined || !/^\d+$/.test(bytes)) return undefined;
+    sum += Number(bytes);
+  }
+  return sum;
+}
+
 /** What is read of one imported pool besides its status: `zpool list`, `zfs get`, `zpool get`. */
 export interface PoolFacts {
   /** `zpool list`: raw size of the data vdevs, bytes. */
@@ -624,6 +635,8 @@ export interface PoolFacts {
   datasets?: DatasetRecord[];
   /** Their snapshots, with when each was taken, what it uses and whether a deferred destroy waits on it. */
   snapshots?: SnapshotRecord[];
+  /** Bytes the snapshots alone hold (the datasets' usedbysnapshots, summed): what destroying them all frees. */
+  snapshotBytes?: number;
   compression?: string;
   readonly?: boolean;
   /** The pool's cachefile property; "" when none. */
@@ -662,12 +675,15 @@ export function parsePoolFacts(
     const listing = listingOf(output.sizes, pool);
     if (!root || !Number.isFinite(used) || !Number.isFinite(available) || !listing || cachefile === undefined)
       continue;
+    const contents = poolContents(pool, records, datasetProperties);
     const poolFacts: PoolFacts = {
       space: { used, available },
-      ...poolContents(pool, records, datasetProperties),
+      ...contents,
       cachefile: cachefileSetting(cachefile),
       ...listing,
     };
+    const snapshots = snapshotBytes(contents.datasets);
+    if (snapshots !== undefined) poolFacts.snapshotBytes = snapshots;
     if (root.compression !== undefined) poolFacts.compression = root.compression;
     if (root.readonly !== undefined) poolFacts.readonly = root.readonly === "on";
     facts.set(pool, poolFacts);

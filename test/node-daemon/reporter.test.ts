@@ -196,6 +196,23 @@ describe("node-daemon reporter", () => {
     }
   });
 
+  it("reports what the replicas' snapshots alone hold as part of used, once the pool's zfs get has said it", () => {
+    const input = planInputOf(plannerCase("steady-state"));
+    const withSnapshots = (bytes: number | undefined) => {
+      const observation = structuredClone(input.observation);
+      if (bytes !== undefined) observation.pool!.snapshotBytes = bytes;
+      return reportFor("steady-state", { observation }).capacity;
+    };
+    expect(withSnapshots(3 * 2 ** 20)).to.deep.equal({
+      total: "91Mi",
+      free: "90.7Mi",
+      used: "352Ki",
+      snapshots: "3Mi",
+    });
+    expect(withSnapshots(0)).to.have.property("snapshots", "0");
+    expect(withSnapshots(undefined), "not read: left out, not 0").to.not.have.property("snapshots");
+  });
+
   it("formats capacity as Kubernetes quantities", () => {
     expect([
       quantity(0),

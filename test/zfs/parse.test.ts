@@ -394,9 +394,11 @@ describe("node-daemon zpool output parsers", () => {
           "cstor-a/pvc-1\tavailable\t94896128",
           "cstor-a/pvc-1\tcompression\toff",
           "cstor-a/pvc-1\treadonly\toff",
+          "cstor-a/pvc-1\tusedbysnapshots\t8192",
           "cstor-a/pvc-1\tio.openebs:volume\tpvc-1",
           "cstor-a/pvc-1@snap-1\ttype\tsnapshot",
-          "cstor-a/pvc-1@snap-1\tused\t0",
+          "cstor-a/pvc-1@snap-1\tused\t8192",
+          "cstor-a/pvc-1@snap-1\tusedbysnapshots\t-",
           "cstor-a/pvc-1@snap-1\tavailable\t-",
           "cstor-a/pvc-1@snap-1\tcompression\t-",
           "cstor-a/pvc-1@snap-1\treadonly\t-",
@@ -413,7 +415,7 @@ describe("node-daemon zpool output parsers", () => {
         cachefiles:
           "NAME     PROPERTY   VALUE      SOURCE\ncstor-a  cachefile  -          default\ncstor-b  cachefile  none       local\ncstor-c  cachefile  -          default\n",
       },
-      ["used", "io.openebs:volume"],
+      ["used", "usedbysnapshots", "io.openebs:volume"],
     );
     expect(Object.fromEntries(facts)).to.deep.equal({
       "cstor-a": {
@@ -428,16 +430,22 @@ describe("node-daemon zpool output parsers", () => {
         datasets: [
           {
             name: "cstor-a/pvc-1",
-            properties: { type: "filesystem", used: "114688", "io.openebs:volume": "pvc-1" },
+            properties: {
+              type: "filesystem",
+              used: "114688",
+              usedbysnapshots: "8192",
+              "io.openebs:volume": "pvc-1",
+            },
           },
         ],
         snapshots: [
           {
             dataset: "cstor-a/pvc-1",
             name: "snap-1",
-            properties: { type: "snapshot", used: "0", "io.openebs:volume": "pvc-1" },
+            properties: { type: "snapshot", used: "8192", "io.openebs:volume": "pvc-1" },
           },
         ],
+        snapshotBytes: 8192,
       },
       "cstor-b": {
         size: 123 * 1024 * 1024,
@@ -449,6 +457,8 @@ describe("node-daemon zpool output parsers", () => {
         cachefile: "",
         datasets: [],
         snapshots: [],
+        // No dataset, so no snapshot: known to be none.
+        snapshotBytes: 0,
       },
     });
   });
