@@ -72,6 +72,9 @@ describe("integration: the node daemon's replicas (real processes, real apiserve
   const cspiA = () => `rep-a-pool-${sandbox.id}`;
   const cspiB = () => `rep-b-pool-${sandbox.id}`;
   const volume = () => `vol-${sandbox.id}`;
+  /** A clone made by hand of a replica's snapshot, as a restore on the same pool makes one. */
+  const cloneDataset = () => `${zpoolName(cspiA())}/restored-${sandbox.id}`;
+  const cloneDir = () => join(replicaDir, "restored");
 
   const get = async <T>(plural: string, name: string): Promise<T | undefined> => {
     const response = await cluster.request(cluster.admin, "GET", path(plural, name));
@@ -150,6 +153,27 @@ describe("integration: the node daemon's replicas (real processes, real apiserve
       .zfs("list", "-H", "-o", "name", "-r", zpoolName(cspi))
       .split("\n")
       .filter((l) => l.includes("/"));
+  const replicaDataset = () => `${zpoolName(cspiA())}/${volume()}`;
+  /** The replica's ZFS snapshots on node A, each with its defer_destroy ("on": destroyed, kept for its clones). */
+  const snapshotsOnA = (): Record<string, string> =>
+    Object.fromEntries(
+      hostA
+        .zfs("get", "-H", "-r", "-o", "name,value", "defer_destroy", replicaDataset())
+        .split("\n")
+        .filter((line) => line.includes("@"))
+        .map((line) => [line.split("\t")[0].split("@")[1], line.split("\t")[1]]),
+    );
+  /** What the volume's target writes on a replica (docs/adr/0050-a-snapshot-is-taken-while-md-holds-the-volumes-writes.md); null removes. */
+  const annotateSnapshots = (annotations: { now?: string | null; list?: string | null }) =>
+    patch("cstorvolumereplicas", `${volume()}-${cspiA()}`, {
+      metadata: {
+        annotations: {
+          ...(annotations.now !== undefined ? { [ANNOTATION.snapshotNow]: annotations.now } : {}),
+          ...(annotations.list !== undefined ? { [ANNOTATION.replicaSnapshots]: annotations.list } : {}),
+        },
+      },
+    });
+  const reportedSnapshots = (cvr: CVR | undefined) => (cvr?.status?.snapshots ?? []).map((s) => s.name);
 
   before(async () => {
     requireZfs();
@@ -344,6 +368,80 @@ describe("integration: the node daemon's replicas (real processes, real apiserve
     expect(fileSize(hostA, replicaFile(cspiA()))).to.equal(20 * MiB);
   });
 
+  it("takes a snapshot on the target's word: snapshot-now and the list on the CVR, the ZFS snapshot on node A and in status.snapshots; the replica rewritten, a clone of the snapshot still reads the old data", async () => {
+    const name = `${volume()}-${cspiA()}`;
+    const before = hostA.checksum(replicaFile(cspiA()));
+    await annotateSnapshots({ now: "snap-1", list: "snap-1" });
+    const taken = await waitForCvr(name, "snap-1 reported", (c) => reportedSnapshots(c).includes("snap-1"));
+    expect(snapshotsOnA()).to.deep.equal({ "snap-1": "off" });
+    const [reported] = taken!.status!.snapshots!;
+    expect(Date.parse(reported.creationTime), "ZFS's creation time, as RFC 3339").to.be.within(
+      Date.parse(taken!.metadata.creationTimestamp!),
+      Date.now(),
+    );
+    expect(reported.used).to.match(/^\d+(Ki|Mi)?$/);
+    expect(taken!.status!.phase).to.equal("Healthy");
+    await waitForEvent(KIND.cvr, name, "SnapshotTaken");
+    await annotateSnapshots({ now: null });
+    const cspi = await waitForCspi(
+      cspiA(),
+      "the pool's snapshot space",
+      (c) => !!c?.status?.capacity?.snapshots,
+    );
+    expect(cspi!.status!.capacity!.snapshots).to.match(/^\d+(\.\d+)?(Ki|Mi)?$/);
+
+    hostA.run(["dd", `of=${replicaFile(cspiA())}`, "bs=1M", "conv=notrunc", "status=none"], randomBytes(MiB));
+    expect(hostA.checksum(replicaFile(cspiA())), "the replica was rewritten").to.not.equal(before);
+    // zfs-fuse has no .zfs/snapshot directory: a clone is how the snapshot's data is read (and how a restore starts).
+    hostA.zfs("clone", "-o", `mountpoint=${cloneDir()}`, `${replicaDataset()}@snap-1`, cloneDataset());
+    expect(
+      hostA.checksum(join(cloneDir(), "replica.img")),
+      "the snapshot holds the data of its instant",
+    ).to.equal(before);
+  });
+
+  it("destroys with zfs destroy -d a snapshot the list no longer names: at once without clones; one a clone depends on leaves the status and goes with its clone", async () => {
+    const name = `${volume()}-${cspiA()}`;
+    await annotateSnapshots({ now: "snap-2", list: "snap-1,snap-2" });
+    const both = await waitForCvr(name, "snap-2 reported", (c) => reportedSnapshots(c).includes("snap-2"));
+    expect(reportedSnapshots(both), "oldest first").to.deep.equal(["snap-1", "snap-2"]);
+    await annotateSnapshots({ now: null, list: "snap-2" });
+    await waitForCvr(name, "snap-1 gone from the status", (c) => reportedSnapshots(c).join() === "snap-2");
+    expect(snapshotsOnA(), "kept by ZFS for the clone, deferred").to.deep.equal({
+      "snap-1": "on",
+      "snap-2": "off",
+    });
+    await waitForEvent(KIND.cvr, name, "SnapshotDestroyed");
+
+    await annotateSnapshots({ list: "" });
+    const none = await waitForCvr(name, "no snapshot reported", (c) => reportedSnapshots(c).length === 0);
+    expect(none!.status, "none reported: the field goes").to.not.have.property("snapshots");
+    expect(snapshotsOnA(), "without a clone, destroyed at once").to.deep.equal({ "snap-1": "on" });
+    // The clone goes (zfs-fuse destroys a mounted dataset only once unmounted): its deferred origin goes with it.
+    hostA.zfs("set", "mountpoint=none", cloneDataset());
+    hostA.zfs("destroy", cloneDataset());
+    expect(snapshotsOnA()).to.deep.equal({});
+  });
+
+  it("fail closed: a list that cannot be read, or none at all, destroys nothing and says why; the replica stays Healthy", async () => {
+    const name = `${volume()}-${cspiA()}`;
+    await annotateSnapshots({ now: "snap-3", list: "snap-3" });
+    await waitForCvr(name, "snap-3 reported", (c) => reportedSnapshots(c).includes("snap-3"));
+    await annotateSnapshots({ now: null, list: "Snap_3" });
+    const unreadable = await waitForCvr(name, "InvalidSpec", (c) => c?.status?.reason === "InvalidSpec");
+    expect(unreadable!.status!.phase).to.equal("Healthy");
+    expect(unreadable!.status!.message)
+      .to.contain(`annotation ${ANNOTATION.replicaSnapshots} must be CStorVolumeSnapshot names`)
+      .and.contain('"Snap_3"')
+      .and.contain("no snapshot of");
+    await waitForEvent(KIND.cvr, name, "InvalidSpec");
+    await annotateSnapshots({ list: null });
+    const absent = await waitForCvr(name, "SnapshotsKept", (c) => c?.status?.reason === "SnapshotsKept");
+    expect(absent!.status!.phase).to.equal("Healthy");
+    expect(absent!.status!.message).to.contain("keeps snapshot snap-3").and.contain("is absent");
+    expect(snapshotsOnA(), "neither destroyed it").to.deep.equal({ "snap-3": "off" });
+  });
+
   it("refuses to destroy a pool a CVR names (DestroyRefused), and removes nothing", async () => {
     await patch("cstorpoolinstances", cspiA(), {
       metadata: { annotations: { [ANNOTATION.poolRemoval]: POOL_REMOVAL_REQUESTED } },
@@ -376,9 +474,15 @@ describe("integration: the node daemon's replicas (real processes, real apiserve
     ]);
   });
 
-  it("a deleted CVR: its replica is destroyed, then its finalizer removed; the pool, now empty of replicas, is destroyed as asked", async () => {
+  it("a deleted CVR: kept while its list names a snapshot (SnapshotsExist); once the list is empty its replica is destroyed with the snapshot, then its finalizer removed; the pool, now empty of replicas, is destroyed as asked", async () => {
     const name = `${volume()}-${cspiA()}`;
+    await annotateSnapshots({ list: "snap-3" });
     await cluster.kubectl(["delete", "cvr", name, "-n", NS, "--wait=false"]);
+    const kept = await waitForCvr(name, "SnapshotsExist", (c) => c?.status?.reason === "SnapshotsExist");
+    expect(kept!.status!.message).to.contain(`replica ${replicaDataset()} is kept`).and.contain("snap-3");
+    await waitForEvent(KIND.cvr, name, "SnapshotsExist");
+    expect(datasets(hostA, cspiA())).to.deep.equal([replicaDataset()]);
+    await annotateSnapshots({ list: "" });
     await waitForCvr(name, "the CVR to go", (c) => c === undefined);
     await waitForEvent(KIND.cvr, name, "ReplicaDestroyed");
     await waitForEvent(KIND.cvr, name, "FinalizerRemoved");
