@@ -344,16 +344,15 @@ function planDeletion(
 ): ReplicaStep {
   const foreign = dataset ? foreignProblem(backend, replica, dataset) : undefined;
   if (dataset && !foreign) {
-    const existing = existingState(backend, replica, dataset, imported.readonly);
+    // Never taken now; while the replica is kept, the snapshots the list dropped still go.
+    const plan = planSnapshots(cvr, replica.dataset, snapshots, false);
+    const existing = withSnapshots(
+      existingState(backend, replica, dataset, imported.readonly),
+      plan.reported,
+    );
     const kept = snapshotsHoldReplica(cvr, replica.dataset, snapshots);
-    if (kept) {
-      // Meanwhile the snapshots the list dropped still go.
-      const plan = planSnapshots(cvr, replica.dataset, snapshots, false);
-      return {
-        state: { ...withSnapshots(existing, plan.reported), reason: "SnapshotsExist", message: kept },
-        actions: plan.actions,
-      };
-    }
+    if (kept)
+      return { state: { ...existing, reason: "SnapshotsExist", message: kept }, actions: plan.actions };
     return {
       state: existing,
       actions: [
