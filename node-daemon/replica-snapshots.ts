@@ -14,7 +14,10 @@ import {
 import type { HostCommand } from "../zfs/layout.js";
 import type { SnapshotRecord } from "../zfs/parse.js";
 
-/** ZFS's longest name (ZFS_MAX_DATASET_NAME_LEN, less its terminating NUL): `<dataset>@<snapshot>` must fit. */
+/**
+ * ZFS's longest name (ZFS_MAX_DATASET_NAME_LEN, less its terminating NUL): `<dataset>@<snapshot>` must fit.
+ * Measured on zfs-fuse 0.7: 255 characters taken, 256 refused ("name is too long").
+ */
 export const ZFS_NAME_MAX = 255;
 
 /** A snapshot of the replica as ZFS holds it. */

@@ -29,6 +29,7 @@ import {
 import { DaemonProcess, shippedDaemonEnv, zfsFuseNodeOverrides } from "../../testkit/node-daemon-process.js";
 import { startNode, type ZfsNode } from "../../testkit/zfs-node.js";
 import { blockDeviceName, cvrObject, MiB, requireZfs, ZfsSandbox } from "../../testkit/zfs.js";
+import { FaultyCommand } from "../reliability/support/faulty-zpool.js";
 
 const NS = INSTALL_NAMESPACE;
 const CSPC = "replicas-cspc";
@@ -66,6 +67,7 @@ describe("integration: the node daemon's replicas (real processes, real apiserve
   let shippedEnv: (nodeName: string) => Record<string, string>;
   let replicaDir: string;
   const daemons: DaemonProcess[] = [];
+  let nodeA: DaemonProcess | undefined;
   let nodeB: DaemonProcess | undefined;
   const nodeNameA = () => `rep-a-${sandbox.id}`;
   const nodeNameB = () => `rep-b-${sandbox.id}`;
@@ -136,11 +138,12 @@ describe("integration: the node daemon's replicas (real processes, real apiserve
     nodeName: string,
     host: ZfsNode,
     as: Identity = identity,
+    overrides: Record<string, string> = {},
   ): Promise<DaemonProcess> => {
     const daemon = await DaemonProcess.start({
       env: shippedEnv(nodeName),
       kubeconfig: as.kubeconfig,
-      overrides: zfsFuseNodeOverrides(host, replicaDir),
+      overrides: { ...zfsFuseNodeOverrides(host, replicaDir), ...overrides },
     });
     daemons.push(daemon);
     return daemon;
@@ -184,7 +187,7 @@ describe("integration: the node daemon's replicas (real processes, real apiserve
     hostB = await startNode(nodeNameB());
     identity = await cluster.serviceAccount(NS, "cstor-pool-node");
     shippedEnv = await shippedDaemonEnv(cluster, NS);
-    await startDaemon(nodeNameA(), hostA);
+    nodeA = await startDaemon(nodeNameA(), hostA);
     nodeB = await startDaemon(nodeNameB(), hostB);
     await apply(
       cspiObject(cspiA(), nodeNameA(), sandbox.file("rep-a", DEVICE_MIB)),
@@ -309,7 +312,7 @@ describe("integration: the node daemon's replicas (real processes, real apiserve
     expect(datasets(hostA, cspiA())).to.deep.equal([`${zpoolName(cspiA())}/${volume()}`]);
     for (const event of await events(KIND.cvr, name)) expect(event.source.host).to.equal(nodeNameB());
     expect(
-      daemons[0].lines.filter((l) => l.cvr === name),
+      nodeA!.lines.filter((l) => l.cvr === name),
       "node A's daemon logged nothing about it",
     ).to.deep.equal([]);
   });
@@ -442,6 +445,28 @@ describe("integration: the node daemon's replicas (real processes, real apiserve
     expect(snapshotsOnA(), "neither destroyed it").to.deep.equal({ "snap-3": "off" });
   });
 
+  it("a zfs snapshot that fails is SnapshotFailed, a Warning naming ZFS's error, the replica still Healthy; taken at a later pass once zfs works", async () => {
+    const name = `${volume()}-${cspiA()}`;
+    const zfs = new FaultyCommand(sandbox.dir, "/usr/sbin/zfs");
+    zfs.set("snapshot", "fail");
+    await nodeA!.stop();
+    nodeA = await startDaemon(nodeNameA(), hostA, identity, { ZFS_BIN: zfs.path });
+    await annotateSnapshots({ now: "snap-4", list: "snap-3,snap-4" });
+    const failed = await waitForCvr(name, "SnapshotFailed", (c) => c?.status?.reason === "SnapshotFailed");
+    expect(failed!.status!.phase).to.equal("Healthy");
+    expect(failed!.status!.message)
+      .to.contain(`took snapshot ${replicaDataset()}@snap-4 failed`)
+      .and.contain("injected fault");
+    await waitForEvent(KIND.cvr, name, "SnapshotFailed");
+    zfs.clear();
+    // The daemon's resync passes again (every STATUS_INTERVAL_SECONDS here); the target also writes again.
+    const taken = await waitForCvr(name, "snap-4 reported", (c) => reportedSnapshots(c).includes("snap-4"));
+    expect(taken!.status).to.not.have.property("reason");
+    expect(snapshotsOnA()).to.deep.equal({ "snap-3": "off", "snap-4": "off" });
+    await annotateSnapshots({ now: null, list: "snap-3" });
+    await waitForCvr(name, "snap-4 destroyed", (c) => reportedSnapshots(c).join() === "snap-3");
+  });
+
   it("refuses to destroy a pool a CVR names (DestroyRefused), and removes nothing", async () => {
     await patch("cstorpoolinstances", cspiA(), {
       metadata: { annotations: { [ANNOTATION.poolRemoval]: POOL_REMOVAL_REQUESTED } },
@@ -487,7 +512,7 @@ describe("integration: the node daemon's replicas (real processes, real apiserve
     await waitForEvent(KIND.cvr, name, "ReplicaDestroyed");
     await waitForEvent(KIND.cvr, name, "FinalizerRemoved");
     // Events carry whole seconds: the daemon's log (milliseconds, in order) says which came first.
-    const order = daemons[0].lines.filter((l) => l.cvr === name).map((l) => l.action);
+    const order = nodeA!.lines.filter((l) => l.cvr === name).map((l) => l.action);
     expect(order.indexOf("destroy-replica"), "destroyed before the finalizer went").to.be.within(
       0,
       order.indexOf("remove-replica-finalizer") - 1,
