@@ -1,5 +1,5 @@
 // The replica planner's snapshots (docs/adr/0050-a-snapshot-is-taken-while-md-holds-the-volumes-writes.md,
-// docs/adr/0051-the-node-daemons-snapshots-one-zfs-get-deferred.md): pure. From a CVR's annotations
+// docs/adr/0053-the-node-daemons-snapshots-one-zfs-get-deferred.md): pure. From a CVR's annotations
 // cstor.openebs.io/snapshot-now and cstor.openebs.io/snapshots and the ZFS snapshots of its replica it plans the
 // take and the deferred destroys, says what status.snapshots reports, and why a deleted CVR's replica is kept.
 import { ANNOTATION, LIMITS } from "../api/constants.js";

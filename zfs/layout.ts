@@ -39,7 +39,7 @@ export const REPLICA_PROPERTY = {
 /**
  * What one `zfs get` reads of every dataset and snapshot of a pool: sizes, where it is mounted, the replica's
  * properties, and for snapshots when they were taken and whether a deferred destroy waits on their clones
- * (docs/adr/0051-the-node-daemons-snapshots-one-zfs-get-deferred.md).
+ * (docs/adr/0053-the-node-daemons-snapshots-one-zfs-get-deferred.md).
  */
 export const DATASET_PROPERTIES: readonly string[] = [
   "volsize",

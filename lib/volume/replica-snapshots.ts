@@ -1,5 +1,5 @@
 // The snapshot list a volume's target keeps on each of its CStorVolumeReplicas, as the replica's node daemon
-// reads it (docs/adr/0051-the-node-daemons-snapshots-one-zfs-get-deferred.md). Pure.
+// reads it (docs/adr/0053-the-node-daemons-snapshots-one-zfs-get-deferred.md). Pure.
 import { ANNOTATION } from "../../api/constants.js";
 import { isDnsSubdomain } from "../names.js";
 

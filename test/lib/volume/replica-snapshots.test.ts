@@ -1,5 +1,5 @@
 // The snapshot list a volume's target keeps on a replica, as its node daemon reads it: only a list that reads
-// lets a snapshot be destroyed (docs/adr/0051-the-node-daemons-snapshots-one-zfs-get-deferred.md).
+// lets a snapshot be destroyed (docs/adr/0053-the-node-daemons-snapshots-one-zfs-get-deferred.md).
 import { expect } from "chai";
 import { ANNOTATION } from "../../../api/constants.js";
 import { readSnapshotList } from "../../../lib/volume/replica-snapshots.js";
