@@ -54,7 +54,10 @@ export const LABEL = {
   managedBy: "app.kubernetes.io/managed-by",
   /** On a CStorVolumeReplica: the CStorPoolInstance that holds it (upstream cStor's label). */
   replicaPool: "cstorpoolinstance.openebs.io/name",
-  /** On a CStorVolumeReplica and the volume's other children: the volume (upstream cStor's labels). */
+  /**
+   * On a CStorVolumeReplica and the volume's other children: the volume (upstream cStor's labels). Also on a
+   * CStorVolumeSnapshot, set by the CSI controller: the volume's target lists its snapshots by it.
+   */
   replicaVolume: "cstorvolume.openebs.io/name",
   persistentVolume: "openebs.io/persistent-volume",
   /** On a device set's PVC: the set's name and the PVC's index in it (docs/adr/0033-pools-on-pvcs-device-sets-lowered-to-raid-groups.md). */

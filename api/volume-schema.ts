@@ -295,6 +295,20 @@ export const CVSnapStatusSchema = Type.Object(
     reason: Type.Optional(Type.String({ maxLength: 256 })),
     message: Type.Optional(Type.String({ maxLength: 32768 })),
     observedGeneration: Type.Optional(Type.Integer({ minimum: 0 })),
+    attempts: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        description:
+          "Attempts the volume's target made to take it: holds, and refusals of a degraded volume.",
+      }),
+    ),
+    nextAttemptTime: Type.Optional(
+      Type.String({
+        format: "date-time",
+        description:
+          "While Failed: when the target tries again (docs/adr/0051-the-targets-snapshot-pass-one-at-a-time-a-bound-kept-by-a-timer.md).",
+      }),
+    ),
   },
   closed,
 );
