@@ -60,6 +60,9 @@ export const GOLDEN_AREAS: Readonly<Record<string, GoldenArea>> = {
       return input.imported ? [input.imported.zfsGet] : [];
     },
   },
+  // The volume target's snapshot pass (volume-target/snapshots.ts): input.yaml the volume, its snapshots and
+  // replicas, what md holds; plan.yaml the steps.
+  "volume-target/snapshots": { inputs: ["input.yaml"], outputs: ["plan.yaml"] },
 };
 
 /** Fixture directories that are no golden area: exactly these files, each read by the tests named. */
