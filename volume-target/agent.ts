@@ -3,6 +3,7 @@
 // kernel, plans (volume-target/plan.ts), applies the steps, serves the array through LIO and writes what it saw.
 // Beside it a fast, fork-free watch counts the legs in sync against the consistency factor and switches the LUN's
 // write protection, so the window in which writes reach fewer legs than the factor stays a fraction of a second.
+// After the array's work, each pass takes the volume's snapshots' next step (volume-target/snapshotter.ts).
 // stop() is SIGTERM's order: stop serving (LIO), stop the array (md flushes), then log out of the legs.
 import type { CV, CVTargetStatus } from "../api/types.js";
 import type { Logger } from "../runtime/log.js";
@@ -21,6 +22,7 @@ import {
   type Step,
   type TargetPlan,
 } from "./plan.js";
+import { Snapshotter, systemClock, type AgentClock } from "./snapshotter.js";
 import { statusPatch, targetState, targetStatus, type TargetState } from "./status.js";
 
 export interface TargetDeps {
@@ -29,7 +31,8 @@ export interface TargetDeps {
   kube: TargetKube;
   metrics: TargetMetrics;
   logger: Logger;
-  now?: () => Date;
+  /** Default: the system's. */
+  clock?: AgentClock;
 }
 
 export class TargetAgent {
@@ -50,8 +53,21 @@ export class TargetAgent {
   private rescanned = new Set<number>();
   /** Portals logged out so that their pool reopens a grown replica, and when they may log in again. */
   private heldOut = new Map<string, number>();
+  private readonly clock: AgentClock;
+  private readonly snapshotter: Snapshotter;
 
-  constructor(private readonly deps: TargetDeps) {}
+  constructor(private readonly deps: TargetDeps) {
+    this.clock = deps.clock ?? systemClock;
+    this.snapshotter = new Snapshotter({
+      kube: deps.kube,
+      arrays: deps.kernel.arrays,
+      clock: this.clock,
+      metrics: deps.metrics,
+      logger: deps.logger,
+      volume: deps.config.volume,
+      holdBoundMs: deps.config.snapshotHoldMs,
+    });
+  }
 
   /** Ready while the LUN is served (writable or read-only): the Service then sends initiators here. */
   readiness(): { ready: boolean; reason: string } {
@@ -105,7 +121,27 @@ export class TargetAgent {
     }
     await this.serve(cv, desired, plan, view.array);
     await this.report(cv, desired, { plan, array: view.array, failures });
+    await this.snapshot(cv, desired, plan, view.array);
     this.lastPassAt = Date.now();
+  }
+
+  /** The snapshots' part of the pass; its failure is logged and leaves the volume's data path alone. */
+  private async snapshot(
+    cv: CV,
+    desired: DesiredVolume,
+    plan: TargetPlan,
+    array: ArrayState | undefined,
+  ): Promise<void> {
+    try {
+      await this.snapshotter.pass({
+        capacity: cv.spec.capacity,
+        consistencyFactor: desired.consistencyFactor,
+        ...(plan.assembled && array ? { array: array.kernelName } : {}),
+        inSync: plan.replicas.filter((r) => r.state === "InSync").map((r) => r.replicaId),
+      });
+    } catch (error) {
+      this.deps.logger.warn("the snapshot pass failed", { error: (error as Error).message });
+    }
   }
 
   /**
@@ -313,7 +349,7 @@ export class TargetAgent {
         ...this.served(plan, desired, array),
         consistencyFactor: desired.consistencyFactor,
         failures,
-        now: (this.deps.now?.() ?? new Date()).toISOString(),
+        now: new Date(this.clock.now()).toISOString(),
       },
       this.lastStatus ?? cv.status?.target,
     );

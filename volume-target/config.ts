@@ -35,6 +35,11 @@ export interface TargetConfig {
    * pool agent's poll interval (10 s by default) and its pass.
    */
   growthLogoutMs: number;
+  /**
+   * The most a snapshot holds the volume's writes (docs/adr/0050-a-snapshot-is-taken-while-md-holds-the-volumes-writes.md):
+   * released then even if some replica's pool has not confirmed its snapshot.
+   */
+  snapshotHoldMs: number;
   /** Names of the agent's kernel objects, derived from the volume (short: md names hold 32 bytes). */
   names: { iface: string; array: string; backstore: string };
 }
@@ -53,6 +58,7 @@ export const TARGET_ENV = {
   passSeconds: "PASS_INTERVAL_SECONDS",
   watchMs: "CONSISTENCY_WATCH_MS",
   growthLogoutSeconds: "GROWTH_LOGOUT_SECONDS",
+  snapshotHoldSeconds: "SNAPSHOT_HOLD_SECONDS",
 } as const;
 
 export const TARGET_DEFAULTS = {
@@ -62,7 +68,14 @@ export const TARGET_DEFAULTS = {
   passSeconds: 2,
   watchMs: 250,
   growthLogoutSeconds: 25,
+  snapshotHoldSeconds: 5,
 };
+
+/**
+ * A held write must complete well within the SCSI command timeout of the application's node (30 s by default),
+ * or its initiator aborts it and the application sees an error, not a stall.
+ */
+export const MAX_SNAPSHOT_HOLD_SECONDS = 20;
 
 type Env = Readonly<Record<string, string | undefined>>;
 
@@ -97,6 +110,7 @@ export function loadTargetConfig(env: Env): TargetConfig {
     watchIntervalMs: milliseconds(env, TARGET_ENV.watchMs, TARGET_DEFAULTS.watchMs),
     growthLogoutMs:
       wholeSeconds(env, TARGET_ENV.growthLogoutSeconds, TARGET_DEFAULTS.growthLogoutSeconds) * 1000,
+    snapshotHoldMs: snapshotHoldSeconds(env) * 1000,
     names: {
       iface: `cstor-${hash.slice(0, 12)}`,
       array: `cstor-${hash.slice(0, 16)}`,
@@ -113,4 +127,15 @@ function milliseconds(env: Env, name: string, fallback: number): number {
       `${name}=${JSON.stringify(text)} is not a number of milliseconds (10-99999): set e.g. ${name}=${fallback}`,
     );
   return Number(text);
+}
+
+function snapshotHoldSeconds(env: Env): number {
+  const name = TARGET_ENV.snapshotHoldSeconds;
+  const seconds = wholeSeconds(env, name, TARGET_DEFAULTS.snapshotHoldSeconds);
+  if (seconds > MAX_SNAPSHOT_HOLD_SECONDS)
+    throw new ConfigError(
+      `${name}=${seconds} holds a snapshot's writes longer than ${MAX_SNAPSHOT_HOLD_SECONDS} s, which the ` +
+        `application's SCSI timeout (30 s by default) would abort: set at most ${name}=${MAX_SNAPSHOT_HOLD_SECONDS}`,
+    );
+  return seconds;
 }

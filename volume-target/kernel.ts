@@ -21,6 +21,9 @@ export type Arrays = Pick<
   | "grow"
   | "growSize"
   | "stop"
+  | "holdWrites"
+  | "releaseWrites"
+  | "writesHeld"
 >;
 export type Exports = Pick<Lio, "read" | "ensure" | "setWriteProtect" | "remove">;
 

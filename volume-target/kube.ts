@@ -1,6 +1,7 @@
-// The target agent's API side: its CStorVolume, its replicas, the pool pods that export them, and its two writes
-// (status.target and a replica's caught-up mark). Reads are one GET and two label-selected LISTs per pass of a
-// single volume's objects, so the cost per target does not grow with the cluster.
+// The target agent's API side: its CStorVolume, its replicas, the pool pods that export them, its snapshots, and
+// its writes (status.target, a replica's caught-up mark and snapshot annotations, a snapshot's status and
+// finalizer). Reads are one GET and label-selected LISTs per pass of a single volume's objects, so the cost per
+// target does not grow with the cluster.
 import {
   CoreV1Api,
   CustomObjectsApi,
@@ -8,10 +9,13 @@ import {
   setHeaderOptions,
   type KubeConfig,
 } from "@kubernetes/client-node";
-import { ANNOTATION, GROUP, LABEL, VERSION } from "../api/constants.js";
-import type { CV, CVR } from "../api/types.js";
+import { ANNOTATION, FINALIZER, GROUP, LABEL, VERSION } from "../api/constants.js";
+import type { CV, CVR, CVSnap, CVSnapStatus } from "../api/types.js";
 
 const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
+const jsonPatch = setHeaderOptions("Content-Type", PatchStrategy.JsonPatch);
+const SNAPSHOTS = "cstorvolumesnapshots";
+const REPLICAS = "cstorvolumereplicas";
 /** The pool pods' app label value (lib/cspi/deployment.ts). */
 const POOL_APP = "cstor-pool";
 
@@ -23,6 +27,17 @@ export interface TargetKube {
   poolAddresses(): Promise<Map<string, string>>;
   patchVolumeStatus(patch: Record<string, unknown>): Promise<void>;
   markCaughtUp(replica: string): Promise<void>;
+  /** The volume's CStorVolumeSnapshots: those labelled with the volume (the CSI controller labels them). */
+  snapshots(): Promise<CVSnap[]>;
+  /**
+   * Sets (a string) or removes (null) annotations of a replica, only if it is still at the resourceVersion it was
+   * read at (409 otherwise); the replica as written.
+   */
+  annotateReplica(replica: CVR, annotations: Record<string, string | null>): Promise<CVR>;
+  /** Replaces a snapshot's whole status; the snapshot as written. */
+  writeSnapshotStatus(snapshot: CVSnap, status: CVSnapStatus): Promise<CVSnap>;
+  /** Removes the target's finalizer (cstor.openebs.io/replica-snapshots) from a deleted snapshot. */
+  removeSnapshotFinalizer(snapshot: CVSnap): Promise<void>;
 }
 
 interface PodLike {
@@ -40,6 +55,17 @@ export function kubeTarget(config: KubeConfig, namespace: string, volume: string
     plural,
     name,
   });
+  /** The volume's objects of a kind, by the volume label. */
+  const list = async (plural: string): Promise<unknown[]> =>
+    (
+      (await custom.listNamespacedCustomObject({
+        group: GROUP,
+        version: VERSION,
+        namespace,
+        plural,
+        labelSelector: `${LABEL.replicaVolume}=${volume}`,
+      })) as { items: unknown[] }
+    ).items;
   return {
     async volume() {
       try {
@@ -50,14 +76,7 @@ export function kubeTarget(config: KubeConfig, namespace: string, volume: string
       }
     },
     async replicas() {
-      const list = (await custom.listNamespacedCustomObject({
-        group: GROUP,
-        version: VERSION,
-        namespace,
-        plural: "cstorvolumereplicas",
-        labelSelector: `${LABEL.replicaVolume}=${volume}`,
-      })) as { items: CVR[] };
-      return list.items;
+      return (await list(REPLICAS)) as CVR[];
     },
     async poolAddresses() {
       const pods = await core.listNamespacedPod({ namespace, labelSelector: `${LABEL.app}=${POOL_APP}` });
@@ -68,10 +87,42 @@ export function kubeTarget(config: KubeConfig, namespace: string, volume: string
     },
     async markCaughtUp(replica) {
       const body = { metadata: { annotations: { [ANNOTATION.replicaCaughtUp]: "true" } } };
-      await custom.patchNamespacedCustomObject(
-        { ...object("cstorvolumereplicas", replica), body },
+      await custom.patchNamespacedCustomObject({ ...object(REPLICAS, replica), body }, mergePatch);
+    },
+    async snapshots() {
+      return (await list(SNAPSHOTS)) as CVSnap[];
+    },
+    async annotateReplica(replica, annotations) {
+      const body = { metadata: { resourceVersion: replica.metadata.resourceVersion, annotations } };
+      return (await custom.patchNamespacedCustomObject(
+        { ...object(REPLICAS, replica.metadata.name!), body },
         mergePatch,
-      );
+      )) as CVR;
+    },
+    async writeSnapshotStatus(snapshot, status) {
+      // "add" replaces the whole status; no resourceVersion: the target is the status's only writer, and a
+      // label or annotation the CSI controller writes meanwhile must not fail it.
+      const body = [{ op: "add", path: "/status", value: status }];
+      return (await custom.patchNamespacedCustomObjectStatus(
+        { ...object(SNAPSHOTS, snapshot.metadata.name!), body },
+        jsonPatch,
+      )) as CVSnap;
+    },
+    async removeSnapshotFinalizer(snapshot) {
+      const index = (snapshot.metadata.finalizers ?? []).indexOf(FINALIZER.replicaSnapshots);
+      if (index < 0) return;
+      const body = [
+        { op: "test", path: `/metadata/finalizers/${index}`, value: FINALIZER.replicaSnapshots },
+        { op: "remove", path: `/metadata/finalizers/${index}` },
+      ];
+      try {
+        await custom.patchNamespacedCustomObject(
+          { ...object(SNAPSHOTS, snapshot.metadata.name!), body },
+          jsonPatch,
+        );
+      } catch (error) {
+        if ((error as { code?: number }).code !== 404) throw error;
+      }
     },
   };
 }

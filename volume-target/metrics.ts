@@ -1,6 +1,7 @@
 // The volume's metrics on :9500 (the target Service's `metrics` port): the target's state, its replicas by
-// state, the LUN's write protection and rebuild progress, and the I/O the array served, from md's own counters
-// (/sys/block/mdN/stat). One series per state and per replica: nothing grows with requests.
+// state, the LUN's write protection and rebuild progress, the I/O the array served, from md's own counters
+// (/sys/block/mdN/stat), and its snapshots' holds and outcomes. One series per state, per replica and per
+// outcome: nothing grows with requests.
 import { Counter, Gauge, Registry } from "prom-client";
 import { TARGET_REPLICA_STATES, TARGET_STATES } from "../api/volume-schema.js";
 import type { BlockStat } from "../md/mdadm.js";
@@ -20,9 +21,15 @@ export interface TargetView {
   rebuildRatio?: number;
 }
 
+/** How a snapshot's attempt ended: the phase the target wrote. */
+export type SnapshotResult = "ReadyToUse" | "Failed";
+
 export interface TargetMetrics {
   registry: Registry;
   update(view: TargetView): void;
+  /** A snapshot's hold ended: how long md held the volume's writes. */
+  snapshotHold(seconds: number): void;
+  snapshotOutcome(result: SnapshotResult): void;
 }
 
 type Counters = Record<
@@ -68,9 +75,26 @@ export function createTargetMetrics(volume: string, namespace: string): TargetMe
       "Time writes spent in the array (rate over writes rate: average latency)",
     ),
   };
+  const lastHold = gauge(
+    "cstor_volume_target_snapshot_hold_seconds",
+    "How long the last snapshot held the volume's writes (a writer's stall; at most SNAPSHOT_HOLD_SECONDS)",
+  );
+  const outcomes = new Counter({
+    name: "cstor_volume_target_snapshots_total",
+    help: "Snapshot attempts by how they ended: ReadyToUse, or Failed (a replica did not confirm within the bound, md did not hold, or the volume was degraded)",
+    labelNames: ["result"],
+    registers: [registry],
+  });
+  for (const result of ["ReadyToUse", "Failed"] satisfies SnapshotResult[]) outcomes.inc({ result }, 0);
   let last: BlockStat | undefined;
   return {
     registry,
+    snapshotHold(seconds) {
+      lastHold.set(seconds);
+    },
+    snapshotOutcome(result) {
+      outcomes.inc({ result });
+    },
     update(view) {
       for (const s of TARGET_STATES) state.set({ state: s }, s === view.state ? 1 : 0);
       for (const s of TARGET_REPLICA_STATES)

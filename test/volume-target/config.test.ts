@@ -27,7 +27,9 @@ describe("volume target: configuration from the environment", () => {
       legTimeoutSeconds: 5,
       passIntervalMs: 2000,
       watchIntervalMs: 250,
+      snapshotHoldMs: 5000,
     });
+    expect(loadTargetConfig({ ...ENV, SNAPSHOT_HOLD_SECONDS: "2" }).snapshotHoldMs).to.equal(2000);
     expect(config.names.array).to.match(/^cstor-[0-9a-f]{16}$/);
     expect(config.names.array.length, "md keeps 32 bytes of a name").to.be.at.most(32);
     expect(loadTargetConfig({ ...ENV, OPENEBS_IO_CSTOR_VOLUME: "pvc-2" }).names.array).to.not.equal(
@@ -57,6 +59,16 @@ describe("volume target: configuration from the environment", () => {
       "a watch interval of 0",
       { CONSISTENCY_WATCH_MS: "0" },
       /^CONSISTENCY_WATCH_MS="0" is not a number of milliseconds/,
+    ],
+    [
+      "a snapshot hold of 0 s",
+      { SNAPSHOT_HOLD_SECONDS: "0" },
+      /^SNAPSHOT_HOLD_SECONDS="0" is not a whole number of seconds above 0: set e.g. SNAPSHOT_HOLD_SECONDS=5/,
+    ],
+    [
+      "a snapshot hold the application's SCSI timeout would abort",
+      { SNAPSHOT_HOLD_SECONDS: "30" },
+      /^SNAPSHOT_HOLD_SECONDS=30 holds a snapshot's writes longer than 20 s, .* set at most SNAPSHOT_HOLD_SECONDS=20$/,
     ],
   ];
   for (const [what, change, error] of refused)
