@@ -428,12 +428,17 @@ describe("integration: manifests on a real kube-apiserver", function () {
         resources: ["cstorvolumereplicas"],
         verbs: ["get", "list", "watch", "patch"],
       },
+      {
+        apiGroups: ["openebs.io"],
+        resources: ["cstorvolumesnapshots"],
+        verbs: ["get", "list", "watch", "patch"],
+      },
+      { apiGroups: ["openebs.io"], resources: ["cstorvolumesnapshots/status"], verbs: ["patch"] },
       { apiGroups: [""], resources: ["pods"], verbs: ["list"] },
       { apiGroups: [""], resources: ["events"], verbs: ["create", "patch"] },
     ]);
-    expect(
-      find(objects, "ValidatingAdmissionPolicyBinding", "cstor-volume-target-limits").spec.policyName,
-    ).to.equal("cstor-volume-target-limits");
+    for (const policy of ["cstor-volume-target-limits", "cstor-volume-target-snapshot-limits"])
+      expect(find(objects, "ValidatingAdmissionPolicyBinding", policy).spec.policyName).to.equal(policy);
 
     const hooks = await getJson(cluster, "deployment", "cstor-pool-hooks", "-n", INSTALL_NAMESPACE);
     const variable = hooks.spec.template.spec.containers[0].env.find(

@@ -4,6 +4,7 @@ import { expect } from "chai";
 import { ANNOTATION, API_VERSION, FINALIZER, KIND, LABEL } from "../../api/constants.js";
 import { kubeEventWriter } from "../../runtime/kube-event-writer.js";
 import { createKubeApi } from "../../node-daemon/kube.js";
+import { kubeTarget } from "../../volume-target/kube.js";
 import {
   INSTALL_NAMESPACE,
   projectInstalled,
@@ -42,6 +43,22 @@ function cspi(namespace: string): object {
 
 const VOLUME = "rbac-vol";
 const REPLICA = `${VOLUME}-${CSPI}`;
+const SNAPSHOT = "rbac-snap";
+
+/** A CStorVolumeSnapshot of the volume, as the CSI controller creates it. */
+function snapshotObject(namespace: string, name = SNAPSHOT): object {
+  return {
+    apiVersion: API_VERSION,
+    kind: KIND.cvsnap,
+    metadata: {
+      name,
+      namespace,
+      labels: { [LABEL.replicaVolume]: VOLUME },
+      finalizers: [FINALIZER.replicaSnapshots],
+    },
+    spec: { volume: VOLUME },
+  };
+}
 
 function volumeObjects(namespace: string): object[] {
   const labels = { [LABEL.persistentVolume]: VOLUME, [LABEL.cspc]: "rbac" };
@@ -78,6 +95,7 @@ function volumeObjects(namespace: string): object[] {
       },
       spec: { capacity: "1Gi", replicaId: "0123456789abcdef", targetIP: "10.96.0.99" },
     },
+    snapshotObject(namespace),
   ];
 }
 
@@ -355,6 +373,16 @@ describe("integration: RBAC and policy for each identity, on a real kube-apiserv
         30_000,
         () => "the volume target policy is never enforced",
       );
+      await waitUntil(
+        async () =>
+          (
+            await call("PATCH", `${crd("cstorvolumesnapshots", NS, SNAPSHOT)}?dryRun=All`, {
+              spec: { volume: "probe" },
+            })
+          ).status === 403,
+        30_000,
+        () => "the volume target's snapshot policy is never enforced",
+      );
     });
 
     it("does its whole job: reads and watches its CStorVolume and the replicas, writes status.target, marks a replica caught up, lists the pool pods, records Events", async () => {
@@ -402,6 +430,49 @@ describe("integration: RBAC and policy for each identity, on a real kube-apiserv
       await writer.repeatEvent(NS, name, { count: 2, message: "a leg failed", now: new Date() });
     });
 
+    it("takes part in a snapshot through the agent's own client (volume-target/kube.ts): lists the volume's snapshots, writes their status, asks a replica and clears the ask, removes its finalizer from a deleted one", async () => {
+      const kube = kubeTarget(cluster.kubeConfig(target), NS, VOLUME);
+      const name = "rbac-snap-taken";
+      await cluster.kubectl(["create", "-f", "-"], { input: JSON.stringify(snapshotObject(NS, name)) });
+      const snapshot = (await kube.snapshots()).find((s) => s.metadata.name === name)!;
+      expect(snapshot.spec.volume).to.equal(VOLUME);
+      const ready = {
+        phase: "ReadyToUse" as const,
+        restoreSize: "1Gi",
+        replicas: [REPLICA],
+        holdMilliseconds: 40,
+      };
+      const written = await kube.writeSnapshotStatus(snapshot, ready);
+      expect(written.status).to.deep.equal(ready);
+
+      const replica = (await kube.replicas()).find((r) => r.metadata.name === REPLICA)!;
+      const asked = await kube.annotateReplica(replica, {
+        [ANNOTATION.snapshotNow]: name,
+        [ANNOTATION.replicaSnapshots]: name,
+      });
+      expect(asked.metadata.annotations).to.deep.include({
+        [ANNOTATION.snapshotNow]: name,
+        [ANNOTATION.replicaSnapshots]: name,
+      });
+      const stale = await kube.annotateReplica(replica, { [ANNOTATION.snapshotNow]: null }).then(
+        () => undefined,
+        (error: { code?: number }) => error.code,
+      );
+      expect(stale, "a patch planned from an older read is refused").to.equal(409);
+      const cleared = await kube.annotateReplica(asked, {
+        [ANNOTATION.snapshotNow]: null,
+        [ANNOTATION.replicaSnapshots]: "",
+      });
+      expect(cleared.metadata.annotations?.[ANNOTATION.snapshotNow]).to.equal(undefined);
+      expect(cleared.metadata.annotations?.[ANNOTATION.replicaSnapshots]).to.equal("");
+
+      await cluster.kubectl(["delete", "cvsnap", name, "-n", NS, "--wait=false"]);
+      const deleted = (await kube.snapshots()).find((s) => s.metadata.name === name)!;
+      expect(deleted.metadata.deletionTimestamp, "its finalizer holds it").to.be.a("string");
+      await kube.removeSnapshotFinalizer(deleted);
+      expect((await kube.snapshots()).map((s) => s.metadata.name)).to.not.include(name);
+    });
+
     const refused: [string, string, string, unknown?, string?][] = [
       ["read Secrets", "GET", `/api/v1/namespaces/${NS}/secrets/rbac-secret`],
       ["list Secrets", "GET", `/api/v1/namespaces/${NS}/secrets`],
@@ -443,6 +514,21 @@ describe("integration: RBAC and policy for each identity, on a real kube-apiserv
       ],
       ["delete a CStorVolume", "DELETE", crd("cstorvolumes", NS, VOLUME)],
       ["read CSPIs", "GET", crd("cstorpoolinstances", NS)],
+      [
+        "create a CStorVolumeSnapshot",
+        "POST",
+        crd("cstorvolumesnapshots", NS),
+        snapshotObject(NS, "rbac-made"),
+        "application/json",
+      ],
+      ["delete a CStorVolumeSnapshot", "DELETE", crd("cstorvolumesnapshots", NS, SNAPSHOT)],
+      ["list CStorVolumeSnapshots of another namespace", "GET", crd("cstorvolumesnapshots", OTHER_NS)],
+      [
+        "write a CStorVolumeSnapshot's status in another namespace",
+        "PATCH",
+        crd("cstorvolumesnapshots", OTHER_NS, `${SNAPSHOT}/status`),
+        { status: { phase: "ReadyToUse" } },
+      ],
       ["read CStorVolumeConfigs", "GET", crd("cstorvolumeconfigs", NS)],
       [
         "change a Deployment",
@@ -476,10 +562,29 @@ describe("integration: RBAC and policy for each identity, on a real kube-apiserv
         const response = await call("PATCH", path, body);
         expect(response.status, JSON.stringify(response.body)).to.equal(403);
         expect(response.body.message).to.match(
-          /ValidatingAdmissionPolicy 'cstor-volume-target-limits'.*the volume target \(system:serviceaccount:openebs:cstor-volume-target\) may change only the openebs.io\/replica-caught-up annotation/,
+          /ValidatingAdmissionPolicy 'cstor-volume-target-limits'.*the volume target \(system:serviceaccount:openebs:cstor-volume-target\) may change only the openebs.io\/replica-caught-up, cstor.openebs.io\/snapshot-now and cstor.openebs.io\/snapshots annotations/,
         );
         const after = (await cluster.request(cluster.admin, "GET", path)).body;
         expect(after.metadata.resourceVersion, "nothing changed").to.equal(before.metadata.resourceVersion);
+      });
+    }
+
+    const snapshotLimited: [string, unknown][] = [
+      ["change a snapshot's volume", { spec: { volume: "other-vol" } }],
+      ["label a snapshot", { metadata: { labels: { extra: "yes" } } }],
+      ["annotate a snapshot", { metadata: { annotations: { "example.com/note": "x" } } }],
+      [
+        "add a finalizer to a snapshot",
+        { metadata: { finalizers: [FINALIZER.replicaSnapshots, "example.com/keep"] } },
+      ],
+    ];
+    for (const [what, body] of snapshotLimited) {
+      it(`is refused by the snapshot policy, with a message saying what it may change: ${what}`, async () => {
+        const response = await call("PATCH", crd("cstorvolumesnapshots", NS, SNAPSHOT), body);
+        expect(response.status, JSON.stringify(response.body)).to.equal(403);
+        expect(response.body.message).to.match(
+          /ValidatingAdmissionPolicy 'cstor-volume-target-snapshot-limits'.*may only remove the finalizer cstor.openebs.io\/replica-snapshots of CStorVolumeSnapshot rbac-snap/,
+        );
       });
     }
 
