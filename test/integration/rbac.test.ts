@@ -145,6 +145,22 @@ const objects = [
   },
 ];
 
+/**
+ * The apiserver starts enforcing a new ValidatingAdmissionPolicy a moment after it is created: until a dry-run
+ * patch of `path` that the policy refuses is refused.
+ */
+async function untilEnforced(
+  call: (method: string, path: string, body?: unknown) => Promise<{ status: number }>,
+  path: string,
+  refusedPatch: unknown,
+): Promise<void> {
+  await waitUntil(
+    async () => (await call("PATCH", `${path}?dryRun=All`, refusedPatch)).status === 403,
+    30_000,
+    () => `the policy refusing that patch of ${path} is never enforced`,
+  );
+}
+
 describe("integration: RBAC and policy for each identity, on a real kube-apiserver", function () {
   this.timeout(20 * 60_000);
   let cluster: KubeCluster;
@@ -163,17 +179,7 @@ describe("integration: RBAC and policy for each identity, on a real kube-apiserv
 
     before(async () => {
       node = await cluster.serviceAccount(NS, "cstor-pool-node");
-      // The apiserver starts enforcing a new ValidatingAdmissionPolicy a moment after it is created.
-      await waitUntil(
-        async () =>
-          (
-            await call("PATCH", `${crd("blockdeviceclaims", NS, CLAIM)}?dryRun=All`, {
-              spec: { blockDeviceName: "probe" },
-            })
-          ).status === 403,
-        30_000,
-        () => "the node policy is never enforced",
-      );
+      await untilEnforced(call, crd("blockdeviceclaims", NS, CLAIM), { spec: { blockDeviceName: "probe" } });
     });
 
     it("does its whole job through the daemon's own Kubernetes client (node-daemon/kube.ts)", async () => {
@@ -362,27 +368,8 @@ describe("integration: RBAC and policy for each identity, on a real kube-apiserv
 
     before(async () => {
       target = await cluster.serviceAccount(NS, "cstor-volume-target");
-      // The apiserver starts enforcing a new ValidatingAdmissionPolicy a moment after it is created.
-      await waitUntil(
-        async () =>
-          (
-            await call("PATCH", `${crd("cstorvolumereplicas", NS, REPLICA)}?dryRun=All`, {
-              spec: { capacity: "2Gi" },
-            })
-          ).status === 403,
-        30_000,
-        () => "the volume target policy is never enforced",
-      );
-      await waitUntil(
-        async () =>
-          (
-            await call("PATCH", `${crd("cstorvolumesnapshots", NS, SNAPSHOT)}?dryRun=All`, {
-              spec: { volume: "probe" },
-            })
-          ).status === 403,
-        30_000,
-        () => "the volume target's snapshot policy is never enforced",
-      );
+      await untilEnforced(call, crd("cstorvolumereplicas", NS, REPLICA), { spec: { capacity: "2Gi" } });
+      await untilEnforced(call, crd("cstorvolumesnapshots", NS, SNAPSHOT), { spec: { volume: "probe" } });
     });
 
     it("does its whole job: reads and watches its CStorVolume and the replicas, writes status.target, marks a replica caught up, lists the pool pods, records Events", async () => {
