@@ -63,11 +63,10 @@ export class Snapshotter {
   constructor(private readonly deps: SnapshotterDeps) {}
 
   async pass(volume: VolumeState): Promise<void> {
-    const { kube, arrays, clock } = this.deps;
-    const snapshots = await kube.snapshots();
+    const { arrays, clock } = this.deps;
     const heldNow = volume.array ? await arrays.writesHeld(volume.array) : false;
-    if (snapshots.length === 0 && !heldNow) return;
-    const known: Known = { snapshots: byName(snapshots), replicas: byName(await kube.replicas()) };
+    const known = await this.read(heldNow ? volume.array : undefined);
+    if (known.snapshots.size === 0 && !heldNow) return;
     const now = clock.now();
     const held = heldNow ? this.heldAsKnown() : undefined;
     const steps = planSnapshots(this.world(volume, known, now, held));
@@ -76,6 +75,24 @@ export class Snapshotter {
     const hold = steps[holdAt];
     if (hold?.kind === "hold" && volume.array)
       await this.hold(hold.snapshot, steps.slice(holdAt + 1), { volume, known, since: now });
+  }
+
+  /**
+   * The volume's snapshots and replicas. While md holds writes (`heldArray`), an apiserver that does not answer
+   * releases them: no plan could.
+   */
+  private async read(heldArray: string | undefined): Promise<Known> {
+    const { kube } = this.deps;
+    try {
+      const snapshots = byName(await kube.snapshots());
+      return {
+        snapshots,
+        replicas: snapshots.size > 0 ? byName(await kube.replicas()) : new Map<string, CVR>(),
+      };
+    } catch (error) {
+      if (heldArray) await this.release(heldArray, "the apiserver does not answer");
+      throw error;
+    }
   }
 
   /** What md holds for, as far as this run knows: nothing it knows of after a restart. */

@@ -436,6 +436,17 @@ describe("volume target: the snapshot pass against a real kube-apiserver", funct
     expect(annotation((await ours())[0], ANNOTATION.snapshotNow)).to.equal(undefined);
   });
 
+  it("releases a hold it finds while the apiserver refuses to list snapshots", async () => {
+    const md = new RecordingMd(clock);
+    md.held = true;
+    const { agent } = agentWith(md, (real) => ({
+      ...real,
+      snapshots: () => Promise.reject(new Error("the apiserver is unavailable")),
+    }));
+    await finished(agent.pass(), md);
+    expect(md.log).to.deep.equal([{ op: "release", at: clock.now() }]);
+  });
+
   it("a deleted snapshot leaves every replica's list, and its finalizer goes once no pool reports it", async () => {
     const md = new RecordingMd(clock);
     const { agent } = agentWith(md);
