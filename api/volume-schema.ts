@@ -306,7 +306,7 @@ export const CVSnapStatusSchema = Type.Object(
       Type.String({
         format: "date-time",
         description:
-          "While Failed: when the target tries again (docs/adr/0051-the-targets-snapshot-pass-one-at-a-time-a-bound-kept-by-a-timer.md).",
+          "While Failed: when the target tries again (docs/adr/0054-the-targets-snapshot-pass-one-at-a-time-a-bound-kept-by-a-timer.md).",
       }),
     ),
   },

@@ -1,5 +1,5 @@
 // The target's part of a snapshot (docs/adr/0050-a-snapshot-is-taken-while-md-holds-the-volumes-writes.md,
-// docs/adr/0051-the-targets-snapshot-pass-one-at-a-time-a-bound-kept-by-a-timer.md), pure: from the volume's
+// docs/adr/0054-the-targets-snapshot-pass-one-at-a-time-a-bound-kept-by-a-timer.md), pure: from the volume's
 // CStorVolumeSnapshots, its replicas, which of them md has in sync, whether md holds the writes and since when,
 // the clock and the bound, the steps of one go. The agent applies them, reads the replicas again while it holds,
 // and plans again until a plan releases.

@@ -1,5 +1,5 @@
 // The target agent's snapshot pass (docs/adr/0050-a-snapshot-is-taken-while-md-holds-the-volumes-writes.md,
-// docs/adr/0051-the-targets-snapshot-pass-one-at-a-time-a-bound-kept-by-a-timer.md): reads the volume's
+// docs/adr/0054-the-targets-snapshot-pass-one-at-a-time-a-bound-kept-by-a-timer.md): reads the volume's
 // snapshots and replicas, asks the pure plan (volume-target/snapshots.ts) what to do, and does it. A hold is one
 // call: md holds the writes, the replicas in sync are asked, the replicas are read again every HOLD_POLL_MS
 // until the plan releases, and the release runs in a finally raced against a timer set for the bound, so no
