@@ -4,7 +4,7 @@
 import type { CV, CVTargetStatus } from "../api/types.js";
 import { API_VERSION, KIND, LABEL } from "../api/constants.js";
 import { replicaId } from "../lib/names.js";
-import { volumeIqn } from "../lib/volume/iqn.js";
+import { clientInitiatorIqn, volumeIqn } from "../lib/volume/iqn.js";
 import type { Identity } from "./kube.js";
 import type { TargetWorld } from "./target-world.js";
 import type { GuestProcess } from "./uml/guest-process.js";
@@ -117,6 +117,23 @@ export async function startTargetAgent(
       PASS_INTERVAL_SECONDS: "1",
     },
   });
+}
+
+/**
+ * The application's node logs in to the LUN with the volume's client name and CHAP (a volume published to no
+ * node admits it); the LUN's disk there, /dev/sdX.
+ */
+export async function clientLogin(world: TargetWorld, app: UmlGuest): Promise<string> {
+  const iqn = volumeIqn(world.volume);
+  const disk = (
+    await app.run(
+      `iscsi_login_as client ${clientInitiatorIqn(world.volume)} ${iqn} ${serviceAddress(world)}:3260 ` +
+        `${world.chap.user} ${world.chap.password} >/dev/null && iscsi_disk ${iqn} 0 30`,
+      { timeoutMs: 90_000 },
+    )
+  ).trim();
+  if (!/^\/dev\/sd[a-z]+$/.test(disk)) throw new Error(`the application's LUN on ${app.name}: got ${disk}`);
+  return disk;
 }
 
 /**

@@ -189,6 +189,16 @@ export class ZfsNode {
     return this.run(["sha256sum", file]).split(" ")[0];
   }
 
+  /** `length` bytes of a file as this node sees it, from byte `offset` (past md's data offset, say). */
+  read(file: string, offset: number, length: number): Buffer {
+    const argv = ["dd", `if=${file}`, "bs=1M", `skip=${offset}`, `count=${length}`];
+    return execFileSync(
+      this.commandPrefix[0],
+      [...this.commandPrefix.slice(1), ...argv, "iflag=skip_bytes,count_bytes", "status=none"],
+      { stdio: ["ignore", "pipe", "pipe"], maxBuffer: length + MiB },
+    );
+  }
+
   /** Destroys the pools still imported here (they are the test's), stops zfs-fuse and ends the namespace. */
   async stop(): Promise<void> {
     if (this.zfsFuse.exitCode === null && this.zfsFuse.signalCode === null) {

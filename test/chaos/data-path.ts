@@ -12,13 +12,12 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { CVTargetStatus } from "../../api/types.js";
-import { clientInitiatorIqn, volumeIqn } from "../../lib/volume/iqn.js";
 import { waitUntil, type Identity, type OwnCluster } from "../../testkit/kube.js";
 import { startTargetWorld, type TargetWorld } from "../../testkit/target-world.js";
 import {
+  clientLogin,
   createVolume,
   legChecksums,
-  serviceAddress,
   startTargetAgent,
   targetStatus,
 } from "../../testkit/target-volume.js";
@@ -150,15 +149,7 @@ export class DataPathWorld {
     this.target = await startTargetAgent(this.world, this.targetNode, this.agentMain, await this.identity());
     this.poller = setInterval(() => void this.poll(), 1000);
     await this.settle();
-    const { volume, chap } = this.world;
-    this.disk = (
-      await this.app.run(
-        `iscsi_login_as client ${clientInitiatorIqn(volume)} ${volumeIqn(volume)} ${serviceAddress(this.world)}:3260 ` +
-          `${chap.user} ${chap.password} >/dev/null && iscsi_disk ${volumeIqn(volume)} 0 30`,
-        { timeoutMs: 90_000 },
-      )
-    ).trim();
-    if (!/^\/dev\/sd[a-z]+$/.test(this.disk)) throw new Error(`the application's LUN: got ${this.disk}`);
+    this.disk = await clientLogin(this.world, this.app);
   }
 
   /** A fresh token each time: a run of many seeds outlasts a token's hour. */
