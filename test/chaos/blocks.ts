@@ -128,3 +128,50 @@ function blockProblem(input: {
   if (sum !== undefined && sum !== blockSum(data)) return `write ${stamp.seq}'s checksum differs`;
   return undefined;
 }
+
+/** What a snapshot's image of the region holds: the writer's state at one instant, and what contradicts it. */
+export interface InstantCheck {
+  /** The highest sequence number of run `run` in the image: the last write before the snapshot's instant. */
+  instant: number;
+  problems: string[];
+}
+
+/**
+ * Checks a snapshot's image of the region (docs/adr/0050-a-snapshot-is-taken-while-md-holds-the-volumes-writes.md)
+ * against every write the writer reported: there must be one instant, the highest write found, such that every
+ * block holds whole the last write on it at or before that instant, or no write of this run when none came
+ * before it. A block holding an older write lost one from before the instant; any write after it would be the
+ * highest found. Returns the instant and the problems, one line each.
+ */
+export function checkSnapshotInstant(
+  image: Buffer,
+  run: number,
+  writes: readonly WriteRecord[],
+): InstantCheck {
+  const blocks = Math.floor(image.length / BLOCK_BYTES);
+  const blockAt = (block: number) => image.subarray(block * BLOCK_BYTES, (block + 1) * BLOCK_BYTES);
+  let instant = 0;
+  for (let block = 0; block < blocks; block++) {
+    const stamp = stampOf(blockAt(block));
+    if (stamp?.run === run) instant = Math.max(instant, stamp.seq);
+  }
+  const lastBefore = new Map<number, number>();
+  for (const w of writes)
+    if (w.seq <= instant) lastBefore.set(w.block, Math.max(w.seq, lastBefore.get(w.block) ?? 0));
+  const problems: string[] = [];
+  for (let block = 0; block < blocks; block++) {
+    const data = blockAt(block);
+    const stamp = stampOf(data);
+    const expected = lastBefore.get(block);
+    const ours = stamp?.run === run;
+    if (expected === undefined ? !ours : data.equals(blockData({ run, seq: expected, block }))) continue;
+    const torn = stamp && !data.equals(blockData(stamp)) ? " (torn)" : "";
+    const holds = stamp ? `run ${stamp.run}'s write ${stamp.seq} to block ${stamp.block}${torn}` : "no write";
+    problems.push(
+      expected === undefined
+        ? `block ${block}: holds ${holds}, which the writer never reported there`
+        : `block ${block}: holds ${holds}; expected write ${expected}, its last at or before instant ${instant}`,
+    );
+  }
+  return { instant, problems };
+}
