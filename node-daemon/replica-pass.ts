@@ -148,7 +148,8 @@ export function describeReplicaAction(action: ReplicaAction): string {
     case "snapshot-replica":
       return `took snapshot ${action.dataset}@${action.snapshot}`;
     case "destroy-snapshot":
-      return `destroyed snapshot ${action.dataset}@${action.snapshot} (deferred: it goes with its last clone)`;
+      // -d destroys at once a snapshot no clone depends on; the one a clone depends on waits for its last clone.
+      return `destroyed snapshot ${action.dataset}@${action.snapshot} (zfs destroy -d: kept by ZFS while clones of it exist)`;
   }
 }
 
