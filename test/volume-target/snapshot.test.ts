@@ -19,7 +19,7 @@ import { waitUntil } from "../../testkit/kube.js";
 import { startTargetWorld, type ReplicaPlace, type TargetWorld } from "../../testkit/target-world.js";
 import { clientLogin, createVolume, startTargetAgent, targetStatus } from "../../testkit/target-volume.js";
 import type { GuestProcess } from "../../testkit/uml/guest-process.js";
-import { compileForGuest, guestBuildDir } from "../../testkit/uml/guest-node.js";
+import { compileForGuest, guestBuildDir, stepTimer } from "../../testkit/uml/guest-node.js";
 import type { UmlGuest } from "../../testkit/uml/guest.js";
 import { BLOCK_BYTES, checkSnapshotInstant, parseWrites, type WriteRecord } from "../chaos/blocks.js";
 
@@ -46,14 +46,8 @@ describe("volume target: a snapshot end to end, md's writes held while real node
   /** Where md's data begins on every leg, and how much of it the array serves: what a replica's image holds. */
   let dataOffset: number;
   let arrayBytes: number;
-  const timings: string[] = [];
+  const { timings, timed } = stepTimer();
   const snapshots: string[] = [];
-  const timed = async <T>(what: string, step: () => Promise<T>): Promise<T> => {
-    const started = Date.now();
-    const result = await step();
-    timings.push(`${what}: ${((Date.now() - started) / 1000).toFixed(1)} s`);
-    return result;
-  };
   const path = (plural: string, name = "") =>
     `/apis/${API_VERSION}/namespaces/${world.namespace}/${plural}${name ? `/${name}` : ""}`;
   const get = async <T>(plural: string, name: string): Promise<T | undefined> => {
