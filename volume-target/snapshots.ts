@@ -7,6 +7,7 @@
 // One rule above the others: while writes are held, a plan made at or after the bound releases first.
 import type { CVR, CVSnap, CVSnapStatus } from "../api/types.js";
 import { ANNOTATION, FINALIZER, LIMITS } from "../api/constants.js";
+import { snapshotListEntries, snapshotListValue } from "../lib/volume/replica-snapshots.js";
 
 export interface SnapshotWorld {
   /** The volume: the CStorVolume's (and its CStorVolumeConfig's) name, what a snapshot's spec.volume names. */
@@ -72,11 +73,7 @@ const nameOf = (object: { metadata: { name?: string } }) => object.metadata.name
 
 /** The names a replica's cstor.openebs.io/snapshots lists. */
 export function listedSnapshots(replica: CVR): string[] {
-  const text = replica.metadata.annotations?.[ANNOTATION.replicaSnapshots] ?? "";
-  return text
-    .split(",")
-    .map((name) => name.trim())
-    .filter(Boolean);
+  return (snapshotListEntries(replica.metadata.annotations) ?? []).filter(Boolean);
 }
 
 const snapshotNow = (replica: CVR) => replica.metadata.annotations?.[ANNOTATION.snapshotNow];
@@ -345,7 +342,7 @@ function annotateAll(
     const step = annotateStep(replica, marks);
     const unchanged =
       step.snapshotNow === snapshotNow(replica) &&
-      step.snapshots.join(",") === listedSnapshots(replica).join(",");
+      snapshotListValue(step.snapshots) === snapshotListValue(listedSnapshots(replica));
     return unchanged ? [] : [step];
   });
 }

@@ -6,6 +6,7 @@
 // apiserver call that hangs keeps a writer waiting past it.
 import type { CVR, CVSnap } from "../api/types.js";
 import { ANNOTATION } from "../api/constants.js";
+import { snapshotListValue } from "../lib/volume/replica-snapshots.js";
 import type { Logger } from "../runtime/log.js";
 import type { Arrays } from "./kernel.js";
 import type { TargetKube } from "./kube.js";
@@ -216,7 +217,7 @@ export class Snapshotter {
           const replica = known.replicas.get(step.replica)!;
           const written = await kube.annotateReplica(replica, {
             [ANNOTATION.snapshotNow]: step.snapshotNow ?? null,
-            [ANNOTATION.replicaSnapshots]: step.snapshots.join(","),
+            [ANNOTATION.replicaSnapshots]: snapshotListValue(step.snapshots),
           });
           known.replicas.set(step.replica, written);
           return;

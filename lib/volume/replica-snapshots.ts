@@ -12,11 +12,23 @@ export type SnapshotList =
   | { state: "absent" }
   | { state: "unreadable"; problem: string };
 
-export function readSnapshotList(annotations: Readonly<Record<string, string>> | undefined): SnapshotList {
+/** The annotation's entries as written, trimmed: undefined when it is absent, none when it is empty. */
+export function snapshotListEntries(
+  annotations: Readonly<Record<string, string>> | undefined,
+): string[] | undefined {
   const value = annotations?.[ANNOTATION.replicaSnapshots];
-  if (value === undefined) return { state: "absent" };
-  if (value.trim() === "") return { state: "listed", names: new Set() };
-  const names = value.split(",").map((name) => name.trim());
+  if (value === undefined) return undefined;
+  return value.trim() === "" ? [] : value.split(",").map((name) => name.trim());
+}
+
+/** The annotation's value that lists `names` (empty: none must exist). */
+export function snapshotListValue(names: readonly string[]): string {
+  return names.join(",");
+}
+
+export function readSnapshotList(annotations: Readonly<Record<string, string>> | undefined): SnapshotList {
+  const names = snapshotListEntries(annotations);
+  if (names === undefined) return { state: "absent" };
   for (const name of names) {
     const problem = snapshotNameProblem(name);
     if (problem)
