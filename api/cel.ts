@@ -240,6 +240,11 @@ export const CVC_SPEC_RULES: CelRule[] = [
       "spec.replicaCount of a volume with spec.pinnedPools cannot change: the pins name exactly one pool per replica and cannot change; set it back, or create a new volume",
   },
   {
+    rule: "has(self.source) == has(oldSelf.source) && (!has(self.source) || self.source == oldSelf.source)",
+    message:
+      "spec.source cannot change: the volume's data was made from it at creation; set it back, or create a new volume from the other snapshot",
+  },
+  {
     rule: "(has(self.pinnedPools) ? self.pinnedPools : []) == (has(oldSelf.pinnedPools) ? oldSelf.pinnedPools : [])",
     message:
       "spec.pinnedPools cannot change: the replicas already live on the pools chosen at creation and moving them is not supported in this release; set it back",

@@ -34,6 +34,22 @@ export const VolumeTargetSpecSchema = Type.Object(
   { ...closed, description: "Scheduling and resources of the volume's target pod." },
 );
 
+const VolumeName = (description: string) =>
+  Type.String({ minLength: 1, maxLength: 63, pattern: "^[a-z]([-a-z0-9]*[a-z0-9])?$", description });
+
+/** A new volume's data: a snapshot of another volume (docs/adr/0055-a-restore-clones-where-the-snapshot-is.md). */
+export const VolumeSourceSchema = Type.Object(
+  {
+    snapshot: ObjectName("The CStorVolumeSnapshot whose data the volume starts with (same namespace)."),
+    volume: VolumeName("The CStorVolumeConfig the snapshot was taken of."),
+  },
+  {
+    ...closed,
+    description:
+      "Where the volume's data comes from: a snapshot of another volume on the same CStorPoolCluster. Cannot change.",
+  },
+);
+
 export const CVCSpecSchema = Type.Object(
   {
     capacity: Quantity("Size of the volume. It can grow, never shrink."),
@@ -51,6 +67,7 @@ export const CVCSpecSchema = Type.Object(
       }),
     ),
     target: Type.Optional(VolumeTargetSpecSchema),
+    source: Type.Optional(VolumeSourceSchema),
   },
   { ...closed, "x-kubernetes-validations": CVC_SPEC_RULES },
 );
@@ -103,6 +120,22 @@ export const CVCStatusSchema = Type.Object(
       }),
     ),
     capacity: Type.Optional(Type.String({ description: "The capacity every replica has reached." })),
+    restore: Type.Optional(
+      Type.Object(
+        {
+          snapshot: Type.String({ description: "spec.source.snapshot." }),
+          clonedPools: Type.Array(Type.String(), {
+            maxItems: LIMITS.replicasPerVolume,
+            description: "Pools whose replica is a ZFS clone of the snapshot: no data copied.",
+          }),
+          copiedPools: Type.Array(Type.String(), {
+            maxItems: LIMITS.replicasPerVolume,
+            description: "Pools that do not hold the snapshot: their replica is copied by the target's md.",
+          }),
+        },
+        { ...closed, description: "How a volume with spec.source got its data: placement's choice." },
+      ),
+    ),
     skippedPools: Type.Optional(
       Type.Array(SkippedPoolSchema, {
         maxItems: LIMITS.pools,
@@ -136,6 +169,20 @@ export const CVSpecSchema = Type.Object(
       description: "Replicas that must hold a write: replicationFactor/2 + 1.",
     }),
     desiredReplicationFactor: Type.Integer({ minimum: 1, maximum: LIMITS.replicasPerVolume }),
+    source: Type.Optional(
+      Type.Object(
+        {
+          snapshot: Type.String({ description: "The CStorVolumeSnapshot the volume is restored from." }),
+          clonedReplicas: Type.Array(Type.String(), {
+            minItems: 1,
+            maxItems: LIMITS.replicasPerVolume,
+            description:
+              "Replica ids whose replica is a clone of the snapshot: the target's first array is assembled from them, the others are copied.",
+          }),
+        },
+        closed,
+      ),
+    ),
     replicaDetails: Type.Optional(
       Type.Object(
         {
@@ -233,6 +280,17 @@ export const CVRSpecSchema = Type.Object(
     capacity: Quantity("Size of the replica on its pool. Grows with the volume."),
     replicaId: Type.String({ minLength: 1, maxLength: 64, description: "Stable id of this replica." }),
     targetIP: Type.Optional(Type.String({ description: "The volume target's ClusterIP." })),
+    source: Type.Optional(
+      Type.Object(
+        {
+          replica: ObjectName("The CStorVolumeReplica, on the same pool, whose ZFS snapshot is cloned."),
+          snapshot: ObjectName(
+            "The snapshot's name: the replica is `zfs clone <replica dataset>@<snapshot>`.",
+          ),
+        },
+        { ...closed, description: "Set only at creation: the replica starts as a clone. Cannot change." },
+      ),
+    ),
   },
   closed,
 );
@@ -269,12 +327,7 @@ export const CVSNAP_PHASES = ["Pending", "Holding", "ReadyToUse", "Failed"] as c
 
 export const CVSnapSpecSchema = Type.Object(
   {
-    volume: Type.String({
-      minLength: 1,
-      maxLength: 63,
-      pattern: "^[a-z]([-a-z0-9]*[a-z0-9])?$",
-      description: "The CStorVolumeConfig (the volume) this is a snapshot of, in the same namespace.",
-    }),
+    volume: VolumeName("The CStorVolumeConfig (the volume) this is a snapshot of, in the same namespace."),
   },
   closed,
 );

@@ -303,7 +303,7 @@ describe("integration: CRDs through kubectl on a real kube-apiserver", function 
       ).to.equal(1);
     });
 
-    it("refuse a change of cstorPoolCluster, a pinned volume's replicaCount, or pinnedPools, with the message", async () => {
+    it("refuse a change of cstorPoolCluster, a pinned volume's replicaCount, pinnedPools or source, with the message", async () => {
       await apply(cvc("immutable", { replicaCount: 2, pinnedPools: ["p-1", "p-2"] }));
       const edits: [Record<string, unknown>, string][] = [
         [
@@ -315,11 +315,15 @@ describe("integration: CRDs through kubectl on a real kube-apiserver", function 
           "spec.replicaCount of a volume with spec.pinnedPools cannot change",
         ],
         [{ replicaCount: 2, pinnedPools: ["p-1", "p-3"] }, "spec.pinnedPools cannot change"],
+        [
+          { replicaCount: 2, pinnedPools: ["p-1", "p-2"], source: { snapshot: "s", volume: "v" } },
+          "spec.source cannot change",
+        ],
       ];
       for (const [spec, says] of edits) {
         const refused = await apply(cvc("immutable", spec), true);
         expect(refused.exitCode, says).to.equal(1);
-        expect(refused.stderr).to.contain(says);
+        expect(refused.stderr, refused.stderr).to.contain(says);
       }
     });
 
