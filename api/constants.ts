@@ -36,6 +36,7 @@ export const TYPE_KEY = {
   cvc: `${KIND.cvc}.${API_VERSION}`,
   cv: `${KIND.cv}.${API_VERSION}`,
   cvr: `${KIND.cvr}.${API_VERSION}`,
+  cvsnap: `${KIND.cvsnap}.${API_VERSION}`,
   service: "Service.v1",
   secret: "Secret.v1",
   podDisruptionBudget: "PodDisruptionBudget.policy/v1",

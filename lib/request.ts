@@ -10,6 +10,7 @@ import type {
   CV,
   CVC,
   CVR,
+  CVSnap,
   DecoratorSyncRequest,
   KubeObject,
   ObjectMap,
@@ -25,7 +26,7 @@ import {
   CSPISchema,
   ObjectMetaSchema,
 } from "../api/schema.js";
-import { CVCSchema, CVRSchema, CVSchema } from "../api/volume-schema.js";
+import { CVCSchema, CVRSchema, CVSchema, CVSnapSchema } from "../api/volume-schema.js";
 import { BadRequestError } from "./errors.js";
 import {
   PersistentVolumeClaimSchema,
@@ -112,6 +113,7 @@ const SHAPES: Record<string, ValidateFunction> = {
   [KIND.cvc]: shapeOf(CVCSchema),
   [KIND.cv]: shapeOf(CVSchema),
   [KIND.cvr]: shapeOf(CVRSchema),
+  [KIND.cvsnap]: shapeOf(CVSnapSchema),
   [KIND.persistentVolumeClaim]: shapeOf(PersistentVolumeClaimSchema),
   [KIND.persistentVolume]: shapeOf(PersistentVolumeSchema),
 };
@@ -444,6 +446,7 @@ export interface CheckedTypeKeys {
   [TYPE_KEY.cvc]: CVC;
   [TYPE_KEY.cv]: CV;
   [TYPE_KEY.cvr]: CVR;
+  [TYPE_KEY.cvsnap]: CVSnap;
   [TYPE_KEY.blockDevice]: BlockDevice;
   [TYPE_KEY.blockDeviceClaim]: BlockDeviceClaim;
   [TYPE_KEY.persistentVolumeClaim]: PersistentVolumeClaim;

@@ -1,5 +1,5 @@
 // POST /hooks/cvc-customize: the related objects cvc-sync needs. Metacontroller caches this answer per CVC
-// generation; it depends only on the CVC's namespace and spec.cstorPoolCluster, which cannot change.
+// generation; it depends only on the CVC's namespace, spec.cstorPoolCluster and spec.source, which cannot change.
 import { API_VERSION, KIND, LABEL } from "../../api/constants.js";
 import type { CustomizeResponse } from "../../api/types.js";
 import { isRecord, parseCustomizeRequest } from "../../lib/request.js";
@@ -15,6 +15,10 @@ export function handleCvcCustomize(body: unknown): CustomizeResponse {
     // Nodes, for their zones.
     { apiVersion: "v1", resource: "nodes", labelSelector: {} },
   ];
+  const snapshot = isRecord(spec) && isRecord(spec.source) ? spec.source.snapshot : undefined;
+  // The snapshot a restore is made from: its replicas are among the cluster's replicas below.
+  if (typeof snapshot === "string" && snapshot !== "")
+    rules.push({ apiVersion: API_VERSION, resource: "cstorvolumesnapshots", namespace, names: [snapshot] });
   if (typeof cspc === "string" && cspc !== "") {
     rules.push(
       { apiVersion: API_VERSION, resource: "cstorpoolclusters", namespace, names: [cspc] },

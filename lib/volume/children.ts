@@ -4,7 +4,7 @@
 // and serves the mirrored LUN on 3260, so the Service carries the LUN and the target's metrics only; no
 // replica dials the target.
 import { ANNOTATION, API_VERSION, FINALIZER, KIND, LABEL } from "../../api/constants.js";
-import type { CVR, KubeObject } from "../../api/types.js";
+import type { CV, CVR, KubeObject } from "../../api/types.js";
 import type { ConditionInput } from "../conditions.js";
 import type { VolumeTargetConfig } from "../hook-config.js";
 import { poolsDisruptionBudgetName, replicaId, replicaName, targetDeploymentName } from "../names.js";
@@ -19,6 +19,7 @@ import {
   volumeChap,
 } from "./chap.js";
 import type { VolumeInventory } from "./inventory.js";
+import { replicaOrigin } from "./restore.js";
 
 export const TARGET_APP = "cstor-volume-target";
 export const TARGET_CONTAINER = "cstor-target";
@@ -96,6 +97,7 @@ export function cstorVolume(
       consistencyFactor: consistencyFactor(replicationFactor),
       desiredReplicationFactor: inventory.cvc.spec.replicaCount,
       replicaDetails: { knownReplicas },
+      ...volumeSource(inventory, pools),
     },
   };
 }
@@ -279,8 +281,26 @@ export function volumeReplica(
       capacity: replicaCapacity(inventory, observed),
       replicaId: observed?.spec?.replicaId ?? replicaId(volume, pool),
       ...(targetIP ? { targetIP } : {}),
+      ...originOf(inventory, pool),
     },
   };
+}
+
+/** spec.source of the replica on `pool`, when it is (or is made as) a clone of a snapshot. */
+export function originOf(inventory: VolumeInventory, pool: string): Pick<CVR["spec"], "source"> {
+  const origin = replicaOrigin(inventory.restore, pool, inventory.ownReplicas.get(pool), inventory.cv);
+  return origin ? { source: origin } : {};
+}
+
+/** The CStorVolume's spec.source: which replicas the target's first array is assembled from. */
+function volumeSource(inventory: VolumeInventory, pools: readonly string[]): Pick<CV["spec"], "source"> {
+  const cloned = pools.filter((pool) => originOf(inventory, pool).source);
+  const snapshot = inventory.cvc.spec.source?.snapshot;
+  if (!snapshot || cloned.length === 0) return {};
+  const ids = cloned.map(
+    (pool) => inventory.ownReplicas.get(pool)?.spec?.replicaId ?? replicaId(inventory.volume, pool),
+  );
+  return { source: { snapshot, clonedReplicas: ids.sort() } };
 }
 
 /** The volume's capacity, or the observed replica's where it is larger: a replica never shrinks. */

@@ -8,6 +8,7 @@ import { quantityBytes } from "../quantity.js";
 import { objectsOf } from "../request.js";
 import { chapSecretName } from "./chap.js";
 import type { PoolView } from "./placement.js";
+import { restoreSource, type RestoreSource } from "./restore.js";
 
 export const ZONE_LABEL = "topology.kubernetes.io/zone";
 
@@ -32,6 +33,8 @@ export interface VolumeInventory {
   pools: PoolView[];
   /** Other volumes' disruption budgets over this cluster's pool pods. */
   otherBudgets: VolumeBudget[];
+  /** spec.source: the snapshot the volume is made from, and the pools that hold it. */
+  restore?: RestoreSource;
 }
 
 export interface VolumeBudget {
@@ -63,6 +66,12 @@ export function buildVolumeInventory(request: CompositeSyncRequest<CVC>): Volume
     .flatMap((pdb) => otherVolumeBudget(pdb, volume) ?? []);
 
   const children = (typeKey: string): KubeObject[] => objectsOf(request.children, typeKey);
+  const related = objectsOf(request.related, TYPE_KEY.cvr).filter(inNamespace);
+  const restore = restoreSource(
+    cvc,
+    objectsOf(request.related, TYPE_KEY.cvsnap).filter(inNamespace),
+    related,
+  );
   return {
     cvc,
     volume,
@@ -78,10 +87,11 @@ export function buildVolumeInventory(request: CompositeSyncRequest<CVC>): Volume
     // Every replica on the pools, this volume's included: they reserve their pool's space.
     pools: poolViews(
       [...cspis.values()],
-      [...objectsOf(request.related, TYPE_KEY.cvr), ...own].filter(inNamespace),
+      [...related, ...own.filter(inNamespace)],
       objectsOf(request.related, TYPE_KEY.node),
     ),
     otherBudgets: otherBudgets.sort((a, b) => a.name.localeCompare(b.name)),
+    ...(restore ? { restore } : {}),
   };
 }
 

@@ -8,8 +8,9 @@
 //     used. With poolConfig.overProvisioning only a full pool is refused;
 //   - at most one replica per pool and per node.
 // Among those, each replica in turn goes to the failure domain (zone, or the node where it has no zone) that
-// holds fewest of the volume's replicas, then to the pool with most room, then by name. Pins are honoured
-// exactly or refused; a placement that cannot place every missing replica places none.
+// holds fewest of the volume's replicas, then to the pool with most room, then by name; a restore's replicas go
+// first to the pools holding its snapshot. Pins are honoured exactly or refused; a placement that cannot place
+// every missing replica places none.
 import type { SkippedPool } from "../../api/types.js";
 
 /** What placement needs to know about one CStorPoolInstance. Byte counts are whole bytes. */
@@ -49,6 +50,11 @@ export interface PlacementInput {
   avoid?: readonly string[];
   /** Every CStorPoolInstance the hook sees, of any CStorPoolCluster. */
   pools: readonly PoolView[];
+  /**
+   * A restore's first replicas (docs/adr/0055-a-restore-clones-where-the-snapshot-is.md): the pools holding its
+   * snapshot, preferred before any other order, and at least one of them must take a replica.
+   */
+  clonable?: { pools: ReadonlySet<string>; snapshot: string };
 }
 
 export interface Placement {
@@ -62,6 +68,8 @@ export interface Placement {
     /** A spec edit is needed (a pin names another cluster's pool): waiting will not help. */
     permanent: boolean;
     message: string;
+    /** Why, when it is not the usual (a restore whose snapshot's pools cannot take a replica). */
+    reason?: string;
   };
 }
 
@@ -209,6 +217,8 @@ function placeChosen(start: PlacementStart, missing: number): Placement {
     else candidates.push(pool);
   }
   const added = chooseHomes(start, candidates, missing);
+  const noClone = cloneMissing(start, added, skipped);
+  if (noClone) return noClone;
   if (added.length === missing) return { pools: [...kept, ...added], added };
 
   const eligible = candidates.length;
@@ -232,6 +242,34 @@ function placeChosen(start: PlacementStart, missing: number): Placement {
   };
 }
 
+/**
+ * A restore whose chosen pools hold no copy of its snapshot cannot be made: md copies only from a leg that holds
+ * the data. Undefined when the placement may stand.
+ */
+function cloneMissing(
+  { input, kept }: PlacementStart,
+  chosen: readonly string[],
+  skipped: readonly SkippedPool[],
+): Placement | undefined {
+  const clonable = input.clonable;
+  if (!clonable || kept.length > 0 || chosen.some((p) => clonable.pools.has(p))) return undefined;
+  const holders = [...clonable.pools].sort();
+  const why = skipped.filter((s) => clonable.pools.has(s.name));
+  const pinned = (input.pinned ?? []).length > 0;
+  return {
+    pools: kept,
+    added: [],
+    unplaced: {
+      skipped: [...why],
+      permanent: pinned,
+      reason: "SnapshotPoolsUnavailable",
+      message: pinned
+        ? `spec.pinnedPools names none of the pools holding snapshot ${clonable.snapshot} (${holders.join(", ")}), and a restore's data is cloned from at least one: pin one of them`
+        : `none of the pools holding snapshot ${clonable.snapshot} (${holders.join(", ")}) can take a replica now, and a restore's data is cloned from at least one (see status.skippedPools)`,
+    },
+  };
+}
+
 /** Up to `missing` candidates, one at a time into the emptiest failure domain, at most one per node. */
 function chooseHomes(start: PlacementStart, candidates: PoolView[], missing: number): string[] {
   const domainLoad = new Map<string, number>();
@@ -243,7 +281,7 @@ function chooseHomes(start: PlacementStart, candidates: PoolView[], missing: num
   const takenNodes = new Set(start.usedNodes);
   let open = candidates;
   while (added.length < missing && open.length > 0) {
-    const best = open.reduce((a, b) => betterHome(a, b, domainLoad));
+    const best = open.reduce((a, b) => betterHome(a, b, domainLoad, start.input.clonable?.pools));
     added.push(best.name);
     domainLoad.set(domainOf(best), (domainLoad.get(domainOf(best)) ?? 0) + 1);
     if (best.node !== undefined) takenNodes.add(best.node);
@@ -252,8 +290,17 @@ function chooseHomes(start: PlacementStart, candidates: PoolView[], missing: num
   return added;
 }
 
-/** The better home of a and b for the next replica: emptier failure domain, then more room, then name. */
-function betterHome(a: PoolView, b: PoolView, domainLoad: ReadonlyMap<string, number>): PoolView {
+/**
+ * The better home of a and b for the next replica: one holding the restore's snapshot, then the emptier failure
+ * domain, then more room, then name.
+ */
+function betterHome(
+  a: PoolView,
+  b: PoolView,
+  domainLoad: ReadonlyMap<string, number>,
+  clonable: ReadonlySet<string> = new Set(),
+): PoolView {
+  if (clonable.has(a.name) !== clonable.has(b.name)) return clonable.has(a.name) ? a : b;
   const loadA = domainLoad.get(domainOf(a)) ?? 0;
   const loadB = domainLoad.get(domainOf(b)) ?? 0;
   if (loadA !== loadB) return loadA < loadB ? a : b;
@@ -292,7 +339,8 @@ function placePinned(start: PlacementStart, pins: readonly string[]): Placement 
       });
     } else if (pool.node !== undefined) nodes.add(pool.node);
   }
-  if (skipped.length === 0) return { pools: [...kept, ...pins], added: [...pins] };
+  if (skipped.length === 0)
+    return cloneMissing(start, pins, []) ?? { pools: [...kept, ...pins], added: [...pins] };
   skipped.sort((a, b) => a.name.localeCompare(b.name));
   const names = skipped.map((s) => s.name).join(", ");
   return {

@@ -23,7 +23,7 @@ export interface ReplicaPlan {
   /** Set when a replica to add cannot be placed: every pool considered and why not. */
   skippedPools?: SkippedPool[];
   /** The first replicas of a new volume cannot all be placed: nothing is made (all or none). */
-  firstUnplaced?: { permanent: boolean; message: string };
+  firstUnplaced?: { permanent: boolean; message: string; reason?: string };
   /** Replicas of this answer still on pools marked for removal. */
   replicasToMove: number;
   condition: ConditionInput;
@@ -127,18 +127,41 @@ class ReplicaChange implements RemovalContext {
   };
 
   placeFirst(): ReplicaPlan {
-    const placement = place(this.placementInput(this.desired));
+    const restore = this.inventory.restore;
+    const clonable = restore
+      ? { pools: new Set(restore.holders.keys()), snapshot: restore.snapshot }
+      : undefined;
+    const placement = place({ ...this.placementInput(this.desired), ...(clonable ? { clonable } : {}) });
     if (placement.unplaced) {
-      const { skipped, permanent, message } = placement.unplaced;
+      const { skipped, permanent, message, reason } = placement.unplaced;
       return this.result("FirstReplicas", message, {
         skippedPools: skipped,
-        firstUnplaced: { permanent, message },
+        firstUnplaced: { permanent, message, ...(reason ? { reason } : {}) },
       });
     }
+    if (clonable) return this.restoreFirst(placement.pools, clonable);
     return this.result(
       "FirstReplicas",
       `creating the first ${this.desired} replica(s) of the volume: they hold no data yet, so none rebuilds`,
       { pools: placement.pools },
+    );
+  }
+
+  /** A restore's first replicas: clones where the snapshot is; the others are copied by md, so they rebuild. */
+  private restoreFirst(
+    pools: string[],
+    clonable: { pools: ReadonlySet<string>; snapshot: string },
+  ): ReplicaPlan {
+    const copied = pools.filter((p) => !clonable.pools.has(p));
+    for (const pool of copied) if (!this.rebuilding.has(pool)) this.rebuilding.set(pool, this.now);
+    const cloned = pools.filter((p) => clonable.pools.has(p));
+    return this.result(
+      "FirstReplicas",
+      `creating the first ${this.desired} replica(s) from snapshot ${clonable.snapshot}: clones on ${cloned.join(", ")}` +
+        (copied.length > 0
+          ? `; copied by the target to ${copied.join(", ")}, rebuilding until they catch up`
+          : ""),
+      { pools },
     );
   }
 

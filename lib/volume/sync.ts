@@ -26,6 +26,7 @@ import { CHAP_KEY_ENV, chapKeyProblem, chapSecretName } from "./chap.js";
 import {
   chapSecret,
   cstorVolume,
+  originOf,
   planDisruptionBudget,
   targetDeployment,
   targetService,
@@ -206,6 +207,9 @@ function planVolume(inventory: VolumeInventory, config: VolumeTargetConfig, now:
   }
   const refusal = firstReplicasRefusal(inventory, kept);
   if (refusal) return failed(refusal.reason, refusal.message);
+  const source = sourceProblem(inventory);
+  if (source?.permanent) return failed(source.reason, source.message);
+  if (source) return { ...failed(source.reason, source.message), phase: "Pending" };
 
   // A new replica is placed at the size the volume serves, which a shrink never lowers.
   const plan = planReplicas(
@@ -269,6 +273,12 @@ function firstReplicasRefusal(
   };
 }
 
+/** Why a restore's first replicas cannot be made from its source now (lib/volume/restore.ts). */
+function sourceProblem(inventory: VolumeInventory): NonNullable<VolumeInventory["restore"]>["problem"] {
+  const first = inventory.ownReplicas.size === 0 && inventory.strayReplicas.length === 0;
+  return first ? inventory.restore?.problem : undefined;
+}
+
 /** The day-2 fields every outcome after the replica plan carries. */
 function day2Of(plan: ReplicaPlan): Pick<Outcome, "rebuilding" | "replicasToMove" | "skippedPools"> {
   return {
@@ -282,12 +292,12 @@ function day2Of(plan: ReplicaPlan): Pick<Outcome, "rebuilding" | "replicasToMove
 function firstUnplaced(
   inventory: VolumeInventory,
   plan: ReplicaPlan,
-  { permanent, message }: NonNullable<ReplicaPlan["firstUnplaced"]>,
+  { permanent, message, reason }: NonNullable<ReplicaPlan["firstUnplaced"]>,
 ): Outcome {
   return {
     phase: permanent ? "Failed" : "Pending",
     placed: false,
-    reason: permanent ? "PinnedPoolOfOtherCluster" : "NoPlacement",
+    reason: reason ?? (permanent ? "PinnedPoolOfOtherCluster" : "NoPlacement"),
     message,
     pools: plan.pools,
     ...day2Of(plan),
@@ -472,6 +482,14 @@ export function volumeStatus(inventory: VolumeInventory, outcome: Outcome, now: 
   };
   const capacity = reachedCapacity(replicas, cvc.spec.replicaCount);
   if (capacity) status.capacity = capacity;
+  if (generation !== undefined) status.observedGeneration = generation;
+  return { ...status, ...placementStatus(inventory, outcome) };
+}
+
+/** The placement's own fields: skipped pools, rebuilding replicas, replicas to move, a restore's choice. */
+function placementStatus(inventory: VolumeInventory, outcome: Outcome): Partial<CVCStatus> {
+  const { rebuilding } = outcome;
+  const status: Partial<CVCStatus> = {};
   if (outcome.skippedPools) status.skippedPools = outcome.skippedPools;
   if (rebuilding && rebuilding.size > 0) {
     status.rebuildingReplicas = [...rebuilding]
@@ -479,6 +497,19 @@ export function volumeStatus(inventory: VolumeInventory, outcome: Outcome, now: 
       .sort((a, b) => a.pool.localeCompare(b.pool));
   }
   if (outcome.replicasToMove) status.replicasToMove = outcome.replicasToMove;
-  if (generation !== undefined) status.observedGeneration = generation;
+  const restore = restoreStatus(inventory, outcome.pools);
+  if (restore) status.restore = restore;
   return status;
+}
+
+/** What placement chose for a restore: the pools whose replica is a clone, and those md copies to. */
+function restoreStatus(inventory: VolumeInventory, pools: readonly string[]): CVCStatus["restore"] {
+  const snapshot = inventory.cvc.spec.source?.snapshot;
+  if (!snapshot || pools.length === 0) return undefined;
+  const cloned = new Set(pools.filter((pool) => originOf(inventory, pool).source));
+  return {
+    snapshot,
+    clonedPools: pools.filter((p) => cloned.has(p)),
+    copiedPools: pools.filter((p) => !cloned.has(p)),
+  };
 }

@@ -47,6 +47,25 @@ describe("cvc-customize and cv-customize: the related objects the volume hooks r
     ]);
   });
 
+  it("relates a restore's source snapshot by name (its replicas are among the cluster's)", () => {
+    const rules = handleCvcCustomize(
+      cvc({
+        capacity: "1Gi",
+        cstorPoolCluster: "fast",
+        replicaCount: 3,
+        source: { snapshot: "snap-1", volume: "pvc-0" },
+      }),
+    ).relatedResources;
+    expect(rules.filter((r) => r.resource === "cstorvolumesnapshots")).to.deep.equal([
+      {
+        apiVersion: "openebs.io/v1alpha1",
+        resource: "cstorvolumesnapshots",
+        namespace: "storage",
+        names: ["snap-1"],
+      },
+    ]);
+  });
+
   it("without a cluster name relates no cluster, replica or budget (sync then says the cluster is missing)", () => {
     expect(handleCvcCustomize(cvc({})).relatedResources.map((r) => r.resource)).to.deep.equal([
       "cstorpoolinstances",

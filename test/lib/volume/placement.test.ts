@@ -151,6 +151,33 @@ describe("volume placement (properties)", () => {
     );
   });
 
+  it("a restore's first replicas: at least one on a pool holding its snapshot, and no holder passed over for another", () => {
+    let restored = 0;
+    fc.assert(
+      fc.property(inputArb, fc.array(fc.boolean(), { minLength: 10, maxLength: 10 }), (input, holds) => {
+        const holders = new Set(input.pools.filter((_, i) => holds[i]).map((p) => p.name));
+        const fresh = { ...input, existing: [], clonable: { pools: holders, snapshot: "snap" } };
+        const result = place(fresh);
+        if (result.unplaced) return;
+        restored++;
+        expect(
+          result.added.some((p) => holders.has(p)),
+          "a clone to copy the others from",
+        ).to.equal(true);
+        if (result.added.every((p) => holders.has(p))) return;
+        const byName = new Map(input.pools.map((p) => [p.name, p]));
+        const usedNodes = new Set(result.added.map((p) => byName.get(p)!.node));
+        for (const holder of input.pools.filter((p) => holders.has(p.name) && !whyNot(p, input)))
+          expect(
+            result.added.includes(holder.name) || usedNodes.has(holder.node),
+            `${holder.name} holds the snapshot, can take a replica, and was passed over`,
+          ).to.equal(true);
+      }),
+      RUNS,
+    );
+    expect(restored, "inputs that placed a restore").to.be.above(20);
+  });
+
   it("takes pinned pools only: more replicas than pins add none and say so, whatever other pool is free", () => {
     const pools: PoolView[] = ["p0", "p1", "p2", "p3"].map((name, i) => ({
       name,
