@@ -2,7 +2,8 @@
 // mdadm through the one command runner for what changes an array, sysfs read with node:fs for what is
 // observed (a fork costs 0.1-0.5 s in a slow guest, a sysfs read nothing). Arrays are metadata 1.2 with an
 // internal bitmap of BITMAP_CHUNK_MIB chunks, so a returning leg catches up from the bitmap; an array is
-// created only over legs without a superblock and never with --force or --assume-clean. Parsing is pure and separate.
+// created only over legs without a superblock and never with --force or --assume-clean; legs cloned from another
+// array are assembled under the new array's UUID. Parsing is pure and separate.
 import { readdir, readFile, readlink, stat, writeFile } from "node:fs/promises";
 import { basename, join } from "node:path";
 import { CommandError, type Runner } from "../process/runner.js";
@@ -181,6 +182,44 @@ export class Mdadm {
       "--assemble",
       this.devPath(`md/${name}`),
       "--run",
+      `--uuid=${uuid}`,
+      ...disks.map((d) => this.devPath(d)),
+    ]);
+    return this.kernelNameOf(uuid, name);
+  }
+
+  /**
+   * Starts a new array from `disks` that carry another array's superblock: ZFS clones of that array's legs,
+   * made from a snapshot (docs/adr/0055-a-restore-clones-where-the-snapshot-is.md). md keeps the data where it
+   * is and the legs take `uuid`: with `--update=uuid`, mdadm writes a given `--uuid` as the new UUID and does
+   * not use it to find the devices (mdadm(8), 4.2). Every disk must carry one and the same array (examined
+   * again here): renaming a leg of another array would take it out of that array. Never with --force. An array
+   * with `uuid` that already runs is returned as it is.
+   */
+  async assembleWithNewUuid(spec: ArraySpec): Promise<string> {
+    const { name, uuid, disks } = checkSpec(spec);
+    const running = await this.findByUuid(uuid);
+    if (running) return running;
+    const examined = await Promise.all(
+      disks.map(async (disk) => ({ disk, found: await this.examine(disk) })),
+    );
+    const blank = examined.filter(({ found }) => !found).map(({ disk }) => disk);
+    if (blank.length > 0)
+      throw new Error(
+        `refusing to assemble array ${name} from clones: ${blank.join(", ")} carries no md superblock, so it ` +
+          "is not a clone of a leg; only disks that carry the snapshot's array are assembled",
+      );
+    const arrays = new Set(examined.map(({ found }) => found!.arrayUuid));
+    if (arrays.size > 1)
+      throw new Error(
+        `refusing to assemble array ${name} from clones of different arrays: ` +
+          `${examined.map(({ disk, found }) => `${disk} carries ${found!.arrayUuid}`).join(", ")}`,
+      );
+    await this.run([
+      "--assemble",
+      this.devPath(`md/${name}`),
+      "--run",
+      "--update=uuid",
       `--uuid=${uuid}`,
       ...disks.map((d) => this.devPath(d)),
     ]);

@@ -12,11 +12,11 @@ import {
   mkdirSync,
 } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { expect } from "chai";
 import { parse } from "yaml";
 import { canonicalUuid, Mdadm, parseBlockStat, parseExamine, parseSyncCompleted } from "../../md/mdadm.js";
-import { CommandError, createRunner } from "../../process/runner.js";
+import { CommandError, createRunner, type Runner } from "../../process/runner.js";
 import { REPO_ROOT } from "../../testkit/kube.js";
 import { kernelTree } from "../support/kernel-tree.js";
 
@@ -192,6 +192,94 @@ describe("md: what is checked before mdadm runs", () => {
     expect(await md.grow("md127", 0).catch((e: Error) => e.message)).to.match(
       /raidDevices must be a positive integer/,
     );
+    expect(
+      await md.assembleWithNewUuid({ ...spec, disks: ["sdb", "sdb"] }).catch((e: Error) => e.message),
+    ).to.match(/name a disk twice/);
+  });
+});
+
+describe("md: assembling clones of another array's legs under a new UUID", () => {
+  // This host's kernel has no md: mdadm runs in test/md/uml-kernel-adapters.test.ts. Here the commands are
+  // recorded and answered as mdadm 4.2 answered in a guest: --examine with a captured superblock (or mdadm's
+  // words for a blank disk), --assemble by the array appearing in sysfs under its new UUID.
+  const SOURCE = "2b4c6d8e:1f3a4b5c:9d7e0a1b:2c3d4e5f";
+  const NEW = "0b5a2c61-2f0e-4d39-9a51-6a3d1c3e9f10";
+  const clean = fixture("mdadm-examine-clean.txt");
+  let sysfs: string;
+  let argvs: string[][];
+  const mdadm = (superblocks: Record<string, string | undefined>): Mdadm => {
+    const runner: Runner = {
+      async run(argv) {
+        argvs.push([...argv]);
+        const [, op, path] = argv;
+        if (op === "--examine" && superblocks[basename(path)] !== undefined)
+          return { argv: [...argv], stdout: superblocks[basename(path)]!, stderr: "", durationMs: 1 };
+        if (op === "--examine")
+          throw new CommandError(argv, {
+            kind: "exit",
+            exitCode: 1,
+            signal: null,
+            stdout: "",
+            stderr: `mdadm: No md superblock detected on ${path}.\n`,
+            durationMs: 1,
+          });
+        if (op !== "--assemble") throw new Error(`not expected here: ${argv.join(" ")}`);
+        mkdirSync(join(sysfs, "block", "md126", "md"), { recursive: true });
+        writeFileSync(join(sysfs, "block", "md126", "md", "uuid"), `${NEW}\n`);
+        return { argv: [...argv], stdout: "", stderr: "", durationMs: 1 };
+      },
+      idle: async () => {},
+    };
+    return new Mdadm(runner, { mdadm: ["mdadm"], sysfs, dev: "/dev" });
+  };
+  beforeEach(() => {
+    sysfs = mkdtempSync(join(tmpdir(), "cstor-sysfs-"));
+    mkdirSync(join(sysfs, "block"));
+    argvs = [];
+  });
+  afterEach(() => rmSync(sysfs, { recursive: true, force: true }));
+
+  it("examines every clone, then assembles them with --update=uuid and the new --uuid, never --force", async () => {
+    const md = mdadm({ sdb: clean, sdc: clean });
+    const spec = { name: "cstor-restored", uuid: NEW, disks: ["sdb", "sdc"] };
+    expect(await md.assembleWithNewUuid(spec)).to.equal("md126");
+    expect(argvs).to.deep.equal([
+      ["mdadm", "--examine", "/dev/sdb"],
+      ["mdadm", "--examine", "/dev/sdc"],
+      [
+        "mdadm",
+        "--assemble",
+        "/dev/md/cstor-restored",
+        "--run",
+        "--update=uuid",
+        `--uuid=${NEW}`,
+        "/dev/sdb",
+        "/dev/sdc",
+      ],
+    ]);
+    argvs = [];
+    expect(await md.assembleWithNewUuid(spec), "an array of that UUID already runs").to.equal("md126");
+    expect(argvs).to.deep.equal([]);
+  });
+
+  it("refuses a blank disk or clones of two arrays before anything is assembled, naming the disks", async () => {
+    const spec = { name: "cstor-restored", uuid: NEW, disks: ["sdb", "sdc"] };
+    const blank = await mdadm({ sdb: clean })
+      .assembleWithNewUuid(spec)
+      .catch((e: Error) => e.message);
+    expect(blank).to.equal(
+      "refusing to assemble array cstor-restored from clones: sdc carries no md superblock, so it is not a " +
+        "clone of a leg; only disks that carry the snapshot's array are assembled",
+    );
+    const other = clean.replace(SOURCE, "11111111:22223333:44445555:66667777");
+    const mixed = await mdadm({ sdb: clean, sdc: other })
+      .assembleWithNewUuid(spec)
+      .catch((e: Error) => e.message);
+    expect(mixed).to.equal(
+      "refusing to assemble array cstor-restored from clones of different arrays: sdb carries " +
+        "2b4c6d8e-1f3a-4b5c-9d7e-0a1b2c3d4e5f, sdc carries 11111111-2222-3333-4444-555566667777",
+    );
+    expect(argvs.filter((argv) => argv.includes("--assemble"))).to.deep.equal([]);
   });
 });
 
