@@ -223,7 +223,7 @@ export class TargetAgent {
     };
     await Promise.all(steps.filter((step) => step.kind === "login").map(apply));
     for (const step of steps.filter((s) => s.kind !== "login"))
-      if (!(await apply(step)) && (step.kind === "create" || step.kind === "assemble")) break;
+      if (!(await apply(step)) && ["create", "assemble", "assembleClones"].includes(step.kind)) break;
     return failures;
   }
 
@@ -245,11 +245,10 @@ export class TargetAgent {
         return;
       case "create":
         await arrays.create({ ...named, disks: step.disks });
-        // Written before anything is served: from now on this volume is only ever assembled.
-        return this.writeStatus(cv, {
-          ...(this.lastStatus ?? { state: "Starting" }),
-          arrayUUID: desired.arrayUuid,
-        });
+        return this.recordArray(cv, desired);
+      case "assembleClones":
+        await arrays.assembleWithNewUuid({ ...named, disks: step.disks });
+        return this.recordArray(cv, desired);
       case "assemble":
         await arrays.assemble({ ...named, disks: step.disks });
         return;
@@ -264,6 +263,17 @@ export class TargetAgent {
       case "remove":
         return arrays.remove(await member(), step.disk);
     }
+  }
+
+  /**
+   * status.target.arrayUUID, written once the volume's first array exists and before anything is served: from
+   * now on this volume is only ever assembled, by its own UUID.
+   */
+  private recordArray(cv: CV, desired: DesiredVolume): Promise<void> {
+    return this.writeStatus(cv, {
+      ...(this.lastStatus ?? { state: "Starting" }),
+      arrayUUID: desired.arrayUuid,
+    });
   }
 
   /** The LUN follows the array: served while it is assembled, with the write protection the plan implies. */

@@ -1,6 +1,6 @@
 // The volume as the API describes it, in the planner's terms: which replicas, where their exports are, how many
-// a write needs, and whether the volume ever had an array. Pure; read tolerantly (a missing field is a replica
-// without a portal, not an error).
+// a write needs, whether the volume ever had an array, and which replicas are clones of the snapshot it starts
+// from. Pure; read tolerantly (a missing field is a replica without a portal, not an error).
 import type { CV, CVR } from "../api/types.js";
 import { ANNOTATION, CSI } from "../api/constants.js";
 import { quantityBytes } from "../lib/quantity.js";
@@ -26,6 +26,19 @@ export function desiredVolume(cv: CV, poolAddresses: ReadonlyMap<string, string>
     created: Boolean(cv.status?.target?.arrayUUID),
     // An unreadable capacity is none: the array then never grows (the API server refuses such a CV anyway).
     capacityBytes: Number(quantityBytes(cv.spec.capacity) ?? 0n),
+    ...(cv.spec.source ? { source: source(cv.spec.source) } : {}),
+  };
+}
+
+/**
+ * spec.source as the planner needs it. A malformed list is no clone (the plan then refuses the restore and says
+ * so), never a volume without a source, whose blank legs would be made a new, empty array.
+ */
+function source(given: NonNullable<CV["spec"]["source"]>): NonNullable<DesiredVolume["source"]> {
+  const listed: unknown = given.clonedReplicas;
+  return {
+    snapshot: typeof given.snapshot === "string" ? given.snapshot : "",
+    clonedReplicas: Array.isArray(listed) ? listed.filter((id): id is string => typeof id === "string") : [],
   };
 }
 

@@ -13,6 +13,7 @@ export type Arrays = Pick<
   | "examine"
   | "create"
   | "assemble"
+  | "assembleWithNewUuid"
   | "find"
   | "state"
   | "add"

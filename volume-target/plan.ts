@@ -6,6 +6,18 @@
 // Two rules carry the data: an array is created only for a volume that never had one, from every replica, all
 // blank; anything else is assembled from the legs whose md event counters are the highest, and only when at
 // least the consistency factor of them agree. A leg that cannot be read is assumed to hold data.
+//
+// A restored volume (spec.source) that never had an array is neither created nor assembled so: its cloned
+// replicas are ZFS clones of the snapshot's legs and carry the source array's superblock
+// (docs/adr/0055-a-restore-clones-where-the-snapshot-is.md). Once every clone is logged in and examined and all
+// carry one array, one step assembles them under the volume's UUID; the other legs then join as any new replica
+// does (blank: a full sync) and the array grows to the volume's capacity. A clone that carries no superblock,
+// another array's or one that cannot be read stops the restore (never created over, never a mix assembled).
+// The consistency factor does not gate that first assembly: it counts the legs a write must reach, and it
+// refuses a stale leg alone, but every clone holds the same snapshot and no leg of the new volume holds newer
+// data. A restore with fewer clones than the factor is served read-only, by the factor's usual rule, until
+// enough copies are in sync. What the restore waits for instead is every clone: one left out would keep the
+// source's UUID and could never join.
 import type { ArrayState, SessionView, Superblock } from "./kernel.js";
 import type { CVTargetStatus } from "../api/types.js";
 import { REPLICA_DATA_LUN } from "../lib/volume/iqn.js";
@@ -29,6 +41,8 @@ export interface DesiredVolume {
   created: boolean;
   /** The CStorVolume's spec.capacity in bytes: every leg's disk reaches it before the array grows to it. */
   capacityBytes: number;
+  /** The CStorVolume's spec.source: the volume starts with a snapshot's data, on the replicas named clones. */
+  source?: { snapshot: string; clonedReplicas: string[] };
 }
 
 /** What `mdadm --examine` said of a leg's disk: its superblock, none at all, or no answer. */
@@ -52,6 +66,8 @@ export type Step =
   | { kind: "logout"; targetIqn: string; portal: string; why: string; holdOut?: true }
   | { kind: "create"; disks: string[] }
   | { kind: "assemble"; disks: string[] }
+  /** A restore's first array, from the clones of the snapshot's legs, under the volume's UUID. */
+  | { kind: "assembleClones"; disks: string[] }
   | { kind: "grow"; raidDevices: number }
   | { kind: "growSize" }
   | { kind: "add"; disk: string; replicaId: string }
@@ -180,6 +196,8 @@ function planAssembly(
   if (unexamined.length > 0)
     return { ...base, steps: [], replicas: legs.map((leg) => describeUnassembled(leg, examined, desired)) };
   const replicas = legs.map((leg) => describeUnassembled(leg, examined, desired));
+  if (!desired.created && desired.source)
+    return planRestore(desired, legs, examined, { ...base, steps: [], replicas });
   const blank = up.every((leg) => examined[leg.disk!] === "none");
   if (!desired.created && blank) {
     if (up.length === legs.length && legs.length > 0)
@@ -191,9 +209,7 @@ function planAssembly(
       waiting: `a new volume's array is created from every replica at once: ${up.length} of ${legs.length} logged in`,
     };
   }
-  const ours = up.filter((leg) => isOurs(examined[leg.disk!], desired.arrayUuid));
-  const newest = Math.max(...ours.map((leg) => (examined[leg.disk!] as Superblock).events));
-  const fresh = ours.filter((leg) => (examined[leg.disk!] as Superblock).events === newest);
+  const fresh = freshLegs(up, examined, desired.arrayUuid);
   if (fresh.length >= desired.consistencyFactor)
     return { ...base, steps: [{ kind: "assemble", disks: fresh.map((leg) => leg.disk!) }], replicas };
   const found = replicas.map((r) => `${r.replicaId} on ${r.pool}: ${r.message}`).join("; ");
@@ -215,15 +231,86 @@ function planAssembly(
   };
 }
 
+/** The legs that carry the volume's array at its highest event count: the newest data. */
+function freshLegs(
+  up: readonly LocatedLeg[],
+  examined: Readonly<Record<string, Examined>>,
+  uuid: string,
+): LocatedLeg[] {
+  const ours = up.filter((leg) => isOurs(examined[leg.disk!], uuid));
+  const newest = Math.max(...ours.map((leg) => (examined[leg.disk!] as Superblock).events));
+  return ours.filter((leg) => (examined[leg.disk!] as Superblock).events === newest);
+}
+
+/** A restored volume's first array, from its clones (the header above says why these rules). */
+function planRestore(
+  desired: DesiredVolume,
+  legs: readonly LocatedLeg[],
+  examined: Readonly<Record<string, Examined>>,
+  part: Part,
+): Part {
+  const { snapshot, clonedReplicas } = desired.source!;
+  const clones = legs.filter((leg) => clonedReplicas.includes(leg.replicaId));
+  const named = (leg: LocatedLeg) => `${leg.replicaId} on ${leg.pool}`;
+  const up = legs.filter((leg) => leg.disk);
+  if (clones.length === 0)
+    return {
+      ...part,
+      refusal:
+        `the CStorVolume's spec.source.clonedReplicas (${clonedReplicas.join(", ") || "none"}) names none of its ` +
+        `replicas (${legs.map(named).join(", ") || "none"}): no leg holds snapshot ${snapshot}, and a restore is ` +
+        "never made blank; delete the volume and restore the snapshot again",
+    };
+  const down = clones.filter((leg) => !leg.disk);
+  if (down.length > 0)
+    return {
+      ...part,
+      waiting:
+        `a restored volume's first array is assembled from every clone of snapshot ${snapshot} at once; ` +
+        `waiting for ${down.map((leg) => `${named(leg)}: ${leg.down}`).join("; ")}`,
+    };
+  const unusable = clones.filter((leg) => typeof examined[leg.disk!] !== "object");
+  const said = (leg: LocatedLeg) => part.replicas.find((r) => r.replicaId === leg.replicaId)!.message;
+  if (unusable.length > 0)
+    return {
+      ...part,
+      refusal:
+        `clone(s) of snapshot ${snapshot} carry no md array to assemble (` +
+        `${unusable.map((leg) => `${named(leg)}: ${said(leg)}`).join("; ")}); nothing is created over them: ` +
+        "delete the volume and restore the snapshot again",
+    };
+  const uuidOf = (leg: LocatedLeg) => (examined[leg.disk!] as Superblock).arrayUuid;
+  const arrays = new Set(clones.map((leg) => digits(uuidOf(leg))));
+  if (arrays.size > 1)
+    return {
+      ...part,
+      refusal:
+        `the clones of snapshot ${snapshot} carry different md arrays (` +
+        `${clones.map((leg) => `${named(leg)}: ${uuidOf(leg)}`).join("; ")}); never assembled together: ` +
+        "delete the volume and restore the snapshot again",
+    };
+  // Clones already under the volume's UUID: assembled once, and the target stopped before it wrote
+  // status.target.arrayUUID. The newest of every leg that carries the array are assembled again.
+  if (arrays.has(digits(desired.arrayUuid)))
+    return {
+      ...part,
+      steps: [
+        { kind: "assemble", disks: freshLegs(up, examined, desired.arrayUuid).map((leg) => leg.disk!) },
+      ],
+    };
+  return { ...part, steps: [{ kind: "assembleClones", disks: clones.map((leg) => leg.disk!) }] };
+}
+
 function isOurs(examined: Examined | undefined, uuid: string): examined is Superblock {
   return typeof examined === "object" && sameUuid(examined.arrayUuid, uuid);
 }
 
 /** md prints UUIDs as 8:8:8:8 hex groups, Kubernetes as 8-4-4-4-12: compare the hex digits. */
 export function sameUuid(a: string, b: string): boolean {
-  const digits = (uuid: string) => uuid.toLowerCase().replace(/[^0-9a-f]/g, "");
   return digits(a) === digits(b);
 }
+
+const digits = (uuid: string) => uuid.toLowerCase().replace(/[^0-9a-f]/g, "");
 
 function describeUnassembled(
   leg: LocatedLeg,
@@ -236,6 +323,11 @@ function describeUnassembled(
   if (found === undefined) return state(`disk ${leg.disk} not examined yet`);
   if (found === "unreadable") return state(`disk ${leg.disk}: its md superblock could not be read`);
   if (found === "none") return state(`disk ${leg.disk} holds no md superblock`);
+  const clone = !desired.created && desired.source?.clonedReplicas.includes(leg.replicaId);
+  if (clone && !sameUuid(found.arrayUuid, desired.arrayUuid))
+    return state(
+      `disk ${leg.disk} is a clone of snapshot ${desired.source!.snapshot}: the source's array (${found.arrayUuid}) at event ${found.events}`,
+    );
   if (!sameUuid(found.arrayUuid, desired.arrayUuid))
     return state(`disk ${leg.disk} holds another array (${found.arrayUuid}); never used`);
   return state(`disk ${leg.disk} holds the array at event ${found.events}`);

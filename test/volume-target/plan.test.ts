@@ -1,6 +1,7 @@
 // The target agent's decisions from what the API and the kernel say (volume-target/plan.ts): when an array is
-// created, assembled or refused, which legs rejoin how, and when a replica counts as caught up. The kernel side
-// of each case is the shape the shared rooms read from sysfs and mdadm (iscsi/initiator.ts, md/mdadm.ts).
+// created, assembled (a restore's from its clones) or refused, which legs rejoin how, and when a replica counts
+// as caught up. The kernel side of each case is the shape the shared rooms read from sysfs and mdadm
+// (iscsi/initiator.ts, md/mdadm.ts).
 import { expect } from "chai";
 import type { ArrayState, SessionView, Superblock } from "../../volume-target/kernel.js";
 import {
@@ -367,6 +368,110 @@ describe("volume target: the plan of a pass", () => {
   });
 });
 
+describe("volume target: a restored volume's first array, from the snapshot's clones", () => {
+  /** The source volume's array, which every clone of its legs carries (md's form). */
+  const SOURCE = "5d41402a:bc4b2a76:b9719d91:1017c592";
+  const restore = (clonedReplicas = ["r0", "r1"], over: Partial<DesiredVolume> = {}) =>
+    volume({ created: false, source: { snapshot: "snap-1", clonedReplicas }, ...over });
+  const sessions = [0, 1, 2].map((i) => session(i));
+  /** r0 and r1 clones of the source's legs (one snapshot taken while md had the array active: one event on), r2 blank. */
+  const cloned: Record<string, Examined> = { sdb: sb(0, 19, SOURCE), sdc: sb(1, 18, SOURCE), sdd: "none" };
+
+  it("waits until every clone is logged in and examined, naming the clones it waits for", () => {
+    const late = planTarget(restore(), view([session(0), session(2)], { sdb: cloned.sdb, sdd: "none" }));
+    expect(late.steps).to.deep.equal([{ kind: "login", portal: PORTALS[1], replicaId: "r1" }]);
+    expect(late.waiting).to.equal(
+      "a restored volume's first array is assembled from every clone of snapshot snap-1 at once; waiting for " +
+        `r1 on pool-1: not logged in to ${PORTALS[1]}`,
+    );
+    expect(targetState(late, 2)).to.equal("Starting");
+    const unexamined = planTarget(restore(), view(sessions, { sdb: cloned.sdb }));
+    expect([unexamined.examine, unexamined.steps]).to.deep.equal([["sdc", "sdd"], []]);
+  });
+
+  it("assembles every clone in one step under the volume's UUID, and never creates over them", () => {
+    const plan = planTarget(restore(), view(sessions, cloned));
+    expect(plan.steps).to.deep.equal([{ kind: "assembleClones", disks: ["sdb", "sdc"] }]);
+    expect(plan.replicas.map((r) => r.message)).to.deep.equal([
+      `disk sdb is a clone of snapshot snap-1: the source's array (${SOURCE}) at event 19`,
+      `disk sdc is a clone of snapshot snap-1: the source's array (${SOURCE}) at event 18`,
+      "disk sdd holds no md superblock",
+    ]);
+    // One clone and a consistency factor of 3: the snapshot is on every clone and newer data on no leg, so
+    // the first array is assembled; the LUN is read-only until the copies are in sync.
+    const one = planTarget(restore(["r0"], { consistencyFactor: 3 }), view(sessions, cloned));
+    expect(one.steps).to.deep.equal([{ kind: "assembleClones", disks: ["sdb"] }]);
+    // A clone whose replica left the volume is no leg: the restore goes on from those that are.
+    expect(planTarget(restore(["r0", "r9"]), view(sessions, cloned)).steps).to.deep.equal([
+      { kind: "assembleClones", disks: ["sdb"] },
+    ]);
+  });
+
+  it("refuses clones of different arrays, a clone without a superblock or unreadable, naming each replica", () => {
+    const mixed = planTarget(restore(), view(sessions, { ...cloned, sdc: sb(1, 18, MD_UUID) }));
+    expect(mixed.steps).to.deep.equal([]);
+    expect(mixed.refusal).to.equal(
+      `the clones of snapshot snap-1 carry different md arrays (r0 on pool-0: ${SOURCE}; r1 on pool-1: ` +
+        `${MD_UUID}); never assembled together: delete the volume and restore the snapshot again`,
+    );
+    expect(targetState(mixed, 2)).to.equal("Refused");
+    const unusable = planTarget(restore(), view(sessions, { ...cloned, sdb: "none", sdc: "unreadable" }));
+    expect(unusable.steps).to.deep.equal([]);
+    expect(unusable.refusal).to.equal(
+      "clone(s) of snapshot snap-1 carry no md array to assemble (r0 on pool-0: disk sdb holds no md " +
+        "superblock; r1 on pool-1: disk sdc: its md superblock could not be read); nothing is created over " +
+        "them: delete the volume and restore the snapshot again",
+    );
+    const none = planTarget(restore(["r7"]), view(sessions, cloned));
+    expect(none.refusal).to.equal(
+      "the CStorVolume's spec.source.clonedReplicas (r7) names none of its replicas (r0 on pool-0, r1 on " +
+        "pool-1, r2 on pool-2): no leg holds snapshot snap-1, and a restore is never made blank; delete the " +
+        "volume and restore the snapshot again",
+    );
+  });
+
+  it("adds the blank leg once the array runs, as a new replica (full sync), and grows it to the volume", () => {
+    // The clones' superblocks kept the source's three slots: the blank disk takes the empty one.
+    const md = array([
+      ["sdb", ["in_sync"]],
+      ["sdc", ["in_sync"]],
+    ]);
+    const plan = planTarget(restore(), view(sessions, { sdd: "none" }, md));
+    expect(plan.steps).to.deep.equal([{ kind: "add", disk: "sdd", replicaId: "r2" }]);
+    expect(plan.replicas[2]).to.deep.include({
+      state: "Degraded",
+      message: "disk sdd is blank; adding it (full sync)",
+    });
+    const grown = volume({ created: true, capacityBytes: 129 * MiB, source: restore().source });
+    const big = [0, 1, 2].map((i) =>
+      session(i, { luns: { 1: { disk: DISKS[i], state: "running", sizeBytes: 129 * MiB } } }),
+    );
+    const inSync = array([
+      ["sdb", ["in_sync"]],
+      ["sdc", ["in_sync"]],
+      ["sdd", ["in_sync"]],
+    ]);
+    expect(planTarget(grown, { ...view(big, {}, inSync), rescanned: [1, 2, 3] }).steps).to.deep.equal([
+      { kind: "growSize" },
+    ]);
+  });
+
+  it("ignores spec.source once the volume had an array, and assembles clones already renamed by a target that stopped first", () => {
+    const had = planTarget(
+      volume({ source: restore().source }),
+      view(sessions, { sdb: sb(0, 40), sdc: sb(1, 40), sdd: sb(2, 38) }),
+    );
+    expect(had.steps).to.deep.equal([{ kind: "assemble", disks: ["sdb", "sdc"] }]);
+    const stale = planTarget(volume({ source: restore().source }), view(sessions, cloned));
+    expect(stale.steps).to.deep.equal([]);
+    expect(stale.replicas[0].message).to.equal(`disk sdb holds another array (${SOURCE}); never used`);
+    // Renamed, then the target stopped before status.target.arrayUUID: the newest legs of the volume's array
+    // are assembled by its UUID (one clone, below the consistency factor, is that whole array).
+    const renamed = planTarget(restore(["r0"]), view(sessions, { sdb: sb(0, 20), sdc: "none", sdd: "none" }));
+    expect(renamed.steps).to.deep.equal([{ kind: "assemble", disks: ["sdb"] }]);
+  });
+});
+
 describe("volume target: the array follows a volume that grew", () => {
   const GROWN = 129 * MiB;
   const grown = volume({ capacityBytes: GROWN });
@@ -539,6 +644,26 @@ describe("volume target: what the API says and what it is told", () => {
       capacityBytes: CAPACITY,
     });
     expect(sameUuid(MD_UUID, UUID)).to.equal(true);
+  });
+
+  it("reads spec.source's clones, and a malformed list as no clone (the restore is then refused, never made blank)", () => {
+    const cv = (source: unknown) =>
+      ({
+        metadata: { name: "pvc-1", uid: UUID },
+        spec: { capacity: "65Mi", replicaDetails: { knownReplicas: { r0: "pool-a" } }, source },
+      }) as unknown as CV;
+    expect(desiredVolume(cv({ snapshot: "snap-1", clonedReplicas: ["r0"] }), new Map()).source).to.deep.equal(
+      {
+        snapshot: "snap-1",
+        clonedReplicas: ["r0"],
+      },
+    );
+    const malformed = desiredVolume(cv({ snapshot: "snap-1", clonedReplicas: "r0" }), new Map());
+    expect(malformed.source).to.deep.equal({ snapshot: "snap-1", clonedReplicas: [] });
+    expect(planTarget(malformed, view([])).refusal).to.match(
+      /spec.source.clonedReplicas \(none\) names none/,
+    );
+    expect(desiredVolume(cv(undefined), new Map())).to.not.have.property("source");
   });
 
   it("confirms only replicas cvc-sync counts as rebuilding, once md has them in sync", () => {

@@ -86,6 +86,7 @@ class RecordingMd {
         examine: unexpected("examine"),
         create: unexpected("create"),
         assemble: unexpected("assemble"),
+        assembleWithNewUuid: unexpected("assembleWithNewUuid"),
         find: async () => array.kernelName,
         state: async () => array,
         add: unexpected("add"),
