@@ -18,6 +18,8 @@ export interface DriverConfig {
   replacementTimeoutSeconds: number;
   legs: LegLogin[];
   array: { name: string; uuid: string };
+  /** The restore step's arrays on RAM disks: the source, and the one assembled from copies of its legs. */
+  restore: { source: { name: string; uuid: string }; target: { name: string; uuid: string } };
   /** LIO listens on `portal`, the client logs in to `loginPortal`; `otherPortal` is ensured once at the end. */
   lio: { targetIqn: string; backstore: string; portal: string; loginPortal: string; otherPortal: string };
   client: { iface: string; initiatorIqn: string; user: string; password: string };
@@ -37,7 +39,11 @@ export interface DriverConfig {
 
 const SYS = "/sys";
 
-async function sha256OfDevice(disk: string, mib: number): Promise<string> {
+/** The restore step's RAM disks: 8 MiB each, six of them (48 MiB of the guest's memory while it runs). */
+const RESTORE_DISK_KIB = 8192;
+
+/** sha256 of `mib` MiB of the disk from `skipBytes` on. */
+async function sha256OfDevice(disk: string, mib: number, skipBytes = 0): Promise<string> {
   const copy = `/run/read-${disk}.bin`;
   await runner.run([
     "dd",
@@ -45,12 +51,26 @@ async function sha256OfDevice(disk: string, mib: number): Promise<string> {
     `of=${copy}`,
     "bs=1M",
     `count=${mib}`,
-    "iflag=direct",
+    `skip=${skipBytes}`,
+    "iflag=direct,skip_bytes",
     "status=none",
   ]);
   return createHash("sha256")
     .update(await readFile(copy))
     .digest("hex");
+}
+
+/** Every byte of `from` onto `to`, past the page cache (a buffered read can return what md wrote around it). */
+async function copyDisk(from: string, to: string): Promise<void> {
+  await runner.run([
+    "dd",
+    `if=/dev/${from}`,
+    `of=/dev/${to}`,
+    "bs=1M",
+    "iflag=direct",
+    "oflag=direct",
+    "status=none",
+  ]);
 }
 
 /** What a session negotiated at login, as the initiator's kernel holds it (iscsi_transport's sysfs). */
@@ -303,6 +323,54 @@ function steps(config: DriverConfig) {
       await writer;
       await file.close();
       return { atHold, afterPause, heldFlag, read, releasedFlag, finally: acknowledged };
+    },
+
+    /**
+     * A restore (ADR 55) on RAM disks, beside the iSCSI array: a source array of three legs holds data and is
+     * stopped; two legs' bytes are copied to other disks, as ZFS clones of their replicas would hold them; the
+     * source runs again while the copies are assembled under a new UUID; the data reads back; a blank disk
+     * (the replica on a pool without the snapshot) is added to the empty slot and md rebuilds it.
+     */
+    async restore() {
+      const modroot = (await readFile("/run/cstor-modroot", "utf8")).trim();
+      await runner.run(["modprobe", "-d", modroot, "brd", "rd_nr=6", `rd_size=${RESTORE_DISK_KIB}`]);
+      const [sources, clones, blank] = [["ram0", "ram1", "ram2"], ["ram3", "ram4"], "ram5"];
+      const source = { ...config.restore.source, disks: sources };
+      const before = await timed("restore: create and sync the source", async () => {
+        const created = await md.create(source);
+        await until(
+          "the source in sync",
+          60_000,
+          async () => allInSync(await md.state(created)) || undefined,
+        );
+        const write = await dd(created, config.data[3]);
+        await md.stop(created);
+        return write;
+      });
+      await timed("restore: copy 2 legs (the clones)", () =>
+        Promise.all(clones.map((clone, i) => copyDisk(sources[i], clone))),
+      );
+      const sourceAgain = await md.assemble(source);
+      const restored = await timed("restore: assembleWithNewUuid", () =>
+        md.assembleWithNewUuid({ ...config.restore.target, disks: clones }),
+      );
+      const assembled = await md.state(restored);
+      const superblocks = await Promise.all(clones.map((clone) => md.examine(clone)));
+      const sha = await sha256OfDevice(restored, 4);
+      await timed("restore: add the blank leg", () => md.add(restored, blank));
+      const rebuilt = await timed("restore: rebuild to in sync", () =>
+        until("the restored array in sync", 90_000, async () => {
+          const state = await md.state(restored);
+          return allInSync(state) ? state : undefined;
+        }),
+      );
+      const offset = (await md.examine(blank))!.dataOffsetSectors!;
+      const blankSha = await sha256OfDevice(blank, 4, offset * 512);
+      const sourceState = await md.state(sourceAgain);
+      await md.stop(restored);
+      await md.stop(sourceAgain);
+      await runner.run(["modprobe", "-r", "-d", modroot, "brd"]);
+      return { before, assembled, superblocks, sha, rebuilt, blankSha, sourceState };
     },
 
     /** After the test killed one replica: a write through LIO; md fails the lost leg and the array degrades. */

@@ -4,7 +4,8 @@
 // host, as the target runs them against the pool agents' exports. The legs log in through an interface record
 // of their own whose initiator name is the only one the replicas admit; the array is served by LIO to a second
 // interface in the same guest. A replica is killed and comes back; every replica ends with the same data. The
-// replicas grow, and the array and the LUN follow (ADR 41).
+// replicas grow, and the array and the LUN follow (ADR 41). A restore's first array (ADR 55) is assembled from
+// copies of another array's legs, on RAM disks.
 // UML_TIMINGS=1 prints how long each step took (docs/data-path-tests.md).
 import { createHash, randomBytes } from "node:crypto";
 import { closeSync, mkdtempSync, openSync, readSync, rmSync, truncateSync, writeFileSync } from "node:fs";
@@ -24,6 +25,8 @@ const REPLICA_MIB = 64;
 /** What the replicas grow to before the lost one returns. */
 const GROWN_MIB = 96;
 const TEST_IQN = "iqn.2026-11.io.cstor-pool-operator.test";
+const RESTORE_SOURCE = { name: "restore-source", uuid: "5d41402a-bc4b-2a76-b971-9d911017c592" };
+const RESTORE_TARGET = { name: "restore-target", uuid: "0b5a2c61-2f0e-4d39-9a51-6a3d1c3e9f10" };
 const sha256 = (data: Buffer) => createHash("sha256").update(data).digest("hex");
 
 /** sha256 of `length` bytes of `file` from `offset`. */
@@ -113,6 +116,7 @@ describe("volume target kernel adapters in user-mode-linux: open-iscsi legs, md 
         password: "leg-secret-1234",
       })),
       array: { name: "vol-1a2b3c4d", uuid: "2b4c6d8e-1f3a-4b5c-9d7e-0a1b2c3d4e5f" },
+      restore: { source: RESTORE_SOURCE, target: RESTORE_TARGET },
       lio: {
         targetIqn: `${TEST_IQN}:volume-1`,
         backstore: "vol-1a2b3c4d",
@@ -152,6 +156,8 @@ describe("volume target kernel adapters in user-mode-linux: open-iscsi legs, md 
   const state = {} as { kernelName: string; disks: string[]; clientDisk: string };
   // Two node starts instead of four: each costs 1-7 s in the guest.
   const upAndLio = once(() => drive("up,lio"));
+  // The restore runs on RAM disks of its own, in the hold's node start.
+  const holdAndRestore = once(() => drive("hold,restore", state));
   // The replicas grow while one is down (the node daemons' truncate). tgtd reads a size only when it opens a
   // backing store: the restarted one opens its file anew, the others are reopened, here while md and the client
   // are idle (the pool agent does it only with nobody logged in: ADR 41). One node start for the three steps.
@@ -257,12 +263,48 @@ describe("volume target kernel adapters in user-mode-linux: open-iscsi legs, md 
   });
 
   it("holds the array's writes for a snapshot while reads go on, and lets them continue once released", async () => {
-    const { hold } = await drive("hold", state);
+    const { hold } = await holdAndRestore();
     expect(hold.heldFlag, "md reports the hold").to.equal(true);
     expect(hold.afterPause, "no write acknowledged while held").to.equal(hold.atHold);
     expect(hold.read, "a direct read completes while writes are held").to.deep.equal({ code: 0, stderr: "" });
     expect(hold.releasedFlag, "md reports the release").to.equal(false);
     expect(hold.finally).to.be.greaterThan(hold.afterPause + 3);
+  });
+
+  it("restores: copies of a stopped array's legs assembled under a new UUID beside it, the data read back, a blank leg rebuilt", async () => {
+    const { restore } = await holdAndRestore();
+    const expected = sha256(data[3]);
+    expect(restore.before, "4 MiB written to the source").to.deep.equal({ code: 0, stderr: "" });
+    expect(restore.assembled).to.deep.include({ uuid: RESTORE_TARGET.uuid, raidDisks: 3, degraded: 1 });
+    expect(restore.assembled.legs.map((l: any) => [l.disk, l.slot, l.states])).to.deep.equal([
+      ["ram3", 0, ["in_sync"]],
+      ["ram4", 1, ["in_sync"]],
+    ]);
+    const superblocks = restore.superblocks as any[];
+    expect(
+      superblocks.map((s) => s.arrayUuid),
+      "the clones carry the new UUID",
+    ).to.deep.equal([RESTORE_TARGET.uuid, RESTORE_TARGET.uuid]);
+    // mdadm 4.2 updates one thing per assembly: the superblocks keep the source's name (the target finds its
+    // array by UUID and by the /dev/md/<name> it assembled it as).
+    expect(superblocks.map((s) => s.name)).to.deep.equal([RESTORE_SOURCE.name, RESTORE_SOURCE.name]);
+    expect(restore.sha, "the restored array reads what was written to the source").to.equal(expected);
+    expect(restore.rebuilt).to.deep.include({ uuid: RESTORE_TARGET.uuid, degraded: 0, syncAction: "idle" });
+    expect(restore.rebuilt.legs.map((l: any) => [l.disk, l.slot, l.states])).to.deep.equal([
+      ["ram3", 0, ["in_sync"]],
+      ["ram4", 1, ["in_sync"]],
+      ["ram5", 2, ["in_sync"]],
+    ]);
+    expect(restore.blankSha, "the blank leg, past md's data offset, holds the data").to.equal(expected);
+    expect(restore.sourceState, "the source array ran on, untouched").to.deep.include({
+      uuid: RESTORE_SOURCE.uuid,
+      degraded: 0,
+    });
+    expect(restore.sourceState.legs.map((l: any) => l.states)).to.deep.equal([
+      ["in_sync"],
+      ["in_sync"],
+      ["in_sync"],
+    ]);
   });
 
   it("fails the leg of a killed replica and degrades the array; writes go on", async () => {
