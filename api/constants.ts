@@ -144,6 +144,11 @@ export const CSI = {
   claimAnnotation: "cstor.openebs.io/claim",
   /** On a CStorVolumeSnapshot: the VolumeSnapshot it serves, "<namespace>/<name>", for people reading it. */
   volumeSnapshotAnnotation: "cstor.openebs.io/volume-snapshot",
+  /**
+   * On a CStorVolumeSnapshot the driver took to clone a volume (docs/adr/0055-a-restore-clones-where-the-snapshot-is.md):
+   * the clone's volume id. It is the clone's, not a user's: not listed, and deleted with the clone.
+   */
+  cloneVolumeAnnotation: "cstor.openebs.io/clone-volume",
   /** volume_context keys: the target's portal and IQN, the LUN the array is served at. */
   contextKeys: { targetPortal: "targetPortal", iqn: "iqn", lun: "lun" },
 } as const;

@@ -28,6 +28,8 @@ export interface ControllerKube {
   setCapacity(cvc: CVC, capacity: string): Promise<void>;
   /** Deletes that CVC (by uid: never one of the same name made since). */
   deleteVolumeConfig(cvc: CVC): Promise<void>;
+  /** Every CStorVolumeConfig of the namespace (a volume's restores name it in spec.source). */
+  listVolumeConfigs(): Promise<CVC[]>;
   getVolume(name: string): Promise<CV | undefined>;
   /** Writes whom the LUN admits on the version of the CStorVolume read; Conflict when it changed since. */
   setPublishedNode(cv: CV, node: string): Promise<void>;
@@ -115,6 +117,9 @@ export function kubeController(config: KubeConfig, namespace: string): Controlle
         `CStorVolumeConfig ${namespace}/${cvc.metadata.name}`,
       ),
     deleteVolumeConfig: (cvc) => deleteByUid("cstorvolumeconfigs", cvc),
+    async listVolumeConfigs() {
+      return ((await custom.listNamespacedCustomObject(at("cstorvolumeconfigs"))) as { items: CVC[] }).items;
+    },
     getSnapshot: (name) => get<CVSnap>("cstorvolumesnapshots", name),
     createSnapshot: (cvsnap) => createUnlessThere("cstorvolumesnapshots", cvsnap),
     deleteSnapshot: (cvsnap) => deleteByUid("cstorvolumesnapshots", cvsnap),

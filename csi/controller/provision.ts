@@ -1,11 +1,13 @@
 // CreateVolume, DeleteVolume and ValidateVolumeCapabilities (docs/adr/0047-the-csi-driver-one-writer-per-volume.md):
-// a volume is a CStorVolumeConfig the driver writes as a user would, answered once cvc-sync made it Bound and its
-// CStorVolume says the LUN admits nobody yet; deleted only when the driver made it, no node has it and it has no
-// snapshots (docs/adr/0052-the-csi-controller-answers-a-snapshot-once-every-replica-has-it.md).
+// a volume is a CStorVolumeConfig the driver writes as a user would (from a snapshot or a volume: restore.ts),
+// answered once cvc-sync made it Bound and its CStorVolume says the LUN admits nobody yet; deleted only when the
+// driver made it, no node has it, and no snapshot or volume restored from it stands
+// (docs/adr/0052-the-csi-controller-answers-a-snapshot-once-every-replica-has-it.md,
+// docs/adr/0055-a-restore-clones-where-the-snapshot-is.md).
 import type { CV, CVC } from "../../api/types.js";
 import { alreadyExists, failedPrecondition, invalidArgument, notFound } from "../errors.js";
 import type { Message } from "../protocol.js";
-import type { Handler } from "../server.js";
+import type { CallContext, Handler } from "../server.js";
 import { Conflict, type ControllerKube } from "./kube.js";
 import {
   checkCapabilities,
@@ -15,7 +17,8 @@ import {
   volumeIdFor,
   volumeParameters,
 } from "./request.js";
-import { snapshotsOf } from "./snapshot.js";
+import { cloneSnapshotId, resolveSource, restoresOf, sourceMismatch, type SourceRequest } from "./restore.js";
+import { isCloneSnapshot, snapshotsOf } from "./snapshot.js";
 import { mismatch, publishedNode, readiness, toDelete, volumeConfig } from "./volume.js";
 import { waitFor, type Step, type WaitBounds } from "./wait.js";
 
@@ -28,44 +31,42 @@ export function createVolume({ kube, wait }: ControllerDeps): Handler<"Controlle
   return async (request, context) => {
     const name = required(request.name, "name", "CreateVolume");
     checkCapabilities(request.volume_capabilities, "CreateVolume");
-    await refuseContentSource(kube, request.volume_content_source);
     const parameters = volumeParameters(request.parameters);
     const id = volumeIdFor(name);
-    let cvc = await kube.getVolumeConfig(id);
-    if (!cvc) {
-      const bytes = requestedBytes(request.capacity_range, "CreateVolume");
-      cvc =
-        (await kube.createVolumeConfig(
-          volumeConfig({ id, name, namespace: kube.namespace, parameters, bytes }),
-        )) ?? (await kube.getVolumeConfig(id));
-    }
-    if (!cvc)
-      throw notFound(`CreateVolume: CStorVolumeConfig ${kube.namespace}/${id} vanished as it was made`);
-    const why = mismatch(cvc, { name, parameters, range: request.capacity_range });
+    const content = request.volume_content_source;
+    const range = request.capacity_range;
+    const cvc =
+      (await kube.getVolumeConfig(id)) ??
+      (await newVolume({ kube, wait }, { id, name, parameters, content, range }, context));
+    const why = mismatch(cvc, { name, parameters, range }) ?? sourceMismatch(cvc, id, content);
     if (why) throw alreadyExists(`CreateVolume: ${why}`);
     const volume = await waitFor(() => boundVolume(kube, id), context, wait);
-    return { volume };
+    // The spec asks that a volume made from a source says so; external-provisioner checks it.
+    return { volume: content ? { ...volume, content_source: content } : volume };
   };
 }
 
-/**
- * Restores and clones are not served yet (docs/adr/0050-a-snapshot-is-taken-while-md-holds-the-volumes-writes.md
- * decides how they will be): a snapshot that does not exist is NOT_FOUND, as the spec asks, any other source
- * INVALID_ARGUMENT.
- */
-async function refuseContentSource(
-  kube: ControllerKube,
-  source: Message<"VolumeContentSource"> | null | undefined,
-): Promise<void> {
-  const snapshot = source?.snapshot?.snapshot_id;
-  if (snapshot && !(await kube.getSnapshot(snapshot)))
-    throw notFound(
-      `CreateVolume: volume_content_source names snapshot ${snapshot}, and there is none (CStorVolumeSnapshot ${kube.namespace}/${snapshot})`,
-    );
-  if (source?.snapshot || source?.volume)
-    throw invalidArgument(
-      "CreateVolume: volume_content_source asks for a copy of a snapshot or a volume; cStor volumes here start empty (restores are not served yet)",
-    );
+/** Writes the volume's CStorVolumeConfig: empty, or (once its snapshot is ready) from a snapshot or a volume. */
+async function newVolume(
+  deps: ControllerDeps,
+  request: SourceRequest & { name: string },
+  context: CallContext,
+): Promise<CVC> {
+  const { kube } = deps;
+  const { id, name, parameters } = request;
+  const sourced = await resolveSource(deps, request, context);
+  const bytes = sourced?.bytes ?? requestedBytes(request.range, "CreateVolume");
+  const config = volumeConfig({
+    id,
+    name,
+    namespace: kube.namespace,
+    parameters,
+    bytes,
+    source: sourced?.source,
+  });
+  const cvc = (await kube.createVolumeConfig(config)) ?? (await kube.getVolumeConfig(id));
+  if (!cvc) throw notFound(`CreateVolume: CStorVolumeConfig ${kube.namespace}/${id} vanished as it was made`);
+  return cvc;
 }
 
 /** The volume's answer once it is ready; on the way, the CStorVolume is told that the LUN admits nobody yet. */
@@ -92,16 +93,41 @@ export function deleteVolume({ kube, wait }: ControllerDeps): Handler<"Controlle
   return async (request, context) => {
     const id = required(request.volume_id, "volume_id", "DeleteVolume");
     const cvc = await kube.getVolumeConfig(id);
-    if (!toDelete(cvc, "DeleteVolume", "CStorVolumeConfig")) return {};
-    const node = await holder(kube, id);
-    if (node)
-      throw failedPrecondition(
-        `DeleteVolume: volume ${id} is published to node ${node}; it is deleted once it is unpublished there`,
-      );
-    await waitFor(() => snapshotsGone(kube, id), context, wait);
-    await kube.deleteVolumeConfig(cvc);
+    if (toDelete(cvc, "DeleteVolume", "CStorVolumeConfig")) {
+      const node = await holder(kube, id);
+      if (node)
+        throw failedPrecondition(
+          `DeleteVolume: volume ${id} is published to node ${node}; it is deleted once it is unpublished there`,
+        );
+      await waitFor(() => restoresGone(kube, id), context, wait);
+      await waitFor(() => snapshotsGone(kube, id), context, wait);
+      await kube.deleteVolumeConfig(cvc);
+    }
+    // A clone's own snapshot of its source goes with it, also on a retry after the volume went (the pools keep
+    // the ZFS snapshot while the clone's replicas need it: a deferred destroy).
+    const cloneSnapshot = await kube.getSnapshot(cloneSnapshotId(id));
+    if (cloneSnapshot && !cloneSnapshot.metadata.deletionTimestamp && isCloneSnapshot(cloneSnapshot))
+      await kube.deleteSnapshot(cloneSnapshot);
     return {};
   };
+}
+
+/**
+ * A volume goes after the volumes restored or cloned from it: their replicas are ZFS clones of its replicas, which
+ * cannot be destroyed before them (docs/adr/0055-a-restore-clones-where-the-snapshot-is.md).
+ */
+async function restoresGone(kube: ControllerKube, id: string): Promise<Step<void>> {
+  const { standing, deleting } = restoresOf(await kube.listVolumeConfigs(), id);
+  if (standing.length > 0)
+    throw failedPrecondition(
+      `DeleteVolume: volumes ${standing.join(", ")} were restored or cloned from volume ${id} and share its data on its pools; delete them first, then this volume is deleted`,
+    );
+  if (deleting.length > 0)
+    return {
+      done: false,
+      waiting: `DeleteVolume: volumes restored or cloned from ${id} are being deleted, ${deleting.join(", ")}; waiting for them to go`,
+    };
+  return { done: true, value: undefined };
 }
 
 /**

@@ -1,7 +1,8 @@
 // The Controller service: each RPC's handler, and the capabilities that tell the sidecars which to call
-// (docs/adr/0047-the-csi-driver-one-writer-per-volume.md). Snapshots are served
-// (docs/adr/0052-the-csi-controller-answers-a-snapshot-once-every-replica-has-it.md); clones, GetSnapshot and volume
-// listing are not: their RPCs are not declared, so grpc-js answers UNIMPLEMENTED.
+// (docs/adr/0047-the-csi-driver-one-writer-per-volume.md). Snapshots, restores and clones are served
+// (docs/adr/0052-the-csi-controller-answers-a-snapshot-once-every-replica-has-it.md,
+// docs/adr/0055-a-restore-clones-where-the-snapshot-is.md); GetSnapshot and volume listing are not: their RPCs are
+// not declared, so grpc-js answers UNIMPLEMENTED.
 import type { Handlers } from "../server.js";
 import { expandVolume, getCapacity } from "./expand.js";
 import { createVolume, deleteVolume, validateVolumeCapabilities, type ControllerDeps } from "./provision.js";
@@ -15,6 +16,7 @@ export const CONTROLLER_CAPABILITIES = [
   "EXPAND_VOLUME",
   "CREATE_DELETE_SNAPSHOT",
   "LIST_SNAPSHOTS",
+  "CLONE_VOLUME",
   // ReadWriteOncePod (SINGLE_NODE_SINGLE_WRITER) as well as ReadWriteOnce: both are one node.
   "SINGLE_NODE_MULTI_WRITER",
 ] as const;

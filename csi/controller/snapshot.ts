@@ -16,6 +16,8 @@ export interface NewSnapshot {
   /** The volume's id: its CStorVolumeConfig's name. */
   volume: string;
   parameters: SnapshotParameters;
+  /** Set on the snapshot a clone of `volume` is made from: the clone's volume id. */
+  cloneVolume?: string;
 }
 
 /**
@@ -34,6 +36,7 @@ export function snapshotObject(snapshot: NewSnapshot): CVSnap {
       annotations: {
         [CSI.nameAnnotation]: snapshot.name,
         ...(volumeSnapshot ? { [CSI.volumeSnapshotAnnotation]: volumeSnapshot } : {}),
+        ...(snapshot.cloneVolume ? { [CSI.cloneVolumeAnnotation]: snapshot.cloneVolume } : {}),
       },
       finalizers: [FINALIZER.replicaSnapshots],
     },
@@ -121,7 +124,9 @@ export function listedSnapshots(
   page: ListingPage,
 ): Message<"ListSnapshotsResponse"> {
   const listed = cvsnaps
-    .filter((cvsnap) => madeByDriver(cvsnap) && !cvsnap.metadata.deletionTimestamp)
+    .filter(
+      (cvsnap) => madeByDriver(cvsnap) && !cvsnap.metadata.deletionTimestamp && !isCloneSnapshot(cvsnap),
+    )
     .filter((cvsnap) => !filter.snapshotId || cvsnap.metadata.name === filter.snapshotId)
     .filter((cvsnap) => !filter.volume || cvsnap.spec.volume === filter.volume)
     .flatMap((cvsnap) => {
@@ -136,12 +141,22 @@ export function listedSnapshots(
   return { entries: entries.map((snapshot) => ({ snapshot })), next_token: next?.snapshot_id ?? "" };
 }
 
-/** How a snapshot is named to a person: its id, and the VolumeSnapshot it serves when the driver was told. */
+/** A snapshot the driver took to clone a volume: the clone's, not a user's. */
+export function isCloneSnapshot(cvsnap: CVSnap): boolean {
+  return Boolean(cvsnap.metadata.annotations?.[CSI.cloneVolumeAnnotation]);
+}
+
+/**
+ * How a snapshot is named to a person: its id, and the VolumeSnapshot it serves when the driver was told, or the
+ * clone it was taken for.
+ */
 function described(cvsnap: CVSnap): string {
-  const volumeSnapshot = cvsnap.metadata.annotations?.[CSI.volumeSnapshotAnnotation];
-  return volumeSnapshot
-    ? `${cvsnap.metadata.name} (VolumeSnapshot ${volumeSnapshot})`
-    : cvsnap.metadata.name!;
+  const annotations = cvsnap.metadata.annotations ?? {};
+  const volumeSnapshot = annotations[CSI.volumeSnapshotAnnotation];
+  const clone = annotations[CSI.cloneVolumeAnnotation];
+  if (volumeSnapshot) return `${cvsnap.metadata.name} (VolumeSnapshot ${volumeSnapshot})`;
+  if (clone) return `${cvsnap.metadata.name} (the source of clone volume ${clone})`;
+  return cvsnap.metadata.name!;
 }
 
 /** A volume's snapshots, whoever made them: those that stand, and those being deleted (their pools at work). */

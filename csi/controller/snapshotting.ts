@@ -9,19 +9,14 @@ import type { Message } from "../protocol.js";
 import type { Handler } from "../server.js";
 import type { ControllerKube } from "./kube.js";
 import type { ControllerDeps } from "./provision.js";
-import {
-  listingPage,
-  required,
-  snapshotIdFor,
-  snapshotParameters,
-  type SnapshotParameters,
-} from "./request.js";
+import { listingPage, required, snapshotIdFor, snapshotParameters } from "./request.js";
 import {
   atSnapshotLimit,
   listedSnapshots,
   snapshotMismatch,
   snapshotObject,
   snapshotReadiness,
+  type NewSnapshot,
 } from "./snapshot.js";
 import { toDelete } from "./volume.js";
 import { waitFor, type Step } from "./wait.js";
@@ -43,9 +38,9 @@ export function createSnapshot({ kube, wait }: ControllerDeps): Handler<"Control
 }
 
 /** Writes the CStorVolumeSnapshot for a snapshot of a volume that exists and has room for one more. */
-async function newSnapshot(
+export async function newSnapshot(
   kube: ControllerKube,
-  snapshot: { id: string; name: string; volume: string; parameters: SnapshotParameters },
+  snapshot: Omit<NewSnapshot, "namespace">,
 ): Promise<CVSnap> {
   const cvc = await kube.getVolumeConfig(snapshot.volume);
   const source = `CStorVolumeConfig ${kube.namespace}/${snapshot.volume}`;
@@ -67,7 +62,7 @@ async function newSnapshot(
 }
 
 /** The snapshot's answer once it is ReadyToUse; a Failed one is answered at once with the target's reason. */
-async function readySnapshot(kube: ControllerKube, id: string): Promise<Step<Message<"Snapshot">>> {
+export async function readySnapshot(kube: ControllerKube, id: string): Promise<Step<Message<"Snapshot">>> {
   const cvsnap = await kube.getSnapshot(id);
   if (!cvsnap)
     return {

@@ -18,6 +18,8 @@ export interface NewVolume {
   namespace: string;
   parameters: VolumeParameters;
   bytes: number;
+  /** The snapshot the volume starts from (csi/controller/restore.ts). */
+  source?: CVC["spec"]["source"];
 }
 
 /** The CVC the driver writes, as a user would write it; the hooks make the rest. */
@@ -39,6 +41,7 @@ export function volumeConfig(volume: NewVolume): CVC {
       capacity: capacityQuantity(volume.bytes),
       cstorPoolCluster: parameters.cstorPoolCluster,
       replicaCount: parameters.replicaCount,
+      ...(volume.source ? { source: volume.source } : {}),
     },
   };
 }

@@ -29,8 +29,13 @@ export async function waitFor<T>(
     if (context.signal.aborted || Date.now() + bounds.intervalMs > until)
       throw unavailable(`${result.waiting} (waited ${waited} s; the call is retried)`);
     await new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, bounds.intervalMs);
-      context.signal.addEventListener("abort", () => (clearTimeout(timer), resolve()), { once: true });
+      const aborted = () => (clearTimeout(timer), resolve());
+      // Each interval's listener goes with it: a long wait must not pile listeners on the call's signal.
+      const timer = setTimeout(
+        () => (context.signal.removeEventListener("abort", aborted), resolve()),
+        bounds.intervalMs,
+      );
+      context.signal.addEventListener("abort", aborted, { once: true });
     });
   }
 }

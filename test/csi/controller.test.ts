@@ -32,14 +32,11 @@ const WAIT_MS = 120_000;
 const SKIPPED_HERE = {
   "Node Service":
     "the node's specs stage volumes: test/csi/node-sanity.test.ts runs them in user-mode Linux, where a node logs in to a target; the driver's node mode here answers NodeGetInfo and csi-sanity's cleanup only",
-  "should create volume from an existing source snapshot":
-    "restores are the next step of ADR 50: until then CreateVolume answers a snapshot source INVALID_ARGUMENT (a missing one NOT_FOUND, which csi-sanity checks)",
 };
 const CAPABILITY_SKIPS: Record<string, string> = {
   "GetSnapshot not supported": "GetSnapshot is alpha (GET_SNAPSHOT); csi-snapshotter asks ListSnapshots",
   "SNAPSHOT_ACCESSIBILITY_CONSTRAINTS not supported":
     "no topology: a snapshot is reachable from every node, as its volume is",
-  "Volume Cloning not supported": "no clones yet (CLONE_VOLUME)",
   "GroupControllerService not supported": "no group snapshots",
   "ListVolumes not supported": "LIST_VOLUMES is not advertised: Kubernetes does not need it",
   "ControllerModifyVolume not supported": "no VolumeAttributesClass (MODIFY_VOLUME)",
@@ -70,6 +67,14 @@ describe("csi: the controller against the real apiserver, the hooks and node dae
       parameters: world.parameters(),
     });
     return volume!.volume_id!;
+  };
+
+  /** DeleteVolume of `id` answers FAILED_PRECONDITION saying why: the volume stays. */
+  const expectDeletionRefused = async (id: string, why: string) => {
+    const refused = await refusal(world.client.call("Controller", "DeleteVolume", { volume_id: id }));
+    expect(refused).to.include({ code: status.FAILED_PRECONDITION });
+    expect(refused!.details).to.include(why);
+    expect(await world.get<CVC>("cstorvolumeconfigs", id), "the volume stays").to.not.equal(undefined);
   };
 
   before(async () => {
@@ -247,7 +252,7 @@ describe("csi: the controller against the real apiserver, the hooks and node dae
     await world.client.call("Controller", "DeleteSnapshot", { snapshot_id: name });
   });
 
-  it("answers a snapshot that failed with the target's reason, and the same snapshot once the target took it", async () => {
+  it("answers a snapshot that failed with the target's reason, and a restore of it once the target took it", async () => {
     const id = await newVolume(`unlucky-${world.sandbox.id}`);
     const name = `failing-${world.sandbox.id}`;
     const reason = `replica ${id}-b did not report the snapshot within 5 s`;
@@ -256,16 +261,15 @@ describe("csi: the controller against the real apiserver, the hooks and node dae
     const failed = await refusal(world.client.call("Controller", "CreateSnapshot", request));
     expect(failed).to.include({ code: status.UNAVAILABLE });
     expect(failed!.details).to.include(`failed: ReplicasDidNotAnswer: ${reason}`);
-    const source = { volume_content_source: { snapshot: { snapshot_id: name } } };
-    const restore = await refusal(
-      world.client.call("Controller", "CreateVolume", {
-        name: `restored-${world.sandbox.id}`,
-        volume_capabilities: [capability],
-        parameters: world.parameters(),
-        ...source,
-      }),
-    );
-    expect(restore, "restores are not served yet").to.include({ code: status.INVALID_ARGUMENT });
+    const restoreRequest = {
+      name: `restored-${world.sandbox.id}`,
+      volume_capabilities: [capability],
+      parameters: world.parameters(),
+      volume_content_source: { snapshot: { snapshot_id: name } },
+    };
+    const early = await refusal(world.client.call("Controller", "CreateVolume", restoreRequest));
+    expect(early, "a restore of a failed snapshot waits for it").to.include({ code: status.UNAVAILABLE });
+    expect(early!.details).to.include(reason);
     world.snapshots.stopFailing(name);
     await waitUntil(
       async () => (await world.get<CVSnap>("cstorvolumesnapshots", name))?.status?.phase === "ReadyToUse",
@@ -274,7 +278,54 @@ describe("csi: the controller against the real apiserver, the hooks and node dae
     );
     const { snapshot } = await world.client.call("Controller", "CreateSnapshot", request);
     expect(snapshot).to.include({ snapshot_id: name, ready_to_use: true });
+
+    const { volume } = await world.client.call("Controller", "CreateVolume", restoreRequest);
+    expect(volume!.content_source?.snapshot, "a restore says what it was made from").to.deep.equal({
+      snapshot_id: name,
+    });
+    expect(volume!.capacity_bytes, "no range asked: the snapshot's size").to.equal(VOLUME_BYTES);
+    const restored = (await world.get<CVC>("cstorvolumeconfigs", volume!.volume_id!))!;
+    expect(restored.spec.source).to.deep.equal({ snapshot: name, volume: id });
+    const sourcePools = (await world.get<CVC>("cstorvolumeconfigs", id))!.status!.pools;
+    expect(restored.status?.restore, "every replica a clone where the snapshot is").to.deep.equal({
+      snapshot: name,
+      clonedPools: sourcePools,
+      copiedPools: [],
+    });
+    await expectDeletionRefused(id, `volumes ${volume!.volume_id} were restored or cloned from volume ${id}`);
+    await world.client.call("Controller", "DeleteVolume", { volume_id: volume!.volume_id! });
     await world.client.call("Controller", "DeleteSnapshot", { snapshot_id: name });
+    await world.client.call("Controller", "DeleteVolume", { volume_id: id });
+  });
+
+  it("clones a volume through a snapshot of its own, unlisted, deleted with the clone", async () => {
+    const id = await newVolume(`original-${world.sandbox.id}`);
+    const { volume } = await world.client.call("Controller", "CreateVolume", {
+      name: `clone-${world.sandbox.id}`,
+      capacity_range: { required_bytes: 2 * VOLUME_BYTES },
+      volume_capabilities: [capability],
+      parameters: world.parameters(),
+      volume_content_source: { volume: { volume_id: id } },
+    });
+    const clone = volume!.volume_id!;
+    expect(volume!.capacity_bytes, "larger than its source, as asked").to.equal(2 * VOLUME_BYTES);
+    const own = `${clone}-source`;
+    expect((await world.get<CVC>("cstorvolumeconfigs", clone))!.spec.source).to.deep.equal({
+      snapshot: own,
+      volume: id,
+    });
+    expect((await world.get<CVSnap>("cstorvolumesnapshots", own))!.metadata.annotations).to.include({
+      [CSI.cloneVolumeAnnotation]: clone,
+    });
+    const listed = await world.client.call("Controller", "ListSnapshots", { source_volume_id: id });
+    expect(listed.entries, "the clone's snapshot is not a user's").to.deep.equal([]);
+    await expectDeletionRefused(id, `volumes ${clone} were restored or cloned from volume ${id}`);
+    await world.client.call("Controller", "DeleteVolume", { volume_id: clone });
+    await waitUntil(
+      async () => !(await world.get<CVSnap>("cstorvolumesnapshots", own)),
+      WAIT_MS,
+      () => `the clone's snapshot ${own} stayed after the clone was deleted${world.tails()}`,
+    );
     await world.client.call("Controller", "DeleteVolume", { volume_id: id });
   });
 
