@@ -43,6 +43,7 @@ export interface ReplicaPassResult {
 /** Event reasons per action: Normal on success, Warning on failure (also the CVR's status reason then). */
 export const REPLICA_EVENT_REASONS: Record<ReplicaAction["kind"], { done: string; failed: string }> = {
   "create-replica": { done: "ReplicaCreated", failed: "CreateFailed" },
+  "clone-replica": { done: "ReplicaCloned", failed: "CloneFailed" },
   "grow-replica": { done: "ReplicaGrown", failed: "GrowFailed" },
   "destroy-replica": { done: "ReplicaDestroyed", failed: "DestroyFailed" },
   "remove-replica-finalizer": { done: "FinalizerRemoved", failed: "FinalizerFailed" },
@@ -62,6 +63,8 @@ const WARNING_REASONS: ReadonlySet<string> = new Set([
   "ForeignDataset",
   "ShrinkRefused",
   "SnapshotsExist",
+  "ClonesExist",
+  "SourceSnapshotMissing",
 ]);
 
 export async function replicaPass(
@@ -139,6 +142,8 @@ export function describeReplicaAction(action: ReplicaAction): string {
   switch (action.kind) {
     case "create-replica":
       return `created replica ${action.dataset} of ${action.bytes} bytes`;
+    case "clone-replica":
+      return `cloned replica ${action.dataset} from ${action.origin} (${action.bytes} bytes)`;
     case "grow-replica":
       return `grew replica ${action.dataset} to ${action.bytes} bytes`;
     case "destroy-replica":

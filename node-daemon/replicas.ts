@@ -2,7 +2,8 @@
 // observation of its pool's datasets and snapshots it plans the commands that make each CVR's replica exist at
 // its size with the snapshots its annotations ask for (replica-snapshots.ts), or be gone when the CVR is
 // deleted, and says each CVR's state. A replica is `<zpool>/<volume>` carrying the io.openebs:* properties; the
-// backend (zvol or file, chosen by configuration) says which commands make it.
+// backend (zvol or file, chosen by configuration) says which commands make it. A CVR with spec.source starts as
+// a clone of another replica's snapshot on the same pool (replica-clones.ts).
 import { FINALIZER, LABEL } from "../api/constants.js";
 import type { CVR, CVRStatus } from "../api/types.js";
 import { CVR_PHASES } from "../api/volume-schema.js";
@@ -10,6 +11,15 @@ import { formatTime } from "../lib/conditions.js";
 import { parseQuantity } from "../lib/quantity.js";
 import type { DatasetRecord, SnapshotRecord } from "../zfs/parse.js";
 import { bytesProperty, REPLICA_FILE, REPLICA_PROPERTY, type HostCommand } from "../zfs/layout.js";
+import {
+  cloneIndex,
+  clonesHoldReplica,
+  findOrigin,
+  type CloneIndex,
+  type Origin,
+  type ReplicaSource,
+} from "./replica-clones.js";
+import { snapshotNameProblem } from "../lib/volume/replica-snapshots.js";
 import {
   planSnapshots,
   snapshotsByDataset,
@@ -46,6 +56,8 @@ export interface ReplicaBackend {
   /** The replica's size as observed; undefined when creation has not finished (file backend: no file yet). */
   size(dataset: DatasetRecord): number | undefined;
   create(replica: Replica): HostCommand[];
+  /** Made as a clone of `origin` instead, with the properties `create` gives that `zfs clone` takes; then grown. */
+  clone(replica: Replica, origin: Origin): HostCommand[];
   grow(replica: Replica, dataset: DatasetRecord): HostCommand[];
   destroy(dataset: string): HostCommand[];
 }
@@ -92,6 +104,10 @@ export function zvolBackend(): ReplicaBackend {
         ],
       },
     ],
+    // The clone's volblocksize is its origin's, and a clone has no reservation: -b and -s do not apply.
+    clone: (replica, origin) => [
+      { program: "zfs", args: ["clone", ...identity(replica), origin.snapshot, replica.dataset] },
+    ],
     grow: (replica) => [{ program: "zfs", args: ["set", `volsize=${replica.bytes}`, replica.dataset] }],
     destroy: destroyDataset,
   };
@@ -125,6 +141,22 @@ export function fileBackend(fileDir: string): ReplicaBackend {
         ],
       },
       ...sizeFile(replica, mountpoint(replica.dataset)),
+    ],
+    // The snapshot's replica.img comes with it: its size, carried from the snapshot's row, is the clone's.
+    clone: (replica, origin) => [
+      {
+        program: "zfs",
+        args: [
+          "clone",
+          "-o",
+          `mountpoint=${mountpoint(replica.dataset)}`,
+          ...identity(replica),
+          "-o",
+          `${REPLICA_PROPERTY.fileSize}=${origin.bytes}`,
+          origin.snapshot,
+          replica.dataset,
+        ],
+      },
     ],
     grow: (replica, dataset) =>
       sizeFile(replica, dataset.properties.mountpoint ?? mountpoint(replica.dataset)),
@@ -184,6 +216,16 @@ export type ReplicaAction =
       bytes?: number;
       commands: HostCommand[];
     }
+  | {
+      kind: "clone-replica";
+      key: string;
+      cvr: string;
+      dataset: string;
+      /** The snapshot cloned, and its size: the replica's until it is grown. */
+      origin: string;
+      bytes: number;
+      commands: HostCommand[];
+    }
   | SnapshotAction
   | { kind: "remove-replica-finalizer"; key: string; cvr: string; dataset: string };
 
@@ -219,20 +261,20 @@ export function planReplicas(input: ReplicaPlanInput): ReplicaPlan {
   // By name, once: a pass over a pool of N replicas (and their snapshots) stays linear in N.
   const datasets = new Map((input.imported?.datasets ?? []).map((d) => [d.name, d]));
   const snapshots = snapshotsByDataset(input.imported?.snapshots ?? []);
+  const pool: IndexedPool = {
+    ...input,
+    clones: cloneIndex(input.imported?.datasets ?? [], input.imported?.snapshots ?? []),
+  };
   const cvrs = [...input.cvrs].sort((a, b) => ((a.metadata.name ?? "") < (b.metadata.name ?? "") ? -1 : 1));
   for (const cvr of cvrs) {
     const name = cvr.metadata.name ?? "";
     const wanted = wantedReplica(input.pool, cvr);
     if ("problem" in wanted) {
-      plan.states[name] = {
-        phase: "Error",
-        reason: "InvalidSpec",
-        message: `CStorVolumeReplica ${name}: ${wanted.problem}`,
-      };
+      plan.states[name] = invalidSpec(name, wanted.problem);
       continue;
     }
     const { dataset } = wanted.replica;
-    const { state, actions } = planOne(input, cvr, wanted.replica, {
+    const { state, actions } = planOne(pool, cvr, wanted.replica, {
       dataset: datasets.get(dataset),
       snapshots: snapshots.get(dataset) ?? [],
     });
@@ -269,6 +311,26 @@ function wantedReplica(pool: string, cvr: CVR): { replica: Replica } | { problem
   return { replica: { cvr: name, volume, replicaId, dataset: `${pool}/${volume}`, bytes } };
 }
 
+function invalidSpec(cvr: string, problem: string): ReplicaState {
+  return { phase: "Error", reason: "InvalidSpec", message: `CStorVolumeReplica ${cvr}: ${problem}` };
+}
+
+/** spec.source, read only when the replica is created: absent, or both names valid. */
+function sourceOf(cvr: CVR): { source?: ReplicaSource } | { problem: string } {
+  const source: unknown = cvr.spec?.source;
+  if (source === undefined) return {};
+  const { replica, snapshot } = (source ?? {}) as Record<string, unknown>;
+  if (typeof replica !== "string" || !VOLUME_NAME.test(replica))
+    return {
+      problem: `spec.source.replica must name the CStorVolumeReplica whose snapshot is cloned (a Kubernetes object name); got ${JSON.stringify(replica)}: the volume's cvc-sync sets it`,
+    };
+  if (typeof snapshot !== "string" || snapshotNameProblem(snapshot))
+    return {
+      problem: `spec.source.snapshot must name the CStorVolumeSnapshot to clone; got ${JSON.stringify(snapshot)}: the volume's cvc-sync sets it`,
+    };
+  return { source: { replica, snapshot } };
+}
+
 /** A quantity (in nano units) in bytes rounded up to the block size; undefined for 0 or beyond 2^53. */
 function alignedBytes(nano: bigint): number | undefined {
   const block = BigInt(REPLICA_BLOCK_BYTES);
@@ -289,10 +351,13 @@ interface OnPool {
   snapshots: readonly HeldSnapshot[];
 }
 
-/** The plan's input once the pool is known to be imported here and serving. */
-type ServingPool = ReplicaPlanInput & Required<Pick<ReplicaPlanInput, "imported">>;
+/** The plan's input with its clone index, built once per plan. */
+type IndexedPool = ReplicaPlanInput & { clones: CloneIndex };
 
-function planOne(input: ReplicaPlanInput, cvr: CVR, replica: Replica, onPool: OnPool): ReplicaStep {
+/** The plan's input once the pool is known to be imported here and serving. */
+type ServingPool = IndexedPool & Required<Pick<ReplicaPlanInput, "imported">>;
+
+function planOne(input: IndexedPool, cvr: CVR, replica: Replica, onPool: OnPool): ReplicaStep {
   const { imported } = input;
   const { dataset } = onPool;
   const deleting = cvr.metadata.deletionTimestamp !== undefined;
@@ -318,7 +383,7 @@ function planOne(input: ReplicaPlanInput, cvr: CVR, replica: Replica, onPool: On
   }
   const pool: ServingPool = { ...input, imported };
   if (deleting) return planDeletion(pool, cvr, replica, onPool);
-  if (!dataset) return planCreation(pool, replica);
+  if (!dataset) return planCreation(pool, cvr, replica);
   const foreign = foreignProblem(pool.backend, replica, dataset);
   if (foreign) return { state: { phase: "Error", reason: "ForeignDataset", message: foreign }, actions: [] };
   const sized = planSize(pool, cvr, replica, dataset);
@@ -335,9 +400,9 @@ function withSnapshots(state: ReplicaState, reported: ReportedSnapshot[]): Repli
   return reported.length > 0 ? { ...state, snapshots: reported } : state;
 }
 
-/** A deleted CVR: its replica destroyed (unless its snapshots keep it), then its finalizer removed. */
+/** A deleted CVR: its replica destroyed (unless its clones or snapshots keep it), then its finalizer removed. */
 function planDeletion(
-  { backend, imported }: ServingPool,
+  { backend, imported, clones }: ServingPool,
   cvr: CVR,
   replica: Replica,
   { dataset, snapshots }: OnPool,
@@ -350,9 +415,8 @@ function planDeletion(
       existingState(backend, replica, dataset, imported.readonly),
       plan.reported,
     );
-    const kept = snapshotsHoldReplica(cvr, replica.dataset, snapshots);
-    if (kept)
-      return { state: { ...existing, reason: "SnapshotsExist", message: kept }, actions: plan.actions };
+    const kept = keptBy(cvr, replica.dataset, snapshots, clones.clones.get(replica.dataset) ?? []);
+    if (kept) return { state: { ...existing, ...kept }, actions: plan.actions };
     return {
       state: existing,
       actions: [
@@ -383,7 +447,24 @@ function planDeletion(
   };
 }
 
-function planCreation({ backend }: ServingPool, replica: Replica): ReplicaStep {
+/** Why a deleted CVR's replica stays: clones of its snapshots first (ZFS would refuse), then its snapshots. */
+function keptBy(
+  cvr: CVR,
+  dataset: string,
+  snapshots: readonly HeldSnapshot[],
+  clones: readonly DatasetRecord[],
+): { reason: string; message: string } | undefined {
+  const byClones = clonesHoldReplica(dataset, clones);
+  if (byClones) return { reason: "ClonesExist", message: byClones };
+  const bySnapshots = snapshotsHoldReplica(cvr, dataset, snapshots);
+  return bySnapshots ? { reason: "SnapshotsExist", message: bySnapshots } : undefined;
+}
+
+function planCreation(pool: ServingPool, cvr: CVR, replica: Replica): ReplicaStep {
+  const { backend } = pool;
+  const wanted = sourceOf(cvr);
+  if ("problem" in wanted) return { state: invalidSpec(replica.cvr, wanted.problem), actions: [] };
+  if (wanted.source) return planClone(pool, cvr, replica, wanted.source);
   return {
     state: {
       phase: "Init",
@@ -402,6 +483,58 @@ function planCreation({ backend }: ServingPool, replica: Replica): ReplicaStep {
   };
 }
 
+/**
+ * A CVR with spec.source, not on the pool yet: a clone of the snapshot, grown afterwards as any replica is. Never
+ * a blank replica in its place, which would serve zeros as the restored data.
+ */
+function planClone(pool: ServingPool, cvr: CVR, replica: Replica, source: ReplicaSource): ReplicaStep {
+  const origin = findOrigin(pool.clones, source, pool.backend, pool.pool);
+  if ("problem" in origin)
+    return {
+      state: {
+        phase: "Error",
+        reason: "SourceSnapshotMissing",
+        message:
+          `replica ${replica.dataset} is not created: ${origin.problem}; a blank replica in its place would serve zeros as the restored data. ` +
+          `Delete this volume and restore it again from a CStorVolumeSnapshot that is ReadyToUse; the replica is cloned once the snapshot is on pool ${pool.pool}`,
+      },
+      actions: [],
+    };
+  if (origin.bytes > replica.bytes)
+    return {
+      state: {
+        phase: "Error",
+        reason: "ShrinkRefused",
+        message:
+          `${smallerThan(cvr, replica, `snapshot ${origin.snapshot} (${origin.bytes} bytes)`)}, which replica ${replica.dataset} would be cloned from: ` +
+          `a replica is never shrunk; set the volume's capacity to at least the snapshot's size`,
+      },
+      actions: [],
+    };
+  return {
+    state: {
+      phase: "Init",
+      reason: "Creating",
+      message: `cloning replica ${replica.dataset} from ${origin.snapshot} (${origin.bytes} bytes${origin.bytes < replica.bytes ? `, then grown to ${replica.bytes}` : ""}; ${pool.backend.name})`,
+    },
+    actions: [
+      {
+        kind: "clone-replica",
+        key: `clone-replica:${replica.dataset}`,
+        ...actionTarget(replica),
+        origin: origin.snapshot,
+        bytes: origin.bytes,
+        commands: pool.backend.clone(replica, origin),
+      },
+    ],
+  };
+}
+
+/** "spec.capacity 8Mi (8388608 bytes once rounded up to 4096) is smaller than <what>": a shrink refused. */
+function smallerThan(cvr: CVR, replica: Replica, what: string): string {
+  return `spec.capacity ${cvr.spec.capacity} (${replica.bytes} bytes once rounded up to ${REPLICA_BLOCK_BYTES}) is smaller than ${what}`;
+}
+
 /** This CVR's replica on the pool: grown to its capacity, never shrunk. */
 function planSize(
   { backend, imported }: ServingPool,
@@ -416,9 +549,7 @@ function planSize(
         ...existingState(backend, replica, dataset, imported.readonly),
         phase: "Error",
         reason: "ShrinkRefused",
-        message:
-          `spec.capacity ${cvr.spec.capacity} (${replica.bytes} bytes once rounded up to ${REPLICA_BLOCK_BYTES}) is smaller than replica ` +
-          `${replica.dataset} (${size} bytes): a replica is never shrunk; set the volume's capacity back to at least its size`,
+        message: `${smallerThan(cvr, replica, `replica ${replica.dataset} (${size} bytes)`)}: a replica is never shrunk; set the volume's capacity back to at least its size`,
       },
       actions: [],
     };

@@ -38,8 +38,9 @@ export const REPLICA_PROPERTY = {
 
 /**
  * What one `zfs get` reads of every dataset and snapshot of a pool: sizes, where it is mounted, the replica's
- * properties, and for snapshots when they were taken and whether a deferred destroy waits on their clones
- * (docs/adr/0053-the-node-daemons-snapshots-one-zfs-get-deferred.md).
+ * properties, for snapshots when they were taken and whether a deferred destroy waits on their clones
+ * (docs/adr/0053-the-node-daemons-snapshots-one-zfs-get-deferred.md), and for a clone the snapshot it was made
+ * from (zfs-fuse has no `clones`: docs/adr/0056-the-daemons-clone-found-by-its-properties-a-replica-with-clones-kept.md).
  */
 export const DATASET_PROPERTIES: readonly string[] = [
   "volsize",
@@ -48,6 +49,7 @@ export const DATASET_PROPERTIES: readonly string[] = [
   "creation",
   "defer_destroy",
   "usedbysnapshots",
+  "origin",
   ...Object.values(REPLICA_PROPERTY),
 ];
 
