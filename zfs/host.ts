@@ -48,6 +48,11 @@ const CHANGE: RunOptions = { timeoutMs: 5 * 60_000 };
 const LONG: RunOptions = { timeoutMs: 30 * 60_000 };
 const BUSY_RETRIES = 3;
 const BUSY_DELAY_MS = 1_000;
+/**
+ * ZFS's busy answers ("dataset is busy", "pool is busy", EBUSY's "Device or resource busy"), not any stderr with
+ * "busy" in it: a refusal that names a pool or dataset called "busy-..." (one a clone depends on, say) is final.
+ */
+const BUSY = /(?:is|resource) busy/;
 const LABEL_BYTES = 512 * 1024;
 const LABEL_ALIGN = 256 * 1024;
 
@@ -383,8 +388,7 @@ async function retryWhileBusy<T>(run: () => Promise<T>): Promise<T> {
       return await run();
     } catch (error) {
       // zfs-fuse reports a pool busy for a moment after mounts settle; a real busy pool stays busy.
-      if (attempt >= BUSY_RETRIES || !(error instanceof CommandError && /busy/.test(error.stderr)))
-        throw error;
+      if (attempt >= BUSY_RETRIES || !(error instanceof CommandError && BUSY.test(error.stderr))) throw error;
       await new Promise((resolve) => setTimeout(resolve, BUSY_DELAY_MS));
     }
   }

@@ -1,7 +1,8 @@
 // zfs-fuse answers `zfs destroy` "dataset is busy" now and then just after a dataset was unmounted, and succeeds a
 // moment later (about 1 in 60 replica destroys under load, seen in CI). A replica's destroy is tried again while
 // it says busy, a few times; a dataset a holder keeps open stays busy, and the destroy fails with zfs's words.
-// Other replica commands are run once. The real zfs on a zfs-fuse pool, behind a wrapper that injects the answer.
+// Other replica commands are run once, and so is a destroy ZFS refuses for another reason (a clone depends on
+// the replica). The real zfs on a zfs-fuse pool, behind a wrapper that injects the answer.
 import { expect } from "chai";
 import { createRunner } from "../../process/runner.js";
 import { requireZfs, zfs as realZfs, zpool, ZfsSandbox } from "../../testkit/zfs.js";
@@ -51,6 +52,27 @@ describe("zfs host: a replica's destroy while zfs-fuse says busy", function () {
     expect(destroys() - before, "tried 3 times").to.equal(3);
     expect(datasets()).to.include(`${pool}/held`);
     zfs.clear();
+  });
+
+  it("refuses, once, the destroy of a replica a clone depends on (a restore of it): ZFS's words name the clone; destroyed once the clone is gone", async () => {
+    realZfs("create", `${pool}/source`);
+    realZfs("snapshot", `${pool}/source@snap-1`);
+    realZfs("clone", `${pool}/source@snap-1`, `${pool}/restored`);
+    const before = destroys();
+    const destroy = () =>
+      host.runReplicaCommand({ program: "zfs", args: ["destroy", "-r", `${pool}/source`] });
+    const failed = await destroy().then(
+      () => undefined,
+      (error: Error) => error,
+    );
+    expect(failed?.message)
+      .to.contain(`cannot destroy '${pool}/source': filesystem has dependent clones`)
+      .and.contain(`${pool}/restored`);
+    expect(destroys() - before, "not busy: tried once").to.equal(1);
+    expect(datasets()).to.include.members([`${pool}/source`, `${pool}/restored`]);
+    realZfs("destroy", `${pool}/restored`);
+    await destroy();
+    expect(datasets()).to.not.include(`${pool}/source`);
   });
 
   it("runs another replica command once, busy or not", async () => {
