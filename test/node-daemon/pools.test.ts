@@ -52,6 +52,18 @@ class Node {
   }
 }
 
+/** The CSPI deleted with the removal mark: its pool is to be destroyed once nothing holds data on it. */
+function removalMarked(cspi: CSPI): CSPI {
+  return {
+    ...cspi,
+    metadata: {
+      ...cspi.metadata,
+      deletionTimestamp: new Date().toISOString(),
+      annotations: { [ANNOTATION.poolRemoval]: POOL_REMOVAL_REQUESTED },
+    },
+  };
+}
+
 function layoutOf(pool: string) {
   const [status] = parseZpoolStatus(zpool("status", pool));
   return status;
@@ -368,15 +380,7 @@ describe("node-daemon on real zfs-fuse pools", function () {
     const name = sandbox.name("destroy");
     const devices = [sandbox.file("d1"), sandbox.file("d2")];
     const created = await nodeA.reconcile(cspiFor(name, "node-a", [{ type: "mirror", devices }]));
-    const deleting: CSPI = {
-      ...created.cspi,
-      metadata: {
-        ...created.cspi.metadata,
-        deletionTimestamp: new Date().toISOString(),
-        annotations: { [ANNOTATION.poolRemoval]: POOL_REMOVAL_REQUESTED },
-      },
-    };
-    const result = await nodeA.reconcile(deleting);
+    const result = await nodeA.reconcile(removalMarked(created.cspi));
     expect(result.outcomes.map((o) => [o.action.kind, o.error])).to.deep.equal([["destroy", undefined]]);
     expect(poolExists(zpoolName(name))).to.equal(false);
     // Labels cleared: the devices are free for a new pool without -f.
@@ -391,20 +395,32 @@ describe("node-daemon on real zfs-fuse pools", function () {
       cspiFor(name, "node-a", [{ type: "stripe", devices: [sandbox.file("d1")] }]),
     );
     const data = writeData(sandbox, `${zpoolName(name)}/pvc-1`);
-    const deleting: CSPI = {
-      ...created.cspi,
-      metadata: {
-        ...created.cspi.metadata,
-        deletionTimestamp: new Date().toISOString(),
-        annotations: { [ANNOTATION.poolRemoval]: POOL_REMOVAL_REQUESTED },
-      },
-    };
-    const result = await nodeA.reconcile(deleting);
+    const result = await nodeA.reconcile(removalMarked(created.cspi));
     expect(result.outcomes).to.deep.equal([]);
     expect(result.plan.holds.map((h) => h.reason)).to.deep.equal(["DestroyRefused"]);
     expect(result.plan.holds[0].message).to.contain(`${zpoolName(name)}/pvc-1`);
     expect(poolExists(zpoolName(name))).to.equal(true);
     expect(checksum(data.file)).to.equal(data.sha);
+  });
+
+  it("refuses to destroy a pool holding a restore (a clone of a volume's snapshot), and keeps the volume, its snapshot and the clone's data", async () => {
+    const name = sandbox.name("clone");
+    const created = await nodeA.reconcile(
+      cspiFor(name, "node-a", [{ type: "stripe", devices: [sandbox.file("d1")] }]),
+    );
+    const source = `${zpoolName(name)}/pvc-1`;
+    const restored = `${zpoolName(name)}/pvc-2`;
+    const data = writeData(sandbox, source);
+    zfs("snapshot", `${source}@snap-1`);
+    const cloneDir = join(sandbox.dir, "restored");
+    zfs("clone", "-o", `mountpoint=${cloneDir}`, `${source}@snap-1`, restored);
+    const result = await nodeA.reconcile(removalMarked(created.cspi));
+    expect(result.outcomes).to.deep.equal([]);
+    expect(result.plan.holds.map((h) => h.reason)).to.deep.equal(["DestroyRefused"]);
+    expect(result.plan.holds[0].message).to.contain(source).and.contain(restored);
+    expect(poolExists(zpoolName(name))).to.equal(true);
+    expect(zfs("get", "-H", "-o", "value", "type", `${source}@snap-1`)).to.equal("snapshot\n");
+    expect(checksum(join(cloneDir, "data.bin")), "the clone reads the snapshot's data").to.equal(data.sha);
   });
 
   it("exports (keeps the data) when the CSPI is deleted without the removal mark", async () => {
