@@ -181,9 +181,8 @@ function reported(held: readonly HeldSnapshot[]): ReportedSnapshot[] {
 }
 
 /**
- * Why a deleted CVR's replica must be kept for its snapshots, undefined when it may be destroyed (its `zfs
- * destroy -r` takes the snapshots nobody lists): some are still listed, the list cannot tell, or clones still
- * depend on a deferred one (`-r` would fail on them; `-R` would destroy the clones).
+ * Why a deleted CVR's replica must be kept for its snapshots' list, undefined when the list lets them go (its
+ * `zfs destroy -r` takes the snapshots nobody lists): some are still listed, or the list cannot tell.
  */
 export function snapshotsHoldReplica(
   cvr: CVR,
@@ -203,10 +202,17 @@ export function snapshotsHoldReplica(
       `${list.state === "absent" ? "absent" : `unreadable (${list.problem})`}, so whether they must exist is unknown. ` +
       `Set the list (empty to destroy them with the replica)`
     );
-  const deferred = held.filter((s) => s.deferred);
-  if (deferred.length > 0)
-    return `${kept}: ${names(deferred)}, deleted, still ${deferred.length === 1 ? "has clones" : "have clones"} (volumes restored from ${deferred.length === 1 ? "it" : "them"}); it is destroyed once those are gone`;
   return undefined;
+}
+
+/**
+ * Why a deleted CVR's replica is kept for a deleted snapshot ZFS still keeps (`-r` would fail on it; `-R`
+ * would destroy its clones), when no clone of it was seen to name (replica-clones.ts says those).
+ */
+export function deferredHoldReplica(dataset: string, held: readonly HeldSnapshot[]): string | undefined {
+  const deferred = held.filter((s) => s.deferred);
+  if (deferred.length === 0) return undefined;
+  return `replica ${dataset} is kept: ${names(deferred)}, deleted, still ${deferred.length === 1 ? "has clones" : "have clones"} (volumes restored from ${deferred.length === 1 ? "it" : "them"}); it is destroyed once those are gone`;
 }
 
 /** "snapshot a" or "snapshots a, b, c, d, e and 3 more". */

@@ -21,6 +21,7 @@ import {
 } from "./replica-clones.js";
 import { snapshotNameProblem } from "../lib/volume/replica-snapshots.js";
 import {
+  deferredHoldReplica,
   planSnapshots,
   snapshotsByDataset,
   snapshotsHoldReplica,
@@ -447,17 +448,22 @@ function planDeletion(
   };
 }
 
-/** Why a deleted CVR's replica stays: clones of its snapshots first (ZFS would refuse), then its snapshots. */
+/**
+ * Why a deleted CVR's replica stays, in the order its user clears them: its snapshot list, then the volumes
+ * restored from its snapshots (ZFS would refuse), then a deleted snapshot ZFS keeps for a clone not seen.
+ */
 function keptBy(
   cvr: CVR,
   dataset: string,
   snapshots: readonly HeldSnapshot[],
   clones: readonly DatasetRecord[],
 ): { reason: string; message: string } | undefined {
+  const byList = snapshotsHoldReplica(cvr, dataset, snapshots);
+  if (byList) return { reason: "SnapshotsExist", message: byList };
   const byClones = clonesHoldReplica(dataset, clones);
   if (byClones) return { reason: "ClonesExist", message: byClones };
-  const bySnapshots = snapshotsHoldReplica(cvr, dataset, snapshots);
-  return bySnapshots ? { reason: "SnapshotsExist", message: bySnapshots } : undefined;
+  const byDeferred = deferredHoldReplica(dataset, snapshots);
+  return byDeferred ? { reason: "SnapshotsExist", message: byDeferred } : undefined;
 }
 
 function planCreation(pool: ServingPool, cvr: CVR, replica: Replica): ReplicaStep {

@@ -224,8 +224,10 @@ export function cvrObject(replica: {
   capacity: string;
   namespace: string;
   cspc: string;
+  /** spec.source: the replica starts as a clone of this replica's snapshot (a restore). */
+  source?: { replica: string; snapshot: string };
 }): CVR {
-  const { volume, cspi, host, capacity, namespace, cspc } = replica;
+  const { volume, cspi, host, capacity, namespace, cspc, source } = replica;
   return {
     apiVersion: API_VERSION,
     kind: KIND.cvr,
@@ -241,7 +243,7 @@ export function cvrObject(replica: {
       annotations: { [ANNOTATION.replicaPoolHost]: host },
       finalizers: [FINALIZER.replicaProtection],
     },
-    spec: { capacity, replicaId: `${volume}-r1` },
+    spec: { capacity, replicaId: `${volume}-r1`, ...(source ? { source } : {}) },
   };
 }
 

@@ -77,6 +77,9 @@ describe("integration: the node daemon's replicas (real processes, real apiserve
   /** A clone made by hand of a replica's snapshot, as a restore on the same pool makes one. */
   const cloneDataset = () => `${zpoolName(cspiA())}/restored-${sandbox.id}`;
   const cloneDir = () => join(replicaDir, "restored");
+  /** A volume restored from a snapshot of volume() (docs/adr/0055-a-restore-clones-where-the-snapshot-is.md): its replica on A is a clone. */
+  const restoredVolume = () => `rvol-${sandbox.id}`;
+  const restoredCvr = () => `${restoredVolume()}-${cspiA()}`;
 
   const get = async <T>(plural: string, name: string): Promise<T | undefined> => {
     const response = await cluster.request(cluster.admin, "GET", path(plural, name));
@@ -149,7 +152,7 @@ describe("integration: the node daemon's replicas (real processes, real apiserve
     return daemon;
   };
   /** The replica's file as its node sees it (datasets are mounted only inside the node). */
-  const replicaFile = (cspi: string) => join(replicaDir, zpoolName(cspi), volume(), "replica.img");
+  const replicaFile = (cspi: string, of = volume()) => join(replicaDir, zpoolName(cspi), of, "replica.img");
   const fileSize = (host: ZfsNode, file: string) => Number(host.run(["stat", "-c", "%s", file]).trim());
   const datasets = (host: ZfsNode, cspi: string) =>
     host
@@ -203,6 +206,8 @@ describe("integration: the node daemon's replicas (real processes, real apiserve
     for (const [plural, name] of [
       ["cstorvolumereplicas", `${volume()}-${cspiA()}`],
       ["cstorvolumereplicas", `${volume()}-${cspiB()}`],
+      ["cstorvolumereplicas", restoredCvr()],
+      ["cstorvolumereplicas", `mvol-${sandbox.id}-${cspiA()}`],
       ["cstorpoolinstances", cspiA()],
       ["cstorpoolinstances", cspiB()],
     ]) {
@@ -467,6 +472,85 @@ describe("integration: the node daemon's replicas (real processes, real apiserve
     await waitForCvr(name, "snap-4 destroyed", (c) => reportedSnapshots(c).join() === "snap-3");
   });
 
+  it("restores: a CVR with spec.source on the snapshot's pool is a zfs clone reading the source's bytes at the snapshot, grown to its capacity; writes to either leave the other alone", async () => {
+    const source = `${volume()}-${cspiA()}`;
+    hostA.run(["dd", `of=${replicaFile(cspiA())}`, "bs=1M", "conv=notrunc", "status=none"], randomBytes(MiB));
+    await annotateSnapshots({ now: "snap-5", list: "snap-3,snap-5" });
+    await waitForCvr(source, "snap-5 reported", (c) => reportedSnapshots(c).includes("snap-5"));
+    await annotateSnapshots({ now: null });
+    const atSnapshot = hostA.read(replicaFile(cspiA()), 0, 20 * MiB);
+    hostA.run(["dd", `of=${replicaFile(cspiA())}`, "bs=1M", "conv=notrunc", "status=none"], randomBytes(MiB));
+    const sourceNow = hostA.checksum(replicaFile(cspiA()));
+
+    await apply(
+      cvrObject({
+        volume: restoredVolume(),
+        cspi: cspiA(),
+        host: nodeNameA(),
+        capacity: "32Mi",
+        namespace: NS,
+        cspc: CSPC,
+        source: { replica: source, snapshot: "snap-5" },
+      }),
+    );
+    const restored = await waitForCvr(
+      restoredCvr(),
+      "Healthy at 32Mi",
+      (c) => c?.status?.phase === "Healthy" && c.status.capacity?.total === "32Mi",
+    );
+    expect(restored!.status).to.not.have.property("reason");
+    const dataset = `${zpoolName(cspiA())}/${restoredVolume()}`;
+    expect(hostA.zfs("get", "-H", "-o", "value", "origin", dataset)).to.equal(`${replicaDataset()}@snap-5\n`);
+    const file = replicaFile(cspiA(), restoredVolume());
+    expect(fileSize(hostA, file)).to.equal(32 * MiB);
+    const data = hostA.read(file, 0, 32 * MiB);
+    expect(
+      data.subarray(0, 20 * MiB).equals(atSnapshot),
+      "the snapshot's bytes, not the source's now",
+    ).to.equal(true);
+    expect(
+      data.subarray(20 * MiB).every((byte) => byte === 0),
+      "grown with zeros",
+    ).to.equal(true);
+    await waitForEvent(KIND.cvr, restoredCvr(), "ReplicaCloned");
+    await waitForEvent(KIND.cvr, restoredCvr(), "ReplicaGrown");
+
+    hostA.run(["dd", `of=${file}`, "bs=1M", "conv=notrunc", "status=none"], randomBytes(MiB));
+    expect(hostA.checksum(replicaFile(cspiA())), "the source is not written through its clone").to.equal(
+      sourceNow,
+    );
+    expect(hostA.read(file, MiB, 19 * MiB).equals(atSnapshot.subarray(MiB))).to.equal(true);
+  });
+
+  it("a restore whose snapshot is not on the pool is never a blank replica: Error SourceSnapshotMissing naming the snapshot, the pool and the fix, a Warning, no dataset; deleted, it goes", async () => {
+    const missing = `mvol-${sandbox.id}-${cspiA()}`;
+    await apply(
+      cvrObject({
+        volume: `mvol-${sandbox.id}`,
+        cspi: cspiA(),
+        host: nodeNameA(),
+        capacity: "32Mi",
+        namespace: NS,
+        cspc: CSPC,
+        source: { replica: `${volume()}-${cspiA()}`, snapshot: "snap-never" },
+      }),
+    );
+    const refused = await waitForCvr(
+      missing,
+      "SourceSnapshotMissing",
+      (c) => c?.status?.reason === "SourceSnapshotMissing",
+    );
+    expect(refused!.status!.phase).to.equal("Error");
+    expect(refused!.status!.message)
+      .to.contain("snapshot snap-never")
+      .and.contain(`pool ${zpoolName(cspiA())}`)
+      .and.contain("restore it again from a CStorVolumeSnapshot");
+    await waitForEvent(KIND.cvr, missing, "SourceSnapshotMissing");
+    expect(datasets(hostA, cspiA())).to.not.include(`${zpoolName(cspiA())}/mvol-${sandbox.id}`);
+    await cluster.kubectl(["delete", "cvr", missing, "-n", NS, "--wait=false"]);
+    await waitForCvr(missing, "the CVR to go", (c) => c === undefined);
+  });
+
   it("refuses to destroy a pool a CVR names (DestroyRefused), and removes nothing", async () => {
     await patch("cstorpoolinstances", cspiA(), {
       metadata: { annotations: { [ANNOTATION.poolRemoval]: POOL_REMOVAL_REQUESTED } },
@@ -499,16 +583,38 @@ describe("integration: the node daemon's replicas (real processes, real apiserve
     ]);
   });
 
-  it("a deleted CVR: kept while its list names a snapshot (SnapshotsExist); once the list is empty its replica is destroyed with the snapshot, then its finalizer removed; the pool, now empty of replicas, is destroyed as asked", async () => {
+  it("a deleted CVR: kept while its list names a snapshot (SnapshotsExist), then, the list empty, while a volume restored from it lives (ClonesExist naming it and the fix), nothing tried", async () => {
     const name = `${volume()}-${cspiA()}`;
     await annotateSnapshots({ list: "snap-3" });
     await cluster.kubectl(["delete", "cvr", name, "-n", NS, "--wait=false"]);
     const kept = await waitForCvr(name, "SnapshotsExist", (c) => c?.status?.reason === "SnapshotsExist");
     expect(kept!.status!.message).to.contain(`replica ${replicaDataset()} is kept`).and.contain("snap-3");
     await waitForEvent(KIND.cvr, name, "SnapshotsExist");
-    expect(datasets(hostA, cspiA())).to.deep.equal([replicaDataset()]);
+    expect(datasets(hostA, cspiA())).to.include(replicaDataset());
     await annotateSnapshots({ list: "" });
+    const held = await waitForCvr(name, "ClonesExist", (c) => c?.status?.reason === "ClonesExist");
+    expect(held!.status!.message)
+      .to.contain(`replica ${replicaDataset()} is kept`)
+      .and.contain(`volume ${restoredVolume()}`)
+      .and.contain(`Delete the restored volume ${restoredVolume()} first`);
+    const warning = (await events(KIND.cvr, name)).find((e) => e.reason === "ClonesExist");
+    expect(warning?.type).to.equal("Warning");
+    expect(warning?.source.host).to.equal(nodeNameA());
+    expect(snapshotsOnA(), "the list's snapshots gone but the restore's origin, deferred").to.deep.equal({
+      "snap-5": "on",
+    });
+  });
+
+  it("once the restored volume's CVR is deleted, its clone goes, then the source replica with its snapshot, then its finalizer, each destroy tried once; the pool, empty of replicas, is destroyed as asked", async () => {
+    const name = `${volume()}-${cspiA()}`;
+    await cluster.kubectl(["delete", "cvr", restoredCvr(), "-n", NS, "--wait=false"]);
+    await waitForCvr(restoredCvr(), "the restored CVR to go", (c) => c === undefined);
     await waitForCvr(name, "the CVR to go", (c) => c === undefined);
+    const destroys = nodeA!.lines.filter((l) => l.action === "destroy-replica").map((l) => [l.cvr, l.msg]);
+    expect(destroys, "no destroy ZFS refused: the clone was seen first").to.deep.equal([
+      [restoredCvr(), `destroyed replica ${zpoolName(cspiA())}/${restoredVolume()}`],
+      [name, `destroyed replica ${replicaDataset()}`],
+    ]);
     await waitForEvent(KIND.cvr, name, "ReplicaDestroyed");
     await waitForEvent(KIND.cvr, name, "FinalizerRemoved");
     // Events carry whole seconds: the daemon's log (milliseconds, in order) says which came first.
