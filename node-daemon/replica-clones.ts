@@ -47,7 +47,9 @@ export function cloneIndex(
     const at = origin.indexOf("@");
     if (at <= 0) continue;
     const of = origin.slice(0, at);
-    clones.set(of, [...(clones.get(of) ?? []), dataset]);
+    const list = clones.get(of);
+    if (list) list.push(dataset);
+    else clones.set(of, [dataset]);
   }
   const byName = new Map(snapshots.map((s) => [`${s.dataset}@${s.name}`, s]));
   return { byCvr, snapshots: byName, clones };
@@ -78,7 +80,9 @@ export function findOrigin(
     return { problem: `${named} was deleted: ZFS keeps ${snapshot} only for the clones made of it before` };
   const bytes = backend.size({ name: snapshot, properties: record.properties });
   if (bytes === undefined)
-    return { problem: `${named} has no size ZFS shows (${snapshot}), so a clone of it cannot be sized` };
+    return {
+      problem: `${named} has no recorded size (${snapshot}), so whether its clone fits the capacity cannot be checked`,
+    };
   return { snapshot, bytes };
 }
 
