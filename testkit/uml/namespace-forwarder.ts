@@ -1,20 +1,29 @@
-// A TCP port on a test network's bridge address that leads to a unix socket of this host (docs/data-path-tests.md):
-// guests reach only the namespace, and a unix socket is a file, not a network endpoint, so a process in the
-// namespace (a few lines of node run through `ip netns exec`) listens there and connects each client to the socket.
+// Connections carried between the host and a test network's namespace (docs/data-path-tests.md): guests reach
+// only the namespace, the host's processes only the host's network, and a unix socket is a file, not a network
+// endpoint, so both sides reach it. A process in the namespace (a few lines of node run through `ip netns exec`)
+// listens on one end and connects each client to the other: `open` from a TCP port on the bridge address to a
+// unix socket of the host (a guest dials a host server), `into` from a unix socket of the host to an address in
+// the namespace (the host dials a guest's server). The same lines run in a guest (FORWARDER_SCRIPT), where they
+// carry a TCP port to a unix socket of the guest's own.
 import { spawn, type ChildProcess } from "node:child_process";
+import { rmSync } from "node:fs";
 import { waitUntil } from "../kube.js";
 import type { TestNetwork } from "./network.js";
 
-// argv: listen host, listen port, unix socket. Prints "listening" once it accepts connections.
-const FORWARDER = `
+/**
+ * argv: the end it listens on, the end it connects each client to; each "host:port" or a unix socket's path
+ * (anything with a "/"). Prints "listening" once it accepts connections.
+ */
+export const FORWARDER_SCRIPT = `
 const net = require("node:net");
-const [host, port, socket] = process.argv.slice(1);
+const end = (text) => text.includes("/") ? { path: text } : { host: text.slice(0, text.lastIndexOf(":")), port: Number(text.slice(text.lastIndexOf(":") + 1)) };
+const [listen, connect] = process.argv.slice(1).map(end);
 net.createServer((client) => {
-  const upstream = net.connect(socket);
+  const upstream = net.connect(connect);
   client.pipe(upstream).pipe(client);
   client.on("error", () => upstream.destroy());
   upstream.on("error", () => client.destroy());
-}).listen(Number(port), host, () => console.log("listening"));
+}).listen(listen, () => console.log("listening"));
 process.on("SIGTERM", () => process.exit(0));
 `;
 
@@ -26,39 +35,46 @@ export class NamespaceForwarder {
 
   private constructor(
     private readonly child: ChildProcess,
-    /** <network.hostAddress>:<port>: where a guest connects. */
+    /** Where clients connect: <network.hostAddress>:<port> for `open`, the socket's path for `into`. */
     readonly address: string,
+    private readonly listenSocket?: string,
   ) {
     for (const stream of [child.stdout!, child.stderr!])
       stream.on("data", (chunk: Buffer) => this.log.push(chunk.toString("utf8")));
   }
 
-  /** Listens on `network`'s bridge address and `port`; resolves once it accepts connections. */
-  static async open(network: TestNetwork, port: number, socketPath: string): Promise<NamespaceForwarder> {
+  /** Listens on `network`'s bridge address and `port`, to the host's unix socket `socketPath`. */
+  static open(network: TestNetwork, port: number, socketPath: string): Promise<NamespaceForwarder> {
+    return NamespaceForwarder.start(network, `${network.hostAddress}:${port}`, socketPath);
+  }
+
+  /** Listens on the host's unix socket `socketPath` (made here), to `target` ("ip:port") in `network`. */
+  static into(network: TestNetwork, socketPath: string, target: string): Promise<NamespaceForwarder> {
+    return NamespaceForwarder.start(network, socketPath, target, socketPath);
+  }
+
+  private static async start(
+    network: TestNetwork,
+    listen: string,
+    connect: string,
+    listenSocket?: string,
+  ): Promise<NamespaceForwarder> {
     const child = spawn(
       network.prefix[0],
-      [
-        ...network.prefix.slice(1),
-        process.execPath,
-        "-e",
-        FORWARDER,
-        network.hostAddress,
-        String(port),
-        socketPath,
-      ],
+      [...network.prefix.slice(1), process.execPath, "-e", FORWARDER_SCRIPT, listen, connect],
       { stdio: ["ignore", "pipe", "pipe"] },
     );
     running.add(child);
-    const forwarder = new NamespaceForwarder(child, `${network.hostAddress}:${port}`);
+    const forwarder = new NamespaceForwarder(child, listen, listenSocket);
     try {
       await waitUntil(
         async () => {
           if (child.exitCode !== null || child.signalCode !== null)
-            throw new Error(`the forwarder to ${socketPath} exited: ${forwarder.output()}`);
+            throw new Error(`the forwarder to ${connect} exited: ${forwarder.output()}`);
           return forwarder.output().includes("listening");
         },
         30_000,
-        () => `the forwarder to ${socketPath} did not listen on ${forwarder.address}: ${forwarder.output()}`,
+        () => `the forwarder to ${connect} did not listen on ${listen}: ${forwarder.output()}`,
       );
     } catch (error) {
       await forwarder.close();
@@ -72,7 +88,7 @@ export class NamespaceForwarder {
     return this.log.join("");
   }
 
-  /** Stops it (TERM, KILL after 5 s). */
+  /** Stops it (TERM, KILL after 5 s); a socket it listened on goes with it. */
   async close(): Promise<void> {
     if (this.child.exitCode === null && this.child.signalCode === null) {
       const exited = new Promise((resolve) => this.child.once("exit", resolve));
@@ -82,5 +98,6 @@ export class NamespaceForwarder {
       clearTimeout(timer);
     }
     running.delete(this.child);
+    if (this.listenSocket) rmSync(this.listenSocket, { force: true });
   }
 }
