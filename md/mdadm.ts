@@ -15,6 +15,23 @@ import { CommandError, type Runner } from "../process/runner.js";
  */
 export const BITMAP_CHUNK_MIB = 16;
 
+const SECTOR = 512;
+
+/**
+ * The most of a leg of `legBytes` that an array made by create() does not serve, so the least its array holds is
+ * the leg less this. mdadm (4.2, metadata 1.2) starts the data after the superblock (12 KiB), the internal
+ * bitmap's room (at most 128 KiB) and a headroom for reshapes of about 0.1% of the leg (a power of two of sectors,
+ * at most 128 MiB), rounded up to a MiB (super1.c, validate_geometry1); md then serves whole chunks of that, which
+ * the last MiB here covers. A leg smaller when the array was made got no more room than this.
+ */
+export function mdRoomBytes(legBytes: number): number {
+  let headroom = 128 * 1024 * 2;
+  while (headroom > 0 && headroom * 1024 > legBytes / SECTOR) headroom = Math.floor(headroom / 2);
+  const megabyte = 2 * 1024;
+  const dataOffset = Math.ceil((12 * 2 + 128 * 2 + headroom) / megabyte) * megabyte;
+  return (dataOffset + megabyte) * SECTOR;
+}
+
 export interface MdOptions {
   /** argv prefix of mdadm, e.g. ["mdadm"] or ["nsenter", "--target", "1", "--mount", "--", "mdadm"]. */
   mdadm: readonly string[];

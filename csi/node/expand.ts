@@ -1,7 +1,9 @@
 // NodeExpandVolume: the session of the volume's disk rescanned (the target grew the LUN: ADR 41), then, once
-// the disk shows the size asked for, the filesystem grown to it. A block volume only needs the rescan. Growing
-// to a size the filesystem has already is a no-op for resize2fs and xfs_growfs, so a retry is safe.
+// the disk shows the size asked for (less the room the target's md keeps: ADR 57), the filesystem grown to it. A
+// block volume only needs the rescan. Growing to a size the filesystem has already is a no-op for resize2fs and
+// xfs_growfs, so a retry is safe.
 import { readSessions, rescanSession } from "../../iscsi/initiator.js";
+import { mdRoomBytes } from "../../md/mdadm.js";
 import { readDisk, type Disk } from "./disk.js";
 import { NodeOperationError, commandFailed } from "./errors.js";
 import { growFilesystem } from "./filesystem.js";
@@ -11,7 +13,10 @@ import { volumeAt } from "./volume-path.js";
 export interface ExpandRequest {
   volumeId: string;
   volumePath: string;
-  /** The size the target grew the LUN to; 0 when the CO did not say (the disk's size after the rescan). */
+  /**
+   * The volume's size (the PV's); 0 when the CO did not say (the disk's size after the rescan). The target's LUN
+   * is that size less its md's room (mdRoomBytes), so a disk that holds at least that much has grown.
+   */
   requiredBytes: number;
 }
 
@@ -20,7 +25,7 @@ export interface ExpandOutcome {
   capacityBytes: number;
 }
 
-/** Rescans the disk's session and waits, bounded, until the disk holds `requiredBytes`. */
+/** Rescans the disk's session and waits, bounded, until the disk holds `requiredBytes` less md's room. */
 async function rescanned(host: NodeHost, volumeId: string, disk: Disk, requiredBytes: number): Promise<Disk> {
   const session = (await readSessions(host.sysfs)).find((s) =>
     Object.values(s.luns).some((lun) => lun.disk === disk.name),
@@ -36,15 +41,17 @@ async function rescanned(host: NodeHost, volumeId: string, disk: Disk, requiredB
       error,
     );
   });
+  const room = mdRoomBytes(requiredBytes);
   const deadline = Date.now() + host.deviceWaitMs;
   for (;;) {
     const now = await readDisk(host, disk.name);
-    if (now && now.sizeBytes >= requiredBytes) return now;
+    if (now && now.sizeBytes >= requiredBytes - room) return now;
     if (Date.now() > deadline)
       throw new NodeOperationError(
         "UNAVAILABLE",
         `volume ${volumeId}: ${disk.path} holds ${now?.sizeBytes ?? 0} bytes after a rescan, less than the ` +
-          `${requiredBytes} asked for: the target has not grown the LUN yet; the CO retries`,
+          `${requiredBytes} asked for less the ${room} the target's md may keep: the target has not grown the ` +
+          `LUN yet; the CO retries`,
       );
     await new Promise((resolve) => setTimeout(resolve, 100));
   }

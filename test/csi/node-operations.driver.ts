@@ -192,9 +192,15 @@ function steps(config: NodeDriverConfig) {
           volumePath: target(pod),
           requiredBytes: grown,
         });
+        // As the kubelet asks for a volume target's LUN: the PV's size, of which md keeps a MiB or more.
+        const mdShort = await expand(host, {
+          volumeId: volume.id,
+          volumePath: target(pod),
+          requiredBytes: grown + 1024 * 1024,
+        });
         const after = await volumeStats(host, volume.id, target(pod));
         const sha = await sha256(join(target(pod), "data.bin"));
-        result[volume.id] = { before: before.usage[0], expanded, again, after: after.usage[0], sha };
+        result[volume.id] = { before: before.usage[0], expanded, again, mdShort, after: after.usage[0], sha };
       }
       // Waits 2 s for a size the LUN never reaches.
       const notGrown = await outcome(

@@ -15,7 +15,14 @@ import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { expect } from "chai";
 import { parse } from "yaml";
-import { canonicalUuid, Mdadm, parseBlockStat, parseExamine, parseSyncCompleted } from "../../md/mdadm.js";
+import {
+  canonicalUuid,
+  Mdadm,
+  mdRoomBytes,
+  parseBlockStat,
+  parseExamine,
+  parseSyncCompleted,
+} from "../../md/mdadm.js";
 import { CommandError, createRunner, type Runner } from "../../process/runner.js";
 import { REPO_ROOT } from "../../testkit/kube.js";
 import { kernelTree } from "../support/kernel-tree.js";
@@ -163,6 +170,19 @@ describe("md: sysfs, read", () => {
     expect(await adapter.find("vol-1a2b3c4d")).to.equal("md127");
     expect(await adapter.find("stale"), "a link to an array that is gone").to.equal(undefined);
     expect(await adapter.find("other")).to.equal(undefined);
+  });
+});
+
+describe("md: the room an array keeps on its legs", () => {
+  it("is mdadm's data offset (a MiB on small legs, about 0.1% up to 128 MiB on large ones) and a MiB of rounding", () => {
+    const MiB = 1024 * 1024;
+    // The guests' arrays over 64 and 128 MiB legs start their data 1 MiB in (sysfs dev-*/offset: 2048 sectors).
+    expect(mdRoomBytes(64 * MiB)).to.equal(2 * MiB);
+    expect(mdRoomBytes(128 * MiB)).to.equal(2 * MiB);
+    // 16 MiB of headroom (the largest power of two at most 0.1% of the leg), the superblock and bitmap: 17 MiB.
+    expect(mdRoomBytes(20 * 1024 * MiB)).to.equal(18 * MiB);
+    expect(mdRoomBytes(1024 * 1024 * MiB)).to.equal(130 * MiB);
+    expect(mdRoomBytes(16 * 1024 * 1024 * MiB), "the headroom stops at 128 MiB").to.equal(130 * MiB);
   });
 });
 
