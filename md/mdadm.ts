@@ -58,6 +58,12 @@ export interface Superblock {
   deviceUuid?: string;
   /** Where the data starts on the leg, in 512-byte sectors (after superblock and bitmap). */
   dataOffsetSectors?: number;
+  /**
+   * The leg's data room as its superblock records it ("Avail Dev Size"), in sectors: md takes the leg back from
+   * its bitmap (re-add) only when this holds the array's per-leg size, which a leg that left before the array
+   * grew does not.
+   */
+  dataSizeSectors?: number;
   raidDevices?: number;
   /** The array as this leg last saw it: one letter per slot ("AA." = slot 2 missing). */
   arrayState?: string;
@@ -323,11 +329,15 @@ export class Mdadm {
     return leg;
   }
 
-  /** Adds `disk` as a new leg (a spare until `grow` or a missing slot takes it): a full sync. */
+  /**
+   * Adds `disk` as a new leg (a spare until `grow` or a missing slot takes it): a full sync. A blank disk, or a
+   * leg of this array that md cannot take back from its bitmap: `--add-spare` writes it a spare's superblock
+   * without trying a re-add first, which `--add` would, and then refuse.
+   */
   async add(kernelName: string, disk: string): Promise<void> {
     checkKernelName(kernelName);
     checkDisk(disk);
-    await this.run([this.devPath(kernelName), "--add", this.devPath(disk)]);
+    await this.run([this.devPath(kernelName), "--add-spare", this.devPath(disk)]);
   }
 
   /**
@@ -525,6 +535,7 @@ export function parseExamine(disk: string, text: string): Superblock {
   const device = fields.get("Device UUID");
   if (device !== undefined) superblock.deviceUuid = canonicalUuid(device, `${disk}: Device UUID`);
   put("dataOffsetSectors", sectors(fields.get("Data Offset")));
+  put("dataSizeSectors", sectors(fields.get("Avail Dev Size")));
   put("raidDevices", optionalNumber(fields.get("Raid Devices")));
   put("arrayState", fields.get("Array State")?.split(" ")[0]);
   put("recoveryOffsetSectors", sectors(fields.get("Recovery Offset")));

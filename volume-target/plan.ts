@@ -341,7 +341,8 @@ function planMembers(desired: DesiredVolume, legs: readonly LocatedLeg[], kernel
   const verdicts = legs.map((leg): Verdict => {
     if (!leg.disk) return { replica: offline(leg, leg.down!) };
     const member = members.get(leg.disk);
-    if (!member) return growth.tooSmall(leg) ?? planJoin(leg, kernel.examined[leg.disk], desired.arrayUuid);
+    if (!member)
+      return growth.tooSmall(leg) ?? planJoin(leg, kernel.examined[leg.disk], desired.arrayUuid, array);
     return memberVerdict(leg, member.states, percent);
   });
   const steps = verdicts.flatMap((v) => v.steps ?? []);
@@ -429,7 +430,8 @@ function planGrowth(
   const small = growth.small.filter((leg) => members.has(leg.disk!));
   const settled = array.syncAction === "idle" && array.legs.every((leg) => leg.states.includes("in_sync"));
   if (small.length === 0) {
-    // A replica held out (its pool has not grown it yet) does not hold the others back: it rejoins once grown.
+    // A replica held out (its pool has not grown it yet) does not hold the others back: it rejoins once grown,
+    // anew with a full sync (planJoin: md re-adds no leg whose superblock is smaller than the array).
     if (settled && array.legs.length > 0)
       return {
         steps: [{ kind: "growSize" }],
@@ -486,8 +488,11 @@ function rebuildPercent(array: ArrayState): number {
   return running && running.total > 0 ? Math.floor((running.done * 100) / running.total) : 0;
 }
 
-/** A leg up but outside the array: back in from the bitmap if it is ours, in with a full sync if blank. */
-function planJoin(leg: LocatedLeg, found: Examined | undefined, uuid: string): Verdict {
+/**
+ * A leg up but outside the array: back in from the bitmap if it is ours, in with a full sync if blank or if it
+ * left before the array grew (md refuses to re-add a leg whose superblock holds less than the array's size).
+ */
+function planJoin(leg: LocatedLeg, found: Examined | undefined, uuid: string, array: ArrayState): Verdict {
   const disk = leg.disk!;
   const degraded = (message: string): ReplicaState => ({ ...offline(leg, message), state: "Degraded" });
   if (found === undefined) return { examine: true, replica: degraded(`disk ${disk} is being examined`) };
@@ -500,6 +505,15 @@ function planJoin(leg: LocatedLeg, found: Examined | undefined, uuid: string): V
     };
   if (!sameUuid(found.arrayUuid, uuid))
     return { replica: degraded(`disk ${disk} holds another array (${found.arrayUuid}); never overwritten`) };
+  const roomBytes = (found.dataSizeSectors ?? Infinity) * 512;
+  if (roomBytes < array.sizeBytes)
+    return {
+      steps: [{ kind: "add", disk, replicaId: leg.replicaId }],
+      replica: degraded(
+        `disk ${disk} left the array before it grew (its superblock holds ${roomBytes} bytes, the array ` +
+          `${array.sizeBytes}); adding it anew (full sync)`,
+      ),
+    };
   return {
     steps: [{ kind: "reAdd", disk, replicaId: leg.replicaId }],
     replica: degraded(`disk ${disk} returned; re-adding it (catch-up from the bitmap)`),

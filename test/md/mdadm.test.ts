@@ -32,7 +32,7 @@ const fixture = (name: string) => readFileSync(join(REPO_ROOT, "test/fixtures/ke
 const UUID = "2b4c6d8e-1f3a-4b5c-9d7e-0a1b2c3d4e5f";
 
 describe("md: mdadm --examine, read", () => {
-  it("reads a clean leg's superblock: UUID, events, name, role, data offset", () => {
+  it("reads a clean leg's superblock: UUID, events, name, role, data offset and room", () => {
     expect(parseExamine("sda", fixture("mdadm-examine-clean.txt"))).to.deep.equal({
       disk: "sda",
       arrayUuid: UUID,
@@ -42,6 +42,7 @@ describe("md: mdadm --examine, read", () => {
       state: "clean",
       deviceUuid: "7723af98-bfd7-025c-24d0-d6216ad74bcf",
       dataOffsetSectors: 2048,
+      dataSizeSectors: 129024,
       raidDevices: 3,
       arrayState: "AAA",
     });

@@ -560,6 +560,27 @@ describe("volume target: the array follows a volume that grew", () => {
     expect(back.steps).to.deep.equal([{ kind: "reAdd", disk: "sdb", replicaId: "r0" }]);
   });
 
+  it("adds a leg that left before the array grew anew, with a full sync: md re-adds no leg smaller than the array", () => {
+    const grownOut = array(
+      [
+        ["sdc", ["in_sync"]],
+        ["sdd", ["in_sync"]],
+      ],
+      { sizeBytes: 128 * MiB },
+    );
+    const left = { ...sb(0, 50), dataSizeSectors: (64 * MiB) / 512 };
+    const plan = planTarget(grown, view(sized(GROWN, GROWN, GROWN), { sdb: left }, grownOut));
+    expect(plan.steps).to.deep.equal([{ kind: "add", disk: "sdb", replicaId: "r0" }]);
+    expect(plan.replicas[0].message).to.equal(
+      `disk sdb left the array before it grew (its superblock holds ${64 * MiB} bytes, the array ${128 * MiB}); adding it anew (full sync)`,
+    );
+    // One that holds the array's size still comes back from the bitmap.
+    const kept = { ...sb(0, 50), dataSizeSectors: (128 * MiB) / 512 };
+    expect(planTarget(grown, view(sized(GROWN, GROWN, GROWN), { sdb: kept }, grownOut)).steps).to.deep.equal([
+      { kind: "reAdd", disk: "sdb", replicaId: "r0" },
+    ]);
+  });
+
   it("never adds a leg smaller than the volume: logs it out so that its pool grows it, and says why", () => {
     const out = array(
       [
