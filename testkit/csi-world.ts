@@ -1,10 +1,11 @@
 // The world the CSI driver's controller is tested in (docs/adr/0047-the-csi-driver-one-writer-per-volume.md): a
-// cluster with this project installed, two simulated nodes (each its own zfs-fuse and a real node daemon under the
-// shipped ServiceAccount, the file backend for replicas), a CStorPoolCluster with one pool on each whose devices
-// NDM is played for, the hook server under Metacontroller (the emulator unless the environment names the binary),
-// the kubelet played for the pool pods, the volume target's snapshot pass played for the volumes' snapshots
-// (testkit/snapshot-player.ts: no target runs here), and the driver in --mode=controller as its shipped
-// ServiceAccount on a socket of its own. stop() leaves nothing of it in the cluster.
+// cluster with this project installed, simulated nodes (two by default; each its own zfs-fuse and a real node
+// daemon under the shipped ServiceAccount, the file backend for replicas), a CStorPoolCluster with one pool on
+// each whose devices NDM is played for, the hook server under Metacontroller (the emulator unless the environment
+// names the binary), the kubelet played for the pool Deployments, and the driver in --mode=controller as its
+// shipped ServiceAccount on a socket of its own. Either the volume target's snapshot pass is played for the
+// volumes' snapshots (testkit/snapshot-player.ts), or, with `dataPath`, the volumes' bytes flow through real
+// targets to an application's node (testkit/csi-data-path.ts). stop() leaves nothing of it in the cluster.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -12,6 +13,7 @@ import { API_VERSION, CSI, KIND, LABEL } from "../api/constants.js";
 import type { CSPI, CVC, CVSnap } from "../api/types.js";
 import { findCondition } from "../lib/conditions.js";
 import { CsiClient } from "./csi-client.js";
+import { CsiDataPath } from "./csi-data-path.js";
 import { CsiDriverProcess } from "./csi-driver-process.js";
 import { HookServer, metacontrollerFor, type Metacontroller } from "./control-plane.js";
 import {
@@ -33,16 +35,22 @@ export interface CsiWorldOptions {
   cluster: KubeCluster;
   /** Each pool's device, a sparse file: room for every volume the test makes while deletions catch up. */
   deviceMiB: number;
+  /** How many nodes, one pool on each; default 2. */
+  pools?: number;
+  /** Real targets, pool sites and an application's node in guests (testkit/csi-data-path.ts), no played snapshots. */
+  dataPath?: boolean;
 }
+
+const NODE_LETTERS = "abcde";
 
 export class CsiWorld {
   readonly namespace = NS;
   readonly dir = mkdtempSync(join(tmpdir(), "csi-world-"));
   readonly sandbox = new ZfsSandbox();
-  readonly nodeNames = ["a", "b"].map((n) => `csi-${n}-${this.sandbox.id}`);
+  readonly nodeNames: string[];
   readonly cspc = `csi-${this.sandbox.id}`;
-  /** The volume target's snapshot pass, played: the test may make a snapshot fail. */
-  readonly snapshots: SnapshotPlayer;
+  /** The data path, when the world has one. */
+  readonly dataPath: CsiDataPath | undefined;
   driver!: CsiDriverProcess;
   client!: CsiClient;
   private readonly nodes: ZfsNode[] = [];
@@ -50,21 +58,46 @@ export class CsiWorld {
   private hooks: HookServer | undefined;
   private metacontroller: Metacontroller | undefined;
   private ndm: { stop(): Promise<void> } | undefined;
+  private readonly player: SnapshotPlayer | undefined;
 
-  private constructor(readonly cluster: KubeCluster) {
-    this.snapshots = new SnapshotPlayer(cluster, NS, this.cspc);
+  private constructor(
+    readonly cluster: KubeCluster,
+    options: CsiWorldOptions,
+  ) {
+    const pools = options.pools ?? 2;
+    if (!(pools >= 1 && pools <= NODE_LETTERS.length))
+      throw new Error(`CsiWorld: pools ${pools} is not 1 to ${NODE_LETTERS.length}`);
+    this.nodeNames = [...NODE_LETTERS.slice(0, pools)].map((n) => `csi-${n}-${this.sandbox.id}`);
+    if (options.dataPath) this.dataPath = new CsiDataPath(this.sandbox.id);
+    else this.player = new SnapshotPlayer(cluster, NS, this.cspc);
   }
 
-  /** A StorageClass's parameters for the world's pools: two replicas, one on each node. */
+  /** The volume target's snapshot pass, played: the test may make a snapshot fail. */
+  get snapshots(): SnapshotPlayer {
+    if (!this.player)
+      throw new Error("this CsiWorld runs real targets (dataPath): no snapshot pass is played");
+    return this.player;
+  }
+
+  /** A StorageClass's parameters for the world's pools: one replica on each node. */
   parameters(): Record<string, string> {
-    return { cstorPoolCluster: this.cspc, replicaCount: "2" };
+    return { cstorPoolCluster: this.cspc, replicaCount: String(this.nodeNames.length) };
   }
 
   static async start(options: CsiWorldOptions): Promise<CsiWorld> {
     requireZfs();
-    const world = new CsiWorld(options.cluster);
+    const world = new CsiWorld(options.cluster, options);
     try {
-      await world.startPools(options.deviceMiB);
+      const pools = world.startPools(options.deviceMiB);
+      const settled = await Promise.allSettled([
+        pools,
+        world.dataPath?.start(
+          { cluster: world.cluster, namespace: NS, cspc: world.cspc, nodes: world.nodes },
+          pools,
+        ),
+      ]);
+      const failed = settled.find((result) => result.status === "rejected");
+      if (failed) throw failed.reason;
       const controller = await world.cluster.serviceAccount(NS, "cstor-csi-controller");
       world.driver = await CsiDriverProcess.start({
         mode: "controller",
@@ -121,14 +154,14 @@ export class CsiWorld {
     await this.hooks.start();
     this.metacontroller = await metacontrollerFor(this.cluster, this.hooks.process.url);
     await this.metacontroller.start();
-    this.ndm = keepPlayingNdmAndKubelet(this.cluster, NS, this.cspc, 500, () => this.snapshots.round());
+    this.ndm = keepPlayingNdmAndKubelet(this.cluster, NS, this.cspc, 500, async () => this.player?.round());
     await waitUntil(
       async () => {
         const pools = await this.list<CSPI>("cstorpoolinstances", `${LABEL.cspc}=${this.cspc}`);
         const serving = (p: CSPI) =>
           p.status?.phase === "ONLINE" &&
           findCondition(p.status.conditions, "PodAvailable")?.status === "True";
-        return pools.length === 2 && pools.every(serving);
+        return pools.length === this.nodeNames.length && pools.every(serving);
       },
       WAIT_MS,
       () => `the pools never came ONLINE with their pods available${this.tails()}`,
@@ -166,19 +199,21 @@ export class CsiWorld {
     return (
       (this.driver?.tail(30) ?? "") +
       (this.hooks?.process?.tail(10) ?? "") +
-      this.daemons.map((d) => d.tail(5)).join("")
+      this.daemons.map((d) => d.tail(5)).join("") +
+      (this.dataPath?.tails() ?? "")
     );
   }
 
   /**
-   * The driver's snapshots and volumes go (while the daemons and the snapshot pass run), then everything else;
-   * leftovers lose their finalizers.
+   * The driver's snapshots and volumes go (while the daemons and the targets or the played snapshot pass run),
+   * then the data path and everything else; leftovers lose their finalizers.
    */
   async stop(): Promise<void> {
     this.client?.close();
     await this.driver?.stop();
     for (const plural of ["cstorvolumesnapshots", "cstorvolumeconfigs"])
       await this.deleteDriversObjects(plural);
+    await this.dataPath?.stop();
     await this.metacontroller?.stop();
     if (this.hooks?.process) await this.hooks.stop();
     await this.ndm?.stop();

@@ -99,14 +99,16 @@ export async function shippedEnv(
   };
   const configMaps: ConfigMapData = await data("configmaps");
   const secrets: SecretData = Object.fromEntries(
-    Object.entries(await data("secrets")).map(([name, values]) => [
-      name,
-      Object.fromEntries(
-        Object.entries(values).map(([key, value]) => [key, Buffer.from(value, "base64").toString("utf8")]),
-      ),
-    ]),
+    Object.entries(await data("secrets")).map(([name, values]) => [name, decodedSecretData(values)]),
   );
   return (nodeName) => resolvedContainerEnv(workload, nodeName, configMaps, secrets);
+}
+
+/** A Secret's data as the kubelet hands it to a container or a CSI call: each value decoded from base64. */
+export function decodedSecretData(data: Readonly<Record<string, string>>): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(data).map(([key, value]) => [key, Buffer.from(value, "base64").toString("utf8")]),
+  );
 }
 
 /** The installed node daemon's env per node. */

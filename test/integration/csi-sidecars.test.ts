@@ -1,31 +1,45 @@
-// The CSI driver under the real sidecars (docs/adr/0047-the-csi-driver-one-writer-per-volume.md,
-// docs/adr/0052-the-csi-controller-answers-a-snapshot-once-every-replica-has-it.md): external-provisioner v6,
+// The CSI driver under the real sidecars, end to end (docs/adr/0047-the-csi-driver-one-writer-per-volume.md,
+// docs/adr/0052-the-csi-controller-answers-a-snapshot-once-every-replica-has-it.md,
+// docs/adr/0056-the-sidecars-test-runs-the-data-path-played-kubelets.md): external-provisioner v6,
 // external-attacher v4, external-resizer v2 and csi-snapshotter v8, built from their Go modules by
 // scripts/csi-env.sh, run as the shipped cstor-csi-controller ServiceAccount against a real kube-apiserver with
 // kube-controller-manager's PV controllers and the snapshot-controller v8 (with upstream's snapshot CRDs), beside
-// the driver's controller, the hook server under the Metacontroller emulator and two real node daemons on zfs-fuse
-// nodes (testkit/csi-world.ts). A PVC of the sample class becomes a Bound PV whose CSI source carries the volume's
-// context and its CHAP Secret as node-stage secret; a Block claim too; a VolumeAttachment publishes the volume to
-// its node, and a second node's is refused until the first detaches; a larger claim grows the CStorVolumeConfig
-// and its replicas, then waits for the node's filesystem; a VolumeSnapshot of the sample snapshot class becomes
-// ready with the volume's CStorVolumeSnapshot as its handle; a deleted claim's volume waits for its snapshots,
-// then goes. The kubelet's part (CSINode objects, VolumeAttachments made by the attach/detach controller for a
-// pod's node) and the volume target's snapshot pass (testkit/snapshot-player.ts: no target runs here) are played;
-// the node side runs in user-mode Linux.
+// the driver's controller, the hook server under the Metacontroller emulator and three real node daemons on
+// zfs-fuse nodes, and the data path in real kernels (testkit/csi-world.ts, testkit/csi-data-path.ts): a pool site
+// per pool exporting its replicas, the volume target agent started in a user-mode-linux target guest for every
+// target Deployment, and the driver's node plugin in an application guest, called as the kubelet calls it.
+//
+// A PVC of the sample class becomes a Bound PV whose CSI source carries the volume's context and its CHAP Secret
+// as node-stage secret; a Block claim too. A pod's claim is staged and published on the application's node
+// (open-iscsi's login to the target, ext4 made, mounted) and a file written; a second node's VolumeAttachment is
+// refused while that node holds the volume. A larger claim grows the CStorVolumeConfig, its replicas, the
+// CStorVolume, the array and the LUN; NodeExpandVolume grows the filesystem with the file intact. A Block claim
+// is served raw. A VolumeSnapshot of the sample snapshot class is taken by the target and the pools' node
+// daemons. The pod's volumes go and the second node's attachment succeeds; a deleted claim's volume waits for its
+// snapshots, then goes with its target. The kubelet's and the attach/detach controller's parts and node-driver-
+// registrar's CSINode objects are played. UML_TIMINGS=1 prints the data path's set-up steps.
 import { execFile } from "node:child_process";
-import { readdirSync, readFileSync } from "node:fs";
+import { createHash, randomBytes } from "node:crypto";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { expect } from "chai";
 import { parse } from "yaml";
 import { CSI, LABEL } from "../../api/constants.js";
 import type { CV, CVC, CVR, CVSnap } from "../../api/types.js";
+import { nodeInitiatorIqn, volumeIqn } from "../../lib/volume/iqn.js";
+import type { CsiDataPath } from "../../testkit/csi-data-path.js";
+import type { PodVolume } from "../../testkit/csi-node-kubelet.js";
 import { CsiWorld } from "../../testkit/csi-world.js";
 import { installProject, ownCluster, repoPath, waitUntil, type OwnCluster } from "../../testkit/kube.js";
 import { LoggedProcess } from "../../testkit/logged-process.js";
+import { stepTimer } from "../../testkit/uml/guest-node.js";
 
 const NS = "shop";
 const DEVICE_MIB = 2048;
 const WAIT_MS = 180_000;
+const MiB = 1024 * 1024;
+const sha256 = (data: Buffer) => createHash("sha256").update(data).digest("hex");
 const SAMPLE_CLASS = parse(
   readFileSync(repoPath("metacontroller/samples/volumes/storageclass-cstor-csi.yaml"), "utf8"),
 ) as Record<string, any>;
@@ -53,11 +67,14 @@ async function sidecarBinaries(): Promise<Record<string, string>> {
   );
 }
 
-describe("integration: the CSI driver under external-provisioner, -attacher, -resizer and -snapshotter", function () {
+describe("integration: the CSI driver under the sidecars, the real target and a node in user-mode Linux", function () {
   this.timeout(25 * 60_000);
   let cluster: OwnCluster;
   let world: CsiWorld;
+  let data: CsiDataPath;
+  let dir: string;
   const sidecars: LoggedProcess[] = [];
+  const { timings, timed } = stepTimer();
   const tails = () => sidecars.map((s) => s.tail(15)).join("") + world?.tails();
 
   const request = async (method: string, path: string, body?: unknown, type?: string): Promise<any> => {
@@ -76,7 +93,7 @@ describe("integration: the CSI driver under external-provisioner, -attacher, -re
     await waitUntil(
       async () => done((last = await read())),
       WAIT_MS,
-      () => `${what} did not happen; last seen: ${JSON.stringify(last)}${tails()}`,
+      () => `${what} did not happen; last seen: ${JSON.stringify(last)}`,
     );
     return last!;
   };
@@ -111,7 +128,12 @@ describe("integration: the CSI driver under external-provisioner, -attacher, -re
       controllers: ["persistentvolume-binder", "pvc-protection", "pv-protection"],
     });
     await installProject(cluster);
-    world = await CsiWorld.start({ cluster, deviceMiB: DEVICE_MIB });
+    dir = mkdtempSync(join(tmpdir(), "cstor-csi-sidecars-"));
+    // Three replicas, as the sample class has: a volume grows online only when one replica can leave at a time.
+    world = await timed("the world (pools, guests, node plugin, pool sites)", () =>
+      CsiWorld.start({ cluster, deviceMiB: DEVICE_MIB, pools: 3, dataPath: true }),
+    );
+    data = world.dataPath!;
     const binaries = await sidecarBinaries();
     const identity = await cluster.serviceAccount(world.namespace, "cstor-csi-controller");
     const common = [
@@ -129,7 +151,7 @@ describe("integration: the CSI driver under external-provisioner, -attacher, -re
     start("external-resizer", binaries.CSI_RESIZER, ["--timeout=150s", "--handle-volume-inuse-error=false"]);
     start("csi-snapshotter", binaries.CSI_SNAPSHOTTER, ["--extra-create-metadata", "--timeout=60s"]);
     await startSnapshotController(binaries);
-    // What node-driver-registrar and the kubelet write on each node: the driver's node id there.
+    // What node-driver-registrar and the kubelet write on each pool node: the driver's node id there.
     await world.apply(
       ...world.nodeNames.map((node) => ({
         apiVersion: "storage.k8s.io/v1",
@@ -166,13 +188,48 @@ describe("integration: the CSI driver under external-provisioner, -attacher, -re
     await cluster.kubectl(["apply", "--server-side", "-f", SNAPSHOT_CLASS_FILE]);
   };
 
-  after(async () => {
+  afterEach(function () {
+    if (this.currentTest?.state === "failed") console.log(tails());
+  });
+
+  after(async function () {
+    this.timeout(5 * 60_000);
     for (const sidecar of sidecars) await sidecar.stop();
+    if (process.env.UML_TIMINGS)
+      console.log([...timings, ...(data?.timings ?? [])].map((t) => `    ${t}`).join("\n"));
     await world?.stop();
     await cluster?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
   let volume: string;
+  let rawVolume: string;
+  /** The claims' volumes on the application node's pod, while it runs. */
+  let dataPod: PodVolume;
+  let rawPod: PodVolume;
+  const fileData = randomBytes(4 * MiB);
+  const rawData = randomBytes(4 * MiB);
+  /** The filesystem's size on the node before the claim grew, in bytes. */
+  let filesystemBefore: number;
+
+  /** A command's output on the application's node. */
+  const onApp = (script: string) => data.app.run(script, { timeoutMs: 120_000 });
+  /** The disk of the volume's LUN on the application's node (its iSCSI session to the volume's target). */
+  const appDisk = async (name: string) => (await onApp(`iscsi_disk ${volumeIqn(name)} 0 5`)).trim();
+  const bytesOf = async (disk: string) => Number(await onApp(`blockdev --getsize64 ${disk}`));
+  /** A mounted filesystem's size (statfs: blocks times the block size). */
+  const filesystemBytes = async (path: string) => {
+    const [blocks, size] = (await onApp(`stat -f -c '%b %S' ${path}`)).trim().split(" ").map(Number);
+    return blocks * size;
+  };
+  /** sha256 of a file on the node, read from the disk: the page cache dropped first. */
+  const checksumOnNode = async (path: string, mib?: number) =>
+    (
+      await onApp(
+        `echo 3 >/proc/sys/vm/drop_caches; dd if=${path} bs=1M ${mib ? `count=${mib} iflag=direct` : ""} status=none | sha256sum`,
+      )
+    ).split(" ")[0];
+  const targetStatus = async (name: string) => (await world.get<CV>("cstorvolumes", name))?.status?.target;
 
   it("turns a PVC into a Bound PV: the CStorVolumeConfig pvc-<uid>, its context, its CHAP Secret to stage with", async () => {
     const bound = await claim("data", "64Mi");
@@ -193,24 +250,40 @@ describe("integration: the CSI driver under external-provisioner, -attacher, -re
       lun: "0",
     });
     const cvc = (await world.get<CVC>("cstorvolumeconfigs", volume))!;
-    expect(cvc.spec).to.deep.equal({ capacity: "64Mi", cstorPoolCluster: world.cspc, replicaCount: 2 });
+    expect(cvc.spec).to.deep.equal({ capacity: "64Mi", cstorPoolCluster: world.cspc, replicaCount: 3 });
     expect(cvc.metadata.annotations).to.include({ "cstor.openebs.io/claim": `${NS}/data` });
     expect(cv.metadata.annotations?.[CSI.publishedNodeAnnotation], "published nowhere yet").to.equal("");
     const block = await claim("raw", "32Mi", "Block");
-    expect((await pv(block.spec.volumeName)).spec.volumeMode).to.equal("Block");
+    rawVolume = block.spec.volumeName;
+    expect((await pv(rawVolume)).spec.volumeMode).to.equal("Block");
   });
 
-  it("publishes through a VolumeAttachment to one node; a second node's waits, refused, until the first detaches", async () => {
-    const [nodeA, nodeB] = world.nodeNames;
-    const holder = async () =>
-      (await world.get<CV>("cstorvolumes", volume))?.metadata.annotations?.[CSI.publishedNodeAnnotation];
-    await attach("data-a", nodeA, volume);
-    await eventually(
-      "the attachment to node A",
-      () => attachment("data-a"),
-      (a) => a?.status?.attached === true,
+  it("stages and publishes the claim on the application's node: a login to its target, ext4 made and mounted, a file written", async () => {
+    dataPod = await data.kubelet.mount(NS, "data");
+    const disk = await appDisk(volume);
+    const [fsType, source] = (await onApp(`findmnt -n -o FSTYPE,SOURCE ${dataPod.targetPath}`))
+      .trim()
+      .split(/\s+/);
+    expect({ fsType, source }, "the pod's volume: ext4 on the LUN's disk").to.deep.equal({
+      fsType: "ext4",
+      source: disk,
+    });
+    const target = await targetStatus(volume);
+    expect(target?.state).to.equal("Serving");
+    expect(target?.initiators, "the LUN admits the application's node alone").to.deep.equal([
+      nodeInitiatorIqn(data.appNode),
+    ]);
+    writeFileSync(join(dir, "file.bin"), fileData);
+    await onApp(
+      `dd if=${join(dir, "file.bin")} of=${dataPod.targetPath}/file.bin bs=1M conv=fsync status=none`,
     );
-    expect(await holder()).to.equal(nodeA);
+    expect(await checksumOnNode(`${dataPod.targetPath}/file.bin`)).to.equal(sha256(fileData));
+    filesystemBefore = await filesystemBytes(dataPod.targetPath);
+    expect(filesystemBefore).to.be.within(40 * MiB, 64 * MiB);
+  });
+
+  it("refuses a second node's attachment while the application's node holds the volume", async () => {
+    const nodeB = world.nodeNames[1];
     await attach("data-b", nodeB, volume);
     const refused = await eventually(
       "node B's attachment refused",
@@ -218,44 +291,32 @@ describe("integration: the CSI driver under external-provisioner, -attacher, -re
       (a) => Boolean(a?.status?.attachError),
     );
     expect(refused.status.attached).to.equal(false);
-    expect(refused.status.attachError.message).to.include(`published to node ${nodeA}`);
-    await request("DELETE", "/apis/storage.k8s.io/v1/volumeattachments/data-a");
-    await eventually(
-      "node A detached",
-      () => attachment("data-a"),
-      (a) => a === undefined,
-    );
-    await eventually(
-      "the attachment to node B",
-      () => attachment("data-b"),
-      (a) => a?.status?.attached === true,
-    );
-    expect(await holder()).to.equal(nodeB);
+    expect(refused.status.attachError.message).to.include(`published to node ${data.appNode}`);
+    expect((await targetStatus(volume))?.initiators).to.deep.equal([nodeInitiatorIqn(data.appNode)]);
     await request("DELETE", "/apis/storage.k8s.io/v1/volumeattachments/data-b");
     await eventually(
-      "node B detached",
+      "node B's attachment gone",
       () => attachment("data-b"),
       (a) => a === undefined,
     );
-    expect(await holder()).to.equal("");
   });
 
-  it("grows a volume when its claim grows: the CStorVolumeConfig, its replicas, the PV, then the node's turn", async () => {
+  it("grows the volume when its claim grows: CVC, replicas, CStorVolume, array, LUN, then the node's filesystem", async () => {
     await request(
       "PATCH",
       `/api/v1/namespaces/${NS}/persistentvolumeclaims/data`,
-      { spec: { resources: { requests: { storage: "96Mi" } } } },
+      { spec: { resources: { requests: { storage: "128Mi" } } } },
       "application/merge-patch+json",
     );
-    const grown = await eventually(
-      "the PV at 96Mi",
+    await eventually(
+      "the PV at 128Mi",
       () => pv(volume),
-      (p) => p?.spec?.capacity?.storage === "96Mi",
+      (p) => p?.spec?.capacity?.storage === "128Mi",
     );
-    expect(grown.spec.capacity.storage).to.equal("96Mi");
-    expect((await world.get<CVC>("cstorvolumeconfigs", volume))!.spec.capacity).to.equal("96Mi");
+    expect((await world.get<CVC>("cstorvolumeconfigs", volume))!.spec.capacity).to.equal("128Mi");
+    expect((await world.get<CV>("cstorvolumes", volume))!.spec.capacity).to.equal("128Mi");
     const replicas = await world.list<CVR>("cstorvolumereplicas", `${LABEL.replicaVolume}=${volume}`);
-    expect(replicas.map((r) => r.status?.capacity?.total)).to.deep.equal(["96Mi", "96Mi"]);
+    expect(replicas.map((r) => r.status?.capacity?.total)).to.deep.equal(["128Mi", "128Mi", "128Mi"]);
     const waiting = await eventually(
       "the claim waiting for the node's filesystem",
       () => pvc("data"),
@@ -265,9 +326,48 @@ describe("integration: the CSI driver under external-provisioner, -attacher, -re
     expect(waiting.status.capacity.storage, "the claim shows the new size once the node grew it").to.equal(
       "64Mi",
     );
+    const grown = await eventually(
+      "the target's array grown, every replica back in sync",
+      () => targetStatus(volume),
+      (t) =>
+        (t?.arraySizeBytes ?? 0) > 120 * MiB &&
+        t?.replicas?.length === 3 &&
+        t.replicas.every((r) => r.state === "InSync"),
+    );
+    const answered = await data.kubelet.expand(dataPod);
+    const disk = await appDisk(volume);
+    expect(await bytesOf(disk), "the LUN the node sees").to.equal(grown!.arraySizeBytes);
+    expect(answered).to.equal(grown!.arraySizeBytes);
+    const filesystem = await filesystemBytes(dataPod.targetPath);
+    expect(filesystem, "the filesystem grew on the node").to.be.within(
+      filesystemBefore + 56 * MiB,
+      128 * MiB,
+    );
+    expect(await checksumOnNode(`${dataPod.targetPath}/file.bin`), "the file is intact").to.equal(
+      sha256(fileData),
+    );
+    const claimed = await pvc("data");
+    expect(claimed.status.capacity.storage).to.equal("128Mi");
+    expect(claimed.status.conditions ?? []).to.deep.equal([]);
   });
 
-  it("snapshots a claim: the VolumeSnapshot ready, its content's handle the volume's CStorVolumeSnapshot", async () => {
+  it("serves a Block claim raw on the application's node: a device file, bytes written and read back", async () => {
+    rawPod = await data.kubelet.mount(NS, "raw");
+    expect(await onApp(`[[ -b ${rawPod.targetPath} ]] && echo block`)).to.equal("block\n");
+    const served = (await targetStatus(rawVolume))!.arraySizeBytes;
+    expect(await bytesOf(rawPod.targetPath), "the whole LUN").to.equal(served);
+    writeFileSync(join(dir, "raw.bin"), rawData);
+    await onApp(
+      `dd if=${join(dir, "raw.bin")} of=${rawPod.targetPath} bs=1M oflag=direct conv=fsync status=none`,
+    );
+    expect(await checksumOnNode(rawPod.targetPath, rawData.length / MiB)).to.equal(sha256(rawData));
+    expect(
+      await onApp(`findmnt -n ${await appDisk(rawVolume)} || echo none`),
+      "no filesystem made or mounted on a raw volume's disk",
+    ).to.include("none");
+  });
+
+  it("snapshots a claim through its target: the VolumeSnapshot ready, its handle the volume's CStorVolumeSnapshot", async () => {
     await world.apply({
       apiVersion: "snapshot.storage.k8s.io/v1",
       kind: "VolumeSnapshot",
@@ -291,13 +391,42 @@ describe("integration: the CSI driver under external-provisioner, -attacher, -re
     const cvsnap = (await world.get<CVSnap>("cstorvolumesnapshots", handle))!;
     expect(cvsnap.spec.volume).to.equal(volume);
     expect(cvsnap.metadata.annotations).to.include({ [CSI.volumeSnapshotAnnotation]: `${NS}/data-snap` });
-    expect(snapshot.status.restoreSize, "the volume's size when it was taken").to.equal("96Mi");
+    expect(snapshot.status.restoreSize, "the volume's size when it was taken").to.equal("128Mi");
+    expect(cvsnap.status!.replicas, "taken by every replica's pool").to.have.length(3);
     expect(Date.parse(snapshot.status.creationTime)).to.equal(
       Math.floor(Date.parse(cvsnap.status!.creationTime!) / 1000) * 1000,
     );
   });
 
-  it("deletes a claim's volume after its snapshots: refused naming the VolumeSnapshot, then gone with it", async () => {
+  it("lets the pod go: unpublished, unstaged and logged out, detached; then a second node's attachment succeeds", async () => {
+    const [, nodeB] = world.nodeNames;
+    for (const pod of [dataPod, rawPod]) await data.kubelet.unmount(pod);
+    for (const pod of [dataPod, rawPod])
+      expect(await onApp(`findmnt -n ${pod.targetPath} || echo none`), pod.targetPath).to.equal("none\n");
+    expect(
+      await onApp(`iscsi_session ${volumeIqn(volume)} || iscsi_session ${volumeIqn(rawVolume)} || echo none`),
+      "no session to either target",
+    ).to.equal("none\n");
+    const holder = async () =>
+      (await world.get<CV>("cstorvolumes", volume))?.metadata.annotations?.[CSI.publishedNodeAnnotation];
+    expect(await holder(), "published nowhere once detached").to.equal("");
+    await attach("data-b", nodeB, volume);
+    await eventually(
+      "the attachment to node B",
+      () => attachment("data-b"),
+      (a) => a?.status?.attached === true,
+    );
+    expect(await holder()).to.equal(nodeB);
+    await request("DELETE", "/apis/storage.k8s.io/v1/volumeattachments/data-b");
+    await eventually(
+      "node B detached",
+      () => attachment("data-b"),
+      (a) => a === undefined,
+    );
+    expect(await holder()).to.equal("");
+  });
+
+  it("deletes a claim's volume after its snapshots: refused naming the VolumeSnapshot, then gone with its target", async () => {
     const handle = (await world.list<CVSnap>("cstorvolumesnapshots", `${LABEL.replicaVolume}=${volume}`))[0]
       .metadata.name!;
     await request("DELETE", `/api/v1/namespaces/${NS}/persistentvolumeclaims/data`);
@@ -325,6 +454,11 @@ describe("integration: the CSI driver under external-provisioner, -attacher, -re
       "the CStorVolumeConfig gone",
       () => world.get<CVC>("cstorvolumeconfigs", volume),
       (c) => c === undefined,
+    );
+    await eventually(
+      "its target stopped",
+      async () => data.targets.volumes(),
+      (running) => !running.includes(volume),
     );
   });
 });
