@@ -12,7 +12,8 @@
 //   a unix socket here into the test network's namespace, and in the guest a TCP port to the plugin's socket.
 //
 // The guests boot while the control plane makes the pools. stop() stops the targets (their Deployments' pods),
-// the guests (md stopped, sessions logged out while the replicas answer), then the pool sites and the network.
+// the guests (md stopped, sessions logged out while the replicas answer), then the pool sites and the network,
+// and deletes the guests' Nodes and CSINode.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -69,6 +70,7 @@ export class CsiDataPath {
   private pluginDial: GuestProcess | undefined;
   private hostDial: NamespaceForwarder | undefined;
   private client: CsiClient | undefined;
+  private cluster: KubeCluster | undefined;
   private stopped = false;
 
   constructor(id: string) {
@@ -79,6 +81,7 @@ export class CsiDataPath {
 
   /** Boots the guests and starts the node plugin while `poolsReady` settles; then the pool sites and the targets. */
   async start(host: DataPathHost, poolsReady: Promise<void>): Promise<void> {
+    this.cluster = host.cluster;
     this.network = await TestNetwork.create();
     const agentMain = compileForGuest("volume-target/main.ts", this.buildDir);
     const pluginMain = compileForGuest("csi/main.ts", this.buildDir);
@@ -129,6 +132,16 @@ export class CsiDataPath {
     await Promise.all(this.sites.map((site) => site.stop()));
     await this.bridge?.close();
     await this.network?.close();
+    await this.cluster?.kubectl(
+      [
+        "delete",
+        "--ignore-not-found",
+        `csinode/${this.appNode}`,
+        `node/${this.appNode}`,
+        `node/${this.targetNode}`,
+      ],
+      { allowFailure: true },
+    );
     rmSync(this.dir, { recursive: true, force: true });
     rmSync(this.buildDir, { recursive: true, force: true });
   }
