@@ -89,7 +89,7 @@ export class TargetKubelet {
   async stop(): Promise<void> {
     this.playing = false;
     await this.rounds;
-    for (const pod of [...this.pods.values()]) await this.stopPod(pod);
+    await Promise.all([...this.pods.values()].map((pod) => this.stopPod(pod)));
     this.started.forEach((agent) => agent.remove());
   }
 
