@@ -1,5 +1,5 @@
 // The data path of the CSI world (testkit/csi-world.ts with `dataPath`;
-// docs/adr/0056-the-sidecars-test-runs-the-data-path-played-kubelets.md): what carries a volume's bytes from the
+// docs/adr/0057-the-sidecars-test-runs-the-data-path-played-kubelets.md): what carries a volume's bytes from the
 // pools to an application's node, in real kernels.
 //
 // - The test network and the API bridge (testkit/uml/), and a pool site per CSPI (testkit/pool-site.ts: tgtd and

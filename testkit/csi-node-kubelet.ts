@@ -1,5 +1,5 @@
 // The kubelet of an application's node, and the attach/detach controller's part for it, played
-// (docs/adr/0056-the-sidecars-test-runs-the-data-path-played-kubelets.md): what Kubernetes does for a pod's claim
+// (docs/adr/0057-the-sidecars-test-runs-the-data-path-played-kubelets.md): what Kubernetes does for a pod's claim
 // of a CSI volume on that node, called on the node plugin (csi/main.ts --mode=node in a user-mode-linux guest)
 // through `client`.
 //

@@ -1,4 +1,4 @@
-// The kubelet of a target node, played (docs/adr/0056-the-sidecars-test-runs-the-data-path-played-kubelets.md):
+// The kubelet of a target node, played (docs/adr/0057-the-sidecars-test-runs-the-data-path-played-kubelets.md):
 // every volume target Deployment cvc-sync writes (lib/volume/children.ts targetDeployment) is a pod scheduled on
 // one user-mode-linux guest, and its agent (volume-target/main.ts, transpiled for the guest) is started there as
 // the target image starts it, with the container's env resolved from the Deployment as the kubelet resolves it:

@@ -1,5 +1,5 @@
 // NodeExpandVolume: the session of the volume's disk rescanned (the target grew the LUN: ADR 41), then, once
-// the disk shows the size asked for (less the room the target's md keeps: ADR 57), the filesystem grown to it. A
+// the disk shows the size asked for (less the room the target's md keeps: ADR 58), the filesystem grown to it. A
 // block volume only needs the rescan. Growing to a size the filesystem has already is a no-op for resize2fs and
 // xfs_growfs, so a retry is safe.
 import { readSessions, rescanSession } from "../../iscsi/initiator.js";

@@ -1,6 +1,6 @@
 // The CSI driver under the real sidecars, end to end (docs/adr/0047-the-csi-driver-one-writer-per-volume.md,
 // docs/adr/0052-the-csi-controller-answers-a-snapshot-once-every-replica-has-it.md,
-// docs/adr/0056-the-sidecars-test-runs-the-data-path-played-kubelets.md): external-provisioner v6,
+// docs/adr/0057-the-sidecars-test-runs-the-data-path-played-kubelets.md): external-provisioner v6,
 // external-attacher v4, external-resizer v2 and csi-snapshotter v8, built from their Go modules by
 // scripts/csi-env.sh, run as the shipped cstor-csi-controller ServiceAccount against a real kube-apiserver with
 // kube-controller-manager's PV controllers and the snapshot-controller v8 (with upstream's snapshot CRDs), beside
