@@ -9,8 +9,10 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { API_VERSION, CSI, KIND, LABEL } from "../api/constants.js";
-import type { CSPI, CVC, CVSnap } from "../api/types.js";
+import { ANNOTATION, API_VERSION, CSI, KIND, LABEL } from "../api/constants.js";
+import type { CSPI, CVC, CVR, CVSnap } from "../api/types.js";
+import { zpoolName } from "../lib/names.js";
+import { REPLICA_FILE } from "../zfs/layout.js";
 import { findCondition } from "../lib/conditions.js";
 import { CsiClient } from "./csi-client.js";
 import { CsiDataPath } from "./csi-data-path.js";
@@ -42,6 +44,10 @@ export interface CsiWorldOptions {
 }
 
 const NODE_LETTERS = "abcde";
+/** md 1.2's superblock: 4 KiB into the leg, its magic first, the data offset (in sectors) at byte 128. */
+const MD_SUPERBLOCK_OFFSET = 4096;
+const MD_MAGIC = 0xa92b4efc;
+const MD_DATA_OFFSET_FIELD = 128;
 
 export class CsiWorld {
   readonly namespace = NS;
@@ -77,6 +83,25 @@ export class CsiWorld {
     if (!this.player)
       throw new Error("this CsiWorld runs real targets (dataPath): no snapshot pass is played");
     return this.player;
+  }
+
+  /**
+   * The first `length` bytes of the array's data a replica holds, read on its pool's node from the replica's file
+   * past md's data offset (its md 1.2 superblock, 4 KiB in, says where the data starts): what every replica of an
+   * in-sync volume holds alike.
+   */
+  replicaData(cvr: CVR, length: number): Buffer {
+    const pool = cvr.metadata.labels?.[LABEL.replicaPool] ?? "";
+    const host = cvr.metadata.annotations?.[ANNOTATION.replicaPoolHost];
+    const node = this.nodes.find((n) => n.name === host);
+    if (!node) throw new Error(`replica ${cvr.metadata.name}: no node ${host} in this world`);
+    const dataset = `${zpoolName(pool)}/${cvr.metadata.labels?.[LABEL.replicaVolume]}`;
+    const file = join(node.zfs("get", "-H", "-o", "value", "mountpoint", dataset).trim(), REPLICA_FILE);
+    const superblock = node.read(file, MD_SUPERBLOCK_OFFSET, 256);
+    if (superblock.readUInt32LE(0) !== MD_MAGIC)
+      throw new Error(`replica ${cvr.metadata.name}: no md superblock in ${file}`);
+    const dataOffset = Number(superblock.readBigUInt64LE(MD_DATA_OFFSET_FIELD)) * 512;
+    return node.read(file, dataOffset, length);
   }
 
   /** A StorageClass's parameters for the world's pools: one replica on each node. */

@@ -48,6 +48,7 @@ const SNAPSHOT_CLASS_FILE = repoPath(
 );
 const SNAPSHOT_CLASS = parse(readFileSync(SNAPSHOT_CLASS_FILE, "utf8")) as Record<string, any>;
 const SNAPSHOTS = "/apis/snapshot.storage.k8s.io/v1";
+const PAIR_CLASS = "cstor-csi-pair";
 
 /** The sidecars' binaries, from scripts/csi-env.sh (built once into the cache). */
 async function sidecarBinaries(): Promise<Record<string, string>> {
@@ -97,7 +98,12 @@ describe("integration: the CSI driver under the sidecars, the real target and a 
     );
     return last!;
   };
-  const claim = async (name: string, size: string, volumeMode = "Filesystem") => {
+  const claim = async (
+    name: string,
+    size: string,
+    volumeMode = "Filesystem",
+    more: { storageClassName?: string; dataSource?: Record<string, string> } = {},
+  ) => {
     await world.apply({
       apiVersion: "v1",
       kind: "PersistentVolumeClaim",
@@ -107,6 +113,7 @@ describe("integration: the CSI driver under the sidecars, the real target and a 
         storageClassName: SAMPLE_CLASS.metadata.name,
         volumeMode,
         resources: { requests: { storage: size } },
+        ...more,
       },
     });
     return eventually(
@@ -164,6 +171,12 @@ describe("integration: the CSI driver under the sidecars, the real target and a 
       })),
       { apiVersion: "v1", kind: "Namespace", metadata: { name: NS } },
       { ...SAMPLE_CLASS, parameters: { ...SAMPLE_CLASS.parameters, ...world.parameters() } },
+      // Two replicas on three pools: a restore of its snapshot with three replicas copies to the third pool.
+      {
+        ...SAMPLE_CLASS,
+        metadata: { name: PAIR_CLASS },
+        parameters: { ...SAMPLE_CLASS.parameters, ...world.parameters(), replicaCount: "2" },
+      },
     );
   });
 
@@ -233,6 +246,38 @@ describe("integration: the CSI driver under the sidecars, the real target and a 
       )
     ).split(" ")[0];
   const targetStatus = async (name: string) => (await world.get<CV>("cstorvolumes", name))?.status?.target;
+  /** Writes `bytes` at the start of a Block claim's device on the application's node, direct and synced. */
+  const writeRaw = async (pod: PodVolume, file: string, bytes: Buffer) => {
+    writeFileSync(join(dir, file), bytes);
+    await onApp(`dd if=${join(dir, file)} of=${pod.targetPath} bs=1M oflag=direct conv=fsync status=none`);
+  };
+  /** A VolumeSnapshot of the claim, of the sample snapshot class, once ready. */
+  const snapshotOf = async (claimName: string, name: string) => {
+    await world.apply({
+      apiVersion: "snapshot.storage.k8s.io/v1",
+      kind: "VolumeSnapshot",
+      metadata: { name, namespace: NS },
+      spec: {
+        volumeSnapshotClassName: SNAPSHOT_CLASS.metadata.name,
+        source: { persistentVolumeClaimName: claimName },
+      },
+    });
+    return eventually(
+      `VolumeSnapshot ${name} ready`,
+      () => request("GET", `${SNAPSHOTS}/namespaces/${NS}/volumesnapshots/${name}`),
+      (v) => v?.status?.readyToUse === true,
+    );
+  };
+  /** The volume's target serves every replica in sync: a copy made by md is done. */
+  const inSync = (name: string) =>
+    eventually(
+      `every replica of ${name} in sync`,
+      () => targetStatus(name),
+      (t) =>
+        t?.state === "Serving" &&
+        (t.replicas ?? []).length > 0 &&
+        t.replicas!.every((r) => r.state === "InSync"),
+    );
 
   it("turns a PVC into a Bound PV: the CStorVolumeConfig pvc-<uid>, its context, its CHAP Secret to stage with", async () => {
     const bound = await claim("data", "64Mi");
@@ -256,7 +301,8 @@ describe("integration: the CSI driver under the sidecars, the real target and a 
     expect(cvc.spec).to.deep.equal({ capacity: "64Mi", cstorPoolCluster: world.cspc, replicaCount: 3 });
     expect(cvc.metadata.annotations).to.include({ "cstor.openebs.io/claim": `${NS}/data` });
     expect(cv.metadata.annotations?.[CSI.publishedNodeAnnotation], "published nowhere yet").to.equal("");
-    const block = await claim("raw", "32Mi", "Block");
+    // Of the two-replica class: the restore below copies its snapshot to the third pool.
+    const block = await claim("raw", "32Mi", "Block", { storageClassName: PAIR_CLASS });
     rawVolume = block.spec.volumeName;
     expect((await pv(rawVolume)).spec.volumeMode).to.equal("Block");
   });
@@ -363,10 +409,7 @@ describe("integration: the CSI driver under the sidecars, the real target and a 
     expect(await onApp(`[[ -b ${rawPod.targetPath} ]] && echo block`)).to.equal("block\n");
     const served = (await targetStatus(rawVolume))!.arraySizeBytes;
     expect(await bytesOf(rawPod.targetPath), "the whole LUN").to.equal(served);
-    writeFileSync(join(dir, "raw.bin"), rawData);
-    await onApp(
-      `dd if=${join(dir, "raw.bin")} of=${rawPod.targetPath} bs=1M oflag=direct conv=fsync status=none`,
-    );
+    await writeRaw(rawPod, "raw.bin", rawData);
     expect(await checksumOnNode(rawPod.targetPath, rawData.length / MiB)).to.equal(sha256(rawData));
     expect(
       await onApp(`findmnt -n ${await appDisk(rawVolume)} || echo none`),
@@ -375,20 +418,7 @@ describe("integration: the CSI driver under the sidecars, the real target and a 
   });
 
   it("snapshots a claim through its target: the VolumeSnapshot ready, its handle the volume's CStorVolumeSnapshot", async () => {
-    await world.apply({
-      apiVersion: "snapshot.storage.k8s.io/v1",
-      kind: "VolumeSnapshot",
-      metadata: { name: "data-snap", namespace: NS },
-      spec: {
-        volumeSnapshotClassName: SNAPSHOT_CLASS.metadata.name,
-        source: { persistentVolumeClaimName: "data" },
-      },
-    });
-    const snapshot = await eventually(
-      "the VolumeSnapshot ready",
-      () => request("GET", `${SNAPSHOTS}/namespaces/${NS}/volumesnapshots/data-snap`),
-      (v) => v?.status?.readyToUse === true,
-    );
+    const snapshot = await snapshotOf("data", "data-snap");
     const content = await request(
       "GET",
       `${SNAPSHOTS}/volumesnapshotcontents/${snapshot.status.boundVolumeSnapshotContentName}`,
@@ -403,6 +433,62 @@ describe("integration: the CSI driver under the sidecars, the real target and a 
     expect(Date.parse(snapshot.status.creationTime)).to.equal(
       Math.floor(Date.parse(cvsnap.status!.creationTime!) / 1000) * 1000,
     );
+  });
+
+  it("restores the Block claim's snapshot (data A) and clones the claim (data B): on the node, on every replica", async () => {
+    const [dataA, dataB] = [rawData, randomBytes(4 * MiB)];
+    await timed("restore: the snapshot of data A", () => snapshotOf("raw", "raw-snap"));
+    const snapshotSource = { apiGroup: "snapshot.storage.k8s.io", kind: "VolumeSnapshot", name: "raw-snap" };
+    const restored = (
+      await timed("restore: the restore Bound", () =>
+        claim("raw-restored", "32Mi", "Block", { dataSource: snapshotSource }),
+      )
+    ).spec.volumeName;
+    await writeRaw(rawPod, "b.bin", dataB);
+    const cloneSource = { kind: "PersistentVolumeClaim", name: "raw" };
+    const cloned = (
+      await timed("restore: the clone Bound", () =>
+        claim("raw-clone", "32Mi", "Block", { storageClassName: PAIR_CLASS, dataSource: cloneSource }),
+      )
+    ).spec.volumeName;
+    const sourcePools = (await world.get<CVC>("cstorvolumeconfigs", rawVolume))!.status!.pools!;
+    const restore = (await world.get<CVC>("cstorvolumeconfigs", restored))!.status!.restore!;
+    expect(restore.clonedPools, "clones where the snapshot is").to.deep.equal(sourcePools);
+    expect(restore.copiedPools, "the third pool copied by md").to.have.length(1);
+    expect((await world.get<CVC>("cstorvolumeconfigs", cloned))!.status!.restore!.clonedPools).to.deep.equal(
+      sourcePools,
+    );
+    const pods = await timed("restore: both staged", () =>
+      Promise.all([data.kubelet.mount(NS, "raw-restored"), data.kubelet.mount(NS, "raw-clone")]),
+    );
+    const expected = new Map([
+      [restored, dataA],
+      [cloned, dataB],
+      [rawVolume, dataB],
+    ]);
+    await timed("restore: every replica in sync", () => Promise.all([...expected.keys()].map(inSync)));
+    for (const [name, bytes] of expected) {
+      const pod = [rawPod, ...pods].find((p) => p.volumeId === name)!;
+      expect(await checksumOnNode(pod.targetPath, 4), `${name} on the application's node`).to.equal(
+        sha256(bytes),
+      );
+      for (const replica of await world.list<CVR>("cstorvolumereplicas", `${LABEL.replicaVolume}=${name}`))
+        expect(sha256(world.replicaData(replica, bytes.length)), `replica ${replica.metadata.name}`).to.equal(
+          sha256(bytes),
+        );
+    }
+    await timed("restore: the restore, the clone and the snapshot deleted", async () => {
+      await Promise.all(pods.map((pod) => data.kubelet.unmount(pod)));
+      await request("DELETE", `${SNAPSHOTS}/namespaces/${NS}/volumesnapshots/raw-snap`);
+      for (const name of ["raw-clone", "raw-restored"])
+        await request("DELETE", `/api/v1/namespaces/${NS}/persistentvolumeclaims/${name}`);
+      for (const name of [cloned, restored])
+        await eventually(
+          `volume ${name} gone`,
+          () => world.get<CVC>("cstorvolumeconfigs", name),
+          (c) => c === undefined,
+        );
+    });
   });
 
   it("lets the pod go: unpublished, unstaged and logged out, detached; then a second node's attachment succeeds", async () => {
