@@ -19,7 +19,7 @@ import {
 } from "./request.js";
 import { cloneSnapshotId, resolveSource, restoresOf, sourceMismatch, type SourceRequest } from "./restore.js";
 import { isCloneSnapshot, snapshotsOf } from "./snapshot.js";
-import { mismatch, publishedNode, readiness, toDelete, volumeConfig } from "./volume.js";
+import { mismatch, publishedNode, readiness, toDelete, volumeConfig, type Dependents } from "./volume.js";
 import { waitFor, type Step, type WaitBounds } from "./wait.js";
 
 export interface ControllerDeps {
@@ -113,38 +113,35 @@ export function deleteVolume({ kube, wait }: ControllerDeps): Handler<"Controlle
 }
 
 /**
- * A volume goes after the volumes restored or cloned from it: their replicas are ZFS clones of its replicas, which
- * cannot be destroyed before them (docs/adr/0055-a-restore-clones-where-the-snapshot-is.md).
+ * A volume goes after what depends on it: the volumes restored or cloned from it (their replicas are ZFS clones of
+ * its replicas: docs/adr/0055-a-restore-clones-where-the-snapshot-is.md), then its snapshots (its replicas cannot be
+ * destroyed while their pools hold them). One that stands is refused with its name and the fix; those being
+ * deleted are waited for.
  */
 async function restoresGone(kube: ControllerKube, id: string): Promise<Step<void>> {
-  const { standing, deleting } = restoresOf(await kube.listVolumeConfigs(), id);
-  if (standing.length > 0)
-    throw failedPrecondition(
-      `DeleteVolume: volumes ${standing.join(", ")} were restored or cloned from volume ${id} and share its data on its pools; delete them first, then this volume is deleted`,
-    );
-  if (deleting.length > 0)
-    return {
-      done: false,
-      waiting: `DeleteVolume: volumes restored or cloned from ${id} are being deleted, ${deleting.join(", ")}; waiting for them to go`,
-    };
-  return { done: true, value: undefined };
+  return dependentsGone(restoresOf(await kube.listVolumeConfigs(), id), {
+    refusal: (standing) =>
+      `DeleteVolume: volumes ${standing} were restored or cloned from volume ${id} and share its data on its pools; delete them first, then this volume is deleted`,
+    waiting: (deleting) =>
+      `DeleteVolume: volumes restored or cloned from ${id} are being deleted, ${deleting}; waiting for them to go`,
+  });
 }
 
-/**
- * A volume goes after its snapshots: its replicas cannot be destroyed while their pools hold snapshots of them. A
- * snapshot that stands is refused with its name and the fix; those being deleted are waited for.
- */
 async function snapshotsGone(kube: ControllerKube, id: string): Promise<Step<void>> {
-  const { standing, deleting } = snapshotsOf(await kube.listSnapshots(), id);
-  if (standing.length > 0)
-    throw failedPrecondition(
-      `DeleteVolume: volume ${id} has snapshots ${standing.join(", ")} (CStorVolumeSnapshots in ${kube.namespace}); delete those VolumeSnapshots first, then the volume is deleted`,
-    );
-  if (deleting.length > 0)
-    return {
-      done: false,
-      waiting: `DeleteVolume: volume ${id} has snapshots being deleted, ${deleting.join(", ")}; waiting for their pools to destroy them`,
-    };
+  return dependentsGone(snapshotsOf(await kube.listSnapshots(), id), {
+    refusal: (standing) =>
+      `DeleteVolume: volume ${id} has snapshots ${standing} (CStorVolumeSnapshots in ${kube.namespace}); delete those VolumeSnapshots first, then the volume is deleted`,
+    waiting: (deleting) =>
+      `DeleteVolume: volume ${id} has snapshots being deleted, ${deleting}; waiting for their pools to destroy them`,
+  });
+}
+
+function dependentsGone(
+  { standing, deleting }: Dependents,
+  say: { refusal: (names: string) => string; waiting: (names: string) => string },
+): Step<void> {
+  if (standing.length > 0) throw failedPrecondition(say.refusal(standing.join(", ")));
+  if (deleting.length > 0) return { done: false, waiting: say.waiting(deleting.join(", ")) };
   return { done: true, value: undefined };
 }
 

@@ -8,6 +8,7 @@ import type { Message } from "../protocol.js";
 import type { CallContext } from "../server.js";
 import type { ControllerKube } from "./kube.js";
 import { requestedBytes, type VolumeParameters } from "./request.js";
+import { dependents, type Dependents } from "./volume.js";
 import { newSnapshot, readySnapshot } from "./snapshotting.js";
 import { waitFor, type WaitBounds } from "./wait.js";
 
@@ -125,10 +126,9 @@ export function sourceMismatch(cvc: CVC, id: string, content: ContentSource): st
 }
 
 /** Volumes whose spec.source names `volume`: those that stand, and those being deleted. */
-export function restoresOf(cvcs: readonly CVC[], volume: string): { standing: string[]; deleting: string[] } {
-  const of = cvcs.filter((cvc) => cvc.spec.source?.volume === volume);
-  return {
-    standing: of.filter((c) => !c.metadata.deletionTimestamp).map((c) => c.metadata.name!),
-    deleting: of.filter((c) => c.metadata.deletionTimestamp).map((c) => c.metadata.name!),
-  };
+export function restoresOf(cvcs: readonly CVC[], volume: string): Dependents {
+  return dependents(
+    cvcs.filter((cvc) => cvc.spec.source?.volume === volume),
+    (cvc) => cvc.metadata.name!,
+  );
 }

@@ -6,7 +6,7 @@ import type { CVSnap } from "../../api/types.js";
 import { quantityBytes } from "../../lib/quantity.js";
 import type { Message, Snapshot } from "../protocol.js";
 import type { ListingPage, SnapshotParameters } from "./request.js";
-import { madeByDriver, madeFor } from "./volume.js";
+import { dependents, madeByDriver, madeFor, type Dependents } from "./volume.js";
 
 export interface NewSnapshot {
   id: string;
@@ -160,15 +160,11 @@ function described(cvsnap: CVSnap): string {
 }
 
 /** A volume's snapshots, whoever made them: those that stand, and those being deleted (their pools at work). */
-export function snapshotsOf(
-  cvsnaps: readonly CVSnap[],
-  volume: string,
-): { standing: string[]; deleting: string[] } {
-  const of = cvsnaps.filter((cvsnap) => cvsnap.spec.volume === volume);
-  return {
-    standing: of.filter((c) => !c.metadata.deletionTimestamp).map(described),
-    deleting: of.filter((c) => c.metadata.deletionTimestamp).map(described),
-  };
+export function snapshotsOf(cvsnaps: readonly CVSnap[], volume: string): Dependents {
+  return dependents(
+    cvsnaps.filter((cvsnap) => cvsnap.spec.volume === volume),
+    described,
+  );
 }
 
 /** Each replica's status lists at most this many snapshots of it. */

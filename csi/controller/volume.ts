@@ -65,6 +65,23 @@ interface Recorded {
   };
 }
 
+/** What keeps a volume from deletion: those that stand, and those being deleted (waited for). */
+export interface Dependents {
+  standing: string[];
+  deleting: string[];
+}
+
+/** `objects` told apart by whether they are being deleted, each named by `name`. */
+export function dependents<T extends Recorded>(
+  objects: readonly T[],
+  name: (object: T) => string,
+): Dependents {
+  return {
+    standing: objects.filter((o) => !o.metadata.deletionTimestamp).map(name),
+    deleting: objects.filter((o) => o.metadata.deletionTimestamp).map(name),
+  };
+}
+
 /** The object the driver made for this CSI name; one made otherwise is never answered, changed or deleted. */
 export function madeFor(object: Recorded, name: string): boolean {
   return object.metadata.annotations?.[CSI.nameAnnotation] === name;

@@ -95,6 +95,11 @@ export function buildVolumeInventory(request: CompositeSyncRequest<CVC>): Volume
   };
 }
 
+/** The volume has no replica yet, of its own or stray: its first replicas are still to be made. */
+export function hasNoReplica(inventory: VolumeInventory): boolean {
+  return inventory.ownReplicas.size === 0 && inventory.strayReplicas.length === 0;
+}
+
 /**
  * What placement knows of each pool: its state, room and location, from the pools, every replica on them (each
  * reserves its size) and the Nodes (their zones). cvc-sync's placement and the CSI driver's GetCapacity both

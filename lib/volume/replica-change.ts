@@ -11,7 +11,7 @@ import { replicaName } from "../names.js";
 import { consistencyFactor } from "./children.js";
 import { caughtUp } from "./health.js";
 import { place, type PlacementInput, type PoolView } from "./placement.js";
-import type { VolumeInventory } from "./inventory.js";
+import { hasNoReplica, type VolumeInventory } from "./inventory.js";
 
 export const REPLICA_CHANGE_CONDITION = "ReplicaChange";
 
@@ -87,7 +87,7 @@ class ReplicaChange implements RemovalContext {
     this.lost = own.filter((r) => declaredLost(r) && !this.healthyButLost.includes(r));
     this.removing = own.filter((r) => isTerminating(r) && !declaredLost(r));
     this.gone = new Set([...this.lost, ...this.removing].map(poolOf));
-    this.first = inventory.ownReplicas.size === 0 && inventory.strayReplicas.length === 0;
+    this.first = hasNoReplica(inventory);
     this.pools = kept.filter((p) => !this.gone.has(p));
     this.view = new Map(inventory.pools.map((p) => [p.name, p]));
     const recorded = new Map((cvc.status?.rebuildingReplicas ?? []).map((r) => [r.pool, r.since]));

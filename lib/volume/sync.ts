@@ -36,7 +36,7 @@ import {
 import { reachedCapacity, volumeHealth } from "./health.js";
 import { planReplicas, REPLICA_CHANGE_CONDITION, type ReplicaPlan } from "./replica-change.js";
 import { quantityBytes } from "../quantity.js";
-import { buildVolumeInventory, type VolumeInventory } from "./inventory.js";
+import { buildVolumeInventory, hasNoReplica, type VolumeInventory } from "./inventory.js";
 import { isRecord } from "../request.js";
 
 export const CVC_CONDITION = {
@@ -257,8 +257,7 @@ function firstReplicasRefusal(
   kept: readonly string[],
 ): { reason: string; message: string } | undefined {
   const spec = inventory.cvc.spec;
-  const first = inventory.ownReplicas.size === 0 && inventory.strayReplicas.length === 0;
-  if (!first || kept.length >= spec.replicaCount) return undefined;
+  if (!hasNoReplica(inventory) || kept.length >= spec.replicaCount) return undefined;
   const where = `CStorPoolCluster ${inventory.namespace}/${spec.cstorPoolCluster}`;
   if (!inventory.cspc)
     return {
@@ -275,8 +274,7 @@ function firstReplicasRefusal(
 
 /** Why a restore's first replicas cannot be made from its source now (lib/volume/restore.ts). */
 function sourceProblem(inventory: VolumeInventory): NonNullable<VolumeInventory["restore"]>["problem"] {
-  const first = inventory.ownReplicas.size === 0 && inventory.strayReplicas.length === 0;
-  return first ? inventory.restore?.problem : undefined;
+  return hasNoReplica(inventory) ? inventory.restore?.problem : undefined;
 }
 
 /** The day-2 fields every outcome after the replica plan carries. */
